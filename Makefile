@@ -1,0 +1,46 @@
+# ztls — see README.md.  `make demo` runs the main job, `make test` the tests.
+GO        ?= go
+PKGS      := ./...
+FUZZTIME  ?= 3s
+DEB_PKGS  := openssl gnutls-bin bind9 bind9-utils bind9-dnsutils unbound dnsperf redis-server iproute2
+
+.PHONY: all build deps demo test test-short fuzz fuzz-long bench vet
+
+all: build
+
+build:
+	$(GO) build -o bin/ztls ./cmd/ztls
+
+# Installs the peers the interop tests drive (Debian packages) and the Go modules.
+deps:
+	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+		else echo "missing Debian packages:$$missing (run 'sudo make deps')"; exit 1; fi; \
+	fi
+	$(GO) mod download
+
+demo: build
+	./bin/ztls demo
+
+# The default test run: unit, known-answer, interop and integration tests, then
+# each fuzz target briefly.  Keep it under ~10 minutes.
+test: deps
+	$(GO) vet $(PKGS)
+	$(GO) test -count=1 -timeout 15m $(PKGS)
+	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
+
+# Runs every native fuzz target for FUZZTIME each.
+fuzz:
+	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
+		for t in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz' || true); do \
+			echo "fuzz $$pkg $$t ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$pkg >/tmp/ztls-fuzz.log 2>&1 || { cat /tmp/ztls-fuzz.log; exit 1; }; \
+		done; \
+	done; echo "fuzz: all targets ran"
+
+fuzz-long:
+	$(MAKE) fuzz FUZZTIME=5m
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

@@ -1,0 +1,23 @@
+// Package kex implements the TLS 1.3 key exchange groups ztls speaks: x25519,
+// secp256r1, secp384r1 (RFC 8446, Section 4.2.7 and 7.4) and the hybrid
+// X25519MLKEM768 (draft-ietf-tls-ecdhe-mlkem).
+//
+// A client makes one ClientShare per group it offers and puts Public() into its
+// key_share extension. The server answers with ServerShare, which returns the
+// bytes for its own KeyShareEntry and the shared secret. The client then calls
+// Shared on the server's bytes and gets the same secret:
+//
+//	cs, err := kex.GenerateClientShare(kex.X25519, cfg.Rand)
+//	// ... ClientHello carries cs.Public() ...
+//	serverPub, secret, err := kex.ServerShare(kex.X25519, cs.Public(), cfg.Rand) // on the server
+//	secret2, err := cs.Shared(serverPub)                                       // on the client
+//
+// All key material comes from the io.Reader the caller passes, never from
+// crypto/rand directly, so tests with fixed randomness reproduce every byte.
+//
+// StaticKey is the long-lived ECDH key a ZTLS server publishes in its Z-data;
+// it computes the same kind of secret as an ephemeral share.
+//
+// Errors caused by the peer's bytes are *Error values that carry the TLS alert
+// to send (illegal_parameter for a malformed or weak share).
+package kex

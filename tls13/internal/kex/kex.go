@@ -1,0 +1,425 @@
+package kex
+
+import (
+	"crypto/ecdh"
+	"crypto/mlkem"
+	"crypto/mlkem/mlkemtest"
+	cryptorand "crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Named groups (RFC 8446, Section 4.2.7: enum NamedGroup; the hybrid's
+// codepoint is from draft-ietf-tls-ecdhe-mlkem).
+const (
+	X25519         uint16 = 0x001d
+	P256           uint16 = 0x0017
+	P384           uint16 = 0x0018
+	X25519MLKEM768 uint16 = 0x11ec
+)
+
+// alertIllegalParameter is the TLS alert for a malformed or weak key share
+// (RFC 8446, Section 4.2.8 and 7.4).
+const alertIllegalParameter uint8 = 47
+
+// Sizes of key_exchange values.
+const (
+	x25519Len    = 32
+	p256Len      = 1 + 2*32 // RFC 8446, Section 4.2.8.2: 0x04 || X || Y
+	p384Len      = 1 + 2*48
+	mlkemEKLen   = mlkem.EncapsulationKeySize768 // 1184
+	mlkemCTLen   = mlkem.CiphertextSize768       // 1088
+	hybridCliLen = mlkemEKLen + x25519Len
+	hybridSrvLen = mlkemCTLen + x25519Len
+)
+
+// maxScalarTries bounds the rejection sampling of NIST private keys so that a
+// broken reader (all zeros, all ones) fails instead of looping forever.
+const maxScalarTries = 64
+
+// Error is a key exchange failure caused by the peer's bytes. Alert is the TLS
+// alert the handshake must send (illegal_parameter, 47).
+type Error struct {
+	Alert uint8
+	Msg   string
+}
+
+// Error returns the message with the "tls13: " prefix, the package the peer
+// talks to.
+func (e *Error) Error() string { return "tls13: " + e.Msg }
+
+func illegal(format string, args ...any) error {
+	return &Error{Alert: alertIllegalParameter, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Supported reports whether this package implements group.
+func Supported(group uint16) bool {
+	switch group {
+	case X25519, P256, P384, X25519MLKEM768:
+		return true
+	}
+	return false
+}
+
+// Name returns the IANA name of group, or its hex codepoint ("0x001e") when
+// unknown.
+func Name(group uint16) string {
+	switch group {
+	case X25519:
+		return "x25519"
+	case P256:
+		return "secp256r1"
+	case P384:
+		return "secp384r1"
+	case X25519MLKEM768:
+		return "X25519MLKEM768"
+	}
+	return fmt.Sprintf("0x%04x", group)
+}
+
+// DefaultGroups returns the groups in ztls's order of preference: the
+// post-quantum hybrid first, then the classical curves. The slice is fresh on
+// each call, so callers may modify it.
+func DefaultGroups() []uint16 {
+	return []uint16{X25519MLKEM768, X25519, P256, P384}
+}
+
+// ClientShare is a client's private key share for one group.
+type ClientShare interface {
+	// Group returns the group's codepoint.
+	Group() uint16
+	// Public returns the key_exchange bytes for the ClientHello's KeyShareEntry.
+	Public() []byte
+	// Shared computes the shared secret with a peer's key_exchange bytes (the
+	// ServerHello share; ZTLS also uses it with the Z-data share, so it may be
+	// called more than once). An invalid share returns an *Error with alert
+	// illegal_parameter, as does an all-zero x25519 result.
+	Shared(peer []byte) ([]byte, error)
+}
+
+// ecdhCurve maps the classical groups to crypto/ecdh.
+func ecdhCurve(group uint16) ecdh.Curve {
+	switch group {
+	case X25519:
+		return ecdh.X25519()
+	case P256:
+		return ecdh.P256()
+	case P384:
+		return ecdh.P384()
+	}
+	return nil
+}
+
+func scalarLen(group uint16) int {
+	switch group {
+	case P256:
+		return 32
+	case P384:
+		return 48
+	}
+	return 32
+}
+
+func shareLen(group uint16, fromServer bool) int {
+	switch group {
+	case X25519:
+		return x25519Len
+	case P256:
+		return p256Len
+	case P384:
+		return p384Len
+	case X25519MLKEM768:
+		if fromServer {
+			return hybridSrvLen
+		}
+		return hybridCliLen
+	}
+	return 0
+}
+
+func randOrDefault(rand io.Reader) io.Reader {
+	if rand == nil {
+		return cryptorand.Reader
+	}
+	return rand
+}
+
+// ValidateShare checks that share is a well-formed key_exchange value for
+// group: its length, and for NIST curves an uncompressed point 0x04 || X || Y
+// that lies on the curve (RFC 8446, Section 4.2.8.2). For X25519MLKEM768,
+// fromServer selects the server's form (ciphertext || x25519) over the
+// client's (encapsulation key || x25519); the client's encapsulation key is
+// also checked (FIPS 203 modulus check). It does not detect low-order x25519
+// points; Shared does, from the result.
+func ValidateShare(group uint16, share []byte, fromServer bool) error {
+	if !Supported(group) {
+		return illegal("key share for unsupported group %s", Name(group))
+	}
+	if group != X25519MLKEM768 {
+		_, err := parseECDHPublic(group, share)
+		return err
+	}
+	if want := shareLen(group, fromServer); len(share) != want {
+		return illegal("%s key share is %d bytes, want %d", Name(group), len(share), want)
+	}
+	if !fromServer {
+		if _, err := mlkem.NewEncapsulationKey768(share[:mlkemEKLen]); err != nil {
+			return illegal("X25519MLKEM768 key share holds an invalid ML-KEM-768 encapsulation key")
+		}
+	}
+	return nil
+}
+
+// parseECDHPublic parses a classical group's key_exchange bytes.
+func parseECDHPublic(group uint16, share []byte) (*ecdh.PublicKey, error) {
+	if want := shareLen(group, true); len(share) != want {
+		if group != X25519 && len(share) == 1+scalarLen(group) && (share[0] == 2 || share[0] == 3) {
+			return nil, illegal("%s key share is a compressed point, which TLS 1.3 forbids", Name(group))
+		}
+		return nil, illegal("%s key share is %d bytes, want %d", Name(group), len(share), want)
+	}
+	if group != X25519 && share[0] != 4 {
+		return nil, illegal("%s key share does not start with 0x04 (uncompressed point)", Name(group))
+	}
+	pub, err := ecdhCurve(group).NewPublicKey(share)
+	if err != nil {
+		return nil, illegal("%s key share is not a point on the curve", Name(group))
+	}
+	return pub, nil
+}
+
+// ecdhShared runs ECDH between our private key and the peer's bytes.
+func ecdhShared(group uint16, priv *ecdh.PrivateKey, peer []byte) ([]byte, error) {
+	pub, err := parseECDHPublic(group, peer)
+	if err != nil {
+		return nil, err
+	}
+	secret, err := priv.ECDH(pub)
+	if err != nil {
+		// crypto/ecdh fails only for an all-zero x25519 output, i.e. a
+		// low-order peer point (RFC 8446, Section 7.4.2).
+		return nil, illegal("%s shared secret is all zeros (low-order peer point)", Name(group))
+	}
+	return secret, nil
+}
+
+// generateECDH draws a private key for a classical group from rand: x25519
+// takes 32 bytes as they are; NIST curves take scalar-size bytes and retry
+// until the value is a valid scalar (nonzero and below the group order).
+func generateECDH(group uint16, rand io.Reader) (*ecdh.PrivateKey, error) {
+	curve := ecdhCurve(group)
+	buf := make([]byte, scalarLen(group))
+	for range maxScalarTries {
+		if _, err := io.ReadFull(rand, buf); err != nil {
+			return nil, fmt.Errorf("kex: read %s private key from rand: %w", Name(group), err)
+		}
+		priv, err := curve.NewPrivateKey(buf)
+		if err == nil {
+			return priv, nil
+		}
+		if group == X25519 {
+			return nil, fmt.Errorf("kex: x25519 private key: %w", err)
+		}
+	}
+	return nil, fmt.Errorf("kex: rand gave no valid %s scalar in %d tries: is the reader broken?", Name(group), maxScalarTries)
+}
+
+// ecdhShare is a ClientShare for x25519, secp256r1 and secp384r1.
+type ecdhShare struct {
+	group uint16
+	priv  *ecdh.PrivateKey
+}
+
+func (s *ecdhShare) Group() uint16  { return s.group }
+func (s *ecdhShare) Public() []byte { return s.priv.PublicKey().Bytes() }
+func (s *ecdhShare) Shared(peer []byte) ([]byte, error) {
+	return ecdhShared(s.group, s.priv, peer)
+}
+
+// hybridShare is a ClientShare for X25519MLKEM768. The wire order puts the
+// ML-KEM part first in the share and in the secret (draft-ietf-tls-ecdhe-mlkem,
+// Section 3).
+type hybridShare struct {
+	dk *mlkem.DecapsulationKey768
+	x  *ecdh.PrivateKey
+}
+
+func (s *hybridShare) Group() uint16 { return X25519MLKEM768 }
+
+func (s *hybridShare) Public() []byte {
+	out := make([]byte, 0, hybridCliLen)
+	out = append(out, s.dk.EncapsulationKey().Bytes()...)
+	return append(out, s.x.PublicKey().Bytes()...)
+}
+
+func (s *hybridShare) Shared(peer []byte) ([]byte, error) {
+	if len(peer) != hybridSrvLen {
+		return nil, illegal("X25519MLKEM768 server key share is %d bytes, want %d", len(peer), hybridSrvLen)
+	}
+	mlkemSecret, err := s.dk.Decapsulate(peer[:mlkemCTLen])
+	if err != nil {
+		return nil, illegal("X25519MLKEM768 server key share: bad ML-KEM ciphertext")
+	}
+	xSecret, err := ecdhShared(X25519, s.x, peer[mlkemCTLen:])
+	if err != nil {
+		return nil, err
+	}
+	return append(mlkemSecret, xSecret...), nil
+}
+
+// GenerateClientShare makes a fresh client key share for group, drawing all
+// key material from rand (nil means crypto/rand.Reader): x25519 reads 32
+// bytes; secp256r1/secp384r1 read 32/48 bytes per try until the scalar is
+// valid; X25519MLKEM768 reads a 64-byte ML-KEM seed (d || z) and then 32 bytes
+// for its x25519 half.
+func GenerateClientShare(group uint16, rand io.Reader) (ClientShare, error) {
+	rand = randOrDefault(rand)
+	switch group {
+	case X25519, P256, P384:
+		priv, err := generateECDH(group, rand)
+		if err != nil {
+			return nil, err
+		}
+		return &ecdhShare{group: group, priv: priv}, nil
+	case X25519MLKEM768:
+		seed := make([]byte, mlkem.SeedSize)
+		if _, err := io.ReadFull(rand, seed); err != nil {
+			return nil, fmt.Errorf("kex: read ML-KEM-768 seed from rand: %w", err)
+		}
+		dk, err := mlkem.NewDecapsulationKey768(seed)
+		if err != nil {
+			return nil, fmt.Errorf("kex: ML-KEM-768 key: %w", err)
+		}
+		x, err := generateECDH(X25519, rand)
+		if err != nil {
+			return nil, err
+		}
+		return &hybridShare{dk: dk, x: x}, nil
+	}
+	return nil, fmt.Errorf("kex: cannot generate a key share for unsupported group %s", Name(group))
+}
+
+// ServerShare answers a client's key share: it returns the server's
+// key_exchange bytes for the ServerHello and the shared secret. rand supplies
+// the server's ephemeral key the way GenerateClientShare does; for
+// X25519MLKEM768 it first supplies the 32 bytes of ML-KEM encapsulation
+// randomness, then the x25519 key. A malformed client share returns an *Error
+// with alert illegal_parameter.
+func ServerShare(group uint16, clientShare []byte, rand io.Reader) (serverPublic, shared []byte, err error) {
+	rand = randOrDefault(rand)
+	switch group {
+	case X25519, P256, P384:
+		if _, err := parseECDHPublic(group, clientShare); err != nil {
+			return nil, nil, err
+		}
+		priv, err := generateECDH(group, rand)
+		if err != nil {
+			return nil, nil, err
+		}
+		secret, err := ecdhShared(group, priv, clientShare)
+		if err != nil {
+			return nil, nil, err
+		}
+		return priv.PublicKey().Bytes(), secret, nil
+	case X25519MLKEM768:
+		if err := ValidateShare(group, clientShare, false); err != nil {
+			return nil, nil, err
+		}
+		ek, err := mlkem.NewEncapsulationKey768(clientShare[:mlkemEKLen])
+		if err != nil {
+			return nil, nil, illegal("X25519MLKEM768 key share holds an invalid ML-KEM-768 encapsulation key")
+		}
+		mlkemSecret, ct, err := encapsulate(ek, rand)
+		if err != nil {
+			return nil, nil, err
+		}
+		x, err := generateECDH(X25519, rand)
+		if err != nil {
+			return nil, nil, err
+		}
+		xSecret, err := ecdhShared(X25519, x, clientShare[mlkemEKLen:])
+		if err != nil {
+			return nil, nil, err
+		}
+		serverPublic = make([]byte, 0, hybridSrvLen)
+		serverPublic = append(append(serverPublic, ct...), x.PublicKey().Bytes()...)
+		return serverPublic, append(mlkemSecret, xSecret...), nil
+	}
+	return nil, nil, fmt.Errorf("kex: cannot answer a key share for unsupported group %s", Name(group))
+}
+
+// encapsulate runs ML-KEM-768 encapsulation. With the system reader it uses
+// the ordinary (FIPS-approved) path; with any other reader it takes the 32
+// bytes of encapsulation randomness from that reader, so handshakes with fixed
+// randomness are reproducible.
+func encapsulate(ek *mlkem.EncapsulationKey768, rand io.Reader) (secret, ct []byte, err error) {
+	if rand == cryptorand.Reader {
+		secret, ct = ek.Encapsulate()
+		return secret, ct, nil
+	}
+	m := make([]byte, 32)
+	if _, err := io.ReadFull(rand, m); err != nil {
+		return nil, nil, fmt.Errorf("kex: read ML-KEM-768 encapsulation randomness from rand: %w", err)
+	}
+	secret, ct, err = mlkemtest.Encapsulate768(ek, m)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kex: ML-KEM-768 encapsulation: %w", err)
+	}
+	return secret, ct, nil
+}
+
+// StaticKey is a long-lived (semi-static) ECDH key, used by ZTLS's Z-data:
+// the server publishes Public() in DNS and computes ECDH(static, client
+// share). Only x25519 and secp256r1 are allowed. A StaticKey is immutable and
+// safe for concurrent use; its zero value is not usable.
+type StaticKey struct {
+	group uint16
+	priv  *ecdh.PrivateKey
+}
+
+var errStaticGroup = errors.New("kex: static keys exist only for x25519 and secp256r1")
+
+// GenerateStaticKey makes a static key for group (X25519 or P256), drawing the
+// private key from rand as GenerateClientShare does.
+func GenerateStaticKey(group uint16, rand io.Reader) (*StaticKey, error) {
+	if group != X25519 && group != P256 {
+		return nil, fmt.Errorf("%w, not %s", errStaticGroup, Name(group))
+	}
+	priv, err := generateECDH(group, randOrDefault(rand))
+	if err != nil {
+		return nil, err
+	}
+	return &StaticKey{group: group, priv: priv}, nil
+}
+
+// NewStaticKey loads a static key from its private bytes (32 bytes for both
+// x25519 and secp256r1, as returned by Private).
+func NewStaticKey(group uint16, private []byte) (*StaticKey, error) {
+	if group != X25519 && group != P256 {
+		return nil, fmt.Errorf("%w, not %s", errStaticGroup, Name(group))
+	}
+	if len(private) != scalarLen(group) {
+		return nil, fmt.Errorf("kex: %s static private key is %d bytes, want %d", Name(group), len(private), scalarLen(group))
+	}
+	priv, err := ecdhCurve(group).NewPrivateKey(private)
+	if err != nil {
+		return nil, fmt.Errorf("kex: %s static private key is not a valid scalar", Name(group))
+	}
+	return &StaticKey{group: group, priv: priv}, nil
+}
+
+// Group returns the key's group.
+func (k *StaticKey) Group() uint16 { return k.group }
+
+// Public returns the key_exchange encoding of the public key.
+func (k *StaticKey) Public() []byte { return k.priv.PublicKey().Bytes() }
+
+// Private returns the private scalar. It is secret: never log it.
+func (k *StaticKey) Private() []byte { return k.priv.Bytes() }
+
+// Shared computes ECDH(static, peer) with the same validation as
+// ClientShare.Shared.
+func (k *StaticKey) Shared(peer []byte) ([]byte, error) {
+	return ecdhShared(k.group, k.priv, peer)
+}

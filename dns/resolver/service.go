@@ -1,0 +1,148 @@
+package resolver
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// ServiceResult gathers the answers ztls needs before it connects to
+// Host:Port. An Answer is never nil after LookupService returns; an Answer
+// that did not land before the context ended carries the context's error.
+type ServiceResult struct {
+	Host string
+	Port int
+
+	A, AAAA *Answer // addresses of Host
+	TXT     *Answer // Z-data at _ztls._<port>._tcp.<host>
+	CERT    *Answer // certificate at _ztls._<port>._tcp.<host>
+	TLSA    *Answer // DANE at _<port>._tcp.<host> (RFC 6698, Section 3)
+	HTTPS   *Answer // service binding (RFC 9460)
+
+	// Took is the time until the last answer landed (or the context ended).
+	Took time.Duration
+}
+
+// Answers returns the six answers in a fixed order: A, AAAA, TXT, CERT,
+// TLSA, HTTPS.
+func (s *ServiceResult) Answers() []*Answer {
+	return []*Answer{s.A, s.AAAA, s.TXT, s.CERT, s.TLSA, s.HTTPS}
+}
+
+// Addrs returns the IPv6 and IPv4 addresses found, IPv6 first (RFC 8305
+// prefers IPv6).
+func (s *ServiceResult) Addrs() []netip.Addr {
+	var out []netip.Addr
+	for _, a := range []*Answer{s.AAAA, s.A} {
+		if a == nil {
+			continue
+		}
+		for _, rr := range a.RRs {
+			switch rr := rr.(type) {
+			case *dns.AAAA:
+				if ip, ok := netip.AddrFromSlice(rr.AAAA); ok {
+					out = append(out, ip)
+				}
+			case *dns.A:
+				if ip, ok := netip.AddrFromSlice(rr.A.To4()); ok {
+					out = append(out, ip)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// ZDataName returns the owner of a service's Z-data TXT and CERT records:
+// _ztls._<port>._tcp.<host>.
+func ZDataName(host string, port int) string {
+	return "_ztls._" + strconv.Itoa(port) + "._tcp." + dns.Fqdn(host)
+}
+
+// TLSAName returns the owner of a service's TLSA records: _<port>._tcp.<host>
+// (RFC 6698, Section 3).
+func TLSAName(host string, port int) string {
+	return "_" + strconv.Itoa(port) + "._tcp." + dns.Fqdn(host)
+}
+
+// HTTPSName returns the owner of the HTTPS record for host and port: the
+// host itself for port 443, else _<port>._https.<host> (RFC 9460,
+// Section 2.3).
+func HTTPSName(host string, port int) string {
+	if port == 443 {
+		return dns.Fqdn(host)
+	}
+	return "_" + strconv.Itoa(port) + "._https." + dns.Fqdn(host)
+}
+
+// LookupService asks, all at once, for host's A and AAAA, the Z-data TXT
+// and CERT, the TLSA and the HTTPS records of the service at port. Each
+// answer is passed to each (if non-nil) the moment it lands, so a dialer
+// can start TCP on the first address while the rest is in flight; calls to
+// each are made one at a time from the calling goroutine. The combined
+// result is returned when all answers landed or ctx ended; in the latter
+// case the error is ctx's and the result holds what landed.
+func (r *Resolver) LookupService(ctx context.Context, host string, port int, each func(Answer)) (*ServiceResult, error) {
+	if port < 1 || port > 65535 {
+		return nil, fmt.Errorf("resolver: bad port %d", port)
+	}
+	fqdn := dns.Fqdn(host)
+	if _, ok := dns.IsDomainName(fqdn); !ok || host == "" {
+		return nil, fmt.Errorf("resolver: bad domain name %q", host)
+	}
+	start := time.Now()
+	res := &ServiceResult{Host: fqdn, Port: port}
+	questions := []struct {
+		name  string
+		qtype uint16
+		slot  **Answer
+	}{
+		{fqdn, dns.TypeA, &res.A},
+		{fqdn, dns.TypeAAAA, &res.AAAA},
+		{ZDataName(host, port), dns.TypeTXT, &res.TXT},
+		{ZDataName(host, port), dns.TypeCERT, &res.CERT},
+		{TLSAName(host, port), dns.TypeTLSA, &res.TLSA},
+		{HTTPSName(host, port), dns.TypeHTTPS, &res.HTTPS},
+	}
+	type landed struct {
+		i int
+		a *Answer
+	}
+	// Buffered so that the lookups finish even when the caller left.
+	results := make(chan landed, len(questions))
+	var wg sync.WaitGroup
+	for i, q := range questions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, _ := r.Lookup(ctx, q.name, q.qtype)
+			results <- landed{i, a}
+		}()
+	}
+	var err error
+	for n := 0; n < len(questions); n++ {
+		select {
+		case l := <-results:
+			*questions[l.i].slot = l.a
+			if each != nil {
+				each(*l.a)
+			}
+			continue
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		break
+	}
+	res.Took = time.Since(start)
+	for _, q := range questions {
+		if *q.slot == nil {
+			*q.slot = &Answer{Qtype: q.qtype, Name: q.name, Err: err}
+		}
+	}
+	return res, err
+}

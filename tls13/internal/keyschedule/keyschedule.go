@@ -1,0 +1,426 @@
+package keyschedule
+
+import (
+	"crypto"
+	"crypto/hkdf"
+	"crypto/hmac"
+	_ "crypto/sha256" // links crypto.SHA256
+	_ "crypto/sha512" // links crypto.SHA384
+	"errors"
+	"fmt"
+	"hash"
+)
+
+// ivLen is the AEAD nonce length of every TLS 1.3 cipher suite
+// (RFC 8446, Section 5.3: iv_length is at least 8 and the three suites use 12).
+const ivLen = 12
+
+// maxLabelLen is the longest label ExpandLabel accepts: HkdfLabel.label is
+// opaque<7..255> and carries the 6-byte "tls13 " prefix.
+const maxLabelLen = 255 - len(labelPrefix)
+
+const labelPrefix = "tls13 "
+
+// hkdfLabel builds the HkdfLabel structure of RFC 8446, Section 7.1:
+//
+//	struct {
+//	    uint16 length = Length;
+//	    opaque label<7..255> = "tls13 " + Label;
+//	    opaque context<0..255> = Context;
+//	} HkdfLabel;
+func hkdfLabel(label string, context []byte, length int) ([]byte, error) {
+	if len(label) > maxLabelLen {
+		return nil, fmt.Errorf("keyschedule: label is %d bytes, at most %d fit in HkdfLabel", len(label), maxLabelLen)
+	}
+	if len(context) > 255 {
+		return nil, fmt.Errorf("keyschedule: context is %d bytes, at most 255 fit in HkdfLabel", len(context))
+	}
+	if length < 0 || length > 0xffff {
+		return nil, fmt.Errorf("keyschedule: output length %d out of range", length)
+	}
+	b := make([]byte, 0, 2+1+len(labelPrefix)+len(label)+1+len(context))
+	b = append(b, byte(length>>8), byte(length))
+	b = append(b, byte(len(labelPrefix)+len(label)))
+	b = append(b, labelPrefix...)
+	b = append(b, label...)
+	b = append(b, byte(len(context)))
+	b = append(b, context...)
+	return b, nil
+}
+
+func checkHash(h crypto.Hash) error {
+	if !h.Available() {
+		return fmt.Errorf("keyschedule: hash %v is not available", h)
+	}
+	return nil
+}
+
+// expandLabel is ExpandLabel with the reason for a failure.
+func expandLabel(h crypto.Hash, secret []byte, label string, context []byte, length int) ([]byte, error) {
+	if err := checkHash(h); err != nil {
+		return nil, err
+	}
+	info, err := hkdfLabel(label, context, length)
+	if err != nil {
+		return nil, err
+	}
+	out, err := hkdf.Expand(h.New, secret, string(info), length)
+	if err != nil {
+		return nil, fmt.Errorf("keyschedule: %w", err)
+	}
+	return out, nil
+}
+
+// ExpandLabel is HKDF-Expand-Label of RFC 8446, Section 7.1: HKDF-Expand of
+// secret with an HkdfLabel whose label is "tls13 " + label. It returns nil if
+// h is not linked into the binary or the inputs cannot be encoded (label
+// longer than 249 bytes, context longer than 255 bytes, or length beyond
+// 255*h.Size()); the fixed labels of TLS 1.3 never hit these limits.
+func ExpandLabel(h crypto.Hash, secret []byte, label string, context []byte, length int) []byte {
+	out, _ := expandLabel(h, secret, label, context, length)
+	return out
+}
+
+// DeriveSecret is Derive-Secret of RFC 8446, Section 7.1, taking the
+// transcript hash rather than the messages:
+// ExpandLabel(h, secret, label, transcriptHash, h.Size()).
+func DeriveSecret(h crypto.Hash, secret []byte, label string, transcriptHash []byte) []byte {
+	return ExpandLabel(h, secret, label, transcriptHash, h.Size())
+}
+
+// emptyHash returns Hash(""), the context of Derive-Secret(., ., "").
+func emptyHash(h crypto.Hash) []byte {
+	if !h.Available() {
+		return nil
+	}
+	return h.New().Sum(nil)
+}
+
+// extract is HKDF-Extract(salt, ikm) with an all-zero ikm of h.Size() bytes
+// when ikm is nil (RFC 8446, Section 7.1: "0" means a string of Hash.length
+// zero bytes).
+func extract(h crypto.Hash, salt, ikm []byte) []byte {
+	if !h.Available() {
+		return nil
+	}
+	if ikm == nil {
+		ikm = make([]byte, h.Size())
+	}
+	if salt == nil {
+		salt = make([]byte, h.Size())
+	}
+	out, err := hkdf.Extract(h.New, ikm, salt)
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// stage holds the secret of one key schedule stage.
+type stage struct {
+	hash   crypto.Hash
+	secret []byte
+}
+
+// sealed hides a stage behind a closure. The stage types hold one, so that
+// fmt, which reflects into unexported fields it cannot call String on,
+// finds only a func value (printed as an address) and never the secret.
+type sealed func() *stage
+
+func seal(s *stage) sealed {
+	if s == nil {
+		return nil
+	}
+	return func() *stage { return s }
+}
+
+// open returns the stage, or nil for a zero value.
+func (f sealed) open() *stage {
+	if f == nil {
+		return nil
+	}
+	return f()
+}
+
+func (s *stage) derive(label string, transcriptHash []byte) []byte {
+	if s == nil {
+		return nil
+	}
+	return DeriveSecret(s.hash, s.secret, label, transcriptHash)
+}
+
+// next computes the following stage's secret:
+// HKDF-Extract(Derive-Secret(secret, "derived", ""), ikm).
+func (s *stage) next(ikm []byte) *stage {
+	if s == nil {
+		return nil
+	}
+	salt := DeriveSecret(s.hash, s.secret, "derived", emptyHash(s.hash))
+	if salt == nil {
+		return nil
+	}
+	return &stage{hash: s.hash, secret: extract(s.hash, salt, ikm)}
+}
+
+// formatSecret prints "<secret>" for every fmt verb, %#v and %+v included.
+func formatSecret(f fmt.State) { _, _ = f.Write([]byte("<secret>")) }
+
+// EarlySecret is the first stage of the key schedule (RFC 8446, Section 7.1):
+// HKDF-Extract(0, PSK). ZTLS enters it with its semi-static DH secret in
+// place of the PSK. The zero value holds no secret; its methods return nil.
+type EarlySecret struct{ k sealed }
+
+// NewEarlySecret computes the early secret HKDF-Extract(0, ikm). A nil ikm
+// (no PSK) means h.Size() zero bytes, as RFC 8446, Section 7.1 specifies.
+func NewEarlySecret(h crypto.Hash, ikm []byte) EarlySecret {
+	secret := extract(h, nil, ikm)
+	if secret == nil {
+		return EarlySecret{}
+	}
+	return EarlySecret{seal(&stage{hash: h, secret: secret})}
+}
+
+// Hash returns the hash the schedule runs on (zero for the zero value).
+func (s EarlySecret) Hash() crypto.Hash {
+	if st := s.k.open(); st != nil {
+		return st.hash
+	}
+	return 0
+}
+
+// ResumptionBinderKey is Derive-Secret(ES, "res binder", ""), the base key
+// of resumption PSK binders (RFC 8446, Section 4.2.11.2).
+func (s EarlySecret) ResumptionBinderKey() []byte { return s.BinderKey("res binder") }
+
+// BinderKey is Derive-Secret(ES, label, "") for any binder label: "ext
+// binder" for external PSKs, "ztls binder" for ZTLS.
+func (s EarlySecret) BinderKey(label string) []byte {
+	st := s.k.open()
+	if st == nil {
+		return nil
+	}
+	return st.derive(label, emptyHash(st.hash))
+}
+
+// ClientEarlyTrafficSecret is Derive-Secret(ES, "c e traffic", ClientHello),
+// given the transcript hash of the ClientHello.
+func (s EarlySecret) ClientEarlyTrafficSecret(transcriptHash []byte) []byte {
+	return s.k.open().derive("c e traffic", transcriptHash)
+}
+
+// EarlyExporterMasterSecret is Derive-Secret(ES, "e exp master",
+// ClientHello).
+func (s EarlySecret) EarlyExporterMasterSecret(transcriptHash []byte) []byte {
+	return s.k.open().derive("e exp master", transcriptHash)
+}
+
+// Expand returns HKDF-Expand-Label(ES, label, "", length), for derivations
+// outside RFC 8446 such as ZTLS's "ztls time" mask.
+func (s EarlySecret) Expand(label string, length int) []byte {
+	st := s.k.open()
+	if st == nil {
+		return nil
+	}
+	return ExpandLabel(st.hash, st.secret, label, nil, length)
+}
+
+// HandshakeSecret moves to the next stage:
+// HKDF-Extract(Derive-Secret(ES, "derived", ""), sharedSecret), where
+// sharedSecret is the (EC)DHE output. A nil sharedSecret (PSK-only key
+// exchange, psk_ke) means h.Size() zero bytes, RFC 8446, Section 7.1.
+func (s EarlySecret) HandshakeSecret(sharedSecret []byte) HandshakeSecret {
+	return HandshakeSecret{seal(s.k.open().next(sharedSecret))}
+}
+
+// String returns "<secret>".
+func (EarlySecret) String() string { return "<secret>" }
+
+// Format prints "<secret>" whatever the verb.
+func (EarlySecret) Format(f fmt.State, _ rune) { formatSecret(f) }
+
+// HandshakeSecret is the second stage of the key schedule, from which the
+// handshake traffic secrets derive. The zero value holds no secret; its
+// methods return nil.
+type HandshakeSecret struct{ k sealed }
+
+// Hash returns the hash the schedule runs on (zero for the zero value).
+func (s HandshakeSecret) Hash() crypto.Hash {
+	if st := s.k.open(); st != nil {
+		return st.hash
+	}
+	return 0
+}
+
+// ClientHandshakeTrafficSecret is Derive-Secret(HS, "c hs traffic",
+// ClientHello...ServerHello).
+func (s HandshakeSecret) ClientHandshakeTrafficSecret(transcriptHash []byte) []byte {
+	return s.k.open().derive("c hs traffic", transcriptHash)
+}
+
+// ServerHandshakeTrafficSecret is Derive-Secret(HS, "s hs traffic",
+// ClientHello...ServerHello).
+func (s HandshakeSecret) ServerHandshakeTrafficSecret(transcriptHash []byte) []byte {
+	return s.k.open().derive("s hs traffic", transcriptHash)
+}
+
+// MasterSecret moves to the last stage:
+// HKDF-Extract(Derive-Secret(HS, "derived", ""), 0).
+func (s HandshakeSecret) MasterSecret() MasterSecret {
+	return MasterSecret{seal(s.k.open().next(nil))}
+}
+
+// String returns "<secret>".
+func (HandshakeSecret) String() string { return "<secret>" }
+
+// Format prints "<secret>" whatever the verb.
+func (HandshakeSecret) Format(f fmt.State, _ rune) { formatSecret(f) }
+
+// MasterSecret is the last stage of the key schedule, from which the
+// application traffic, exporter and resumption secrets derive. The zero
+// value holds no secret; its methods return nil.
+type MasterSecret struct{ k sealed }
+
+// Hash returns the hash the schedule runs on (zero for the zero value).
+func (s MasterSecret) Hash() crypto.Hash {
+	if st := s.k.open(); st != nil {
+		return st.hash
+	}
+	return 0
+}
+
+// ClientApplicationTrafficSecret is Derive-Secret(MS, "c ap traffic",
+// ClientHello...server Finished).
+func (s MasterSecret) ClientApplicationTrafficSecret(transcriptHash []byte) []byte {
+	return s.k.open().derive("c ap traffic", transcriptHash)
+}
+
+// ServerApplicationTrafficSecret is Derive-Secret(MS, "s ap traffic",
+// ClientHello...server Finished).
+func (s MasterSecret) ServerApplicationTrafficSecret(transcriptHash []byte) []byte {
+	return s.k.open().derive("s ap traffic", transcriptHash)
+}
+
+// ExporterMasterSecret is Derive-Secret(MS, "exp master",
+// ClientHello...server Finished).
+func (s MasterSecret) ExporterMasterSecret(transcriptHash []byte) []byte {
+	return s.k.open().derive("exp master", transcriptHash)
+}
+
+// ResumptionMasterSecret is Derive-Secret(MS, "res master",
+// ClientHello...client Finished).
+func (s MasterSecret) ResumptionMasterSecret(transcriptHash []byte) []byte {
+	return s.k.open().derive("res master", transcriptHash)
+}
+
+// String returns "<secret>".
+func (MasterSecret) String() string { return "<secret>" }
+
+// Format prints "<secret>" whatever the verb.
+func (MasterSecret) Format(f fmt.State, _ rune) { formatSecret(f) }
+
+// TrafficKeys derives the record protection key (keyLen bytes) and the
+// 12-byte IV from a traffic secret (RFC 8446, Section 7.3).
+func TrafficKeys(h crypto.Hash, keyLen int, trafficSecret []byte) (key, iv []byte) {
+	key = ExpandLabel(h, trafficSecret, "key", nil, keyLen)
+	iv = ExpandLabel(h, trafficSecret, "iv", nil, ivLen)
+	return key, iv
+}
+
+// NextTrafficSecret is application_traffic_secret_N+1 of RFC 8446,
+// Section 7.2, used after a KeyUpdate.
+func NextTrafficSecret(h crypto.Hash, secret []byte) []byte {
+	return ExpandLabel(h, secret, "traffic upd", nil, h.Size())
+}
+
+// FinishedKey is HKDF-Expand-Label(BaseKey, "finished", "", Hash.length)
+// (RFC 8446, Section 4.4.4). BaseKey is a handshake traffic secret for
+// Finished or a binder key for PSK binders.
+func FinishedKey(h crypto.Hash, baseKey []byte) []byte {
+	return ExpandLabel(h, baseKey, "finished", nil, h.Size())
+}
+
+// FinishedMAC computes verify_data = HMAC(finished_key, transcriptHash)
+// (RFC 8446, Section 4.4.4); with a binder key as baseKey and the hash of the
+// truncated ClientHello it is the PSK binder (RFC 8446, Section 4.2.11.2).
+func FinishedMAC(h crypto.Hash, baseKey, transcriptHash []byte) []byte {
+	if !h.Available() {
+		return nil
+	}
+	mac := hmac.New(h.New, FinishedKey(h, baseKey))
+	mac.Write(transcriptHash)
+	return mac.Sum(nil)
+}
+
+// VerifyFinished reports whether verifyData is the Finished MAC (or binder)
+// for baseKey and transcriptHash, comparing in constant time.
+func VerifyFinished(h crypto.Hash, baseKey, transcriptHash, verifyData []byte) bool {
+	want := FinishedMAC(h, baseKey, transcriptHash)
+	return want != nil && hmac.Equal(want, verifyData)
+}
+
+// ResumptionPSK derives the PSK of a session ticket from the resumption
+// master secret and the ticket_nonce (RFC 8446, Section 4.6.1).
+func ResumptionPSK(h crypto.Hash, resumptionMaster, ticketNonce []byte) []byte {
+	return ExpandLabel(h, resumptionMaster, "resumption", ticketNonce, h.Size())
+}
+
+// Exporter is TLS-Exporter of RFC 8446, Section 7.5:
+//
+//	HKDF-Expand-Label(Derive-Secret(exporterMaster, label, ""),
+//	                  "exporter", Hash(context), length)
+//
+// exporterMaster is the (early) exporter master secret. Exporter returns nil
+// when label or length cannot be encoded; ExportKeyingMaterial reports why.
+func Exporter(h crypto.Hash, exporterMaster []byte, label string, context []byte, length int) []byte {
+	out, _ := ExportKeyingMaterial(h, exporterMaster, label, context, length)
+	return out
+}
+
+// ExportKeyingMaterial is Exporter with an error for inputs that cannot be
+// encoded (a label over 249 bytes, length over 255*h.Size()), for callers that
+// pass labels and lengths chosen by an application.
+func ExportKeyingMaterial(h crypto.Hash, exporterMaster []byte, label string, context []byte, length int) ([]byte, error) {
+	if err := checkHash(h); err != nil {
+		return nil, err
+	}
+	if len(exporterMaster) == 0 {
+		return nil, errors.New("keyschedule: no exporter master secret")
+	}
+	secret, err := expandLabel(h, exporterMaster, label, emptyHash(h), h.Size())
+	if err != nil {
+		return nil, err
+	}
+	ctxHash := hashOf(h, context)
+	return expandLabel(h, secret, "exporter", ctxHash, length)
+}
+
+func hashOf(h crypto.Hash, b []byte) []byte {
+	d := h.New()
+	d.Write(b)
+	return d.Sum(nil)
+}
+
+// cloneHash returns an independent copy of a running hash, or nil if the
+// implementation supports neither hash.Cloner nor binary marshaling (every
+// hash in the standard library supports both).
+func cloneHash(h crypto.Hash, d hash.Hash) hash.Hash {
+	if c, ok := d.(hash.Cloner); ok {
+		if cp, err := c.Clone(); err == nil {
+			return cp
+		}
+	}
+	m, ok := d.(interface{ MarshalBinary() ([]byte, error) })
+	if !ok {
+		return nil
+	}
+	st, err := m.MarshalBinary()
+	if err != nil {
+		return nil
+	}
+	cp := h.New()
+	u, ok := cp.(interface{ UnmarshalBinary([]byte) error })
+	if !ok || u.UnmarshalBinary(st) != nil {
+		return nil
+	}
+	return cp
+}

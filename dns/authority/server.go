@@ -1,0 +1,418 @@
+package authority
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/netip"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/ztls-project/ztls/dns/dnsstream"
+)
+
+// Defaults for the zero fields of a Server.
+const (
+	DefaultMaxUDPSize   = 1232 // RFC 9715 and DNS Flag Day 2020
+	DefaultIdleTimeout  = 10 * time.Second
+	DefaultWriteTimeout = 5 * time.Second
+	DefaultMaxConns     = 1000
+	DefaultMaxPipelined = 128
+)
+
+// ErrServerClosed is returned by the Serve methods after Close.
+var ErrServerClosed = errors.New("authority: server closed")
+
+var errAlreadyWritten = errors.New("authority: answer already written")
+
+// A Server serves DNS over UDP, TCP and TLS with one Handler.
+//
+// UDP is served by a fixed pool of goroutines reading the socket. A stream
+// connection is read continuously: each query is handed to its own
+// goroutine (at most MaxPipelined at once per connection; reading pauses
+// when the limit is reached) and each answer is written as soon as it is
+// ready, so answers leave out of order (RFC 7766, Section 7). A packet
+// whose header cannot be parsed, or that is itself a response, gets no
+// answer; on a stream it also closes the connection. A packet with a header
+// that does not otherwise parse gets FORMERR.
+//
+// Set the fields before the first Serve call and do not change them after.
+// The zero value (apart from Handler) uses the defaults above. The Serve
+// methods may be called several times, concurrently, on different sockets.
+type Server struct {
+	// Handler answers queries; usually Chain(zones, CheckQuery).
+	Handler Handler
+	// MaxUDPSize is the largest UDP answer, and the size advertised in
+	// the server's OPT record (RFC 6891, Section 6.2.5); clients asking
+	// for more get this much. 0 means DefaultMaxUDPSize.
+	MaxUDPSize int
+	// UDPWorkers is the number of goroutines answering one UDP socket.
+	// 0 means 4 × GOMAXPROCS.
+	UDPWorkers int
+	// IdleTimeout closes a stream connection that sent no query for that
+	// long; it is announced in the edns-tcp-keepalive option (RFC 7828).
+	// It also bounds a TLS handshake. 0 means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// WriteTimeout bounds writing one answer on a stream. 0 means
+	// DefaultWriteTimeout.
+	WriteTimeout time.Duration
+	// MaxConns limits open stream connections; more are closed at once.
+	// 0 means DefaultMaxConns.
+	MaxConns int
+	// MaxPipelined limits the queries of one stream connection handled at
+	// once. 0 means DefaultMaxPipelined.
+	MaxPipelined int
+	// MaxStreamMessageSize is the largest query accepted on a stream; a
+	// larger length prefix closes the connection. 0 means 65535.
+	MaxStreamMessageSize int
+	// Logf, if set, receives one line per connection or socket error.
+	// Queries and answers are never logged.
+	Logf func(format string, args ...any)
+
+	once      sync.Once
+	ctx       context.Context
+	cancel    context.CancelFunc
+	mu        sync.Mutex
+	closed    bool
+	closers   map[interface{ Close() error }]struct{}
+	wg        sync.WaitGroup
+	connSlots chan struct{}
+	bufs      sync.Pool
+}
+
+func (s *Server) init() {
+	s.once.Do(func() {
+		s.ctx, s.cancel = context.WithCancel(context.Background())
+		s.closers = make(map[interface{ Close() error }]struct{})
+		s.connSlots = make(chan struct{}, orDefault(s.MaxConns, DefaultMaxConns))
+		s.bufs.New = func() any { b := make([]byte, dnsstream.MaxMessageSize+2); return &b }
+	})
+}
+
+func orDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+func (s *Server) logf(format string, args ...any) {
+	if s.Logf != nil {
+		s.Logf(format, args...)
+	}
+}
+
+// track registers c to be closed by Close; it fails once the server is
+// closed.
+func (s *Server) track(c interface{ Close() error }) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.closers[c] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(c interface{ Close() error }) {
+	s.mu.Lock()
+	delete(s.closers, c)
+	s.mu.Unlock()
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// Close stops the server: it closes every socket and connection it serves,
+// cancels the handlers' context and waits for its goroutines to end. The
+// Serve methods then return ErrServerClosed.
+func (s *Server) Close() error {
+	s.init()
+	s.mu.Lock()
+	s.closed = true
+	for c := range s.closers {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+// ServeUDP answers queries arriving on pc until Close or a socket error.
+func (s *Server) ServeUDP(pc net.PacketConn) error {
+	s.init()
+	if !s.track(pc) {
+		pc.Close()
+		return ErrServerClosed
+	}
+	defer s.untrack(pc)
+	n := s.UDPWorkers
+	if n <= 0 {
+		n = 4 * runtime.GOMAXPROCS(0)
+	}
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer wg.Done()
+			errs <- s.readUDP(pc)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if s.isClosed() {
+		return ErrServerClosed
+	}
+	for err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readUDP is one UDP worker: read a datagram, answer it, repeat.
+func (s *Server) readUDP(pc net.PacketConn) error {
+	buf := make([]byte, dnsstream.MaxMessageSize)
+	out := &udpOutlet{pc: pc, local: pc.LocalAddr()}
+	out.uc, _ = pc.(*net.UDPConn)
+	rw := &responder{}
+	for {
+		var (
+			n   int
+			err error
+		)
+		out.addr = nil
+		if out.uc != nil {
+			n, out.addrPort, err = out.uc.ReadFromUDPAddrPort(buf)
+		} else {
+			n, out.addr, err = pc.ReadFrom(buf)
+		}
+		if err != nil {
+			if s.isClosed() {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			pc.Close()
+			s.logf("authority: udp %v: %v", pc.LocalAddr(), err)
+			return err
+		}
+		*rw = responder{srv: s, t: TransportUDP, out: out}
+		s.serveMsg(s.ctx, buf[:n], rw)
+	}
+}
+
+// ServeTCP answers DNS over TCP (RFC 7766) on the connections l accepts.
+func (s *Server) ServeTCP(l net.Listener) error { return s.ServeStream(l, TransportTCP) }
+
+// ServeTLS answers DNS over TLS (RFC 7858) on the connections l accepts,
+// with Go's crypto/tls and cfg. To use another TLS implementation, pass
+// its listener to ServeStream with TransportTLS.
+func (s *Server) ServeTLS(l net.Listener, cfg *tls.Config) error {
+	return s.ServeStream(tls.NewListener(l, cfg), TransportTLS)
+}
+
+// ServeStream answers length-prefixed DNS on the connections l accepts;
+// t tells handlers (and padding) which transport it is. The listener may
+// wrap connections in any TLS implementation: the handshake is expected to
+// run on the connection's first Read, bounded by IdleTimeout.
+func (s *Server) ServeStream(l net.Listener, t Transport) error {
+	s.init()
+	if !s.track(l) {
+		l.Close()
+		return ErrServerClosed
+	}
+	defer s.untrack(l)
+	var backoff time.Duration
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.logf("authority: accept on %v: %v; retrying in %v", l.Addr(), err, backoff)
+				time.Sleep(backoff)
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		select {
+		case s.connSlots <- struct{}{}:
+		default:
+			c.Close() // over MaxConns: refuse, rather than queue, the client
+			continue
+		}
+		if !s.track(c) {
+			c.Close()
+			<-s.connSlots
+			return ErrServerClosed
+		}
+		s.wg.Add(1)
+		go s.serveConn(c, t)
+	}
+}
+
+// serveConn reads queries from one stream connection and dispatches each
+// to its own goroutine; answers are written by those goroutines.
+func (s *Server) serveConn(c net.Conn, t Transport) {
+	sc := &streamConn{s: s, c: c, t: t, local: c.LocalAddr(), remote: c.RemoteAddr()}
+	pipeline := make(chan struct{}, orDefault(s.MaxPipelined, DefaultMaxPipelined))
+	defer func() {
+		sc.inflight.Wait() // answers still being computed are delivered
+		c.Close()
+		s.untrack(c)
+		<-s.connSlots
+		s.wg.Done()
+	}()
+	idle := orDefault(s.IdleTimeout, DefaultIdleTimeout)
+	br := bufio.NewReaderSize(c, 4096)
+	buf := make([]byte, orDefault(min(s.MaxStreamMessageSize, dnsstream.MaxMessageSize), dnsstream.MaxMessageSize))
+	for {
+		c.SetReadDeadline(time.Now().Add(idle))
+		raw, err := dnsstream.ReadFrame(br, buf)
+		if err != nil {
+			return // EOF, idle timeout, oversized or empty frame: close
+		}
+		if !answerable(raw) {
+			return
+		}
+		m := new(dns.Msg)
+		if err := m.Unpack(raw); err != nil {
+			rw := &responder{srv: s, t: t, out: sc}
+			rw.writeFormErr(raw)
+			continue
+		}
+		select {
+		case pipeline <- struct{}{}:
+		case <-s.ctx.Done():
+			return
+		}
+		sc.inflight.Add(1)
+		go func() {
+			defer func() {
+				<-pipeline
+				sc.inflight.Done()
+			}()
+			rw := &responder{srv: s, t: t, out: sc}
+			rw.readRequest(m)
+			s.Handler.ServeDNS(s.ctx, rw, m)
+		}()
+	}
+}
+
+// answerable reports whether raw has a parsable header and is a query
+// (QR=0): anything else gets no reply (RFC 1035, Section 4.1.1).
+func answerable(raw []byte) bool {
+	return len(raw) >= 12 && raw[2]&0x80 == 0
+}
+
+// serveMsg is the transport-independent path of one datagram: check the
+// header, parse, hand the message to the handler.
+func (s *Server) serveMsg(ctx context.Context, raw []byte, rw *responder) {
+	if !answerable(raw) {
+		return
+	}
+	m := new(dns.Msg)
+	if err := m.Unpack(raw); err != nil {
+		rw.writeFormErr(raw)
+		return
+	}
+	rw.readRequest(m)
+	s.Handler.ServeDNS(ctx, rw, m)
+}
+
+// streamConn is one stream connection's shared write side; it is the
+// outlet of all the connection's responders.
+type streamConn struct {
+	s        *Server
+	c        net.Conn
+	t        Transport
+	local    net.Addr
+	remote   net.Addr
+	inflight sync.WaitGroup
+	mu       sync.Mutex // serialises writes: frames never interleave
+	broken   bool
+}
+
+func (sc *streamConn) localAddr() net.Addr  { return sc.local }
+func (sc *streamConn) remoteAddr() net.Addr { return sc.remote }
+
+// send writes one framed answer.
+func (sc *streamConn) send(frame []byte) error {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.broken {
+		return net.ErrClosed
+	}
+	sc.c.SetWriteDeadline(time.Now().Add(orDefault(sc.s.WriteTimeout, DefaultWriteTimeout)))
+	if _, err := sc.c.Write(frame); err != nil {
+		sc.broken = true
+		sc.c.Close() // also ends the reader
+		return err
+	}
+	return nil
+}
+
+// udpOutlet sends the answer to the datagram its worker read last.
+type udpOutlet struct {
+	pc       net.PacketConn
+	uc       *net.UDPConn // pc's fast path, or nil
+	local    net.Addr
+	addr     net.Addr
+	addrPort netip.AddrPort
+}
+
+func (o *udpOutlet) localAddr() net.Addr { return o.local }
+
+func (o *udpOutlet) remoteAddr() net.Addr {
+	if o.addr == nil && o.uc != nil {
+		o.addr = net.UDPAddrFromAddrPort(o.addrPort)
+	}
+	return o.addr
+}
+
+func (o *udpOutlet) send(b []byte) error {
+	var err error
+	if o.uc != nil {
+		_, err = o.uc.WriteToUDPAddrPort(b, o.addrPort)
+	} else {
+		_, err = o.pc.WriteTo(b, o.addr)
+	}
+	return err
+}
+
+var errTooLarge = errors.New("authority: answer does not fit even when truncated")
+
+// getBuf returns a pack buffer; it works on a zero Server too (tests).
+func (s *Server) getBuf() *[]byte {
+	if s == nil || s.bufs.New == nil {
+		b := make([]byte, dnsstream.MaxMessageSize+2)
+		return &b
+	}
+	return s.bufs.Get().(*[]byte)
+}
+
+func (s *Server) putBuf(b *[]byte) {
+	if s != nil && s.bufs.New != nil {
+		s.bufs.Put(b)
+	}
+}

@@ -154,6 +154,9 @@ func normalizeServer(s string, t Transport) (string, error) {
 		port = "853"
 	}
 	if ap, err := netip.ParseAddrPort(s); err == nil {
+		if ap.Port() == 0 {
+			return "", fmt.Errorf("resolver: bad server address %q", s)
+		}
 		return ap.String(), nil
 	}
 	if a, err := netip.ParseAddr(strings.Trim(s, "[]")); err == nil {

@@ -191,7 +191,7 @@ func TestResolverCacheAndPrefetch(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no prefetch query reached the server")
 	}
-	r.bg.Wait() // the refreshed answer is stored
+	r.bg.Wait()                   // the refreshed answer is stored
 	clk.Advance(20 * time.Second) // past the first answer's TTL
 	if a := lookup(); !a.FromCache || firstA(a) != "192.0.2.2" {
 		t.Fatalf("after prefetch: %+v", a)

@@ -1,102 +1,37 @@
 package resolver
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"net"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/miekg/dns"
 	"github.com/ztls-project/ztls/dns/dnsstream"
+	"github.com/ztls-project/ztls/internal/testpki"
 )
 
-// testPKI is a throwaway CA and a server certificate for 127.0.0.1, ::1
-// and dns.test.
+// testPKI is a throwaway CA and a server certificate for localhost,
+// server.test, 127.0.0.1 and ::1, in memory and as PEM files.
 type testPKI struct {
 	Pool     *x509.CertPool
 	Cert     tls.Certificate
-	CAFile   string // PEM files in a temp dir
+	CAFile   string
 	CertFile string
 	KeyFile  string
 }
 
 func newTestPKI(t testing.TB) *testPKI {
 	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "ztls resolver test CA"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leafTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "dns.test"},
-		DNSNames:     []string{"dns.test"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := testpki.NewCA(t, "ecdsa-p256")
+	leaf := ca.Issue(t, testpki.LeafOpts{})
 	dir := t.TempDir()
-	p := &testPKI{
-		Pool:     x509.NewCertPool(),
-		CAFile:   filepath.Join(dir, "ca.pem"),
-		CertFile: filepath.Join(dir, "cert.pem"),
-		KeyFile:  filepath.Join(dir, "key.pem"),
-	}
-	p.Pool.AddCert(ca)
-	write := func(path, typ string, der []byte) {
-		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(p.CAFile, "CERTIFICATE", caDER)
-	write(p.CertFile, "CERTIFICATE", leafDER)
-	write(p.KeyFile, "EC PRIVATE KEY", keyDER)
-	p.Cert, err = tls.X509KeyPair(
-		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leafDER}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := &testPKI{Pool: ca.Pool(), CAFile: ca.WritePEM(t, dir)}
+	p.CertFile, p.KeyFile = leaf.WritePEM(t, dir)
+	p.Cert = tls.Certificate{Certificate: leaf.Chain, PrivateKey: leaf.Key, Leaf: leaf.Cert}
 	return p
 }
 

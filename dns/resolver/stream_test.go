@@ -18,7 +18,7 @@ func dotResolver(t testing.TB, pki *testPKI, addr string, mutate func(*Config)) 
 	cfg := Config{
 		Servers:   []string{addr},
 		Transport: TLS,
-		TLSConfig: &tls.Config{RootCAs: pki.Pool, ServerName: "dns.test"},
+		TLSConfig: &tls.Config{RootCAs: pki.Pool, ServerName: "server.test"},
 		CacheSize: -1,
 	}
 	if mutate != nil {
@@ -198,7 +198,7 @@ func TestStreamQueryOptions(t *testing.T) {
 			})
 			cfg := Config{Servers: []string{srv.Addr}, Transport: tr, CacheSize: -1}
 			if tr == TLS {
-				cfg.TLSConfig = &tls.Config{RootCAs: pki.Pool, ServerName: "dns.test"}
+				cfg.TLSConfig = &tls.Config{RootCAs: pki.Pool, ServerName: "server.test"}
 			}
 			r, err := New(cfg)
 			if err != nil {
@@ -318,7 +318,7 @@ func TestCustomDialer(t *testing.T) {
 	srv := startStreamServer(t, pki, func(s *session, q *dns.Msg, _ []byte) {
 		s.send(t, reply(t, q, q.Question[0].Name+" 60 IN A 192.0.2.6"))
 	})
-	d := &countingDialer{inner: &tls.Dialer{Config: &tls.Config{RootCAs: pki.Pool, ServerName: "dns.test"}}}
+	d := &countingDialer{inner: &tls.Dialer{Config: &tls.Config{RootCAs: pki.Pool, ServerName: "server.test"}}}
 	r, err := New(Config{Servers: []string{srv.Addr}, Transport: TLS, Dialer: d})
 	if err != nil {
 		t.Fatal(err)

@@ -38,7 +38,7 @@ func TestStartUnboundAnswersOverUDPTCPAndTLS(t *testing.T) {
 
 func TestUnboundConfigStubZones(t *testing.T) {
 	conf := unboundConfig("/tmp/x", 5300, 0, UnboundOptions{StubZones: map[string]string{
-		"zone.test": "127.0.0.1:5353",
+		"zone.test":  "127.0.0.1:5353",
 		"b.example.": "127.0.0.2",
 	}})
 	for _, want := range []string{

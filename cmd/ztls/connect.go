@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ztls-project/ztls/dial"
+	"github.com/ztls-project/ztls/tls13"
+)
+
+type connectFlags struct {
+	tls       tlsFlags
+	mode      string
+	json      bool
+	earlyFile string
+	sessIn    string
+	sessOut   string
+	data      string
+	timeout   time.Duration
+	maxBytes  int
+}
+
+func (f *connectFlags) register(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.mode, "mode", "auto", "connection mode: auto (ZTLS when the server publishes Z-data, else TLS 1.3), ztls, tls")
+	fs.BoolVar(&f.json, "json", false, "print the connection report as JSON on stdout (the response goes to stderr)")
+	fs.StringVar(&f.earlyFile, "early-data", "", "send FILE as 0-RTT early data (needs --sess-in with a ticket that allows it; resent after the handshake if rejected)")
+	fs.StringVar(&f.sessIn, "sess-in", "", "resume the session stored in FILE")
+	fs.StringVar(&f.sessOut, "sess-out", "", "store the server's session ticket in FILE (it holds a secret: keep it private)")
+	fs.DurationVar(&f.timeout, "timeout", 15*time.Second, "give up after this long")
+	fs.IntVar(&f.maxBytes, "max-bytes", 1<<20, "stop reading the response after N bytes")
+	f.tls.register(fs, false)
+}
+
+func init() {
+	var f connectFlags
+	cmd := &cobra.Command{
+		Use:   "connect HOST:PORT",
+		Short: "Open a TLS 1.3 connection, send a request, print the response (like openssl s_client)",
+		Long: `Connect to HOST:PORT, send --data (or standard input when it is not a
+terminal), print what comes back, and report what was negotiated and where
+the time went.
+
+Resumption and 0-RTT: the first run stores the server's ticket with
+--sess-out; a second run with --sess-in resumes, and with --early-data
+sends the request with its ClientHello (0-RTT).`,
+		Example: `  ztls connect 127.0.0.1:8443 --ca cert.pem --servername localhost --data 'ping'
+  ztls connect example.test:443 --json
+  # resumption with 0-RTT
+  ztls connect 127.0.0.1:8443 --ca ca.pem --sess-out sess.bin --data hi
+  echo 'GET / HTTP/1.0' > req.txt
+  ztls connect 127.0.0.1:8443 --ca ca.pem --sess-in sess.bin --early-data req.txt --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var req []byte
+			if f.data != "" {
+				req = []byte(f.data)
+			} else if st, err := os.Stdin.Stat(); err == nil && st.Mode()&os.ModeCharDevice == 0 {
+				req, _ = io.ReadAll(io.LimitReader(os.Stdin, 1<<20))
+			}
+			return runConnect(&f, args[0], req)
+		},
+	}
+	cmd.Flags().StringVar(&f.data, "data", "", "request to send (default: standard input when it is a pipe or file)")
+	f.register(cmd)
+	rootCmd.AddCommand(cmd)
+
+	var g connectFlags
+	get := &cobra.Command{
+		Use:   "get URL",
+		Short: "HTTP GET over TLS 1.3 and print the response",
+		Long: `Fetch URL (https://HOST[:PORT]/PATH) with HTTP/1.1 over a ztls connection
+and print the response; --json prints the connection report instead.`,
+		Example: `  ztls get https://localhost:8443/ --ca cert.pem
+  ztls get https://localhost:8443/index.html --ca cert.pem --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			u, err := url.Parse(args[0])
+			if err != nil || u.Scheme != "https" || u.Host == "" {
+				return fmt.Errorf("want an https:// URL, got %q", args[0])
+			}
+			host := u.Host
+			if u.Port() == "" {
+				host = net.JoinHostPort(u.Hostname(), "443")
+			}
+			path := u.RequestURI()
+			req := []byte(fmt.Sprintf("GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: ztls\r\nConnection: close\r\n\r\n", path, u.Host))
+			if len(g.tls.alpn) == 0 {
+				g.tls.alpn = []string{"http/1.1"}
+			}
+			return runConnect(&g, host, req)
+		},
+	}
+	g.register(get)
+	rootCmd.AddCommand(get)
+}
+
+func runConnect(f *connectFlags, addr string, req []byte) error {
+	cfg, err := f.tls.config(false)
+	if err != nil {
+		return err
+	}
+	opts := dial.Options{Mode: f.mode, TLS: cfg, Request: req, ReadResponse: f.maxBytes, Out: os.Stdout}
+	if f.json {
+		opts.Out = os.Stderr
+	}
+	if f.sessIn != "" {
+		data, err := os.ReadFile(f.sessIn)
+		if err != nil {
+			return fmt.Errorf("--sess-in: %w", err)
+		}
+		s := new(tls13.ClientSession)
+		if err := s.UnmarshalBinary(data); err != nil {
+			return fmt.Errorf("--sess-in %s: %w", f.sessIn, err)
+		}
+		opts.Session = s
+	}
+	if f.earlyFile != "" {
+		data, err := os.ReadFile(f.earlyFile)
+		if err != nil {
+			return fmt.Errorf("--early-data: %w", err)
+		}
+		if opts.Session == nil {
+			fmt.Fprintln(os.Stderr, "ztls: --early-data without --sess-in: sending the data after the handshake instead")
+		}
+		opts.EarlyData = data
+		if len(req) == 0 {
+			opts.Request = nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
+	defer cancel()
+	res, err := dial.Connect(ctx, addr, opts)
+	if err != nil {
+		return err
+	}
+	defer res.Conn.Close()
+	if f.sessOut != "" {
+		if res.Session == nil {
+			fmt.Fprintln(os.Stderr, "ztls: the server sent no session ticket; nothing stored in", f.sessOut)
+		} else {
+			data, err := res.Session.MarshalBinary()
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(f.sessOut, data, 0o600); err != nil {
+				return err
+			}
+		}
+	}
+	if f.json {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetIndent("", "  ")
+		enc.Encode(res.Report)
+		os.Stdout.Write(buf.Bytes())
+		return nil
+	}
+	res.Report.WriteText(os.Stderr)
+	return nil
+}

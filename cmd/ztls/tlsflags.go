@@ -1,0 +1,129 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ztls-project/ztls/tls13"
+)
+
+// tlsFlags are the TLS options shared by serve, connect and get.
+type tlsFlags struct {
+	cert, key   string
+	ca          string
+	servername  string
+	insecure    bool
+	alpn        []string
+	groups      string
+	ciphers     string
+	padTo       int
+	middlebox   bool
+	pskKE       bool
+}
+
+func (f *tlsFlags) register(fs *pflag.FlagSet, server bool) {
+	if server {
+		fs.StringVar(&f.cert, "cert", "", "PEM certificate chain, leaf first (required)")
+		fs.StringVar(&f.key, "key", "", "PEM private key of the leaf (required)")
+		fs.StringVar(&f.ca, "client-ca", "", "PEM roots that client certificates must chain to")
+	} else {
+		fs.StringVar(&f.cert, "cert", "", "PEM client certificate chain, for servers that ask for one")
+		fs.StringVar(&f.key, "key", "", "PEM private key of the client certificate")
+		fs.StringVar(&f.ca, "ca", "", "PEM file of trusted roots (default: the system's)")
+		fs.StringVar(&f.servername, "servername", "", "name to send as SNI and verify (default: the host)")
+		fs.BoolVar(&f.insecure, "insecure", false, "skip certificate verification (DANGEROUS: tests only)")
+		fs.BoolVar(&f.middlebox, "middlebox-compat", false, "send the middlebox compatibility records of RFC 8446, Appendix D.4")
+	}
+	fs.StringSliceVar(&f.alpn, "alpn", nil, "ALPN protocols, preference order (e.g. h2,http/1.1)")
+	fs.StringVar(&f.groups, "groups", "", "key exchange groups, preference order: X25519MLKEM768,x25519,secp256r1,secp384r1")
+	fs.StringVar(&f.ciphers, "ciphers", "", "cipher suites, preference order: TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384,TLS_CHACHA20_POLY1305_SHA256")
+	fs.IntVar(&f.padTo, "pad", 0, "pad every record's plaintext to a multiple of N bytes (RFC 8446, Section 5.4)")
+	fs.BoolVar(&f.pskKE, "psk-ke", false, "also allow resumption without a fresh key exchange (psk_ke: no forward secrecy)")
+}
+
+var groupNames = map[string]uint16{
+	"x25519mlkem768": tls13.X25519MLKEM768, "x25519": tls13.X25519,
+	"secp256r1": tls13.P256, "p-256": tls13.P256, "p256": tls13.P256,
+	"secp384r1": tls13.P384, "p-384": tls13.P384, "p384": tls13.P384,
+}
+
+var suiteNames = map[string]uint16{
+	"tls_aes_128_gcm_sha256": tls13.TLS_AES_128_GCM_SHA256, "aes128": tls13.TLS_AES_128_GCM_SHA256,
+	"tls_aes_256_gcm_sha384": tls13.TLS_AES_256_GCM_SHA384, "aes256": tls13.TLS_AES_256_GCM_SHA384,
+	"tls_chacha20_poly1305_sha256": tls13.TLS_CHACHA20_POLY1305_SHA256, "chacha20": tls13.TLS_CHACHA20_POLY1305_SHA256,
+}
+
+func parseList(s string, names map[string]uint16, what string) ([]uint16, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []uint16
+	for _, n := range strings.Split(s, ",") {
+		n = strings.ToLower(strings.TrimSpace(n))
+		id, ok := names[n]
+		if !ok {
+			if v, err := strconv.ParseUint(strings.TrimPrefix(n, "0x"), 16, 16); err == nil {
+				id = uint16(v)
+			} else {
+				return nil, fmt.Errorf("unknown %s %q", what, n)
+			}
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// config builds a tls13.Config from the flags.
+func (f *tlsFlags) config(server bool) (*tls13.Config, error) {
+	cfg := &tls13.Config{NextProtos: f.alpn, PadTo: f.padTo, ServerName: f.servername,
+		InsecureSkipVerify: f.insecure, MiddleboxCompat: f.middlebox}
+	var err error
+	if cfg.Groups, err = parseList(f.groups, groupNames, "group"); err != nil {
+		return nil, err
+	}
+	if cfg.CipherSuites, err = parseList(f.ciphers, suiteNames, "cipher suite"); err != nil {
+		return nil, err
+	}
+	if len(cfg.Groups) > 0 {
+		cfg.KeyShareGroups = cfg.Groups[:1]
+	}
+	if f.pskKE {
+		cfg.PSKModes = []uint8{tls13.PSKModeDHEKE, tls13.PSKModeKE}
+	}
+	if f.cert != "" || f.key != "" {
+		if f.cert == "" || f.key == "" {
+			return nil, fmt.Errorf("--cert and --key go together")
+		}
+		c, err := tls13.LoadX509KeyPair(f.cert, f.key)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Certificates = []tls13.Certificate{c}
+	} else if server {
+		return nil, fmt.Errorf("a server needs --cert and --key (make a test pair with: openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost -addext subjectAltName=DNS:localhost -keyout key.pem -out cert.pem)")
+	}
+	if f.ca != "" {
+		pool, err := tls13.LoadCertPool(f.ca)
+		if err != nil {
+			return nil, err
+		}
+		if server {
+			cfg.ClientCAs = pool
+		} else {
+			cfg.RootCAs = pool
+		}
+	}
+	if path := os.Getenv("SSLKEYLOGFILE"); path != "" {
+		w, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("SSLKEYLOGFILE: %w", err)
+		}
+		cfg.KeyLogWriter = w
+		fmt.Fprintf(os.Stderr, "ztls: writing TLS secrets to %s (SSLKEYLOGFILE): anyone with this file can decrypt the traffic\n", path)
+	}
+	return cfg, nil
+}

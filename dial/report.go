@@ -1,0 +1,126 @@
+package dial
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/ztls-project/ztls/tls13"
+)
+
+// Report is the connection report of `ztls connect --json` (DESIGN.md):
+// what was negotiated, whether early data went through, and where the
+// time went, measured from the start of the DNS lookup.
+type Report struct {
+	Mode           string      `json:"mode"`      // "ztls" or "tls"
+	Transport      string      `json:"transport"` // "tcp" or "turbo"
+	FallbackReason string      `json:"fallback_reason"`
+	EarlyData      EarlyReport `json:"early_data"`
+	TLS            TLSReport   `json:"tls"`
+	Timing         Timing      `json:"timing_ms"`
+	ResponseBytes  int         `json:"response_bytes"`
+	Address        string      `json:"address,omitempty"`
+	PeerChain      []string    `json:"peer_chain,omitempty"` // subjects, leaf first
+	Trace          []TraceStep `json:"trace,omitempty"`
+	Error          string      `json:"error,omitempty"`
+}
+
+// EarlyReport says what happened to 0-RTT data.
+type EarlyReport struct {
+	Offered  bool `json:"offered"`
+	Accepted bool `json:"accepted"`
+	Bytes    int  `json:"bytes"`
+}
+
+// TLSReport is the negotiated TLS parameters.
+type TLSReport struct {
+	Version     string `json:"version"`
+	CipherSuite string `json:"cipher_suite"`
+	Group       string `json:"group"`
+	Resumed     bool   `json:"resumed"`
+	ALPN        string `json:"alpn"`
+	Signature   string `json:"signature_scheme,omitempty"`
+}
+
+// Timing holds milliseconds since the start of the DNS lookup, except
+// dns, tcp_connect and handshake, which are durations of those steps.
+type Timing struct {
+	DNS        float64 `json:"dns"`
+	TCPConnect float64 `json:"tcp_connect"`
+	Handshake  float64 `json:"handshake"`
+	FirstByte  float64 `json:"first_byte"`
+	Total      float64 `json:"total"`
+}
+
+// TraceStep is one timed event of the connection.
+type TraceStep struct {
+	Step string  `json:"step"`
+	AtMS float64 `json:"at_ms"`
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// fillTLS copies the negotiated parameters from a connection state.
+func (r *Report) fillTLS(st tls13.ConnectionState) {
+	r.TLS = TLSReport{
+		Version:     "TLS 1.3",
+		CipherSuite: tls13.CipherSuiteName(st.CipherSuite),
+		Resumed:     st.DidResume,
+		ALPN:        st.NegotiatedProtocol,
+	}
+	if st.Group != 0 {
+		r.TLS.Group = tls13.GroupName(st.Group)
+	}
+	if st.SignatureScheme != 0 {
+		r.TLS.Signature = tls13.SignatureSchemeName(st.SignatureScheme)
+	}
+	r.EarlyData.Offered = st.EarlyDataOffered
+	r.EarlyData.Accepted = st.EarlyDataAccepted
+	for _, c := range st.PeerCertificates {
+		r.PeerChain = append(r.PeerChain, c.Subject.String())
+	}
+}
+
+// WriteText prints the report for people.
+func (r *Report) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "connected to %s: %s over %s", r.Address, strings.ToUpper(r.Mode), r.Transport)
+	if r.FallbackReason != "" {
+		fmt.Fprintf(w, " (fell back: %s)", r.FallbackReason)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  %s, %s, %s", r.TLS.Version, r.TLS.CipherSuite, orNone(r.TLS.Group, "no key exchange (psk_ke)"))
+	if r.TLS.Signature != "" {
+		fmt.Fprintf(w, ", signed with %s", r.TLS.Signature)
+	}
+	if r.TLS.ALPN != "" {
+		fmt.Fprintf(w, ", ALPN %s", r.TLS.ALPN)
+	}
+	if r.TLS.Resumed {
+		fmt.Fprint(w, ", resumed")
+	}
+	fmt.Fprintln(w)
+	if len(r.PeerChain) > 0 {
+		fmt.Fprintf(w, "  verified chain: %s\n", strings.Join(r.PeerChain, " <- "))
+	} else if !r.TLS.Resumed {
+		fmt.Fprintln(w, "  certificate NOT verified (--insecure)")
+	}
+	if r.EarlyData.Offered {
+		state := "rejected"
+		if r.EarlyData.Accepted {
+			state = "accepted"
+		}
+		fmt.Fprintf(w, "  early data: %d bytes offered, %s\n", r.EarlyData.Bytes, state)
+	}
+	t := r.Timing
+	fmt.Fprintf(w, "  time: dns %.1f ms, tcp connect %.1f ms, handshake %.1f ms, first byte at %.1f ms, total %.1f ms\n",
+		t.DNS, t.TCPConnect, t.Handshake, t.FirstByte, t.Total)
+	fmt.Fprintf(w, "  response: %d bytes\n", r.ResponseBytes)
+}
+
+func orNone(s, none string) string {
+	if s == "" {
+		return none
+	}
+	return s
+}

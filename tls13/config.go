@@ -1,0 +1,335 @@
+package tls13
+
+import (
+	"crypto"
+	"crypto/rand"
+	"crypto/x509"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/ztls-project/ztls/tls13/internal/kex"
+	"github.com/ztls-project/ztls/tls13/internal/sig"
+	"github.com/ztls-project/ztls/tls13/internal/suite"
+	"github.com/ztls-project/ztls/tls13/internal/wire"
+)
+
+// Cipher suites (RFC 8446, Appendix B.4).
+const (
+	TLS_AES_128_GCM_SHA256       uint16 = 0x1301
+	TLS_AES_256_GCM_SHA384       uint16 = 0x1302
+	TLS_CHACHA20_POLY1305_SHA256 uint16 = 0x1303
+)
+
+// Named groups (RFC 8446, Section 4.2.7; X25519MLKEM768 from the IETF hybrid draft).
+const (
+	X25519         uint16 = 0x001d
+	P256           uint16 = 0x0017
+	P384           uint16 = 0x0018
+	X25519MLKEM768 uint16 = 0x11ec
+)
+
+// CipherSuiteName returns the IANA name of a TLS 1.3 cipher suite.
+func CipherSuiteName(id uint16) string { return suite.Name(id) }
+
+// GroupName returns the IANA name of a named group.
+func GroupName(id uint16) string { return kex.Name(id) }
+
+// SignatureSchemeName returns the IANA name of a signature scheme.
+func SignatureSchemeName(id uint16) string { return sig.Name(id) }
+
+// Certificate is a certificate chain with its private key.
+type Certificate struct {
+	// Chain holds DER certificates, leaf first.
+	Chain [][]byte
+	// PrivateKey signs CertificateVerify. It must match the leaf's public key.
+	PrivateKey crypto.Signer
+	// Leaf is the parsed Chain[0]; LoadX509KeyPair fills it, and the
+	// engine parses Chain[0] when it is nil.
+	Leaf *x509.Certificate
+
+	public crypto.PublicKey // the leaf's key as package sig understands it (PSS keys)
+}
+
+// LoadX509KeyPair reads a PEM certificate chain and its PEM private key
+// (PKCS#8, PKCS#1, SEC 1 and RSASSA-PSS keys).
+func LoadX509KeyPair(certFile, keyFile string) (Certificate, error) {
+	c, err := sig.LoadKeyPair(certFile, keyFile)
+	if err != nil {
+		return Certificate{}, err
+	}
+	return Certificate{Chain: c.Chain, PrivateKey: c.Key, Leaf: c.Leaf, public: c.Public}, nil
+}
+
+// X509KeyPair is LoadX509KeyPair on PEM bytes.
+func X509KeyPair(certPEM, keyPEM []byte) (Certificate, error) {
+	c, err := sig.ParseKeyPair(certPEM, keyPEM)
+	if err != nil {
+		return Certificate{}, err
+	}
+	return Certificate{Chain: c.Chain, PrivateKey: c.Key, Leaf: c.Leaf, public: c.Public}, nil
+}
+
+// LoadCertPool reads a PEM file of trusted roots (a --ca file).
+func LoadCertPool(file string) (*x509.CertPool, error) { return sig.LoadCertPool(file) }
+
+func (c *Certificate) leaf() (*x509.Certificate, crypto.PublicKey, error) {
+	if c.Leaf == nil {
+		l, err := x509.ParseCertificate(c.Chain[0])
+		if err != nil {
+			return nil, nil, err
+		}
+		c.Leaf = l
+	}
+	if c.public == nil {
+		p, err := sig.ParsePublicKey(c.Leaf)
+		if err != nil {
+			return nil, nil, err
+		}
+		c.public = p
+	}
+	return c.Leaf, c.public, nil
+}
+
+// ClientAuthType says whether a server asks for client certificates.
+type ClientAuthType int
+
+const (
+	// NoClientCert: no CertificateRequest is sent.
+	NoClientCert ClientAuthType = iota
+	// RequestClientCert asks for a certificate but accepts none and does not verify it.
+	RequestClientCert
+	// RequireAnyClientCert demands a certificate but does not verify its chain.
+	RequireAnyClientCert
+	// VerifyClientCertIfGiven verifies a certificate if the client sends one.
+	VerifyClientCertIfGiven
+	// RequireAndVerifyClientCert demands a certificate that verifies against ClientCAs.
+	RequireAndVerifyClientCert
+)
+
+// PSK key exchange modes (RFC 8446, Section 4.2.9).
+const (
+	PSKModeKE    uint8 = 0 // psk_ke: resumption without (EC)DHE, no forward secrecy
+	PSKModeDHEKE uint8 = 1 // psk_dhe_ke: resumption with (EC)DHE
+)
+
+// A Config configures a client or a server. It may be shared by many
+// connections once passed to the engine and must not be changed after that.
+// The zero value is a usable client configuration with system roots.
+type Config struct {
+	// Rand supplies all randomness: hello randoms, key shares, signature
+	// salts, tickets. nil means crypto/rand. Tests pass a fixed reader.
+	Rand io.Reader
+	// Time returns the current time; nil means time.Now. Tickets, 0-RTT
+	// freshness and certificate validity use it.
+	Time func() time.Time
+
+	// Certificates are the server's chains (chosen by SNI and signature
+	// scheme), or the client's chain for client authentication (the first
+	// one whose key suits the server's request).
+	Certificates []Certificate
+
+	// RootCAs verifies server certificates; nil means the system roots.
+	RootCAs *x509.CertPool
+	// ServerName is the name the client sends as SNI and checks the
+	// certificate against. Dial fills it from the address when empty.
+	ServerName string
+	// InsecureSkipVerify disables the client's chain and name check. It is
+	// for tests only: anyone in the path can then read the connection.
+	InsecureSkipVerify bool
+	// VerifyPeerCertificate, if set, runs after the normal checks (or
+	// instead of them with InsecureSkipVerify).
+	VerifyPeerCertificate func(rawCerts [][]byte, verifiedChains [][]*x509.Certificate) error
+
+	// ClientAuth is the server's client-certificate policy; ClientCAs its roots.
+	ClientAuth ClientAuthType
+	ClientCAs  *x509.CertPool
+
+	// CipherSuites in preference order; nil means the defaults (AES-GCM
+	// first where the CPU has AES instructions).
+	CipherSuites []uint16
+	// Groups in preference order; nil means X25519MLKEM768, X25519, P-256, P-384.
+	Groups []uint16
+	// KeyShareGroups: the groups the client sends key shares for in its
+	// first ClientHello; nil means the first of Groups plus X25519 if it is
+	// a hybrid group. A server whose preferred group has no share asks for
+	// it with a HelloRetryRequest.
+	KeyShareGroups []uint16
+	// SignatureSchemes for CertificateVerify, preference order; nil means all supported.
+	SignatureSchemes []uint16
+
+	// NextProtos is the ALPN list (RFC 7301), preference order.
+	NextProtos []string
+
+	// RecordSizeLimit is advertised with RFC 8449; 0 means 16385 (the TLS 1.3
+	// maximum). The peer's limit caps the records we send.
+	RecordSizeLimit int
+	// PadTo pads every protected record's plaintext to a multiple of PadTo
+	// bytes (RFC 8446, Section 5.4); 0 disables padding.
+	PadTo int
+
+	// SessionTicketsDisabled stops the server issuing tickets and the client
+	// offering them.
+	SessionTicketsDisabled bool
+	// ClientSessionCache stores the client's tickets by server name; nil
+	// disables resumption on the client unless a session is set with
+	// Conn.SetSession.
+	ClientSessionCache ClientSessionCache
+	// TicketKey encrypts the server's tickets (32 bytes); zero means a random
+	// key made once per Config.
+	TicketKey [32]byte
+	// TicketLifetime is the server's ticket lifetime; 0 means 24 hours.
+	TicketLifetime time.Duration
+	// PSKModes the client offers (preference order) or the server accepts;
+	// nil means psk_dhe_ke only. Add PSKModeKE to allow resumption without
+	// a fresh key exchange (no forward secrecy for that connection).
+	PSKModes []uint8
+
+	// MaxEarlyData is the server's 0-RTT limit in bytes announced in its
+	// tickets; 0 means the server never accepts early data.
+	MaxEarlyData uint32
+	// EarlyDataWindow is the server's freshness window for 0-RTT (RFC 8446,
+	// Section 8.3); 0 means 10 s.
+	EarlyDataWindow time.Duration
+	// StrikeRegister records 0-RTT ClientHellos so a replay is refused
+	// (RFC 8446, Section 8.2); nil means one in-memory register per Config.
+	StrikeRegister StrikeRegister
+
+	// MiddleboxCompat turns on the middlebox compatibility mode of RFC
+	// 8446, Appendix D.4 (a legacy session ID and dummy ChangeCipherSpec
+	// records) on the client. The server always mirrors the client.
+	MiddleboxCompat bool
+
+	// KeyLogWriter receives the NSS key log format (SSLKEYLOGFILE). It
+	// exposes every secret of the connection: debugging only.
+	KeyLogWriter io.Writer
+
+	// MaxHandshakeMessage bounds one handshake message; 0 means 128 KiB.
+	MaxHandshakeMessage int
+
+	// testHookClientHello lets known-answer tests shape the ClientHello.
+	testHookClientHello         func(*wire.ClientHello)
+	testHookServerHello         func(*wire.ServerHello)
+	testHookEncryptedExtensions func(*wire.EncryptedExtensions)
+	testHookTicket              func([]byte) *sessionTicket
+
+	once       sync.Once
+	ticketKey  [32]byte
+	defaultReg StrikeRegister
+	cookieKey  [32]byte
+}
+
+func (c *Config) rand() io.Reader {
+	if c.Rand != nil {
+		return c.Rand
+	}
+	return rand.Reader
+}
+
+func (c *Config) now() time.Time {
+	if c.Time != nil {
+		return c.Time()
+	}
+	return time.Now()
+}
+
+// lazy initialises the per-Config secrets (ticket key, cookie key, replay register).
+func (c *Config) lazy() {
+	c.once.Do(func() {
+		if c.TicketKey != ([32]byte{}) {
+			c.ticketKey = c.TicketKey
+		} else {
+			io.ReadFull(rand.Reader, c.ticketKey[:])
+		}
+		io.ReadFull(rand.Reader, c.cookieKey[:])
+		if c.StrikeRegister == nil {
+			c.defaultReg = NewMemoryStrikeRegister(100000)
+		}
+	})
+}
+
+func (c *Config) cookieKeyBytes() []byte {
+	c.lazy()
+	return c.cookieKey[:]
+}
+
+func (c *Config) strikeRegister() StrikeRegister {
+	c.lazy()
+	if c.StrikeRegister != nil {
+		return c.StrikeRegister
+	}
+	return c.defaultReg
+}
+
+func (c *Config) cipherSuites() []uint16 {
+	if len(c.CipherSuites) > 0 {
+		return c.CipherSuites
+	}
+	var ids []uint16
+	for _, s := range suite.All() {
+		ids = append(ids, s.ID)
+	}
+	return ids
+}
+
+func (c *Config) groups() []uint16 {
+	if len(c.Groups) > 0 {
+		return c.Groups
+	}
+	return kex.DefaultGroups()
+}
+
+func (c *Config) keyShareGroups() []uint16 {
+	if len(c.KeyShareGroups) > 0 {
+		return c.KeyShareGroups
+	}
+	g := c.groups()
+	if g[0] == X25519MLKEM768 && len(g) > 1 && contains(g, X25519) {
+		return []uint16{X25519MLKEM768, X25519}
+	}
+	return g[:1]
+}
+
+func (c *Config) signatureSchemes() []uint16 {
+	if len(c.SignatureSchemes) > 0 {
+		return c.SignatureSchemes
+	}
+	return sig.SupportedForCertificateVerify()
+}
+
+func (c *Config) pskModes() []uint8 {
+	if len(c.PSKModes) > 0 {
+		return c.PSKModes
+	}
+	return []uint8{PSKModeDHEKE}
+}
+
+func (c *Config) recordSizeLimit() int {
+	if c.RecordSizeLimit >= 64 && c.RecordSizeLimit <= 16385 {
+		return c.RecordSizeLimit
+	}
+	return 16385
+}
+
+func (c *Config) earlyDataWindow() time.Duration {
+	if c.EarlyDataWindow > 0 {
+		return c.EarlyDataWindow
+	}
+	return 10 * time.Second
+}
+
+func (c *Config) ticketLifetime() time.Duration {
+	if c.TicketLifetime > 0 && c.TicketLifetime <= 7*24*time.Hour {
+		return c.TicketLifetime
+	}
+	return 24 * time.Hour
+}
+
+func contains[T comparable](list []T, v T) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,535 @@
+package tls13
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/ztls-project/ztls/tls13/internal/keyschedule"
+)
+
+// ConnectionState describes a connection.
+type ConnectionState struct {
+	Version            uint16 // always 0x0304
+	HandshakeComplete  bool
+	DidResume          bool
+	CipherSuite        uint16
+	Group              uint16 // 0 when resumed with psk_ke
+	SignatureScheme    uint16 // the peer's CertificateVerify scheme (0 if none)
+	NegotiatedProtocol string
+	ServerName         string // server: the SNI the client sent
+	EarlyDataOffered   bool
+	EarlyDataAccepted  bool
+	PeerCertificates   []*x509.Certificate
+	VerifiedChains     [][]*x509.Certificate
+}
+
+// TraceEvent is one step of the handshake and when it happened.
+type TraceEvent struct {
+	Event Event
+	At    time.Time
+}
+
+// Conn is a TLS 1.3 connection over a net.Conn. Read and Write may be
+// called concurrently with each other; several concurrent Reads (or
+// Writes) are serialised.
+type Conn struct {
+	conn     net.Conn
+	cfg      *Config
+	isClient bool
+
+	hsMu      sync.Mutex // serialises handshakes
+	readMu    sync.Mutex // one reader at a time
+	writeMu   sync.Mutex // output order: taken engine bytes are written under it
+	mu        sync.Mutex // guards e and the fields below
+	e         *engine
+	started   bool
+	flightOut bool // server: first flight sent
+	trace     []TraceEvent
+	session   *ClientSession
+	early     []byte
+	resend    bool
+	earlyLost bool
+	readBuf   []byte
+	wbuf      []byte // guarded by writeMu
+	closed    bool
+}
+
+// Client returns a client connection over conn. cfg must set ServerName or
+// InsecureSkipVerify.
+func Client(conn net.Conn, cfg *Config) *Conn {
+	return &Conn{conn: conn, cfg: cfg, isClient: true, e: newEngine(cfg, true)}
+}
+
+// Server returns a server connection over conn. cfg must hold at least one Certificate.
+func Server(conn net.Conn, cfg *Config) *Conn {
+	return &Conn{conn: conn, cfg: cfg, e: newEngine(cfg, false)}
+}
+
+// Dial connects to addr and runs the handshake. An empty cfg.ServerName is
+// taken from addr.
+func Dial(network, addr string, cfg *Config) (*Conn, error) {
+	return DialContext(context.Background(), network, addr, cfg)
+}
+
+// DialContext is Dial with a context bounding the connect and the handshake.
+func DialContext(ctx context.Context, network, addr string, cfg *Config) (*Conn, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	if cfg.ServerName == "" {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		c := cfg.Clone()
+		c.ServerName = host
+		cfg = c
+	}
+	var d net.Dialer
+	raw, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	c := Client(raw, cfg)
+	if err := c.HandshakeContext(ctx); err != nil {
+		raw.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Clone returns a copy of c with its own lazily made secrets.
+func (c *Config) Clone() *Config {
+	n := &Config{}
+	*n = Config{
+		Rand: c.Rand, Time: c.Time, Certificates: c.Certificates, RootCAs: c.RootCAs,
+		ServerName: c.ServerName, InsecureSkipVerify: c.InsecureSkipVerify,
+		VerifyPeerCertificate: c.VerifyPeerCertificate, ClientAuth: c.ClientAuth, ClientCAs: c.ClientCAs,
+		CipherSuites: c.CipherSuites, Groups: c.Groups, KeyShareGroups: c.KeyShareGroups,
+		SignatureSchemes: c.SignatureSchemes, NextProtos: c.NextProtos, RecordSizeLimit: c.RecordSizeLimit,
+		PadTo: c.PadTo, SessionTicketsDisabled: c.SessionTicketsDisabled,
+		ClientSessionCache: c.ClientSessionCache, TicketKey: c.TicketKey, TicketLifetime: c.TicketLifetime,
+		PSKModes: c.PSKModes, MaxEarlyData: c.MaxEarlyData, EarlyDataWindow: c.EarlyDataWindow,
+		StrikeRegister: c.StrikeRegister, MiddleboxCompat: c.MiddleboxCompat, KeyLogWriter: c.KeyLogWriter,
+		MaxHandshakeMessage: c.MaxHandshakeMessage,
+		testHookClientHello: c.testHookClientHello, testHookServerHello: c.testHookServerHello,
+		testHookEncryptedExtensions: c.testHookEncryptedExtensions, testHookTicket: c.testHookTicket,
+	}
+	return n
+}
+
+type listener struct {
+	net.Listener
+	cfg *Config
+}
+
+func (l *listener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return Server(c, l.cfg), nil
+}
+
+// NewListener wraps inner so Accept returns server Conns (handshake on first use).
+func NewListener(inner net.Listener, cfg *Config) net.Listener {
+	return &listener{Listener: inner, cfg: cfg}
+}
+
+// Listen listens on addr and returns a listener of server Conns.
+func Listen(network, addr string, cfg *Config) (net.Listener, error) {
+	if cfg == nil || len(cfg.Certificates) == 0 {
+		return nil, errors.New("tls13: Listen needs a Config with a certificate (--cert/--key)")
+	}
+	l, err := net.Listen(network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return NewListener(l, cfg), nil
+}
+
+// SetSession offers s for resumption on the next handshake (client only),
+// instead of the session cache's entry.
+func (c *Conn) SetSession(s *ClientSession) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.session = s
+}
+
+// Session returns the newest session ticket the server sent, or nil. It
+// arrives after the handshake: read from the connection first.
+func (c *Conn) Session() *ClientSession {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.e.newSession
+}
+
+// SetEarlyData queues data to send as 0-RTT early data with the ClientHello
+// (client only; needs a session that allows early data). If the server
+// rejects it and resendIfRejected is true, the handshake resends it as
+// ordinary data; otherwise Write-side users learn of it through
+// ConnectionState().EarlyDataAccepted. Only send replay-safe requests early.
+func (c *Conn) SetEarlyData(data []byte, resendIfRejected bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.early = append([]byte(nil), data...)
+	c.resend = resendIfRejected
+}
+
+// Handshake runs the handshake if it has not run yet. A server returns
+// after the client's Finished; use HandshakeEarly to answer 0-RTT data
+// before that.
+func (c *Conn) Handshake() error { return c.HandshakeContext(context.Background()) }
+
+// HandshakeContext is Handshake bounded by ctx.
+func (c *Conn) HandshakeContext(ctx context.Context) error {
+	return c.handshake(ctx, false)
+}
+
+// HandshakeEarly runs the handshake until this side may send application
+// data: for a server that is as soon as its first flight is out, so it can
+// read 0-RTT data with ReadEarlyData and answer with 0.5-RTT data before
+// the client's Finished; for a client it is Handshake.
+func (c *Conn) HandshakeEarly(ctx context.Context) error {
+	return c.handshake(ctx, true)
+}
+
+func (c *Conn) handshake(ctx context.Context, early bool) (err error) {
+	c.hsMu.Lock()
+	defer c.hsMu.Unlock()
+	if done, err := c.handshakeDone(early); done || err != nil {
+		return err
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		c.conn.SetDeadline(deadline)
+		defer c.conn.SetDeadline(time.Time{})
+	}
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Unix(1, 0)) })
+		defer func() {
+			if !stop() && err != nil {
+				err = fmt.Errorf("tls13: handshake: %w", ctx.Err())
+			}
+		}()
+	}
+	c.mu.Lock()
+	if !c.started {
+		c.started = true
+		if c.isClient {
+			sess := c.session
+			if sess == nil && c.cfg.ClientSessionCache != nil {
+				sess = c.cfg.ClientSessionCache.Get(sessionCacheKey(c.cfg))
+			}
+			c.e.startClient(sess, c.early)
+		} else {
+			c.e.startServer()
+		}
+	}
+	c.mu.Unlock()
+	if err := c.flush(); err != nil {
+		return err
+	}
+	buf := make([]byte, 16*1024+512)
+	for {
+		if done, err := c.handshakeDone(early); done || err != nil {
+			if done && c.isClient {
+				return c.afterClientHandshake()
+			}
+			return err
+		}
+		n, rerr := c.conn.Read(buf)
+		if n > 0 {
+			c.mu.Lock()
+			ferr := c.e.feed(buf[:n])
+			c.mu.Unlock()
+			if err := c.flush(); err != nil && ferr == nil {
+				return err
+			}
+			if ferr != nil {
+				return ferr
+			}
+		}
+		if rerr != nil {
+			c.mu.Lock()
+			herr := c.e.err
+			c.mu.Unlock()
+			if herr != nil {
+				return herr
+			}
+			if rerr == io.EOF {
+				return errors.New("tls13: connection closed by peer during the handshake")
+			}
+			return rerr
+		}
+	}
+}
+
+func (c *Conn) handshakeDone(early bool) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.collectEvents()
+	if c.e.err != nil {
+		return false, c.e.err
+	}
+	if c.e.peerClosed && !c.e.done {
+		return false, errors.New("tls13: peer closed the connection during the handshake")
+	}
+	if c.e.done {
+		return true, nil
+	}
+	return early && !c.isClient && c.e.canWriteApp, nil
+}
+
+// afterClientHandshake resends rejected early data when asked to.
+func (c *Conn) afterClientHandshake() error {
+	c.mu.Lock()
+	resend := len(c.early) > 0 && !c.e.info.EarlyDataAccepted
+	data := c.early
+	c.early = nil
+	c.mu.Unlock()
+	if !resend {
+		return nil
+	}
+	if !c.resend {
+		c.earlyLost = true
+		return nil
+	}
+	_, err := c.Write(data)
+	return err
+}
+
+func (c *Conn) collectEvents() {
+	now := time.Now()
+	for _, ev := range c.e.events {
+		c.trace = append(c.trace, TraceEvent{Event: ev, At: now})
+	}
+	c.e.events = c.e.events[:0]
+}
+
+// flush writes the engine's pending output to the network, in order.
+func (c *Conn) flush() error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	c.mu.Lock()
+	c.wbuf = append(c.wbuf[:0], c.e.takeOutput()...)
+	c.mu.Unlock()
+	if len(c.wbuf) == 0 {
+		return nil
+	}
+	_, err := c.conn.Write(c.wbuf)
+	return err
+}
+
+// Read reads application data, running the handshake first if needed.
+func (c *Conn) Read(p []byte) (int, error) {
+	if err := c.Handshake(); err != nil {
+		return 0, err
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	return c.readLoop(p, false)
+}
+
+// ReadEarlyData reads 0-RTT data on a server after HandshakeEarly. It
+// returns io.EOF once the client's EndOfEarlyData arrived, or at once when
+// no early data was accepted.
+func (c *Conn) ReadEarlyData(p []byte) (int, error) {
+	if c.isClient {
+		return 0, errors.New("tls13: ReadEarlyData is for servers")
+	}
+	if err := c.HandshakeEarly(context.Background()); err != nil {
+		return 0, err
+	}
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	return c.readLoop(p, true)
+}
+
+func (c *Conn) readLoop(p []byte, early bool) (int, error) {
+	if c.readBuf == nil {
+		c.readBuf = make([]byte, 16*1024+512)
+	}
+	for {
+		c.mu.Lock()
+		if early {
+			if c.e.earlyBuffered() > 0 {
+				n := c.e.readEarly(p)
+				c.mu.Unlock()
+				return n, nil
+			}
+			if c.e.earlyEnded || c.e.err != nil {
+				err := c.e.err
+				c.mu.Unlock()
+				if err != nil {
+					return 0, err
+				}
+				return 0, io.EOF
+			}
+		} else if c.e.appBuffered() > 0 {
+			n := c.e.readApp(p)
+			c.mu.Unlock()
+			return n, nil
+		}
+		if c.e.err != nil {
+			err := c.e.err
+			c.mu.Unlock()
+			return 0, err
+		}
+		if c.e.peerClosed {
+			c.mu.Unlock()
+			return 0, io.EOF
+		}
+		c.mu.Unlock()
+		n, rerr := c.conn.Read(c.readBuf)
+		if n > 0 {
+			c.mu.Lock()
+			c.e.feed(c.readBuf[:n])
+			c.collectEvents()
+			c.mu.Unlock()
+			if err := c.flush(); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if rerr != nil {
+			c.mu.Lock()
+			ended := c.e.peerClosed
+			c.mu.Unlock()
+			if rerr == io.EOF && !ended {
+				return 0, io.ErrUnexpectedEOF
+			}
+			return 0, rerr
+		}
+	}
+}
+
+// Write sends application data, running the handshake first if needed
+// (a server that used HandshakeEarly writes 0.5-RTT data).
+func (c *Conn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	ready := c.e.canWriteApp
+	c.mu.Unlock()
+	if !ready {
+		if err := c.Handshake(); err != nil {
+			return 0, err
+		}
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	total := 0
+	for total < len(p) {
+		// Seal at most 64 KiB at a time so the output buffer stays small.
+		chunk := p[total:min(len(p), total+64*1024)]
+		// Seal under mu, but write without it, so a Read can go on
+		// feeding the engine while this write blocks.
+		c.mu.Lock()
+		n, err := c.e.writeApp(chunk)
+		c.wbuf = append(c.wbuf[:0], c.e.takeOutput()...)
+		c.mu.Unlock()
+		var werr error
+		if len(c.wbuf) > 0 {
+			_, werr = c.conn.Write(c.wbuf)
+		}
+		total += n
+		if err != nil {
+			return total, err
+		}
+		if werr != nil {
+			return total, werr
+		}
+	}
+	return total, nil
+}
+
+// KeyUpdate moves our sending keys forward (RFC 8446, Section 4.6.3) and,
+// with requestPeer, asks the peer to do the same.
+func (c *Conn) KeyUpdate(requestPeer bool) error {
+	c.mu.Lock()
+	err := c.e.sendKeyUpdate(requestPeer)
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return c.flush()
+}
+
+// ExportKeyingMaterial derives keying material (RFC 8446, Section 7.5).
+func (c *Conn) ExportKeyingMaterial(label string, context []byte, length int) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.e.exporter == nil {
+		return nil, errors.New("tls13: exporter used before the handshake")
+	}
+	return keyschedule.Exporter(c.e.hash, c.e.exporter, label, context, length), nil
+}
+
+// ConnectionState returns details of the connection.
+func (c *Conn) ConnectionState() ConnectionState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.e.info
+	st.Version = 0x0304
+	return st
+}
+
+// Trace returns the handshake events seen so far with their times.
+func (c *Conn) Trace() []TraceEvent {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.collectEvents()
+	return append([]TraceEvent(nil), c.trace...)
+}
+
+// EarlyDataLost reports whether early data was rejected and, as asked by
+// SetEarlyData, not resent.
+func (c *Conn) EarlyDataLost() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.earlyLost
+}
+
+// CloseWrite sends close_notify but keeps reading.
+func (c *Conn) CloseWrite() error {
+	c.mu.Lock()
+	c.e.close()
+	c.mu.Unlock()
+	return c.flush()
+}
+
+// Close sends close_notify (if the handshake ran) and closes the connection.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return net.ErrClosed
+	}
+	c.closed = true
+	started := c.started
+	if started {
+		c.e.close()
+	}
+	c.mu.Unlock()
+	if started {
+		c.conn.SetWriteDeadline(time.Now().Add(time.Second))
+		c.flush()
+	}
+	return c.conn.Close()
+}
+
+func (c *Conn) LocalAddr() net.Addr                { return c.conn.LocalAddr() }
+func (c *Conn) RemoteAddr() net.Addr               { return c.conn.RemoteAddr() }
+func (c *Conn) SetDeadline(t time.Time) error      { return c.conn.SetDeadline(t) }
+func (c *Conn) SetReadDeadline(t time.Time) error  { return c.conn.SetReadDeadline(t) }
+func (c *Conn) SetWriteDeadline(t time.Time) error { return c.conn.SetWriteDeadline(t) }
+
+// NetConn returns the underlying connection.
+func (c *Conn) NetConn() net.Conn { return c.conn }

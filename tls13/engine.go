@@ -1,0 +1,502 @@
+package tls13
+
+import (
+	"crypto"
+	"fmt"
+
+	"github.com/ztls-project/ztls/tls13/internal/record"
+	"github.com/ztls-project/ztls/tls13/internal/suite"
+	"github.com/ztls-project/ztls/tls13/internal/wire"
+)
+
+// The engine is the sans-IO core shared by Conn, the TurboTLS UDP path and
+// the fuzzers: bytes from the peer go in through feed, records to send
+// come out of takeOutput, and what happened is reported as events. It owns
+// no socket, goroutine or timer; callers serialise access to it.
+
+// Event is something the handshake did, in the order it happened.
+type Event int
+
+const (
+	EventClientHelloSent Event = iota + 1
+	EventHelloRetryRequest
+	EventServerHelloReceived
+	EventHandshakeKeys
+	EventEarlyDataAccepted
+	EventEarlyDataRejected
+	EventServerFlightSent // server: its whole first flight, incl. Finished, is queued
+	EventPeerFinished
+	EventHandshakeDone
+	EventSessionTicket
+	EventKeyUpdate
+)
+
+var eventNames = map[Event]string{
+	EventClientHelloSent: "client_hello_sent", EventHelloRetryRequest: "hello_retry_request",
+	EventServerHelloReceived: "server_hello", EventHandshakeKeys: "handshake_keys",
+	EventEarlyDataAccepted: "early_data_accepted", EventEarlyDataRejected: "early_data_rejected",
+	EventServerFlightSent: "server_flight_sent", EventPeerFinished: "peer_finished",
+	EventHandshakeDone: "handshake_done", EventSessionTicket: "session_ticket",
+	EventKeyUpdate: "key_update",
+}
+
+func (e Event) String() string {
+	if n, ok := eventNames[e]; ok {
+		return n
+	}
+	return fmt.Sprintf("event(%d)", int(e))
+}
+
+// state is one step of a handshake. Each implementation holds only what is
+// valid at that point and returns the next state.
+type state interface {
+	handle(e *engine, typ uint8, msg []byte) (state, error)
+}
+
+// appMode says what application data the read side accepts now.
+type appMode int
+
+const (
+	appNone  appMode = iota
+	appEarly         // server: 0-RTT data under the client early traffic key
+	appData          // ordinary (or 0.5-RTT, on the client) application data
+)
+
+type engine struct {
+	cfg      *Config
+	isClient bool
+	st       state
+	err      error // sticky
+
+	deframer record.Deframer
+	hsIn     wire.HandshakeBuffer
+	rin      *record.HalfConn // nil: plaintext
+	rout     *record.HalfConn
+	readKeyChanged bool
+
+	out   []byte // protected records ready for the transport
+	hsOut []byte // handshake messages not yet put into records
+
+	mode        appMode
+	app         []byte // received application data not yet read
+	appOff      int
+	early       []byte // server: accepted 0-RTT data not yet read
+	earlyOff    int
+	earlyBytes  int  // server: 0-RTT plaintext received so far
+	earlyLimit  int  // server: max_early_data_size in force
+	earlyEnded  bool // server: EndOfEarlyData seen (or no early data)
+	skipEarly   int  // server rejecting 0-RTT: ciphertext bytes still skippable
+	skipPlain   int  // server after HRR: unprotected early records still skippable
+	canWriteApp bool // our application traffic keys (or 0.5-RTT) are installed
+
+	earlyWrite   bool // client: writing 0-RTT data now
+	earlySent    int
+	earlyMax     int
+	earlyPending []byte // client: early data offered, for resending on rejection
+
+	maxRecvPlain int // our record_size_limit - 1
+	maxSendPlain int // the peer's record_size_limit - 1
+
+	peerClosed bool
+	sentClose  bool
+	done       bool // handshake complete
+
+	events []Event
+
+	// Negotiated values.
+	suite     *suite.Suite
+	hash      crypto.Hash
+	info      ConnectionState
+	inSecret  []byte // current read application traffic secret (KeyUpdate)
+	outSecret []byte
+	exporter  []byte
+	resMaster []byte
+	serverName string
+
+	newSession *ClientSession // client: the last ticket received
+	ticketsSent uint32
+	nstCount    int
+}
+
+func newEngine(cfg *Config, isClient bool) *engine {
+	e := &engine{cfg: cfg, isClient: isClient}
+	e.maxRecvPlain = cfg.recordSizeLimit() - 1
+	e.maxSendPlain = record.MaxPlaintext
+	if cfg.MaxHandshakeMessage > 0 {
+		e.hsIn.Max = cfg.MaxHandshakeMessage
+	}
+	e.earlyEnded = true
+	return e
+}
+
+// fail records a fatal error, queues its alert and returns the error.
+// Every failure of the engine goes through here.
+func (e *engine) fail(err error) error {
+	if e.err != nil {
+		return e.err
+	}
+	a := alertFor(err)
+	if _, ok := err.(*LocalError); !ok {
+		err = &LocalError{Alert: a, Err: err}
+	}
+	e.err = err
+	e.hsOut = nil
+	e.sendAlert(wire.Alert(a))
+	return err
+}
+
+func (e *engine) sendAlert(a wire.Alert) {
+	level := byte(2)
+	if a == wire.AlertCloseNotify || a == wire.AlertUserCanceled {
+		level = 1
+	}
+	e.writeRecord(record.TypeAlert, []byte{level, byte(a)})
+}
+
+// writeRecord protects one record with the current write key.
+func (e *engine) writeRecord(typ record.ContentType, data []byte) error {
+	if e.rout == nil {
+		e.out = record.AppendPlain(e.out, typ, 0x0303, data)
+		return nil
+	}
+	var err error
+	e.out, err = e.rout.Seal(e.out, typ, data, e.padding(len(data)))
+	return err
+}
+
+func (e *engine) padding(n int) int {
+	if e.cfg.PadTo <= 1 {
+		return 0
+	}
+	pad := (e.cfg.PadTo - (n+1)%e.cfg.PadTo) % e.cfg.PadTo
+	if n+pad > e.maxSendPlain {
+		pad = e.maxSendPlain - n
+	}
+	if pad < 0 {
+		pad = 0
+	}
+	return pad
+}
+
+// queueHandshake adds a handshake message to the current flight.
+func (e *engine) queueHandshake(msg []byte) { e.hsOut = append(e.hsOut, msg...) }
+
+// flushHandshake puts the queued handshake messages into records under
+// the current write key.
+func (e *engine) flushHandshake() error {
+	return e.flushHandshakeVersion(0x0303)
+}
+
+func (e *engine) flushHandshakeVersion(legacy uint16) error {
+	for len(e.hsOut) > 0 {
+		n := min(len(e.hsOut), e.maxSendPlain)
+		if e.rout == nil {
+			e.out = record.AppendPlain(e.out, record.TypeHandshake, legacy, e.hsOut[:n])
+		} else if err := e.writeRecord(record.TypeHandshake, e.hsOut[:n]); err != nil {
+			return err
+		}
+		e.hsOut = e.hsOut[n:]
+	}
+	e.hsOut = nil
+	return nil
+}
+
+// sendCCS sends the dummy ChangeCipherSpec of the middlebox compatibility mode.
+func (e *engine) sendCCS() {
+	e.out = record.AppendPlain(e.out, record.TypeChangeCipherSpec, 0x0303, []byte{1})
+}
+
+func (e *engine) setWriteKey(secret []byte) error {
+	if err := e.flushHandshake(); err != nil {
+		return err
+	}
+	hc, err := record.NewHalfConn(e.suite, secret)
+	if err != nil {
+		return err
+	}
+	e.rout = hc
+	return nil
+}
+
+func (e *engine) setReadKey(secret []byte) error {
+	hc, err := record.NewHalfConn(e.suite, secret)
+	if err != nil {
+		return err
+	}
+	e.rin = hc
+	e.readKeyChanged = true
+	return nil
+}
+
+func (e *engine) event(ev Event) { e.events = append(e.events, ev) }
+
+// takeOutput returns the bytes to send and forgets them. The slice is
+// valid until the next call into the engine.
+func (e *engine) takeOutput() []byte {
+	out := e.out
+	e.out = e.out[:0]
+	return out
+}
+
+// feed processes bytes received from the peer.
+func (e *engine) feed(p []byte) error {
+	if e.err != nil {
+		return e.err
+	}
+	e.deframer.Write(p)
+	for {
+		typ, payload, ok, err := e.deframer.Next()
+		if err != nil {
+			return e.fail(err)
+		}
+		if !ok {
+			return nil
+		}
+		if err := e.handleRecord(typ, payload); err != nil {
+			return e.fail(err)
+		}
+		if e.peerClosed {
+			return nil
+		}
+	}
+}
+
+func (e *engine) handleRecord(typ record.ContentType, payload []byte) error {
+	switch typ {
+	case record.TypeChangeCipherSpec:
+		// RFC 8446, Section 5: a single 0x01 byte between the first
+		// ClientHello and the peer's Finished is ignored.
+		if e.done || len(payload) != 1 || payload[0] != 1 || (!e.isClient && e.st != nil && isInitialServerState(e.st)) {
+			return errorf(AlertUnexpectedMessage, "unexpected ChangeCipherSpec record")
+		}
+		return nil
+	case record.TypeAlert:
+		if e.rin != nil {
+			return errorf(AlertUnexpectedMessage, "unprotected alert after keys were installed")
+		}
+		return e.handleAlert(payload)
+	case record.TypeHandshake:
+		if e.rin != nil {
+			return errorf(AlertUnexpectedMessage, "unprotected handshake record after keys were installed")
+		}
+		if len(payload) == 0 {
+			return errorf(AlertUnexpectedMessage, "empty handshake record")
+		}
+		return e.handleHandshake(payload)
+	case record.TypeApplicationData:
+		if e.rin == nil {
+			if e.skipPlain >= len(payload) {
+				e.skipPlain -= len(payload)
+				return nil
+			}
+			return errorf(AlertUnexpectedMessage, "application data before keys were installed")
+		}
+		n := len(payload)
+		inner, plain, err := e.rin.Open(payload, e.maxRecvPlain)
+		if err != nil {
+			if e.skipEarly >= n {
+				e.skipEarly -= n // rejected 0-RTT data under a key we don't have
+				return nil
+			}
+			return err
+		}
+		e.skipEarly = 0
+		switch inner {
+		case record.TypeHandshake:
+			if len(plain) == 0 {
+				return errorf(AlertUnexpectedMessage, "empty handshake record")
+			}
+			return e.handleHandshake(plain)
+		case record.TypeAlert:
+			return e.handleAlert(plain)
+		case record.TypeApplicationData:
+			return e.handleAppData(plain)
+		default:
+			return errorf(AlertUnexpectedMessage, "unexpected content type %d inside a protected record", inner)
+		}
+	}
+	return errorf(AlertUnexpectedMessage, "unexpected record type %d", typ)
+}
+
+func (e *engine) handleAppData(plain []byte) error {
+	if e.hsIn.Len() > 0 {
+		return errorf(AlertUnexpectedMessage, "application data interleaved with a fragmented handshake message")
+	}
+	switch e.mode {
+	case appEarly:
+		e.earlyBytes += len(plain)
+		if e.earlyBytes > e.earlyLimit {
+			return errorf(AlertUnexpectedMessage, "client sent more early data than max_early_data_size (%d)", e.earlyLimit)
+		}
+		e.early = appendCompact(e.early, &e.earlyOff, plain)
+	case appData:
+		e.app = appendCompact(e.app, &e.appOff, plain)
+	default:
+		return errorf(AlertUnexpectedMessage, "application data before the handshake finished")
+	}
+	return nil
+}
+
+// appendCompact appends p to buf, first dropping the already-read prefix
+// so the buffer is reused in steady state.
+func appendCompact(buf []byte, off *int, p []byte) []byte {
+	if *off == len(buf) {
+		buf = buf[:0]
+		*off = 0
+	} else if *off > 0 && *off > cap(buf)/2 {
+		n := copy(buf, buf[*off:])
+		buf = buf[:n]
+		*off = 0
+	}
+	return append(buf, p...)
+}
+
+func (e *engine) handleAlert(p []byte) error {
+	if len(p) != 2 {
+		return errorf(AlertDecodeError, "malformed alert record")
+	}
+	a := Alert(p[1])
+	if a == AlertCloseNotify {
+		e.peerClosed = true
+		return nil
+	}
+	if a == Alert(wire.AlertUserCanceled) {
+		return nil // a warning; close_notify follows
+	}
+	e.err = &AlertError{Alert: a}
+	return e.err
+}
+
+func (e *engine) handleHandshake(p []byte) error {
+	e.hsIn.Write(p)
+	for {
+		typ, msg, ok, err := e.hsIn.Next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return nil
+		}
+		msg = append([]byte(nil), msg...)
+		if e.st == nil {
+			return errPeerSentUnexpectedMessage
+		}
+		e.readKeyChanged = false
+		next, err := e.st.handle(e, typ, msg)
+		if err != nil {
+			return err
+		}
+		e.st = next
+		if e.readKeyChanged && e.hsIn.Len() > 0 {
+			// RFC 8446, Section 5.1: a key change must align with a record boundary.
+			return errorf(AlertUnexpectedMessage, "handshake message spans a key change")
+		}
+	}
+}
+
+// readApp copies received application data into p.
+func (e *engine) readApp(p []byte) int {
+	n := copy(p, e.app[e.appOff:])
+	e.appOff += n
+	return n
+}
+
+func (e *engine) appBuffered() int { return len(e.app) - e.appOff }
+
+// readEarly copies received 0-RTT data into p (server).
+func (e *engine) readEarly(p []byte) int {
+	n := copy(p, e.early[e.earlyOff:])
+	e.earlyOff += n
+	return n
+}
+
+func (e *engine) earlyBuffered() int { return len(e.early) - e.earlyOff }
+
+// writeApp protects application data under the current write key.
+func (e *engine) writeApp(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	if e.sentClose {
+		return 0, fmt.Errorf("tls13: write after close")
+	}
+	if !e.canWriteApp && !e.earlyWrite {
+		return 0, fmt.Errorf("tls13: write before the handshake")
+	}
+	if e.earlyWrite && !e.canWriteApp {
+		if e.earlySent+len(p) > e.earlyMax {
+			return 0, fmt.Errorf("tls13: early data exceeds the server's max_early_data_size (%d)", e.earlyMax)
+		}
+		e.earlySent += len(p)
+	}
+	n := 0
+	for n < len(p) {
+		m := min(len(p)-n, e.maxSendPlain-e.padding(0))
+		if m <= 0 {
+			m = min(len(p)-n, e.maxSendPlain)
+		}
+		if err := e.writeRecord(record.TypeApplicationData, p[n:n+m]); err != nil {
+			return n, e.fail(err)
+		}
+		n += m
+		if err := e.maybeRekey(); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// rekeyAfter bounds the records sent under one key; AES-GCM's safety limit
+// (RFC 8446, Section 5.5) is about 2^24.5 full records.
+const rekeyAfter = 1 << 24
+
+func (e *engine) maybeRekey() error {
+	if e.done && e.rout != nil && e.rout.Seq() >= rekeyAfter {
+		return e.sendKeyUpdate(false)
+	}
+	return nil
+}
+
+// sendKeyUpdate sends a KeyUpdate and moves our write side to the next secret.
+func (e *engine) sendKeyUpdate(requestPeer bool) error {
+	if !e.done {
+		return fmt.Errorf("tls13: KeyUpdate before the handshake finished")
+	}
+	msg, err := (&wire.KeyUpdate{UpdateRequested: requestPeer}).Marshal()
+	if err != nil {
+		return e.fail(err)
+	}
+	e.queueHandshake(msg)
+	e.outSecret = nextTrafficSecret(e.hash, e.outSecret)
+	if err := e.setWriteKey(e.outSecret); err != nil {
+		return e.fail(err)
+	}
+	e.event(EventKeyUpdate)
+	return nil
+}
+
+// handleKeyUpdate is shared by both roles' connected states.
+func (e *engine) handleKeyUpdate(msg []byte) error {
+	ku, err := wire.ParseKeyUpdate(msg)
+	if err != nil {
+		return err
+	}
+	e.inSecret = nextTrafficSecret(e.hash, e.inSecret)
+	if err := e.setReadKey(e.inSecret); err != nil {
+		return err
+	}
+	if ku.UpdateRequested && !e.sentClose {
+		return e.sendKeyUpdate(false)
+	}
+	return nil
+}
+
+// close queues close_notify.
+func (e *engine) close() {
+	if e.sentClose || e.err != nil {
+		return
+	}
+	e.sentClose = true
+	e.flushHandshake()
+	e.sendAlert(wire.AlertCloseNotify)
+}

@@ -1,0 +1,703 @@
+package tls13
+
+// The client side of the TLS 1.3 handshake (RFC 8446, Section 2):
+//
+//	ClientHello (+key_share, +pre_shared_key, +early_data) -->
+//	(0-RTT application data)                               -->
+//	                       <-- ServerHello (or HelloRetryRequest: send ClientHello again)
+//	                       <-- {EncryptedExtensions}
+//	                       <-- {CertificateRequest}          (optional)
+//	                       <-- {Certificate} {CertificateVerify}  (not with a PSK)
+//	                       <-- {Finished} [0.5-RTT data]
+//	{EndOfEarlyData}     (if the server accepted 0-RTT)      -->
+//	{Certificate} {CertificateVerify}  (if requested)        -->
+//	{Finished}                                               -->
+//	                       <-- [NewSessionTicket] [KeyUpdate]
+//
+// Each state below is one line of that picture.
+
+import (
+	"bytes"
+	"crypto"
+	"crypto/x509"
+	"io"
+	"net"
+	"time"
+
+	"github.com/ztls-project/ztls/tls13/internal/kex"
+	"github.com/ztls-project/ztls/tls13/internal/keyschedule"
+	"github.com/ztls-project/ztls/tls13/internal/sig"
+	"github.com/ztls-project/ztls/tls13/internal/suite"
+	"github.com/ztls-project/ztls/tls13/internal/wire"
+)
+
+// clientHelloParams is what the client remembers of its ClientHello until
+// the ServerHello arrives.
+type clientHelloParams struct {
+	hello      *wire.ClientHello
+	raw        []byte
+	shares     []kex.ClientShare
+	transcript *keyschedule.Transcript // pending until the suite is known
+	session    *ClientSession          // the ticket offered, if any
+	pskSecret  *keyschedule.EarlySecret
+	earlyData  bool // early_data offered
+	afterHRR   bool
+	hrrSuite   uint16
+	sentCCS    bool
+}
+
+// startClient builds and queues the first ClientHello and any early data.
+func (e *engine) startClient(session *ClientSession, earlyData []byte) error {
+	cfg := e.cfg
+	p := &clientHelloParams{transcript: keyschedule.NewPendingTranscript()}
+	ch := &wire.ClientHello{
+		CipherSuites:            cfg.cipherSuites(),
+		SupportedVersions:       []uint16{wire.VersionTLS13},
+		SupportedGroups:         cfg.groups(),
+		SignatureAlgorithms:     cfg.signatureSchemes(),
+		SignatureAlgorithmsCert: sig.SupportedForCertificates(),
+		HasKeyShare:             true,
+		ALPN:                    cfg.NextProtos,
+		RecordSizeLimit:         uint16(cfg.recordSizeLimit()),
+	}
+	if _, err := io.ReadFull(cfg.rand(), ch.Random[:]); err != nil {
+		return e.fail(err)
+	}
+	if cfg.MiddleboxCompat {
+		ch.SessionID = make([]byte, 32)
+		if _, err := io.ReadFull(cfg.rand(), ch.SessionID); err != nil {
+			return e.fail(err)
+		}
+	}
+	if name := cfg.ServerName; name != "" && net.ParseIP(name) == nil {
+		ch.ServerName = name
+	}
+	e.serverName = cfg.ServerName
+	for _, g := range cfg.keyShareGroups() {
+		s, err := kex.GenerateClientShare(g, cfg.rand())
+		if err != nil {
+			return e.fail(err)
+		}
+		p.shares = append(p.shares, s)
+		ch.KeyShares = append(ch.KeyShares, wire.KeyShare{Group: g, Data: s.Public()})
+	}
+	if !cfg.SessionTicketsDisabled {
+		ch.PSKModes = cfg.pskModes()
+	}
+	if session != nil && !cfg.SessionTicketsDisabled && session.usable(cfg, e.serverName) {
+		p.session = session
+		if len(earlyData) > 0 && session.MaxEarlyData > 0 && session.earlyALPNMatches(cfg.NextProtos) &&
+			len(earlyData) <= int(session.MaxEarlyData) {
+			ch.EarlyData = true
+			p.earlyData = true
+		}
+	}
+	if cfg.testHookClientHello != nil {
+		cfg.testHookClientHello(ch)
+	}
+	p.hello = ch
+	e.info.EarlyDataOffered = p.earlyData
+	if err := e.sendClientHello(p); err != nil {
+		return e.fail(err)
+	}
+	e.st = &clientExpectServerHello{p: p}
+	e.event(EventClientHelloSent)
+
+	if p.earlyData {
+		// RFC 8446, Section 4.2.10: 0-RTT data right after the ClientHello,
+		// under the client early traffic secret of the offered PSK.
+		if cfg.MiddleboxCompat {
+			e.sendCCS()
+			p.sentCCS = true
+		}
+		s := suite.Lookup(p.session.Suite)
+		e.suite = s
+		secret := p.pskSecret.ClientEarlyTrafficSecret(hashOf(s.Hash, p.raw))
+		e.keyLog("CLIENT_EARLY_TRAFFIC_SECRET", ch.Random[:], secret)
+		if err := e.setWriteKey(secret); err != nil {
+			return e.fail(err)
+		}
+		e.earlyWrite = true
+		e.earlyMax = int(p.session.MaxEarlyData)
+		e.earlyPending = append([]byte(nil), earlyData...)
+		if _, err := e.writeApp(earlyData); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sendClientHello marshals p.hello, fills in the PSK binder and queues it.
+func (e *engine) sendClientHello(p *clientHelloParams) error {
+	ch := p.hello
+	if p.session != nil {
+		s := suite.Lookup(p.session.Suite)
+		age := uint32(e.cfg.now().Sub(p.session.ReceivedAt) / time.Millisecond)
+		ch.PSKIdentities = []wire.PSKIdentity{{Identity: p.session.Ticket, ObfuscatedTicketAge: age + p.session.AgeAdd}}
+		ch.PSKBinders = [][]byte{make([]byte, s.Hash.Size())}
+		if !contains(ch.PSKModes, PSKModeDHEKE) && !contains(ch.PSKModes, PSKModeKE) {
+			ch.PSKModes = []uint8{PSKModeDHEKE}
+		}
+	}
+	raw, err := ch.Marshal()
+	if err != nil {
+		return err
+	}
+	if p.session != nil {
+		s := suite.Lookup(p.session.Suite)
+		es := keyschedule.NewEarlySecret(s.Hash, p.session.PSK)
+		p.pskSecret = &es
+		truncated := raw[:len(raw)-ch.BindersLen()]
+		var th []byte
+		if p.afterHRR {
+			th = p.transcript.HashOf(truncated)
+		} else {
+			th = hashOf(s.Hash, truncated)
+		}
+		binder := keyschedule.FinishedMAC(s.Hash, es.ResumptionBinderKey(), th)
+		if err := ch.UpdateBinders(raw, [][]byte{binder}); err != nil {
+			return err
+		}
+	}
+	p.raw = raw
+	p.transcript.Write(raw)
+	e.queueHandshake(raw)
+	legacy := uint16(0x0301)
+	if p.afterHRR {
+		legacy = 0x0303
+	}
+	return e.flushHandshakeVersion(legacy)
+}
+
+type clientExpectServerHello struct{ p *clientHelloParams }
+
+func (s *clientExpectServerHello) handle(e *engine, typ uint8, msg []byte) (state, error) {
+	p := s.p
+	if typ != wire.TypeServerHello {
+		return nil, errPeerSentUnexpectedMessage
+	}
+	sh, err := wire.ParseServerHello(msg)
+	if err != nil {
+		return nil, err
+	}
+	if sh.SupportedVersion == 0 {
+		return nil, errPeerTLS12Only
+	}
+	if sh.SupportedVersion != wire.VersionTLS13 {
+		return nil, errorf(AlertIllegalParameter, "server selected version 0x%04x", sh.SupportedVersion)
+	}
+	if !bytes.Equal(sh.SessionID, p.hello.SessionID) {
+		return nil, errorf(AlertIllegalParameter, "server did not echo the legacy session ID")
+	}
+	if !contains(p.hello.CipherSuites, sh.CipherSuite) || suite.Lookup(sh.CipherSuite) == nil {
+		return nil, errPeerSelectedUnofferedSuite
+	}
+	if p.afterHRR && sh.CipherSuite != p.hrrSuite {
+		return nil, errorf(AlertIllegalParameter, "server changed cipher suite after HelloRetryRequest")
+	}
+	for _, x := range sh.Extra {
+		return nil, errorf(AlertUnsupportedExtension, "server sent extension %d in its ServerHello", x.Type)
+	}
+	if sh.HasZTLS {
+		return nil, errorf(AlertUnsupportedExtension, "server echoed ztls, which the client did not offer")
+	}
+	if sh.IsHelloRetryRequest() {
+		return e.handleHelloRetryRequest(p, sh)
+	}
+	return e.handleServerHello(p, sh)
+}
+
+func (e *engine) handleHelloRetryRequest(p *clientHelloParams, hrr *wire.ServerHello) (state, error) {
+	if p.afterHRR {
+		return nil, errorf(AlertUnexpectedMessage, "second HelloRetryRequest")
+	}
+	if hrr.HasPSK || hrr.HasKeyShare {
+		return nil, errorf(AlertIllegalParameter, "HelloRetryRequest with a key share or PSK")
+	}
+	changed := len(hrr.Cookie) > 0
+	if hrr.SelectedGroup != 0 {
+		if !contains(p.hello.SupportedGroups, hrr.SelectedGroup) || !kex.Supported(hrr.SelectedGroup) {
+			return nil, errPeerSelectedUnofferedGroup
+		}
+		for _, ks := range p.hello.KeyShares {
+			if ks.Group == hrr.SelectedGroup {
+				return nil, errorf(AlertIllegalParameter, "HelloRetryRequest asks for a group the client already sent a share for")
+			}
+		}
+		changed = true
+	}
+	if !changed {
+		return nil, errorf(AlertIllegalParameter, "HelloRetryRequest that would not change the ClientHello")
+	}
+	s := suite.Lookup(hrr.CipherSuite)
+	e.suite, e.hash = s, s.Hash
+	p.transcript.SetHash(s.Hash)
+	p.transcript.RestartWithMessageHash()
+	p.transcript.Write(hrr.Raw)
+	e.event(EventHelloRetryRequest)
+
+	ch := p.hello
+	if hrr.SelectedGroup != 0 {
+		share, err := kex.GenerateClientShare(hrr.SelectedGroup, e.cfg.rand())
+		if err != nil {
+			return nil, err
+		}
+		p.shares = []kex.ClientShare{share}
+		ch.KeyShares = []wire.KeyShare{{Group: hrr.SelectedGroup, Data: share.Public()}}
+	}
+	ch.Cookie = hrr.Cookie
+	if p.earlyData {
+		ch.EarlyData = false
+		p.earlyData = false
+		e.earlyWrite = false
+		e.event(EventEarlyDataRejected)
+	}
+	if p.session != nil && suite.Lookup(p.session.Suite).Hash != s.Hash {
+		p.session, p.pskSecret = nil, nil
+		ch.PSKIdentities, ch.PSKBinders = nil, nil
+	}
+	ch.Order = nil
+	p.afterHRR = true
+	p.hrrSuite = hrr.CipherSuite
+	// The second ClientHello goes out unprotected, whatever keys 0-RTT used.
+	e.rout = nil
+	if e.cfg.MiddleboxCompat && !p.sentCCS {
+		e.sendCCS()
+		p.sentCCS = true
+	}
+	if err := e.sendClientHello(p); err != nil {
+		return nil, err
+	}
+	return &clientExpectServerHello{p: p}, nil
+}
+
+func (e *engine) handleServerHello(p *clientHelloParams, sh *wire.ServerHello) (state, error) {
+	s := suite.Lookup(sh.CipherSuite)
+	e.suite, e.hash = s, s.Hash
+	h := s.Hash
+	e.event(EventServerHelloReceived)
+
+	resumed := false
+	if sh.HasPSK {
+		if p.session == nil || sh.PSKIdentity != 0 {
+			return nil, errPeerSelectedUnofferedPSK
+		}
+		if suite.Lookup(p.session.Suite).Hash != h {
+			return nil, errorf(AlertIllegalParameter, "server selected a PSK whose hash does not match the cipher suite")
+		}
+		resumed = true
+	}
+	var shared []byte
+	if sh.HasKeyShare {
+		var share kex.ClientShare
+		for _, cs := range p.shares {
+			if cs.Group() == sh.KeyShare.Group {
+				share = cs
+			}
+		}
+		if share == nil {
+			return nil, errPeerSelectedUnofferedGroup
+		}
+		var err error
+		if shared, err = share.Shared(sh.KeyShare.Data); err != nil {
+			return nil, err
+		}
+		e.info.Group = share.Group()
+	} else if !resumed || !contains(p.hello.PSKModes, PSKModeKE) {
+		return nil, errorf(AlertMissingExtension, "ServerHello without key_share")
+	}
+	if p.earlyData && !resumed {
+		e.earlyWrite = false
+	}
+
+	p.transcript.SetHash(h)
+	p.transcript.Write(sh.Raw)
+	var es keyschedule.EarlySecret
+	if resumed {
+		es = *p.pskSecret
+	} else {
+		es = keyschedule.NewEarlySecret(h, nil)
+	}
+	if shared == nil {
+		shared = make([]byte, h.Size())
+	}
+	hs := es.HandshakeSecret(shared)
+	th := p.transcript.Sum()
+	chs := hs.ClientHandshakeTrafficSecret(th)
+	shs := hs.ServerHandshakeTrafficSecret(th)
+	e.keyLog("CLIENT_HANDSHAKE_TRAFFIC_SECRET", p.hello.Random[:], chs)
+	e.keyLog("SERVER_HANDSHAKE_TRAFFIC_SECRET", p.hello.Random[:], shs)
+	if err := e.setReadKey(shs); err != nil {
+		return nil, err
+	}
+	e.info.CipherSuite = s.ID
+	e.info.DidResume = resumed
+	e.event(EventHandshakeKeys)
+	return &clientExpectEncryptedExtensions{p: p, hs: hs, chs: chs, shs: shs, resumed: resumed}, nil
+}
+
+// clientKeys is what the client carries from the ServerHello to its Finished.
+type clientKeys struct {
+	p        *clientHelloParams
+	hs       keyschedule.HandshakeSecret
+	chs, shs []byte
+	resumed  bool
+	early    bool // server accepted 0-RTT
+}
+
+type clientExpectEncryptedExtensions clientKeys
+
+func (s *clientExpectEncryptedExtensions) handle(e *engine, typ uint8, msg []byte) (state, error) {
+	if typ != wire.TypeEncryptedExtensions {
+		return nil, errPeerSentUnexpectedMessage
+	}
+	ee, err := wire.ParseEncryptedExtensions(msg)
+	if err != nil {
+		return nil, err
+	}
+	p := s.p
+	for _, x := range ee.Extra {
+		return nil, errorf(AlertUnsupportedExtension, "server sent unrequested extension %d", x.Type)
+	}
+	if ee.ALPN != "" {
+		if !contains(p.hello.ALPN, ee.ALPN) {
+			return nil, errorf(AlertIllegalParameter, "server selected ALPN protocol %q the client did not offer", ee.ALPN)
+		}
+		e.info.NegotiatedProtocol = ee.ALPN
+	}
+	if ee.RecordSizeLimit != 0 {
+		if ee.RecordSizeLimit < 64 {
+			return nil, errorf(AlertIllegalParameter, "record_size_limit %d below 64", ee.RecordSizeLimit)
+		}
+		e.maxSendPlain = min(int(ee.RecordSizeLimit)-1, e.maxSendPlain)
+	}
+	if ee.EarlyData {
+		if !p.earlyData || !s.resumed {
+			return nil, errorf(AlertIllegalParameter, "server accepted early data the client did not send")
+		}
+		if p.session.Suite != e.suite.ID || p.session.ALPN != e.info.NegotiatedProtocol {
+			return nil, errorf(AlertIllegalParameter, "server accepted early data with another suite or ALPN")
+		}
+		s.early = true
+		e.event(EventEarlyDataAccepted)
+	} else if p.earlyData {
+		e.earlyWrite = false
+		e.event(EventEarlyDataRejected)
+	}
+	e.info.EarlyDataAccepted = s.early
+	p.transcript.Write(ee.Raw)
+	if s.resumed {
+		return &clientExpectFinished{keys: (*clientKeys)(s)}, nil
+	}
+	return &clientExpectCertificate{keys: (*clientKeys)(s)}, nil
+}
+
+type clientExpectCertificate struct {
+	keys    *clientKeys
+	certReq *wire.CertificateRequest
+}
+
+func (s *clientExpectCertificate) handle(e *engine, typ uint8, msg []byte) (state, error) {
+	p := s.keys.p
+	switch {
+	case typ == wire.TypeCertificateRequest && s.certReq == nil:
+		cr, err := wire.ParseCertificateRequest(msg)
+		if err != nil {
+			return nil, err
+		}
+		if len(cr.RequestContext) != 0 {
+			return nil, errorf(AlertIllegalParameter, "CertificateRequest with a context during the handshake")
+		}
+		p.transcript.Write(cr.Raw)
+		return &clientExpectCertificate{keys: s.keys, certReq: cr}, nil
+	case typ == wire.TypeCertificate:
+		c, err := wire.ParseCertificate(msg)
+		if err != nil {
+			return nil, err
+		}
+		if len(c.RequestContext) != 0 {
+			return nil, errorf(AlertIllegalParameter, "server Certificate with a request context")
+		}
+		certs, pub, err := e.verifyServerCertificate(c)
+		if err != nil {
+			return nil, err
+		}
+		p.transcript.Write(c.Raw)
+		return &clientExpectCertificateVerify{keys: s.keys, certReq: s.certReq, pub: pub, certs: certs}, nil
+	}
+	return nil, errPeerSentUnexpectedMessage
+}
+
+// verifyServerCertificate checks the chain, the name and the validity.
+func (e *engine) verifyServerCertificate(c *wire.Certificate) ([]*x509.Certificate, crypto.PublicKey, error) {
+	if len(c.Entries) == 0 {
+		return nil, nil, errorf(AlertDecodeError, "server sent an empty Certificate")
+	}
+	certs, raws, err := parseChain(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	e.info.PeerCertificates = certs
+	if !e.cfg.InsecureSkipVerify {
+		opts := x509.VerifyOptions{
+			Roots:         e.cfg.RootCAs,
+			DNSName:       e.cfg.ServerName,
+			Intermediates: x509.NewCertPool(),
+			CurrentTime:   e.cfg.now(),
+		}
+		for _, ic := range certs[1:] {
+			opts.Intermediates.AddCert(ic)
+		}
+		chains, err := certs[0].Verify(opts)
+		if err != nil {
+			return nil, nil, certificateError(err)
+		}
+		e.info.VerifiedChains = chains
+	}
+	if e.cfg.VerifyPeerCertificate != nil {
+		if err := e.cfg.VerifyPeerCertificate(raws, e.info.VerifiedChains); err != nil {
+			return nil, nil, &LocalError{Alert: AlertBadCertificate, Err: err}
+		}
+	}
+	pub, err := sig.ParsePublicKey(certs[0])
+	if err != nil {
+		return nil, nil, errorf(AlertUnsupportedCert, "unsupported public key in certificate: %v", err)
+	}
+	return certs, pub, nil
+}
+
+func parseChain(c *wire.Certificate) ([]*x509.Certificate, [][]byte, error) {
+	var certs []*x509.Certificate
+	var raws [][]byte
+	for _, entry := range c.Entries {
+		cert, err := x509.ParseCertificate(entry.Data)
+		if err != nil {
+			return nil, nil, errorf(AlertBadCertificate, "cannot parse certificate: %v", err)
+		}
+		certs = append(certs, cert)
+		raws = append(raws, entry.Data)
+	}
+	return certs, raws, nil
+}
+
+// certificateError maps an x509 verification failure to its alert.
+func certificateError(err error) error {
+	a := AlertBadCertificate
+	switch e := err.(type) {
+	case x509.CertificateInvalidError:
+		if e.Reason == x509.Expired {
+			a = AlertCertificateExpired
+		}
+	case x509.UnknownAuthorityError:
+		a = AlertUnknownCA
+	case x509.HostnameError:
+		a = AlertBadCertificate
+	}
+	return &LocalError{Alert: a, Err: &CertificateVerificationError{Err: err}}
+}
+
+// CertificateVerificationError is returned when the peer's certificate
+// chain, name or validity does not verify.
+type CertificateVerificationError struct{ Err error }
+
+func (e *CertificateVerificationError) Error() string {
+	return "tls13: certificate verification failed: " + e.Err.Error()
+}
+func (e *CertificateVerificationError) Unwrap() error { return e.Err }
+
+type clientExpectCertificateVerify struct {
+	keys    *clientKeys
+	certReq *wire.CertificateRequest
+	pub     crypto.PublicKey
+	certs   []*x509.Certificate
+}
+
+func (s *clientExpectCertificateVerify) handle(e *engine, typ uint8, msg []byte) (state, error) {
+	if typ != wire.TypeCertificateVerify {
+		return nil, errPeerSentUnexpectedMessage
+	}
+	cv, err := wire.ParseCertificateVerify(msg)
+	if err != nil {
+		return nil, err
+	}
+	p := s.keys.p
+	if !contains(p.hello.SignatureAlgorithms, cv.Scheme) {
+		return nil, errorf(AlertIllegalParameter, "server signed with %s, which the client did not offer", sig.Name(cv.Scheme))
+	}
+	if err := sig.Verify(s.pub, cv.Scheme, sig.ServerContext, p.transcript.Sum(), cv.Signature); err != nil {
+		return nil, err
+	}
+	e.info.SignatureScheme = cv.Scheme
+	p.transcript.Write(cv.Raw)
+	return &clientExpectFinished{keys: s.keys, certReq: s.certReq}, nil
+}
+
+type clientExpectFinished struct {
+	keys    *clientKeys
+	certReq *wire.CertificateRequest
+}
+
+func (s *clientExpectFinished) handle(e *engine, typ uint8, msg []byte) (state, error) {
+	if typ != wire.TypeFinished {
+		return nil, errPeerSentUnexpectedMessage
+	}
+	fin, err := wire.ParseFinished(msg)
+	if err != nil {
+		return nil, err
+	}
+	k := s.keys
+	p := k.p
+	h := e.hash
+	if !keyschedule.VerifyFinished(h, k.shs, p.transcript.Sum(), fin.VerifyData) {
+		return nil, errPeerBadFinished
+	}
+	p.transcript.Write(fin.Raw)
+	e.event(EventPeerFinished)
+
+	ms := k.hs.MasterSecret()
+	th := p.transcript.Sum()
+	cap := ms.ClientApplicationTrafficSecret(th)
+	sap := ms.ServerApplicationTrafficSecret(th)
+	e.exporter = ms.ExporterMasterSecret(th)
+	e.keyLog("CLIENT_TRAFFIC_SECRET_0", p.hello.Random[:], cap)
+	e.keyLog("SERVER_TRAFFIC_SECRET_0", p.hello.Random[:], sap)
+	e.keyLog("EXPORTER_SECRET", p.hello.Random[:], e.exporter)
+	if err := e.setReadKey(sap); err != nil {
+		return nil, err
+	}
+	e.inSecret = sap
+	e.mode = appData
+
+	// The client's second flight.
+	if k.early {
+		eoed, err := (&wire.EndOfEarlyData{}).Marshal()
+		if err != nil {
+			return nil, err
+		}
+		p.transcript.Write(eoed)
+		e.queueHandshake(eoed)
+	} else if e.cfg.MiddleboxCompat && !p.sentCCS {
+		if err := e.flushHandshake(); err != nil {
+			return nil, err
+		}
+		e.sendCCS()
+		p.sentCCS = true
+	}
+	e.earlyWrite = false
+	if err := e.setWriteKey(k.chs); err != nil {
+		return nil, err
+	}
+	if s.certReq != nil {
+		if err := e.sendClientCertificate(p.transcript, s.certReq); err != nil {
+			return nil, err
+		}
+	}
+	finMsg, err := (&wire.Finished{VerifyData: keyschedule.FinishedMAC(h, k.chs, p.transcript.Sum())}).Marshal()
+	if err != nil {
+		return nil, err
+	}
+	p.transcript.Write(finMsg)
+	e.queueHandshake(finMsg)
+	e.resMaster = ms.ResumptionMasterSecret(p.transcript.Sum())
+	if err := e.setWriteKey(cap); err != nil {
+		return nil, err
+	}
+	e.outSecret = cap
+	e.canWriteApp = true
+	e.done = true
+	e.info.HandshakeComplete = true
+	e.event(EventHandshakeDone)
+	return &clientConnected{}, nil
+}
+
+// sendClientCertificate answers a CertificateRequest with our chain (or an
+// empty one) and, with a chain, a CertificateVerify.
+func (e *engine) sendClientCertificate(t *keyschedule.Transcript, cr *wire.CertificateRequest) error {
+	var chosen *Certificate
+	var scheme uint16
+	for i := range e.cfg.Certificates {
+		c := &e.cfg.Certificates[i]
+		_, pub, err := c.leaf()
+		if err != nil {
+			continue
+		}
+		if sc, err := sig.Select(pub, cr.SignatureAlgorithms); err == nil {
+			chosen, scheme = c, sc
+			break
+		}
+	}
+	cm := &wire.Certificate{RequestContext: cr.RequestContext}
+	if chosen != nil {
+		for _, der := range chosen.Chain {
+			cm.Entries = append(cm.Entries, wire.CertificateEntry{Data: der})
+		}
+	}
+	raw, err := cm.Marshal()
+	if err != nil {
+		return err
+	}
+	t.Write(raw)
+	e.queueHandshake(raw)
+	if chosen == nil {
+		return nil
+	}
+	signature, err := sig.Sign(e.cfg.rand(), chosen.PrivateKey, scheme, sig.ClientContext, t.Sum())
+	if err != nil {
+		return err
+	}
+	cv, err := (&wire.CertificateVerify{Scheme: scheme, Signature: signature}).Marshal()
+	if err != nil {
+		return err
+	}
+	t.Write(cv)
+	e.queueHandshake(cv)
+	return nil
+}
+
+type clientConnected struct{}
+
+func (s *clientConnected) handle(e *engine, typ uint8, msg []byte) (state, error) {
+	switch typ {
+	case wire.TypeNewSessionTicket:
+		nst, err := wire.ParseNewSessionTicket(msg)
+		if err != nil {
+			return nil, err
+		}
+		if e.cfg.SessionTicketsDisabled || nst.Lifetime == 0 {
+			return s, nil
+		}
+		cs := &ClientSession{
+			Suite:        e.suite.ID,
+			PSK:          keyschedule.ResumptionPSK(e.hash, e.resMaster, nst.Nonce),
+			Ticket:       nst.Ticket,
+			AgeAdd:       nst.AgeAdd,
+			ReceivedAt:   e.cfg.now(),
+			Lifetime:     time.Duration(min(nst.Lifetime, 7*24*3600)) * time.Second,
+			ServerName:   e.serverName,
+			ALPN:         e.info.NegotiatedProtocol,
+			MaxEarlyData: 0,
+		}
+		if nst.HasEarlyData {
+			cs.MaxEarlyData = nst.MaxEarlyData
+		}
+		e.newSession = cs
+		if e.cfg.ClientSessionCache != nil {
+			e.cfg.ClientSessionCache.Put(sessionCacheKey(e.cfg), cs)
+		}
+		e.event(EventSessionTicket)
+		return s, nil
+	case wire.TypeKeyUpdate:
+		return s, e.handleKeyUpdate(msg)
+	}
+	return nil, errorf(AlertUnexpectedMessage, "unexpected post-handshake message type %d", typ)
+}
+
+func hashOf(h crypto.Hash, data []byte) []byte {
+	hh := h.New()
+	hh.Write(data)
+	return hh.Sum(nil)
+}
+
+func nextTrafficSecret(h crypto.Hash, secret []byte) []byte {
+	return keyschedule.NextTrafficSecret(h, secret)
+}

@@ -1,0 +1,265 @@
+package tls13
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/cryptobyte"
+
+	"github.com/ztls-project/ztls/tls13/internal/suite"
+)
+
+// ClientSession is what a client keeps from a NewSessionTicket to resume
+// later (RFC 8446, Section 4.6.1). It holds a secret: store it like a key.
+type ClientSession struct {
+	Suite        uint16
+	PSK          []byte
+	Ticket       []byte
+	AgeAdd       uint32
+	ReceivedAt   time.Time
+	Lifetime     time.Duration
+	ServerName   string
+	ALPN         string // protocol negotiated when the ticket was issued
+	MaxEarlyData uint32 // 0: the server takes no 0-RTT data on this ticket
+}
+
+func (s *ClientSession) usable(cfg *Config, serverName string) bool {
+	if s == nil || suite.Lookup(s.Suite) == nil || s.ServerName != serverName {
+		return false
+	}
+	if !contains(cfg.cipherSuites(), s.Suite) {
+		return false
+	}
+	now := cfg.now()
+	return now.Before(s.ReceivedAt.Add(s.Lifetime)) && !now.Before(s.ReceivedAt.Add(-time.Minute))
+}
+
+// earlyALPNMatches: 0-RTT is only sent when the first ALPN protocol offered
+// is the one the session negotiated (RFC 8446, Section 4.2.10).
+func (s *ClientSession) earlyALPNMatches(protos []string) bool {
+	if s.ALPN == "" {
+		return len(protos) == 0
+	}
+	return len(protos) > 0 && protos[0] == s.ALPN
+}
+
+const sessionFormat = 1
+
+// MarshalBinary encodes the session for storage (ztls connect --sess-out).
+func (s *ClientSession) MarshalBinary() ([]byte, error) {
+	var b cryptobyte.Builder
+	b.AddUint8(sessionFormat)
+	b.AddUint16(s.Suite)
+	b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(s.PSK) })
+	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(s.Ticket) })
+	b.AddUint32(s.AgeAdd)
+	b.AddUint64(uint64(s.ReceivedAt.UnixMilli()))
+	b.AddUint32(uint32(s.Lifetime / time.Second))
+	b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes([]byte(s.ServerName)) })
+	b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes([]byte(s.ALPN)) })
+	b.AddUint32(s.MaxEarlyData)
+	return b.Bytes()
+}
+
+// UnmarshalBinary decodes what MarshalBinary produced.
+func (s *ClientSession) UnmarshalBinary(data []byte) error {
+	in := cryptobyte.String(data)
+	var version uint8
+	var psk, ticket, name, alpn cryptobyte.String
+	var received uint64
+	var lifetime uint32
+	if !in.ReadUint8(&version) || version != sessionFormat ||
+		!in.ReadUint16(&s.Suite) ||
+		!in.ReadUint8LengthPrefixed(&psk) ||
+		!in.ReadUint16LengthPrefixed(&ticket) ||
+		!in.ReadUint32(&s.AgeAdd) ||
+		!in.ReadUint64(&received) ||
+		!in.ReadUint32(&lifetime) ||
+		!in.ReadUint8LengthPrefixed(&name) ||
+		!in.ReadUint8LengthPrefixed(&alpn) ||
+		!in.ReadUint32(&s.MaxEarlyData) || !in.Empty() {
+		return errors.New("tls13: malformed session file (made by another version? delete it and connect again)")
+	}
+	if suite.Lookup(s.Suite) == nil || len(psk) != suite.Lookup(s.Suite).Hash.Size() {
+		return errors.New("tls13: session file names an unknown cipher suite")
+	}
+	s.PSK, s.Ticket = []byte(psk), []byte(ticket)
+	s.ReceivedAt = time.UnixMilli(int64(received))
+	s.Lifetime = time.Duration(lifetime) * time.Second
+	s.ServerName, s.ALPN = string(name), string(alpn)
+	return nil
+}
+
+// ClientSessionCache stores sessions by server name. Implementations must
+// be safe for concurrent use.
+type ClientSessionCache interface {
+	Get(key string) *ClientSession
+	Put(key string, s *ClientSession)
+}
+
+// NewLRUClientSessionCache returns an in-memory cache of at most n sessions.
+func NewLRUClientSessionCache(n int) ClientSessionCache {
+	if n <= 0 {
+		n = 64
+	}
+	return &lruCache{max: n, m: map[string]*ClientSession{}}
+}
+
+type lruCache struct {
+	mu    sync.Mutex
+	max   int
+	m     map[string]*ClientSession
+	order []string
+}
+
+func (c *lruCache) Get(key string) *ClientSession {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[key]
+}
+
+func (c *lruCache) Put(key string, s *ClientSession) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[key]; !ok {
+		c.order = append(c.order, key)
+		if len(c.order) > c.max {
+			delete(c.m, c.order[0])
+			c.order = c.order[1:]
+		}
+	}
+	c.m[key] = s
+}
+
+func sessionCacheKey(cfg *Config) string { return cfg.ServerName }
+
+// sessionTicket is the server's state inside a ticket, encrypted under the
+// ticket key so the server keeps nothing per client.
+type sessionTicket struct {
+	Suite        uint16
+	CreatedMS    int64
+	AgeAdd       uint32
+	LifetimeS    uint32
+	MaxEarlyData uint32
+	PSK          []byte
+	ALPN         string
+	SNI          string
+}
+
+const ticketNonceLen = 12
+
+func (e *engine) ticketAEAD() (cipher.AEAD, error) {
+	e.cfg.lazy()
+	block, err := aes.NewCipher(e.cfg.ticketKey[:])
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}
+
+func (e *engine) wrapTicket(t *sessionTicket) ([]byte, error) {
+	var b cryptobyte.Builder
+	b.AddUint16(t.Suite)
+	b.AddUint64(uint64(t.CreatedMS))
+	b.AddUint32(t.AgeAdd)
+	b.AddUint32(t.LifetimeS)
+	b.AddUint32(t.MaxEarlyData)
+	b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(t.PSK) })
+	b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes([]byte(t.ALPN)) })
+	b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes([]byte(t.SNI)) })
+	plain, err := b.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	aead, err := e.ticketAEAD()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, ticketNonceLen, ticketNonceLen+len(plain)+aead.Overhead())
+	if _, err := io.ReadFull(e.cfg.rand(), out); err != nil {
+		return nil, err
+	}
+	return aead.Seal(out, out, plain, nil), nil
+}
+
+func (e *engine) unwrapTicket(ticket []byte) (*sessionTicket, error) {
+	if e.cfg.testHookTicket != nil {
+		if t := e.cfg.testHookTicket(ticket); t != nil {
+			return t, nil
+		}
+		return nil, errors.New("tls13: unknown ticket")
+	}
+	aead, err := e.ticketAEAD()
+	if err != nil {
+		return nil, err
+	}
+	if len(ticket) < ticketNonceLen+aead.Overhead() {
+		return nil, errors.New("tls13: ticket too short")
+	}
+	plain, err := aead.Open(nil, ticket[:ticketNonceLen], ticket[ticketNonceLen:], nil)
+	if err != nil {
+		return nil, fmt.Errorf("tls13: ticket not ours: %w", err)
+	}
+	in := cryptobyte.String(plain)
+	t := &sessionTicket{}
+	var created uint64
+	var psk, alpn, sni cryptobyte.String
+	if !in.ReadUint16(&t.Suite) || !in.ReadUint64(&created) || !in.ReadUint32(&t.AgeAdd) ||
+		!in.ReadUint32(&t.LifetimeS) || !in.ReadUint32(&t.MaxEarlyData) ||
+		!in.ReadUint8LengthPrefixed(&psk) || !in.ReadUint8LengthPrefixed(&alpn) ||
+		!in.ReadUint8LengthPrefixed(&sni) || !in.Empty() {
+		return nil, errors.New("tls13: malformed ticket")
+	}
+	t.CreatedMS = int64(created)
+	t.PSK, t.ALPN, t.SNI = []byte(psk), string(alpn), string(sni)
+	return t, nil
+}
+
+// StrikeRegister remembers 0-RTT ClientHellos within the freshness window
+// so each is accepted at most once (RFC 8446, Section 8.2). A fleet of
+// servers sharing tickets or Z-data keys must share one register.
+// Implementations must be safe for concurrent use and fail closed: an
+// error means the early data is rejected.
+type StrikeRegister interface {
+	// CheckAndInsert atomically inserts key, kept from now until expires
+	// (times from Config.Time), and reports whether it was absent.
+	CheckAndInsert(key []byte, now, expires time.Time) (fresh bool, err error)
+}
+
+// NewMemoryStrikeRegister returns an in-process register holding at most
+// max entries; when full it refuses (fresh=false) until entries expire, so
+// a flood cannot make it forget.
+func NewMemoryStrikeRegister(max int) StrikeRegister {
+	return &memoryRegister{max: max, m: map[string]time.Time{}}
+}
+
+type memoryRegister struct {
+	mu  sync.Mutex
+	max int
+	m   map[string]time.Time
+}
+
+func (r *memoryRegister) CheckAndInsert(key []byte, now, expires time.Time) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if exp, ok := r.m[string(key)]; ok && now.Before(exp) {
+		return false, nil
+	}
+	if len(r.m) >= r.max {
+		for k, exp := range r.m {
+			if !now.Before(exp) {
+				delete(r.m, k)
+			}
+		}
+		if len(r.m) >= r.max {
+			return false, errors.New("tls13: strike register full")
+		}
+	}
+	r.m[string(key)] = expires
+	return true, nil
+}

@@ -1,0 +1,116 @@
+package record
+
+// Deframer splits a received byte stream into records, RFC 8446,
+// Section 5.1. The zero value is ready to use.
+//
+// It checks each header as soon as its five bytes arrive: a content type
+// other than the four of TLS 1.3 or a legacy_record_version whose major
+// byte is not 3 is a decode_error; a length over MaxCiphertext, or over
+// MaxPlaintext for the types that TLS 1.3 never protects (handshake, alert,
+// change_cipher_spec), is a record_overflow. Errors are sticky: after one,
+// Next keeps returning it and Write discards its input.
+//
+// The buffer holds at most the records written but not yet taken with Next;
+// a caller that calls Next until it reports no complete record after every
+// Write keeps it below one record plus one Write. Consumed bytes are
+// reclaimed on the next Write, so steady-state use does not allocate.
+type Deframer struct {
+	buf   []byte // buf[start:] is unconsumed
+	start int
+	err   *Error
+}
+
+// Write appends bytes received from the transport; p is copied.
+func (d *Deframer) Write(p []byte) {
+	if d.err != nil || len(p) == 0 {
+		return
+	}
+	if d.start > 0 {
+		// Reclaim the records already returned. This invalidates the
+		// payload of the last Next, as documented.
+		n := copy(d.buf, d.buf[d.start:])
+		d.buf = d.buf[:n]
+		d.start = 0
+	}
+	d.buf = append(d.buf, p...)
+}
+
+// Buffered returns the number of received bytes not yet returned by Next.
+func (d *Deframer) Buffered() int { return len(d.buf) - d.start }
+
+// Next returns the next complete record: its content type and fragment.
+// ok is false when no complete record is buffered yet. payload aliases the
+// Deframer's buffer and stays valid until the next call to Write or Next; the
+// caller may decrypt it in place. err is a *Error carrying the alert to send.
+func (d *Deframer) Next() (typ ContentType, payload []byte, ok bool, err error) {
+	if d.err != nil {
+		return 0, nil, false, d.err
+	}
+	avail := d.buf[d.start:]
+	if len(avail) < HeaderLen {
+		if len(avail) > 0 {
+			// Reject a bad type or version without waiting for the rest.
+			if e := checkHeader(avail); e != nil {
+				d.fail(e)
+				return 0, nil, false, e
+			}
+		}
+		return 0, nil, false, nil
+	}
+	if e := checkHeader(avail); e != nil {
+		d.fail(e)
+		return 0, nil, false, e
+	}
+	n := int(avail[3])<<8 | int(avail[4])
+	if len(avail) < HeaderLen+n {
+		return 0, nil, false, nil
+	}
+	d.start += HeaderLen + n
+	if d.start == len(d.buf) {
+		// Everything consumed: the next Write starts at the front without
+		// copying. The returned payload still points into these bytes
+		// until then.
+		d.buf, d.start = d.buf[:0], 0
+	}
+	return ContentType(avail[0]), avail[HeaderLen : HeaderLen+n : HeaderLen+n], true, nil
+}
+
+func (d *Deframer) fail(e *Error) {
+	d.err = e
+	clear(d.buf)
+	d.buf, d.start = nil, 0
+}
+
+var (
+	errBadType    = &Error{Alert: AlertDecodeError, Msg: "record has an unknown content type"}
+	errBadVersion = &Error{Alert: AlertDecodeError, Msg: "record has a legacy_record_version other than 0x03xx"}
+)
+
+// checkHeader validates the bytes of a record header that have arrived
+// (one to five).
+func checkHeader(h []byte) *Error {
+	typ := ContentType(h[0])
+	switch typ {
+	case TypeChangeCipherSpec, TypeAlert, TypeHandshake, TypeApplicationData:
+	default:
+		return errBadType
+	}
+	// RFC 8446, Section 5.1: legacy_record_version is 0x0303, or 0x0301 in
+	// an initial ClientHello, and is otherwise to be ignored; anything
+	// that is not TLS at all is rejected.
+	if len(h) >= 2 && h[1] != 3 {
+		return errBadVersion
+	}
+	if len(h) < HeaderLen {
+		return nil
+	}
+	n := int(h[3])<<8 | int(h[4])
+	if n > MaxCiphertext {
+		return errorf(AlertRecordOverflow, "record length %d exceeds %d", n, MaxCiphertext)
+	}
+	if typ != TypeApplicationData && n > MaxPlaintext {
+		// Only application_data records can be protected in TLS 1.3.
+		return errorf(AlertRecordOverflow, "%v record length %d exceeds %d", typ, n, MaxPlaintext)
+	}
+	return nil
+}

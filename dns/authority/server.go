@@ -404,15 +404,16 @@ var errTooLarge = errors.New("authority: answer does not fit even when truncated
 
 // getBuf returns a pack buffer; it works on a zero Server too (tests).
 func (s *Server) getBuf() *[]byte {
-	if s == nil || s.bufs.New == nil {
+	if s == nil {
 		b := make([]byte, dnsstream.MaxMessageSize+2)
 		return &b
 	}
+	s.init()
 	return s.bufs.Get().(*[]byte)
 }
 
 func (s *Server) putBuf(b *[]byte) {
-	if s != nil && s.bufs.New != nil {
+	if s != nil {
 		s.bufs.Put(b)
 	}
 }

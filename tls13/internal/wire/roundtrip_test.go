@@ -2,9 +2,9 @@ package wire
 
 import (
 	"bytes"
-	"slices"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 )
 

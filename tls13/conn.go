@@ -326,6 +326,29 @@ func (c *Conn) flush() error {
 	return err
 }
 
+// flushFromReader sends what reading produced (a KeyUpdate answer, an
+// alert) without waiting behind a Write blocked on the network: if a
+// writer holds writeMu, that writer sends it when it finishes.
+func (c *Conn) flushFromReader() {
+	if !c.writeMu.TryLock() {
+		return
+	}
+	c.mu.Lock()
+	c.wbuf = append(c.wbuf[:0], c.e.takeOutput()...)
+	c.mu.Unlock()
+	if len(c.wbuf) > 0 {
+		c.conn.Write(c.wbuf)
+	}
+	c.writeMu.Unlock()
+}
+
+// pendingOutput reports whether the engine has bytes to send.
+func (c *Conn) pendingOutput() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.e.out) > 0
+}
+
 // Read reads application data, running the handshake first if needed.
 func (c *Conn) Read(p []byte) (int, error) {
 	if err := c.Handshake(); err != nil {
@@ -395,9 +418,7 @@ func (c *Conn) readLoop(p []byte, early bool) (int, error) {
 			c.e.feed(c.readBuf[:n])
 			c.collectEvents()
 			c.mu.Unlock()
-			if err := c.flush(); err != nil {
-				return 0, err
-			}
+			c.flushFromReader()
 			continue
 		}
 		if rerr != nil {
@@ -423,6 +444,15 @@ func (c *Conn) Write(p []byte) (int, error) {
 			return 0, err
 		}
 	}
+	n, err := c.write(p)
+	if c.pendingOutput() {
+		// A reader left output for us while we held writeMu.
+		c.flush()
+	}
+	return n, err
+}
+
+func (c *Conn) write(p []byte) (int, error) {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	total := 0

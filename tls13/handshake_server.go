@@ -60,6 +60,7 @@ type serverParams struct {
 	share      []byte // client's share for group
 	psk        []byte
 	pskIndex   int
+	pskMode    uint8
 	ticket     *sessionTicket
 	early      bool
 	alpn       string
@@ -133,8 +134,8 @@ func (s *serverExpectClientHello) handle(e *engine, typ uint8, msg []byte) (stat
 	if err := e.choosePSK(p, s.hrr); err != nil {
 		return nil, err
 	}
-	if p.psk != nil && p.group == 0 && !contains(ch.PSKModes, PSKModeKE) {
-		p.psk, p.ticket, p.early = nil, nil, false
+	if p.psk != nil && p.pskMode == PSKModeKE {
+		p.group, p.share = 0, nil // psk_ke: no (EC)DHE, no key_share
 	}
 	if p.group == 0 && p.psk == nil {
 		if hrrGroup != 0 && s.hrr == nil {
@@ -259,10 +260,13 @@ func (e *engine) choosePSK(p *serverParams, hrr *serverHRR) error {
 	if len(ch.PSKIdentities) != len(ch.PSKBinders) {
 		return errorf(AlertIllegalParameter, "PSK identities and binders differ in number")
 	}
-	modeOK := (p.group != 0 && contains(ch.PSKModes, PSKModeDHEKE) && contains(cfg.pskModes(), PSKModeDHEKE)) ||
-		(contains(ch.PSKModes, PSKModeKE) && contains(cfg.pskModes(), PSKModeKE))
-	if !modeOK {
-		return nil
+	switch {
+	case p.group != 0 && contains(ch.PSKModes, PSKModeDHEKE) && contains(cfg.pskModes(), PSKModeDHEKE):
+		p.pskMode = PSKModeDHEKE
+	case contains(ch.PSKModes, PSKModeKE) && contains(cfg.pskModes(), PSKModeKE):
+		p.pskMode = PSKModeKE
+	default:
+		return nil // no mode in common: full handshake
 	}
 	now := cfg.now()
 	for i, id := range ch.PSKIdentities {

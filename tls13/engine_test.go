@@ -1,0 +1,384 @@
+package tls13
+
+// ztls against itself: features whose both ends are ours (0-RTT paths,
+// psk_ke, record size limit, padding, middlebox mode, KeyUpdate, concurrency).
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ztls-project/ztls/tls13/internal/record"
+)
+
+func TestSelfAllSuitesAndGroups(t *testing.T) {
+	p := getPKI(t, "ecdsa-p256")
+	for _, s := range []uint16{TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384, TLS_CHACHA20_POLY1305_SHA256} {
+		for _, g := range []uint16{X25519, P256, P384, X25519MLKEM768} {
+			ccfg := clientConfig(p)
+			ccfg.CipherSuites, ccfg.Groups = []uint16{s}, []uint16{g}
+			c, sv, cerr, serr := pair(t, ccfg, serverConfig(p))
+			if cerr != nil || serr != nil {
+				t.Fatalf("%s/%s: client %v, server %v", CipherSuiteName(s), GroupName(g), cerr, serr)
+			}
+			go echo(sv)
+			roundTrip(t, c, "self")
+			if st := c.ConnectionState(); st.CipherSuite != s || st.Group != g {
+				t.Fatalf("negotiated %x/%x", st.CipherSuite, st.Group)
+			}
+		}
+	}
+}
+
+// resumptionPair runs one full handshake to get a ticket, returning it.
+func firstTicket(t *testing.T, ccfg, scfg *Config) *ClientSession {
+	t.Helper()
+	c, s, cerr, serr := pair(t, ccfg, scfg)
+	if cerr != nil || serr != nil {
+		t.Fatalf("client %v, server %v", cerr, serr)
+	}
+	go echo(s)
+	roundTrip(t, c, "get a ticket")
+	sess := c.Session()
+	if sess == nil {
+		t.Fatal("no ticket")
+	}
+	return sess
+}
+
+// earlyServer accepts one connection, reads its 0-RTT data, answers it
+// with 0.5-RTT data, then echoes.
+func earlyServer(t *testing.T, scfg *Config) (addr string, got chan []byte) {
+	got = make(chan []byte, 1)
+	addr = serve(t, loopback(t), func(raw net.Conn) {
+		c := Server(raw, scfg)
+		if err := c.HandshakeEarly(context.Background()); err != nil {
+			got <- nil
+			return
+		}
+		early, err := io.ReadAll(readerFunc(c.ReadEarlyData))
+		if err != nil {
+			got <- nil
+			return
+		}
+		if len(early) > 0 {
+			c.Write(append([]byte("early:"), early...)) // 0.5-RTT
+		}
+		got <- early
+		if err := c.Handshake(); err != nil {
+			return
+		}
+		echo(c)
+	})
+	return addr, got
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
+func TestSelfZeroRTTAccepted(t *testing.T) {
+	p := getPKI(t, "ecdsa-p256")
+	scfg := serverConfig(p)
+	scfg.MaxEarlyData = 1024
+	sess := firstTicket(t, clientConfig(p), scfg)
+	if sess.MaxEarlyData != 1024 {
+		t.Fatalf("ticket allows %d bytes of early data", sess.MaxEarlyData)
+	}
+	addr, got := earlyServer(t, scfg)
+	raw, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Client(raw, clientConfig(p))
+	defer c.Close()
+	c.SetSession(sess)
+	c.SetEarlyData([]byte("GET /"), false)
+	if err := c.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	st := c.ConnectionState()
+	if !st.EarlyDataOffered || !st.EarlyDataAccepted || !st.DidResume {
+		t.Fatalf("state %+v", st)
+	}
+	if early := <-got; string(early) != "GET /" {
+		t.Fatalf("server read early data %q", early)
+	}
+	buf := make([]byte, 64)
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	n, err := io.ReadAtLeast(c, buf, len("early:GET /"))
+	if err != nil || string(buf[:n]) != "early:GET /" {
+		t.Fatalf("0.5-RTT answer %q, %v", buf[:n], err)
+	}
+}
+
+func TestSelfZeroRTTRejectedResends(t *testing.T) {
+	p := getPKI(t, "ecdsa-p256")
+	var key [32]byte
+	rand.Read(key[:])
+	scfg := serverConfig(p)
+	scfg.MaxEarlyData, scfg.TicketKey = 1024, key
+	sess := firstTicket(t, clientConfig(p), scfg)
+	// A server with the same ticket key that takes no early data.
+	strict := serverConfig(p)
+	strict.TicketKey = key
+	addr, got := earlyServer(t, strict)
+	raw, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Client(raw, clientConfig(p))
+	defer c.Close()
+	c.SetSession(sess)
+	c.SetEarlyData([]byte("idempotent"), true)
+	if err := c.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	st := c.ConnectionState()
+	if !st.EarlyDataOffered || st.EarlyDataAccepted || !st.DidResume {
+		t.Fatalf("state %+v", st)
+	}
+	if early := <-got; len(early) != 0 {
+		t.Fatalf("server saw early data %q", early)
+	}
+	// The data was resent after the handshake: the echo brings it back.
+	buf := make([]byte, 10)
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "idempotent" {
+		t.Fatalf("resent data came back as %q, %v", buf, err)
+	}
+}
+
+func TestSelfZeroRTTReplayRefused(t *testing.T) {
+	p := getPKI(t, "ecdsa-p256")
+	scfg := serverConfig(p)
+	scfg.MaxEarlyData = 1024
+	sess := firstTicket(t, clientConfig(p), scfg)
+	// Capture a client's first flight (ClientHello + 0-RTT) from the engine.
+	e := newEngine(clientConfig(p), true)
+	if err := e.startClient(sess, []byte("transfer 100")); err != nil {
+		t.Fatal(err)
+	}
+	flight := append([]byte(nil), e.takeOutput()...)
+	for i, want := range []bool{true, false, false} {
+		s := newEngine(scfg, false)
+		s.startServer()
+		if err := s.feed(flight); err != nil {
+			t.Fatal(err)
+		}
+		if s.info.EarlyDataAccepted != want {
+			t.Fatalf("delivery %d: early data accepted = %v", i, s.info.EarlyDataAccepted)
+		}
+		if !want && s.earlyBuffered() != 0 {
+			t.Fatal("replayed early data reached the application")
+		}
+	}
+}
+
+func TestSelfPSKKE(t *testing.T) {
+	p := getPKI(t, "ecdsa-p256")
+	ccfg, scfg := clientConfig(p), serverConfig(p)
+	ccfg.PSKModes = []uint8{PSKModeKE}
+	scfg.PSKModes = []uint8{PSKModeKE, PSKModeDHEKE}
+	sess := firstTicket(t, ccfg, scfg)
+	ccfg2 := clientConfig(p)
+	ccfg2.PSKModes = []uint8{PSKModeKE}
+	ccfg2.ClientSessionCache = NewLRUClientSessionCache(1)
+	ccfg2.ClientSessionCache.Put("localhost", sess)
+	c, s, cerr, serr := pair(t, ccfg2, scfg)
+	if cerr != nil || serr != nil {
+		t.Fatal(cerr, serr)
+	}
+	go echo(s)
+	roundTrip(t, c, "psk_ke")
+	if st := c.ConnectionState(); !st.DidResume || st.Group != 0 {
+		t.Fatalf("resumed=%v group=%x, want psk_ke", st.DidResume, st.Group)
+	}
+}
+
+// recordLengths splits a byte stream into records and returns their payload lengths.
+func recordLengths(t *testing.T, b []byte) (types []record.ContentType, lens []int) {
+	var d record.Deframer
+	d.Write(b)
+	for {
+		typ, payload, ok, err := d.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return
+		}
+		types = append(types, typ)
+		lens = append(lens, len(payload))
+	}
+}
+
+// handshakeEngines completes a handshake between two engines in memory.
+func handshakeEngines(t *testing.T, ccfg, scfg *Config) (c, s *engine) {
+	t.Helper()
+	c, s = newEngine(ccfg, true), newEngine(scfg, false)
+	if err := c.startClient(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.startServer()
+	for i := 0; i < 10 && !(c.done && s.done); i++ {
+		if err := s.feed(c.takeOutput()); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.feed(s.takeOutput()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !c.done || !s.done {
+		t.Fatal("handshake did not finish")
+	}
+	s.takeOutput()
+	return c, s
+}
+
+func TestSelfRecordSizeLimitAndPadding(t *testing.T) {
+	p := getPKI(t, "ecdsa-p256")
+	ccfg := clientConfig(p)
+	ccfg.RecordSizeLimit = 512
+	scfg := serverConfig(p)
+	scfg.PadTo = 64
+	c, s := handshakeEngines(t, ccfg, scfg)
+	if _, err := s.writeApp(bytes.Repeat([]byte("x"), 5000)); err != nil {
+		t.Fatal(err)
+	}
+	out := append([]byte(nil), s.takeOutput()...)
+	_, lens := recordLengths(t, out)
+	total := 0
+	for _, l := range lens {
+		inner := l - 16 // AEAD tag
+		if inner > 512 {
+			t.Fatalf("record of %d bytes over the client's limit of 512", inner)
+		}
+		if inner%64 != 0 && inner != 512 {
+			t.Fatalf("record plaintext %d not padded to 64", inner)
+		}
+		total += inner
+	}
+	if err := c.feed(out); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 6000)
+	if n := c.readApp(got); n != 5000 {
+		t.Fatalf("read %d bytes", n)
+	}
+}
+
+func TestSelfMiddleboxCompat(t *testing.T) {
+	p := getPKI(t, "ecdsa-p256")
+	ccfg := clientConfig(p)
+	ccfg.MiddleboxCompat = true
+	c, s := newEngine(ccfg, true), newEngine(serverConfig(p), false)
+	c.startClient(nil, nil)
+	s.startServer()
+	if err := s.feed(c.takeOutput()); err != nil {
+		t.Fatal(err)
+	}
+	flight := s.takeOutput()
+	types, _ := recordLengths(t, flight)
+	if len(types) < 3 || types[0] != record.TypeHandshake || types[1] != record.TypeChangeCipherSpec {
+		t.Fatalf("server records %v: want ServerHello then ChangeCipherSpec", types)
+	}
+	if err := c.feed(flight); err != nil {
+		t.Fatal(err)
+	}
+	types, _ = recordLengths(t, c.takeOutput())
+	if types[0] != record.TypeChangeCipherSpec {
+		t.Fatalf("client second flight %v: want ChangeCipherSpec first", types)
+	}
+}
+
+func TestSelfKeyUpdateBothWays(t *testing.T) {
+	p := getPKI(t, "ecdsa-p256")
+	c, s, cerr, serr := pair(t, clientConfig(p), serverConfig(p))
+	if cerr != nil || serr != nil {
+		t.Fatal(cerr, serr)
+	}
+	go echo(s)
+	for i := 0; i < 3; i++ {
+		if err := c.KeyUpdate(i%2 == 0); err != nil {
+			t.Fatal(err)
+		}
+		roundTrip(t, c, "after key update")
+	}
+	if err := s.KeyUpdate(true); err != nil {
+		t.Fatal(err)
+	}
+	roundTrip(t, c, "after server key update")
+	count := func(tr []TraceEvent) (n int) {
+		for _, e := range tr {
+			if e.Event == EventKeyUpdate {
+				n++
+			}
+		}
+		return
+	}
+	// client: 3 own + 1 answer to the server's request; server: 2 answers + 1 own.
+	if got := count(c.Trace()); got != 4 {
+		t.Fatalf("client sent %d KeyUpdates, want 4", got)
+	}
+	if got := count(s.Trace()); got != 3 {
+		t.Fatalf("server sent %d KeyUpdates, want 3", got)
+	}
+}
+
+func TestSelfConcurrentReadWrite(t *testing.T) {
+	p := getPKI(t, "ecdsa-p256")
+	c, s, cerr, serr := pair(t, clientConfig(p), serverConfig(p))
+	if cerr != nil || serr != nil {
+		t.Fatal(cerr, serr)
+	}
+	const size = 4 << 20
+	data := make([]byte, size)
+	rand.Read(data)
+	var wg sync.WaitGroup
+	for _, conn := range []*Conn{c, s} {
+		conn.SetDeadline(time.Now().Add(20 * time.Second))
+		wg.Add(2)
+		go func(conn *Conn) {
+			defer wg.Done()
+			if _, err := conn.Write(data); err != nil {
+				t.Error(err)
+			}
+		}(conn)
+		go func(conn *Conn) {
+			defer wg.Done()
+			got := make([]byte, size)
+			if _, err := io.ReadFull(conn, got); err != nil {
+				t.Error(err)
+			} else if !bytes.Equal(got, data) {
+				t.Error("data corrupted")
+			}
+		}(conn)
+	}
+	wg.Wait()
+}
+
+func TestSelfExporterAndClose(t *testing.T) {
+	p := getPKI(t, "ecdsa-p256")
+	c, s, cerr, serr := pair(t, clientConfig(p), serverConfig(p))
+	if cerr != nil || serr != nil {
+		t.Fatal(cerr, serr)
+	}
+	a, _ := c.ExportKeyingMaterial("EXPORTER-test", nil, 48)
+	b, _ := s.ExportKeyingMaterial("EXPORTER-test", nil, 48)
+	if !bytes.Equal(a, b) || len(a) != 48 {
+		t.Fatal("exporters differ")
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := s.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("server read after close_notify: %v, want io.EOF", err)
+	}
+}

@@ -68,10 +68,10 @@ type engine struct {
 	st       state
 	err      error // sticky
 
-	deframer record.Deframer
-	hsIn     wire.HandshakeBuffer
-	rin      *record.HalfConn // nil: plaintext
-	rout     *record.HalfConn
+	deframer       record.Deframer
+	hsIn           wire.HandshakeBuffer
+	rin            *record.HalfConn // nil: plaintext
+	rout           *record.HalfConn
 	readKeyChanged bool
 
 	out   []byte // protected records ready for the transport
@@ -104,16 +104,16 @@ type engine struct {
 	events []Event
 
 	// Negotiated values.
-	suite     *suite.Suite
-	hash      crypto.Hash
-	info      ConnectionState
-	inSecret  []byte // current read application traffic secret (KeyUpdate)
-	outSecret []byte
-	exporter  []byte
-	resMaster []byte
+	suite      *suite.Suite
+	hash       crypto.Hash
+	info       ConnectionState
+	inSecret   []byte // current read application traffic secret (KeyUpdate)
+	outSecret  []byte
+	exporter   []byte
+	resMaster  []byte
 	serverName string
 
-	newSession *ClientSession // client: the last ticket received
+	newSession  *ClientSession // client: the last ticket received
 	ticketsSent uint32
 	nstCount    int
 }

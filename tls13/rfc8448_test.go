@@ -158,9 +158,9 @@ func TestRFC8448Simple1RTTServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := &Config{
-		Rand:         bytes.NewReader(concat(sh.Random[:], v("3/server.x25519.private"), salt, make([]byte, 64))),
-		Time:         func() time.Time { return rfcTime },
-		Certificates: []Certificate{{Chain: [][]byte{cert}, PrivateKey: key, Leaf: leaf}},
+		Rand:                bytes.NewReader(concat(sh.Random[:], v("3/server.x25519.private"), salt, make([]byte, 64))),
+		Time:                func() time.Time { return rfcTime },
+		Certificates:        []Certificate{{Chain: [][]byte{cert}, PrivateKey: key, Leaf: leaf}},
 		testHookServerHello: func(m *wire.ServerHello) { m.Order = sh.Order },
 		testHookEncryptedExtensions: func(m *wire.EncryptedExtensions) {
 			m.SupportedGroups, m.ServerName, m.Order = ee.SupportedGroups, ee.ServerName, ee.Order
@@ -246,9 +246,9 @@ func TestRFC8448Resumed0RTTServer(t *testing.T) {
 	}
 	sess := rfcSession(t, v, rfcTime)
 	cfg := &Config{
-		Rand:         bytes.NewReader(concat(sh.Random[:], v("4/server.x25519.private"), make([]byte, 64))),
-		Time:         func() time.Time { return rfcTime.Add(6 * time.Millisecond) },
-		MaxEarlyData: sess.MaxEarlyData,
+		Rand:                bytes.NewReader(concat(sh.Random[:], v("4/server.x25519.private"), make([]byte, 64))),
+		Time:                func() time.Time { return rfcTime.Add(6 * time.Millisecond) },
+		MaxEarlyData:        sess.MaxEarlyData,
 		testHookServerHello: func(m *wire.ServerHello) { m.Order = sh.Order },
 		testHookEncryptedExtensions: func(m *wire.EncryptedExtensions) {
 			m.SupportedGroups, m.ServerName, m.Order = ee.SupportedGroups, ee.ServerName, ee.Order

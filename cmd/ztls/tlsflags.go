@@ -13,16 +13,16 @@ import (
 
 // tlsFlags are the TLS options shared by serve, connect and get.
 type tlsFlags struct {
-	cert, key   string
-	ca          string
-	servername  string
-	insecure    bool
-	alpn        []string
-	groups      string
-	ciphers     string
-	padTo       int
-	middlebox   bool
-	pskKE       bool
+	cert, key  string
+	ca         string
+	servername string
+	insecure   bool
+	alpn       []string
+	groups     string
+	ciphers    string
+	padTo      int
+	middlebox  bool
+	pskKE      bool
 }
 
 func (f *tlsFlags) register(fs *pflag.FlagSet, server bool) {

@@ -1,0 +1,212 @@
+package record
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestDeframerSplits(t *testing.T) {
+	var stream []byte
+	var want [][]byte
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range 50 {
+		frag := make([]byte, rng.IntN(300))
+		for j := range frag {
+			frag[j] = byte(i)
+		}
+		typ := []ContentType{TypeHandshake, TypeApplicationData, TypeAlert, TypeChangeCipherSpec}[i%4]
+		stream = AppendPlain(stream, typ, 0x0303, frag)
+		want = append(want, append([]byte{byte(typ)}, frag...))
+	}
+	// A big protected-size record too.
+	big := make([]byte, MaxCiphertext)
+	stream = append(stream, 23, 3, 3, byte(MaxCiphertext>>8), byte(MaxCiphertext&0xff))
+	stream = append(stream, big...)
+	want = append(want, append([]byte{23}, big...))
+
+	for trial := range 20 {
+		var d Deframer
+		var got [][]byte
+		for off := 0; off < len(stream); {
+			n := 1 + rng.IntN(700)
+			if trial == 0 {
+				n = 1
+			}
+			n = min(n, len(stream)-off)
+			d.Write(stream[off : off+n])
+			off += n
+			for {
+				typ, p, ok, err := d.Next()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !ok {
+					break
+				}
+				got = append(got, append([]byte{byte(typ)}, p...))
+			}
+		}
+		if len(got) != len(want) {
+			t.Fatalf("trial %d: %d records, want %d", trial, len(got), len(want))
+		}
+		for i := range got {
+			if !bytes.Equal(got[i], want[i]) {
+				t.Fatalf("trial %d: record %d differs", trial, i)
+			}
+		}
+		if d.Buffered() != 0 {
+			t.Fatalf("%d bytes left", d.Buffered())
+		}
+	}
+}
+
+func TestDeframerIncomplete(t *testing.T) {
+	var d Deframer
+	d.Write([]byte{22, 3, 3, 0, 4, 1, 2})
+	if _, _, ok, err := d.Next(); ok || err != nil {
+		t.Fatalf("incomplete record returned: ok=%v err=%v", ok, err)
+	}
+	if d.Buffered() != 7 {
+		t.Fatalf("Buffered = %d", d.Buffered())
+	}
+	d.Write([]byte{3, 4, 21})
+	typ, p, ok, err := d.Next()
+	if !ok || err != nil || typ != TypeHandshake || !bytes.Equal(p, []byte{1, 2, 3, 4}) {
+		t.Fatalf("Next = %v %x %v %v", typ, p, ok, err)
+	}
+	if d.Buffered() != 1 {
+		t.Fatalf("Buffered = %d", d.Buffered())
+	}
+	if _, _, ok, err := d.Next(); ok || err != nil {
+		t.Fatal("partial header returned a record")
+	}
+	// A zero-length record is a record.
+	d.Write([]byte{3, 3, 0, 0})
+	if typ, p, ok, err := d.Next(); !ok || err != nil || typ != TypeAlert || len(p) != 0 {
+		t.Fatalf("empty record: %v %x %v %v", typ, p, ok, err)
+	}
+	var empty Deframer
+	if _, _, ok, err := empty.Next(); ok || err != nil {
+		t.Fatal("empty deframer returned something")
+	}
+}
+
+func TestDeframerErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		in    []byte
+		alert uint8
+	}{
+		{"type 0", []byte{0}, AlertDecodeError},
+		{"type 24 (heartbeat)", []byte{24, 3, 3, 0, 0}, AlertDecodeError},
+		{"type 0x80 (SSLv2)", []byte{0x80, 0x2e, 1, 3, 1}, AlertDecodeError},
+		{"HTTP", []byte("GET / HTTP/1.1\r\n"), AlertDecodeError},
+		{"major 2", []byte{22, 2}, AlertDecodeError},
+		{"major 0xfe (DTLS)", []byte{22, 0xfe, 0xfd, 0, 1, 0}, AlertDecodeError},
+		{"ciphertext over 2^14+256", []byte{23, 3, 3, 0x41, 0x01}, AlertRecordOverflow},
+		{"length 0xffff", []byte{23, 3, 3, 0xff, 0xff}, AlertRecordOverflow},
+		{"handshake over 2^14", []byte{22, 3, 3, 0x40, 0x01}, AlertRecordOverflow},
+		{"alert over 2^14", []byte{21, 3, 1, 0x40, 0x01}, AlertRecordOverflow},
+		{"CCS over 2^14", []byte{20, 3, 3, 0x41, 0x00}, AlertRecordOverflow},
+	}
+	for _, tt := range tests {
+		var d Deframer
+		d.Write(tt.in)
+		_, _, ok, err := d.Next()
+		if ok || alertOf(err) != tt.alert {
+			t.Errorf("%s: ok=%v err=%v, want alert %d", tt.name, ok, err, tt.alert)
+			continue
+		}
+		// Sticky: more input is ignored, the error repeats.
+		d.Write([]byte{22, 3, 3, 0, 0})
+		if _, _, _, err2 := d.Next(); err2 != err || d.Buffered() != 0 {
+			t.Errorf("%s: error not sticky (%v, %d buffered)", tt.name, err2, d.Buffered())
+		}
+	}
+	// Accepted limits and versions.
+	for _, in := range [][]byte{
+		{23, 3, 3, byte(MaxCiphertext >> 8), byte(MaxCiphertext & 0xff)},
+		{22, 3, 3, 0x40, 0x00},
+		{22, 3, 1, 0, 0},
+		{22, 3, 0, 0, 0},
+		{21, 3, 4, 0, 0},
+	} {
+		var d Deframer
+		d.Write(in)
+		if _, _, _, err := d.Next(); err != nil {
+			t.Errorf("header % x rejected: %v", in, err)
+		}
+	}
+}
+
+// TestDeframerBounded checks that the buffer does not keep growing when the
+// caller drains it after every Write, even when writes straddle records.
+func TestDeframerBounded(t *testing.T) {
+	rec := AppendPlain(nil, TypeHandshake, 0x0303, make([]byte, 1000))
+	stream := bytes.Repeat(rec, 200)
+	var d Deframer
+	maxCap := 0
+	for off := 0; off < len(stream); off += 777 {
+		d.Write(stream[off:min(off+777, len(stream))])
+		for {
+			_, _, ok, err := d.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				break
+			}
+		}
+		maxCap = max(maxCap, cap(d.buf))
+	}
+	if maxCap > 4*len(rec) {
+		t.Errorf("buffer grew to %d bytes for %d-byte records", maxCap, len(rec))
+	}
+}
+
+// TestAllocations checks that steady-state Seal, Open and Deframer use do
+// not allocate (an allocation count, not a timing).
+func TestAllocations(t *testing.T) {
+	for _, s := range allSuites() {
+		out, in := pair(t, s)
+		msg := make([]byte, 1000)
+		buf := make([]byte, 0, 2*MaxCiphertext)
+		var d Deframer
+		// Warm up so the Deframer's buffer reaches its working size.
+		for range 3 {
+			rec, err := out.Seal(buf[:0], TypeApplicationData, msg, 16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.Write(rec[:7])
+			d.Write(rec[7:])
+			_, p, _, _ := d.Next()
+			if _, _, err := in.Open(p, MaxPlaintext); err != nil {
+				t.Fatal(err)
+			}
+		}
+		allocs := testing.AllocsPerRun(100, func() {
+			rec, err := out.Seal(buf[:0], TypeApplicationData, msg, 16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Split the record over two writes so compaction runs.
+			d.Write(rec[:7])
+			if _, _, ok, _ := d.Next(); ok {
+				t.Fatal("partial record returned")
+			}
+			d.Write(rec[7:])
+			typ, p, ok, err := d.Next()
+			if !ok || err != nil || typ != TypeApplicationData {
+				t.Fatal("record not deframed")
+			}
+			if _, _, err := in.Open(p, MaxPlaintext); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("%s: %.1f allocations per Seal+Deframe+Open, want 0", s.Name, allocs)
+		}
+	}
+}

@@ -1,0 +1,257 @@
+package dnstest
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// BindZone is one zone BIND serves as primary.
+type BindZone struct {
+	// Origin is the zone's apex, e.g. "example.test.".
+	Origin string
+	// Text is the zone file's content (RFC 1035 master format).
+	Text string
+	// AllowUpdate accepts RFC 2136 UPDATEs: signed with BindOptions.Key
+	// when one is given, otherwise from 127.0.0.1 unsigned.
+	AllowUpdate bool
+}
+
+// BindKey is a TSIG key declared in named.conf.
+type BindKey struct {
+	// Name is the key name, e.g. "ztls-update.".
+	Name string
+	// Algorithm is a BIND algorithm name; "" means hmac-sha256.
+	Algorithm string
+	// Secret is the base64 secret.
+	Secret string
+}
+
+// BindOptions configures StartBind.
+type BindOptions struct {
+	Zones []BindZone
+	// Key, if set, is declared and guards updates to AllowUpdate zones.
+	Key *BindKey
+	// Threads is named's -n (worker threads); 0 means 1.
+	Threads int
+}
+
+// Bind is a running named, started by StartBind and stopped when the test
+// ends.
+type Bind struct {
+	// Addr is "127.0.0.1:port", served over UDP and TCP.
+	Addr string
+	// Dir holds named.conf, the zone files and their journals.
+	Dir string
+
+	logs *bindLog
+}
+
+// Logs returns what named has written to stderr so far.
+func (b *Bind) Logs() string { return b.logs.String() }
+
+// BindPath returns the named binary, or "" if it is not installed.
+func BindPath() string {
+	if p, err := exec.LookPath("named"); err == nil {
+		return p
+	}
+	if _, err := os.Stat("/usr/sbin/named"); err == nil {
+		return "/usr/sbin/named"
+	}
+	return ""
+}
+
+// StartBind writes named.conf and the zone files in a temporary directory
+// (IPv4 loopback only, recursion off, no rndc control channel, a free
+// port), starts named in the foreground and waits until every zone answers
+// its SOA. The test is skipped if named is not installed. t.Cleanup stops
+// the process.
+func StartBind(t testing.TB, opts BindOptions) *Bind {
+	t.Helper()
+	bin := BindPath()
+	if bin == "" {
+		t.Skip("dnstest: named is not installed (apt-get install bind9, or make deps)")
+	}
+	if len(opts.Zones) == 0 {
+		t.Fatal("dnstest: StartBind needs at least one zone")
+	}
+	var lastErr error
+	// A free port can be taken between choosing it and named binding it.
+	for attempt := 0; attempt < 3; attempt++ {
+		b, err := startBind(t, bin, opts)
+		if err == nil {
+			return b
+		}
+		lastErr = err
+	}
+	t.Fatalf("dnstest: %v", lastErr)
+	return nil
+}
+
+func startBind(t testing.TB, bin string, opts BindOptions) (*Bind, error) {
+	dir := t.TempDir()
+	port, err := bindFreePort()
+	if err != nil {
+		return nil, err
+	}
+	b := &Bind{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Dir: dir, logs: &bindLog{}}
+	for i, z := range opts.Zones {
+		file := filepath.Join(dir, fmt.Sprintf("zone%d.db", i))
+		if err := os.WriteFile(file, []byte(z.Text), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	conf := filepath.Join(dir, "named.conf")
+	if err := os.WriteFile(conf, []byte(BindConfig(dir, port, opts)), 0o644); err != nil {
+		return nil, err
+	}
+	threads := opts.Threads
+	if threads <= 0 {
+		threads = 1
+	}
+	// -g: foreground, log to stderr; -4: IPv4 only. Running as the test's
+	// user (no -u): the files are in its temporary directory.
+	cmd := exec.Command(bin, "-g", "-4", "-n", strconv.Itoa(threads), "-c", conf)
+	cmd.Dir = dir
+	cmd.Stdout = b.logs
+	cmd.Stderr = b.logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting named: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	stop := func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+	}
+	if err := waitBind(b, opts.Zones, exited); err != nil {
+		stop()
+		return nil, fmt.Errorf("%w\nnamed.conf:\n%s\nlog:\n%s", err, BindConfig(dir, port, opts), b.Logs())
+	}
+	t.Cleanup(stop)
+	return b, nil
+}
+
+// BindConfig renders named.conf for a loopback-only primary; zone i's
+// file is zone<i>.db in dir.
+func BindConfig(dir string, port int, opts BindOptions) string {
+	var c strings.Builder
+	line := func(format string, args ...any) { fmt.Fprintf(&c, format+"\n", args...) }
+	line("options {")
+	line("  directory %q;", dir)
+	line("  pid-file %q;", filepath.Join(dir, "named.pid"))
+	line("  session-keyfile %q;", filepath.Join(dir, "session.key"))
+	line("  managed-keys-directory %q;", dir)
+	line("  listen-on port %d { 127.0.0.1; };", port)
+	line("  listen-on-v6 { none; };")
+	line("  recursion no;")
+	line("  dnssec-validation no;")
+	line("  notify no;")
+	line("  allow-query { any; };")
+	line("  allow-transfer { none; };")
+	line("};")
+	line("controls { };")
+	update := "127.0.0.1;"
+	if k := opts.Key; k != nil {
+		alg := strings.TrimSuffix(k.Algorithm, ".")
+		if alg == "" {
+			alg = "hmac-sha256"
+		}
+		line("key %q {", strings.TrimSuffix(k.Name, "."))
+		line("  algorithm %s;", alg)
+		line("  secret %q;", k.Secret)
+		line("};")
+		update = fmt.Sprintf("key %q;", strings.TrimSuffix(k.Name, "."))
+	}
+	for i, z := range opts.Zones {
+		line("zone %q {", strings.TrimSuffix(dns.Fqdn(z.Origin), ".")+".")
+		line("  type primary;")
+		line("  file %q;", fmt.Sprintf("zone%d.db", i))
+		if z.AllowUpdate {
+			line("  allow-update { %s };", update)
+		} else {
+			line("  allow-update { none; };")
+		}
+		line("};")
+	}
+	return c.String()
+}
+
+// waitBind polls until every zone's SOA is answered authoritatively.
+func waitBind(b *Bind, zones []BindZone, exited <-chan struct{}) error {
+	c := &dns.Client{Net: "udp", Timeout: 200 * time.Millisecond}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, z := range zones {
+		q := new(dns.Msg)
+		q.SetQuestion(dns.Fqdn(z.Origin), dns.TypeSOA)
+		for {
+			select {
+			case <-exited:
+				return fmt.Errorf("named exited during start-up")
+			default:
+			}
+			if r, _, err := c.Exchange(q, b.Addr); err == nil && r.Rcode == dns.RcodeSuccess && r.Authoritative {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("named did not serve %s on %s within 20s", z.Origin, b.Addr)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// bindFreePort returns a loopback port free for both TCP and UDP at the
+// time of the call.
+func bindFreePort() (int, error) {
+	for range 20 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		pc, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		ln.Close()
+		if err == nil {
+			pc.Close()
+			return port, nil
+		}
+	}
+	return 0, fmt.Errorf("no free port found")
+}
+
+// bindLog is a buffer safe for the process's writes and the test's reads.
+type bindLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *bindLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *bindLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

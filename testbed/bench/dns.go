@@ -1,0 +1,307 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/ztls-project/ztls/testbed/hosts"
+)
+
+// The benchmark's DNS: an authoritative server on the "dns" host, a caching
+// resolver on the "resolver" host and a stub with its own cache in the
+// client. They are deliberately small: the point is the round trips.
+
+type rrKey struct {
+	name  string
+	qtype uint16
+}
+
+// authority answers from a fixed record set.
+type authority struct {
+	mu  sync.RWMutex
+	rrs map[rrKey][]dns.RR
+}
+
+func (a *authority) add(rr dns.RR) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h := rr.Header()
+	k := rrKey{strings.ToLower(h.Name), h.Rrtype}
+	a.rrs[k] = append(a.rrs[k], rr)
+}
+
+func (a *authority) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
+	if len(r.Question) != 1 || r.Opcode != dns.OpcodeQuery {
+		m := new(dns.Msg)
+		m.SetRcode(r, dns.RcodeFormatError)
+		w.WriteMsg(m)
+		return
+	}
+	q := r.Question[0]
+	m := new(dns.Msg)
+	m.SetReply(r)
+	m.Authoritative = true
+	a.mu.RLock()
+	m.Answer = append(m.Answer, a.rrs[rrKey{strings.ToLower(q.Name), q.Qtype}]...)
+	a.mu.RUnlock()
+	if len(m.Answer) == 0 {
+		m.Rcode = dns.RcodeNameError
+	}
+	w.WriteMsg(m)
+}
+
+// cache is a TTL cache of answers, shared by the resolver and the stub.
+type cache struct {
+	mu sync.Mutex
+	m  map[rrKey]cached
+}
+
+type cached struct {
+	msg     *dns.Msg
+	expires time.Time
+}
+
+func newCache() *cache { return &cache{m: map[rrKey]cached{}} }
+
+func (c *cache) get(k rrKey) *dns.Msg {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[k]
+	if !ok || time.Now().After(e.expires) {
+		return nil
+	}
+	return e.msg
+}
+
+func (c *cache) put(k rrKey, m *dns.Msg) {
+	ttl := uint32(300)
+	for _, rr := range m.Answer {
+		ttl = min(ttl, rr.Header().Ttl)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[k] = cached{msg: m.Copy(), expires: time.Now().Add(time.Duration(ttl) * time.Second)}
+}
+
+func (c *cache) flush() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.m)
+}
+
+// exchanger sends queries on one UDP socket and matches replies by ID, so
+// several lookups may run at once.
+type exchanger struct {
+	conn    net.PacketConn
+	server  net.Addr
+	mu      sync.Mutex
+	waiting map[uint16]chan *dns.Msg
+	nextID  uint16
+}
+
+func newExchanger(conn net.PacketConn, server netip.AddrPort) *exchanger {
+	e := &exchanger{conn: conn, server: net.UDPAddrFromAddrPort(server), waiting: map[uint16]chan *dns.Msg{}, nextID: 1}
+	go e.readLoop()
+	return e
+}
+
+func (e *exchanger) readLoop() {
+	buf := make([]byte, 65535)
+	for {
+		n, from, err := e.conn.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		if from.String() != e.server.String() {
+			continue
+		}
+		m := new(dns.Msg)
+		if m.Unpack(buf[:n]) != nil {
+			continue
+		}
+		e.mu.Lock()
+		ch := e.waiting[m.Id]
+		delete(e.waiting, m.Id)
+		e.mu.Unlock()
+		if ch != nil {
+			ch <- m
+		}
+	}
+}
+
+func (e *exchanger) exchange(ctx context.Context, name string, qtype uint16) (*dns.Msg, error) {
+	q := new(dns.Msg)
+	q.SetQuestion(name, qtype)
+	q.RecursionDesired = true
+	ch := make(chan *dns.Msg, 1)
+	e.mu.Lock()
+	for e.waiting[e.nextID] != nil || e.nextID == 0 {
+		e.nextID++
+	}
+	q.Id = e.nextID
+	e.nextID++
+	e.waiting[q.Id] = ch
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.waiting, q.Id)
+		e.mu.Unlock()
+	}()
+	wire, err := q.Pack()
+	if err != nil {
+		return nil, fmt.Errorf("bench: dns: %w", err)
+	}
+	// Retry like a stub does; loss on the emulated links may eat a query.
+	for try := 0; try < 4; try++ {
+		if _, err := e.conn.WriteTo(wire, e.server); err != nil {
+			return nil, fmt.Errorf("bench: dns: %w", err)
+		}
+		select {
+		case m := <-ch:
+			if m.Rcode != dns.RcodeSuccess {
+				return nil, fmt.Errorf("bench: dns: %s %s: %s", name, dns.TypeToString[qtype], dns.RcodeToString[m.Rcode])
+			}
+			return m, nil
+		case <-time.After(time.Second << try):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return nil, fmt.Errorf("bench: dns: %s %s: no answer", name, dns.TypeToString[qtype])
+}
+
+// resolver is a caching resolver that asks the authority on a miss.
+type resolver struct {
+	cache    *cache
+	upstream *exchanger
+}
+
+func (r *resolver) ServeDNS(w dns.ResponseWriter, q *dns.Msg) {
+	if len(q.Question) != 1 || q.Opcode != dns.OpcodeQuery {
+		m := new(dns.Msg)
+		m.SetRcode(q, dns.RcodeFormatError)
+		w.WriteMsg(m)
+		return
+	}
+	qq := q.Question[0]
+	k := rrKey{strings.ToLower(qq.Name), qq.Qtype}
+	ans := r.cache.get(k)
+	if ans == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		up, err := r.upstream.exchange(ctx, qq.Name, qq.Qtype)
+		cancel()
+		if err != nil {
+			m := new(dns.Msg)
+			m.SetRcode(q, dns.RcodeServerFailure)
+			w.WriteMsg(m)
+			return
+		}
+		r.cache.put(k, up)
+		ans = up
+	}
+	m := new(dns.Msg)
+	m.SetReply(q)
+	m.RecursionAvailable = true
+	m.Answer = append(m.Answer, ans.Answer...)
+	w.WriteMsg(m)
+}
+
+// stub is the client's DNS: a cache, then the resolver.
+type stub struct {
+	cache    *cache
+	resolver *exchanger
+	useCache bool
+}
+
+func (s *stub) lookup(ctx context.Context, name string, qtype uint16) (*dns.Msg, error) {
+	name = dns.Fqdn(name)
+	k := rrKey{strings.ToLower(name), qtype}
+	if s.useCache {
+		if m := s.cache.get(k); m != nil {
+			return m, nil
+		}
+	}
+	m, err := s.resolver.exchange(ctx, name, qtype)
+	if err != nil {
+		return nil, err
+	}
+	s.cache.put(k, m)
+	return m, nil
+}
+
+func (s *stub) lookupA(ctx context.Context, name string) (netip.Addr, error) {
+	m, err := s.lookup(ctx, name, dns.TypeA)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	for _, rr := range m.Answer {
+		if a, ok := rr.(*dns.A); ok {
+			if ip, ok := netip.AddrFromSlice(a.A.To4()); ok {
+				return ip, nil
+			}
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("bench: dns: no A record for %s", name)
+}
+
+// dnsSetup runs the authority and resolver and builds the client's stub.
+type dnsSetup struct {
+	auth     *authority
+	res      *resolver
+	stub     *stub
+	closers  []func()
+}
+
+func startDNS(authHost, resHost, client *hosts.Host) (*dnsSetup, error) {
+	d := &dnsSetup{auth: &authority{rrs: map[rrKey][]dns.RR{}}}
+	serve := func(h *hosts.Host, handler dns.Handler) error {
+		pc, err := h.ListenPacket("udp4", netip.AddrPortFrom(h.Addr, 53).String())
+		if err != nil {
+			return fmt.Errorf("bench: dns server on %s: %w", h.Name, err)
+		}
+		srv := &dns.Server{PacketConn: pc, Handler: handler}
+		started := make(chan struct{})
+		srv.NotifyStartedFunc = func() { close(started) }
+		go srv.ActivateAndServe()
+		<-started
+		d.closers = append(d.closers, func() { srv.Shutdown() })
+		return nil
+	}
+	if err := serve(authHost, d.auth); err != nil {
+		d.close()
+		return nil, err
+	}
+	up, err := resHost.ListenPacket("udp4", netip.AddrPortFrom(resHost.Addr, 0).String())
+	if err != nil {
+		d.close()
+		return nil, fmt.Errorf("bench: resolver socket: %w", err)
+	}
+	d.closers = append(d.closers, func() { up.Close() })
+	d.res = &resolver{cache: newCache(), upstream: newExchanger(up, netip.AddrPortFrom(authHost.Addr, 53))}
+	if err := serve(resHost, d.res); err != nil {
+		d.close()
+		return nil, err
+	}
+	cl, err := client.ListenPacket("udp4", netip.AddrPortFrom(client.Addr, 0).String())
+	if err != nil {
+		d.close()
+		return nil, fmt.Errorf("bench: stub socket: %w", err)
+	}
+	d.closers = append(d.closers, func() { cl.Close() })
+	d.stub = &stub{cache: newCache(), resolver: newExchanger(cl, netip.AddrPortFrom(resHost.Addr, 53))}
+	return d, nil
+}
+
+func (d *dnsSetup) close() {
+	for i := len(d.closers) - 1; i >= 0; i-- {
+		d.closers[i]()
+	}
+	d.closers = nil
+}
+

@@ -21,6 +21,7 @@ const (
 	AlertCloseNotify          = Alert(wire.AlertCloseNotify)
 	AlertUnexpectedMessage    = Alert(wire.AlertUnexpectedMessage)
 	AlertBadRecordMAC         = Alert(wire.AlertBadRecordMAC)
+	AlertRecordOverflow       = Alert(wire.AlertRecordOverflow)
 	AlertHandshakeFailure     = Alert(wire.AlertHandshakeFailure)
 	AlertBadCertificate       = Alert(wire.AlertBadCertificate)
 	AlertCertificateExpired   = Alert(wire.AlertCertificateExpired)

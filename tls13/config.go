@@ -212,6 +212,7 @@ type Config struct {
 	testHookServerHello         func(*wire.ServerHello)
 	testHookEncryptedExtensions func(*wire.EncryptedExtensions)
 	testHookTicket              func([]byte) *sessionTicket
+	testHookFinished            func(verifyData []byte) // attack tests: corrupt our Finished
 
 	once       sync.Once
 	ticketKey  [32]byte

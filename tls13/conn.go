@@ -120,6 +120,7 @@ func (c *Config) Clone() *Config {
 		MaxHandshakeMessage: c.MaxHandshakeMessage,
 		testHookClientHello: c.testHookClientHello, testHookServerHello: c.testHookServerHello,
 		testHookEncryptedExtensions: c.testHookEncryptedExtensions, testHookTicket: c.testHookTicket,
+		testHookFinished: c.testHookFinished,
 	}
 	return n
 }
@@ -208,13 +209,20 @@ func (c *Conn) handshake(ctx context.Context, early bool) (err error) {
 	}
 	if deadline, ok := ctx.Deadline(); ok {
 		c.conn.SetDeadline(deadline)
-		defer c.conn.SetDeadline(time.Time{})
+		defer func() {
+			c.conn.SetDeadline(time.Time{})
+			if err != nil && ctx.Err() == nil && !time.Now().Before(deadline) {
+				// The socket's timer fired a moment before the context's.
+				err = fmt.Errorf("tls13: handshake: %w (%v)", context.DeadlineExceeded, err)
+			}
+		}()
 	}
 	if ctx.Done() != nil {
 		stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Unix(1, 0)) })
 		defer func() {
-			if !stop() && err != nil {
-				err = fmt.Errorf("tls13: handshake: %w", ctx.Err())
+			stop()
+			if err != nil && ctx.Err() != nil {
+				err = fmt.Errorf("tls13: handshake: %w (%v)", ctx.Err(), err)
 			}
 		}()
 	}

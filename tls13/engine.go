@@ -271,8 +271,10 @@ func (e *engine) handleRecord(typ record.ContentType, payload []byte) error {
 		}
 		return nil
 	case record.TypeAlert:
-		if e.rin != nil {
-			return errorf(AlertUnexpectedMessage, "unprotected alert after keys were installed")
+		// A peer that failed before it had keys alerts in the clear, so an
+		// unprotected alert is taken until the handshake is done.
+		if e.rin != nil && e.done {
+			return errorf(AlertUnexpectedMessage, "unprotected alert after the handshake")
 		}
 		return e.handleAlert(payload)
 	case record.TypeHandshake:

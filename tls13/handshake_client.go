@@ -330,6 +330,12 @@ func (e *engine) handleServerHello(p *clientHelloParams, sh *wire.ServerHello) (
 	if err := e.setReadKey(shs); err != nil {
 		return nil, err
 	}
+	if !p.earlyData {
+		// From here on our alerts are protected (RFC 8446, Section 6).
+		if err := e.setWriteKey(chs); err != nil {
+			return nil, err
+		}
+	}
 	e.info.CipherSuite = s.ID
 	e.info.DidResume = resumed
 	e.event(EventHandshakeKeys)
@@ -383,6 +389,9 @@ func (s *clientExpectEncryptedExtensions) handle(e *engine, typ uint8, msg []byt
 	} else if p.earlyData {
 		e.earlyWrite = false
 		e.event(EventEarlyDataRejected)
+		if err := e.setWriteKey(s.chs); err != nil {
+			return nil, err
+		}
 	}
 	e.info.EarlyDataAccepted = s.early
 	p.transcript.Write(ee.Raw)
@@ -592,7 +601,11 @@ func (s *clientExpectFinished) handle(e *engine, typ uint8, msg []byte) (state, 
 			return nil, err
 		}
 	}
-	finMsg, err := (&wire.Finished{VerifyData: keyschedule.FinishedMAC(h, k.chs, p.transcript.Sum())}).Marshal()
+	verify := keyschedule.FinishedMAC(h, k.chs, p.transcript.Sum())
+	if e.cfg.testHookFinished != nil {
+		e.cfg.testHookFinished(verify)
+	}
+	finMsg, err := (&wire.Finished{VerifyData: verify}).Marshal()
 	if err != nil {
 		return nil, err
 	}

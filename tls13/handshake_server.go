@@ -479,7 +479,11 @@ func (e *engine) sendServerFlight(p *serverParams, hrr *serverHRR) (state, error
 		e.queueHandshake(cv)
 		e.info.SignatureScheme = p.scheme
 	}
-	fin, err := (&wire.Finished{VerifyData: keyschedule.FinishedMAC(h, shs, t.Sum())}).Marshal()
+	verify := keyschedule.FinishedMAC(h, shs, t.Sum())
+	if cfg.testHookFinished != nil {
+		cfg.testHookFinished(verify)
+	}
+	fin, err := (&wire.Finished{VerifyData: verify}).Marshal()
 	if err != nil {
 		return nil, err
 	}

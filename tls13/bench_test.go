@@ -262,7 +262,9 @@ func BenchmarkHandshake(b *testing.B) {
 			benchConnHandshakes(b,
 				func(c net.Conn) interface{ Handshake() error } { return Client(c, ccfg) },
 				func(c net.Conn) interface{ Handshake() error } { return Server(c, scfg) },
-				func(c net.Conn) { checkZtlsState(b, c.(*Conn).ConnectionState(), TLS_AES_128_GCM_SHA256, hc.group, false) })
+				func(c net.Conn) {
+					checkZtlsState(b, c.(*Conn).ConnectionState(), TLS_AES_128_GCM_SHA256, hc.group, false)
+				})
 		})
 		b.Run(hc.name+"/gotls", func(b *testing.B) {
 			ccfg, scfg := goClientConfig(p, hc.group), goServerConfig(p)

@@ -252,10 +252,10 @@ func (s *stub) lookupA(ctx context.Context, name string) (netip.Addr, error) {
 
 // dnsSetup runs the authority and resolver and builds the client's stub.
 type dnsSetup struct {
-	auth     *authority
-	res      *resolver
-	stub     *stub
-	closers  []func()
+	auth    *authority
+	res     *resolver
+	stub    *stub
+	closers []func()
 }
 
 func startDNS(authHost, resHost, client *hosts.Host) (*dnsSetup, error) {
@@ -304,4 +304,3 @@ func (d *dnsSetup) close() {
 	}
 	d.closers = nil
 }
-

@@ -203,7 +203,7 @@ func (h *Host) create() (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	script := fmt.Sprintf("link set lo up\naddr add %s/24 dev tun0\nlink set tun0 mtu 1500 up\n", h.Addr)
+	script := fmt.Sprintf("link set lo up\naddr add %s/24 dev tun0\nlink set tun0 mtu 1500 txqueuelen 10000 up\n", h.Addr)
 	cmd := exec.Command("ip", "-n", h.NS, "-batch", "-")
 	cmd.Stdin = strings.NewReader(script)
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -195,6 +195,10 @@ type Config struct {
 	// (RFC 8446, Section 8.2); nil means one in-memory register per Config.
 	StrikeRegister StrikeRegister
 
+	// ZData holds the server's Z-data keys (ZTLS); nil means ztls offers
+	// are not answered and clients fall back to TLS 1.3.
+	ZData ZDataKeys
+
 	// MiddleboxCompat turns on the middlebox compatibility mode of RFC
 	// 8446, Appendix D.4 (a legacy session ID and dummy ChangeCipherSpec
 	// records) on the client. The server always mirrors the client.

@@ -25,6 +25,14 @@ type ConnectionState struct {
 	ServerName         string // server: the SNI the client sent
 	EarlyDataOffered   bool
 	EarlyDataAccepted  bool
+	// ZTLS: whether the client offered ztls and the server accepted it
+	// (echoed it); on a server, ZTLSRejectReason says why an offer was not
+	// accepted, on a client ZTLSSkipped why Z-data in hand was not offered.
+	ZTLSOffered        bool
+	ZTLS               bool
+	ZTLSRejectReason   string
+	ZTLSSkipped        string
+	CertificateOmitted bool // ZTLS: the server left out its Certificate (cert_hash matched)
 	PeerCertificates   []*x509.Certificate
 	VerifiedChains     [][]*x509.Certificate
 }
@@ -117,7 +125,7 @@ func (c *Config) Clone() *Config {
 		ClientSessionCache: c.ClientSessionCache, TicketKey: c.TicketKey, TicketLifetime: c.TicketLifetime,
 		PSKModes: c.PSKModes, MaxEarlyData: c.MaxEarlyData, EarlyDataWindow: c.EarlyDataWindow,
 		StrikeRegister: c.StrikeRegister, MiddleboxCompat: c.MiddleboxCompat, KeyLogWriter: c.KeyLogWriter,
-		MaxHandshakeMessage: c.MaxHandshakeMessage,
+		MaxHandshakeMessage: c.MaxHandshakeMessage, ZData: c.ZData,
 		testHookClientHello: c.testHookClientHello, testHookServerHello: c.testHookServerHello,
 		testHookEncryptedExtensions: c.testHookEncryptedExtensions, testHookTicket: c.testHookTicket,
 		testHookFinished: c.testHookFinished,
@@ -169,6 +177,15 @@ func (c *Conn) Session() *ClientSession {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.e.newSession
+}
+
+// SetZData makes the next handshake open with ZTLS using verified Z-data
+// (client only). Early data set with SetEarlyData then rides under the
+// Z-data key; the server's refusal falls back to a plain TLS 1.3 handshake.
+func (c *Conn) SetZData(z *ZDataOffer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.e.zoffer = z
 }
 
 // SetEarlyData queues data to send as 0-RTT early data with the ClientHello

@@ -114,6 +114,7 @@ type engine struct {
 	serverName string
 
 	newSession  *ClientSession // client: the last ticket received
+	zoffer      *ZDataOffer    // client: Z-data to open with (ZTLS)
 	ticketsSent uint32
 	nstCount    int
 }

@@ -19,7 +19,11 @@ package tls13
 import (
 	"bytes"
 	"crypto"
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/binary"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"time"
@@ -41,6 +45,12 @@ type clientHelloParams struct {
 	session    *ClientSession          // the ticket offered, if any
 	pskSecret  *keyschedule.EarlySecret
 	earlyData  bool // early_data offered
+
+	// ZTLS (ZTLS-SPEC §2-3): the Z-data offer and the early secret from
+	// ECDH(our share, the Z-data share), under the early suite's hash.
+	ztls       *ZDataOffer
+	ztlsSecret *keyschedule.EarlySecret
+	ztlsSuite  *suite.Suite
 	afterHRR   bool
 	hrrSuite   uint16
 	sentCCS    bool
@@ -92,6 +102,13 @@ func (e *engine) startClient(session *ClientSession, earlyData []byte) error {
 			p.earlyData = true
 		}
 	}
+	if z := e.zoffer; z != nil && p.session == nil {
+		if err := e.offerZTLS(p, ch, z, len(earlyData)); err != nil {
+			e.info.ZTLSSkipped = err.Error()
+		} else {
+			p.earlyData = true
+		}
+	}
 	if cfg.testHookClientHello != nil {
 		cfg.testHookClientHello(ch)
 	}
@@ -105,20 +122,24 @@ func (e *engine) startClient(session *ClientSession, earlyData []byte) error {
 
 	if p.earlyData {
 		// RFC 8446, Section 4.2.10: 0-RTT data right after the ClientHello,
-		// under the client early traffic secret of the offered PSK.
+		// under the client early traffic secret of the offered PSK or Z-data.
 		if cfg.MiddleboxCompat {
 			e.sendCCS()
 			p.sentCCS = true
 		}
-		s := suite.Lookup(p.session.Suite)
+		s, es := p.ztlsSuite, p.ztlsSecret
+		e.earlyMax = int(p.ztls.MaxEarlyDataOr(0))
+		if p.session != nil {
+			s, es = suite.Lookup(p.session.Suite), p.pskSecret
+			e.earlyMax = int(p.session.MaxEarlyData)
+		}
 		e.suite = s
-		secret := p.pskSecret.ClientEarlyTrafficSecret(hashOf(s.Hash, p.raw))
+		secret := es.ClientEarlyTrafficSecret(hashOf(s.Hash, p.raw))
 		e.keyLog("CLIENT_EARLY_TRAFFIC_SECRET", ch.Random[:], secret)
 		if err := e.setWriteKey(secret); err != nil {
 			return e.fail(err)
 		}
 		e.earlyWrite = true
-		e.earlyMax = int(p.session.MaxEarlyData)
 		e.earlyPending = append([]byte(nil), earlyData...)
 		if _, err := e.writeApp(earlyData); err != nil {
 			return err
@@ -156,6 +177,14 @@ func (e *engine) sendClientHello(p *clientHelloParams) error {
 		}
 		binder := keyschedule.FinishedMAC(s.Hash, es.ResumptionBinderKey(), th)
 		if err := ch.UpdateBinders(raw, [][]byte{binder}); err != nil {
+			return err
+		}
+	}
+	if ch.ZTLS != nil {
+		h := p.ztlsSuite.Hash
+		truncated := raw[:len(raw)-ch.BindersLen()]
+		binder := keyschedule.FinishedMAC(h, p.ztlsSecret.BinderKey("ztls binder"), hashOf(h, truncated))
+		if err := ch.UpdateZTLSBinder(raw, binder); err != nil {
 			return err
 		}
 	}
@@ -198,7 +227,7 @@ func (s *clientExpectServerHello) handle(e *engine, typ uint8, msg []byte) (stat
 	for _, x := range sh.Extra {
 		return nil, errorf(AlertUnsupportedExtension, "server sent extension %d in its ServerHello", x.Type)
 	}
-	if sh.HasZTLS {
+	if sh.HasZTLS && (p.hello.ZTLS == nil || sh.IsHelloRetryRequest()) {
 		return nil, errorf(AlertUnsupportedExtension, "server echoed ztls, which the client did not offer")
 	}
 	if sh.IsHelloRetryRequest() {
@@ -246,6 +275,7 @@ func (e *engine) handleHelloRetryRequest(p *clientHelloParams, hrr *wire.ServerH
 		ch.KeyShares = []wire.KeyShare{{Group: hrr.SelectedGroup, Data: share.Public()}}
 	}
 	ch.Cookie = hrr.Cookie
+	ch.ZTLS = nil // ZTLS-SPEC §2: rejected after a HelloRetryRequest
 	if p.earlyData {
 		ch.EarlyData = false
 		p.earlyData = false
@@ -306,7 +336,23 @@ func (e *engine) handleServerHello(p *clientHelloParams, sh *wire.ServerHello) (
 	} else if !resumed || !contains(p.hello.PSKModes, PSKModeKE) {
 		return nil, errorf(AlertMissingExtension, "ServerHello without key_share")
 	}
-	if p.earlyData && !resumed {
+	ztlsAccepted := false
+	if sh.HasZTLS {
+		if sh.ZTLSID != p.ztls.ID {
+			return nil, errorf(AlertIllegalParameter, "server echoed zdata_id %d, the client used %d", sh.ZTLSID, p.ztls.ID)
+		}
+		if sh.CipherSuite != p.hello.ZTLS.EarlySuite {
+			return nil, errorf(AlertIllegalParameter, "server accepted ztls but selected another cipher suite than early_suite")
+		}
+		if resumed {
+			return nil, errorf(AlertIllegalParameter, "server selected both a PSK and ztls")
+		}
+		if sh.HasKeyShare && bytes.Equal(sh.KeyShare.Data, p.ztls.Share) {
+			return nil, errorf(AlertIllegalParameter, "server's fresh key share equals its Z-data share (no forward secrecy)")
+		}
+		ztlsAccepted = true
+	}
+	if p.earlyData && !resumed && !ztlsAccepted {
 		e.earlyWrite = false
 	}
 
@@ -315,6 +361,8 @@ func (e *engine) handleServerHello(p *clientHelloParams, sh *wire.ServerHello) (
 	var es keyschedule.EarlySecret
 	if resumed {
 		es = *p.pskSecret
+	} else if ztlsAccepted {
+		es = *p.ztlsSecret
 	} else {
 		es = keyschedule.NewEarlySecret(h, nil)
 	}
@@ -338,8 +386,9 @@ func (e *engine) handleServerHello(p *clientHelloParams, sh *wire.ServerHello) (
 	}
 	e.info.CipherSuite = s.ID
 	e.info.DidResume = resumed
+	e.info.ZTLS = ztlsAccepted
 	e.event(EventHandshakeKeys)
-	return &clientExpectEncryptedExtensions{p: p, hs: hs, chs: chs, shs: shs, resumed: resumed}, nil
+	return &clientExpectEncryptedExtensions{p: p, hs: hs, chs: chs, shs: shs, resumed: resumed, ztls: ztlsAccepted}, nil
 }
 
 // clientKeys is what the client carries from the ServerHello to its Finished.
@@ -348,6 +397,7 @@ type clientKeys struct {
 	hs       keyschedule.HandshakeSecret
 	chs, shs []byte
 	resumed  bool
+	ztls     bool // server echoed ztls
 	early    bool // server accepted 0-RTT
 }
 
@@ -377,12 +427,17 @@ func (s *clientExpectEncryptedExtensions) handle(e *engine, typ uint8, msg []byt
 		}
 		e.maxSendPlain = min(int(ee.RecordSizeLimit)-1, e.maxSendPlain)
 	}
+	if s.ztls != ee.EarlyData && p.hello.ZTLS != nil && !s.resumed {
+		return nil, errorf(AlertIllegalParameter, "ztls echo and early_data disagree")
+	}
 	if ee.EarlyData {
-		if !p.earlyData || !s.resumed {
+		switch {
+		case !p.earlyData || (!s.resumed && !s.ztls):
 			return nil, errorf(AlertIllegalParameter, "server accepted early data the client did not send")
-		}
-		if p.session.Suite != e.suite.ID || p.session.ALPN != e.info.NegotiatedProtocol {
+		case s.resumed && (p.session.Suite != e.suite.ID || p.session.ALPN != e.info.NegotiatedProtocol):
 			return nil, errorf(AlertIllegalParameter, "server accepted early data with another suite or ALPN")
+		case s.ztls && p.ztls.ALPN != e.info.NegotiatedProtocol:
+			return nil, errorf(AlertIllegalParameter, "server accepted ztls with ALPN %q, the Z-data names %q", e.info.NegotiatedProtocol, p.ztls.ALPN)
 		}
 		s.early = true
 		e.event(EventEarlyDataAccepted)
@@ -419,6 +474,17 @@ func (s *clientExpectCertificate) handle(e *engine, typ uint8, msg []byte) (stat
 		}
 		p.transcript.Write(cr.Raw)
 		return &clientExpectCertificate{keys: s.keys, certReq: cr}, nil
+	case typ == wire.TypeCertificateVerify && s.keys.ztls && p.ztls.Leaf != nil && len(p.hello.ZTLS.CertHash) == 32:
+		// ZTLS-SPEC §4: the server omitted its Certificate because we named
+		// the TLSA leaf (verified before the handshake) with cert_hash.
+		pub, err := sig.ParsePublicKey(p.ztls.Leaf)
+		if err != nil {
+			return nil, errorf(AlertUnsupportedCert, "unsupported key in the Z-data leaf: %v", err)
+		}
+		e.info.PeerCertificates = []*x509.Certificate{p.ztls.Leaf}
+		e.info.CertificateOmitted = true
+		st := &clientExpectCertificateVerify{keys: s.keys, certReq: s.certReq, pub: pub}
+		return st.handle(e, typ, msg)
 	case typ == wire.TypeCertificate:
 		c, err := wire.ParseCertificate(msg)
 		if err != nil {
@@ -713,4 +779,87 @@ func hashOf(h crypto.Hash, data []byte) []byte {
 
 func nextTrafficSecret(h crypto.Hash, secret []byte) []byte {
 	return keyschedule.NextTrafficSecret(h, secret)
+}
+
+// offerZTLS adds the ztls extension for a verified Z-data offer, or says
+// why it can't be used (the caller records that as the reason).
+func (e *engine) offerZTLS(p *clientHelloParams, ch *wire.ClientHello, z *ZDataOffer, earlyLen int) error {
+	cfg := e.cfg
+	if z.Group != X25519 && z.Group != P256 {
+		return fmt.Errorf("Z-data group %s is not usable for ztls v1", kex.Name(z.Group))
+	}
+	if earlyLen > int(z.MaxEarlyData) {
+		return fmt.Errorf("request of %d bytes exceeds the Z-data's max_early_data_size %d", earlyLen, z.MaxEarlyData)
+	}
+	var early *suite.Suite
+	for _, id := range cfg.cipherSuites() {
+		if s := suite.Lookup(id); s != nil && !contains(z.NSC, id) {
+			early = s
+			break
+		}
+	}
+	if early == nil {
+		return errors.New("no cipher suite in common with the Z-data's server")
+	}
+	if z.ALPN != "" {
+		if !contains(ch.ALPN, z.ALPN) {
+			return fmt.Errorf("Z-data's early ALPN %q is not among ours", z.ALPN)
+		}
+		// Offer the early protocol first so the server can select it.
+		alpn := []string{z.ALPN}
+		for _, a := range ch.ALPN {
+			if a != z.ALPN {
+				alpn = append(alpn, a)
+			}
+		}
+		ch.ALPN = alpn
+	}
+	var share kex.ClientShare
+	for _, cs := range p.shares {
+		if cs.Group() == z.Group {
+			share = cs
+		}
+	}
+	if share == nil {
+		cs, err := kex.GenerateClientShare(z.Group, cfg.rand())
+		if err != nil {
+			return err
+		}
+		share = cs
+		p.shares = append(p.shares, cs)
+		ch.KeyShares = append(ch.KeyShares, wire.KeyShare{Group: z.Group, Data: cs.Public()})
+		if !contains(ch.SupportedGroups, z.Group) {
+			ch.SupportedGroups = append(ch.SupportedGroups, z.Group)
+		}
+	}
+	zs, err := share.Shared(z.Share)
+	if err != nil {
+		return fmt.Errorf("invalid Z-data key share: %v", err)
+	}
+	es := keyschedule.NewEarlySecret(early.Hash, zs)
+	mask := es.Expand("ztls time", 8)
+	ext := &wire.ZTLSClientHello{
+		ZDataID:          z.ID,
+		ZDataHash:        z.Hash,
+		EarlySuite:       early.ID,
+		ObfuscatedTimeMS: uint64(cfg.now().UnixMilli()) ^ binary.BigEndian.Uint64(mask),
+		Binder:           make([]byte, early.Hash.Size()),
+	}
+	if z.Leaf != nil {
+		sum := sha256.Sum256(z.Leaf.Raw)
+		ext.CertHash = sum[:]
+	}
+	ch.ZTLS = ext
+	ch.EarlyData = true
+	p.ztls, p.ztlsSecret, p.ztlsSuite = z, &es, early
+	e.info.ZTLSOffered = true
+	return nil
+}
+
+// MaxEarlyDataOr returns the offer's early data limit, or def for a nil offer.
+func (z *ZDataOffer) MaxEarlyDataOr(def uint32) uint32 {
+	if z == nil {
+		return def
+	}
+	return z.MaxEarlyData
 }

@@ -20,7 +20,9 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/x509"
+	"encoding/asn1"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"time"
 
@@ -54,19 +56,23 @@ type serverExpectClientHello struct{ hrr *serverHRR }
 
 // serverParams are the negotiated choices for one ClientHello.
 type serverParams struct {
-	ch         *wire.ClientHello
-	suite      *suite.Suite
-	group      uint16 // 0: psk_ke
-	share      []byte // client's share for group
-	psk        []byte
-	pskIndex   int
-	pskMode    uint8
-	ticket     *sessionTicket
-	early      bool
-	alpn       string
-	cert       *Certificate
-	scheme     uint16
-	transcript *keyschedule.Transcript
+	ch       *wire.ClientHello
+	suite    *suite.Suite
+	group    uint16 // 0: psk_ke
+	share    []byte // client's share for group
+	psk      []byte
+	pskIndex int
+	pskMode  uint8
+	// ZTLS: the accepted Z-data key and the early secret it gives.
+	zkey         *ZDataKey
+	zsecret      *keyschedule.EarlySecret
+	zRejectedMax uint32 // a rejected offer's published max_early_data_size
+	ticket       *sessionTicket
+	early        bool
+	alpn         string
+	cert         *Certificate
+	scheme       uint16
+	transcript   *keyschedule.Transcript
 }
 
 func (s *serverExpectClientHello) handle(e *engine, typ uint8, msg []byte) (state, error) {
@@ -165,6 +171,13 @@ func (s *serverExpectClientHello) handle(e *engine, typ uint8, msg []byte) (stat
 	if p.early && (p.ticket.ALPN != p.alpn || p.ticket.Suite != p.suite.ID) {
 		p.early = false
 	}
+	if ch.ZTLS != nil {
+		reason, err := e.acceptZTLS(p, s.hrr != nil)
+		if err != nil {
+			return nil, err
+		}
+		e.info.ZTLSRejectReason = reason
+	}
 	if p.psk == nil {
 		if len(ch.SignatureAlgorithms) == 0 {
 			return nil, errorf(AlertMissingExtension, "ClientHello without signature_algorithms")
@@ -236,14 +249,17 @@ func (e *engine) sendHelloRetryRequest(ch *wire.ClientHello, s *suite.Suite, gro
 	if ch.EarlyData {
 		// The client may already have sent 0-RTT records; they are skipped
 		// up to our limit (RFC 8446, Section 4.2.10).
-		e.skipPlain = e.earlySkipBudget()
+		e.skipPlain = e.earlySkipBudget(0)
 	}
 	e.event(EventHelloRetryRequest)
 	return &serverExpectClientHello{hrr: st}, nil
 }
 
-func (e *engine) earlySkipBudget() int {
-	return max(int(e.cfg.MaxEarlyData), 16384) + 4096
+// earlySkipBudget is how much undecryptable early data a server that
+// rejected 0-RTT skips: the larger of its own limit and the published
+// Z-data limit, plus room for record overhead.
+func (e *engine) earlySkipBudget(published uint32) int {
+	return max(int(e.cfg.MaxEarlyData), int(published), 16384) + 4096
 }
 
 // choosePSK looks for a ticket we issued among the client's identities
@@ -388,6 +404,10 @@ func (e *engine) sendServerFlight(p *serverParams, hrr *serverHRR) (state, error
 		sh.PSKIdentity = uint16(p.pskIndex)
 	}
 	es := keyschedule.NewEarlySecret(h, p.psk)
+	if p.zkey != nil {
+		es = *p.zsecret
+		sh.HasZTLS, sh.ZTLSID = true, p.zkey.ID
+	}
 	var earlySecret []byte
 	if p.early {
 		earlySecret = es.ClientEarlyTrafficSecret(t.Sum())
@@ -444,6 +464,7 @@ func (e *engine) sendServerFlight(p *serverParams, hrr *serverHRR) (state, error
 	e.queueHandshake(eeRaw)
 
 	var certReq *wire.CertificateRequest
+	omitCert := p.zkey != nil && e.mayOmitCertificate(p)
 	if p.psk == nil {
 		if cfg.ClientAuth != NoClientCert {
 			certReq = &wire.CertificateRequest{
@@ -457,16 +478,19 @@ func (e *engine) sendServerFlight(p *serverParams, hrr *serverHRR) (state, error
 			t.Write(raw)
 			e.queueHandshake(raw)
 		}
-		cm := &wire.Certificate{}
-		for _, der := range p.cert.Chain {
-			cm.Entries = append(cm.Entries, wire.CertificateEntry{Data: der})
+		if !omitCert {
+			cm := &wire.Certificate{}
+			for _, der := range p.cert.Chain {
+				cm.Entries = append(cm.Entries, wire.CertificateEntry{Data: der})
+			}
+			raw, err := cm.Marshal()
+			if err != nil {
+				return nil, err
+			}
+			t.Write(raw)
+			e.queueHandshake(raw)
 		}
-		raw, err := cm.Marshal()
-		if err != nil {
-			return nil, err
-		}
-		t.Write(raw)
-		e.queueHandshake(raw)
+		e.info.CertificateOmitted = omitCert
 		signature, err := sig.Sign(cfg.rand(), p.cert.PrivateKey, p.scheme, sig.ServerContext, t.Sum())
 		if err != nil {
 			return nil, errorf(AlertInternalError, "signing CertificateVerify: %v", err)
@@ -510,6 +534,8 @@ func (e *engine) sendServerFlight(p *serverParams, hrr *serverHRR) (state, error
 	e.info.DidResume = p.psk != nil
 	e.info.EarlyDataOffered = ch.EarlyData
 	e.info.EarlyDataAccepted = p.early
+	e.info.ZTLSOffered = ch.ZTLS != nil
+	e.info.ZTLS = p.zkey != nil
 
 	keys := &serverKeys{t: t, ms: ms, chs: chs, cap: cap, certReq: certReq, random: ch.Random}
 	if p.early {
@@ -517,13 +543,17 @@ func (e *engine) sendServerFlight(p *serverParams, hrr *serverHRR) (state, error
 			return nil, err
 		}
 		e.mode = appEarly
-		e.earlyLimit = int(min(cfg.MaxEarlyData, p.ticket.MaxEarlyData))
+		if p.zkey != nil {
+			e.earlyLimit = int(p.zkey.MaxEarlyData)
+		} else {
+			e.earlyLimit = int(min(cfg.MaxEarlyData, p.ticket.MaxEarlyData))
+		}
 		e.earlyEnded = false
 		e.event(EventEarlyDataAccepted)
 		return &serverExpectEndOfEarlyData{keys: keys}, nil
 	}
 	if ch.EarlyData {
-		e.skipEarly = e.earlySkipBudget()
+		e.skipEarly = e.earlySkipBudget(p.zRejectedMax)
 		e.event(EventEarlyDataRejected)
 	}
 	if err := e.setReadKey(chs); err != nil {
@@ -722,3 +752,102 @@ func (s *serverConnected) handle(e *engine, typ uint8, msg []byte) (state, error
 	}
 	return nil, errorf(AlertUnexpectedMessage, "unexpected post-handshake message type %d", typ)
 }
+
+// acceptZTLS applies the acceptance rules of ZTLS-SPEC §5 before the
+// ServerHello. It never aborts for a rule that fails (the early data is
+// rejected and the handshake goes on as TLS 1.3) except for an invalid
+// key share, which is the client's protocol error. It returns why it
+// rejected ("" when accepted).
+func (e *engine) acceptZTLS(p *serverParams, afterHRR bool) (string, error) {
+	cfg := e.cfg
+	ch, z := p.ch, p.ch.ZTLS
+	if cfg.ZData == nil {
+		return "server has no Z-data keys", nil
+	}
+	if afterHRR {
+		return "HelloRetryRequest", nil
+	}
+	if !ch.EarlyData {
+		return "ztls without early_data", nil
+	}
+	if p.psk != nil {
+		return "ClientHello also resumes a session", nil
+	}
+	now := cfg.now()
+	key := cfg.ZData.LookupZData(z.ZDataID, z.ZDataHash, now)
+	if key == nil {
+		return "no live Z-data record with that zdata_id and zdata_hash", nil
+	}
+	p.zRejectedMax = key.MaxEarlyData
+	if ch.ServerName != key.Host {
+		return fmt.Sprintf("SNI %q is not the Z-data's host %q", ch.ServerName, key.Host), nil
+	}
+	early := suite.Lookup(z.EarlySuite)
+	if early == nil || !contains(cfg.cipherSuites(), z.EarlySuite) || !contains(ch.CipherSuites, z.EarlySuite) {
+		return "early_suite not supported", nil
+	}
+	if p.alpn != key.ALPN {
+		return fmt.Sprintf("negotiated ALPN %q is not the Z-data's %q", p.alpn, key.ALPN), nil
+	}
+	var share []byte
+	for _, ks := range ch.KeyShares {
+		if ks.Group == key.Group {
+			share = ks.Data
+		}
+	}
+	if share == nil {
+		return "no key share for the Z-data's group", nil
+	}
+	zs, err := key.ECDH(share)
+	if err != nil {
+		return "", errorf(AlertIllegalParameter, "invalid key share for the Z-data group: %v", err)
+	}
+	es := keyschedule.NewEarlySecret(early.Hash, zs)
+	truncated := ch.Raw[:len(ch.Raw)-ch.BindersLen()]
+	if !keyschedule.VerifyFinished(early.Hash, es.BinderKey("ztls binder"), hashOf(early.Hash, truncated), z.Binder) {
+		return "binder does not verify", nil
+	}
+	clientMS := int64(z.ObfuscatedTimeMS ^ binary.BigEndian.Uint64(es.Expand("ztls time", 8)))
+	skew := now.Sub(time.UnixMilli(clientMS))
+	if skew < 0 {
+		skew = -skew
+	}
+	if skew > cfg.earlyDataWindow() {
+		return fmt.Sprintf("client clock %v off (window %v)", skew.Round(time.Millisecond), cfg.earlyDataWindow()), nil
+	}
+	// Entries live until server time exceeds client time + W.
+	expires := time.UnixMilli(clientMS).Add(cfg.earlyDataWindow())
+	fresh, err := cfg.strikeRegister().CheckAndInsert(hashOf(early.Hash, ch.Raw), now, expires)
+	if err != nil {
+		return "strike register unavailable: " + err.Error(), nil
+	}
+	if !fresh {
+		return "replayed ClientHello", nil
+	}
+	p.suite = early
+	p.zkey, p.zsecret = key, &es
+	p.early = true
+	return "", nil
+}
+
+// mayOmitCertificate: ZTLS-SPEC §4 lets an accepting server leave out the
+// Certificate the client already verified from DNS.
+func (e *engine) mayOmitCertificate(p *serverParams) bool {
+	ch := p.ch
+	if p.cert == nil || len(ch.ZTLS.CertHash) != 32 || ch.StatusRequest || ch.SCT {
+		return false
+	}
+	sum := sha256.Sum256(p.cert.Chain[0])
+	if !hmac.Equal(sum[:], ch.ZTLS.CertHash) {
+		return false
+	}
+	for _, ext := range p.cert.Leaf.Extensions {
+		if ext.Id.Equal(oidMustStaple) {
+			return false
+		}
+	}
+	return true
+}
+
+// oidMustStaple is the TLS Feature extension (RFC 7633).
+var oidMustStaple = asn1.ObjectIdentifier{1, 3, 6, 1, 5, 5, 7, 1, 24}

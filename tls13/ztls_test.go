@@ -1,0 +1,358 @@
+package tls13
+
+// ZTLS in the engine (ZTLS-SPEC §2-5), with a Z-data key made in the test;
+// package zdata's records and keyring are tested end to end in their own
+// package and by the dial tests.
+
+import (
+	"bytes"
+	"crypto/ecdh"
+	"crypto/rand"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ztls-project/ztls/tls13/internal/wire"
+)
+
+type testZKeys struct {
+	mu   sync.Mutex
+	keys []*ZDataKey
+}
+
+func (k *testZKeys) LookupZData(id uint32, hash [32]byte, now time.Time) *ZDataKey {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, key := range k.keys {
+		if key.ID == id && key.Hash == hash && !now.Before(key.NotBefore) && !now.After(key.NotAfter) {
+			return key
+		}
+	}
+	return nil
+}
+
+// newZData makes a Z-data key for host and the client's offer for it.
+func newZData(t *testing.T, curve ecdh.Curve, group uint16, host, alpn string, p *testPKI) (*ZDataOffer, *ZDataKey) {
+	priv, err := curve.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hash [32]byte
+	rand.Read(hash[:])
+	now := time.Now()
+	key := &ZDataKey{
+		ID: 7, Hash: hash, Host: host, Group: group, MaxEarlyData: 4096, ALPN: alpn,
+		NotBefore: now.Add(-time.Minute), NotAfter: now.Add(time.Hour),
+		ECDH: func(peer []byte) ([]byte, error) {
+			pub, err := curve.NewPublicKey(peer)
+			if err != nil {
+				return nil, err
+			}
+			return priv.ECDH(pub)
+		},
+	}
+	offer := &ZDataOffer{ID: 7, Hash: hash, Group: group, Share: priv.PublicKey().Bytes(),
+		MaxEarlyData: 4096, ALPN: alpn, Leaf: p.server.Leaf}
+	return offer, key
+}
+
+type ztlsSetup struct {
+	p     *testPKI
+	offer *ZDataOffer
+	key   *ZDataKey
+	ccfg  *Config
+	scfg  *Config
+}
+
+func newZTLSSetup(t *testing.T) *ztlsSetup {
+	p := getPKI(t, "ecdsa-p256")
+	offer, key := newZData(t, ecdh.X25519(), X25519, "localhost", "", p)
+	scfg := serverConfig(p)
+	scfg.ZData = &testZKeys{keys: []*ZDataKey{key}}
+	return &ztlsSetup{p: p, offer: offer, key: key, ccfg: clientConfig(p), scfg: scfg}
+}
+
+// run does a ZTLS handshake in memory: the client's first flight, the
+// server's first flight with its 0.5-RTT answer, then the client's Finished.
+func (z *ztlsSetup) run(t *testing.T, request []byte, tamper func([]byte) []byte) (c, s *engine, answer []byte, err error) {
+	c, s = newEngine(z.ccfg, true), newEngine(z.scfg, false)
+	c.zoffer = z.offer
+	if err := c.startClient(nil, request); err != nil {
+		t.Fatal(err)
+	}
+	s.startServer()
+	first := c.takeOutput()
+	if tamper != nil {
+		first = tamper(first)
+	}
+	if err := s.feed(first); err != nil {
+		return c, s, nil, err
+	}
+	got := make([]byte, 4096)
+	if n := s.readEarly(got); n > 0 {
+		if _, err := s.writeApp(append([]byte("answer to "), got[:n]...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.feed(s.takeOutput()); err != nil {
+		return c, s, nil, err
+	}
+	// Everything the client can read now came in the server's first flight.
+	answer = got[:c.readApp(got)]
+	if err := s.feed(c.takeOutput()); err != nil {
+		return c, s, answer, err
+	}
+	return c, s, answer, nil
+}
+
+func TestZTLSAcceptedFirstFlightAnswer(t *testing.T) {
+	z := newZTLSSetup(t)
+	c, s, answer, err := z.run(t, []byte("GET /"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.done || !s.done {
+		t.Fatal("handshake not complete after one round trip")
+	}
+	if string(answer) != "answer to GET /" {
+		t.Fatalf("first-flight answer %q", answer)
+	}
+	for _, st := range []ConnectionState{c.info, s.info} {
+		if !st.ZTLSOffered || !st.ZTLS || !st.EarlyDataAccepted || !st.CertificateOmitted {
+			t.Fatalf("state %+v", st)
+		}
+	}
+	// The event order proves the round trip: the client saw its early data
+	// accepted and the answer before it sent anything after the ClientHello.
+	if !hasEventOrder(c.events, EventClientHelloSent, EventEarlyDataAccepted, EventPeerFinished, EventHandshakeDone) {
+		t.Fatalf("client events %v", c.events)
+	}
+}
+
+func hasEventOrder(evs []Event, want ...Event) bool {
+	i := 0
+	for _, e := range evs {
+		if i < len(want) && e == want[i] {
+			i++
+		}
+	}
+	return i == len(want)
+}
+
+func TestZTLSWithCertificateWhenNoLeaf(t *testing.T) {
+	z := newZTLSSetup(t)
+	z.offer.Leaf = nil
+	c, _, answer, err := z.run(t, []byte("x"), nil)
+	if err != nil || string(answer) != "answer to x" {
+		t.Fatalf("%v %q", err, answer)
+	}
+	if c.info.CertificateOmitted || len(c.info.VerifiedChains) == 0 {
+		t.Fatal("without cert_hash the server must send (and the client verify) its Certificate")
+	}
+}
+
+func TestZTLSP256(t *testing.T) {
+	z := newZTLSSetup(t)
+	z.offer, z.key = newZData(t, ecdh.P256(), P256, "localhost", "", z.p)
+	z.scfg.ZData = &testZKeys{keys: []*ZDataKey{z.key}}
+	c, _, answer, err := z.run(t, []byte("p256"), nil)
+	if err != nil || !c.info.ZTLS || string(answer) != "answer to p256" {
+		t.Fatalf("%v ztls=%v %q", err, c.info.ZTLS, answer)
+	}
+}
+
+// rejected checks a handshake that completes as plain TLS 1.3 with the
+// early data refused and never delivered to the server's application.
+func rejected(t *testing.T, c, s *engine, answer []byte, err error, reason string) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.done || !s.done {
+		t.Fatal("fallback handshake did not complete")
+	}
+	if c.info.ZTLS || s.info.ZTLS || c.info.EarlyDataAccepted || s.earlyBuffered() > 0 || len(answer) > 0 {
+		t.Fatal("early data accepted")
+	}
+	if !bytes.Contains([]byte(s.info.ZTLSRejectReason), []byte(reason)) {
+		t.Fatalf("server's reason %q, want %q", s.info.ZTLSRejectReason, reason)
+	}
+}
+
+func TestZTLSRejections(t *testing.T) {
+	t.Run("server without Z-data keys", func(t *testing.T) {
+		z := newZTLSSetup(t)
+		z.scfg.ZData = nil
+		c, s, a, err := z.run(t, []byte("x"), nil)
+		rejected(t, c, s, a, err, "no Z-data keys")
+	})
+	t.Run("Z-data of another key", func(t *testing.T) {
+		z := newZTLSSetup(t)
+		other, _ := newZData(t, ecdh.X25519(), X25519, "localhost", "", z.p)
+		z.offer = other
+		c, s, a, err := z.run(t, []byte("x"), nil)
+		rejected(t, c, s, a, err, "no live Z-data")
+	})
+	t.Run("expired on the server", func(t *testing.T) {
+		z := newZTLSSetup(t)
+		z.key.NotAfter = time.Now().Add(-time.Hour)
+		c, s, a, err := z.run(t, []byte("x"), nil)
+		rejected(t, c, s, a, err, "no live Z-data")
+	})
+	t.Run("SNI is not the signed host", func(t *testing.T) {
+		z := newZTLSSetup(t)
+		z.key.Host = "other.test"
+		c, s, a, err := z.run(t, []byte("x"), nil)
+		rejected(t, c, s, a, err, "not the Z-data's host")
+	})
+	t.Run("ALPN differs", func(t *testing.T) {
+		z := newZTLSSetup(t)
+		z.key.ALPN = "h2"
+		c, s, a, err := z.run(t, []byte("x"), nil)
+		rejected(t, c, s, a, err, "ALPN")
+	})
+	t.Run("client clock far off", func(t *testing.T) {
+		z := newZTLSSetup(t)
+		z.ccfg.Time = func() time.Time { return time.Now().Add(-time.Minute) }
+		c, s, a, err := z.run(t, []byte("x"), nil)
+		rejected(t, c, s, a, err, "clock")
+	})
+	t.Run("strike register down fails closed", func(t *testing.T) {
+		z := newZTLSSetup(t)
+		z.scfg.StrikeRegister = brokenRegister{}
+		c, s, a, err := z.run(t, []byte("x"), nil)
+		rejected(t, c, s, a, err, "strike register unavailable")
+	})
+}
+
+type brokenRegister struct{}
+
+func (brokenRegister) CheckAndInsert([]byte, time.Time, time.Time) (bool, error) {
+	return false, errors.New("connection refused")
+}
+
+func TestZTLSWrongBinderRejectedBeforeServerHello(t *testing.T) {
+	z := newZTLSSetup(t)
+	c, s := newEngine(z.ccfg, true), newEngine(z.scfg, false)
+	c.zoffer = z.offer
+	c.startClient(nil, []byte("x"))
+	first := c.takeOutput()
+	// The ClientHello record comes first; its last byte is the binder's.
+	chLen := 5 + (int(first[3])<<8 | int(first[4]))
+	first[chLen-1] ^= 1
+	s.startServer()
+	if err := s.feed(first[:chLen]); err != nil {
+		t.Fatal(err)
+	}
+	if s.info.ZTLS || s.info.ZTLSRejectReason != "binder does not verify" {
+		t.Fatalf("reason %q", s.info.ZTLSRejectReason)
+	}
+	sh, err := wire.ParseServerHello(firstHandshakeMessage(t, s.takeOutput()))
+	if err != nil || sh.HasZTLS {
+		t.Fatalf("ServerHello echoes ztls after a bad binder (%v)", err)
+	}
+}
+
+func firstHandshakeMessage(t *testing.T, records []byte) []byte {
+	n := int(records[3])<<8 | int(records[4])
+	return records[5 : 5+n]
+}
+
+func TestZTLSReplayRefused(t *testing.T) {
+	z := newZTLSSetup(t)
+	c := newEngine(z.ccfg, true)
+	c.zoffer = z.offer
+	c.startClient(nil, []byte("transfer 100"))
+	flight := append([]byte(nil), c.takeOutput()...)
+	// A fleet: two servers with the same Z-data key and one strike register.
+	reg := NewMemoryStrikeRegister(1000)
+	for i, want := range []bool{true, false, false} {
+		scfg := z.scfg.Clone()
+		scfg.StrikeRegister = reg
+		s := newEngine(scfg, false)
+		s.startServer()
+		if err := s.feed(flight); err != nil {
+			t.Fatal(err)
+		}
+		if s.info.ZTLS != want || (!want && s.earlyBuffered() > 0) {
+			t.Fatalf("delivery %d: accepted=%v early bytes=%d", i, s.info.ZTLS, s.earlyBuffered())
+		}
+		if !want && s.info.ZTLSRejectReason != "replayed ClientHello" {
+			t.Fatalf("reason %q", s.info.ZTLSRejectReason)
+		}
+	}
+}
+
+func TestZTLSInvalidShareAborts(t *testing.T) {
+	z := newZTLSSetup(t)
+	z.ccfg.testHookClientHello = func(ch *wire.ClientHello) {
+		for i := range ch.KeyShares {
+			if ch.KeyShares[i].Group == X25519 {
+				ch.KeyShares[i].Data = make([]byte, 32) // low-order point: all-zero ECDH
+			}
+		}
+	}
+	_, s, _, err := z.run(t, []byte("x"), nil)
+	wantAlert(t, err, AlertIllegalParameter)
+	if !sentAlert(s.takeOutput(), AlertIllegalParameter) {
+		t.Fatal("no illegal_parameter alert sent")
+	}
+}
+
+func TestZTLSServerReusingZDataShareAborts(t *testing.T) {
+	z := newZTLSSetup(t)
+	z.scfg.testHookServerHello = func(sh *wire.ServerHello) {
+		if sh.HasZTLS {
+			sh.KeyShare.Data = z.offer.Share
+		}
+	}
+	_, _, _, err := z.run(t, []byte("x"), nil)
+	wantAlert(t, err, AlertIllegalParameter)
+}
+
+func TestZTLSStrippedByAttacker(t *testing.T) {
+	z := newZTLSSetup(t)
+	strip := func(first []byte) []byte {
+		n := 5 + (int(first[3])<<8 | int(first[4]))
+		ch, err := wire.ParseClientHello(first[5:n])
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch.ZTLS, ch.Order = nil, nil
+		raw, err := ch.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := append([]byte{22, 3, 1, byte(len(raw) >> 8), byte(len(raw))}, raw...)
+		return append(out, first[n:]...)
+	}
+	c, s, answer, err := z.run(t, []byte("secret request"), strip)
+	if s.earlyBuffered() > 0 || len(answer) > 0 || s.info.EarlyDataAccepted {
+		t.Fatal("early data exposed after ztls was stripped")
+	}
+	if err == nil && c.done && s.done {
+		t.Fatal("handshake completed although an attacker changed the ClientHello")
+	}
+}
+
+func TestZTLSAfterHelloRetryRequest(t *testing.T) {
+	z := newZTLSSetup(t)
+	z.scfg.Groups = []uint16{P384} // forces a retry: the client sends no P-384 share
+	z.ccfg.Groups = []uint16{X25519, P384}
+	c, s, answer, err := z.run(t, []byte("x"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3 && !(c.done && s.done); i++ {
+		if err := c.feed(s.takeOutput()); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.feed(c.takeOutput()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !c.done || !s.done || c.info.ZTLS || len(answer) > 0 || s.earlyBuffered() > 0 {
+		t.Fatalf("after HRR: done %v/%v ztls %v", c.done, s.done, c.info.ZTLS)
+	}
+}

@@ -1,0 +1,102 @@
+#!/bin/sh
+# bench-tls.sh: the ztls TLS 1.3 engine against Go's crypto/tls, measured
+# in one `go test -bench` run of package tls13 (tls13/bench_test.go), and
+# summarised as a Markdown table of medians and ratios.
+#
+# Usage: scripts/bench-tls.sh [raw-output-file]     (from the repository root)
+#        scripts/bench-tls.sh -summarise FILE        (only summarise earlier output)
+# Environment:
+#   COUNT   runs of each benchmark; the median is reported (default 3)
+#   BENCH   benchmark regexp (default .)
+#   BENCHTIME  go test -benchtime (default 1s)
+#   GO      the go command (default go)
+#
+# Ratios are "ztls is N times as fast": for handshakes gotls ns/op divided
+# by ztls ns/op, for bulk ztls MB/s divided by gotls MB/s. Targets:
+# handshakes >= 1.0, bulk >= 0.9.
+set -eu
+
+COUNT=${COUNT:-3}
+BENCH=${BENCH:-.}
+BENCHTIME=${BENCHTIME:-1s}
+GO=${GO:-go}
+
+summarise() {
+	awk '
+	# median of v[1..n]
+	function median(v, n,    i, j, t) {
+		for (i = 2; i <= n; i++)
+			for (j = i; j > 1 && v[j-1] > v[j]; j--) { t = v[j]; v[j] = v[j-1]; v[j-1] = t }
+		if (n % 2) return v[(n+1)/2]
+		return (v[n/2] + v[n/2+1]) / 2
+	}
+	/^Benchmark/ {
+		name = $1
+		sub(/-[0-9]+$/, "", name)
+		if (!(name in seen)) { seen[name] = 1; order[++nnames] = name }
+		runs[name]++
+		for (i = 3; i < NF; i += 2) {
+			key = name SUBSEP $(i+1)
+			cnt[key]++
+			val[key, cnt[key]] = $i
+		}
+	}
+	function med(name, unit,    key, n, i, v) {
+		key = name SUBSEP unit
+		n = cnt[key]
+		if (!n) return ""
+		for (i = 1; i <= n; i++) v[i] = val[key, i]
+		return median(v, n)
+	}
+	function fmt(x) { return x == "" ? "-" : sprintf(x >= 100 ? "%.0f" : "%.2f", x) }
+	function ratio(a, b) { return (a == "" || b == "" || b == 0) ? "-" : sprintf("%.2f", a / b) }
+	END {
+		print "| benchmark | impl | ns/op | MB/s | client-ns/op | server-ns/op | B/op | allocs/op | ztls/gotls speed |"
+		print "|---|---|---:|---:|---:|---:|---:|---:|---:|"
+		for (k = 1; k <= nnames; k++) {
+			name = order[k]
+			group = name; impl = name
+			sub(/\/[^\/]*$/, "", group); sub(/^.*\//, "", impl)
+			sub(/^Benchmark/, "", group)
+			ref = "Benchmark" group "/gotls"
+			r = "-"
+			if (impl != "gotls" && (ref in seen)) {
+				if (med(name, "MB/s") != "")
+					r = ratio(med(name, "MB/s"), med(ref, "MB/s"))
+				else
+					r = ratio(med(ref, "ns/op"), med(name, "ns/op"))
+			}
+			printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", group, impl,
+				fmt(med(name, "ns/op")), fmt(med(name, "MB/s")),
+				fmt(med(name, "client-ns/op")), fmt(med(name, "server-ns/op")),
+				fmt(med(name, "B/op")), fmt(med(name, "allocs/op")), r
+		}
+		print ""
+		print "Per-side ratios (gotls / ztls working time, handshakes):"
+		print ""
+		print "| benchmark | impl | client | server |"
+		print "|---|---|---:|---:|"
+		for (k = 1; k <= nnames; k++) {
+			name = order[k]
+			group = name; impl = name
+			sub(/\/[^\/]*$/, "", group); sub(/^.*\//, "", impl)
+			sub(/^Benchmark/, "", group)
+			ref = "Benchmark" group "/gotls"
+			if (impl == "gotls" || !(ref in seen) || med(name, "client-ns/op") == "") continue
+			printf "| %s | %s | %s | %s |\n", group, impl,
+				ratio(med(ref, "client-ns/op"), med(name, "client-ns/op")),
+				ratio(med(ref, "server-ns/op"), med(name, "server-ns/op"))
+		}
+	}' "$1"
+}
+
+if [ "${1:-}" = "-summarise" ]; then
+	summarise "$2"
+	exit 0
+fi
+
+raw=${1:-$(mktemp /tmp/bench-tls.XXXXXX)}
+echo "# $GO test -run '^\$' -bench '$BENCH' -benchmem -benchtime $BENCHTIME -count $COUNT ./tls13/" >&2
+echo "# raw output: $raw" >&2
+$GO test -run '^$' -bench "$BENCH" -benchmem -benchtime "$BENCHTIME" -count "$COUNT" ./tls13/ | tee "$raw" >&2
+summarise "$raw"

@@ -12,7 +12,6 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 )
 
 // palette gives each protocol a stable colour.
@@ -62,8 +61,8 @@ func (r *Report) Plot(dir string) ([]string, error) {
 			p.X.Label.Text = "time from start of DNS lookup to first response byte (ms)"
 			p.Y.Label.Text = "fraction of connections"
 			p.Y.Min, p.Y.Max = 0, 1
-			p.Legend.Top, p.Legend.Left = false, false
-			p.Legend.YPosition = draw.PosBottom
+			p.X.Min = 0
+			p.Legend.Top, p.Legend.Left = true, true
 			for _, res := range r.Results {
 				if res.Scenario != sc || res.RTTms != rtt || len(res.Samples) == 0 {
 					continue
@@ -101,12 +100,14 @@ func (r *Report) Plot(dir string) ([]string, error) {
 		}
 		p.NominalX(names...)
 		w := vg.Points(float64(60) / float64(len(protocols)+1) * 2)
+		var top float64
 		for i, proto := range protocols {
 			vals := make(plotter.Values, len(rtts))
 			for j, rtt := range rtts {
 				for _, res := range r.Results {
 					if res.Scenario == sc && res.RTTms == rtt && res.Protocol == proto {
 						vals[j] = res.FirstByte.Median
+						top = max(top, vals[j])
 					}
 				}
 			}
@@ -120,6 +121,7 @@ func (r *Report) Plot(dir string) ([]string, error) {
 			p.Add(b)
 			p.Legend.Add(proto, b)
 		}
+		p.Y.Min, p.Y.Max = 0, top*1.35 // room for the legend
 		p.Legend.Top = true
 		p.Legend.Left = true
 		p.Add(plotter.NewGrid())

@@ -327,22 +327,36 @@ func (r *Resolver) stream(t Transport, server string) (*streamUpstream, error) {
 }
 
 func (r *Resolver) dialFunc(t Transport, server string) func(context.Context) (net.Conn, error) {
-	var d Dialer
-	switch {
-	case r.cfg.Dialer != nil && t == r.cfg.Transport:
-		d = r.cfg.Dialer
-	case t == TLS:
-		cfg := r.tlsConfig
+	if r.cfg.Dialer != nil && t == r.cfg.Transport {
+		d := r.cfg.Dialer
+		return func(ctx context.Context) (net.Conn, error) {
+			return d.DialContext(ctx, "tcp", server)
+		}
+	}
+	var cfg *tls.Config
+	if t == TLS {
+		cfg = r.tlsConfig
 		if cfg.ServerName == "" {
 			cfg = cfg.Clone() // shares the session cache
 			host, _, _ := net.SplitHostPort(server)
 			cfg.ServerName = host
 		}
-		d = &tls.Dialer{Config: cfg}
-	default:
-		d = &net.Dialer{}
 	}
 	return func(ctx context.Context) (net.Conn, error) {
-		return d.DialContext(ctx, "tcp", server)
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", server)
+		if err != nil {
+			return nil, err
+		}
+		c = withQuickAck(c)
+		if cfg == nil {
+			return c, nil
+		}
+		tc := tls.Client(c, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			c.Close()
+			return nil, err
+		}
+		return tc, nil
 	}
 }

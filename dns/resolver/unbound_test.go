@@ -65,10 +65,13 @@ func startAuthority(t testing.TB) string {
 }
 
 // unboundSetup is Unbound (recursive, DoT on a random port with a test
-// certificate) with a stub zone for svc.test at the project's authority.
+// certificate) with a stub zone for svc.test at the project's authority
+// and, when named is installed, one for bind.test at BIND 9 serving the
+// same records.
 type unboundSetup struct {
-	u   *dnstest.Unbound
-	pki *testPKI
+	u     *dnstest.Unbound
+	pki   *testPKI
+	hosts []string // www.svc.test, and www.bind.test with BIND
 }
 
 func startUnboundSetup(t testing.TB) *unboundSetup {
@@ -77,13 +80,19 @@ func startUnboundSetup(t testing.TB) *unboundSetup {
 		t.Skip("unbound is not installed")
 	}
 	pki := newTestPKI(t)
-	zoneAddr := startAuthority(t)
+	stubs := map[string]string{"svc.test.": startAuthority(t)}
+	hosts := []string{"www.svc.test"}
+	if dnstest.BindPath() != "" {
+		b := dnstest.StartBind(t, dnstest.BindOptions{Zones: []dnstest.BindZone{{Origin: "bind.test.", Text: svcZone}}})
+		stubs["bind.test."] = b.Addr
+		hosts = append(hosts, "www.bind.test")
+	}
 	u := dnstest.StartUnbound(t, dnstest.UnboundOptions{
-		StubZones:   map[string]string{"svc.test.": zoneAddr},
+		StubZones:   stubs,
 		TLSCertFile: pki.CertFile,
 		TLSKeyFile:  pki.KeyFile,
 	})
-	return &unboundSetup{u: u, pki: pki}
+	return &unboundSetup{u: u, pki: pki, hosts: hosts}
 }
 
 func (s *unboundSetup) resolver(t testing.TB, tr Transport, cacheSize int) *Resolver {
@@ -101,62 +110,72 @@ func (s *unboundSetup) resolver(t testing.TB, tr Transport, cacheSize int) *Reso
 	return r
 }
 
-// TestUnboundLookupService: Unbound, recursing into a stub zone served by
-// the project's authority, answers the parallel service lookup over UDP,
-// TCP and DNS over TLS.
+// TestUnboundLookupService: Unbound, recursing into stub zones served by
+// the project's authority and by BIND 9, answers the parallel service
+// lookup over UDP, TCP and DNS over TLS.
 func TestUnboundLookupService(t *testing.T) {
 	setup := startUnboundSetup(t)
+	if len(setup.hosts) < 2 {
+		t.Log("named not installed: BIND 9 stub zone skipped")
+	}
 	for _, tr := range []Transport{UDP, TCP, TLS} {
-		t.Run(string(tr), func(t *testing.T) {
-			r := setup.resolver(t, tr, 0)
-			var mu sync.Mutex
-			var landed []uint16
-			res, err := r.LookupService(context.Background(), "www.svc.test", 443, func(a Answer) {
-				mu.Lock()
-				defer mu.Unlock()
-				landed = append(landed, a.Qtype)
+		for _, host := range setup.hosts {
+			t.Run(string(tr)+"/"+host, func(t *testing.T) {
+				r := setup.resolver(t, tr, 0)
+				checkServiceLookup(t, setup, r, tr, host)
 			})
-			if err != nil {
-				t.Fatalf("%v\n%s", err, setup.u.Logs())
-			}
-			if len(landed) != 6 {
-				t.Fatalf("callback saw %d answers, want 6", len(landed))
-			}
-			for _, a := range res.Answers() {
-				if a.Err != nil || a.Rcode != dns.RcodeSuccess || len(a.RRs) != 1 || a.Transport != string(tr) {
-					t.Fatalf("%s %s: rcode %d, %d records, over %q, err %v\n%s",
-						a.Name, dns.TypeToString[a.Qtype], a.Rcode, len(a.RRs), a.Transport, a.Err, setup.u.Logs())
-				}
-				if a.RRs[0].Header().Rrtype != a.Qtype {
-					t.Fatalf("%s: wrong record %v", a.Name, a.RRs[0])
-				}
-			}
-			addrs := res.Addrs()
-			if len(addrs) != 2 || addrs[0].String() != "2001:db8::10" || addrs[1].String() != "127.0.0.10" {
-				t.Fatalf("addresses %v", addrs)
-			}
-			if txt := res.TXT.RRs[0].(*dns.TXT).Txt; len(txt) != 1 || txt[0] != "v=ztls1; test z-data" {
-				t.Fatalf("TXT %q", txt)
-			}
-			if res.TXT.Name != "_ztls._443._tcp.www.svc.test." || res.TLSA.Name != "_443._tcp.www.svc.test." || res.HTTPS.Name != "www.svc.test." {
-				t.Fatalf("owner names %s %s %s", res.TXT.Name, res.TLSA.Name, res.HTTPS.Name)
-			}
+		}
+	}
+}
 
-			// Another port: the Z-data names do not exist; the HTTPS owner is
-			// _8443._https.www (RFC 9460, Section 2.3). Negative answers are
-			// answers, and are cached.
-			res, err = r.LookupService(context.Background(), "www.svc.test", 8443, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.HTTPS.Name != "_8443._https.www.svc.test." || res.HTTPS.Rcode != dns.RcodeNameError ||
-				res.TXT.Rcode != dns.RcodeNameError || len(res.A.RRs) != 1 {
-				t.Fatalf("port 8443: HTTPS %s rcode %d, TXT rcode %d", res.HTTPS.Name, res.HTTPS.Rcode, res.TXT.Rcode)
-			}
-			a, err := r.Lookup(context.Background(), "_ztls._8443._tcp.www.svc.test", dns.TypeTXT)
-			if err != nil || !a.FromCache || a.Rcode != dns.RcodeNameError {
-				t.Fatalf("negative answer not cached: %+v, %v", a, err)
-			}
-		})
+func checkServiceLookup(t *testing.T, setup *unboundSetup, r *Resolver, tr Transport, host string) {
+	fqdn := dns.Fqdn(host)
+	var mu sync.Mutex
+	var landed []uint16
+	res, err := r.LookupService(context.Background(), host, 443, func(a Answer) {
+		mu.Lock()
+		defer mu.Unlock()
+		landed = append(landed, a.Qtype)
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, setup.u.Logs())
+	}
+	if len(landed) != 6 {
+		t.Fatalf("callback saw %d answers, want 6", len(landed))
+	}
+	for _, a := range res.Answers() {
+		if a.Err != nil || a.Rcode != dns.RcodeSuccess || len(a.RRs) != 1 || a.Transport != string(tr) {
+			t.Fatalf("%s %s: rcode %d, %d records, over %q, err %v\n%s",
+				a.Name, dns.TypeToString[a.Qtype], a.Rcode, len(a.RRs), a.Transport, a.Err, setup.u.Logs())
+		}
+		if a.RRs[0].Header().Rrtype != a.Qtype {
+			t.Fatalf("%s: wrong record %v", a.Name, a.RRs[0])
+		}
+	}
+	addrs := res.Addrs()
+	if len(addrs) != 2 || addrs[0].String() != "2001:db8::10" || addrs[1].String() != "127.0.0.10" {
+		t.Fatalf("addresses %v", addrs)
+	}
+	if txt := res.TXT.RRs[0].(*dns.TXT).Txt; len(txt) != 1 || txt[0] != "v=ztls1; test z-data" {
+		t.Fatalf("TXT %q", txt)
+	}
+	if res.TXT.Name != "_ztls._443._tcp."+fqdn || res.TLSA.Name != "_443._tcp."+fqdn || res.HTTPS.Name != fqdn {
+		t.Fatalf("owner names %s %s %s", res.TXT.Name, res.TLSA.Name, res.HTTPS.Name)
+	}
+
+	// Another port: the Z-data names do not exist; the HTTPS owner is
+	// _8443._https.<host> (RFC 9460, Section 2.3). Negative answers are
+	// answers, and are cached.
+	res, err = r.LookupService(context.Background(), host, 8443, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.HTTPS.Name != "_8443._https."+fqdn || res.HTTPS.Rcode != dns.RcodeNameError ||
+		res.TXT.Rcode != dns.RcodeNameError || len(res.A.RRs) != 1 {
+		t.Fatalf("port 8443: HTTPS %s rcode %d, TXT rcode %d", res.HTTPS.Name, res.HTTPS.Rcode, res.TXT.Rcode)
+	}
+	a, err := r.Lookup(context.Background(), "_ztls._8443._tcp."+host, dns.TypeTXT)
+	if err != nil || !a.FromCache || a.Rcode != dns.RcodeNameError {
+		t.Fatalf("negative answer not cached: %+v, %v", a, err)
 	}
 }

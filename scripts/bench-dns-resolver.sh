@@ -1,0 +1,47 @@
+#!/bin/sh
+# Benchmarks the T-DNS resolver against a loopback Unbound (started by the
+# benchmark itself, stub zone at the project's authority, warm cache) and
+# prints the medians and the ratios reported in docs/dns-resolver-bench.md.
+#
+#   scripts/bench-dns-resolver.sh [COUNT] [BENCHTIME]     (defaults 7, 3000x)
+#
+# Raw `go test -bench` output is kept in $OUT (default
+# /tmp/bench-dns-resolver.txt) for benchstat.
+set -eu
+COUNT=${1:-7}
+BENCHTIME=${2:-3000x}
+OUT=${OUT:-/tmp/bench-dns-resolver.txt}
+cd "$(dirname "$0")/.."
+command -v unbound >/dev/null 2>&1 || [ -x /usr/sbin/unbound ] || {
+	echo "unbound is not installed (make deps)" >&2; exit 1; }
+
+go test -run '^$' -bench '^BenchmarkUnbound$' -benchtime "$BENCHTIME" -count "$COUNT" \
+	./dns/resolver/ | tee "$OUT"
+
+awk '
+/^BenchmarkUnbound\// {
+	name = $1; sub(/^BenchmarkUnbound\//, "", name); sub(/-[0-9]+$/, "", name)
+	n[name]++; v[name, n[name]] = $3
+}
+function median(k,    i, j, t, a, c) {
+	c = n[k]
+	for (i = 1; i <= c; i++) a[i] = v[k, i]
+	for (i = 2; i <= c; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+	return (c % 2) ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2
+}
+END {
+	printf "\nmedian of %d runs, microseconds per operation\n", n["udp/A"]
+	split("udp tcp tls", tr, " ")
+	printf "%-6s %10s %10s %10s\n", "", "A", "quad", "service"
+	for (i = 1; i <= 3; i++) {
+		t = tr[i]; m[t "/A"] = median(t "/A"); m[t "/quad"] = median(t "/quad"); m[t "/service"] = median(t "/service")
+		printf "%-6s %10.1f %10.1f %10.1f\n", t, m[t "/A"] / 1000, m[t "/quad"] / 1000, m[t "/service"] / 1000
+	}
+	printf "\n(a) parallel lookup vs lone A (target <= 1.1x)\n"
+	for (i = 1; i <= 3; i++) {
+		t = tr[i]
+		printf "  %-4s A+AAAA+TXT+TLSA / A = %.2fx   all six / A = %.2fx\n", t, m[t "/quad"] / m[t "/A"], m[t "/service"] / m[t "/A"]
+	}
+	printf "(b) per-query latency on a reused connection vs UDP (target <= 1.1x)\n"
+	printf "  tls/A / udp/A = %.2fx   tcp/A / udp/A = %.2fx\n", m["tls/A"] / m["udp/A"], m["tcp/A"] / m["udp/A"]
+}' "$OUT"

@@ -81,7 +81,12 @@ func (rw *responder) WriteMsg(m *dns.Msg) error {
 	}
 	packed, err := m.PackBuffer(buf[start:])
 	if err != nil {
-		return err
+		// The handler built something unencodable: SERVFAIL rather than
+		// silence, so the client does not wait for a timeout.
+		fail := reply(m, dns.RcodeServerFailure)
+		if packed, err = fail.PackBuffer(buf[start:]); err != nil {
+			return err
+		}
 	}
 	limit := dnsstream.MaxMessageSize
 	if rw.t == TransportUDP {

@@ -222,6 +222,21 @@ func TestWriteMsgTwice(t *testing.T) {
 	}
 }
 
+// An answer that cannot be packed becomes SERVFAIL, not silence.
+func TestUnencodableAnswerIsServfail(t *testing.T) {
+	out := &sliceOutlet{}
+	rw := &responder{t: TransportUDP, out: out}
+	q := query("www.example.org.", dns.TypeDS)
+	rw.readRequest(q)
+	m := reply(q, dns.RcodeSuccess)
+	m.Answer = []dns.RR{&dns.DS{Hdr: dns.RR_Header{Name: "www.example.org.", Rrtype: dns.TypeDS, Class: dns.ClassINET}, Digest: "0"}}
+	rw.WriteMsg(m)
+	got, _ := unpackOne(t, TransportUDP, out.sent)
+	if got.Rcode != dns.RcodeServerFailure || got.Id != q.Id || len(got.Answer) != 0 {
+		t.Fatalf("got %v", got)
+	}
+}
+
 // A handler that adds an OPT to an answer for a query without one does
 // not get it sent (RFC 6891, Section 7).
 func TestNoOPTWithoutEDNS(t *testing.T) {

@@ -197,6 +197,13 @@ func (z *Zone) checkRR(rr dns.RR) error {
 	if !dns.IsSubDomain(z.origin, dns.CanonicalName(h.Name)) {
 		return fmt.Errorf("authority: record %q is outside zone %s", rr.String(), z.origin)
 	}
+	// The text parser accepts some RDATA the wire cannot carry (an odd
+	// number of hex digits): such a record would make every answer with
+	// it fail, so it is refused here.
+	buf := make([]byte, dns.Len(rr)+1)
+	if _, err := dns.PackRR(dns.Copy(rr), buf, 0, nil, false); err != nil {
+		return fmt.Errorf("authority: record %q cannot be encoded: %w", rr.String(), err)
+	}
 	return nil
 }
 

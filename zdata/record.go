@@ -1,0 +1,280 @@
+package zdata
+
+import (
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/net/idna"
+
+	"github.com/ztls-project/ztls/tls13"
+)
+
+// Groups and signature schemes ztls v1 allows (ZTLS-SPEC.md, Section 1).
+const (
+	GroupX25519    uint16 = 29 // RFC 8446, Section 4.2.7: x25519
+	GroupSecp256r1 uint16 = 23 // RFC 8446, Section 4.2.7: secp256r1
+
+	SchemeRSAPSSSHA256    uint16 = 0x0804 // 2052 rsa_pss_rsae_sha256
+	SchemeECDSAP256SHA256 uint16 = 0x0403 // 1027 ecdsa_secp256r1_sha256
+	SchemeECDSAP384SHA384 uint16 = 0x0503 // 1283 ecdsa_secp384r1_sha384
+	SchemeEd25519         uint16 = 0x0807 // 2055 ed25519
+)
+
+// MaxValidity is the longest window from not-before to not-after a client
+// accepts, and ClockSkew the slack it allows before not-before.
+const (
+	MaxValidity = time.Hour
+	ClockSkew   = 60 * time.Second
+)
+
+// Version is the first character-string of every ztls v1 TXT record.
+const Version = "v=ztls1"
+
+const timeLayout = "20060102150405"
+
+// Record is one Z-data record: the paper's fields plus the service it is
+// bound to (Host and Port are signed but not published) and the SHA-256 of
+// the TLSA leaf that signed it (also signed, not published).
+//
+// A Record parsed by ParseTXT remembers the exact published text of each
+// field, so its signature input is computed from what the signer signed
+// (a lower-case z, upper-case hex or a DER key share stay as they were);
+// fields changed afterwards are encoded canonically. Records are not safe
+// for concurrent mutation; read-only use from several goroutines is fine.
+type Record struct {
+	Host         string // A-label host the client connects to (SNI)
+	Port         int
+	NotBefore    time.Time // UTC, second precision
+	NotAfter     time.Time // UTC, second precision
+	MaxEarlyData uint32
+	ID           uint32
+	Group        uint16
+	KeyShare     []byte   // raw TLS key_exchange bytes for Group
+	NSC          []uint16 // cipher suites the server does not support
+	ALPN         string   // the early-data ALPN protocol; "" means none
+	ClientCert   bool     // the server sends CertificateRequest
+	Scheme       uint16
+	Signature    []byte
+	LeafHash     [32]byte // SHA-256 of the TLSA leaf DER
+
+	pub *published
+}
+
+// published is what ParseTXT saw: the trimmed text of fields 1–11 and the
+// canonical text the parsed values had then.
+type published struct {
+	raw, canon [numSigned]string
+}
+
+// Indexes of the signed fields 1–11 (ZTLS-SPEC.md, Section 1).
+const (
+	fVersion = iota
+	fNotBefore
+	fNotAfter
+	fMaxEarly
+	fID
+	fGroup
+	fShare
+	fNSC
+	fALPN
+	fClientCert
+	fScheme
+	numSigned
+)
+
+// CanonicalHost returns host as it is signed and sent as SNI: A-labels,
+// lower case, no trailing dot.
+func CanonicalHost(host string) (string, error) {
+	h := strings.TrimSuffix(host, ".")
+	if h == "" {
+		return "", errors.New("zdata: empty host")
+	}
+	ascii := true
+	for i := 0; i < len(h); i++ {
+		if h[i] >= 0x80 {
+			ascii = false
+			break
+		}
+	}
+	if !ascii {
+		a, err := idna.Lookup.ToASCII(h)
+		if err != nil {
+			return "", fmt.Errorf("zdata: host %q: %v", host, err)
+		}
+		h = a
+	}
+	h = strings.ToLower(h)
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if c <= ' ' || c >= 0x7f || c == '"' || c == '\\' {
+			return "", fmt.Errorf("zdata: host %q has an invalid character", host)
+		}
+	}
+	if len(h) > 253 {
+		return "", fmt.Errorf("zdata: host %q too long", host)
+	}
+	return h, nil
+}
+
+func hostOrLower(host string) string {
+	if h, err := CanonicalHost(host); err == nil {
+		return h
+	}
+	return strings.ToLower(strings.TrimSuffix(host, "."))
+}
+
+// TXTName returns the owner of the Z-data TXT (and CERT) RRset of a
+// service: "_ztls._<port>._tcp.<host>." in lower-case A-labels.
+func TXTName(host string, port int) string {
+	return "_ztls._" + strconv.Itoa(port) + "._tcp." + hostOrLower(host) + "."
+}
+
+// TLSAName returns the owner of the service's TLSA RRset:
+// "_<port>._tcp.<host>." (RFC 6698, Section 3).
+func TLSAName(host string, port int) string {
+	return "_" + strconv.Itoa(port) + "._tcp." + hostOrLower(host) + "."
+}
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) + "Z" }
+
+func formatNSC(nsc []uint16) string {
+	if len(nsc) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("nsc=")
+	for i, s := range nsc {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%04x", s)
+	}
+	return b.String()
+}
+
+// canonical returns fields 1–11 as this package writes them.
+func (r *Record) canonical() [numSigned]string {
+	var f [numSigned]string
+	f[fVersion] = Version
+	f[fNotBefore] = formatTime(r.NotBefore)
+	f[fNotAfter] = formatTime(r.NotAfter)
+	f[fMaxEarly] = strconv.FormatUint(uint64(r.MaxEarlyData), 10)
+	f[fID] = strconv.FormatUint(uint64(r.ID), 10)
+	f[fGroup] = strconv.FormatUint(uint64(r.Group), 10)
+	f[fShare] = base64.StdEncoding.EncodeToString(r.KeyShare)
+	f[fNSC] = formatNSC(r.NSC)
+	if r.ALPN != "" {
+		f[fALPN] = "alpn=" + r.ALPN
+	}
+	f[fClientCert] = "N"
+	if r.ClientCert {
+		f[fClientCert] = "Y"
+	}
+	f[fScheme] = strconv.FormatUint(uint64(r.Scheme), 10)
+	return f
+}
+
+// fields returns fields 1–11 as published: the parsed text where the value
+// is unchanged since parsing, else the canonical text.
+func (r *Record) fields() [numSigned]string {
+	f := r.canonical()
+	if r.pub != nil {
+		for i := range f {
+			if f[i] == r.pub.canon[i] {
+				f[i] = r.pub.raw[i]
+			}
+		}
+	}
+	return f
+}
+
+// signatureContext starts every signature input (ZTLS-SPEC.md, Section 1),
+// after 64 spaces, as in RFC 8446, Section 4.4.3.
+const signatureContext = "ztls v1 Z-data"
+
+// SignatureInput returns the bytes the leaf key signs (ZTLS-SPEC.md,
+// Section 1): 64 spaces, "ztls v1 Z-data", 0x00, then 14 elements each
+// with a uint16 length: host, port, fields 1–11 and the leaf hash.
+func (r *Record) SignatureInput(host string, port int) []byte {
+	f := r.fields()
+	elems := make([][]byte, 0, 14)
+	elems = append(elems, []byte(hostOrLower(host)), []byte(strconv.Itoa(port)))
+	for _, s := range f {
+		elems = append(elems, []byte(s))
+	}
+	elems = append(elems, r.LeafHash[:])
+	n := 64 + len(signatureContext) + 1
+	for _, e := range elems {
+		n += 2 + len(e)
+	}
+	b := make([]byte, 0, n)
+	for i := 0; i < 64; i++ {
+		b = append(b, ' ')
+	}
+	b = append(b, signatureContext...)
+	b = append(b, 0)
+	for _, e := range elems {
+		b = binary.BigEndian.AppendUint16(b, uint16(len(e)))
+		b = append(b, e...)
+	}
+	return b
+}
+
+// ZDataHash returns zdata_hash: the SHA-256 of SignatureInput(r.Host,
+// r.Port). It names this exact record; LeafHash must be set.
+func (r *Record) ZDataHash() [32]byte {
+	return sha256.Sum256(r.SignatureInput(r.Host, r.Port))
+}
+
+// CheckValidity checks the validity window at now (ZTLS-SPEC.md,
+// Section 1): at most one hour long, bounds inclusive at one-second
+// precision, 60 s of clock skew tolerated before not-before only.
+func (r *Record) CheckValidity(now time.Time) error {
+	w := r.NotAfter.Sub(r.NotBefore)
+	if w < 0 || w > MaxValidity {
+		return ErrWindowTooLong
+	}
+	now = now.Truncate(time.Second)
+	if now.Before(r.NotBefore.Add(-ClockSkew)) {
+		return ErrNotYetValid
+	}
+	if now.After(r.NotAfter) {
+		return ErrExpired
+	}
+	return nil
+}
+
+// Offer returns what the TLS engine needs to send a ZTLS ClientHello with
+// this verified record; leaf is the TLSA leaf that verified it.
+func (r *Record) Offer(leaf *x509.Certificate) *tls13.ZDataOffer {
+	return &tls13.ZDataOffer{
+		ID:           r.ID,
+		Hash:         r.ZDataHash(),
+		Group:        r.Group,
+		Share:        append([]byte(nil), r.KeyShare...),
+		MaxEarlyData: r.MaxEarlyData,
+		ALPN:         r.ALPN,
+		NSC:          append([]uint16(nil), r.NSC...),
+		Leaf:         leaf,
+	}
+}
+
+// Clone returns a deep copy of r.
+func (r *Record) Clone() *Record {
+	c := *r
+	c.KeyShare = append([]byte(nil), r.KeyShare...)
+	c.NSC = append([]uint16(nil), r.NSC...)
+	c.Signature = append([]byte(nil), r.Signature...)
+	if r.pub != nil {
+		p := *r.pub
+		c.pub = &p
+	}
+	return &c
+}

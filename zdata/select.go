@@ -1,0 +1,233 @@
+package zdata
+
+import (
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// stage orders failures by how far a record got, so Select reports the
+// reason of the record that came closest to being usable.
+func stage(r Reason) int {
+	switch r {
+	case ReasonMalformed:
+		return 1
+	case ReasonUnknownGroup, ReasonUnknownScheme:
+		return 2
+	case ReasonInvalidShare:
+		return 3
+	case ReasonWindowTooLong, ReasonExpired, ReasonNotYetValid:
+		return 4
+	case ReasonNoLeaf:
+		return 5
+	case ReasonBadSignature:
+		return 6
+	case ReasonWrongService:
+		return 7
+	case ReasonUntrustedChain:
+		return 8
+	case ReasonWrongName:
+		return 9
+	}
+	return 0
+}
+
+// diagnosticPorts are the ports tried, besides the leaf's names on the
+// asked port, to tell a record copied from another service ("wrong host or
+// port") from a forgery. It is a diagnostic only: either way the client
+// falls back, and a copy from an unlisted port reports "bad signature".
+var diagnosticPorts = []int{443, 8443, 853, 4433, 444, 8080, 80}
+
+// Select picks the Z-data a client should use (ZTLS-SPEC.md, Sections 1
+// and 6). txt holds the TXT RRs at TXTName(host, port) (each as its
+// character-strings), tlsa and cert the TLSA and CERT RRs of the service.
+// Among ztls1 records that parse, use a known group and scheme, carry a
+// valid share, are valid at now and verify with a TLSA 3 0 0 leaf whose
+// chain leads to roots (through CERT intermediates) and whose name
+// matches host, it returns the one with the latest not-after, with Host,
+// Port and LeafHash set, and its leaf. Otherwise the error's ReasonOf
+// names why, taken from the record that got furthest. Revocation is not
+// checked here.
+func Select(txt [][]string, tlsa []*dns.TLSA, cert []*dns.CERT, host string, port int, roots *x509.CertPool, now time.Time) (*Record, *x509.Certificate, error) {
+	chost, err := CanonicalHost(host)
+	if err != nil {
+		return nil, nil, reasonErr(ReasonNoZData, err)
+	}
+	var recs []*Record
+	var worst error
+	fail := func(err error) {
+		if worst == nil || stage(ReasonOf(err)) > stage(ReasonOf(worst)) {
+			worst = err
+		}
+	}
+	for _, strs := range txt {
+		r, err := ParseTXT(strs)
+		if errors.Is(err, ErrNotZTLS) {
+			continue
+		}
+		if err != nil {
+			fail(err)
+			continue
+		}
+		recs = append(recs, r)
+	}
+	if len(recs) == 0 {
+		if worst != nil {
+			return nil, nil, worst
+		}
+		return nil, nil, reasonErr(ReasonNoZData, fmt.Errorf("zdata: no ztls1 TXT record for %s", TXTName(chost, port)))
+	}
+	leaves := tlsaLeaves(tlsa, chost, port)
+	inter := x509.NewCertPool()
+	for _, c := range cert {
+		if c == nil || c.Type != dns.CertPKIX {
+			continue
+		}
+		der, err := base64.StdEncoding.DecodeString(c.Certificate)
+		if err != nil {
+			continue
+		}
+		if ic, err := x509.ParseCertificate(der); err == nil {
+			inter.AddCert(ic)
+		}
+	}
+	// Latest not-after first; the first fully valid record wins.
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].NotAfter.After(recs[j].NotAfter) })
+	chainErr := map[*x509.Certificate]error{}
+	for _, r := range recs {
+		if !KnownGroup(r.Group) {
+			fail(reasonErr(ReasonUnknownGroup, fmt.Errorf("%w %d", ErrUnknownGroup, r.Group)))
+			continue
+		}
+		if !KnownScheme(r.Scheme) {
+			fail(reasonErr(ReasonUnknownScheme, fmt.Errorf("%w %d", ErrUnknownScheme, r.Scheme)))
+			continue
+		}
+		if err := ValidateShare(r.Group, r.KeyShare); err != nil {
+			fail(err)
+			continue
+		}
+		if err := r.CheckValidity(now); err != nil {
+			fail(reasonErr(ReasonOf(err), fmt.Errorf("%w (not-before %s, not-after %s, now %s)", err,
+				formatTime(r.NotBefore), formatTime(r.NotAfter), formatTime(now))))
+			continue
+		}
+		if len(leaves) == 0 {
+			fail(reasonErr(ReasonNoLeaf, fmt.Errorf("zdata: no TLSA 3 0 0 record at %s", TLSAName(chost, port))))
+			continue
+		}
+		leaf := verifyAny(r, leaves, chost, port)
+		if leaf == nil {
+			fail(diagnose(r, leaves, chost, port))
+			continue
+		}
+		err, done := chainErr[leaf]
+		if !done {
+			err = checkLeaf(leaf, chost, roots, inter, now)
+			chainErr[leaf] = err
+		}
+		if err != nil {
+			fail(err)
+			continue
+		}
+		return r, leaf, nil
+	}
+	return nil, nil, worst
+}
+
+// tlsaLeaves returns the parsed certificates of the TLSA 3 0 0 records
+// owned by the service's TLSA name (or with no owner name).
+func tlsaLeaves(tlsa []*dns.TLSA, host string, port int) []*x509.Certificate {
+	want := TLSAName(host, port)
+	var out []*x509.Certificate
+	seen := map[[32]byte]bool{}
+	for _, t := range tlsa {
+		if t == nil || t.Usage != 3 || t.Selector != 0 || t.MatchingType != 0 {
+			continue
+		}
+		if t.Hdr.Name != "" && !strings.EqualFold(dns.Fqdn(t.Hdr.Name), want) {
+			continue
+		}
+		der, err := hex.DecodeString(t.Certificate)
+		if err != nil {
+			continue
+		}
+		h := sha256.Sum256(der)
+		if seen[h] {
+			continue
+		}
+		if c, err := x509.ParseCertificate(der); err == nil {
+			seen[h] = true
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// verifyAny returns the leaf whose hash makes r's signature verify.
+func verifyAny(r *Record, leaves []*x509.Certificate, host string, port int) *x509.Certificate {
+	for _, l := range leaves {
+		if r.Verify(l, host, port) == nil {
+			return l
+		}
+	}
+	return nil
+}
+
+// diagnose tells a record signed for another service of the same leaf
+// from a forgery (see diagnosticPorts).
+func diagnose(r *Record, leaves []*x509.Certificate, host string, port int) error {
+	for _, l := range leaves {
+		if s, err := SchemeFor(l.PublicKey); err != nil || s != r.Scheme {
+			continue
+		}
+		c := r.Clone()
+		c.LeafHash = sha256.Sum256(l.Raw)
+		hosts := []string{host}
+		for i, n := range l.DNSNames {
+			if i == 8 {
+				break
+			}
+			if n = strings.ToLower(n); !strings.Contains(n, "*") && n != host {
+				hosts = append(hosts, n)
+			}
+		}
+		ports := append([]int{port}, diagnosticPorts...)
+		for _, h := range hosts {
+			for _, p := range ports {
+				if h == host && p == port {
+					continue
+				}
+				if c.verifyWith(l.PublicKey, h, p) {
+					return reasonErr(ReasonWrongService, fmt.Errorf("zdata: record is signed for %s port %d, not %s port %d", h, p, host, port))
+				}
+			}
+		}
+	}
+	return reasonErr(ReasonBadSignature, fmt.Errorf("%w with any TLSA 3 0 0 leaf of %s port %d", ErrBadSignature, host, port))
+}
+
+// checkLeaf verifies the leaf's PKIX chain to roots and its name.
+func checkLeaf(leaf *x509.Certificate, host string, roots, inter *x509.CertPool, now time.Time) error {
+	_, err := leaf.Verify(x509.VerifyOptions{
+		Roots:         roots,
+		Intermediates: inter,
+		CurrentTime:   now,
+		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	})
+	if err != nil {
+		return reasonErr(ReasonUntrustedChain, fmt.Errorf("zdata: leaf %q: %v", leaf.Subject.CommonName, err))
+	}
+	if err := leaf.VerifyHostname(host); err != nil {
+		return reasonErr(ReasonWrongName, fmt.Errorf("zdata: %v", err))
+	}
+	return nil
+}

@@ -1,0 +1,322 @@
+package zdata
+
+import (
+	"crypto/ecdh"
+	"crypto/hkdf"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/ztls-project/ztls/tls13"
+)
+
+// EpochLength is the length of a fleet epoch: epoch = Unix time / 3600.
+const EpochLength = time.Hour
+
+// DefaultMaxEarlyData is the max_early_data_size Options uses when zero.
+const DefaultMaxEarlyData = 16384
+
+// Options shape the records a Service issues. The zero value means
+// x25519, 16 KiB of early data, no ALPN, no nsc, no client certificate,
+// one-hour records, the next record always held one period ahead, and a
+// 10 s freshness window.
+type Options struct {
+	Group        uint16        // GroupX25519 (0) or GroupSecp256r1
+	MaxEarlyData uint32        // 0: DefaultMaxEarlyData
+	ALPN         string        // early-data ALPN protocol; "" for none
+	NSC          []uint16      // cipher suites the server does not support
+	ClientCert   bool          // the server asks for client certificates
+	Validity     time.Duration // 0: MaxValidity; fleet mode always uses EpochLength
+	// LeadTime is how long before the current record's not-after the
+	// next record is issued and published; 0 means Validity (always).
+	LeadTime time.Duration
+	// Window is the freshness window W; keys stay usable W past
+	// not-after. 0 means DefaultWindow.
+	Window time.Duration
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Group == 0 {
+		o.Group = GroupX25519
+	}
+	if !KnownGroup(o.Group) {
+		return o, fmt.Errorf("%w %d", ErrUnknownGroup, o.Group)
+	}
+	if o.MaxEarlyData == 0 {
+		o.MaxEarlyData = DefaultMaxEarlyData
+	}
+	if o.ALPN != "" {
+		if err := checkALPN(o.ALPN); err != nil {
+			return o, err
+		}
+		if len(o.ALPN) > maxString-len("alpn=") {
+			return o, errors.New("zdata: alpn too long")
+		}
+	}
+	if len(formatNSC(o.NSC)) > maxString {
+		return o, errors.New("zdata: nsc list too long")
+	}
+	if o.Validity == 0 {
+		o.Validity = MaxValidity
+	}
+	if o.Validity < time.Minute || o.Validity > MaxValidity || o.Validity%time.Second != 0 {
+		return o, fmt.Errorf("zdata: validity %v: want whole seconds from 1m to 1h", o.Validity)
+	}
+	if o.LeadTime <= 0 || o.LeadTime > o.Validity {
+		o.LeadTime = o.Validity
+	}
+	if o.Window <= 0 {
+		o.Window = DefaultWindow
+	}
+	return o, nil
+}
+
+// Service issues and rotates the Z-data of one service (host + port),
+// signing with its certificate. With a Seed it runs in fleet mode: every
+// server holding the same seed and certificate derives the same keys,
+// Zdata_ids and records for each epoch without talking to the others.
+// Fields must not change after NewService; Rotate and Issue may be called
+// from one goroutine at a time while the Keyring serves lookups.
+type Service struct {
+	Host    string // canonical (CanonicalHost)
+	Port    int
+	Cert    tls13.Certificate
+	Options Options // with defaults filled in
+	Seed    []byte  // fleet seed; nil outside fleet mode
+	Keyring *Keyring
+	// Rand is the randomness of non-fleet keys and ids; nil means crypto/rand.
+	Rand io.Reader
+
+	leaf *x509.Certificate
+}
+
+// NewService checks its arguments and returns a Service with an empty
+// keyring. seed enables fleet mode (at least 16 bytes; nil for none).
+func NewService(host string, port int, cert tls13.Certificate, opts Options, seed []byte) (*Service, error) {
+	h, err := CanonicalHost(host)
+	if err != nil {
+		return nil, err
+	}
+	if port <= 0 || port > 65535 {
+		return nil, fmt.Errorf("zdata: port %d out of range", port)
+	}
+	if len(cert.Chain) == 0 || cert.PrivateKey == nil {
+		return nil, errors.New("zdata: certificate chain and private key required")
+	}
+	leaf := cert.Leaf
+	if leaf == nil {
+		if leaf, err = x509.ParseCertificate(cert.Chain[0]); err != nil {
+			return nil, fmt.Errorf("zdata: parse leaf: %v", err)
+		}
+	}
+	if _, err := SchemeFor(leaf.PublicKey); err != nil {
+		return nil, err
+	}
+	if seed != nil && len(seed) < 16 {
+		return nil, errors.New("zdata: fleet seed shorter than 16 bytes")
+	}
+	if opts, err = opts.withDefaults(); err != nil {
+		return nil, err
+	}
+	if seed != nil {
+		opts.Validity = EpochLength
+		if opts.LeadTime > opts.Validity {
+			opts.LeadTime = opts.Validity
+		}
+	}
+	return &Service{Host: h, Port: port, Cert: cert, Options: opts, Seed: seed,
+		Keyring: NewKeyring(opts.Window), leaf: leaf}, nil
+}
+
+// Leaf returns the parsed leaf certificate.
+func (s *Service) Leaf() *x509.Certificate { return s.leaf }
+
+func (s *Service) rand() io.Reader {
+	if s.Rand != nil {
+		return s.Rand
+	}
+	return rand.Reader
+}
+
+// newKey signs a record for priv valid from notBefore for the validity.
+func (s *Service) newKey(priv *ecdh.PrivateKey, id uint32, notBefore time.Time) (*Key, error) {
+	nb := notBefore.UTC().Truncate(time.Second)
+	r := &Record{
+		Host:         s.Host,
+		Port:         s.Port,
+		NotBefore:    nb,
+		NotAfter:     nb.Add(s.Options.Validity),
+		MaxEarlyData: s.Options.MaxEarlyData,
+		ID:           id,
+		Group:        s.Options.Group,
+		KeyShare:     priv.PublicKey().Bytes(),
+		NSC:          append([]uint16(nil), s.Options.NSC...),
+		ALPN:         s.Options.ALPN,
+		ClientCert:   s.Options.ClientCert,
+	}
+	if err := r.Sign(s.Cert.PrivateKey, s.Cert.Chain[0]); err != nil {
+		return nil, err
+	}
+	return &Key{Record: r, Private: priv}, nil
+}
+
+// Issue makes a new key with a random key share and a random Zdata_id
+// unused in the keyring, valid from notBefore for Options.Validity. It
+// does not add the key to the keyring.
+func (s *Service) Issue(notBefore time.Time, rnd io.Reader) (*Key, error) {
+	if rnd == nil {
+		rnd = s.rand()
+	}
+	curve, err := Curve(s.Options.Group)
+	if err != nil {
+		return nil, err
+	}
+	priv, err := curve.GenerateKey(rnd)
+	if err != nil {
+		return nil, fmt.Errorf("zdata: generate key: %v", err)
+	}
+	var id uint32
+	for {
+		var b [4]byte
+		if _, err := io.ReadFull(rnd, b[:]); err != nil {
+			return nil, fmt.Errorf("zdata: random id: %v", err)
+		}
+		id = binary.BigEndian.Uint32(b[:])
+		if s.Keyring == nil || s.Keyring.Get(id) == nil {
+			break
+		}
+	}
+	return s.newKey(priv, id, notBefore)
+}
+
+// EpochOf returns the fleet epoch of t: Unix seconds / 3600, rounded down.
+func EpochOf(t time.Time) int64 {
+	u := t.Unix()
+	e := u / int64(EpochLength/time.Second)
+	if u < 0 && u%int64(EpochLength/time.Second) != 0 {
+		e--
+	}
+	return e
+}
+
+// EpochID is the Zdata_id of a fleet epoch: unique per service because
+// epochs are (it wraps after 2^32 hours).
+func EpochID(epoch int64) uint32 { return uint32(epoch) }
+
+// DeriveKey derives a fleet member's Z-data private key for one epoch:
+// HKDF-SHA256 (RFC 5869) with the seed as input keying material, salt
+// "ztls v1 fleet", and info binding the host, port, epoch and group, so
+// every server with the same seed derives the same key and no key serves
+// two services, epochs or groups. For secp256r1 a derived value outside
+// [1, n-1] is skipped with a counter in the info.
+func DeriveKey(seed []byte, host string, port int, epoch int64, group uint16) (*ecdh.PrivateKey, error) {
+	if len(seed) == 0 {
+		return nil, errors.New("zdata: empty fleet seed")
+	}
+	curve, err := Curve(group)
+	if err != nil {
+		return nil, err
+	}
+	h := hostOrLower(host)
+	info := []byte("ztls v1 fleet key")
+	info = binary.BigEndian.AppendUint16(info, uint16(len(h)))
+	info = append(info, h...)
+	info = binary.BigEndian.AppendUint16(info, uint16(port))
+	info = binary.BigEndian.AppendUint64(info, uint64(epoch))
+	info = binary.BigEndian.AppendUint16(info, group)
+	for counter := 0; counter < 256; counter++ {
+		b, err := hkdf.Key(sha256.New, seed, []byte("ztls v1 fleet"), string(append(info, byte(counter))), 32)
+		if err != nil {
+			return nil, fmt.Errorf("zdata: hkdf: %v", err)
+		}
+		if k, err := curve.NewPrivateKey(b); err == nil {
+			return k, nil
+		}
+	}
+	return nil, errors.New("zdata: could not derive a key") // probability ~2^-8192
+}
+
+// Epoch returns the fleet key of an epoch: the key derived from the seed,
+// Zdata_id EpochID(epoch), valid from the epoch's start for one hour.
+func (s *Service) Epoch(epoch int64) (*Key, error) {
+	if len(s.Seed) == 0 {
+		return nil, errors.New("zdata: Epoch needs a fleet seed")
+	}
+	priv, err := DeriveKey(s.Seed, s.Host, s.Port, epoch, s.Options.Group)
+	if err != nil {
+		return nil, err
+	}
+	return s.newKey(priv, EpochID(epoch), time.Unix(epoch*int64(EpochLength/time.Second), 0))
+}
+
+// slot returns the start of the validity period holding t.
+func (s *Service) slot(t time.Time) time.Time {
+	v := int64(s.Options.Validity / time.Second)
+	u := t.Unix()
+	q := u / v
+	if u < 0 && u%v != 0 {
+		q--
+	}
+	return time.Unix(q*v, 0).UTC()
+}
+
+// has reports whether the keyring holds a key for the period starting at
+// start, signed by the current leaf.
+func (s *Service) has(start time.Time) bool {
+	lh := sha256.Sum256(s.Cert.Chain[0])
+	for _, k := range s.Keyring.All() {
+		r := k.Record
+		if r.NotBefore.Equal(start) && r.NotAfter.Equal(start.Add(s.Options.Validity)) && r.LeafHash == lh &&
+			r.Group == s.Options.Group && k.Private != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Rotate makes sure the keyring holds the key of the period containing
+// now and, from LeadTime before that period ends, the next one; it prunes
+// keys past not-after plus the window. Periods are aligned to multiples
+// of Validity since the Unix epoch (fleet epochs when Validity is 1h), so
+// a record's successor starts exactly when it ends and a client that
+// fetched either record at any time connects. It returns the keys added.
+func (s *Service) Rotate(now time.Time) (added []*Key, err error) {
+	cur := s.slot(now)
+	starts := []time.Time{cur}
+	next := cur.Add(s.Options.Validity)
+	if !now.Before(next.Add(-s.Options.LeadTime)) {
+		starts = append(starts, next)
+	}
+	for _, start := range starts {
+		if s.has(start) {
+			continue
+		}
+		var k *Key
+		if len(s.Seed) > 0 {
+			k, err = s.Epoch(EpochOf(start))
+		} else {
+			k, err = s.Issue(start, nil)
+		}
+		if err != nil {
+			return added, err
+		}
+		s.Keyring.Add(k)
+		added = append(added, k)
+	}
+	s.Keyring.Prune(now)
+	return added, nil
+}
+
+// Records returns the records to publish at now (Keyring.Published).
+func (s *Service) Records(now time.Time) []*Record {
+	var out []*Record
+	for _, k := range s.Keyring.Published(now) {
+		out = append(out, k.Record)
+	}
+	return out
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/ztls-project/ztls/testbed/bench"
+	"github.com/ztls-project/ztls/testbed/dnsburden"
 	"github.com/ztls-project/ztls/testbed/hosts"
 )
 
@@ -23,6 +24,8 @@ var benchFlags struct {
 	runs                               int
 	jsonOut, csvOut, selfcheck, noRT   bool
 	plotDir                            string
+	burden                             bool
+	trace                              string
 }
 
 var benchCmd = &cobra.Command{
@@ -62,6 +65,8 @@ func init() {
 	f.StringVar(&benchFlags.plotDir, "plot", "", "write CDF and bar plots (PNG and SVG) into this directory")
 	f.BoolVar(&benchFlags.selfcheck, "selfcheck", false, "check the link emulator's RTT accuracy and throughput, then exit")
 	f.BoolVar(&benchFlags.noRT, "no-realtime", false, "measure at normal scheduling priority")
+	f.BoolVar(&benchFlags.burden, "dns-burden", false, "simulate the extra stub-resolver DNS packets of ZTLS, then exit")
+	f.StringVar(&benchFlags.trace, "trace", "", `visit trace for --dns-burden ("SECONDS NAME" per line); default: a synthetic one`)
 	rootCmd.AddCommand(benchCmd)
 }
 
@@ -93,6 +98,9 @@ func splitList(s string) []string {
 func runBench(cmd *cobra.Command, _ []string) error {
 	if benchFlags.jsonOut && benchFlags.csvOut {
 		return errors.New("bench: --json and --csv exclude each other")
+	}
+	if benchFlags.burden {
+		return runBurden(cmd)
 	}
 	rtts, err := parseRTTs(benchFlags.rtt)
 	if err != nil {
@@ -173,3 +181,35 @@ func runSelfCheck(ctx context.Context, rtts []time.Duration) error {
 }
 
 func benchMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func runBurden(cmd *cobra.Command) error {
+	traces := map[string][]dnsburden.Visit{
+		"one busy name (visit every 10 s, 10 h)": dnsburden.Periodic("busy.example", 10*time.Second, 10*time.Hour),
+	}
+	if benchFlags.trace != "" {
+		f, err := os.Open(benchFlags.trace)
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer f.Close()
+		t, err := dnsburden.ParseTrace(f)
+		if err != nil {
+			return err
+		}
+		traces["trace "+benchFlags.trace] = t
+	} else {
+		t, err := dnsburden.Synthetic(dnsburden.SyntheticConfig{Names: 2000, Rate: 0.2, Span: 24 * time.Hour, Seed: 7})
+		if err != nil {
+			return err
+		}
+		traces["synthetic (2000 names, Zipf 1.1, 0.2 visits/s, 24 h)"] = t
+	}
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "%-55s %8s %14s %14s\n", "trace", "visits", "paper model", "our dialer")
+	for name, t := range traces {
+		paper := dnsburden.Increase(dnsburden.Simulate(t, dnsburden.PaperBase), dnsburden.Simulate(t, dnsburden.PaperZTLS))
+		ours := dnsburden.Increase(dnsburden.Simulate(t, dnsburden.OurBase), dnsburden.Simulate(t, dnsburden.OurZTLS))
+		fmt.Fprintf(out, "%-55s %8d %13.1f%% %13.1f%%\n", name, len(t), paper, ours)
+	}
+	return nil
+}

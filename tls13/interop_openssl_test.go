@@ -424,6 +424,7 @@ func dialEarly(t *testing.T, p *peerProc, sess *ClientSession, data string) *Con
 	if err != nil {
 		p.fatalf("connect: %v", err)
 	}
+	raw.SetDeadline(time.Now().Add(procTimeout))
 	c := Client(raw, clientConfig(getPKI(t, "ecdsa-p256")))
 	t.Cleanup(func() { c.Close() })
 	c.SetSession(sess)

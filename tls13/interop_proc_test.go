@@ -119,6 +119,7 @@ type peerProc struct {
 	err   error  // exit status, valid once done is closed
 	netns string // the process's network namespace, if it has its own
 	addr  string // where a server listens
+	args  []string
 }
 
 // needTool skips the test when a tool is not installed.
@@ -154,7 +155,7 @@ func startProc(t *testing.T, name string, args []string, ownNetns bool) *peerPro
 	} else {
 		cmd = exec.Command(path, args...)
 	}
-	p := &peerProc{t: t, name: name, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	p := &peerProc{t: t, name: name, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{}), args: args}
 	cmd.Stdout = p.out
 	cmd.Stderr = p.out
 	cmd.Dir = t.TempDir()
@@ -217,7 +218,7 @@ func (p *peerProc) output() string { return p.out.String() }
 func (p *peerProc) fatalf(format string, args ...any) {
 	p.t.Helper()
 	p.t.Fatalf("%s\n--- %s %s output ---\n%s", fmt.Sprintf(format, args...),
-		p.name, strings.Join(p.cmd.Args[1:], " "), p.output())
+		p.name, strings.Join(p.args, " "), p.output())
 }
 
 // send writes s to the process's stdin.

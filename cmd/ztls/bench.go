@@ -183,9 +183,11 @@ func runSelfCheck(ctx context.Context, rtts []time.Duration) error {
 func benchMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func runBurden(cmd *cobra.Command) error {
-	traces := map[string][]dnsburden.Visit{
-		"one busy name (visit every 10 s, 10 h)": dnsburden.Periodic("busy.example", 10*time.Second, 10*time.Hour),
+	type trace struct {
+		name   string
+		visits []dnsburden.Visit
 	}
+	traces := []trace{{"one busy name (visit every 10 s, 10 h)", dnsburden.Periodic("busy.example", 10*time.Second, 10*time.Hour)}}
 	if benchFlags.trace != "" {
 		f, err := os.Open(benchFlags.trace)
 		if err != nil {
@@ -196,17 +198,18 @@ func runBurden(cmd *cobra.Command) error {
 		if err != nil {
 			return err
 		}
-		traces["trace "+benchFlags.trace] = t
+		traces = append(traces, trace{"trace " + benchFlags.trace, t})
 	} else {
 		t, err := dnsburden.Synthetic(dnsburden.SyntheticConfig{Names: 2000, Rate: 0.2, Span: 24 * time.Hour, Seed: 7})
 		if err != nil {
 			return err
 		}
-		traces["synthetic (2000 names, Zipf 1.1, 0.2 visits/s, 24 h)"] = t
+		traces = append(traces, trace{"synthetic (2000 names, Zipf 1.1, 0.2 visits/s, 24 h)", t})
 	}
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "%-55s %8s %14s %14s\n", "trace", "visits", "paper model", "our dialer")
-	for name, t := range traces {
+	for _, tr := range traces {
+		name, t := tr.name, tr.visits
 		paper := dnsburden.Increase(dnsburden.Simulate(t, dnsburden.PaperBase), dnsburden.Simulate(t, dnsburden.PaperZTLS))
 		ours := dnsburden.Increase(dnsburden.Simulate(t, dnsburden.OurBase), dnsburden.Simulate(t, dnsburden.OurZTLS))
 		fmt.Fprintf(out, "%-55s %8d %13.1f%% %13.1f%%\n", name, len(t), paper, ours)

@@ -1,39 +1,60 @@
-// Package dial establishes ztls connections and measures them: DNS, TCP,
-// the TLS 1.3 handshake and the first response byte, reported as a
-// Report. The ZTLS and TurboTLS paths plug in here.
+// Package dial establishes ztls connections as the ZTLS paper's client
+// does, done properly: the address, Z-data, TLSA and CERT lookups run in
+// parallel; TCP starts the moment an address arrives; Z-data is verified
+// (signature, validity, chain, name) while the SYN is in flight; the
+// handshake opens with ZTLS if valid Z-data is in hand when TCP is up
+// (waiting at most a small budget), else with TLS 1.3. Every step is
+// timed and every fallback has its reason in the Report.
 package dial
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
+	"strconv"
 	"time"
 
+	"github.com/miekg/dns"
+
+	"github.com/ztls-project/ztls/dns/resolver"
 	"github.com/ztls-project/ztls/tls13"
+	"github.com/ztls-project/ztls/zdata"
 )
 
 // Options configures one connection.
 type Options struct {
-	// Mode: "tls" (plain TLS 1.3) or "auto"; "ztls" is for Z-data servers.
+	// Mode: "auto" (ZTLS when valid Z-data is in hand, else TLS 1.3),
+	// "ztls" (fail if ZTLS can't be used) or "tls".
 	Mode string
 	// TLS is the client configuration; ServerName defaults to the host.
 	TLS *tls13.Config
-	// Session, if set, is offered for resumption (and 0-RTT).
+	// Resolver is the T-DNS resolver used for addresses and Z-data; nil
+	// means the system resolver for addresses and no Z-data.
+	Resolver *resolver.Resolver
+	// ZDataBudget is how long to wait for Z-data once TCP is up; 0 means 20 ms.
+	ZDataBudget time.Duration
+	// Session, if set, is offered for resumption (and 0-RTT) in TLS mode.
 	Session *tls13.ClientSession
-	// EarlyData is sent as 0-RTT data when the session allows, otherwise
-	// (or when rejected) as the first application data.
-	EarlyData []byte
-	// Request is sent after the handshake when there is no EarlyData.
+	// Request is sent as early data when ZTLS or a 0-RTT session allows,
+	// else after the handshake.
 	Request []byte
-	// Resolver looks the host up; nil means net.DefaultResolver.
-	Resolver *net.Resolver
-	// ReadResponse reads until the server closes, up to this many bytes
-	// (0: do not read).
+	// ReplaySafe marks Request as idempotent: when the server rejects the
+	// early data it is resent after the handshake. Without it a rejected
+	// early request is reported and not resent.
+	ReplaySafe bool
+	// ReadResponse reads up to this many bytes of response (0: don't read).
 	ReadResponse int
 	// Out receives the response bytes as they arrive (may be nil).
 	Out io.Writer
+	// Memory remembers servers that abort on a ztls ClientHello; nil
+	// means a process-wide default.
+	Memory *Memory
+	// Now is the clock for Z-data validity; nil means time.Now.
+	Now func() time.Time
 }
 
 // Result is a finished connection.
@@ -43,54 +64,48 @@ type Result struct {
 	Session *tls13.ClientSession // the newest ticket, if the server sent one
 }
 
+// Fallback reasons that are not Z-data verification failures.
+const (
+	ReasonModeTLS       = "mode tls"
+	ReasonNoResolver    = "no DNS resolver for Z-data"
+	ReasonIPLiteral     = "address given as an IP: no name to look Z-data up"
+	ReasonBudget        = "Z-data not answered within the budget after TCP connected"
+	ReasonRejected      = "server rejected the ztls early data"
+	ReasonRemembered    = "server aborted on ztls before (remembered)"
+	ReasonServerAborted = "server aborted on the ztls ClientHello; retried without"
+	ReasonHRR           = "server asked for a HelloRetryRequest"
+)
+
+type zresult struct {
+	offer *tls13.ZDataOffer
+	err   error
+	at    time.Duration
+}
+
 // Connect looks addr up, connects, runs the handshake, sends the request
-// and reads the response, timing each step.
+// and reads the response, timing each step from the start of the lookup.
 func Connect(ctx context.Context, addr string, o Options) (*Result, error) {
 	start := time.Now()
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
 	res := &Result{Report: Report{Mode: "tls", Transport: "tcp"}}
 	r := &res.Report
+	step := func(name string) { r.Trace = append(r.Trace, TraceStep{Step: name, AtMS: ms(time.Since(start))}) }
 	switch o.Mode {
-	case "", "tls", "auto":
-	case "ztls":
-		return nil, errors.New("dial: --mode ztls needs a server publishing Z-data; this build speaks TLS 1.3 only (use --mode tls)")
+	case "", "auto", "ztls", "tls":
 	default:
 		return nil, fmt.Errorf("dial: unknown mode %q (want auto, ztls or tls)", o.Mode)
 	}
-	if o.Mode == "auto" {
-		r.FallbackReason = "no Z-data support in this build"
-	}
-	host, port, err := net.SplitHostPort(addr)
+	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("dial: %q is not HOST:PORT: %w", addr, err)
 	}
-	resolver := o.Resolver
-	if resolver == nil {
-		resolver = net.DefaultResolver
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 1 || port > 65535 {
+		return nil, fmt.Errorf("dial: bad port in %q", addr)
 	}
-	ips, err := resolver.LookupIPAddr(ctx, host)
-	if err != nil {
-		return nil, fmt.Errorf("dial: looking up %s: %w", host, err)
-	}
-	r.Timing.DNS = ms(time.Since(start))
-	step := func(name string) { r.Trace = append(r.Trace, TraceStep{Step: name, AtMS: ms(time.Since(start))}) }
-	step("dns_done")
-
-	var d net.Dialer
-	tcpStart := time.Now()
-	var raw net.Conn
-	for _, ip := range ips {
-		raw, err = d.DialContext(ctx, "tcp", net.JoinHostPort(ip.IP.String(), port))
-		if err == nil {
-			break
-		}
-	}
-	if raw == nil {
-		return nil, fmt.Errorf("dial: connecting to %s: %w", addr, err)
-	}
-	r.Address = raw.RemoteAddr().String()
-	r.Timing.TCPConnect = ms(time.Since(tcpStart))
-	step("tcp_connected")
-
 	cfg := o.TLS
 	if cfg == nil {
 		cfg = &tls13.Config{}
@@ -99,61 +114,304 @@ func Connect(ctx context.Context, addr string, o Options) (*Result, error) {
 		cfg = cfg.Clone()
 		cfg.ServerName = host
 	}
-	c := tls13.Client(raw, cfg)
-	res.Conn = c
-	if o.Session != nil {
-		c.SetSession(o.Session)
+	mem := o.Memory
+	if mem == nil {
+		mem = defaultMemory
 	}
-	if len(o.EarlyData) > 0 && o.Session != nil && o.Session.MaxEarlyData > 0 {
-		c.SetEarlyData(o.EarlyData, true)
-		r.EarlyData.Bytes = len(o.EarlyData)
+	wantZ := o.Mode != "tls"
+	reason := ""
+	_, isIP := netip.ParseAddr(host)
+	switch {
+	case !wantZ:
+		reason = ReasonModeTLS
+	case isIP == nil:
+		reason, wantZ = ReasonIPLiteral, false
+	case o.Resolver == nil:
+		reason, wantZ = ReasonNoResolver, false
+	case mem.Aborted(host, port, now()):
+		reason, wantZ = ReasonRemembered, false
 	}
-	hsStart := time.Now()
-	if err := c.HandshakeContext(ctx); err != nil {
+	if o.Mode == "ztls" && !wantZ {
+		return nil, fmt.Errorf("dial: --mode ztls impossible: %s", reason)
+	}
+
+	lctx, cancelLookups := context.WithCancel(ctx)
+	defer cancelLookups()
+	addrs := make(chan []netip.Addr, 2)
+	zdone := make(chan zresult, 1)
+	lookupErr := make(chan error, 1)
+	if isIP == nil {
+		a, _ := netip.ParseAddr(host)
+		addrs <- []netip.Addr{a}
+	} else if o.Resolver == nil {
+		go func() {
+			ips, err := net.DefaultResolver.LookupNetIP(lctx, "ip", host)
+			if err != nil {
+				lookupErr <- fmt.Errorf("dial: looking up %s: %w", host, err)
+				return
+			}
+			addrs <- ips
+		}()
+	} else {
+		go lookupService(lctx, o.Resolver, host, port, wantZ, cfg.RootCAs, now, start, addrs, zdone, lookupErr)
+	}
+
+	// TCP starts on the first address to arrive.
+	var ips []netip.Addr
+	select {
+	case ips = <-addrs:
+	case err := <-lookupErr:
+		return nil, err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("dial: looking up %s: %w", host, ctx.Err())
+	}
+	r.Timing.DNS = ms(time.Since(start))
+	step("address")
+	raw, err := dialFirst(ctx, ips, port)
+	if err != nil {
+		return nil, err
+	}
+	r.Address = raw.RemoteAddr().String()
+	r.Timing.TCPConnect = ms(time.Since(start)) - r.Timing.DNS
+	step("tcp_connected")
+
+	var offer *tls13.ZDataOffer
+	if wantZ {
+		budget := o.ZDataBudget
+		if budget <= 0 {
+			budget = 20 * time.Millisecond
+		}
+		timer := time.NewTimer(budget)
+		select {
+		case z := <-zdone:
+			offer = z.offer
+			if z.err != nil {
+				reason = string(zdata.ReasonOf(z.err)) + ": " + z.err.Error()
+			}
+			r.Trace = append(r.Trace, TraceStep{Step: "zdata_verified", AtMS: ms(z.at)})
+		case <-timer.C:
+			reason = ReasonBudget
+		}
+		timer.Stop()
+		if offer == nil && o.Mode == "ztls" {
+			raw.Close()
+			return nil, fmt.Errorf("dial: --mode ztls impossible: %s", reason)
+		}
+	}
+
+	c, err := handshake(ctx, raw, cfg, offer, o, r, start)
+	if err != nil && offer != nil && abortedOnHello(c, err) {
+		// A server that does not know ztls may abort on early_data without
+		// a PSK (ZTLS-SPEC §6): one retry without it, remembered.
+		mem.RememberAbort(host, port, now())
+		raw.Close()
+		raw, err = dialFirst(ctx, ips, port)
+		if err != nil {
+			return nil, err
+		}
+		offer, reason = nil, ReasonServerAborted
+		c, err = handshake(ctx, raw, cfg, nil, o, r, start)
+	}
+	if err != nil {
 		raw.Close()
 		return nil, err
 	}
-	r.Timing.Handshake = ms(time.Since(hsStart))
-	for _, ev := range c.Trace() {
-		r.Trace = append(r.Trace, TraceStep{Step: ev.Event.String(), AtMS: ms(ev.At.Sub(start))})
-	}
+	res.Conn = c
 	st := c.ConnectionState()
 	r.fillTLS(st)
-	if len(o.EarlyData) > 0 && !r.EarlyData.Offered {
-		if _, err := c.Write(o.EarlyData); err != nil {
-			return nil, err
+	if st.ZTLS {
+		r.Mode, reason = "ztls", ""
+	} else if offer != nil {
+		reason = ReasonRejected
+		if st.ZTLSSkipped != "" {
+			reason = "Z-data not usable: " + st.ZTLSSkipped
 		}
 	}
-	if len(o.Request) > 0 {
+	r.FallbackReason = reason
+	r.AnswerInFirstFlight = st.AnswerInFirstFlight
+	if len(o.Request) > 0 && !st.EarlyDataOffered {
 		if _, err := c.Write(o.Request); err != nil {
 			return nil, err
 		}
+	} else if st.EarlyDataOffered && !st.EarlyDataAccepted && c.EarlyDataLost() {
+		r.Error = "early request rejected and not resent (not marked replay-safe)"
 	}
 	if o.ReadResponse > 0 {
-		buf := make([]byte, 32*1024)
-		first := true
-		for r.ResponseBytes < o.ReadResponse {
-			n, err := c.Read(buf)
-			if n > 0 {
-				if first {
-					r.Timing.FirstByte = ms(time.Since(start))
-					step("first_byte")
-					first = false
-				}
-				r.ResponseBytes += n
-				if o.Out != nil {
-					o.Out.Write(buf[:n])
-				}
-			}
-			if err != nil {
-				if err != io.EOF {
-					r.Error = err.Error()
-				}
-				break
-			}
-		}
+		readResponse(c, o, r, start, step)
 	}
 	res.Session = c.Session()
 	r.Timing.Total = ms(time.Since(start))
 	return res, nil
+}
+
+func handshake(ctx context.Context, raw net.Conn, cfg *tls13.Config, offer *tls13.ZDataOffer, o Options, r *Report, start time.Time) (*tls13.Conn, error) {
+	c := tls13.Client(raw, cfg)
+	early := false
+	if offer != nil {
+		c.SetZData(offer)
+		early = len(o.Request) > 0
+	} else if o.Session != nil {
+		c.SetSession(o.Session)
+		early = len(o.Request) > 0 && o.Session.MaxEarlyData > 0
+	}
+	if early {
+		c.SetEarlyData(o.Request, o.ReplaySafe)
+		r.EarlyData.Bytes = len(o.Request)
+	}
+	hsStart := time.Now()
+	err := c.HandshakeContext(ctx)
+	r.Timing.Handshake = ms(time.Since(hsStart))
+	for _, ev := range c.Trace() {
+		r.Trace = append(r.Trace, TraceStep{Step: ev.Event.String(), AtMS: ms(ev.At.Sub(start))})
+	}
+	return c, err
+}
+
+// abortedOnHello: an alert, or a closed or reset connection, after the
+// ztls ClientHello and before any ServerHello byte (ZTLS-SPEC §6).
+func abortedOnHello(c *tls13.Conn, err error) bool {
+	for _, ev := range c.Trace() {
+		if ev.Event == tls13.EventServerHelloReceived {
+			return false
+		}
+	}
+	var ae *tls13.AlertError
+	return errors.As(err, &ae) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		isReset(err) || (err != nil && errors.Is(err, tls13.ErrClosedDuringHandshake))
+}
+
+func readResponse(c *tls13.Conn, o Options, r *Report, start time.Time, step func(string)) {
+	buf := make([]byte, 32*1024)
+	first := true
+	for r.ResponseBytes < o.ReadResponse {
+		n, err := c.Read(buf)
+		if n > 0 {
+			if first {
+				r.Timing.FirstByte = ms(time.Since(start))
+				step("first_byte")
+				first = false
+			}
+			r.ResponseBytes += n
+			if o.Out != nil {
+				o.Out.Write(buf[:n])
+			}
+		}
+		if err != nil {
+			if err != io.EOF {
+				r.Error = err.Error()
+			}
+			return
+		}
+	}
+}
+
+func dialFirst(ctx context.Context, ips []netip.Addr, port int) (net.Conn, error) {
+	var d net.Dialer
+	var err error
+	for _, ip := range ips {
+		var c net.Conn
+		c, err = d.DialContext(ctx, "tcp", netip.AddrPortFrom(ip, uint16(port)).String())
+		if err == nil {
+			return c, nil
+		}
+	}
+	if err == nil {
+		err = errors.New("no address")
+	}
+	return nil, fmt.Errorf("dial: connecting to port %d: %w", port, err)
+}
+
+// lookupService runs the parallel lookup: the first address answer goes
+// to addrs at once; the Z-data is verified as soon as TXT, TLSA and CERT
+// have all landed, while TCP connects.
+func lookupService(ctx context.Context, res *resolver.Resolver, host string, port int, wantZ bool,
+	roots *x509.CertPool, now func() time.Time, start time.Time,
+	addrs chan<- []netip.Addr, zdone chan<- zresult, lookupErr chan<- error) {
+	var txt, tlsa, cert *resolver.Answer
+	sentAddr := false
+	pendingAddr := 2
+	verified := false
+	verify := func() {
+		if verified || !wantZ || txt == nil || tlsa == nil || cert == nil {
+			return
+		}
+		verified = true
+		go func() {
+			offer, err := verifyZData(txt, tlsa, cert, host, port, roots, now())
+			zdone <- zresult{offer: offer, err: err, at: time.Since(start)}
+		}()
+	}
+	_, err := res.LookupService(ctx, host, port, func(a resolver.Answer) {
+		a2 := a
+		switch a.Qtype {
+		case dns.TypeA, dns.TypeAAAA:
+			pendingAddr--
+			var ips []netip.Addr
+			for _, rr := range a.RRs {
+				switch v := rr.(type) {
+				case *dns.A:
+					if ip, ok := netip.AddrFromSlice(v.A.To4()); ok {
+						ips = append(ips, ip)
+					}
+				case *dns.AAAA:
+					if ip, ok := netip.AddrFromSlice(v.AAAA); ok {
+						ips = append(ips, ip)
+					}
+				}
+			}
+			if len(ips) > 0 && !sentAddr {
+				sentAddr = true
+				addrs <- ips
+			} else if pendingAddr == 0 && !sentAddr {
+				lookupErr <- fmt.Errorf("dial: %s has no address (A/AAAA): %s", host, rcodeText(a))
+			}
+		case dns.TypeTXT:
+			txt = &a2
+		case dns.TypeTLSA:
+			tlsa = &a2
+		case dns.TypeCERT:
+			cert = &a2
+		}
+		verify()
+	})
+	if err != nil && !sentAddr {
+		lookupErr <- fmt.Errorf("dial: looking up %s: %w", host, err)
+	}
+	if !verified && wantZ {
+		zdone <- zresult{err: &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New("Z-data lookups did not complete")}}
+	}
+}
+
+func rcodeText(a resolver.Answer) string {
+	if a.Err != nil {
+		return a.Err.Error()
+	}
+	return dns.RcodeToString[a.Rcode]
+}
+
+// verifyZData checks the records and makes the offer the engine uses.
+func verifyZData(txt, tlsa, cert *resolver.Answer, host string, port int, roots *x509.CertPool, now time.Time) (*tls13.ZDataOffer, error) {
+	var txts [][]string
+	var tlsas []*dns.TLSA
+	var certs []*dns.CERT
+	for _, rr := range txt.RRs {
+		if t, ok := rr.(*dns.TXT); ok {
+			txts = append(txts, t.Txt)
+		}
+	}
+	for _, rr := range tlsa.RRs {
+		if t, ok := rr.(*dns.TLSA); ok {
+			tlsas = append(tlsas, t)
+		}
+	}
+	for _, rr := range cert.RRs {
+		if c, ok := rr.(*dns.CERT); ok {
+			certs = append(certs, c)
+		}
+	}
+	rec, leaf, err := zdata.Select(txts, tlsas, certs, host, port, roots, now)
+	if err != nil {
+		return nil, err
+	}
+	return rec.Offer(leaf), nil
 }

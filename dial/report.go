@@ -24,6 +24,9 @@ type Report struct {
 	PeerChain      []string    `json:"peer_chain,omitempty"` // subjects, leaf first
 	Trace          []TraceStep `json:"trace,omitempty"`
 	Error          string      `json:"error,omitempty"`
+	// AnswerInFirstFlight: the response arrived with the server's first
+	// flight, before the client's Finished left (ZTLS's one round trip).
+	AnswerInFirstFlight bool `json:"answer_in_first_flight"`
 }
 
 // EarlyReport says what happened to 0-RTT data.

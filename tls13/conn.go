@@ -33,8 +33,11 @@ type ConnectionState struct {
 	ZTLSRejectReason   string
 	ZTLSSkipped        string
 	CertificateOmitted bool // ZTLS: the server left out its Certificate (cert_hash matched)
-	PeerCertificates   []*x509.Certificate
-	VerifiedChains     [][]*x509.Certificate
+	// AnswerInFirstFlight (client): application data arrived with the
+	// server's first flight, before our Finished was handed to the network.
+	AnswerInFirstFlight bool
+	PeerCertificates    []*x509.Certificate
+	VerifiedChains      [][]*x509.Certificate
 }
 
 // TraceEvent is one step of the handshake and when it happened.
@@ -67,6 +70,10 @@ type Conn struct {
 	wbuf      []byte // guarded by writeMu
 	closed    bool
 }
+
+// ErrClosedDuringHandshake is returned when the peer closes the
+// connection before the handshake completes.
+var ErrClosedDuringHandshake = errors.New("tls13: connection closed by peer during the handshake")
 
 // Client returns a client connection over conn. cfg must set ServerName or
 // InsecureSkipVerify.
@@ -272,9 +279,16 @@ func (c *Conn) handshake(ctx context.Context, early bool) (err error) {
 		if n > 0 {
 			c.mu.Lock()
 			ferr := c.e.feed(buf[:n])
+			// A server returning early with 0-RTT data in hand keeps its
+			// flight back so that the application's first answer leaves
+			// with it (0.5-RTT in the first flight); the next Write, read
+			// or handshake step sends it.
+			holdFlight := early && !c.isClient && ferr == nil && c.e.canWriteApp && c.e.earlyBuffered() > 0
 			c.mu.Unlock()
-			if err := c.flush(); err != nil && ferr == nil {
-				return err
+			if !holdFlight {
+				if err := c.flush(); err != nil && ferr == nil {
+					return err
+				}
 			}
 			if ferr != nil {
 				return ferr
@@ -288,7 +302,7 @@ func (c *Conn) handshake(ctx context.Context, early bool) (err error) {
 				return herr
 			}
 			if rerr == io.EOF {
-				return errors.New("tls13: connection closed by peer during the handshake")
+				return ErrClosedDuringHandshake
 			}
 			return rerr
 		}
@@ -303,7 +317,7 @@ func (c *Conn) handshakeDone(early bool) (bool, error) {
 		return false, c.e.err
 	}
 	if c.e.peerClosed && !c.e.done {
-		return false, errors.New("tls13: peer closed the connection during the handshake")
+		return false, ErrClosedDuringHandshake
 	}
 	if c.e.done {
 		return true, nil
@@ -436,7 +450,12 @@ func (c *Conn) readLoop(p []byte, early bool) (int, error) {
 			c.mu.Unlock()
 			return 0, io.EOF
 		}
+		pending := len(c.e.out) > 0
 		c.mu.Unlock()
+		if pending {
+			// Output held back (a server's first flight) goes before we wait.
+			c.flushFromReader()
+		}
 		n, rerr := c.conn.Read(c.readBuf)
 		if n > 0 {
 			c.mu.Lock()

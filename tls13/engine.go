@@ -113,10 +113,13 @@ type engine struct {
 	resMaster  []byte
 	serverName string
 
-	newSession  *ClientSession // client: the last ticket received
-	zoffer      *ZDataOffer    // client: Z-data to open with (ZTLS)
-	ticketsSent uint32
-	nstCount    int
+	newSession *ClientSession // client: the last ticket received
+	zoffer     *ZDataOffer    // client: Z-data to open with (ZTLS)
+
+	sawAppData    bool // client: application data has arrived
+	finishedTaken bool // client: our Finished was handed out by takeOutput
+	ticketsSent   uint32
+	nstCount      int
 }
 
 func newEngine(cfg *Config, isClient bool) *engine {
@@ -234,6 +237,9 @@ func (e *engine) event(ev Event) { e.events = append(e.events, ev) }
 // takeOutput returns the bytes to send and forgets them. The slice is
 // valid until the next call into the engine.
 func (e *engine) takeOutput() []byte {
+	if e.done {
+		e.finishedTaken = true // our Finished (if any) leaves with this output
+	}
 	out := e.out
 	e.out = e.out[:0]
 	return out
@@ -333,6 +339,10 @@ func (e *engine) handleAppData(plain []byte) error {
 		}
 		e.early = appendCompact(e.early, &e.earlyOff, plain)
 	case appData:
+		if e.isClient && !e.sawAppData {
+			e.sawAppData = true
+			e.info.AnswerInFirstFlight = !e.finishedTaken
+		}
 		e.app = appendCompact(e.app, &e.appOff, plain)
 	default:
 		return errorf(AlertUnexpectedMessage, "application data before the handshake finished")

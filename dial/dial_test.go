@@ -1,0 +1,146 @@
+package dial
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/ztls-project/ztls/dns/resolver"
+	"github.com/ztls-project/ztls/internal/lab"
+	"github.com/ztls-project/ztls/zdata"
+)
+
+func startWorld(t *testing.T, o lab.Options) *lab.World {
+	t.Helper()
+	w, err := lab.Start(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	return w
+}
+
+func connect(t *testing.T, w *lab.World, mutate func(*Options)) (*Result, error) {
+	t.Helper()
+	res, err := w.Resolver(resolver.UDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { res.Close() })
+	var out bytes.Buffer
+	o := Options{Mode: "auto", TLS: w.ClientTLS(), Resolver: res, Request: []byte("GET /"), ReplaySafe: true,
+		ReadResponse: 1 << 16, Out: &out, Memory: NewMemory(), ZDataBudget: time.Second}
+	if mutate != nil {
+		mutate(&o)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := Connect(ctx, w.HostPort(), o)
+	if err == nil {
+		t.Cleanup(func() { r.Conn.Close() })
+		if got := out.String(); got != "hello" {
+			t.Fatalf("response %q, want hello", got)
+		}
+	}
+	return r, err
+}
+
+func TestConnectZTLSEndToEnd(t *testing.T) {
+	w := startWorld(t, lab.Options{})
+	r, err := connect(t, w, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := r.Report
+	if rep.Mode != "ztls" || rep.FallbackReason != "" {
+		t.Fatalf("mode %s (%s)", rep.Mode, rep.FallbackReason)
+	}
+	if !rep.EarlyData.Offered || !rep.EarlyData.Accepted || rep.EarlyData.Bytes != 5 {
+		t.Fatalf("early data %+v", rep.EarlyData)
+	}
+	// The answer came in the server's first flight: one round trip after TCP connect.
+	if !rep.AnswerInFirstFlight {
+		t.Fatal("the response did not arrive in the server's first flight")
+	}
+	if rep.ResponseBytes != 5 || rep.TLS.Version != "TLS 1.3" {
+		t.Fatalf("report %+v", rep)
+	}
+	steps := map[string]bool{}
+	for _, s := range rep.Trace {
+		steps[s.Step] = true
+	}
+	for _, want := range []string{"address", "tcp_connected", "zdata_verified", "early_data_accepted", "first_byte"} {
+		if !steps[want] {
+			t.Fatalf("trace lacks %s: %+v", want, rep.Trace)
+		}
+	}
+}
+
+func TestConnectModeTLS(t *testing.T) {
+	w := startWorld(t, lab.Options{})
+	r, err := connect(t, w, func(o *Options) { o.Mode = "tls" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Report.Mode != "tls" || r.Report.FallbackReason != ReasonModeTLS || r.Report.AnswerInFirstFlight {
+		t.Fatalf("%+v", r.Report)
+	}
+}
+
+func TestConnectFallbacks(t *testing.T) {
+	no := false
+	cases := []struct {
+		name   string
+		world  lab.Options
+		mutate func(*Options)
+		reason string
+	}{
+		{"no Z-data", lab.Options{NoZData: true}, nil, string(zdata.ReasonNoZData)},
+		{"server without Z-data keys", lab.Options{ServerZData: &no}, nil, ReasonRejected},
+		{"expired", lab.Options{}, func(o *Options) { o.Now = func() time.Time { return time.Now().Add(2 * time.Hour) } }, string(zdata.ReasonExpired)},
+		{"not yet valid", lab.Options{}, func(o *Options) { o.Now = func() time.Time { return time.Now().Add(-2 * time.Hour) } }, string(zdata.ReasonNotYetValid)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := startWorld(t, tc.world)
+			r, err := connect(t, w, tc.mutate)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Report.Mode != "tls" || !strings.Contains(r.Report.FallbackReason, tc.reason) {
+				t.Fatalf("mode %s, reason %q, want %q", r.Report.Mode, r.Report.FallbackReason, tc.reason)
+			}
+		})
+	}
+}
+
+func TestConnectForgedZData(t *testing.T) {
+	w := startWorld(t, lab.Options{})
+	// An attacker answers with a record whose signature is not the server's.
+	name := zdata.TXTName(w.Host, w.Port)
+	rec := w.Service.Records(time.Now())[0].Clone()
+	rec.Signature[len(rec.Signature)/2] ^= 0x55
+	rr := rec.TXTRR(time.Minute)
+	rr.Hdr.Name = dns.Fqdn(name)
+	if err := w.Zones.ReplaceRRset(name, dns.TypeTXT, []dns.RR{rr}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := connect(t, w, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Report.Mode != "tls" || !strings.Contains(r.Report.FallbackReason, string(zdata.ReasonBadSignature)) {
+		t.Fatalf("mode %s reason %q", r.Report.Mode, r.Report.FallbackReason)
+	}
+}
+
+func TestConnectModeZTLSRefusesFallback(t *testing.T) {
+	w := startWorld(t, lab.Options{NoZData: true})
+	if _, err := connect(t, w, func(o *Options) { o.Mode = "ztls" }); err == nil || !strings.Contains(err.Error(), "ztls impossible") {
+		t.Fatalf("--mode ztls without Z-data: %v", err)
+	}
+}

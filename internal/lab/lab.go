@@ -1,0 +1,259 @@
+// Package lab starts a complete ztls world on loopback: a private CA, an
+// authoritative DNS server publishing a host's address and Z-data, and a
+// ZTLS server for that host. The demo and the end-to-end tests use it.
+package lab
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/ztls-project/ztls/dns/authority"
+	"github.com/ztls-project/ztls/dns/resolver"
+	"github.com/ztls-project/ztls/tls13"
+	"github.com/ztls-project/ztls/zdata"
+)
+
+// Options shape the world; the zero value is the demo's.
+type Options struct {
+	Host         string // default "www.ztls.test"
+	Respond      string // what the server answers to each request; default "hello"
+	NoZData      bool   // publish no Z-data (a plain TLS 1.3 site)
+	ServerZData  *bool  // give the server the Z-data keys (default: when published)
+	ZDataOptions zdata.Options
+	Now          func() time.Time
+	// Handler replaces the default respond-once server loop.
+	Handler func(*tls13.Conn)
+}
+
+// World is the running set-up. Close stops everything it started.
+type World struct {
+	Host       string
+	Port       int
+	ServerAddr string // 127.0.0.1:port of the TLS server
+	DNSAddr    string // 127.0.0.1:port of the authority (UDP and TCP)
+	Roots      *x509.CertPool
+	Service    *zdata.Service
+	Zones      *authority.Zones
+	ServerTLS  *tls13.Config
+
+	closers []func()
+	wg      sync.WaitGroup
+}
+
+// Start builds and starts a world.
+func Start(o Options) (w *World, err error) {
+	if o.Host == "" {
+		o.Host = "www.ztls.test"
+	}
+	if o.Respond == "" {
+		o.Respond = "hello"
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	w = &World{Host: o.Host}
+	defer func() {
+		if err != nil {
+			w.Close()
+		}
+	}()
+	roots, cert, err := newPKI(o.Host, o.Now())
+	if err != nil {
+		return nil, err
+	}
+	w.Roots = roots
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	w.closers = append(w.closers, func() { ln.Close() })
+	w.ServerAddr = ln.Addr().String()
+	w.Port = ln.Addr().(*net.TCPAddr).Port
+
+	svc, err := zdata.NewService(o.Host, w.Port, cert, o.ZDataOptions, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := svc.Rotate(o.Now()); err != nil {
+		return nil, err
+	}
+	w.Service = svc
+	w.ServerTLS = &tls13.Config{Certificates: []tls13.Certificate{cert}, Time: o.Now}
+	serverKeys := !o.NoZData
+	if o.ServerZData != nil {
+		serverKeys = *o.ServerZData
+	}
+	if serverKeys {
+		w.ServerTLS.ZData = svc.Keyring
+	}
+
+	// The authority: SOA, NS, the host's address, and its Z-data.
+	zone := dns.Fqdn(parentOf(o.Host))
+	rrs := []dns.RR{
+		mustRR(zone + " 3600 IN SOA ns1." + zone + " hostmaster." + zone + " 1 3600 600 86400 60"),
+		mustRR(zone + " 3600 IN NS ns1." + zone),
+		mustRR("ns1." + zone + " 3600 IN A 127.0.0.1"),
+		mustRR(dns.Fqdn(o.Host) + " 300 IN A 127.0.0.1"),
+	}
+	if !o.NoZData {
+		rrs = append(rrs, zdata.ZoneRRs(svc.Records(o.Now()), cert.Chain[0], cert.Chain[1:], zdata.TTLFor(svc.Records(o.Now()), o.Now(), 5*time.Minute))...)
+	}
+	z, err := authority.NewZone(zone, rrs)
+	if err != nil {
+		return nil, err
+	}
+	zones, err := authority.NewZones(z)
+	if err != nil {
+		return nil, err
+	}
+	w.Zones = zones
+	srv := &authority.Server{Handler: authority.Chain(zones, authority.CheckQuery)}
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	w.DNSAddr = pc.LocalAddr().String()
+	dl, err := net.Listen("tcp", w.DNSAddr)
+	if err != nil {
+		pc.Close()
+		return nil, err
+	}
+	w.closers = append(w.closers, func() { srv.Close(); pc.Close(); dl.Close() })
+	w.wg.Add(2)
+	go func() { defer w.wg.Done(); srv.ServeUDP(pc) }()
+	go func() { defer w.wg.Done(); srv.ServeTCP(dl) }()
+
+	handler := o.Handler
+	if handler == nil {
+		handler = respondOnce(o.Respond)
+	}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		for {
+			raw, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			w.wg.Add(1)
+			go func() {
+				defer w.wg.Done()
+				c := tls13.Server(raw, w.ServerTLS)
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				handler(c)
+			}()
+		}
+	}()
+	return w, nil
+}
+
+// respondOnce answers the first request (early or not) with text; an early
+// request is answered in the server's first flight.
+func respondOnce(text string) func(*tls13.Conn) {
+	return func(c *tls13.Conn) {
+		if err := c.HandshakeEarly(context.Background()); err != nil {
+			return
+		}
+		buf := make([]byte, 4096)
+		if n, _ := c.ReadEarlyData(buf); n > 0 {
+			c.Write([]byte(text))
+			c.Handshake()
+			c.CloseWrite()
+			return
+		}
+		if n, _ := c.Read(buf); n > 0 {
+			c.Write([]byte(text))
+		}
+		c.CloseWrite()
+	}
+}
+
+// Resolver returns a T-DNS resolver that asks this world's authority.
+func (w *World) Resolver(t resolver.Transport) (*resolver.Resolver, error) {
+	return resolver.New(resolver.Config{Servers: []string{w.DNSAddr}, Transport: t, Timeout: 2 * time.Second})
+}
+
+// ClientTLS is a client configuration trusting this world's CA.
+func (w *World) ClientTLS() *tls13.Config { return &tls13.Config{RootCAs: w.Roots} }
+
+// HostPort is the address a client dials by name.
+func (w *World) HostPort() string { return net.JoinHostPort(w.Host, strconv.Itoa(w.Port)) }
+
+// Close stops everything.
+func (w *World) Close() {
+	for i := len(w.closers) - 1; i >= 0; i-- {
+		w.closers[i]()
+	}
+	w.closers = nil
+	w.wg.Wait()
+}
+
+func parentOf(host string) string {
+	for i := 0; i < len(host); i++ {
+		if host[i] == '.' {
+			return host[i+1:]
+		}
+	}
+	return host
+}
+
+func mustRR(s string) dns.RR {
+	rr, err := dns.NewRR(s)
+	if err != nil {
+		panic(fmt.Sprintf("lab: bad record %q: %v", s, err))
+	}
+	return rr
+}
+
+// newPKI makes a CA and an ECDSA P-256 leaf for host.
+func newPKI(host string, now time.Time) (*x509.CertPool, tls13.Certificate, error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, tls13.Certificate{}, err
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ztls lab CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, tls13.Certificate{}, err
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, tls13.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, tls13.Certificate{}, err
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, tls13.Certificate{}, errors.New("lab: " + err.Error())
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	return pool, tls13.Certificate{Chain: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
+}

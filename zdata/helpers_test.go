@@ -53,7 +53,9 @@ func (f *fixture) issue(t testing.TB, nb time.Time) *Key {
 	return k
 }
 
-func (f *fixture) tlsa() []*dns.TLSA { return []*dns.TLSA{TLSA(testHost, testPort, f.leaf.Chain[0], time.Minute)} }
+func (f *fixture) tlsa() []*dns.TLSA {
+	return []*dns.TLSA{TLSA(testHost, testPort, f.leaf.Chain[0], time.Minute)}
+}
 
 func (f *fixture) certs() []*dns.CERT {
 	cs := CERTRecords(f.leaf.Chain[1:])
@@ -105,3 +107,7 @@ func mustHex(s string) []byte {
 }
 
 var _ = ecdh.X25519
+
+func f2cert(l *testpki.Leaf) tls13.Certificate {
+	return tls13.Certificate{Chain: l.Chain, PrivateKey: l.Key, Leaf: l.Cert}
+}

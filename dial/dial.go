@@ -37,8 +37,10 @@ type Options struct {
 	Resolver *resolver.Resolver
 	// ZDataBudget is how long to wait for Z-data once TCP is up; 0 means 20 ms.
 	ZDataBudget time.Duration
-	// Session, if set, is offered for resumption (and 0-RTT) in TLS mode.
-	Session *tls13.ClientSession
+	// Session, if set, is offered for resumption in TLS mode; with
+	// ResumeEarly the Request goes as 0-RTT data when the ticket allows.
+	Session     *tls13.ClientSession
+	ResumeEarly bool
 	// Request is sent as early data when ZTLS or a 0-RTT session allows,
 	// else after the handshake.
 	Request []byte
@@ -252,7 +254,7 @@ func handshake(ctx context.Context, raw net.Conn, cfg *tls13.Config, offer *tls1
 		early = len(o.Request) > 0
 	} else if o.Session != nil {
 		c.SetSession(o.Session)
-		early = len(o.Request) > 0 && o.Session.MaxEarlyData > 0
+		early = o.ResumeEarly && len(o.Request) > 0 && o.Session.MaxEarlyData > 0
 	}
 	if early {
 		c.SetEarlyData(o.Request, o.ReplaySafe)

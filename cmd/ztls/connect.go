@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ztls-project/ztls/dial"
+	"github.com/ztls-project/ztls/dns/resolver"
 	"github.com/ztls-project/ztls/tls13"
 )
 
@@ -27,6 +29,10 @@ type connectFlags struct {
 	data      string
 	timeout   time.Duration
 	maxBytes  int
+	resolver  string
+	transport string
+	budget    time.Duration
+	dnsCA     string
 }
 
 func (f *connectFlags) register(cmd *cobra.Command) {
@@ -38,6 +44,10 @@ func (f *connectFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.sessOut, "sess-out", "", "store the server's session ticket in FILE (it holds a secret: keep it private)")
 	fs.DurationVar(&f.timeout, "timeout", 15*time.Second, "give up after this long")
 	fs.IntVar(&f.maxBytes, "max-bytes", 1<<20, "stop reading the response after N bytes")
+	fs.StringVar(&f.resolver, "resolver", "", "DNS server for addresses and Z-data, HOST[:PORT] (default: the first nameserver of /etc/resolv.conf)")
+	fs.StringVar(&f.transport, "dns-transport", "udp", "DNS transport: udp, tcp or tls (DNS over TLS, RFC 7858)")
+	fs.StringVar(&f.dnsCA, "dns-ca", "", "PEM roots for the DNS-over-TLS server (default: the system's)")
+	fs.DurationVar(&f.budget, "zdata-budget", 20*time.Millisecond, "how long to wait for Z-data after TCP connects before falling back to TLS 1.3")
 	f.tls.register(fs, false)
 }
 
@@ -109,7 +119,16 @@ func runConnect(f *connectFlags, addr string, req []byte) error {
 	if err != nil {
 		return err
 	}
-	opts := dial.Options{Mode: f.mode, TLS: cfg, Request: req, ReadResponse: f.maxBytes, Out: os.Stdout}
+	opts := dial.Options{Mode: f.mode, TLS: cfg, Request: req, ReadResponse: f.maxBytes, Out: os.Stdout,
+		ZDataBudget: f.budget, ReplaySafe: true}
+	if f.mode != "tls" {
+		res, err := newResolver(f.resolver, f.transport, f.dnsCA)
+		if err != nil {
+			return err
+		}
+		defer res.Close()
+		opts.Resolver = res
+	}
 	if f.json {
 		opts.Out = os.Stderr
 	}
@@ -129,13 +148,13 @@ func runConnect(f *connectFlags, addr string, req []byte) error {
 		if err != nil {
 			return fmt.Errorf("--early-data: %w", err)
 		}
-		if opts.Session == nil {
+		if len(req) > 0 {
+			return fmt.Errorf("use one of --data (or standard input) and --early-data")
+		}
+		if opts.Session == nil && f.mode == "tls" {
 			fmt.Fprintln(os.Stderr, "ztls: --early-data without --sess-in: sending the data after the handshake instead")
 		}
-		opts.EarlyData = data
-		if len(req) == 0 {
-			opts.Request = nil
-		}
+		opts.Request, opts.ResumeEarly = data, true
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
@@ -167,4 +186,32 @@ func runConnect(f *connectFlags, addr string, req []byte) error {
 	}
 	res.Report.WriteText(os.Stderr)
 	return nil
+}
+
+// newResolver makes the T-DNS resolver for --resolver/--dns-transport.
+func newResolver(server, transport, caFile string) (*resolver.Resolver, error) {
+	var cfg resolver.Config
+	if server == "" {
+		c, err := resolver.FromResolvConf("/etc/resolv.conf")
+		if err != nil {
+			return nil, fmt.Errorf("no --resolver given and /etc/resolv.conf unusable: %w", err)
+		}
+		cfg = c
+	} else {
+		cfg.Servers = []string{server}
+	}
+	switch resolver.Transport(transport) {
+	case resolver.UDP, resolver.TCP, resolver.TLS:
+		cfg.Transport = resolver.Transport(transport)
+	default:
+		return nil, fmt.Errorf("--dns-transport: want udp, tcp or tls, got %q", transport)
+	}
+	if caFile != "" {
+		pool, err := tls13.LoadCertPool(caFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.TLSConfig = &tls.Config{RootCAs: pool}
+	}
+	return resolver.New(cfg)
 }

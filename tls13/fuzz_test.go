@@ -212,6 +212,34 @@ func goPeerStream(e *engine, peer func(net.Conn) *tls.Conn) []byte {
 	return got
 }
 
+// goClientStreams records what crypto/tls clients send to server variant 0
+// in full handshakes, one per group.
+func goClientStreams(t testing.TB, env *fuzzEnv) [][]byte {
+	ed := getPKI(t, "ed25519")
+	var streams [][]byte
+	for _, g := range []tls.CurveID{tls.X25519, tls.X25519MLKEM768, tls.CurveP256} {
+		streams = append(streams, goPeerStream(env.serverEngine(0), func(c net.Conn) *tls.Conn {
+			return tls.Client(c, &tls.Config{RootCAs: ed.pool(), ServerName: "localhost",
+				CurvePreferences: []tls.CurveID{g}, Time: func() time.Time { return env.now }})
+		}))
+	}
+	return streams
+}
+
+// goServerStreams records what a crypto/tls server sends to each plain
+// client variant (index = variant).
+func goServerStreams(t testing.TB, env *fuzzEnv) [][]byte {
+	ed := getPKI(t, "ed25519")
+	var streams [][]byte
+	for cv := range len(env.clients) {
+		streams = append(streams, goPeerStream(env.clientEngine(byte(cv)), func(c net.Conn) *tls.Conn {
+			return tls.Server(c, &tls.Config{Certificates: []tls.Certificate{ed.goSrv},
+				ClientAuth: tls.RequestClientCert, NextProtos: []string{"h2"}})
+		}))
+	}
+	return streams
+}
+
 func FuzzServerEngine(f *testing.F) {
 	env := getFuzzEnv(f)
 	env.ensureSession(f)
@@ -229,13 +257,8 @@ func FuzzServerEngine(f *testing.F) {
 			}
 		}
 	}
-	// crypto/tls clients, full and with a PSK-less resumption attempt.
-	ed := getPKI(f, "ed25519")
-	for _, g := range []tls.CurveID{tls.X25519, tls.X25519MLKEM768, tls.CurveP256} {
-		stream := goPeerStream(env.serverEngine(0), func(c net.Conn) *tls.Conn {
-			return tls.Client(c, &tls.Config{RootCAs: ed.pool(), ServerName: "localhost",
-				CurvePreferences: []tls.CurveID{g}, Time: func() time.Time { return env.now }})
-		})
+	// crypto/tls clients.
+	for _, stream := range goClientStreams(f, env) {
 		f.Add(byte(0), stream)
 	}
 	f.Fuzz(func(t *testing.T, variant byte, data []byte) {
@@ -271,12 +294,7 @@ func FuzzClientEngine(f *testing.F) {
 		}
 	}
 	// crypto/tls servers answering the same ClientHellos.
-	ed := getPKI(f, "ed25519")
-	for cv := range len(env.clients) {
-		stream := goPeerStream(env.clientEngine(byte(cv)), func(c net.Conn) *tls.Conn {
-			return tls.Server(c, &tls.Config{Certificates: []tls.Certificate{ed.goSrv},
-				ClientAuth: tls.RequestClientCert, NextProtos: []string{"h2"}})
-		})
+	for cv, stream := range goServerStreams(f, env) {
 		f.Add(byte(cv), stream)
 	}
 	f.Fuzz(func(t *testing.T, variant byte, data []byte) {
@@ -408,6 +426,18 @@ func TestFuzzSeedsReachHandshakeEnd(t *testing.T) {
 			if err := c.feed(fromServer); err != nil || !c.done {
 				t.Errorf("client %d to server %d: replayed server stream: done=%v err=%v", cv, sv, c.done, err)
 			}
+		}
+	}
+	for i, stream := range goClientStreams(t, env) {
+		s := env.serverEngine(0)
+		if err := s.feed(stream); err != nil || !s.done {
+			t.Errorf("crypto/tls client %d: replayed stream: done=%v err=%v", i, s.done, err)
+		}
+	}
+	for cv, stream := range goServerStreams(t, env) {
+		c := env.clientEngine(byte(cv))
+		if err := c.feed(stream); err != nil || !c.done {
+			t.Errorf("crypto/tls server to client %d: replayed stream: done=%v err=%v", cv, c.done, err)
 		}
 	}
 }

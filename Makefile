@@ -4,7 +4,7 @@ PKGS      := ./...
 FUZZTIME  ?= 3s
 DEB_PKGS  := openssl gnutls-bin bind9 bind9-utils bind9-dnsutils unbound dnsperf redis-server iproute2
 
-.PHONY: all build deps demo test test-short fuzz fuzz-long bench vet
+.PHONY: all build deps demo test fuzz fuzz-long bench bench-tls bench-dns-auth bench-dns-resolver testbed-paper
 
 all: build
 
@@ -44,3 +44,17 @@ fuzz-long:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+# The figures in docs/: each target regenerates one page's table.
+bench-tls:
+	sh scripts/bench-tls.sh
+
+bench-dns-auth:
+	sh scripts/bench-dns-auth.sh
+
+bench-dns-resolver:
+	sh scripts/bench-dns-resolver.sh
+
+# The testbed at the paper's RTTs (needs root; several minutes).
+testbed-paper: build
+	./bin/ztls bench --rtt paper --runs 20 --json --plot docs/testbed > docs/testbed/results.json

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 )
@@ -22,7 +23,23 @@ import (
 // The resolver's own cache is off so every operation reaches Unbound.
 // scripts/bench-dns-resolver.sh runs it and prints the ratios.
 func BenchmarkUnbound(b *testing.B) {
+	benchUnbound(b, 0)
+}
+
+// BenchmarkUnboundRTT is BenchmarkUnbound with a 10 ms round trip between
+// the resolver and Unbound (a delaying proxy, 5 ms each way), where, as on
+// a real network, latency is set by round trips rather than by CPU time.
+func BenchmarkUnboundRTT(b *testing.B) {
+	benchUnbound(b, 5*time.Millisecond)
+}
+
+func benchUnbound(b *testing.B, oneWay time.Duration) {
 	setup := startUnboundSetup(b)
+	if oneWay > 0 {
+		setup.delayed = true
+		setup.plainAddr = startDelayProxy(b, setup.u.Addr, oneWay)
+		setup.tlsAddr = startDelayProxy(b, setup.u.TLSAddr, oneWay)
+	}
 	ctx := context.Background()
 	const host = "www.svc.test"
 	quad := []struct {

@@ -72,6 +72,10 @@ type unboundSetup struct {
 	u     *dnstest.Unbound
 	pki   *testPKI
 	hosts []string // www.svc.test, and www.bind.test with BIND
+
+	// With delayed set, resolvers go through these proxies instead.
+	delayed            bool
+	plainAddr, tlsAddr string
 }
 
 func startUnboundSetup(t testing.TB) *unboundSetup {
@@ -98,8 +102,14 @@ func startUnboundSetup(t testing.TB) *unboundSetup {
 func (s *unboundSetup) resolver(t testing.TB, tr Transport, cacheSize int) *Resolver {
 	t.Helper()
 	cfg := Config{Servers: []string{s.u.Addr}, Transport: tr, CacheSize: cacheSize, Timeout: 10 * time.Second}
+	if s.delayed {
+		cfg.Servers = []string{s.plainAddr}
+	}
 	if tr == TLS {
 		cfg.Servers = []string{s.u.TLSAddr}
+		if s.delayed {
+			cfg.Servers = []string{s.tlsAddr}
+		}
 		cfg.TLSConfig = &tls.Config{RootCAs: s.pki.Pool, ServerName: "server.test"}
 	}
 	r, err := New(cfg)

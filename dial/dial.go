@@ -76,6 +76,7 @@ const (
 	ReasonRemembered    = "server aborted on ztls before (remembered)"
 	ReasonServerAborted = "server aborted on the ztls ClientHello; retried without"
 	ReasonHRR           = "server asked for a HelloRetryRequest"
+	ReasonNoEarly       = "no replay-safe request to send as early data"
 )
 
 type zresult struct {
@@ -130,6 +131,10 @@ func Connect(ctx context.Context, addr string, o Options) (*Result, error) {
 		reason, wantZ = ReasonIPLiteral, false
 	case o.Resolver == nil:
 		reason, wantZ = ReasonNoResolver, false
+	case len(o.Request) == 0 || !o.ReplaySafe:
+		// ZTLS's gain is the answer to an early request; a request that
+		// must not be replayed never goes early (RFC 8470).
+		reason, wantZ = ReasonNoEarly, false
 	case mem.Aborted(host, port, now()):
 		reason, wantZ = ReasonRemembered, false
 	}

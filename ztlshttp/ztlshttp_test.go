@@ -1,0 +1,137 @@
+package ztlshttp
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ztls-project/ztls/dial"
+	"github.com/ztls-project/ztls/dns/resolver"
+	"github.com/ztls-project/ztls/internal/lab"
+	"github.com/ztls-project/ztls/tls13"
+)
+
+// backend records what it saw and refuses early requests to /too-early.
+type backend struct {
+	mu    sync.Mutex
+	early []string // Early-Data header per request, in order
+}
+
+func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b.mu.Lock()
+	b.early = append(b.early, r.Header.Get("Early-Data"))
+	b.mu.Unlock()
+	if r.URL.Path == "/too-early" && r.Header.Get("Early-Data") == "1" {
+		w.WriteHeader(http.StatusTooEarly)
+		return
+	}
+	io.WriteString(w, "page "+r.URL.Path)
+}
+
+func (b *backend) seen() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.early...)
+}
+
+func setup(t *testing.T) (*lab.World, *backend, *http.Client, chan *dial.Report) {
+	be := &backend{}
+	origin := httptest.NewServer(be)
+	t.Cleanup(origin.Close)
+	u, _ := url.Parse(origin.URL)
+	proxy := &Proxy{Backend: u}
+	w, err := lab.Start(lab.Options{
+		Handler:      func(c *tls13.Conn) { proxy.ServeConn(c) },
+		ZDataOptions: zdataALPN(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	w.ServerTLS.NextProtos = []string{"http/1.1"}
+	res, err := w.Resolver(resolver.UDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { res.Close() })
+	tr := NewTransport(dial.Options{Mode: "auto", TLS: w.ClientTLS(), Resolver: res, ZDataBudget: time.Second})
+	t.Cleanup(tr.CloseIdleConnections)
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	return w, be, client, make(chan *dial.Report, 10)
+}
+
+func do(t *testing.T, client *http.Client, method, url string, reports chan *dial.Report) string {
+	req, _ := http.NewRequest(method, url, strings.NewReader(""))
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		if lc, ok := info.Conn.(*lazyConn); ok {
+			go func() {
+				<-lc.ready
+				reports <- lc.Report()
+			}()
+		}
+	}}
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	return string(body)
+}
+
+func TestTransportAndProxyEarlyRequest(t *testing.T) {
+	w, be, client, reports := setup(t)
+	body := do(t, client, "GET", "https://"+w.HostPort()+"/index.html", reports)
+	if body != "page /index.html" {
+		t.Fatalf("body %q", body)
+	}
+	if got := be.seen(); len(got) != 1 || got[0] != "1" {
+		t.Fatalf("backend saw Early-Data %q, want one early request", got)
+	}
+	if r := <-reports; r.Mode != "ztls" || !r.EarlyData.Accepted || !r.AnswerInFirstFlight {
+		t.Fatalf("report %+v", r)
+	}
+}
+
+func TestProxyHonours425(t *testing.T) {
+	w, be, client, reports := setup(t)
+	body := do(t, client, "GET", "https://"+w.HostPort()+"/too-early", reports)
+	if body != "page /too-early" {
+		t.Fatalf("body %q", body)
+	}
+	// First try early (refused with 425), then again after the handshake.
+	if got := be.seen(); strings.Join(got, ",") != "1," {
+		t.Fatalf("backend saw Early-Data %q, want [1 \"\"]", got)
+	}
+}
+
+func TestPostNeverEarly(t *testing.T) {
+	w, be, client, reports := setup(t)
+	if body := do(t, client, "POST", "https://"+w.HostPort()+"/buy", reports); body != "page /buy" {
+		t.Fatalf("body %q", body)
+	}
+	if got := be.seen(); len(got) != 1 || got[0] != "" {
+		t.Fatalf("backend saw Early-Data %q for a POST", got)
+	}
+	if r := <-reports; r.EarlyData.Offered {
+		t.Fatalf("POST offered as early data: %+v", r.EarlyData)
+	}
+}
+
+func TestIdempotentOnly(t *testing.T) {
+	for req, want := range map[string]bool{"GET / HTTP/1.1": true, "HEAD /x": true, "POST /buy HTTP/1.1": false, "PUT /": false} {
+		if idempotent([]byte(req)) != want {
+			t.Errorf("%q: idempotent = %v", req, !want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"crypto/ecdh"
 	"crypto/rand"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
 	"testing"
 	"time"
@@ -111,3 +112,5 @@ var _ = ecdh.X25519
 func f2cert(l *testpki.Leaf) tls13.Certificate {
 	return tls13.Certificate{Chain: l.Chain, PrivateKey: l.Key, Leaf: l.Cert}
 }
+
+func mustB64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

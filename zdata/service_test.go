@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/ecdh"
 	"crypto/rand"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -219,10 +220,17 @@ func TestRotationSimulated(t *testing.T) {
 				}
 				fetches = append(fetches, fetch{now, txt, TTLFor(recs, now, 5*time.Minute)})
 				// Every client copy still in its TTL must work now.
+				// Copies with the same content behave the same: check each once.
+				seen := map[string]bool{}
 				for _, fe := range fetches {
 					if now.After(fe.at.Add(fe.ttl)) {
 						continue
 					}
+					id := fmt.Sprint(fe.txt)
+					if seen[id] {
+						continue
+					}
+					seen[id] = true
 					r, _, err := Select(fe.txt, f.tlsa(), nil, testHost, testPort, f.roots(), now)
 					if err != nil {
 						t.Fatalf("client that fetched at %v fails at %v: %v", fe.at, now, err)
@@ -236,7 +244,7 @@ func TestRotationSimulated(t *testing.T) {
 					t.Fatalf("keyring grew to %d keys", n)
 				}
 			}
-			if checks < 400 {
+			if checks < 300 {
 				t.Fatalf("only %d checks", checks)
 			}
 		})

@@ -1,0 +1,472 @@
+package zdata
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/ztls-project/ztls/tls13"
+)
+
+// File names inside a Z-data directory.
+const (
+	ServiceFile = "service.json"
+	KeysDir     = "keys"
+	SeedFile    = "seed"
+)
+
+// ServiceConfig is DIR/service.json: the service, where its certificate
+// and key are, and the record options. Durations use Go syntax ("1h",
+// "10s"); zero values take the Options defaults.
+type ServiceConfig struct {
+	Host         string   `json:"host"`
+	Port         int      `json:"port"`
+	Cert         string   `json:"cert"` // PEM chain, leaf first; relative to DIR or absolute
+	Key          string   `json:"key"`  // PEM private key; relative to DIR or absolute
+	Group        uint16   `json:"group,omitempty"`
+	MaxEarlyData uint32   `json:"max_early_data,omitempty"`
+	ALPN         string   `json:"alpn,omitempty"`
+	NSC          []string `json:"nsc,omitempty"` // 4 hex digits each, e.g. "1303"
+	ClientCert   bool     `json:"client_cert,omitempty"`
+	Validity     string   `json:"validity,omitempty"`
+	LeadTime     string   `json:"lead_time,omitempty"`
+	Window       string   `json:"window,omitempty"`
+}
+
+func parseDur(name, s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("zdata: %s %q: not a duration", name, s)
+	}
+	return d, nil
+}
+
+// Options converts the config's record options.
+func (c *ServiceConfig) Options() (Options, error) {
+	o := Options{Group: c.Group, MaxEarlyData: c.MaxEarlyData, ALPN: c.ALPN, ClientCert: c.ClientCert}
+	for _, s := range c.NSC {
+		v, err := strconv.ParseUint(s, 16, 16)
+		if err != nil || len(s) != 4 {
+			return o, fmt.Errorf("zdata: nsc %q: want 4 hex digits", s)
+		}
+		o.NSC = append(o.NSC, uint16(v))
+	}
+	var err error
+	if o.Validity, err = parseDur("validity", c.Validity); err != nil {
+		return o, err
+	}
+	if o.LeadTime, err = parseDur("lead_time", c.LeadTime); err != nil {
+		return o, err
+	}
+	if o.Window, err = parseDur("window", c.Window); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+// keyFile is DIR/keys/<id>.json. It holds a private key: mode 0600.
+type keyFile struct {
+	Host       string   `json:"host"`
+	Port       int      `json:"port"`
+	TXT        []string `json:"txt"`         // the record as published
+	LeafSHA256 string   `json:"leaf_sha256"` // hex SHA-256 of the TLSA leaf
+	PrivateKey string   `json:"private_key"` // base64 raw ECDH private key
+}
+
+// MarshalKey encodes a key as a key file.
+func MarshalKey(k *Key) ([]byte, error) {
+	if k == nil || k.Record == nil || k.Private == nil {
+		return nil, errors.New("zdata: incomplete key")
+	}
+	kf := keyFile{
+		Host:       k.Record.Host,
+		Port:       k.Record.Port,
+		TXT:        k.Record.TXT(),
+		LeafSHA256: hex.EncodeToString(k.Record.LeafHash[:]),
+		PrivateKey: base64.StdEncoding.EncodeToString(k.Private.Bytes()),
+	}
+	b, err := json.MarshalIndent(kf, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("zdata: %v", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// ParseKey decodes a key file. It checks the record's syntax, that the
+// private key belongs to the published share, and the host and port; the
+// signature is checked by LoadDir against the service's leaf.
+func ParseKey(data []byte) (*Key, error) {
+	var kf keyFile
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&kf); err != nil {
+		return nil, fmt.Errorf("zdata: key file: %v", err)
+	}
+	if dec.More() {
+		return nil, errors.New("zdata: key file: trailing data")
+	}
+	r, err := ParseTXT(kf.TXT)
+	if err != nil {
+		return nil, err
+	}
+	if r.Host, err = CanonicalHost(kf.Host); err != nil {
+		return nil, err
+	}
+	if kf.Port <= 0 || kf.Port > 65535 {
+		return nil, fmt.Errorf("zdata: key file: port %d out of range", kf.Port)
+	}
+	r.Port = kf.Port
+	lh, err := hex.DecodeString(kf.LeafSHA256)
+	if err != nil || len(lh) != 32 {
+		return nil, errors.New("zdata: key file: leaf_sha256 is not 32 hex bytes")
+	}
+	copy(r.LeafHash[:], lh)
+	curve, err := Curve(r.Group)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := base64.StdEncoding.Strict().DecodeString(kf.PrivateKey)
+	if err != nil {
+		return nil, errors.New("zdata: key file: private_key is not base64")
+	}
+	priv, err := curve.NewPrivateKey(raw)
+	if err != nil {
+		return nil, fmt.Errorf("zdata: key file: private key: %v", err)
+	}
+	if !bytes.Equal(priv.PublicKey().Bytes(), r.KeyShare) {
+		return nil, errors.New("zdata: key file: private key does not match the published share")
+	}
+	return &Key{Record: r, Private: priv}, nil
+}
+
+// Dir is a Z-data directory, the state `ztls zdata`, `ztls serve --zdata`
+// and `ztls dns serve --zdata` share and that survives restarts:
+//
+//	DIR/service.json    ServiceConfig
+//	DIR/keys/<id>.json  one signed record and its private key each (0600)
+//	DIR/seed            optional fleet seed (0600): enables fleet mode
+//
+// Save, Rotate and Reload may be called from one goroutine at a time;
+// Keyring serves lookups concurrently throughout.
+type Dir struct {
+	Path    string
+	Config  ServiceConfig
+	Service *Service
+	Keyring *Keyring // Service.Keyring
+	// Skipped lists key files the last load or reload ignored, with why
+	// (for example records signed by a previous certificate).
+	Skipped []string
+
+	mu sync.Mutex
+}
+
+func (d *Dir) file(name string) string {
+	if filepath.IsAbs(name) {
+		return name
+	}
+	return filepath.Join(d.Path, name)
+}
+
+// CreateDir makes a Z-data directory for cfg (with seed, if non-nil, for
+// fleet mode) and loads it. It fails if service.json already exists.
+func CreateDir(path string, cfg ServiceConfig, seed []byte) (*Dir, error) {
+	if err := os.MkdirAll(filepath.Join(path, KeysDir), 0o700); err != nil {
+		return nil, fmt.Errorf("zdata: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(path, ServiceFile)); err == nil {
+		return nil, fmt.Errorf("zdata: %s already exists", filepath.Join(path, ServiceFile))
+	}
+	if seed != nil {
+		if err := writeFileAtomic(filepath.Join(path, SeedFile), seed, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("zdata: %v", err)
+	}
+	if err := writeFileAtomic(filepath.Join(path, ServiceFile), append(b, '\n'), 0o644); err != nil {
+		return nil, err
+	}
+	return LoadDir(path)
+}
+
+// LoadDir reads a Z-data directory: the service, its certificate and key,
+// the fleet seed if any, and every key file. Key files that are
+// malformed, readable by others or not for this service are an error;
+// keys signed by another leaf (a replaced certificate) are skipped and
+// listed in Skipped.
+func LoadDir(path string) (*Dir, error) {
+	d := &Dir{Path: path}
+	b, err := os.ReadFile(filepath.Join(path, ServiceFile))
+	if err != nil {
+		return nil, fmt.Errorf("zdata: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d.Config); err != nil {
+		return nil, fmt.Errorf("zdata: %s: %v", ServiceFile, err)
+	}
+	opts, err := d.Config.Options()
+	if err != nil {
+		return nil, err
+	}
+	cert, err := tls13.LoadX509KeyPair(d.file(d.Config.Cert), d.file(d.Config.Key))
+	if err != nil {
+		return nil, fmt.Errorf("zdata: load certificate: %v", err)
+	}
+	seed, err := readSeed(filepath.Join(path, SeedFile))
+	if err != nil {
+		return nil, err
+	}
+	if d.Service, err = NewService(d.Config.Host, d.Config.Port, cert, opts, seed); err != nil {
+		return nil, err
+	}
+	d.Keyring = d.Service.Keyring
+	keys, skipped, err := d.readKeys()
+	if err != nil {
+		return nil, err
+	}
+	d.Skipped = skipped
+	d.Keyring.replace(keys)
+	return d, nil
+}
+
+// readSeed reads a fleet seed file; a missing file means no fleet.
+func readSeed(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("zdata: %v", err)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("zdata: %s is readable by others (chmod 600)", path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("zdata: %v", err)
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) < 16 {
+		return nil, fmt.Errorf("zdata: %s: seed shorter than 16 bytes", path)
+	}
+	return b, nil
+}
+
+// readKeys loads every keys/<id>.json that belongs to the service.
+func (d *Dir) readKeys() (keys []*Key, skipped []string, err error) {
+	dir := filepath.Join(d.Path, KeysDir)
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("zdata: %v", err)
+	}
+	leaf := d.Service.Leaf()
+	leafHash := sha256.Sum256(leaf.Raw)
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".json") || e.IsDir() {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		info, err := e.Info()
+		if err != nil {
+			return nil, nil, fmt.Errorf("zdata: %v", err)
+		}
+		if info.Mode().Perm()&0o077 != 0 {
+			return nil, nil, fmt.Errorf("zdata: %s is readable by others (chmod 600)", p)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, nil, fmt.Errorf("zdata: %v", err)
+		}
+		k, err := ParseKey(b)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", p, err)
+		}
+		r := k.Record
+		if name != strconv.FormatUint(uint64(r.ID), 10)+".json" {
+			return nil, nil, fmt.Errorf("zdata: %s holds Zdata_id %d", p, r.ID)
+		}
+		if r.Host != d.Service.Host || r.Port != d.Service.Port {
+			return nil, nil, fmt.Errorf("zdata: %s is for %s port %d, not %s port %d", p, r.Host, r.Port, d.Service.Host, d.Service.Port)
+		}
+		if r.LeafHash != leafHash {
+			skipped = append(skipped, filepath.Join(KeysDir, name)+": signed by another certificate")
+			continue
+		}
+		if err := r.Verify(leaf, r.Host, r.Port); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", p, err)
+		}
+		keys = append(keys, k)
+	}
+	return keys, skipped, nil
+}
+
+// Save writes service.json and one file per key in the keyring, and
+// deletes key files of keys no longer in it (pruned keys are erased from
+// disk too). Files are replaced atomically.
+func (d *Dir) Save() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	b, err := json.MarshalIndent(d.Config, "", "  ")
+	if err != nil {
+		return fmt.Errorf("zdata: %v", err)
+	}
+	if err := writeFileAtomic(filepath.Join(d.Path, ServiceFile), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	dir := filepath.Join(d.Path, KeysDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("zdata: %v", err)
+	}
+	keep := map[string]bool{}
+	for _, k := range d.Keyring.All() {
+		name := strconv.FormatUint(uint64(k.Record.ID), 10) + ".json"
+		keep[name] = true
+		kb, err := MarshalKey(k)
+		if err != nil {
+			return err
+		}
+		if old, err := os.ReadFile(filepath.Join(dir, name)); err == nil && bytes.Equal(old, kb) {
+			continue
+		}
+		if err := writeFileAtomic(filepath.Join(dir, name), kb, 0o600); err != nil {
+			return err
+		}
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("zdata: %v", err)
+	}
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".json") && !keep[e.Name()] {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				return fmt.Errorf("zdata: %v", err)
+			}
+		}
+	}
+	return nil
+}
+
+// Rotate runs Service.Rotate at now and saves the directory.
+func (d *Dir) Rotate(now time.Time) ([]*Key, error) {
+	added, err := d.Service.Rotate(now)
+	if err != nil {
+		return added, err
+	}
+	return added, d.Save()
+}
+
+// Reload re-reads the key files into the keyring (the same Keyring, so
+// servers holding it see the change) and reports whether the key set
+// changed. On error the keyring is left as it was.
+func (d *Dir) Reload() (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	keys, skipped, err := d.readKeys()
+	if err != nil {
+		return false, err
+	}
+	d.Skipped = skipped
+	return d.Keyring.replace(keys), nil
+}
+
+// Watch reloads the directory every interval until ctx is done, calling
+// fn after each reload that changed the keys or failed. It blocks.
+func (d *Dir) Watch(ctx context.Context, interval time.Duration, fn func(*Dir, error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			changed, err := d.Reload()
+			if (changed || err != nil) && fn != nil {
+				fn(d, err)
+			}
+		}
+	}
+}
+
+// Records returns the records to publish at now, oldest first.
+func (d *Dir) Records(now time.Time) []*Record { return d.Service.Records(now) }
+
+// RRs returns the DNS records to serve at now: the published TXT records,
+// CERT intermediates and the TLSA leaf, with a TTL ending before the
+// earliest not-after (at most maxTTL). Nil when nothing is published.
+func (d *Dir) RRs(now time.Time, maxTTL time.Duration) []dns.RR {
+	recs := d.Records(now)
+	if len(recs) == 0 {
+		return nil
+	}
+	chain := d.Service.Cert.Chain
+	return ZoneRRs(recs, chain[0], chain[1:], TTLFor(recs, now, maxTTL))
+}
+
+// ZoneLines returns RRs as zone-file lines.
+func (d *Dir) ZoneLines(now time.Time, maxTTL time.Duration) []string {
+	rrs := d.RRs(now, maxTTL)
+	out := make([]string, len(rrs))
+	for i, rr := range rrs {
+		out[i] = rr.String()
+	}
+	return out
+}
+
+// writeFileAtomic writes data to a temporary file next to path, syncs it
+// and renames it over path, so readers see the old or the new file.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("zdata: %v", err)
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			os.Remove(tmp)
+		}
+	}()
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return fmt.Errorf("zdata: %v", err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("zdata: %v", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("zdata: %v", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("zdata: %v", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("zdata: %v", err)
+	}
+	ok = true
+	return nil
+}

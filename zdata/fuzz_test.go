@@ -1,0 +1,81 @@
+package zdata
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// FuzzParseTXT feeds ParseTXT character-strings separated by NUL bytes.
+// Whatever parses must survive TXT() and parse to the same record.
+func FuzzParseTXT(f *testing.F) {
+	fx := newFixture(f, "ecdsa-p256", Options{NSC: []uint16{0x1303}, ALPN: "h2"}, nil)
+	k := fx.issue(f, time.Unix(1_800_000_000, 0))
+	s := k.Record.TXT()
+	f.Add(strings.Join(s, "\x00"))
+	f.Add(strings.Join(append([]string{"  v=ztls1 "}, s[1:]...), "\x00"))
+	f.Add(strings.Join(append(append([]string(nil), s[:7]...), s[9:]...), "\x00"))
+	f.Add("v=ztls1\x0020250101000000z\x0020250101010000Z\x000\x001\x0023\x00AAAA\x00Y\x002055\x00AA==")
+	f.Add("v=spf1 -all")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, in string) {
+		strs := strings.Split(in, "\x00")
+		r, err := ParseTXT(strs)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "zdata: ") {
+				t.Fatalf("unprefixed error %v", err)
+			}
+			return
+		}
+		out := r.TXT()
+		r2, err := ParseTXT(out)
+		if err != nil {
+			t.Fatalf("TXT() of a parsed record does not parse: %v\n%q", err, out)
+		}
+		if !reflect.DeepEqual(r2.TXT(), out) {
+			t.Fatalf("TXT() not stable:\n%q\n%q", out, r2.TXT())
+		}
+		a, b := r.Clone(), r2.Clone()
+		a.pub, b.pub = nil, nil
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("round trip changed the record:\n%+v\n%+v", a, b)
+		}
+		if string(r.SignatureInput("h.test", 1)) != string(r2.SignatureInput("h.test", 1)) {
+			t.Fatal("round trip changed the signature input")
+		}
+		_ = r.CheckValidity(time.Unix(1_800_000_000, 0))
+		_ = ValidateShare(r.Group, r.KeyShare)
+	})
+}
+
+// FuzzParseKey feeds ParseKey arbitrary key files.
+func FuzzParseKey(f *testing.F) {
+	fx := newFixture(f, "ecdsa-p256", Options{}, nil)
+	k := fx.issue(f, time.Unix(1_800_000_000, 0))
+	b, err := MarshalKey(k)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add([]byte(`{"host":"a.test","port":443,"txt":["v=ztls1"],"leaf_sha256":"","private_key":""}`))
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		k, err := ParseKey(data)
+		if err != nil {
+			return
+		}
+		b, err := MarshalKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k2, err := ParseKey(b)
+		if err != nil {
+			t.Fatalf("re-marshalled key does not parse: %v", err)
+		}
+		if k2.Record.ZDataHash() != k.Record.ZDataHash() || string(k2.Private.Bytes()) != string(k.Private.Bytes()) {
+			t.Fatal("key changed in a round trip")
+		}
+	})
+}

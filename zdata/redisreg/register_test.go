@@ -1,0 +1,362 @@
+package redisreg
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// redisServer is a redis-server process on a loopback port.
+type redisServer struct {
+	addr string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startRedis starts redis-server without persistence on port (0: a free
+// one) and stops it when the test ends.
+func startRedis(t *testing.T, port int, extra ...string) *redisServer {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed (make deps)")
+	}
+	if port == 0 {
+		port = freePort(t)
+	}
+	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", t.TempDir(), "--loglevel", "warning"}, extra...)
+	cmd := exec.Command("redis-server", args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &redisServer{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(s.done) }()
+	t.Cleanup(s.stop)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if c, err := net.DialTimeout("tcp", s.addr, time.Second); err == nil {
+			rep, err := (&conn{nc: c, br: bufio.NewReader(c)}).do(time.Second, []byte("PING"))
+			c.Close()
+			if err == nil && (rep.str == "PONG" || rep.kind == '-') {
+				return s
+			}
+		}
+		select {
+		case <-s.done:
+			t.Fatalf("redis-server exited: %s", out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redis-server did not come up on %s: %s", s.addr, out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (s *redisServer) stop() {
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	s.cmd.Process.Kill()
+	<-s.done
+}
+
+// raw runs one command on a fresh connection (test inspection).
+func (s *redisServer) raw(t *testing.T, args ...string) reply {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", s.addr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var bs [][]byte
+	for _, a := range args {
+		bs = append(bs, []byte(a))
+	}
+	rep, err := (&conn{nc: c, br: bufio.NewReader(c)}).do(2*time.Second, bs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// clock is a settable clock shared by a register and its callers.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func newReg(t *testing.T, addr string, clk *clock) *Register {
+	t.Helper()
+	r, err := New(Options{Addr: addr, Window: 10 * time.Second, Now: clk.Now, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func TestRegisterFleet(t *testing.T) {
+	s := startRedis(t, 0)
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	a := newReg(t, s.addr, clk)
+	b := newReg(t, s.addr, clk)
+	key := bytes.Repeat([]byte{0xab}, 32)
+
+	// Inside the startup window everything is refused.
+	now := clk.Now()
+	if fresh, err := a.CheckAndInsert(key, now, now.Add(10*time.Second)); fresh || !errors.Is(err, ErrStartupWindow) {
+		t.Fatalf("in startup window: %v %v", fresh, err)
+	}
+	clk.Add(11 * time.Second)
+	now = clk.Now()
+	fresh, err := a.CheckAndInsert(key, now, now.Add(10*time.Second))
+	if err != nil || !fresh {
+		t.Fatalf("first insert: %v %v", fresh, err)
+	}
+	// The same ClientHello replayed to the same server or another one.
+	for name, r := range map[string]*Register{"same server": a, "other server": b} {
+		if fresh, err := r.CheckAndInsert(key, now, now.Add(10*time.Second)); fresh || err != nil {
+			t.Fatalf("%s replay: fresh=%v err=%v", name, fresh, err)
+		}
+	}
+	other := bytes.Repeat([]byte{0xcd}, 32)
+	if fresh, err := b.CheckAndInsert(other, now, now.Add(10*time.Second)); !fresh || err != nil {
+		t.Fatalf("second key: %v %v", fresh, err)
+	}
+	// The entry expires when the window does (checked in Redis, not by waiting).
+	rep := s.raw(t, "PTTL", DefaultPrefix+fmt.Sprintf("%x", key))
+	if rep.kind != ':' || rep.num <= 0 || rep.num > 10000 {
+		t.Fatalf("PTTL = %+v, want 1..10000 ms", rep)
+	}
+	// An already-expired entry still gets a positive expiry.
+	k3 := []byte("k3")
+	if fresh, err := a.CheckAndInsert(k3, now, now.Add(-time.Second)); !fresh || err != nil {
+		t.Fatalf("past expiry: %v %v", fresh, err)
+	}
+}
+
+func TestRegisterConcurrent(t *testing.T) {
+	s := startRedis(t, 0)
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	regs := []*Register{newReg(t, s.addr, clk), newReg(t, s.addr, clk), newReg(t, s.addr, clk)}
+	for _, r := range regs {
+		warm(t, r, clk)
+	}
+	clk.Add(time.Minute)
+	now := clk.Now()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wins := map[int]int{}
+	for g := 0; g < 12; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for k := 0; k < 50; k++ {
+				fresh, err := regs[g%3].CheckAndInsert([]byte{byte(k)}, now, now.Add(time.Minute))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if fresh {
+					mu.Lock()
+					wins[k]++
+					mu.Unlock()
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	for k := 0; k < 50; k++ {
+		if wins[k] != 1 {
+			t.Fatalf("key %d accepted %d times", k, wins[k])
+		}
+	}
+}
+
+func TestRegisterFailsClosed(t *testing.T) {
+	s := startRedis(t, 0)
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	r := newReg(t, s.addr, clk)
+	warm(t, r, clk)
+	clk.Add(time.Minute)
+	now := clk.Now()
+	if fresh, err := r.CheckAndInsert([]byte("a"), now, now.Add(time.Second)); !fresh || err != nil {
+		t.Fatalf("up: %v %v", fresh, err)
+	}
+	port := s.cmd.Args[2]
+	s.stop()
+	// Redis down: every call is an error, never fresh.
+	for i := 0; i < 3; i++ {
+		if fresh, err := r.CheckAndInsert([]byte("b"), now, now.Add(time.Second)); fresh || err == nil {
+			t.Fatalf("Redis down, call %d: fresh=%v err=%v", i, fresh, err)
+		}
+	}
+	// Redis back without its data: refused for one window, then fresh.
+	p, _ := strconv.Atoi(port)
+	startRedis(t, p)
+	fresh, err := r.CheckAndInsert([]byte("a"), now, now.Add(time.Second))
+	if fresh || !errors.Is(err, ErrStartupWindow) {
+		t.Fatalf("after a Redis restart: fresh=%v err=%v", fresh, err)
+	}
+	clk.Add(11 * time.Second)
+	now = clk.Now()
+	if fresh, err := r.CheckAndInsert([]byte("a"), now, now.Add(time.Second)); !fresh || err != nil {
+		t.Fatalf("after the window: %v %v", fresh, err)
+	}
+
+	// Nobody listening.
+	dead, err := New(Options{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t))), Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh, err := dead.CheckAndInsert([]byte("x"), now.Add(time.Hour), now.Add(time.Hour)); fresh || err == nil {
+		t.Fatalf("no server: %v %v", fresh, err)
+	}
+	r.Close()
+	if fresh, err := r.CheckAndInsert([]byte("y"), now, now); fresh || err == nil {
+		t.Fatal("closed register answered")
+	}
+}
+
+// fakeServer accepts connections and answers each with handle.
+func fakeServer(t *testing.T, handle func(net.Conn)) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() { defer wg.Done(); handle(c) }()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return l.Addr().String()
+}
+
+func TestRegisterBadServers(t *testing.T) {
+	silent := fakeServer(t, func(c net.Conn) {
+		buf := make([]byte, 1024)
+		for {
+			if _, err := c.Read(buf); err != nil {
+				return
+			}
+		}
+	})
+	garbage := fakeServer(t, func(c net.Conn) {
+		c.Write([]byte("HTTP/1.1 400 Bad Request\r\n\r\n"))
+		c.Close()
+	})
+	errs := fakeServer(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for {
+			if _, err := br.ReadString('\n'); err != nil {
+				return
+			}
+			c.Write([]byte("-ERR nope\r\n"))
+		}
+	})
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	for name, addr := range map[string]string{"silent": silent, "garbage": garbage, "errors": errs} {
+		r, err := New(Options{Addr: addr, Timeout: 200 * time.Millisecond, Now: clk.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := clk.Now().Add(time.Hour)
+		fresh, err := r.CheckAndInsert([]byte("k"), now, now.Add(time.Second))
+		if fresh || err == nil {
+			t.Errorf("%s: fresh=%v err=%v", name, fresh, err)
+		}
+		r.Close()
+	}
+	if _, err := New(Options{}); err == nil {
+		t.Error("New without an address")
+	}
+	if _, err := New(Options{Addr: "nohostport"}); err == nil {
+		t.Error("New with a bad address")
+	}
+}
+
+func TestRegisterAuth(t *testing.T) {
+	s := startRedis(t, 0, "--requirepass", "s3cret")
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	good, _ := New(Options{Addr: s.addr, Password: "s3cret", DB: 1, Now: clk.Now})
+	bad, _ := New(Options{Addr: s.addr, Password: "wrong", Now: clk.Now})
+	none, _ := New(Options{Addr: s.addr, Now: clk.Now})
+	t.Cleanup(func() { good.Close(); bad.Close(); none.Close() })
+	warm(t, good, clk)
+	clk.Add(time.Minute)
+	now := clk.Now()
+	if fresh, err := good.CheckAndInsert([]byte("k"), now, now.Add(time.Second)); !fresh || err != nil {
+		t.Fatalf("with the password: %v %v", fresh, err)
+	}
+	for name, r := range map[string]*Register{"wrong password": bad, "no password": none} {
+		fresh, err := r.CheckAndInsert([]byte("k2"), now, now.Add(time.Second))
+		if fresh || err == nil {
+			t.Fatalf("%s: %v %v", name, fresh, err)
+		}
+		if bytes.Contains([]byte(err.Error()), []byte("wrong")) && name == "wrong password" {
+			t.Fatalf("error leaks the password: %v", err)
+		}
+	}
+}
+
+// warm makes the register's first connection (which finds Redis without
+// a marker and starts a quiet window) and checks the refusal.
+func warm(t *testing.T, r *Register, clk *clock) {
+	t.Helper()
+	now := clk.Now()
+	if fresh, err := r.CheckAndInsert([]byte("warm-up"), now, now.Add(time.Second)); fresh || !errors.Is(err, ErrStartupWindow) {
+		t.Fatalf("warm-up: fresh=%v err=%v, want ErrStartupWindow", fresh, err)
+	}
+}

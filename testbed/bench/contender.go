@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/miekg/dns"
 	"github.com/ztls-project/ztls/testbed/hosts"
 )
 
@@ -67,6 +68,10 @@ type ServerConfig struct {
 	// file-serving programs.
 	Dir   string
 	Files map[string][]byte
+	// Publish replaces, in the scenario's authoritative DNS, the records
+	// of each name and type in its argument (the ztls server publishes its
+	// Z-data with it). Caches are flushed before every measured visit.
+	Publish func(rrs []dns.RR)
 }
 
 // Respond reads one request ("GET /path HTTP/1.0", headers, blank line)
@@ -123,6 +128,10 @@ type Client struct {
 	CAFile  string
 	// Dir is a scratch directory for client-side programs.
 	Dir string
+	// Scenario is the DNS scenario of this visit; clients with their own
+	// DNS stub (the ztls dialer) keep their cache warm when it says
+	// StubCache, and empty otherwise.
+	Scenario Scenario
 
 	dns *stub
 }

@@ -36,6 +36,34 @@ func (a *authority) add(rr dns.RR) {
 	a.rrs[k] = append(a.rrs[k], rr)
 }
 
+// replace sets the records of every name and type in rrs to those in rrs
+// (a publisher's update, such as rotated Z-data).
+func (a *authority) replace(rrs []dns.RR) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	seen := map[rrKey]bool{}
+	for _, rr := range rrs {
+		h := rr.Header()
+		k := rrKey{strings.ToLower(h.Name), h.Rrtype}
+		if !seen[k] {
+			seen[k] = true
+			a.rrs[k] = nil
+		}
+		a.rrs[k] = append(a.rrs[k], dns.Copy(rr))
+	}
+}
+
+// hasName reports whether any record is owned by name (then a missing type
+// is NODATA, not NXDOMAIN). The caller holds a.mu.
+func (a *authority) hasName(name string) bool {
+	for k, v := range a.rrs {
+		if k.name == name && len(v) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func (a *authority) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	if len(r.Question) != 1 || r.Opcode != dns.OpcodeQuery {
 		m := new(dns.Msg)
@@ -49,10 +77,10 @@ func (a *authority) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	m.Authoritative = true
 	a.mu.RLock()
 	m.Answer = append(m.Answer, a.rrs[rrKey{strings.ToLower(q.Name), q.Qtype}]...)
-	a.mu.RUnlock()
-	if len(m.Answer) == 0 {
+	if len(m.Answer) == 0 && !a.hasName(strings.ToLower(q.Name)) {
 		m.Rcode = dns.RcodeNameError
 	}
+	a.mu.RUnlock()
 	w.WriteMsg(m)
 }
 
@@ -136,6 +164,18 @@ func (e *exchanger) readLoop() {
 }
 
 func (e *exchanger) exchange(ctx context.Context, name string, qtype uint16) (*dns.Msg, error) {
+	m, err := e.exchangeAny(ctx, name, qtype)
+	if err != nil {
+		return nil, err
+	}
+	if m.Rcode != dns.RcodeSuccess {
+		return nil, fmt.Errorf("bench: dns: %s %s: %s", name, dns.TypeToString[qtype], dns.RcodeToString[m.Rcode])
+	}
+	return m, nil
+}
+
+// exchangeAny is exchange that returns negative answers (NXDOMAIN) too.
+func (e *exchanger) exchangeAny(ctx context.Context, name string, qtype uint16) (*dns.Msg, error) {
 	q := new(dns.Msg)
 	q.SetQuestion(name, qtype)
 	q.RecursionDesired = true
@@ -164,9 +204,6 @@ func (e *exchanger) exchange(ctx context.Context, name string, qtype uint16) (*d
 		}
 		select {
 		case m := <-ch:
-			if m.Rcode != dns.RcodeSuccess {
-				return nil, fmt.Errorf("bench: dns: %s %s: %s", name, dns.TypeToString[qtype], dns.RcodeToString[m.Rcode])
-			}
 			return m, nil
 		case <-time.After(time.Second << try):
 		case <-ctx.Done():
@@ -194,7 +231,7 @@ func (r *resolver) ServeDNS(w dns.ResponseWriter, q *dns.Msg) {
 	ans := r.cache.get(k)
 	if ans == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		up, err := r.upstream.exchange(ctx, qq.Name, qq.Qtype)
+		up, err := r.upstream.exchangeAny(ctx, qq.Name, qq.Qtype)
 		cancel()
 		if err != nil {
 			m := new(dns.Msg)
@@ -208,6 +245,7 @@ func (r *resolver) ServeDNS(w dns.ResponseWriter, q *dns.Msg) {
 	m := new(dns.Msg)
 	m.SetReply(q)
 	m.RecursionAvailable = true
+	m.Rcode = ans.Rcode
 	m.Answer = append(m.Answer, ans.Answer...)
 	w.WriteMsg(m)
 }

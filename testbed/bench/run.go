@@ -9,9 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/miekg/dns"
+	dnsresolver "github.com/ztls-project/ztls/dns/resolver"
 	"github.com/ztls-project/ztls/testbed/hosts"
 )
 
@@ -210,7 +212,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		sc := ServerConfig{
 			Addr: netip.AddrPortFrom(server.Addr, uint16(4430+i)),
 			Cert: p.cert, CertFile: p.certFile, KeyFile: p.keyFile,
-			Dir: sdir, Files: fs,
+			Dir: sdir, Files: fs, Publish: d.auth.replace,
 		}
 		srv, err := c.StartServer(ctx, server, sc)
 		if err != nil {
@@ -254,7 +256,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 					cl := &Client{
 						Host: client, ServerName: ServerName, Port: uint16(4430 + i),
 						Request: req, Expect: fs[path], RootCAs: p.pool, CAFile: p.caFile,
-						Dir: dir, dns: d.stub,
+						Dir: dir, Scenario: sc, dns: d.stub,
 					}
 					s, err := measure(ctx, c, cl, d, sc, rtt)
 					r := &results[i]
@@ -315,6 +317,9 @@ func measure(ctx context.Context, c Contender, cl *Client, d *dnsSetup, sc Scena
 		if _, err := d.stub.lookupA(ctx, cl.ServerName); err != nil {
 			return Sample{}, err
 		}
+		if _, ok := c.(serviceLookups); ok {
+			warmService(ctx, d.stub, cl.ServerName, int(cl.Port))
+		}
 		if !sc.StubCache {
 			d.stub.cache.flush()
 		}
@@ -327,4 +332,35 @@ func measure(ctx context.Context, c Contender, cl *Client, d *dnsSetup, sc Scena
 		return s, fmt.Errorf("bench: %s returned an inconsistent sample %+v", c.Name(), s)
 	}
 	return s, nil
+}
+
+// serviceLookups is implemented by contenders whose client asks, besides
+// the address, for the records of ZTLS's parallel lookup (AAAA, Z-data TXT
+// and CERT, TLSA, HTTPS). For warm scenarios the resolver caches those too.
+type serviceLookups interface {
+	serviceLookups()
+}
+
+// warmService puts the answers of ZTLS's parallel lookup (positive or
+// negative) into the resolver's cache.
+func warmService(ctx context.Context, s *stub, host string, port int) {
+	qs := []struct {
+		name  string
+		qtype uint16
+	}{
+		{host, dns.TypeAAAA},
+		{dnsresolver.ZDataName(host, port), dns.TypeTXT},
+		{dnsresolver.ZDataName(host, port), dns.TypeCERT},
+		{dnsresolver.TLSAName(host, port), dns.TypeTLSA},
+		{dnsresolver.HTTPSName(host, port), dns.TypeHTTPS},
+	}
+	var wg sync.WaitGroup
+	for _, q := range qs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.resolver.exchangeAny(ctx, dns.Fqdn(q.name), q.qtype)
+		}()
+	}
+	wg.Wait()
 }

@@ -1,0 +1,638 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/miekg/dns"
+	"golang.org/x/sys/unix"
+
+	"github.com/ztls-project/ztls/dial"
+	dnsresolver "github.com/ztls-project/ztls/dns/resolver"
+	"github.com/ztls-project/ztls/testbed/hosts"
+	"github.com/ztls-project/ztls/tls13"
+	"github.com/ztls-project/ztls/zdata"
+)
+
+// The contenders of this project's own engine:
+//
+//   - tls: plain TLS 1.3 with package tls13, connected by package dial in
+//     mode "tls" (DNS + TCP + TLS + request: 3 RTT after the lookup);
+//   - ztls: dial in mode "ztls" against a server whose Z-data is published
+//     in the scenario's authority; the request rides with the ClientHello
+//     and is answered in the server's first flight (2 RTT after the lookup);
+//   - tls-0rtt: TLS 1.3 resumption of a ticket from an unmeasured previous
+//     visit, the request as 0-RTT early data (2 RTT after the lookup).
+//
+// dial opens its own sockets (the parallel DNS lookups, then TCP), and a
+// socket belongs to the network namespace of the thread that made it, so
+// the clients run in a worker process started inside the client's
+// namespace (this binary re-executed through `ip netns exec`). The worker
+// measures with dial's own report: from the start of the lookup to the
+// first response byte, the same span the other contenders measure.
+
+func init() {
+	if os.Getenv(envWorker) == "1" {
+		os.Exit(workerMain(os.Stdin, os.Stdout))
+	}
+	Register("tls", func() Contender { return &engineContender{name: "tls", mode: "tls"} })
+	Register("ztls", func() Contender { return &engineContender{name: "ztls", mode: "ztls"} })
+	Register("tls-0rtt", func() Contender { return &engineContender{name: "tls-0rtt", mode: "tls", resume: true} })
+}
+
+// envWorker marks the client worker process; envWorkerRT asks it to run at
+// real-time priority like the measuring process.
+const (
+	envWorker   = "ZTLS_BENCH_CLIENT_WORKER"
+	envWorkerRT = "ZTLS_BENCH_CLIENT_WORKER_RT"
+)
+
+// engineContender is one of tls, ztls and tls-0rtt.
+type engineContender struct {
+	name   string
+	mode   string // dial mode: "tls" or "ztls"
+	resume bool   // tls-0rtt: Prime fetches a ticket, runs resume with 0-RTT
+
+	mu     sync.Mutex
+	worker *worker
+	host   *hosts.Host
+}
+
+func (e *engineContender) Name() string { return e.name }
+
+// engineServer is a tls13 server answering one request per connection,
+// from early data when it was accepted (0.5-RTT, in the first flight).
+type engineServer struct {
+	tcp  *tcpServer
+	stop chan struct{}
+	wg   sync.WaitGroup
+	e    *engineContender
+}
+
+func (s *engineServer) Close() error {
+	close(s.stop)
+	s.wg.Wait()
+	err := s.tcp.Close()
+	s.e.stopWorker()
+	return err
+}
+
+// serverCert turns the harness's crypto/tls certificate into the engine's.
+func serverCert(cfg ServerConfig) (tls13.Certificate, error) {
+	if len(cfg.Cert.Certificate) == 0 {
+		return tls13.Certificate{}, errors.New("bench: server has no certificate")
+	}
+	signer, ok := cfg.Cert.PrivateKey.(crypto.Signer)
+	if !ok {
+		return tls13.Certificate{}, errors.New("bench: server key cannot sign")
+	}
+	leaf, err := x509.ParseCertificate(cfg.Cert.Certificate[0])
+	if err != nil {
+		return tls13.Certificate{}, fmt.Errorf("bench: server certificate: %w", err)
+	}
+	return tls13.Certificate{Chain: cfg.Cert.Certificate, PrivateKey: signer, Leaf: leaf}, nil
+}
+
+// engineServerConfig is the server side shared by the three contenders:
+// X25519 only (as every contender), tickets with 0-RTT allowed, and the
+// Z-data keys when svc is set.
+func engineServerConfig(cert tls13.Certificate, svc *zdata.Service) *tls13.Config {
+	cfg := &tls13.Config{
+		Certificates: []tls13.Certificate{cert},
+		Groups:       []uint16{tls13.X25519},
+		MaxEarlyData: 16384,
+	}
+	if svc != nil {
+		cfg.ZData = svc.Keyring
+	}
+	return cfg
+}
+
+func (e *engineContender) StartServer(ctx context.Context, h *hosts.Host, cfg ServerConfig) (io.Closer, error) {
+	cert, err := serverCert(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &engineServer{stop: make(chan struct{}), e: e}
+	var svc *zdata.Service
+	if e.mode == "ztls" {
+		if cfg.Publish == nil {
+			return nil, errors.New("bench: ztls needs the scenario's DNS to publish Z-data")
+		}
+		svc, err = zdata.NewService(ServerName, int(cfg.Addr.Port()), cert, zdata.Options{}, nil)
+		if err != nil {
+			return nil, err
+		}
+		if err := publishZData(svc, cert, cfg.Publish, time.Now()); err != nil {
+			return nil, err
+		}
+		// Records live an hour; a long benchmark rotates and republishes.
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			t := time.NewTicker(time.Minute)
+			defer t.Stop()
+			for {
+				select {
+				case <-s.stop:
+					return
+				case now := <-t.C:
+					publishZData(svc, cert, cfg.Publish, now)
+				}
+			}
+		}()
+	}
+	tc := engineServerConfig(cert, svc)
+	var ln net.Listener
+	if h != nil {
+		ln, err = h.Listen("tcp", cfg.Addr.String())
+	} else {
+		ln, err = net.Listen("tcp", cfg.Addr.String()) // loopback tests
+	}
+	if err != nil {
+		close(s.stop)
+		s.wg.Wait()
+		return nil, err
+	}
+	s.tcp = serveTCP(ln, func(raw net.Conn) {
+		c := tls13.Server(raw, tc)
+		defer c.Close()
+		serveEngineConn(c, &cfg)
+	})
+	return s, nil
+}
+
+// publishZData rotates svc's keys and replaces the service's Z-data in the
+// authority: TXT (and CERT for intermediates) at _ztls._<port>._tcp.<host>,
+// TLSA at _<port>._tcp.<host>.
+func publishZData(svc *zdata.Service, cert tls13.Certificate, publish func([]dns.RR), now time.Time) error {
+	if _, err := svc.Rotate(now); err != nil {
+		return fmt.Errorf("bench: z-data: %w", err)
+	}
+	recs := svc.Records(now)
+	rrs := zdata.ZoneRRs(recs, cert.Chain[0], cert.Chain[1:], zdata.TTLFor(recs, now, 5*time.Minute))
+	if len(rrs) == 0 {
+		return errors.New("bench: z-data: no records to publish")
+	}
+	publish(rrs)
+	return nil
+}
+
+// serveEngineConn answers one request: from the early data when the
+// client's 0-RTT (ZTLS or resumption) was accepted, so the answer leaves
+// with the server's first flight, else after the handshake.
+func serveEngineConn(c *tls13.Conn, cfg *ServerConfig) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	if err := c.HandshakeEarly(ctx); err != nil {
+		return
+	}
+	if cfg.Respond(&earlyThenNormal{c: c}) != nil {
+		return
+	}
+	if c.Handshake() == nil {
+		c.CloseWrite()
+	}
+}
+
+// earlyThenNormal reads the early data first, then the connection.
+type earlyThenNormal struct {
+	c        *tls13.Conn
+	earlyEOF bool
+}
+
+func (r *earlyThenNormal) Read(p []byte) (int, error) {
+	if !r.earlyEOF {
+		n, err := r.c.ReadEarlyData(p)
+		if n > 0 {
+			return n, nil
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		r.earlyEOF = true
+	}
+	return r.c.Read(p)
+}
+
+func (r *earlyThenNormal) Write(p []byte) (int, error) { return r.c.Write(p) }
+
+// Prime makes the unmeasured previous visit of tls-0rtt; its ticket is kept
+// in the worker for the next run.
+func (e *engineContender) Prime(ctx context.Context, c *Client) error {
+	if !e.resume {
+		return nil
+	}
+	res, err := e.call(ctx, c, job{Prime: true})
+	if err != nil {
+		return err
+	}
+	if !res.HaveSession {
+		return errors.New("bench: tls-0rtt: the previous visit got no session ticket")
+	}
+	return nil
+}
+
+func (e *engineContender) RunClient(ctx context.Context, c *Client) (Sample, error) {
+	var s Sample
+	res, err := e.call(ctx, c, job{Resume: e.resume})
+	if err != nil {
+		return s, err
+	}
+	if err := checkVisit(e.name, res, c.Expect); err != nil {
+		return s, err
+	}
+	return sampleOf(res.Report), nil
+}
+
+// sampleOf converts dial's report (milliseconds since the start of the
+// lookup) into a Sample. Handshake includes TCP's, as for the others.
+func sampleOf(r dial.Report) Sample {
+	d := func(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+	return Sample{
+		DNS:       d(r.Timing.DNS),
+		Handshake: d(r.Timing.TCPConnect + r.Timing.Handshake),
+		FirstByte: d(r.Timing.FirstByte),
+		Early:     r.EarlyData.Accepted,
+	}
+}
+
+// checkVisit decides whether a visit counts: the whole response, and the
+// contender's protocol actually used (ztls mode with accepted early data;
+// resumption with accepted 0-RTT; plain TLS without either).
+func checkVisit(name string, res *workerResult, expect []byte) error {
+	r := res.Report
+	if !bytes.Equal(res.Response, expect) {
+		return fmt.Errorf("bench: %s: response %q, want %q", name, trim(res.Response), trim(expect))
+	}
+	if r.Timing.FirstByte <= 0 {
+		return fmt.Errorf("bench: %s: no first byte time", name)
+	}
+	switch name {
+	case "ztls":
+		if r.Mode != "ztls" || !r.EarlyData.Accepted {
+			return fmt.Errorf("bench: ztls: mode %s, early data accepted %v (fallback: %s)", r.Mode, r.EarlyData.Accepted, r.FallbackReason)
+		}
+	case "tls-0rtt":
+		if !r.TLS.Resumed || !r.EarlyData.Accepted {
+			return fmt.Errorf("bench: tls-0rtt: resumed %v, early data accepted %v", r.TLS.Resumed, r.EarlyData.Accepted)
+		}
+	case "tls":
+		if r.Mode != "tls" || r.EarlyData.Offered {
+			return fmt.Errorf("bench: tls: mode %s, early data offered %v", r.Mode, r.EarlyData.Offered)
+		}
+	}
+	return nil
+}
+
+// call runs one visit in the worker, starting it on first use. A visit
+// that does not answer in time kills the worker; the next call starts a
+// new one (and tls-0rtt primes again anyway before every run).
+func (e *engineContender) call(ctx context.Context, c *Client, j job) (*workerResult, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.worker == nil || e.host != c.Host {
+		if e.worker != nil {
+			e.worker.close()
+		}
+		w, err := startWorker(c.Host)
+		if err != nil {
+			return nil, err
+		}
+		e.worker, e.host = w, c.Host
+	}
+	j.Addr = net.JoinHostPort(c.ServerName, strconv.Itoa(int(c.Port)))
+	j.Mode = e.mode
+	j.Resolver = c.dns.resolver.server.String()
+	j.StubCache = c.Scenario.StubCache
+	j.CAFile = c.CAFile
+	j.Request = c.Request
+	j.ExpectLen = len(c.Expect)
+	if dl, ok := ctx.Deadline(); ok {
+		j.TimeoutMs = max(time.Until(dl).Milliseconds(), 1)
+	}
+	res, err := e.worker.do(ctx, j)
+	if err != nil {
+		e.worker.close()
+		e.worker = nil
+		return nil, err
+	}
+	if res.Err != "" {
+		return nil, errors.New(res.Err)
+	}
+	return res, nil
+}
+
+func (e *engineContender) stopWorker() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.worker != nil {
+		e.worker.close()
+		e.worker = nil
+	}
+}
+
+// job is one visit for the worker, one JSON line on its stdin.
+type job struct {
+	ID        uint64 `json:"id"`
+	Addr      string `json:"addr"`     // host:port to dial by name
+	Mode      string `json:"mode"`     // dial mode: tls or ztls
+	Resolver  string `json:"resolver"` // the scenario's resolver, ip:port
+	StubCache bool   `json:"stub_cache"`
+	CAFile    string `json:"ca_file"`
+	Request   []byte `json:"request"`
+	ExpectLen int    `json:"expect_len"`
+	TimeoutMs int64  `json:"timeout_ms"`
+	// Prime keeps the visit's session ticket; Resume offers the kept
+	// ticket with the request as 0-RTT data.
+	Prime  bool `json:"prime"`
+	Resume bool `json:"resume"`
+}
+
+// workerResult is the worker's answer, one JSON line on its stdout.
+type workerResult struct {
+	ID          uint64      `json:"id"`
+	Report      dial.Report `json:"report"`
+	Response    []byte      `json:"response"`
+	HaveSession bool        `json:"have_session"`
+	Err         string      `json:"error,omitempty"`
+}
+
+// parseJob decodes and checks one job line.
+func parseJob(line []byte) (job, error) {
+	var j job
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		return j, fmt.Errorf("bench: worker job: %w", err)
+	}
+	host, port, err := net.SplitHostPort(j.Addr)
+	if err != nil || host == "" {
+		return j, fmt.Errorf("bench: worker job: bad address %q", j.Addr)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return j, fmt.Errorf("bench: worker job: bad port in %q", j.Addr)
+	}
+	if _, err := netip.ParseAddrPort(j.Resolver); err != nil {
+		return j, fmt.Errorf("bench: worker job: bad resolver %q", j.Resolver)
+	}
+	if j.Mode != "tls" && j.Mode != "ztls" {
+		return j, fmt.Errorf("bench: worker job: bad mode %q", j.Mode)
+	}
+	if j.ExpectLen < 1 || j.ExpectLen > 1<<20 {
+		return j, fmt.Errorf("bench: worker job: response length %d out of range", j.ExpectLen)
+	}
+	if j.TimeoutMs < 0 || j.TimeoutMs > 10*60*1000 {
+		return j, fmt.Errorf("bench: worker job: timeout %d ms out of range", j.TimeoutMs)
+	}
+	if j.Prime && j.Resume {
+		return j, errors.New("bench: worker job: prime and resume at once")
+	}
+	return j, nil
+}
+
+// worker is the parent's handle on a client worker process.
+type worker struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	nextID uint64
+	done   chan struct{}
+}
+
+func startWorker(h *hosts.Host) (*worker, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("bench: cannot find own executable: %w", err)
+	}
+	var cmd *exec.Cmd
+	if h != nil {
+		cmd = h.Command(context.Background(), exe)
+	} else {
+		cmd = exec.Command(exe) // loopback tests
+	}
+	cmd.Env = append(os.Environ(), envWorker+"=1")
+	if rt, _ := currentlyRealtime(); rt {
+		cmd.Env = append(cmd.Env, envWorkerRT+"=1")
+	}
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("bench: worker: %w", err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("bench: worker: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("bench: starting client worker: %w", err)
+	}
+	w := &worker{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 64<<10), done: make(chan struct{})}
+	go func() {
+		cmd.Wait()
+		close(w.done)
+	}()
+	return w, nil
+}
+
+// do sends j and waits for its answer or ctx's end.
+func (w *worker) do(ctx context.Context, j job) (*workerResult, error) {
+	w.nextID++
+	j.ID = w.nextID
+	line, err := json.Marshal(j)
+	if err != nil {
+		return nil, fmt.Errorf("bench: worker: %w", err)
+	}
+	if _, err := w.in.Write(append(line, '\n')); err != nil {
+		return nil, fmt.Errorf("bench: worker: %w", err)
+	}
+	type answer struct {
+		r   *workerResult
+		err error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		for {
+			l, err := w.out.ReadBytes('\n')
+			if err != nil {
+				ch <- answer{err: fmt.Errorf("bench: client worker ended: %w", err)}
+				return
+			}
+			var r workerResult
+			if err := json.Unmarshal(l, &r); err != nil {
+				ch <- answer{err: fmt.Errorf("bench: client worker: %w", err)}
+				return
+			}
+			if r.ID == j.ID {
+				ch <- answer{r: &r}
+				return
+			}
+		}
+	}()
+	select {
+	case a := <-ch:
+		return a.r, a.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("bench: client worker: %w", ctx.Err())
+	}
+}
+
+// close ends the worker: stdin closed, then killed if it lingers.
+func (w *worker) close() {
+	w.in.Close()
+	select {
+	case <-w.done:
+	case <-time.After(2 * time.Second):
+		w.cmd.Process.Kill()
+		<-w.done
+	}
+}
+
+// workerMain serves jobs until stdin closes.
+func workerMain(in io.Reader, out io.Writer) int {
+	if os.Getenv(envWorkerRT) == "1" {
+		hosts.SetProcessRealtime(40)
+	}
+	st := &workerState{}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	enc := json.NewEncoder(out)
+	for sc.Scan() {
+		j, err := parseJob(sc.Bytes())
+		var res *workerResult
+		if err != nil {
+			res = &workerResult{Err: err.Error()}
+		} else {
+			res = st.visit(j)
+		}
+		res.ID = j.ID
+		if err := enc.Encode(res); err != nil {
+			return 1
+		}
+	}
+	return 0
+}
+
+// workerState is what a worker keeps between jobs: the session ticket of
+// the last primed visit and the parsed CA files. Each visit gets a fresh
+// dial.Memory: every measured visit is a first contact.
+type workerState struct {
+	session *tls13.ClientSession
+	roots   map[string]*x509.CertPool
+}
+
+func (st *workerState) rootsFor(file string) (*x509.CertPool, error) {
+	if p, ok := st.roots[file]; ok {
+		return p, nil
+	}
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("bench: worker: %w", err)
+	}
+	p := x509.NewCertPool()
+	if !p.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("bench: worker: no certificate in %s", file)
+	}
+	if st.roots == nil {
+		st.roots = map[string]*x509.CertPool{}
+	}
+	st.roots[file] = p
+	return p, nil
+}
+
+// visit makes one connection with dial and reports it. The resolver is new
+// for each visit: with the stub scenario its cache is filled first
+// (unmeasured), else it has no cache and every lookup goes to the
+// scenario's resolver.
+func (st *workerState) visit(j job) *workerResult {
+	fail := func(err error) *workerResult { return &workerResult{Err: err.Error()} }
+	timeout := time.Duration(j.TimeoutMs) * time.Millisecond
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	roots, err := st.rootsFor(j.CAFile)
+	if err != nil {
+		return fail(err)
+	}
+	cacheSize := -1
+	if j.StubCache {
+		cacheSize = 0 // default size
+	}
+	res, err := dnsresolver.New(dnsresolver.Config{Servers: []string{j.Resolver}, Transport: dnsresolver.UDP, CacheSize: cacheSize, Timeout: 4 * time.Second})
+	if err != nil {
+		return fail(err)
+	}
+	defer res.Close()
+	host, portStr, _ := net.SplitHostPort(j.Addr)
+	port, _ := strconv.Atoi(portStr)
+	if j.StubCache {
+		if _, err := res.LookupService(ctx, host, port, nil); err != nil {
+			return fail(fmt.Errorf("bench: worker: filling the stub cache: %w", err))
+		}
+	}
+	var got bytes.Buffer
+	o := dial.Options{
+		Mode:         j.Mode,
+		TLS:          &tls13.Config{RootCAs: roots, ServerName: host, Groups: []uint16{tls13.X25519}},
+		Resolver:     res,
+		Request:      j.Request,
+		ReplaySafe:   true,
+		ReadResponse: j.ExpectLen,
+		Out:          &got,
+		Memory:       dial.NewMemory(),
+	}
+	if j.Prime {
+		// Read to the end so the ticket, sent after the handshake, is in.
+		o.ReadResponse = j.ExpectLen + 1
+	}
+	if j.Resume {
+		if st.session == nil {
+			return fail(errors.New("bench: worker: no session to resume (prime first)"))
+		}
+		o.Session, o.ResumeEarly = st.session, true
+	}
+	r, err := dial.Connect(ctx, j.Addr, o)
+	if err != nil {
+		return fail(err)
+	}
+	r.Conn.Close()
+	if j.Prime {
+		st.session = r.Session
+	}
+	out := &workerResult{Report: r.Report, Response: got.Bytes(), HaveSession: r.Session != nil}
+	if r.Report.Error != "" {
+		out.Err = "bench: " + r.Report.Error
+	}
+	return out
+}
+
+// currentlyRealtime reports whether the calling thread runs under
+// SCHED_FIFO, so the worker is asked to do the same.
+func currentlyRealtime() (bool, error) {
+	attr, err := unix.SchedGetAttr(0, 0)
+	if err != nil {
+		return false, err
+	}
+	return attr.Policy == unix.SCHED_FIFO, nil
+}
+
+func (e *engineContender) serviceLookups() {}

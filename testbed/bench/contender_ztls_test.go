@@ -1,0 +1,305 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/ztls-project/ztls/dial"
+	"github.com/ztls-project/ztls/testbed/hosts"
+)
+
+// loopbackWorld is the benchmark's DNS (authority, caching resolver, stub)
+// and PKI on 127.0.0.1, for testing the engine contenders without
+// namespaces. The client worker runs as a child process of the test binary.
+type loopbackWorld struct {
+	d   *dnsSetup
+	p   *pki
+	dir string
+}
+
+func newLoopbackWorld(t *testing.T) *loopbackWorld {
+	t.Helper()
+	dir := t.TempDir()
+	p, err := makePKI(dir, ServerName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &dnsSetup{auth: &authority{rrs: map[rrKey][]dns.RR{}}}
+	t.Cleanup(d.close)
+	serve := func(h dns.Handler) netip.AddrPort {
+		pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &dns.Server{PacketConn: pc, Handler: h}
+		started := make(chan struct{})
+		srv.NotifyStartedFunc = func() { close(started) }
+		go srv.ActivateAndServe()
+		<-started
+		d.closers = append(d.closers, func() { srv.Shutdown() })
+		return pc.LocalAddr().(*net.UDPAddr).AddrPort()
+	}
+	authAddr := serve(d.auth)
+	up, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.closers = append(d.closers, func() { up.Close() })
+	d.res = &resolver{cache: newCache(), upstream: newExchanger(up, authAddr)}
+	resAddr := serve(d.res)
+	cl, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.closers = append(d.closers, func() { cl.Close() })
+	d.stub = &stub{cache: newCache(), resolver: newExchanger(cl, resAddr)}
+	d.auth.add(&dns.A{Hdr: dns.RR_Header{Name: ServerName + ".", Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 300},
+		A: net.IPv4(127, 0, 0, 1)})
+	return &loopbackWorld{d: d, p: p, dir: dir}
+}
+
+func freePort(t *testing.T) uint16 {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return uint16(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// start starts contender name's server on loopback; publish false keeps
+// its Z-data out of DNS.
+func (w *loopbackWorld) start(t *testing.T, name string, publish bool) (Contender, *Client) {
+	t.Helper()
+	c, err := NewContender(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	cfg := ServerConfig{
+		Addr: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port),
+		Cert: w.p.cert, CertFile: w.p.certFile, KeyFile: w.p.keyFile,
+		Dir: w.dir, Files: files(), Publish: w.d.auth.replace,
+	}
+	if !publish {
+		cfg.Publish = func([]dns.RR) {}
+	}
+	srv, err := c.StartServer(context.Background(), nil, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	req, path := request(Response5B)
+	cl := &Client{ServerName: ServerName, Port: port, Request: req, Expect: files()[path],
+		RootCAs: w.p.pool, CAFile: w.p.caFile, Dir: w.dir, Scenario: Scenarios["local-warm"], dns: w.d.stub}
+	return c, cl
+}
+
+// visit runs one measured visit the way the harness does.
+func (w *loopbackWorld) visit(t *testing.T, c Contender, cl *Client) (Sample, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return measure(ctx, c, cl, w.d, cl.Scenario, 0)
+}
+
+// TestEngineContendersLoopback drives tls, ztls and tls-0rtt end to end on
+// loopback through the real worker process: the Z-data published by the
+// ztls server is found through the benchmark's resolver, the request rides
+// as early data and is answered; tls-0rtt resumes the primed ticket.
+func TestEngineContendersLoopback(t *testing.T) {
+	w := newLoopbackWorld(t)
+	for _, name := range []string{"tls", "ztls", "tls-0rtt"} {
+		for _, scen := range []string{"local-warm", "stub", "local-cold"} {
+			t.Run(name+"/"+scen, func(t *testing.T) {
+				c, cl := w.start(t, name, true)
+				cl.Scenario = Scenarios[scen]
+				for i := 0; i < 2; i++ {
+					s, err := w.visit(t, c, cl)
+					if err != nil {
+						t.Fatalf("visit %d: %v", i, err)
+					}
+					if s.FirstByte <= 0 || s.DNS > s.FirstByte || s.Handshake <= 0 {
+						t.Fatalf("visit %d: inconsistent sample %+v", i, s)
+					}
+					if want := name != "tls"; s.Early != want {
+						t.Errorf("visit %d: early data accepted %v, want %v", i, s.Early, want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestZTLSWithoutZDataIsAnError: a ztls sample that could not use ZTLS
+// (here: nothing published) is counted as an error, never as a fast TLS.
+func TestZTLSWithoutZDataIsAnError(t *testing.T) {
+	w := newLoopbackWorld(t)
+	c, cl := w.start(t, "ztls", false)
+	_, err := w.visit(t, c, cl)
+	if err == nil || !strings.Contains(err.Error(), "ztls") {
+		t.Fatalf("got %v, want a ztls error", err)
+	}
+}
+
+// TestTLS0RTTNeedsPrime: resuming without a primed ticket is refused by the
+// worker with a clear error.
+func TestTLS0RTTNeedsPrime(t *testing.T) {
+	w := newLoopbackWorld(t)
+	_, cl := w.start(t, "tls-0rtt", true)
+	e := &engineContender{name: "tls-0rtt", mode: "tls", resume: true}
+	t.Cleanup(e.stopWorker)
+	_, err := e.RunClient(context.Background(), cl)
+	if err == nil || !strings.Contains(err.Error(), "prime first") {
+		t.Fatalf("got %v, want the no-session error", err)
+	}
+}
+
+func TestCheckVisit(t *testing.T) {
+	ok := dial.Report{Mode: "ztls", EarlyData: dial.EarlyReport{Offered: true, Accepted: true}, Timing: dial.Timing{DNS: 1, TCPConnect: 2, Handshake: 3, FirstByte: 6}}
+	expect := []byte("hello")
+	cases := []struct {
+		name string
+		r    dial.Report
+		resp string
+		want string // "" for no error
+	}{
+		{"ztls", ok, "hello", ""},
+		{"ztls", ok, "hell", "response"},
+		{"ztls", dial.Report{Mode: "tls", FallbackReason: "x", Timing: ok.Timing}, "hello", "fallback: x"},
+		{"ztls", dial.Report{Mode: "ztls", EarlyData: dial.EarlyReport{Offered: true}, Timing: ok.Timing}, "hello", "accepted false"},
+		{"tls-0rtt", dial.Report{Mode: "tls", TLS: dial.TLSReport{Resumed: true}, EarlyData: dial.EarlyReport{Offered: true, Accepted: true}, Timing: ok.Timing}, "hello", ""},
+		{"tls-0rtt", dial.Report{Mode: "tls", TLS: dial.TLSReport{Resumed: false}, EarlyData: dial.EarlyReport{Offered: true, Accepted: true}, Timing: ok.Timing}, "hello", "resumed false"},
+		{"tls", dial.Report{Mode: "tls", Timing: ok.Timing}, "hello", ""},
+		{"tls", dial.Report{Mode: "tls"}, "hello", "no first byte"},
+	}
+	for i, tc := range cases {
+		err := checkVisit(tc.name, &workerResult{Report: tc.r, Response: []byte(tc.resp)}, expect)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("case %d: unexpected error %v", i, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("case %d: got %v, want an error with %q", i, err, tc.want)
+		}
+	}
+	s := sampleOf(ok)
+	if s.DNS != time.Millisecond || s.Handshake != 5*time.Millisecond || s.FirstByte != 6*time.Millisecond || !s.Early {
+		t.Errorf("sampleOf: %+v", s)
+	}
+}
+
+func TestParseJob(t *testing.T) {
+	good := `{"addr":"www.ztls.test:4431","mode":"ztls","resolver":"10.77.0.2:53","ca_file":"/x","request":"R0VU","expect_len":5}`
+	j, err := parseJob([]byte(good))
+	if err != nil || j.Mode != "ztls" || string(j.Request) != "GET" {
+		t.Fatalf("good job: %+v, %v", j, err)
+	}
+	bad := []string{
+		``, `{`, `[]`, `{"addr":"nohost","mode":"tls","resolver":"1.2.3.4:53","expect_len":5}`,
+		`{"addr":"h:0","mode":"tls","resolver":"1.2.3.4:53","expect_len":5}`,
+		`{"addr":"h:1","mode":"quic","resolver":"1.2.3.4:53","expect_len":5}`,
+		`{"addr":"h:1","mode":"tls","resolver":"nowhere","expect_len":5}`,
+		`{"addr":"h:1","mode":"tls","resolver":"1.2.3.4:53","expect_len":0}`,
+		`{"addr":"h:1","mode":"tls","resolver":"1.2.3.4:53","expect_len":5,"timeout_ms":-1}`,
+		`{"addr":"h:1","mode":"tls","resolver":"1.2.3.4:53","expect_len":5,"prime":true,"resume":true}`,
+		`{"addr":"h:1","mode":"tls","resolver":"1.2.3.4:53","expect_len":5,"unknown":1}`,
+	}
+	for _, b := range bad {
+		if _, err := parseJob([]byte(b)); err == nil || !strings.HasPrefix(err.Error(), "bench: worker job") {
+			t.Errorf("%s: got %v, want a worker job error", b, err)
+		}
+	}
+}
+
+// TestWorkerMainBadInput: the worker answers a bad line with an error and
+// goes on; it ends when its input ends.
+func TestWorkerMainBadInput(t *testing.T) {
+	r, w := io.Pipe()
+	out, outW := io.Pipe()
+	done := make(chan int, 1)
+	go func() { done <- workerMain(r, outW); outW.Close() }()
+	go func() { w.Write([]byte("not json\n")); w.Close() }()
+	got, _ := io.ReadAll(out)
+	if !strings.Contains(string(got), `"error":"bench: worker job`) {
+		t.Errorf("worker said %q", got)
+	}
+	if rc := <-done; rc != 0 {
+		t.Errorf("worker exit %d", rc)
+	}
+}
+
+func FuzzParseJob(f *testing.F) {
+	f.Add([]byte(`{"addr":"www.ztls.test:4431","mode":"ztls","resolver":"10.77.0.2:53","ca_file":"/x","request":"R0VU","expect_len":5}`))
+	f.Add([]byte(`{"addr":"[::1]:1","mode":"tls","resolver":"[::1]:53","expect_len":1,"prime":true}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		j, err := parseJob(b)
+		if err != nil {
+			return
+		}
+		if j.Mode != "tls" && j.Mode != "ztls" || j.ExpectLen < 1 || (j.Prime && j.Resume) {
+			t.Fatalf("accepted a bad job %+v", j)
+		}
+	})
+}
+
+// TestSmallScenarioZTLS is the ztls claim on the emulated WAN, in the
+// default test run: at 20 ms RTT, ZTLS's first response comes one round
+// trip before TLS 1.3's (bounds in RTT units; medians of a few runs).
+func TestSmallScenarioZTLS(t *testing.T) {
+	if err := hosts.Available(); err != nil {
+		t.Skipf("skipping: cannot build emulated hosts here: %v", err)
+	}
+	const rtt = 20 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg := Config{
+		RTTs:      []time.Duration{rtt},
+		Runs:      5,
+		Protocols: []string{"tls", "ztls", "tls-0rtt"},
+		Scenarios: []string{"local-warm"},
+		Realtime:  true,
+	}
+	if testing.Verbose() {
+		cfg.Progress = os.Stderr
+	}
+	rep, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]Result{}
+	for _, r := range rep.Results {
+		by[r.Protocol] = r
+		if r.Runs < 4 {
+			t.Fatalf("%s: only %d of 5 runs succeeded", r.Protocol, r.Runs)
+		}
+	}
+	inRTT := func(d float64) float64 { return d / float64(rtt/time.Millisecond) }
+	// After the lookup: TLS 1.3 pays TCP, TLS and the request (3 RTT);
+	// ZTLS and 0-RTT resumption pay TCP and one flight (2 RTT).
+	bounds := map[string][2]float64{"tls": {2.5, 3.6}, "ztls": {1.5, 2.6}, "tls-0rtt": {1.5, 2.6}}
+	for name, b := range bounds {
+		r := by[name]
+		got := inRTT(r.FirstByte.Median - r.DNS.Median)
+		if got < b[0] || got > b[1] {
+			t.Errorf("%s: first response %.2f RTT after the lookup, want %.1f to %.1f", name, got, b[0], b[1])
+		}
+		if name != "tls" && r.Early != r.Runs {
+			t.Errorf("%s: early data accepted in %d of %d runs", name, r.Early, r.Runs)
+		}
+		t.Logf("%-8s dns %.2f handshake %.2f first byte %.2f ms (%.2f RTT after DNS)", name, r.DNS.Median, r.Handshake.Median, r.FirstByte.Median, got)
+	}
+	saved := inRTT(by["tls"].FirstByte.Median - by["ztls"].FirstByte.Median)
+	if saved < 0.8 || saved > 1.2 {
+		t.Errorf("ztls saves %.2f RTT against tls, want 1 ± 0.2", saved)
+	}
+}

@@ -172,14 +172,15 @@ func Connect(ctx context.Context, addr string, o Options) (*Result, error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("dial: looking up %s: %w", host, ctx.Err())
 	}
-	r.Timing.DNS = ms(time.Since(start))
+	tcpStart := time.Now()
+	r.Timing.DNS = ms(tcpStart.Sub(start))
 	step("address")
 	raw, err := dialFirst(ctx, ips, port)
 	if err != nil {
 		return nil, err
 	}
 	r.Address = raw.RemoteAddr().String()
-	r.Timing.TCPConnect = ms(time.Since(start)) - r.Timing.DNS
+	r.Timing.TCPConnect = ms(time.Since(tcpStart))
 	step("tcp_connected")
 
 	var offer *tls13.ZDataOffer

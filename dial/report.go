@@ -3,6 +3,7 @@ package dial
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -44,6 +45,9 @@ type TLSReport struct {
 	Resumed     bool   `json:"resumed"`
 	ALPN        string `json:"alpn"`
 	Signature   string `json:"signature_scheme,omitempty"`
+	// CertificateFromDNS: ZTLS let the server omit its Certificate; the
+	// leaf verified is the TLSA record's.
+	CertificateFromDNS bool `json:"certificate_from_dns,omitempty"`
 }
 
 // Timing holds milliseconds since the start of the DNS lookup, except
@@ -62,7 +66,8 @@ type TraceStep struct {
 	AtMS float64 `json:"at_ms"`
 }
 
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+// ms is milliseconds with microsecond resolution.
+func ms(d time.Duration) float64 { return math.Round(float64(d.Microseconds())) / 1000 }
 
 // fillTLS copies the negotiated parameters from a connection state.
 func (r *Report) fillTLS(st tls13.ConnectionState) {
@@ -78,6 +83,7 @@ func (r *Report) fillTLS(st tls13.ConnectionState) {
 	if st.SignatureScheme != 0 {
 		r.TLS.Signature = tls13.SignatureSchemeName(st.SignatureScheme)
 	}
+	r.TLS.CertificateFromDNS = st.CertificateOmitted
 	r.EarlyData.Offered = st.EarlyDataOffered
 	r.EarlyData.Accepted = st.EarlyDataAccepted
 	for _, c := range st.PeerCertificates {
@@ -104,7 +110,11 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	if len(r.PeerChain) > 0 {
-		fmt.Fprintf(w, "  verified chain: %s\n", strings.Join(r.PeerChain, " <- "))
+		from := ""
+		if r.TLS.CertificateFromDNS {
+			from = " (leaf from DNS: the server omitted its Certificate)"
+		}
+		fmt.Fprintf(w, "  verified chain: %s%s\n", strings.Join(r.PeerChain, " <- "), from)
 	} else if !r.TLS.Resumed {
 		fmt.Fprintln(w, "  certificate NOT verified (--insecure)")
 	}

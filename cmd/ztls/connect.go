@@ -2,8 +2,8 @@ package main
 
 import (
 	"bytes"
-	"crypto/tls"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -121,7 +121,8 @@ func runConnect(f *connectFlags, addr string, req []byte) error {
 	}
 	opts := dial.Options{Mode: f.mode, TLS: cfg, Request: req, ReadResponse: f.maxBytes, Out: os.Stdout,
 		ZDataBudget: f.budget, ReplaySafe: true}
-	if f.mode != "tls" {
+	{
+		// The T-DNS resolver also finds the address in --mode tls.
 		res, err := newResolver(f.resolver, f.transport, f.dnsCA)
 		if err != nil {
 			return err

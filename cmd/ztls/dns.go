@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ztls-project/ztls/dns/authority"
+	"github.com/ztls-project/ztls/zdata"
 )
 
 // dnsCmd groups the DNS server tools.
@@ -62,8 +63,9 @@ answer at all.
 The zone's origin is taken from its SOA record, or given as ORIGIN=FILE when
 the file uses relative names without $ORIGIN.
 
---zdata DIR names a Z-data directory to serve and refresh while running
-(accepted and kept for now; the Z-data tools wire it up).`,
+--zdata DIR serves a Z-data directory's records (TXT, CERT, TLSA; made by
+'ztls zdata new') inside the zones, and keeps them current as 'ztls zdata
+rotate' changes the directory (fleets rotate themselves), without restart.`,
 		Example: `  # a zone on a high port, UDP and TCP
   ztls dns serve --zone example.org.zone --listen 127.0.0.1:5353
   dig @127.0.0.1 -p 5353 www.example.org A
@@ -88,7 +90,7 @@ the file uses relative names without $ORIGIN.
 	fs.StringVar(&f.tlsListen, "tls", "", "address for DNS over TLS (needs --cert and --key)")
 	fs.StringVar(&f.cert, "cert", "", "PEM certificate chain for --tls")
 	fs.StringVar(&f.key, "key", "", "PEM private key for --tls")
-	fs.StringArrayVar(&f.zdata, "zdata", nil, "Z-data directory to serve (repeatable; reserved, not served yet)")
+	fs.StringArrayVar(&f.zdata, "zdata", nil, "Z-data directory whose records to serve and keep current (repeatable)")
 	fs.DurationVar(&f.idle, "idle-timeout", authority.DefaultIdleTimeout, "close stream connections idle this long (announced by EDNS keepalive)")
 	fs.IntVar(&f.maxConns, "max-conns", authority.DefaultMaxConns, "most open TCP and TLS connections")
 	fs.IntVar(&f.udpWorkers, "udp-workers", 0, "goroutines answering UDP (0: 4 per CPU)")
@@ -143,10 +145,13 @@ func runDNSServe(ctx context.Context, out io.Writer, f *dnsServeFlags) error {
 	if (f.tlsListen != "") != (f.cert != "" && f.key != "") {
 		return errors.New("dns serve: --tls needs --cert and --key, and they need --tls")
 	}
-	for _, d := range f.zdata {
-		if st, err := os.Stat(d); err != nil || !st.IsDir() {
-			return fmt.Errorf("dns serve: --zdata %s is not a directory", d)
+	var dirs []*zdata.Dir
+	for _, path := range f.zdata {
+		d, err := zdata.LoadDir(path)
+		if err != nil {
+			return fmt.Errorf("dns serve: --zdata: %w", err)
 		}
+		dirs = append(dirs, d)
 	}
 	var zs []*authority.Zone
 	for _, arg := range f.zones {
@@ -159,6 +164,15 @@ func runDNSServe(ctx context.Context, out io.Writer, f *dnsServeFlags) error {
 	zones, err := authority.NewZones(zs...)
 	if err != nil {
 		return fmt.Errorf("dns serve: %w", err)
+	}
+	for _, d := range dirs {
+		if err := serveZData(zones, d, time.Now()); err != nil {
+			return fmt.Errorf("dns serve: %w", err)
+		}
+		fmt.Fprintf(out, "serving Z-data for %s port %d from %s\n", d.Config.Host, d.Config.Port, d.Path)
+	}
+	if len(dirs) > 0 {
+		go refreshZData(ctx, zones, dirs, f.verboseLogs)
 	}
 	srv := &authority.Server{
 		Handler:     authority.Chain(zones, authority.CheckQuery),
@@ -225,4 +239,47 @@ func runDNSServe(ctx context.Context, out io.Writer, f *dnsServeFlags) error {
 		srv.Close()
 		return fmt.Errorf("dns serve: %w", err)
 	}
+}
+
+// serveZData replaces the service's Z-data RRsets with what d publishes at now.
+func serveZData(zones *authority.Zones, d *zdata.Dir, now time.Time) error {
+	for _, set := range zdataSets(d, now, 5*time.Minute) {
+		if err := zones.ReplaceRRset(set.Name, set.Type, set.Records); err != nil {
+			return fmt.Errorf("Z-data of %s: %w (is %s inside a --zone?)", d.Path, err, set.Name)
+		}
+	}
+	return nil
+}
+
+// refreshZData re-reads the directories and swaps the records every 10 s.
+func refreshZData(ctx context.Context, zones *authority.Zones, dirs []*zdata.Dir, verbose bool) {
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, d := range dirs {
+			err := keepCurrent(d, time.Now())
+			if err == nil {
+				err = serveZData(zones, d, time.Now())
+			}
+			if err != nil && verbose {
+				fmt.Fprintf(os.Stderr, "ztls: %v\n", err)
+			}
+		}
+	}
+}
+
+// keepCurrent picks up rotation: a fleet derives its own next keys, others
+// re-read the key files that 'ztls zdata rotate' writes.
+func keepCurrent(d *zdata.Dir, now time.Time) error {
+	if d.Service.Seed != nil {
+		_, err := d.Service.Rotate(now)
+		return err
+	}
+	_, err := d.Reload()
+	return err
 }

@@ -39,7 +39,6 @@ func TestDNSServeCommand(t *testing.T) {
 		done <- runDNSServe(ctx, pw, &dnsServeFlags{
 			zones:  []string{zoneFile, "other.test.=" + relFile},
 			listen: "127.0.0.1:0",
-			zdata:  []string{dir},
 		})
 		pw.Close()
 	}()

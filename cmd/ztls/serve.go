@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -15,6 +17,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ztls-project/ztls/tls13"
+	"github.com/ztls-project/ztls/zdata"
+	"github.com/ztls-project/ztls/ztlshttp"
 )
 
 type serveFlags struct {
@@ -26,6 +30,8 @@ type serveFlags struct {
 	clientAuth string
 	timeout    time.Duration
 	verbose    bool
+	backend    string
+	zdataDir   string
 }
 
 func init() {
@@ -61,17 +67,48 @@ ClientHellos are refused (RFC 8446, Section 8).`,
 	fs.StringVar(&f.clientAuth, "client-auth", "none", "client certificates: none, request, require (verified against --client-ca)")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "idle timeout per connection")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print one line per connection")
+	fs.StringVar(&f.backend, "backend", "", "reverse-proxy HTTP/1.1 to URL (early requests get Early-Data: 1; a 425 answer is retried after the handshake)")
+	fs.StringVar(&f.zdataDir, "zdata", "", "serve ZTLS with the Z-data keys in DIR (made by 'ztls zdata new'); rotation is picked up without restart")
 	f.tls.register(fs, true)
 	rootCmd.AddCommand(cmd)
 }
 
 func runServe(f *serveFlags) error {
-	if f.echo && f.respond != "" {
-		return errors.New("choose one of --echo and --respond")
+	if (f.echo && f.respond != "") || (f.backend != "" && (f.echo || f.respond != "")) {
+		return errors.New("choose one of --echo, --respond and --backend")
+	}
+	var proxy *ztlshttp.Proxy
+	if f.backend != "" {
+		u, err := url.Parse(f.backend)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--backend: want http://HOST:PORT[/PATH], got %q", f.backend)
+		}
+		proxy = &ztlshttp.Proxy{Backend: u, Timeout: f.timeout}
+		if f.verbose {
+			proxy.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "ztls: "+format+"\n", args...) }
+		}
+	}
+	var zdir *zdata.Dir
+	if f.zdataDir != "" {
+		d, err := zdata.LoadDir(f.zdataDir)
+		if err != nil {
+			return err
+		}
+		zdir = d
+		if f.tls.cert == "" && f.tls.key == "" {
+			// The certificate the Z-data is signed with.
+			f.tls.cert, f.tls.key = d.Config.Cert, d.Config.Key
+			if !filepath.IsAbs(f.tls.cert) {
+				f.tls.cert, f.tls.key = filepath.Join(d.Path, f.tls.cert), filepath.Join(d.Path, f.tls.key)
+			}
+		}
 	}
 	cfg, err := f.tls.config(true)
 	if err != nil {
 		return err
+	}
+	if zdir != nil {
+		cfg.ZData = zdir.Keyring
 	}
 	cfg.MaxEarlyData = f.maxEarly
 	switch f.clientAuth {
@@ -97,6 +134,25 @@ func runServe(f *serveFlags) error {
 	fmt.Fprintf(os.Stderr, "ztls: serving TLS 1.3 on %s\n", ln.Addr())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if zdir != nil {
+		fmt.Fprintf(os.Stderr, "ztls: ZTLS on, Z-data for %s port %d from %s (%d live keys)\n",
+			zdir.Config.Host, zdir.Config.Port, zdir.Path, len(zdir.Keyring.Live(time.Now())))
+		go func() {
+			t := time.NewTicker(10 * time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					if err := keepCurrent(zdir, time.Now()); err != nil {
+						fmt.Fprintf(os.Stderr, "ztls: Z-data: %v\n", err)
+					}
+					zdir.Keyring.Prune(time.Now())
+				}
+			}
+		}()
+	}
 	go func() { <-ctx.Done(); ln.Close() }()
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -111,7 +167,14 @@ func runServe(f *serveFlags) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			serveConn(tls13.Server(raw, cfg), f, respond)
+			c := tls13.Server(raw, cfg)
+			if proxy != nil {
+				if err := proxy.ServeConn(c); err != nil && f.verbose {
+					fmt.Fprintf(os.Stderr, "ztls: %s: %v\n", raw.RemoteAddr(), err)
+				}
+				return
+			}
+			serveConn(c, f, respond)
 		}()
 	}
 }

@@ -1,0 +1,413 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/spf13/cobra"
+
+	"github.com/ztls-project/ztls/dns/publish"
+	"github.com/ztls-project/ztls/dns/resolver"
+	"github.com/ztls-project/ztls/zdata"
+)
+
+var zdataCmd = &cobra.Command{
+	Use:   "zdata",
+	Short: "Make, rotate, inspect, publish and check Z-data (the DNS records ZTLS needs)",
+	Long: `Z-data is what a ZTLS server publishes in DNS so that a client that has never
+seen it can send its first request with its ClientHello: a signed TXT record
+with a semi-static key share and validity window at _ztls._PORT._tcp.HOST,
+the certificate's leaf as TLSA 3 0 0 at _PORT._tcp.HOST, and intermediates
+as CERT records. A Z-data directory holds a service's keys; 'ztls serve
+--zdata DIR' and 'ztls dns serve --zdata DIR' read it.
+
+Typical life:
+  ztls zdata new --host www.example.org --port 443 --cert cert.pem --key key.pem --out zd/
+  (put the printed lines in your zone, or: ztls zdata publish zd/ --server ... --zone ...)
+  ztls serve --listen :443 --zdata zd/ --backend http://127.0.0.1:8080
+  ztls zdata rotate zd/     # from cron every 10 minutes (fleets with --seed-file need not)
+  ztls zdata check www.example.org --port 443`,
+}
+
+func init() { rootCmd.AddCommand(zdataCmd) }
+
+func init() {
+	var cfg zdata.ServiceConfig
+	var out, seedFile, group, nsc string
+	var ttl time.Duration
+	cmd := &cobra.Command{
+		Use:   "new --host HOST --port PORT --cert FILE --key FILE --out DIR",
+		Short: "Create a Z-data directory and print the zone-file lines to publish",
+		Example: `  ztls zdata new --host www.example.org --port 443 --cert cert.pem --key key.pem --out zd/
+  # a fleet: every server with the same seed file derives the same keys
+  head -c 32 /dev/urandom > fleet.seed; chmod 600 fleet.seed
+  ztls zdata new --host www.example.org --port 443 --cert cert.pem --key key.pem --out zd/ --seed-file fleet.seed`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cfg.Host == "" || cfg.Port == 0 || cfg.Cert == "" || cfg.Key == "" || out == "" {
+				return fmt.Errorf("--host, --port, --cert, --key and --out are required")
+			}
+			g, err := parseZGroup(group)
+			if err != nil {
+				return err
+			}
+			cfg.Group = g
+			if nsc != "" {
+				cfg.NSC = strings.Split(nsc, ",")
+			}
+			var seed []byte
+			if seedFile != "" {
+				if seed, err = os.ReadFile(seedFile); err != nil {
+					return fmt.Errorf("--seed-file: %w", err)
+				}
+			}
+			for _, f := range []*string{&cfg.Cert, &cfg.Key} {
+				if abs, err := absPath(*f); err == nil {
+					*f = abs
+				}
+			}
+			d, err := zdata.CreateDir(out, cfg, seed)
+			if err != nil {
+				return err
+			}
+			if _, err := d.Rotate(time.Now()); err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "ztls: Z-data for %s port %d in %s; publish these records (TTL ends before the records expire):\n", d.Config.Host, d.Config.Port, out)
+			printLines(cmd.OutOrStdout(), d.ZoneLines(time.Now(), ttl))
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&cfg.Host, "host", "", "the name clients connect to (and send as SNI)")
+	fs.IntVar(&cfg.Port, "port", 443, "the TCP port of the service")
+	fs.StringVar(&cfg.Cert, "cert", "", "PEM certificate chain of the service, leaf first")
+	fs.StringVar(&cfg.Key, "key", "", "PEM private key of the leaf (signs the records)")
+	fs.StringVar(&out, "out", "", "directory to create")
+	fs.StringVar(&group, "group", "x25519", "key share group: x25519 or secp256r1")
+	fs.Uint32Var(&cfg.MaxEarlyData, "max-early-data", 0, "largest early request in bytes (0: 16384)")
+	fs.StringVar(&cfg.ALPN, "alpn", "", "the ALPN protocol early data is for (e.g. http/1.1); empty: connections without ALPN")
+	fs.StringVar(&nsc, "nsc", "", "cipher suites the server does not support, hex, comma-separated (e.g. 1303)")
+	fs.BoolVar(&cfg.ClientCert, "client-cert", false, "announce that the server asks for client certificates")
+	fs.StringVar(&seedFile, "seed-file", "", "fleet mode: derive each hour's key from this shared secret file")
+	fs.DurationVar(&ttl, "ttl", 5*time.Minute, "largest TTL to print")
+	zdataCmd.AddCommand(cmd)
+}
+
+func init() {
+	var ttl time.Duration
+	cmd := &cobra.Command{
+		Use:   "rotate DIR",
+		Short: "Add the next period's key, drop expired ones, and print the records to publish",
+		Long: `Make sure DIR holds the key of the current validity period and, close to its
+end, the next one; erase keys past not-after plus the freshness window; print
+the records to publish now. Run it every few minutes (cron or a timer);
+servers reading DIR pick the change up without restart.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := zdata.LoadDir(args[0])
+			if err != nil {
+				return err
+			}
+			added, err := d.Rotate(time.Now())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "ztls: %d key(s) added\n", len(added))
+			printLines(cmd.OutOrStdout(), d.ZoneLines(time.Now(), ttl))
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&ttl, "ttl", 5*time.Minute, "largest TTL to print")
+	zdataCmd.AddCommand(cmd)
+}
+
+func init() {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show DIR",
+		Short: "List a Z-data directory's keys and their state",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := zdata.LoadDir(args[0])
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			type row struct {
+				ID        uint32    `json:"id"`
+				NotBefore time.Time `json:"not_before"`
+				NotAfter  time.Time `json:"not_after"`
+				State     string    `json:"state"`
+				Group     string    `json:"group"`
+				TXTBytes  int       `json:"txt_bytes"`
+				Hash      string    `json:"zdata_hash"`
+			}
+			var rows []row
+			for _, k := range d.Keyring.All() {
+				r := k.Record
+				state := "live"
+				switch {
+				case now.Before(r.NotBefore):
+					state = "next"
+				case now.After(r.NotAfter):
+					state = "expired (kept for the freshness window)"
+				}
+				h := r.ZDataHash()
+				rows = append(rows, row{r.ID, r.NotBefore, r.NotAfter, state, zGroupName(r.Group), len(strings.Join(r.TXT(), "")), fmt.Sprintf("%x", h[:8])})
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(map[string]any{"host": d.Config.Host, "port": d.Config.Port, "fleet": d.Service.Seed != nil, "keys": rows})
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "%s port %d%s\n", d.Config.Host, d.Config.Port, map[bool]string{true: " (fleet)", false: ""}[d.Service.Seed != nil])
+			for _, r := range rows {
+				fmt.Fprintf(w, "  id %-10d %s .. %s  %-8s %s, TXT %d bytes, hash %s…\n", r.ID,
+					r.NotBefore.UTC().Format("2006-01-02 15:04:05"), r.NotAfter.UTC().Format("15:04:05Z"), r.State, r.Group, r.TXTBytes, r.Hash)
+			}
+			for _, s := range d.Skipped {
+				fmt.Fprintf(w, "  skipped: %s\n", s)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	zdataCmd.AddCommand(cmd)
+}
+
+// zdataSets groups a directory's records into the RRsets that replace
+// what DNS holds for the service: TXT and CERT at the Z-data name, TLSA at
+// the TLSA name (always all three, so stale records are removed).
+func zdataSets(d *zdata.Dir, now time.Time, maxTTL time.Duration) []publish.RRSet {
+	host, port := d.Config.Host, d.Config.Port
+	sets := []publish.RRSet{
+		{Name: zdata.TXTName(host, port), Type: dns.TypeTXT},
+		{Name: zdata.TXTName(host, port), Type: dns.TypeCERT},
+		{Name: zdata.TLSAName(host, port), Type: dns.TypeTLSA},
+	}
+	for _, rr := range d.RRs(now, maxTTL) {
+		for i := range sets {
+			if strings.EqualFold(rr.Header().Name, sets[i].Name) && rr.Header().Rrtype == sets[i].Type {
+				sets[i].Records = append(sets[i].Records, rr)
+			}
+		}
+	}
+	return sets
+}
+
+func init() {
+	var server, zone, keyName, keySecret, keyAlg string
+	var ttl time.Duration
+	cmd := &cobra.Command{
+		Use:   "publish DIR --server ADDR --zone ZONE --tsig-name NAME --tsig-secret BASE64",
+		Short: "Push a directory's records to a primary DNS server with a TSIG-signed UPDATE (RFC 2136)",
+		Long: `Replace the service's Z-data TXT, CERT and TLSA sets on the primary in one
+atomic UPDATE signed with TSIG (hmac-sha256 by default). The primary (BIND 9,
+Knot, PowerDNS) must allow updates with that key, e.g. in BIND:
+  key "ztls" { algorithm hmac-sha256; secret "BASE64"; };
+  zone "example.org" { type primary; file "..."; allow-update { key "ztls"; }; };`,
+		Example: `  ztls zdata publish zd/ --server 192.0.2.53 --zone example.org \
+      --tsig-name ztls --tsig-secret "$(cat ztls.key)"`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if server == "" || zone == "" || keyName == "" || keySecret == "" {
+				return fmt.Errorf("--server, --zone, --tsig-name and --tsig-secret are required")
+			}
+			d, err := zdata.LoadDir(args[0])
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			if len(d.Records(now)) == 0 {
+				return fmt.Errorf("nothing to publish: no live record in %s (run 'ztls zdata rotate %s')", args[0], args[0])
+			}
+			sets := zdataSets(d, now, ttl)
+			ctx, cancel := context.WithTimeout(cmd.Context(), 15*time.Second)
+			defer cancel()
+			key := publish.TSIGKey{Name: keyName, Algorithm: keyAlg, Secret: keySecret}
+			if err := publish.Publish(ctx, server, zone, key, sets); err != nil {
+				return err
+			}
+			n := 0
+			for _, s := range sets {
+				n += len(s.Records)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "published %d records for %s port %d to %s\n", n, d.Config.Host, d.Config.Port, server)
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&server, "server", "", "primary server, HOST[:PORT]")
+	fs.StringVar(&zone, "zone", "", "the zone holding the service's names")
+	fs.StringVar(&keyName, "tsig-name", "", "TSIG key name")
+	fs.StringVar(&keySecret, "tsig-secret", "", "TSIG secret, base64")
+	fs.StringVar(&keyAlg, "tsig-algorithm", "hmac-sha256", "TSIG algorithm")
+	fs.DurationVar(&ttl, "ttl", 5*time.Minute, "largest TTL (the records' TTL also ends before they expire)")
+	zdataCmd.AddCommand(cmd)
+}
+
+func init() {
+	var port int
+	var server, transport, ca string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "check HOST",
+		Short: "Fetch the Z-data DNS serves for HOST and report validity, signature, chain, sizes",
+		Long: `Ask DNS what a ZTLS client would ask (TXT, CERT, TLSA) and check it as the
+client does: syntax, validity window, signature and binding to HOST and
+PORT, the leaf's chain and name. Also reports each answer's size: above
+1232 bytes UDP answers are truncated and clients need TCP or DNS over TLS.`,
+		Example: `  ztls zdata check www.example.org --port 443
+  ztls zdata check www.ztls.test --port 8443 --resolver 127.0.0.1:5353 --ca ca.pem`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			res, err := newResolver(server, transport, "")
+			if err != nil {
+				return err
+			}
+			defer res.Close()
+			roots, err := tlsRoots(ca)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
+			defer cancel()
+			rep, err := checkZData(ctx, res, args[0], port, roots, time.Now())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(rep)
+			}
+			rep.writeText(cmd.OutOrStdout())
+			if !rep.Valid {
+				return fmt.Errorf("Z-data for %s port %d is not usable: %s", args[0], port, rep.Reason)
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.IntVar(&port, "port", 443, "the service's TCP port")
+	fs.StringVar(&server, "resolver", "", "DNS server (default: /etc/resolv.conf)")
+	fs.StringVar(&transport, "dns-transport", "udp", "udp, tcp or tls")
+	fs.StringVar(&ca, "ca", "", "PEM roots the leaf must chain to (default: the system's)")
+	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	zdataCmd.AddCommand(cmd)
+}
+
+// checkReport is what 'zdata check' found.
+type checkReport struct {
+	Host      string        `json:"host"`
+	Port      int           `json:"port"`
+	Valid     bool          `json:"valid"`
+	Reason    string        `json:"reason,omitempty"`
+	ID        uint32        `json:"zdata_id,omitempty"`
+	NotBefore time.Time     `json:"not_before,omitempty"`
+	NotAfter  time.Time     `json:"not_after,omitempty"`
+	Leaf      string        `json:"leaf,omitempty"`
+	Answers   []answerCheck `json:"answers"`
+}
+
+type answerCheck struct {
+	Name      string `json:"name"`
+	Type      string `json:"type"`
+	Records   int    `json:"records"`
+	Bytes     int    `json:"bytes"` // the whole DNS answer message
+	Truncated bool   `json:"truncated"`
+	OverUDP   bool   `json:"over_1232"`
+	Rcode     string `json:"rcode"`
+}
+
+func checkZData(ctx context.Context, res *resolver.Resolver, host string, port int, roots rootsPool, now time.Time) (*checkReport, error) {
+	rep := &checkReport{Host: host, Port: port}
+	var txts [][]string
+	var tlsas []*dns.TLSA
+	var certs []*dns.CERT
+	for _, q := range []struct {
+		name  string
+		qtype uint16
+	}{{zdata.TXTName(host, port), dns.TypeTXT}, {zdata.TXTName(host, port), dns.TypeCERT}, {zdata.TLSAName(host, port), dns.TypeTLSA}} {
+		a, err := res.Lookup(ctx, q.name, q.qtype)
+		if err != nil {
+			return nil, fmt.Errorf("looking up %s %s: %w", q.name, dns.TypeToString[q.qtype], err)
+		}
+		ac := answerCheck{Name: q.name, Type: dns.TypeToString[q.qtype], Records: len(a.RRs), Rcode: dns.RcodeToString[a.Rcode]}
+		if a.Reply != nil {
+			ac.Bytes = a.Reply.Len()
+			ac.Truncated = a.Reply.Truncated
+			ac.OverUDP = ac.Bytes > 1232
+		}
+		rep.Answers = append(rep.Answers, ac)
+		for _, rr := range a.RRs {
+			switch v := rr.(type) {
+			case *dns.TXT:
+				txts = append(txts, v.Txt)
+			case *dns.TLSA:
+				tlsas = append(tlsas, v)
+			case *dns.CERT:
+				certs = append(certs, v)
+			}
+		}
+	}
+	rec, leaf, err := zdata.Select(txts, tlsas, certs, host, port, roots, now)
+	if err != nil {
+		rep.Reason = err.Error()
+		return rep, nil
+	}
+	rep.Valid = true
+	rep.ID, rep.NotBefore, rep.NotAfter = rec.ID, rec.NotBefore, rec.NotAfter
+	rep.Leaf = leaf.Subject.String()
+	return rep, nil
+}
+
+func (r *checkReport) writeText(w io.Writer) {
+	for _, a := range r.Answers {
+		size := fmt.Sprintf("%d bytes", a.Bytes)
+		if a.OverUDP {
+			size += " (over 1232: needs TCP or DNS over TLS)"
+		}
+		if a.Truncated {
+			size += ", TRUNCATED"
+		}
+		fmt.Fprintf(w, "%-40s %-5s %d record(s), %s, %s\n", a.Name, a.Type, a.Records, size, a.Rcode)
+	}
+	if r.Valid {
+		fmt.Fprintf(w, "valid: Z-data id %d, %s .. %s, signature verified, leaf %s chains to a trusted root\n",
+			r.ID, r.NotBefore.UTC().Format(time.RFC3339), r.NotAfter.UTC().Format(time.RFC3339), r.Leaf)
+	} else {
+		fmt.Fprintf(w, "NOT usable: %s\n", r.Reason)
+	}
+}
+
+func printLines(w io.Writer, lines []string) {
+	for _, l := range lines {
+		fmt.Fprintln(w, l)
+	}
+}
+
+func parseZGroup(s string) (uint16, error) {
+	switch strings.ToLower(s) {
+	case "", "x25519":
+		return zdata.GroupX25519, nil
+	case "secp256r1", "p-256", "p256":
+		return zdata.GroupSecp256r1, nil
+	}
+	return 0, fmt.Errorf("--group: want x25519 or secp256r1 (ztls v1 allows only these), got %q", s)
+}
+
+func zGroupName(g uint16) string {
+	if g == zdata.GroupSecp256r1 {
+		return "secp256r1"
+	}
+	return "x25519"
+}

@@ -267,7 +267,9 @@ func (c *Conn) handshake(ctx context.Context, early bool) (err error) {
 	if err := c.flush(); err != nil {
 		return err
 	}
-	buf := make([]byte, 16*1024+512)
+	bp := handshakeBufPool.Get().(*[]byte)
+	defer handshakeBufPool.Put(bp)
+	buf := *bp
 	for {
 		if done, err := c.handshakeDone(early); done || err != nil {
 			if done && c.isClient {
@@ -308,6 +310,14 @@ func (c *Conn) handshake(ctx context.Context, early bool) (err error) {
 		}
 	}
 }
+
+// handshakeBufPool recycles the handshake loop's read buffer, which would
+// otherwise be a 16.5 KiB allocation per handshake on each side. feed
+// copies what it is given, so nothing keeps the buffer after the loop.
+var handshakeBufPool = sync.Pool{New: func() any {
+	b := make([]byte, 16*1024+512)
+	return &b
+}}
 
 func (c *Conn) handshakeDone(early bool) (bool, error) {
 	c.mu.Lock()

@@ -14,6 +14,7 @@ package tls13
 
 import (
 	"bytes"
+	"crypto/ecdh"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -45,6 +46,44 @@ type fuzzEnv struct {
 	servers []*Config // server variants
 	clients []*Config // client variants
 	session *ClientSession
+	zoffer  *ZDataOffer // ZTLS: what a client found in DNS; every server has its key
+}
+
+// clientModes: each client variant runs plain, offering env.session,
+// offering env.session with 0-RTT data, and opening with ZTLS (Z-data and
+// early data).
+const clientModes = 4
+
+// fuzzZKeys serves one Z-data key to the fuzzed servers.
+type fuzzZKeys struct{ key *ZDataKey }
+
+func (k fuzzZKeys) LookupZData(id uint32, hash [32]byte, now time.Time) *ZDataKey {
+	if id == k.key.ID && hash == k.key.Hash && !now.Before(k.key.NotBefore) && !now.After(k.key.NotAfter) {
+		return k.key
+	}
+	return nil
+}
+
+// newFuzzZData makes a fixed x25519 Z-data key and the matching client offer.
+func newFuzzZData(t testing.TB, now time.Time, p *testPKI) (ZDataKeys, *ZDataOffer) {
+	priv, err := ecdh.X25519().NewPrivateKey(bytes.Repeat([]byte{0x5a}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := &ZDataKey{
+		ID: 7, Hash: [32]byte{7, 7, 7}, Host: "localhost", Group: X25519, MaxEarlyData: 4096, ALPN: "h2",
+		NotBefore: now.Add(-time.Minute), NotAfter: now.Add(time.Hour),
+		ECDH: func(peer []byte) ([]byte, error) {
+			pub, err := ecdh.X25519().NewPublicKey(peer)
+			if err != nil {
+				return nil, err
+			}
+			return priv.ECDH(pub)
+		},
+	}
+	offer := &ZDataOffer{ID: key.ID, Hash: key.Hash, Group: X25519, Share: priv.PublicKey().Bytes(),
+		MaxEarlyData: key.MaxEarlyData, ALPN: key.ALPN, Leaf: p.server.Leaf}
+	return fuzzZKeys{key}, offer
 }
 
 var (
@@ -57,9 +96,12 @@ func getFuzzEnv(t testing.TB) *fuzzEnv {
 	fuzzEnvOnce.Do(func() {
 		env := &fuzzEnv{now: time.Now()}
 		clock := func() time.Time { return env.now }
+		zkeys, zoffer := newFuzzZData(t, env.now, ed)
+		env.zoffer = zoffer
 		server := func() *Config {
 			c := serverConfig(ed)
 			c.Time, c.MaxEarlyData, c.StrikeRegister = clock, 1024, alwaysFresh{}
+			c.ZData = zkeys
 			c.TicketKey = [32]byte{1, 2, 3}
 			c.NextProtos = []string{"h2", "http/1.1"}
 			return c
@@ -101,8 +143,8 @@ func (env *fuzzEnv) serverEngine(variant byte) *engine {
 	return e
 }
 
-// clientEngine returns a client after startClient. Variants past the
-// plain ones offer env.session, with and without early data.
+// clientEngine returns a client after startClient, in one of the
+// clientModes of one of the client configurations.
 func (env *fuzzEnv) clientEngine(variant byte) *engine {
 	n := len(env.clients)
 	cfg := env.clients[int(variant)%n]
@@ -110,11 +152,14 @@ func (env *fuzzEnv) clientEngine(variant byte) *engine {
 	e := newEngine(cfg, true)
 	var sess *ClientSession
 	var early []byte
-	switch int(variant) % (3 * n) / n {
+	request := []byte("GET / HTTP/1.1\r\n\r\n")
+	switch int(variant) % (clientModes * n) / n {
 	case 1:
 		sess = env.session
 	case 2:
-		sess, early = env.session, []byte("GET / HTTP/1.1\r\n\r\n")
+		sess, early = env.session, request
+	case 3:
+		e.zoffer, early = env.zoffer, request
 	}
 	e.startClient(sess, early)
 	return e
@@ -246,7 +291,7 @@ func FuzzServerEngine(f *testing.F) {
 	// Whole client streams of real handshakes, one per server variant and
 	// client variant (full, with a ticket, with a ticket and 0-RTT).
 	for sv := range len(env.servers) {
-		for cv := range 3 * len(env.clients) {
+		for cv := range clientModes * len(env.clients) {
 			cli, srv := env.clientEngine(byte(cv)), env.serverEngine(byte(sv))
 			fromClient, _, _ := shuttle(cli, srv)
 			f.Add(byte(sv), fromClient)
@@ -286,7 +331,7 @@ func FuzzClientEngine(f *testing.F) {
 	env := getFuzzEnv(f)
 	env.ensureSession(f)
 	// Whole server streams answering each deterministic ClientHello.
-	for cv := range 3 * len(env.clients) {
+	for cv := range clientModes * len(env.clients) {
 		for sv := range len(env.servers) {
 			cli, srv := env.clientEngine(byte(cv)), env.serverEngine(byte(sv))
 			_, fromServer, _ := shuttle(cli, srv)
@@ -408,7 +453,7 @@ func FuzzSessionUnmarshal(f *testing.F) {
 func TestFuzzSeedsReachHandshakeEnd(t *testing.T) {
 	env := getFuzzEnv(t)
 	env.ensureSession(t)
-	for cv := range 3 * len(env.clients) {
+	for cv := range clientModes * len(env.clients) {
 		for sv := range len(env.servers) {
 			cli, srv := env.clientEngine(byte(cv)), env.serverEngine(byte(sv))
 			fromClient, fromServer, err := shuttle(cli, srv)
@@ -417,6 +462,11 @@ func TestFuzzSeedsReachHandshakeEnd(t *testing.T) {
 					continue // no client certificate for a server that requires one
 				}
 				t.Fatalf("client %d to server %d: %v", cv, sv, err)
+			}
+			// The seeds cover what the modes are for.
+			st, mode := cli.info, cv/len(env.clients)
+			if st.DidResume != (mode == 1 || mode == 2) || st.EarlyDataAccepted != (mode >= 2) || st.ZTLS != (mode == 3) {
+				t.Errorf("client %d to server %d: resumed=%v early=%v ztls=%v", cv, sv, st.DidResume, st.EarlyDataAccepted, st.ZTLS)
 			}
 			s := env.serverEngine(byte(sv))
 			if err := s.feed(fromClient); err != nil || !s.done {

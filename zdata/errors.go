@@ -57,6 +57,7 @@ type Error struct {
 	Err    error
 }
 
+// Error formats the reason and the cause.
 func (e *Error) Error() string {
 	if e.Err == nil {
 		return "zdata: " + string(e.Reason)
@@ -64,6 +65,7 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("zdata: %s: %v", e.Reason, trimPrefix(e.Err.Error()))
 }
 
+// Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
 func trimPrefix(s string) string {

@@ -20,7 +20,7 @@ type redisServer struct {
 	done chan struct{}
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -32,7 +32,7 @@ func freePort(t *testing.T) int {
 
 // startRedis starts redis-server without persistence on port (0: a free
 // one) and stops it when the test ends.
-func startRedis(t *testing.T, port int, extra ...string) *redisServer {
+func startRedis(t testing.TB, port int, extra ...string) *redisServer {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not installed (make deps)")
@@ -358,5 +358,29 @@ func warm(t *testing.T, r *Register, clk *clock) {
 	now := clk.Now()
 	if fresh, err := r.CheckAndInsert([]byte("warm-up"), now, now.Add(time.Second)); fresh || !errors.Is(err, ErrStartupWindow) {
 		t.Fatalf("warm-up: fresh=%v err=%v, want ErrStartupWindow", fresh, err)
+	}
+}
+
+// BenchmarkCheckAndInsert is one strike-register round trip to a local
+// Redis: the cost a fleet server adds to each accepted early-data handshake.
+func BenchmarkCheckAndInsert(b *testing.B) {
+	s := startRedis(b, 0)
+	r, err := New(Options{Addr: s.addr, Now: func() time.Time { return time.Now().Add(-time.Hour) }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	now := time.Now()
+	r.CheckAndInsert([]byte("warm"), now, now.Add(time.Second))
+	var key [8]byte
+	i := uint64(0)
+	for b.Loop() {
+		i++
+		for j := range key {
+			key[j] = byte(i >> (8 * j))
+		}
+		if fresh, err := r.CheckAndInsert(key[:], now, now.Add(10*time.Second)); err != nil || !fresh {
+			b.Fatalf("%v %v", fresh, err)
+		}
 	}
 }

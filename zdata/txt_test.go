@@ -11,7 +11,8 @@ import (
 	"time"
 )
 
-var t0 = time.Now().UTC().Truncate(time.Hour)
+// t0 is a recent instant: the test CA is only valid from an hour ago.
+var t0 = time.Now().UTC().Truncate(time.Second).Add(-5 * time.Minute)
 
 // baseTXT returns a signed record with nsc= and alpn= and its strings:
 // v, nb, na, med, id, group, share, nsc, alpn, Y/N, scheme, sig.

@@ -380,7 +380,9 @@ func (d *Dir) Rotate(now time.Time) ([]*Key, error) {
 
 // Reload re-reads the key files into the keyring (the same Keyring, so
 // servers holding it see the change) and reports whether the key set
-// changed. On error the keyring is left as it was.
+// changed. The directory is the source of truth: keys added to the
+// keyring in memory but never saved are dropped. On error the keyring is
+// left as it was.
 func (d *Dir) Reload() (bool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -50,7 +50,11 @@ func (k *Keyring) Window() time.Duration { return k.window }
 
 // Add inserts key, replacing any key with the same Zdata_id. The record
 // must have Host, Port and LeafHash set (as Sign, Verify and LoadDir do).
+// A nil key or record is ignored.
 func (k *Keyring) Add(key *Key) {
+	if key == nil || key.Record == nil {
+		return
+	}
 	e := entry{key: key, hash: key.Record.ZDataHash()}
 	k.mu.Lock()
 	k.keys[key.Record.ID] = e

@@ -10,7 +10,7 @@
 //	rep, err := bench.Run(ctx, bench.Config{
 //		RTTs:      bench.PaperRTTs,
 //		Runs:      20,
-//		Protocols: []string{"gotls", "openssl", "quic", "quic-0rtt"},
+//		Protocols: []string{"tls", "ztls", "tls-0rtt", "gotls", "quic", "quic-0rtt"},
 //		Scenarios: []string{"stub", "local-warm"},
 //	})
 //	rep.WriteJSON(os.Stdout)
@@ -22,4 +22,10 @@
 // (plus Primer if it needs a previous visit) and a Register call in an init
 // function; its server answers "GET /path" requests with
 // ServerConfig.Respond, or serves ServerConfig.Dir as files.
+//
+// The contenders of this project's engine (tls, ztls, tls-0rtt) connect
+// with package dial, which opens its own sockets; their clients run in a
+// worker process inside the client namespace (this binary re-executed) and
+// report dial's timings. The ztls server publishes its Z-data in the
+// scenario's authority through ServerConfig.Publish.
 package bench

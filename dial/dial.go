@@ -225,6 +225,9 @@ func Connect(ctx context.Context, addr string, o Options) (*Result, error) {
 		return nil, err
 	}
 	res.Conn = c
+	if deadline, ok := ctx.Deadline(); ok {
+		c.SetDeadline(deadline) // the response read is bounded too
+	}
 	st := c.ConnectionState()
 	r.fillTLS(st)
 	if st.ZTLS {

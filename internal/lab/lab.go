@@ -10,10 +10,13 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/big"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -36,6 +39,16 @@ type Options struct {
 	Now          func() time.Time
 	// Handler replaces the default respond-once server loop.
 	Handler func(*tls13.Conn)
+	// External: start no TLS server; publish Z-data for a free port that
+	// another server (OpenSSL, GnuTLS, crypto/tls) will listen on, with the
+	// certificate and key written to CertFile and KeyFile.
+	External bool
+	// Dir receives the PEM files (External); default a new temp dir.
+	Dir string
+	// AltNames are extra DNS names on the certificate.
+	AltNames []string
+	// HostIP is the address published for Host; default 127.0.0.1.
+	HostIP string
 }
 
 // World is the running set-up. Close stops everything it started.
@@ -48,7 +61,12 @@ type World struct {
 	Service    *zdata.Service
 	Zones      *authority.Zones
 	ServerTLS  *tls13.Config
+	Cert       tls13.Certificate
+	CertFile   string // External: PEM chain
+	KeyFile    string // External: PEM key
+	CAFile     string // External: PEM root
 
+	caDER   []byte
 	closers []func()
 	wg      sync.WaitGroup
 }
@@ -64,17 +82,20 @@ func Start(o Options) (w *World, err error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.HostIP == "" {
+		o.HostIP = "127.0.0.1"
+	}
 	w = &World{Host: o.Host}
 	defer func() {
 		if err != nil {
 			w.Close()
 		}
 	}()
-	roots, cert, err := newPKI(o.Host, o.Now())
+	roots, cert, caDER, err := newPKI(append([]string{o.Host}, o.AltNames...), o.Now())
 	if err != nil {
 		return nil, err
 	}
-	w.Roots = roots
+	w.Roots, w.Cert, w.caDER = roots, cert, caDER
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -83,6 +104,12 @@ func Start(o Options) (w *World, err error) {
 	w.closers = append(w.closers, func() { ln.Close() })
 	w.ServerAddr = ln.Addr().String()
 	w.Port = ln.Addr().(*net.TCPAddr).Port
+	if o.External {
+		ln.Close() // the external server binds the port
+		if err := w.writePEM(o.Dir, caDER); err != nil {
+			return nil, err
+		}
+	}
 
 	svc, err := zdata.NewService(o.Host, w.Port, cert, o.ZDataOptions, nil)
 	if err != nil {
@@ -107,7 +134,7 @@ func Start(o Options) (w *World, err error) {
 		mustRR(zone + " 3600 IN SOA ns1." + zone + " hostmaster." + zone + " 1 3600 600 86400 60"),
 		mustRR(zone + " 3600 IN NS ns1." + zone),
 		mustRR("ns1." + zone + " 3600 IN A 127.0.0.1"),
-		mustRR(dns.Fqdn(o.Host) + " 300 IN A 127.0.0.1"),
+		mustRR(dns.Fqdn(o.Host) + " 300 IN A " + o.HostIP),
 	}
 	if !o.NoZData {
 		rrs = append(rrs, zdata.ZoneRRs(svc.Records(o.Now()), cert.Chain[0], cert.Chain[1:], zdata.TTLFor(svc.Records(o.Now()), o.Now(), 5*time.Minute))...)
@@ -140,6 +167,9 @@ func Start(o Options) (w *World, err error) {
 	handler := o.Handler
 	if handler == nil {
 		handler = respondOnce(o.Respond)
+	}
+	if o.External {
+		return w, nil
 	}
 	w.wg.Add(1)
 	go func() {
@@ -188,6 +218,11 @@ func (w *World) Resolver(t resolver.Transport) (*resolver.Resolver, error) {
 	return resolver.New(resolver.Config{Servers: []string{w.DNSAddr}, Transport: t, Timeout: 2 * time.Second})
 }
 
+// RootsPEM is the world's CA certificate in PEM.
+func (w *World) RootsPEM() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: w.caDER})
+}
+
 // ClientTLS is a client configuration trusting this world's CA.
 func (w *World) ClientTLS() *tls13.Config { return &tls13.Config{RootCAs: w.Roots} }
 
@@ -220,11 +255,42 @@ func mustRR(s string) dns.RR {
 	return rr
 }
 
-// newPKI makes a CA and an ECDSA P-256 leaf for host.
-func newPKI(host string, now time.Time) (*x509.CertPool, tls13.Certificate, error) {
+// writePEM writes the certificate, key and CA for an external server.
+func (w *World) writePEM(dir string, caDER []byte) error {
+	if dir == "" {
+		d, err := os.MkdirTemp("", "ztls-lab")
+		if err != nil {
+			return err
+		}
+		dir = d
+		w.closers = append(w.closers, func() { os.RemoveAll(d) })
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(w.Cert.PrivateKey)
+	if err != nil {
+		return err
+	}
+	w.CertFile, w.KeyFile, w.CAFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"), filepath.Join(dir, "ca.pem")
+	files := []struct {
+		path, typ string
+		der       []byte
+	}{{w.CertFile, "CERTIFICATE", w.Cert.Chain[0]}, {w.KeyFile, "PRIVATE KEY", keyDER}, {w.CAFile, "CERTIFICATE", caDER}}
+	for _, f := range files {
+		if err := os.WriteFile(f.path, pem.EncodeToMemory(&pem.Block{Type: f.typ, Bytes: f.der}), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newPKI makes a CA and an ECDSA P-256 leaf for names.
+func newPKI(names []string, now time.Time) (*x509.CertPool, tls13.Certificate, []byte, error) {
+	host := names[0]
+	fail := func(err error) (*x509.CertPool, tls13.Certificate, []byte, error) {
+		return nil, tls13.Certificate{}, nil, err
+	}
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, tls13.Certificate{}, err
+		return fail(err)
 	}
 	caTmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ztls lab CA"},
@@ -233,27 +299,27 @@ func newPKI(host string, now time.Time) (*x509.CertPool, tls13.Certificate, erro
 	}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
 	if err != nil {
-		return nil, tls13.Certificate{}, err
+		return fail(err)
 	}
 	ca, _ := x509.ParseCertificate(caDER)
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, tls13.Certificate{}, err
+		return fail(err)
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: host}, DNSNames: names,
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {
-		return nil, tls13.Certificate{}, err
+		return fail(err)
 	}
 	leaf, err := x509.ParseCertificate(der)
 	if err != nil {
-		return nil, tls13.Certificate{}, errors.New("lab: " + err.Error())
+		return fail(errors.New("lab: " + err.Error()))
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
-	return pool, tls13.Certificate{Chain: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
+	return pool, tls13.Certificate{Chain: [][]byte{der}, PrivateKey: key, Leaf: leaf}, caDER, nil
 }

@@ -144,3 +144,9 @@ func TestConnectModeZTLSRefusesFallback(t *testing.T) {
 		t.Fatalf("--mode ztls without Z-data: %v", err)
 	}
 }
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}

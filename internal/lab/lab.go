@@ -67,6 +67,9 @@ type World struct {
 	CAFile     string // External: PEM root
 
 	caDER   []byte
+	ca      *x509.Certificate
+	caKey   *ecdsa.PrivateKey
+	now     func() time.Time
 	closers []func()
 	wg      sync.WaitGroup
 }
@@ -91,11 +94,18 @@ func Start(o Options) (w *World, err error) {
 			w.Close()
 		}
 	}()
-	roots, cert, caDER, err := newPKI(append([]string{o.Host}, o.AltNames...), o.Now())
+	ca, caKey, err := newCA(o.Now())
 	if err != nil {
 		return nil, err
 	}
-	w.Roots, w.Cert, w.caDER = roots, cert, caDER
+	w.ca, w.caKey, w.caDER, w.now = ca, caKey, ca.Raw, o.Now
+	w.Roots = x509.NewCertPool()
+	w.Roots.AddCert(ca)
+	cert, err := w.IssueCert(append([]string{o.Host}, o.AltNames...)...)
+	if err != nil {
+		return nil, err
+	}
+	w.Cert = cert
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -106,7 +116,7 @@ func Start(o Options) (w *World, err error) {
 	w.Port = ln.Addr().(*net.TCPAddr).Port
 	if o.External {
 		ln.Close() // the external server binds the port
-		if err := w.writePEM(o.Dir, caDER); err != nil {
+		if err := w.writePEM(o.Dir, w.caDER); err != nil {
 			return nil, err
 		}
 	}
@@ -282,44 +292,82 @@ func (w *World) writePEM(dir string, caDER []byte) error {
 	return nil
 }
 
-// newPKI makes a CA and an ECDSA P-256 leaf for names.
-func newPKI(names []string, now time.Time) (*x509.CertPool, tls13.Certificate, []byte, error) {
-	host := names[0]
-	fail := func(err error) (*x509.CertPool, tls13.Certificate, []byte, error) {
-		return nil, tls13.Certificate{}, nil, err
-	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// newCA makes the world's certificate authority.
+func newCA(now time.Time) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return fail(err)
+		return nil, nil, err
 	}
-	caTmpl := &x509.Certificate{
+	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ztls lab CA"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
 	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		return fail(err)
+		return nil, nil, err
 	}
-	ca, _ := x509.ParseCertificate(caDER)
+	ca, err := x509.ParseCertificate(der)
+	return ca, key, err
+}
+
+// IssueCert makes an ECDSA P-256 leaf for names, signed by the world's CA.
+func (w *World) IssueCert(names ...string) (tls13.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return fail(err)
+		return tls13.Certificate{}, err
 	}
+	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	now := w.now()
 	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: host}, DNSNames: names,
+		SerialNumber: serial, Subject: pkix.Name{CommonName: names[0]}, DNSNames: names,
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, w.ca, &key.PublicKey, w.caKey)
 	if err != nil {
-		return fail(err)
+		return tls13.Certificate{}, err
 	}
 	leaf, err := x509.ParseCertificate(der)
 	if err != nil {
-		return fail(errors.New("lab: " + err.Error()))
+		return tls13.Certificate{}, errors.New("lab: " + err.Error())
 	}
-	pool := x509.NewCertPool()
-	pool.AddCert(ca)
-	return pool, tls13.Certificate{Chain: [][]byte{der}, PrivateKey: key, Leaf: leaf}, caDER, nil
+	return tls13.Certificate{Chain: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
+}
+
+// Publish replaces the Z-data RRsets of host:port with rrs (TXT, CERT and
+// TLSA found in it; absent types are emptied).
+func (w *World) Publish(host string, port int, rrs []dns.RR) error {
+	for _, set := range []struct {
+		name  string
+		qtype uint16
+	}{{zdata.TXTName(host, port), dns.TypeTXT}, {zdata.TXTName(host, port), dns.TypeCERT}, {zdata.TLSAName(host, port), dns.TypeTLSA}} {
+		var keep []dns.RR
+		for _, rr := range rrs {
+			if rr.Header().Rrtype == set.qtype {
+				c := dns.Copy(rr)
+				c.Header().Name = set.name
+				keep = append(keep, c)
+			}
+		}
+		if err := w.Zones.ReplaceRRset(set.name, set.qtype, keep); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Republish rotates the service's keys at now and publishes its records.
+func (w *World) Republish(now time.Time) error {
+	if _, err := w.Service.Rotate(now); err != nil {
+		return err
+	}
+	w.Service.Keyring.Prune(now)
+	recs := w.Service.Records(now)
+	return w.Publish(w.Host, w.Port, zdata.ZoneRRs(recs, w.Cert.Chain[0], nil, zdata.TTLFor(recs, now, 5*time.Minute)))
+}
+
+// AddAddress publishes an A record.
+func (w *World) AddAddress(name, ip string) error {
+	return w.Zones.ReplaceRRset(dns.Fqdn(name), dns.TypeA, []dns.RR{mustRR(dns.Fqdn(name) + " 300 IN A " + ip)})
 }

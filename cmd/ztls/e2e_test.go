@@ -76,6 +76,40 @@ func run(t *testing.T, args ...string) string {
 // ready on its output (stdout or stderr) and returns that line.
 func start(t *testing.T, ready string, args ...string) string {
 	t.Helper()
+	line, _ := startLog(t, ready, args...)
+	return line
+}
+
+// logLines collects a process's output lines after it became ready.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+// waitFor waits until some line contains s.
+func (l *logLines) waitFor(t *testing.T, s string) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		l.mu.Lock()
+		for i, line := range l.lines {
+			if strings.Contains(line, s) {
+				l.lines = l.lines[i+1:]
+				l.mu.Unlock()
+				return line
+			}
+		}
+		l.mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t.Fatalf("no log line with %q in:\n%s", s, strings.Join(l.lines, "\n"))
+	return ""
+}
+
+func startLog(t *testing.T, ready string, args ...string) (string, *logLines) {
+	t.Helper()
 	cmd := exec.Command(ztlsBinary(t), args...)
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -109,11 +143,15 @@ func start(t *testing.T, ready string, args ...string) string {
 			}
 			seen = append(seen, l)
 			if strings.Contains(l, ready) {
+				log := &logLines{}
 				go func() {
-					for range lines {
+					for l := range lines {
+						log.mu.Lock()
+						log.lines = append(log.lines, l)
+						log.mu.Unlock()
 					}
 				}()
-				return l
+				return l, log
 			}
 		case <-timeout:
 			t.Fatalf("ztls %s not ready: %s", strings.Join(args, " "), strings.Join(seen, "\n"))
@@ -246,5 +284,12 @@ func TestCLIZDataPublishThroughBINDAndUnbound(t *testing.T) {
 		"--tsig-name", "ztls-key", "--tsig-secret", "d3Jvbmctc2VjcmV0")
 	if out, err := cmd.CombinedOutput(); err == nil {
 		t.Fatalf("publish with a wrong key succeeded: %s", out)
+	}
+}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

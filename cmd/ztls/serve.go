@@ -18,6 +18,7 @@ import (
 
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/zdata"
+	"github.com/ztls-project/ztls/zdata/redisreg"
 	"github.com/ztls-project/ztls/ztlshttp"
 )
 
@@ -32,6 +33,8 @@ type serveFlags struct {
 	verbose    bool
 	backend    string
 	zdataDir   string
+	strike     string
+	window     time.Duration
 }
 
 func init() {
@@ -68,6 +71,8 @@ ClientHellos are refused (RFC 8446, Section 8).`,
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "idle timeout per connection")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print one line per connection")
 	fs.StringVar(&f.backend, "backend", "", "reverse-proxy HTTP/1.1 to URL (early requests get Early-Data: 1; a 425 answer is retried after the handshake)")
+	fs.StringVar(&f.strike, "strike-register", "", "share 0-RTT and ZTLS anti-replay state with a fleet: redis://HOST:PORT (fails closed: early data is refused while Redis is unreachable)")
+	fs.DurationVar(&f.window, "early-window", 10*time.Second, "freshness window for 0-RTT and ZTLS early data (RFC 8446, Section 8)")
 	fs.StringVar(&f.zdataDir, "zdata", "", "serve ZTLS with the Z-data keys in DIR (made by 'ztls zdata new'); rotation is picked up without restart")
 	f.tls.register(fs, true)
 	rootCmd.AddCommand(cmd)
@@ -110,7 +115,21 @@ func runServe(f *serveFlags) error {
 	if zdir != nil {
 		cfg.ZData = zdir.Keyring
 	}
+	if f.strike != "" {
+		u, err := url.Parse(f.strike)
+		if err != nil || u.Scheme != "redis" || u.Host == "" {
+			return fmt.Errorf("--strike-register: want redis://HOST:PORT, got %q", f.strike)
+		}
+		pass, _ := u.User.Password()
+		reg, err := redisreg.New(redisreg.Options{Addr: u.Host, Password: pass, Window: f.window})
+		if err != nil {
+			return err
+		}
+		defer reg.Close()
+		cfg.StrikeRegister = reg
+	}
 	cfg.MaxEarlyData = f.maxEarly
+	cfg.EarlyDataWindow = f.window
 	switch f.clientAuth {
 	case "none", "":
 	case "request":
@@ -190,6 +209,9 @@ func serveConn(c *tls13.Conn, f *serveFlags, respond string) {
 		}
 		return
 	}
+	if f.verbose {
+		fmt.Fprintf(os.Stderr, "ztls: %s: %s\n", c.RemoteAddr(), describeServerState(c.ConnectionState()))
+	}
 	// 0-RTT data first: a request that came early is answered now, in the
 	// server's first flight (0.5-RTT).
 	answered := false
@@ -214,11 +236,6 @@ func serveConn(c *tls13.Conn, f *serveFlags, respond string) {
 		}
 		return
 	}
-	if f.verbose {
-		st := c.ConnectionState()
-		fmt.Fprintf(os.Stderr, "ztls: %s: %s %s resumed=%v early=%v/%v\n", c.RemoteAddr(),
-			tls13.CipherSuiteName(st.CipherSuite), tls13.GroupName(st.Group), st.DidResume, st.EarlyDataOffered, st.EarlyDataAccepted)
-	}
 	if f.echo {
 		io.Copy(c, c)
 		return
@@ -230,4 +247,22 @@ func serveConn(c *tls13.Conn, f *serveFlags, respond string) {
 		c.Write([]byte(respond))
 	}
 	c.CloseWrite()
+}
+
+// describeServerState is the one line -v prints per connection.
+func describeServerState(st tls13.ConnectionState) string {
+	mode := "TLS 1.3"
+	switch {
+	case st.ZTLS:
+		mode = "ZTLS accepted"
+	case st.ZTLSOffered:
+		mode = "ZTLS offered, rejected (" + st.ZTLSRejectReason + ")"
+	case st.DidResume && st.EarlyDataAccepted:
+		mode = "resumed, 0-RTT accepted"
+	case st.DidResume && st.EarlyDataOffered:
+		mode = "resumed, 0-RTT rejected"
+	case st.DidResume:
+		mode = "resumed"
+	}
+	return fmt.Sprintf("%s, %s, %s", mode, tls13.CipherSuiteName(st.CipherSuite), tls13.GroupName(st.Group))
 }

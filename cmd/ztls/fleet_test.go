@@ -1,0 +1,119 @@
+package main
+
+import (
+	"io"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ztls-project/ztls/tls13"
+	"github.com/ztls-project/ztls/zdata"
+)
+
+// startRedis runs a throwaway redis-server on a loopback port.
+func startRedis(t *testing.T) (addr string, stop func()) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed (make deps installs it)")
+	}
+	port := freePort(t)
+	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	}
+	t.Cleanup(stop)
+	addr = "127.0.0.1:" + strconv.Itoa(port)
+	for i := 0; i < 200; i++ {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return addr, stop
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("redis-server did not start")
+	return "", nil
+}
+
+// firstFlight builds a genuine ZTLS first flight (ClientHello + early
+// request) from the site's Z-data, as an attacker on the path captures it.
+func firstFlight(t *testing.T, s *site) []byte {
+	d, err := zdata.LoadDir(s.zd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offer *tls13.ZDataOffer
+	for _, r := range d.Records(time.Now()) {
+		if r.CheckValidity(time.Now()) == nil {
+			offer = r.Offer(d.Service.Leaf())
+		}
+	}
+	if offer == nil {
+		t.Fatal("no valid record")
+	}
+	e := tls13.NewClientEngine(&tls13.Config{ServerName: s.host, InsecureSkipVerify: true})
+	if err := e.Start(nil, offer, []byte("GET /transfer?amount=100")); err != nil {
+		t.Fatal(err)
+	}
+	return append([]byte(nil), e.Output()...)
+}
+
+func deliver(t *testing.T, addr string, flight []byte) {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	c.Write(flight)
+	io.ReadAtLeast(c, make([]byte, 64), 1)
+}
+
+// A fleet of two servers (127.0.0.1 and 127.0.0.2, same port, same Z-data
+// directory) shares one strike register on Redis: a captured first flight
+// reaches an application once at most; with Redis down early data is
+// refused but connections are still served.
+func TestCLIFleetSharedStrikeRegister(t *testing.T) {
+	s := newSite(t)
+	redis, stopRedis := startRedis(t)
+	p := strconv.Itoa(s.port)
+	args := []string{"serve", "--zdata", s.zd, "--respond", "hello", "-v", "--strike-register", "redis://" + redis, "--early-window", "1s"}
+	_, logA := startLog(t, "ZTLS on", append(args, "--listen", "127.0.0.1:"+p)...)
+	_, logB := startLog(t, "ZTLS on", append(args, "--listen", "127.0.0.2:"+p)...)
+	// Each register refuses everything for one window after it starts and
+	// after it first sees this Redis: warm both up, then wait it out.
+	deliver(t, "127.0.0.1:"+p, firstFlight(t, s))
+	deliver(t, "127.0.0.2:"+p, firstFlight(t, s))
+	logA.waitFor(t, "startup window")
+	logB.waitFor(t, "startup window")
+	time.Sleep(1100 * time.Millisecond)
+
+	flight := firstFlight(t, s)
+	deliver(t, "127.0.0.1:"+p, flight)
+	logA.waitFor(t, "ZTLS accepted")
+	deliver(t, "127.0.0.2:"+p, flight)
+	logB.waitFor(t, "rejected (replayed ClientHello)")
+	deliver(t, "127.0.0.1:"+p, flight)
+	logA.waitFor(t, "rejected (replayed ClientHello)")
+
+	// Redis down: fail closed, but still serve.
+	stopRedis()
+	zoneFile := s.dir + "/ztls.test.zone"
+	writeFile(t, zoneFile, testZone)
+	line := start(t, "serving udp on", "dns", "serve", "--zone", zoneFile, "--zdata", s.zd, "--listen", "127.0.0.1:0")
+	rep := s.connect(t, strings.TrimPrefix(line, "serving udp on "))
+	if rep.Mode != "tls" || rep.ResponseBytes != 5 {
+		t.Fatalf("with Redis down: mode %s (%s), %d bytes", rep.Mode, rep.FallbackReason, rep.ResponseBytes)
+	}
+	logA.waitFor(t, "strike register unavailable")
+}

@@ -545,7 +545,7 @@ func parseChain(c *wire.Certificate) ([]*x509.Certificate, [][]byte, error) {
 	var certs []*x509.Certificate
 	var raws [][]byte
 	for _, entry := range c.Entries {
-		cert, err := x509.ParseCertificate(entry.Data)
+		cert, err := parseCertificate(entry.Data)
 		if err != nil {
 			return nil, nil, errorf(AlertBadCertificate, "cannot parse certificate: %v", err)
 		}

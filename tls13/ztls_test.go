@@ -33,7 +33,7 @@ func (k *testZKeys) LookupZData(id uint32, hash [32]byte, now time.Time) *ZDataK
 }
 
 // newZData makes a Z-data key for host and the client's offer for it.
-func newZData(t *testing.T, curve ecdh.Curve, group uint16, host, alpn string, p *testPKI) (*ZDataOffer, *ZDataKey) {
+func newZData(t testing.TB, curve ecdh.Curve, group uint16, host, alpn string, p *testPKI) (*ZDataOffer, *ZDataKey) {
 	priv, err := curve.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)

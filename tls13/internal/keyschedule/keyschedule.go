@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"sync"
 )
 
 // ivLen is the AEAD nonce length of every TLS 1.3 cipher suite
@@ -64,6 +65,14 @@ func expandLabel(h crypto.Hash, secret []byte, label string, context []byte, len
 	if err != nil {
 		return nil, err
 	}
+	if length <= h.Size() {
+		// Every TLS 1.3 derivation fits one HKDF-Expand block:
+		// T(1) = HMAC(secret, info || 0x01) (RFC 5869, Section 2.3).
+		mac := hmac.New(h.New, secret)
+		mac.Write(info)
+		mac.Write([]byte{1})
+		return mac.Sum(nil)[:length], nil
+	}
 	out, err := hkdf.Expand(h.New, secret, string(info), length)
 	if err != nil {
 		return nil, fmt.Errorf("keyschedule: %w", err)
@@ -88,12 +97,21 @@ func DeriveSecret(h crypto.Hash, secret []byte, label string, transcriptHash []b
 	return ExpandLabel(h, secret, label, transcriptHash, h.Size())
 }
 
+// emptyHashes caches Hash("") per hash function.
+var emptyHashes sync.Map // crypto.Hash -> []byte
+
 // emptyHash returns Hash(""), the context of Derive-Secret(., ., "").
+// Callers must not modify it.
 func emptyHash(h crypto.Hash) []byte {
 	if !h.Available() {
 		return nil
 	}
-	return h.New().Sum(nil)
+	if v, ok := emptyHashes.Load(h); ok {
+		return v.([]byte)
+	}
+	sum := h.New().Sum(nil)
+	emptyHashes.Store(h, sum)
+	return sum
 }
 
 // extract is HKDF-Extract(salt, ikm) with an all-zero ikm of h.Size() bytes

@@ -1,0 +1,62 @@
+package turbo
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+)
+
+// ReadLink reads the start of a TCP connection accepted by a TurboTLS
+// server: a link record yields its id and linked=true; anything else
+// (a TLS ClientHello: plain TLS over TCP) yields linked=false. The
+// returned connection replays the bytes read that were not part of a
+// link record, so it can be handed to a TLS server as it is. The read is
+// bounded by timeout (0: 10 s).
+func ReadLink(c net.Conn, timeout time.Duration) (id ConnID, linked bool, conn net.Conn, err error) {
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	c.SetReadDeadline(time.Now().Add(timeout))
+	defer c.SetReadDeadline(time.Time{})
+	first := make([]byte, 1, LinkLen)
+	if _, err := io.ReadFull(c, first); err != nil {
+		return id, false, nil, fmt.Errorf("turbo: reading the first byte of a connection: %w", err)
+	}
+	if first[0] != LinkContentType {
+		return id, false, &prefixConn{Conn: c, pre: first}, nil
+	}
+	rec := first[:LinkLen]
+	if _, err := io.ReadFull(c, rec[1:]); err != nil {
+		return id, false, nil, fmt.Errorf("turbo: reading the link record: %w", err)
+	}
+	id, err = ParseLink(rec)
+	if err != nil {
+		return id, false, nil, err
+	}
+	return id, true, c, nil
+}
+
+// prefixConn replays bytes already read before reading from Conn.
+type prefixConn struct {
+	net.Conn
+	pre []byte
+}
+
+func (p *prefixConn) Read(b []byte) (int, error) {
+	if len(p.pre) > 0 {
+		n := copy(b, p.pre)
+		p.pre = p.pre[n:]
+		return n, nil
+	}
+	return p.Conn.Read(b)
+}
+
+// CloseWrite half-closes when the underlying connection can.
+func (p *prefixConn) CloseWrite() error {
+	if cw, ok := p.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.New("turbo: connection cannot half-close")
+}

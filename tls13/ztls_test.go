@@ -356,3 +356,27 @@ func TestZTLSAfterHelloRetryRequest(t *testing.T) {
 		t.Fatalf("after HRR: done %v/%v ztls %v", c.done, s.done, c.info.ZTLS)
 	}
 }
+
+// A Z-data record that announces client certificates (field 10 = Y): the
+// server's first flight carries a CertificateRequest; the early data
+// itself is never client-authenticated, the rest of the connection is.
+func TestZTLSWithClientCertificate(t *testing.T) {
+	z := newZTLSSetup(t)
+	z.scfg.ClientAuth, z.scfg.ClientCAs = RequireAndVerifyClientCert, z.p.pool()
+	z.ccfg.Certificates = []Certificate{z.p.client}
+	c, s, answer, err := z.run(t, []byte("GET /"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.done || !s.done || !c.info.ZTLS || !c.info.CertificateOmitted || string(answer) != "answer to GET /" {
+		t.Fatalf("ztls=%v omitted=%v answer %q", c.info.ZTLS, c.info.CertificateOmitted, answer)
+	}
+	if len(s.info.VerifiedChains) == 0 {
+		t.Fatal("server did not verify the client's certificate")
+	}
+	// Without a certificate the connection fails after the early answer was sent:
+	// applications must treat early data as unauthenticated.
+	z.ccfg.Certificates = nil
+	_, _, _, err = z.run(t, []byte("GET /"), nil)
+	wantAlert(t, err, AlertCertificateRequired)
+}

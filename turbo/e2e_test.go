@@ -1,0 +1,372 @@
+package turbo_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ztls-project/ztls/internal/lab"
+	"github.com/ztls-project/ztls/tls13"
+	"github.com/ztls-project/ztls/turbo"
+)
+
+const answer = "hello over turbo"
+
+// world is a lab world (CA, certificate, Z-data) plus a TurboTLS server
+// on loopback: TCP and UDP on the same port number.
+type world struct {
+	w        *lab.World
+	srv      *turbo.TLSServer
+	tcp, udp netip.AddrPort
+	mu       sync.Mutex
+	conns    []*turbo.ServerConn
+}
+
+func startWorld(t *testing.T, opt turbo.Config) *world {
+	t.Helper()
+	w, err := lab.Start(lab.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	pc, err := net.ListenPacket("udp", ln.Addr().String())
+	if err != nil {
+		ln.Close()
+		t.Fatal(err)
+	}
+	tw := &world{w: w, tcp: netip.MustParseAddrPort(ln.Addr().String()), udp: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))}
+	tw.srv = turbo.NewTLSServer(w.ServerTLS, func(early []byte, st tls13.ConnectionState) []byte {
+		return []byte(answer)
+	}, opt)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); tw.srv.ServeUDP(pc) }()
+	go func() {
+		defer wg.Done()
+		for {
+			raw, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sc, err := tw.srv.Accept(raw)
+				if err != nil {
+					raw.Close()
+					return
+				}
+				tw.mu.Lock()
+				tw.conns = append(tw.conns, sc)
+				tw.mu.Unlock()
+				serve(sc)
+			}()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); tw.srv.Close(); wg.Wait() })
+	return tw
+}
+
+// serve answers one request: the UDP flight already did when EarlyAnswered.
+func serve(sc *turbo.ServerConn) {
+	defer sc.Close()
+	sc.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := sc.HandshakeEarly(context.Background()); err != nil {
+		return
+	}
+	buf := make([]byte, 4096)
+	if !sc.EarlyAnswered {
+		if n, _ := sc.ReadEarlyData(buf); n > 0 {
+			sc.Write([]byte(answer))
+			sc.Handshake()
+			sc.CloseWrite()
+			return
+		}
+		if err := sc.Handshake(); err != nil {
+			return
+		}
+		if n, _ := sc.Read(buf); n == 0 {
+			return
+		}
+		sc.Write([]byte(answer))
+	} else if err := sc.Handshake(); err != nil {
+		return
+	}
+	sc.CloseWrite()
+}
+
+func (tw *world) lastConn(t *testing.T) *turbo.ServerConn {
+	t.Helper()
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	if len(tw.conns) == 0 {
+		t.Fatal("server accepted no connection")
+	}
+	return tw.conns[len(tw.conns)-1]
+}
+
+func (tw *world) clientTLS() *tls13.Config {
+	c := tw.w.ClientTLS()
+	c.ServerName = tw.w.Host
+	return c
+}
+
+func (tw *world) zdata(t *testing.T) *tls13.ZDataOffer {
+	recs := tw.w.Service.Records(time.Now())
+	if len(recs) == 0 {
+		t.Fatal("no Z-data records")
+	}
+	return recs[0].Offer(tw.w.Cert.Leaf)
+}
+
+// exchange sends req (unless it went early) and reads the whole answer.
+func exchange(t *testing.T, res *turbo.ClientResult, req []byte) string {
+	t.Helper()
+	c := res.Conn
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if !c.ConnectionState().EarlyDataOffered {
+		if _, err := c.Write(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(got)
+}
+
+func dialCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestTurboTLS(t *testing.T) {
+	tw := startWorld(t, turbo.Config{})
+	res, err := turbo.Dial(dialCtx(t), tw.tcp, tw.udp, &turbo.ClientConfig{TLS: tw.clientTLS(), Wait: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Turbo {
+		t.Fatalf("not turbo: %s", res.FallbackReason)
+	}
+	if got := exchange(t, res, []byte("GET /")); got != answer {
+		t.Fatalf("answer %q", got)
+	}
+	st := res.Conn.ConnectionState()
+	if !st.HandshakeComplete || len(st.VerifiedChains) == 0 || st.ZTLS {
+		t.Fatalf("state %+v", st)
+	}
+	if sc := tw.lastConn(t); !sc.Turbo || sc.EarlyAnswered {
+		t.Fatalf("server side: turbo %v, early answered %v", sc.Turbo, sc.EarlyAnswered)
+	}
+	if res.ServerFlight == 0 || res.RequestsSent < turbo.DatagramsFor(res.ServerFlight) || res.ResponsesReceived != turbo.DatagramsFor(res.ServerFlight) {
+		t.Fatalf("datagrams: %+v", res)
+	}
+	s := tw.srv.Stats()
+	if s.Linked != 1 || s.BytesOut > 3*s.BytesIn {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestZTLSTurboAnswerInUDPFlight(t *testing.T) {
+	tw := startWorld(t, turbo.Config{})
+	req := []byte("GET / HTTP/1.0\r\n\r\n")
+	res, err := turbo.Dial(dialCtx(t), tw.tcp, tw.udp, &turbo.ClientConfig{
+		TLS: tw.clientTLS(), ZData: tw.zdata(t), Early: req, ReplaySafe: true, Wait: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Turbo {
+		t.Fatalf("not turbo: %s", res.FallbackReason)
+	}
+	st := res.Conn.ConnectionState()
+	if !st.ZTLS || !st.EarlyDataAccepted || !st.AnswerInFirstFlight {
+		t.Fatalf("ztls %v, early accepted %v, answer in first flight %v", st.ZTLS, st.EarlyDataAccepted, st.AnswerInFirstFlight)
+	}
+	if got := exchange(t, res, req); got != answer {
+		t.Fatalf("answer %q", got)
+	}
+	sc := tw.lastConn(t)
+	if !sc.Turbo || !sc.EarlyAnswered || !bytes.Equal(sc.Early, req) {
+		t.Fatalf("server: turbo %v, answered %v, early %q", sc.Turbo, sc.EarlyAnswered, sc.Early)
+	}
+}
+
+// A server that does not answer on UDP (port closed: ICMP unreachable;
+// or a black hole) leads to TLS over the TCP connection already open.
+func TestUDPBlockedFallsBack(t *testing.T) {
+	tw := startWorld(t, turbo.Config{})
+	hole, err := net.ListenPacket("udp", "127.0.0.1:0") // reads nothing, answers nothing
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hole.Close() })
+	closed, _ := net.ListenPacket("udp", "127.0.0.1:0")
+	closedAddr := netip.MustParseAddrPort(closed.LocalAddr().String())
+	closed.Close()
+	for _, tc := range []struct {
+		name string
+		udp  netip.AddrPort
+		want string
+	}{
+		{"black hole", netip.MustParseAddrPort(hole.LocalAddr().String()), turbo.ReasonUDPTimeout},
+		{"port unreachable", closedAddr, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := turbo.Dial(dialCtx(t), tw.tcp, tc.udp, &turbo.ClientConfig{TLS: tw.clientTLS(), Wait: 50 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Turbo || res.FallbackReason == "" || (tc.want != "" && res.FallbackReason != tc.want) {
+				t.Fatalf("turbo %v, reason %q", res.Turbo, res.FallbackReason)
+			}
+			if got := exchange(t, res, []byte("GET /")); got != answer {
+				t.Fatalf("answer %q", got)
+			}
+			if tw.lastConn(t).Turbo {
+				t.Fatal("server says turbo")
+			}
+		})
+	}
+}
+
+// dropper drops chosen datagrams of the client's UDP socket.
+type dropper struct {
+	net.Conn
+	dropOut func(i int) bool
+	dropIn  func(i int) bool
+	out, in atomic.Int32
+}
+
+func (d *dropper) Write(b []byte) (int, error) {
+	if i := int(d.out.Add(1)) - 1; d.dropOut != nil && d.dropOut(i) {
+		return len(b), nil
+	}
+	return d.Conn.Write(b)
+}
+
+func (d *dropper) Read(b []byte) (int, error) {
+	for {
+		n, err := d.Conn.Read(b)
+		if err != nil {
+			return n, err
+		}
+		if i := int(d.in.Add(1)) - 1; d.dropIn == nil || !d.dropIn(i) {
+			return n, nil
+		}
+	}
+}
+
+func TestLossFallsBack(t *testing.T) {
+	tw := startWorld(t, turbo.Config{})
+	for _, tc := range []struct {
+		name    string
+		out, in func(int) bool
+	}{
+		{"first request lost", func(i int) bool { return i == 0 }, nil},
+		{"first response lost", nil, func(i int) bool { return i == 0 }},
+		{"last response lost", nil, func(i int) bool { return i == 1 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, z := range []bool{false, true} {
+				cfg := &turbo.ClientConfig{TLS: tw.clientTLS(), Wait: 100 * time.Millisecond,
+					WrapUDP: func(c net.Conn) net.Conn { return &dropper{Conn: c, dropOut: tc.out, dropIn: tc.in} }}
+				if z {
+					cfg.ZData, cfg.Early, cfg.ReplaySafe = tw.zdata(t), []byte("GET /"), true
+				}
+				res, err := turbo.Dial(dialCtx(t), tw.tcp, tw.udp, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Turbo || res.FallbackReason != turbo.ReasonUDPTimeout {
+					t.Fatalf("ztls %v: turbo %v, reason %q", z, res.Turbo, res.FallbackReason)
+				}
+				if got := exchange(t, res, []byte("GET /")); got != answer {
+					t.Fatalf("answer %q", got)
+				}
+				if z && !res.Conn.ConnectionState().ZTLS {
+					t.Fatal("fallback did not keep ZTLS over TCP")
+				}
+			}
+		})
+	}
+}
+
+// Too few request datagrams: the client learns the flight length from the
+// first response and asks for the rest at once.
+func TestUnderestimatedFlightTopsUp(t *testing.T) {
+	tw := startWorld(t, turbo.Config{})
+	sizes := &turbo.SizeCache{}
+	res, err := turbo.Dial(dialCtx(t), tw.tcp, tw.udp, &turbo.ClientConfig{TLS: tw.clientTLS(), ExpectedFlight: 1, Sizes: sizes, Wait: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	need := turbo.DatagramsFor(res.ServerFlight)
+	if !res.Turbo || need < 2 || res.RequestsSent != need {
+		t.Fatalf("turbo %v (%s), flight %d bytes, %d requests", res.Turbo, res.FallbackReason, res.ServerFlight, res.RequestsSent)
+	}
+	exchange(t, res, []byte("x"))
+	if sizes.Get(tw.udp) != res.ServerFlight {
+		t.Fatal("flight size not remembered")
+	}
+	res, err = turbo.Dial(dialCtx(t), tw.tcp, tw.udp, &turbo.ClientConfig{TLS: tw.clientTLS(), Sizes: sizes, Wait: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Turbo || res.RequestsSent != need {
+		t.Fatalf("second visit: %d requests", res.RequestsSent)
+	}
+	exchange(t, res, []byte("x"))
+}
+
+// A link record naming no entry is stripped and the rest is plain TLS.
+func TestUnknownLinkIsPlainTLS(t *testing.T) {
+	tw := startWorld(t, turbo.Config{})
+	raw, err := net.Dial("tcp", tw.tcp.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := turbo.NewConnID()
+	if _, err := raw.Write(turbo.AppendLink(nil, id)); err != nil {
+		t.Fatal(err)
+	}
+	c := tls13.Client(raw, tw.clientTLS())
+	res := &turbo.ClientResult{Conn: c}
+	if got := exchange(t, res, []byte("hi")); got != answer {
+		t.Fatalf("answer %q", got)
+	}
+	if tw.lastConn(t).Turbo {
+		t.Fatal("linked an unknown id")
+	}
+}
+
+// A malformed start of a TCP connection is an error, not a hang.
+func TestBadLinkRecord(t *testing.T) {
+	tw := startWorld(t, turbo.Config{})
+	raw, err := net.Dial("tcp", tw.tcp.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	raw.Write([]byte{turbo.LinkContentType, 3, 3, 0, 99, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13})
+	raw.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := raw.Read(make([]byte, 10)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("server kept a malformed link open: %v", err)
+	}
+}

@@ -253,14 +253,7 @@ func serveZData(zones *authority.Zones, d *zdata.Dir, now time.Time) error {
 
 // refreshZData re-reads the directories and swaps the records every 10 s.
 func refreshZData(ctx context.Context, zones *authority.Zones, dirs []*zdata.Dir, verbose bool) {
-	t := time.NewTicker(10 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, 10*time.Second, func() {
 		for _, d := range dirs {
 			err := keepCurrent(d, time.Now())
 			if err == nil {
@@ -269,6 +262,20 @@ func refreshZData(ctx context.Context, zones *authority.Zones, dirs []*zdata.Dir
 			if err != nil && verbose {
 				fmt.Fprintf(os.Stderr, "ztls: %v\n", err)
 			}
+		}
+	})
+}
+
+// every calls fn each interval until ctx is done.
+func every(ctx context.Context, interval time.Duration, fn func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			fn()
 		}
 	}
 }

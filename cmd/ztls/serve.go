@@ -156,21 +156,12 @@ func runServe(f *serveFlags) error {
 	if zdir != nil {
 		fmt.Fprintf(os.Stderr, "ztls: ZTLS on, Z-data for %s port %d from %s (%d live keys)\n",
 			zdir.Config.Host, zdir.Config.Port, zdir.Path, len(zdir.Keyring.Live(time.Now())))
-		go func() {
-			t := time.NewTicker(10 * time.Second)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-					if err := keepCurrent(zdir, time.Now()); err != nil {
-						fmt.Fprintf(os.Stderr, "ztls: Z-data: %v\n", err)
-					}
-					zdir.Keyring.Prune(time.Now())
-				}
+		go every(ctx, 10*time.Second, func() {
+			if err := keepCurrent(zdir, time.Now()); err != nil {
+				fmt.Fprintf(os.Stderr, "ztls: Z-data: %v\n", err)
 			}
-		}()
+			zdir.Keyring.Prune(time.Now())
+		})
 	}
 	go func() { <-ctx.Done(); ln.Close() }()
 	var wg sync.WaitGroup

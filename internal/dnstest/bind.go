@@ -55,7 +55,7 @@ type Bind struct {
 	// Dir holds named.conf, the zone files and their journals.
 	Dir string
 
-	logs *bindLog
+	logs *syncLog
 }
 
 // Logs returns what named has written to stderr so far.
@@ -101,11 +101,11 @@ func StartBind(t testing.TB, opts BindOptions) *Bind {
 
 func startBind(t testing.TB, bin string, opts BindOptions) (*Bind, error) {
 	dir := t.TempDir()
-	port, err := bindFreePort()
+	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	b := &Bind{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Dir: dir, logs: &bindLog{}}
+	b := &Bind{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Dir: dir, logs: &syncLog{}}
 	for i, z := range opts.Zones {
 		file := filepath.Join(dir, fmt.Sprintf("zone%d.db", i))
 		if err := os.WriteFile(file, []byte(z.Text), 0o644); err != nil {
@@ -219,9 +219,9 @@ func waitBind(b *Bind, zones []BindZone, exited <-chan struct{}) error {
 	return nil
 }
 
-// bindFreePort returns a loopback port free for both TCP and UDP at the
-// time of the call.
-func bindFreePort() (int, error) {
+// freePort returns a loopback port free for both TCP and UDP at the
+// time of the call (BIND 9 and Unbound take both).
+func freePort() (int, error) {
 	for range 20 {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -238,19 +238,19 @@ func bindFreePort() (int, error) {
 	return 0, fmt.Errorf("no free port found")
 }
 
-// bindLog is a buffer safe for the process's writes and the test's reads.
-type bindLog struct {
+// syncLog is a buffer safe for a process's writes and the test's reads.
+type syncLog struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (l *bindLog) Write(p []byte) (int, error) {
+func (l *syncLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
-func (l *bindLog) String() string {
+func (l *syncLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()

@@ -1,7 +1,6 @@
 package dnstest
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"os"
@@ -10,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -42,7 +40,7 @@ type Unbound struct {
 	Dir string
 
 	cmd  *exec.Cmd
-	logs *unboundLog
+	logs *syncLog
 }
 
 // Logs returns what unbound has written to stderr so far.
@@ -79,14 +77,14 @@ func StartUnbound(t testing.TB, opts UnboundOptions) *Unbound {
 
 func startUnbound(t testing.TB, bin string, opts UnboundOptions, withTLS bool) (*Unbound, error) {
 	dir := t.TempDir()
-	port, err := unboundFreePort()
+	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	u := &Unbound{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Dir: dir, logs: &unboundLog{}}
+	u := &Unbound{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Dir: dir, logs: &syncLog{}}
 	tlsPort := 0
 	if withTLS {
-		if tlsPort, err = unboundFreePort(); err != nil {
+		if tlsPort, err = freePort(); err != nil {
 			return nil, err
 		}
 		u.TLSAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(tlsPort))
@@ -218,45 +216,7 @@ func waitUnbound(u *Unbound, exited <-chan struct{}) error {
 	return fmt.Errorf("unbound did not answer on %s within 15s", u.Addr)
 }
 
-// unboundFreePort returns a loopback port that is free for both TCP and UDP at
-// the time of the call.
-func unboundFreePort() (int, error) {
-	for i := 0; i < 20; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		pc, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		ln.Close()
-		if err == nil {
-			pc.Close()
-			return port, nil
-		}
-	}
-	return 0, fmt.Errorf("no free port found")
-}
-
 func readUnboundFile(path string) string {
 	b, _ := os.ReadFile(path)
 	return string(b)
-}
-
-// unboundLog is a bytes.Buffer safe for the process's writes and the
-// test's reads.
-type unboundLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *unboundLog) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *unboundLog) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

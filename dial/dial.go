@@ -57,6 +57,11 @@ type Options struct {
 	Memory *Memory
 	// Now is the clock for Z-data validity; nil means time.Now.
 	Now func() time.Time
+	// Turbo sends the first flights over UDP while TCP connects
+	// (TurboTLS, package turbo) to servers whose HTTPS record advertises
+	// a UDP port (key65280); see TurboOptions.
+	Turbo bool
+	TurboOptions
 }
 
 // Result is a finished connection.
@@ -147,6 +152,7 @@ func Connect(ctx context.Context, addr string, o Options) (*Result, error) {
 	addrs := make(chan []netip.Addr, 2)
 	zdone := make(chan zresult, 1)
 	lookupErr := make(chan error, 1)
+	httpsAns := make(chan *resolver.Answer, 1)
 	if isIP == nil {
 		a, _ := netip.ParseAddr(host)
 		addrs <- []netip.Addr{a}
@@ -160,7 +166,7 @@ func Connect(ctx context.Context, addr string, o Options) (*Result, error) {
 			addrs <- ips
 		}()
 	} else {
-		go lookupService(lctx, o.Resolver, host, port, wantZ, cfg.RootCAs, now, start, addrs, zdone, lookupErr)
+		go lookupService(lctx, o.Resolver, host, port, wantZ, cfg.RootCAs, now, start, addrs, zdone, lookupErr, httpsAns)
 	}
 
 	// TCP starts on the first address to arrive.
@@ -175,6 +181,14 @@ func Connect(ctx context.Context, addr string, o Options) (*Result, error) {
 	tcpStart := time.Now()
 	r.Timing.DNS = ms(tcpStart.Sub(start))
 	step("address")
+	if o.Turbo {
+		t := &turboDial{o: o, cfg: cfg, r: r, res: res, start: start, host: host, port: port, ips: ips,
+			wantZ: wantZ, reason: reason, zdone: zdone, https: httpsAns, isIP: isIP == nil}
+		if used, err := t.connect(ctx); used || err != nil {
+			return res, err
+		}
+		tcpStart = time.Now()
+	}
 	raw, err := dialFirst(ctx, ips, port)
 	if err != nil {
 		return nil, err
@@ -224,6 +238,13 @@ func Connect(ctx context.Context, addr string, o Options) (*Result, error) {
 		raw.Close()
 		return nil, err
 	}
+	return finish(ctx, c, offer, reason, o, res, start, step)
+}
+
+// finish fills the report from the handshake, sends the request if it did
+// not go early and reads the response.
+func finish(ctx context.Context, c *tls13.Conn, offer *tls13.ZDataOffer, reason string, o Options, res *Result, start time.Time, step func(string)) (*Result, error) {
+	r := &res.Report
 	res.Conn = c
 	if deadline, ok := ctx.Deadline(); ok {
 		c.SetDeadline(deadline) // the response read is bounded too
@@ -337,7 +358,7 @@ func dialFirst(ctx context.Context, ips []netip.Addr, port int) (net.Conn, error
 // have all landed, while TCP connects.
 func lookupService(ctx context.Context, res *resolver.Resolver, host string, port int, wantZ bool,
 	roots *x509.CertPool, now func() time.Time, start time.Time,
-	addrs chan<- []netip.Addr, zdone chan<- zresult, lookupErr chan<- error) {
+	addrs chan<- []netip.Addr, zdone chan<- zresult, lookupErr chan<- error, httpsAns chan<- *resolver.Answer) {
 	var txt, tlsa, cert *resolver.Answer
 	sentAddr := false
 	pendingAddr := 2
@@ -382,6 +403,8 @@ func lookupService(ctx context.Context, res *resolver.Resolver, host string, por
 			tlsa = &a2
 		case dns.TypeCERT:
 			cert = &a2
+		case dns.TypeHTTPS:
+			httpsAns <- &a2
 		}
 		verify()
 	})

@@ -14,20 +14,35 @@ import (
 // what was negotiated, whether early data went through, and where the
 // time went, measured from the start of the DNS lookup.
 type Report struct {
-	Mode           string      `json:"mode"`      // "ztls" or "tls"
-	Transport      string      `json:"transport"` // "tcp" or "turbo"
-	FallbackReason string      `json:"fallback_reason"`
-	EarlyData      EarlyReport `json:"early_data"`
-	TLS            TLSReport   `json:"tls"`
-	Timing         Timing      `json:"timing_ms"`
-	ResponseBytes  int         `json:"response_bytes"`
-	Address        string      `json:"address,omitempty"`
-	PeerChain      []string    `json:"peer_chain,omitempty"` // subjects, leaf first
-	Trace          []TraceStep `json:"trace,omitempty"`
-	Error          string      `json:"error,omitempty"`
+	Mode           string `json:"mode"`      // "ztls" or "tls"
+	Transport      string `json:"transport"` // "tcp" or "turbo"
+	FallbackReason string `json:"fallback_reason"`
+	// TurboFallback says why a TurboTLS connection (Options.Turbo) ran
+	// over TCP alone; Turbo has its UDP figures when it was tried.
+	TurboFallback string       `json:"turbo_fallback_reason,omitempty"`
+	Turbo         *TurboReport `json:"turbo,omitempty"`
+	EarlyData     EarlyReport  `json:"early_data"`
+	TLS           TLSReport    `json:"tls"`
+	Timing        Timing       `json:"timing_ms"`
+	ResponseBytes int          `json:"response_bytes"`
+	Address       string       `json:"address,omitempty"`
+	PeerChain     []string     `json:"peer_chain,omitempty"` // subjects, leaf first
+	Trace         []TraceStep  `json:"trace,omitempty"`
+	Error         string       `json:"error,omitempty"`
 	// AnswerInFirstFlight: the response arrived with the server's first
 	// flight, before the client's Finished left (ZTLS's one round trip).
 	AnswerInFirstFlight bool `json:"answer_in_first_flight"`
+}
+
+// TurboReport is the UDP side of a TurboTLS attempt.
+type TurboReport struct {
+	UDPPort       int     `json:"udp_port"`
+	Requests      int     `json:"requests"`  // request datagrams sent
+	Responses     int     `json:"responses"` // response datagrams received
+	BytesSent     int     `json:"bytes_sent"`
+	BytesReceived int     `json:"bytes_received"`
+	ServerFlight  int     `json:"server_flight"` // bytes (0: incomplete)
+	WaitedMS      float64 `json:"waited_ms"`     // after TCP connected
 }
 
 // EarlyReport says what happened to 0-RTT data.
@@ -96,6 +111,9 @@ func (r *Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "connected to %s: %s over %s", r.Address, strings.ToUpper(r.Mode), r.Transport)
 	if r.FallbackReason != "" {
 		fmt.Fprintf(w, " (fell back: %s)", r.FallbackReason)
+	}
+	if r.TurboFallback != "" {
+		fmt.Fprintf(w, " (TurboTLS not used: %s)", r.TurboFallback)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  %s, %s, %s", r.TLS.Version, r.TLS.CipherSuite, orNone(r.TLS.Group, "no key exchange (psk_ke)"))

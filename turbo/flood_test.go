@@ -202,7 +202,9 @@ func TestUnlinkedEntriesExpire(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	released := make(chan any, 4)
 	srv := turbo.NewServer(turbo.Config{
-		Flight:  func(_ context.Context, _ netip.AddrPort, f []byte) ([]byte, any, error) { return append([]byte("re:"), f...), "state", nil },
+		Flight: func(_ context.Context, _ netip.AddrPort, f []byte) ([]byte, any, error) {
+			return append([]byte("re:"), f...), "state", nil
+		},
 		Release: func(st any) { released <- st },
 		Now:     clock, TTL: time.Second,
 	})

@@ -26,6 +26,7 @@ import (
 	"github.com/ztls-project/ztls/dns/authority"
 	"github.com/ztls-project/ztls/dns/resolver"
 	"github.com/ztls-project/ztls/tls13"
+	"github.com/ztls-project/ztls/turbo"
 	"github.com/ztls-project/ztls/zdata"
 )
 
@@ -49,6 +50,9 @@ type Options struct {
 	AltNames []string
 	// HostIP is the address published for Host; default 127.0.0.1.
 	HostIP string
+	// Turbo also serves TurboTLS on UDP (the TCP port's number) and
+	// publishes the HTTPS record advertising it (key65280).
+	Turbo bool
 }
 
 // World is the running set-up. Close stops everything it started.
@@ -62,9 +66,10 @@ type World struct {
 	Zones      *authority.Zones
 	ServerTLS  *tls13.Config
 	Cert       tls13.Certificate
-	CertFile   string // External: PEM chain
-	KeyFile    string // External: PEM key
-	CAFile     string // External: PEM root
+	CertFile   string           // External: PEM chain
+	KeyFile    string           // External: PEM key
+	CAFile     string           // External: PEM root
+	Turbo      *turbo.TLSServer // the UDP side (Options.Turbo)
 
 	caDER   []byte
 	ca      *x509.Certificate
@@ -146,6 +151,9 @@ func Start(o Options) (w *World, err error) {
 		mustRR("ns1." + zone + " 3600 IN A 127.0.0.1"),
 		mustRR(dns.Fqdn(o.Host) + " 300 IN A " + o.HostIP),
 	}
+	if o.Turbo {
+		rrs = append(rrs, turbo.HTTPSRecord(o.Host, w.Port, uint16(w.Port), 300))
+	}
 	if !o.NoZData {
 		rrs = append(rrs, zdata.ZoneRRs(svc.Records(o.Now()), cert.Chain[0], cert.Chain[1:], zdata.TTLFor(svc.Records(o.Now()), o.Now(), 5*time.Minute))...)
 	}
@@ -181,6 +189,9 @@ func Start(o Options) (w *World, err error) {
 	if o.External {
 		return w, nil
 	}
+	if o.Turbo {
+		return w, w.serveTurbo(ln, handler, o)
+	}
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
@@ -200,6 +211,53 @@ func Start(o Options) (w *World, err error) {
 		}
 	}()
 	return w, nil
+}
+
+// serveTurbo serves TLS on ln and TurboTLS on the UDP port of the same
+// number; an early request is answered in the UDP flight when the default
+// handler is in use.
+func (w *World) serveTurbo(ln net.Listener, handler func(*tls13.Conn), o Options) error {
+	pc, err := net.ListenPacket("udp", w.ServerAddr)
+	if err != nil {
+		return err
+	}
+	var answer turbo.AnswerFunc
+	if o.Handler == nil {
+		answer = func([]byte, tls13.ConnectionState) []byte { return []byte(o.Respond) }
+	}
+	srv := turbo.NewTLSServer(w.ServerTLS, answer, turbo.Config{})
+	w.Turbo = srv
+	w.closers = append(w.closers, func() { srv.Close() })
+	w.wg.Add(2)
+	go func() { defer w.wg.Done(); srv.ServeUDP(pc) }()
+	go func() {
+		defer w.wg.Done()
+		for {
+			raw, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			w.wg.Add(1)
+			go func() {
+				defer w.wg.Done()
+				sc, err := srv.Accept(raw)
+				if err != nil {
+					raw.Close()
+					return
+				}
+				defer sc.Close()
+				sc.SetDeadline(time.Now().Add(10 * time.Second))
+				if sc.EarlyAnswered {
+					if sc.Handshake() == nil {
+						sc.CloseWrite()
+					}
+					return
+				}
+				handler(sc.Conn)
+			}()
+		}
+	}()
+	return nil
 }
 
 // respondOnce answers the first request (early or not) with text; an early

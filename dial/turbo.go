@@ -1,0 +1,167 @@
+package dial
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/ztls-project/ztls/dns/resolver"
+	"github.com/ztls-project/ztls/tls13"
+	"github.com/ztls-project/ztls/turbo"
+	"github.com/ztls-project/ztls/zdata"
+)
+
+// TurboOptions tune TurboTLS (Options.Turbo).
+type TurboOptions struct {
+	// TurboPort is the server's TurboTLS UDP port when known without DNS
+	// (an address given as an IP); 0 means the HTTPS record's key65280.
+	TurboPort int
+	// TurboWait is how long to wait for the UDP flight once TCP is up; 0
+	// means half the TCP connect time, at least 2 ms.
+	TurboWait time.Duration
+	// TurboSizes remembers servers' flight sizes; nil means a
+	// process-wide cache.
+	TurboSizes *turbo.SizeCache
+	// TurboWrapUDP wraps the client's UDP socket (the testbed's UDP loss
+	// and blocking emulation; tests).
+	TurboWrapUDP func(net.Conn) net.Conn
+}
+
+// Reasons TurboTLS was not tried (Report.TurboFallback); the reasons it
+// was tried and fell back come from package turbo.
+const (
+	ReasonTurboNoAdvert = "no TurboTLS advertisement (HTTPS key65280)"
+	ReasonTurboNoHTTPS  = "HTTPS record not answered within the budget after the address"
+	ReasonTurboNoDNS    = "no DNS resolver and no --turbo-port: UDP port unknown"
+)
+
+var defaultSizes = &turbo.SizeCache{}
+
+// turboDial is one TurboTLS attempt inside Connect.
+type turboDial struct {
+	o      Options
+	cfg    *tls13.Config
+	r      *Report
+	res    *Result
+	start  time.Time
+	host   string
+	port   int
+	ips    []netip.Addr
+	wantZ  bool
+	isIP   bool
+	reason string // the ZTLS fallback reason so far
+	zdone  <-chan zresult
+	https  <-chan *resolver.Answer
+}
+
+// connect runs the TurboTLS handshake when the server advertises it:
+// used reports whether it did (then res is complete or err is set).
+func (t *turboDial) connect(ctx context.Context) (used bool, err error) {
+	r := t.r
+	budget := t.o.ZDataBudget
+	if budget <= 0 {
+		budget = 20 * time.Millisecond
+	}
+	step := func(name string) { r.Trace = append(r.Trace, TraceStep{Step: name, AtMS: ms(time.Since(t.start))}) }
+	udpPort := t.o.TurboPort
+	if udpPort == 0 {
+		if t.o.Resolver == nil || t.isIP {
+			r.TurboFallback = ReasonTurboNoDNS
+			return false, nil
+		}
+		timer := time.NewTimer(budget)
+		select {
+		case a := <-t.https:
+			p, err := turbo.UDPPortFrom(a.RRs)
+			if err != nil {
+				r.TurboFallback = ReasonTurboNoAdvert
+				if !errors.Is(err, turbo.ErrNoAdvert) {
+					r.TurboFallback += ": " + err.Error()
+				}
+			}
+			udpPort = int(p)
+		case <-timer.C:
+			r.TurboFallback = ReasonTurboNoHTTPS
+		}
+		timer.Stop()
+		if udpPort == 0 {
+			return false, nil
+		}
+		step("turbo_advert")
+	}
+	if udpPort < 1 || udpPort > 65535 {
+		return false, fmt.Errorf("dial: bad TurboTLS UDP port %d", udpPort)
+	}
+	// The client flight leaves now, so ZTLS needs the Z-data now: the
+	// lookups ran in parallel, so it is usually in hand already.
+	var offer *tls13.ZDataOffer
+	reason := t.reason
+	if t.wantZ {
+		timer := time.NewTimer(budget)
+		select {
+		case z := <-t.zdone:
+			offer = z.offer
+			if z.err != nil {
+				reason = string(zdata.ReasonOf(z.err)) + ": " + z.err.Error()
+			}
+			r.Trace = append(r.Trace, TraceStep{Step: "zdata_verified", AtMS: ms(z.at)})
+		case <-timer.C:
+			reason = ReasonBudget
+		}
+		timer.Stop()
+		if offer == nil && t.o.Mode == "ztls" {
+			return true, fmt.Errorf("dial: --mode ztls impossible: %s", reason)
+		}
+	}
+	ip := t.ips[0]
+	cc := &turbo.ClientConfig{TLS: t.cfg, Wait: t.o.TurboWait, Sizes: t.o.TurboSizes, WrapUDP: t.o.TurboWrapUDP, ReplaySafe: t.o.ReplaySafe}
+	if cc.Sizes == nil {
+		cc.Sizes = defaultSizes
+	}
+	if offer != nil {
+		cc.ZData = offer
+	} else if t.o.Session != nil {
+		cc.Session = t.o.Session
+	}
+	early := (offer != nil && len(t.o.Request) > 0) ||
+		(offer == nil && t.o.Session != nil && t.o.ResumeEarly && len(t.o.Request) > 0 && t.o.Session.MaxEarlyData > 0)
+	if early {
+		cc.Early = t.o.Request
+		r.EarlyData.Bytes = len(t.o.Request)
+	}
+	cc.Fallback = func(ctx context.Context, tcp net.Conn) (*tls13.Conn, error) {
+		// TLS (or ZTLS) over the TCP connection already open, as Connect
+		// does without TurboTLS.
+		return handshake(ctx, tcp, t.cfg, offer, t.o, r, t.start)
+	}
+	step("turbo_udp_sent")
+	dialAt := time.Since(t.start)
+	tr, err := turbo.Dial(ctx, netip.AddrPortFrom(ip, uint16(t.port)), netip.AddrPortFrom(ip, uint16(udpPort)), cc)
+	if err != nil {
+		return true, fmt.Errorf("dial: %w", err)
+	}
+	r.Address = tr.Conn.RemoteAddr().String()
+	r.Timing.TCPConnect = ms(tr.TCPConnected)
+	r.Timing.Handshake = ms(tr.Done - tr.TCPConnected)
+	r.Trace = append(r.Trace, TraceStep{Step: "tcp_connected", AtMS: ms(dialAt + tr.TCPConnected)})
+	if tr.FlightAt > 0 {
+		r.Trace = append(r.Trace, TraceStep{Step: "turbo_flight_complete", AtMS: ms(dialAt + tr.FlightAt)})
+	}
+	r.Turbo = &TurboReport{Requests: tr.RequestsSent, Responses: tr.ResponsesReceived, BytesSent: tr.BytesSent,
+		BytesReceived: tr.BytesReceived, ServerFlight: tr.ServerFlight, UDPPort: udpPort, WaitedMS: ms(tr.Waited)}
+	if tr.Turbo {
+		r.Transport = "turbo"
+		for _, ev := range tr.Conn.Trace() {
+			r.Trace = append(r.Trace, TraceStep{Step: ev.Event.String(), AtMS: ms(ev.At.Sub(t.start))})
+		}
+	} else {
+		r.TurboFallback = tr.FallbackReason
+	}
+	_, err = finish(ctx, tr.Conn, offer, reason, t.o, t.res, t.start, func(name string) {
+		r.Trace = append(r.Trace, TraceStep{Step: name, AtMS: ms(time.Since(t.start))})
+	})
+	return true, err
+}

@@ -1,0 +1,508 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/ztls-project/ztls/dial"
+	dnsresolver "github.com/ztls-project/ztls/dns/resolver"
+	"github.com/ztls-project/ztls/testbed/hosts"
+	"github.com/ztls-project/ztls/tls13"
+	"github.com/ztls-project/ztls/turbo"
+	"github.com/ztls-project/ztls/zdata"
+)
+
+// The TurboTLS contenders (package turbo, through dial with Options.Turbo):
+//
+//   - turbo: TLS 1.3 whose first two flights go over UDP while TCP's
+//     handshake runs, then the request on TCP (2 RTT after the lookup);
+//   - ztls-turbo: ZTLS over TurboTLS: ClientHello, ztls and the request
+//     over UDP, the answer in the server's UDP flight (1 RTT).
+//
+// The server listens on TCP and UDP (same port) and publishes an HTTPS
+// record with key65280 (and, for ztls-turbo, its Z-data). Variants with a
+// suffix emulate UDP trouble at the client's UDP socket, which is the only
+// place that touches TurboTLS's datagrams (the emulator's --loss hits TCP
+// too): -udploss1 and -udploss5 drop each datagram, in either direction,
+// with probability 1 % and 5 %; -udpblocked drops all of them. A sample of
+// the plain variants counts only with transport turbo (and, for
+// ztls-turbo, the answer in the first flight); the lossy variants count
+// every completed visit, falling back or not.
+//
+// Like the engine contenders, the client runs in a worker process in the
+// client's namespace: this binary re-executed with ZTLS_BENCH_TURBO_WORKER=1.
+
+const envTurboWorker = "ZTLS_BENCH_TURBO_WORKER"
+
+func init() {
+	if os.Getenv(envTurboWorker) == "1" {
+		os.Exit(turboWorkerMain(os.Stdin, os.Stdout))
+	}
+	for _, v := range []struct {
+		suffix string
+		drop   float64
+	}{{"", 0}, {"-udploss1", 0.01}, {"-udploss5", 0.05}, {"-udpblocked", 1}} {
+		v := v
+		Register("turbo"+v.suffix, func() Contender { return &turboContender{name: "turbo" + v.suffix, mode: "tls", drop: v.drop} })
+		Register("ztls-turbo"+v.suffix, func() Contender {
+			return &turboContender{name: "ztls-turbo" + v.suffix, mode: "ztls", drop: v.drop}
+		})
+	}
+}
+
+// TurboWait is the wait for the UDP flight after TCP connects in the
+// benchmark: dial's default (half the TCP connect time, at least 2 ms).
+const TurboWait = 0
+
+type turboContender struct {
+	name string
+	mode string  // dial mode: tls or ztls
+	drop float64 // probability a datagram is dropped at the client
+
+	mu     sync.Mutex
+	worker *turboWorker
+	host   *hosts.Host
+	runs   int64
+}
+
+func (e *turboContender) Name() string    { return e.name }
+func (e *turboContender) serviceLookups() {}
+
+type turboServer struct {
+	tcp  *tcpServer
+	srv  *turbo.TLSServer
+	stop chan struct{}
+	wg   sync.WaitGroup
+	e    *turboContender
+}
+
+func (s *turboServer) Close() error {
+	close(s.stop)
+	s.wg.Wait()
+	err := s.tcp.Close()
+	s.srv.Close()
+	s.e.stopWorker()
+	return err
+}
+
+func (e *turboContender) StartServer(ctx context.Context, h *hosts.Host, cfg ServerConfig) (io.Closer, error) {
+	cert, err := serverCert(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Publish == nil {
+		return nil, errors.New("bench: turbo needs the scenario's DNS to publish its HTTPS record")
+	}
+	s := &turboServer{stop: make(chan struct{}), e: e}
+	var svc *zdata.Service
+	if e.mode == "ztls" {
+		svc, err = zdata.NewService(ServerName, int(cfg.Addr.Port()), cert, zdata.Options{}, nil)
+		if err != nil {
+			return nil, err
+		}
+		if err := publishZData(svc, cert, cfg.Publish, time.Now()); err != nil {
+			return nil, err
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			t := time.NewTicker(time.Minute)
+			defer t.Stop()
+			for {
+				select {
+				case <-s.stop:
+					return
+				case now := <-t.C:
+					publishZData(svc, cert, cfg.Publish, now)
+				}
+			}
+		}()
+	}
+	cfg.Publish([]dns.RR{turbo.HTTPSRecord(ServerName, int(cfg.Addr.Port()), cfg.Addr.Port(), 300)})
+	tc := engineServerConfig(cert, svc)
+	var ln net.Listener
+	var pc net.PacketConn
+	if h != nil {
+		ln, err = h.Listen("tcp", cfg.Addr.String())
+		if err == nil {
+			pc, err = h.ListenPacket("udp", cfg.Addr.String())
+		}
+	} else {
+		ln, err = net.Listen("tcp", cfg.Addr.String())
+		if err == nil {
+			pc, err = net.ListenPacket("udp", cfg.Addr.String())
+		}
+	}
+	if err != nil {
+		if ln != nil {
+			ln.Close()
+		}
+		close(s.stop)
+		s.wg.Wait()
+		return nil, err
+	}
+	// The early request is answered before the UDP flight leaves.
+	s.srv = turbo.NewTLSServer(tc, func(early []byte, _ tls13.ConnectionState) []byte {
+		path, err := readRequest(bytes.NewReader(early))
+		if err != nil {
+			return nil
+		}
+		if body, ok := cfg.Files[path]; ok {
+			return body
+		}
+		return []byte("HTTP/1.0 404 Not Found\r\n\r\n")
+	}, turbo.Config{})
+	go s.srv.ServeUDP(pc)
+	s.tcp = serveTCP(ln, func(raw net.Conn) {
+		sc, err := s.srv.Accept(raw)
+		if err != nil {
+			return
+		}
+		defer sc.Close()
+		if sc.EarlyAnswered {
+			sc.SetDeadline(time.Now().Add(30 * time.Second))
+			if sc.Handshake() == nil {
+				sc.CloseWrite()
+			}
+			return
+		}
+		serveEngineConn(sc.Conn, &cfg)
+	})
+	return s, nil
+}
+
+func (e *turboContender) RunClient(ctx context.Context, c *Client) (Sample, error) {
+	res, err := e.call(ctx, c)
+	if err != nil {
+		return Sample{}, err
+	}
+	if err := checkTurboVisit(e.name, e.mode, e.drop, res, c.Expect); err != nil {
+		return Sample{}, err
+	}
+	return sampleOf(res.Report), nil
+}
+
+// checkTurboVisit: the whole response; for the loss-free variants the
+// protocol actually used (transport turbo; ztls-turbo: ZTLS with the
+// answer in the server's first flight).
+func checkTurboVisit(name, mode string, drop float64, res *workerResult, expect []byte) error {
+	r := res.Report
+	if !bytes.Equal(res.Response, expect) {
+		return fmt.Errorf("bench: %s: response %q, want %q", name, trim(res.Response), trim(expect))
+	}
+	if r.Timing.FirstByte <= 0 {
+		return fmt.Errorf("bench: %s: no first byte time", name)
+	}
+	if drop > 0 {
+		return nil
+	}
+	if r.Transport != "turbo" {
+		return fmt.Errorf("bench: %s: transport %s (%s)", name, r.Transport, r.TurboFallback)
+	}
+	if mode == "ztls" && (r.Mode != "ztls" || !r.AnswerInFirstFlight) {
+		return fmt.Errorf("bench: %s: mode %s, answer in first flight %v (%s)", name, r.Mode, r.AnswerInFirstFlight, r.FallbackReason)
+	}
+	if mode == "tls" && (r.Mode != "tls" || r.EarlyData.Offered) {
+		return fmt.Errorf("bench: %s: mode %s, early data offered %v", name, r.Mode, r.EarlyData.Offered)
+	}
+	return nil
+}
+
+// turboJob is one visit for the turbo worker.
+type turboJob struct {
+	ID        uint64  `json:"id"`
+	Addr      string  `json:"addr"`
+	Mode      string  `json:"mode"`
+	Resolver  string  `json:"resolver"`
+	StubCache bool    `json:"stub_cache"`
+	CAFile    string  `json:"ca_file"`
+	Request   []byte  `json:"request"`
+	ExpectLen int     `json:"expect_len"`
+	TimeoutMs int64   `json:"timeout_ms"`
+	Drop      float64 `json:"drop"`
+	Seed      int64   `json:"seed"`
+}
+
+func parseTurboJob(line []byte) (turboJob, error) {
+	var j turboJob
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		return j, fmt.Errorf("bench: turbo worker job: %w", err)
+	}
+	// The checks the engine worker makes, then the drop probability.
+	base, err := json.Marshal(job{Addr: j.Addr, Mode: j.Mode, Resolver: j.Resolver, CAFile: j.CAFile, ExpectLen: j.ExpectLen, TimeoutMs: j.TimeoutMs})
+	if err != nil {
+		return j, err
+	}
+	if _, err := parseJob(base); err != nil {
+		return j, err
+	}
+	if j.Drop < 0 || j.Drop > 1 {
+		return j, fmt.Errorf("bench: turbo worker job: drop probability %v out of range", j.Drop)
+	}
+	return j, nil
+}
+
+// lossyUDP drops each datagram with probability p in either direction.
+type lossyUDP struct {
+	net.Conn
+	p   float64
+	mu  sync.Mutex
+	rng *rand.Rand
+}
+
+func (l *lossyUDP) lose() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.p >= 1 || l.rng.Float64() < l.p
+}
+
+func (l *lossyUDP) Write(b []byte) (int, error) {
+	if l.lose() {
+		return len(b), nil
+	}
+	return l.Conn.Write(b)
+}
+
+func (l *lossyUDP) Read(b []byte) (int, error) {
+	for {
+		n, err := l.Conn.Read(b)
+		if err != nil || !l.lose() {
+			return n, err
+		}
+	}
+}
+
+type turboWorker struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	nextID uint64
+	done   chan struct{}
+}
+
+func startTurboWorker(h *hosts.Host) (*turboWorker, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("bench: cannot find own executable: %w", err)
+	}
+	var cmd *exec.Cmd
+	if h != nil {
+		cmd = h.Command(context.Background(), exe)
+	} else {
+		cmd = exec.Command(exe)
+	}
+	cmd.Env = append(os.Environ(), envTurboWorker+"=1")
+	if rt, _ := currentlyRealtime(); rt {
+		cmd.Env = append(cmd.Env, envWorkerRT+"=1")
+	}
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("bench: turbo worker: %w", err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("bench: turbo worker: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("bench: starting the turbo worker: %w", err)
+	}
+	w := &turboWorker{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 64<<10), done: make(chan struct{})}
+	go func() { cmd.Wait(); close(w.done) }()
+	return w, nil
+}
+
+func (w *turboWorker) do(ctx context.Context, j turboJob) (*workerResult, error) {
+	w.nextID++
+	j.ID = w.nextID
+	line, err := json.Marshal(j)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.in.Write(append(line, '\n')); err != nil {
+		return nil, fmt.Errorf("bench: turbo worker: %w", err)
+	}
+	type answer struct {
+		r   *workerResult
+		err error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		for {
+			l, err := w.out.ReadBytes('\n')
+			if err != nil {
+				ch <- answer{err: fmt.Errorf("bench: turbo worker ended: %w", err)}
+				return
+			}
+			var r workerResult
+			if err := json.Unmarshal(l, &r); err != nil {
+				ch <- answer{err: fmt.Errorf("bench: turbo worker: %w", err)}
+				return
+			}
+			if r.ID == j.ID {
+				ch <- answer{r: &r}
+				return
+			}
+		}
+	}()
+	select {
+	case a := <-ch:
+		return a.r, a.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("bench: turbo worker: %w", ctx.Err())
+	}
+}
+
+func (w *turboWorker) close() {
+	w.in.Close()
+	select {
+	case <-w.done:
+	case <-time.After(2 * time.Second):
+		w.cmd.Process.Kill()
+		<-w.done
+	}
+}
+
+func (e *turboContender) call(ctx context.Context, c *Client) (*workerResult, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.worker == nil || e.host != c.Host {
+		if e.worker != nil {
+			e.worker.close()
+		}
+		w, err := startTurboWorker(c.Host)
+		if err != nil {
+			return nil, err
+		}
+		e.worker, e.host = w, c.Host
+	}
+	e.runs++
+	j := turboJob{Addr: net.JoinHostPort(c.ServerName, strconv.Itoa(int(c.Port))), Mode: e.mode,
+		Resolver: c.dns.resolver.server.String(), StubCache: c.Scenario.StubCache, CAFile: c.CAFile,
+		Request: c.Request, ExpectLen: len(c.Expect), Drop: e.drop, Seed: time.Now().UnixNano() + e.runs}
+	if dl, ok := ctx.Deadline(); ok {
+		j.TimeoutMs = max(time.Until(dl).Milliseconds(), 1)
+	}
+	res, err := e.worker.do(ctx, j)
+	if err != nil {
+		e.worker.close()
+		e.worker = nil
+		return nil, err
+	}
+	if res.Err != "" {
+		return nil, errors.New(res.Err)
+	}
+	return res, nil
+}
+
+func (e *turboContender) stopWorker() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.worker != nil {
+		e.worker.close()
+		e.worker = nil
+	}
+}
+
+func turboWorkerMain(in io.Reader, out io.Writer) int {
+	if os.Getenv(envWorkerRT) == "1" {
+		hosts.SetProcessRealtime(40)
+	}
+	st := &workerState{}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	enc := json.NewEncoder(out)
+	for sc.Scan() {
+		j, err := parseTurboJob(sc.Bytes())
+		var res *workerResult
+		if err != nil {
+			res = &workerResult{Err: err.Error()}
+		} else {
+			res = st.turboVisit(j)
+		}
+		res.ID = j.ID
+		if err := enc.Encode(res); err != nil {
+			return 1
+		}
+	}
+	return 0
+}
+
+// turboVisit is workerState.visit with TurboTLS on: a fresh resolver
+// (filled first with the stub scenario), a fresh flight-size cache (first
+// contact), the UDP socket wrapped for the loss variants.
+func (st *workerState) turboVisit(j turboJob) *workerResult {
+	fail := func(err error) *workerResult { return &workerResult{Err: err.Error()} }
+	timeout := time.Duration(j.TimeoutMs) * time.Millisecond
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	roots, err := st.rootsFor(j.CAFile)
+	if err != nil {
+		return fail(err)
+	}
+	cacheSize := -1
+	if j.StubCache {
+		cacheSize = 0
+	}
+	res, err := dnsresolver.New(dnsresolver.Config{Servers: []string{j.Resolver}, Transport: dnsresolver.UDP, CacheSize: cacheSize, Timeout: 4 * time.Second})
+	if err != nil {
+		return fail(err)
+	}
+	defer res.Close()
+	host, portStr, _ := net.SplitHostPort(j.Addr)
+	port, _ := strconv.Atoi(portStr)
+	if j.StubCache {
+		if _, err := res.LookupService(ctx, host, port, nil); err != nil {
+			return fail(fmt.Errorf("bench: turbo worker: filling the stub cache: %w", err))
+		}
+	}
+	var got bytes.Buffer
+	o := dial.Options{
+		Mode:         j.Mode,
+		TLS:          &tls13.Config{RootCAs: roots, ServerName: host, Groups: []uint16{tls13.X25519}},
+		Resolver:     res,
+		Request:      j.Request,
+		ReplaySafe:   true,
+		ReadResponse: j.ExpectLen,
+		Out:          &got,
+		Memory:       dial.NewMemory(),
+		Turbo:        true,
+	}
+	o.TurboWait = TurboWait
+	o.TurboSizes = &turbo.SizeCache{}
+	if j.Drop > 0 {
+		rng := rand.New(rand.NewSource(j.Seed))
+		o.TurboWrapUDP = func(c net.Conn) net.Conn { return &lossyUDP{Conn: c, p: j.Drop, rng: rng} }
+	}
+	r, err := dial.Connect(ctx, j.Addr, o)
+	if err != nil {
+		return fail(err)
+	}
+	r.Conn.Close()
+	out := &workerResult{Report: r.Report, Response: got.Bytes()}
+	if r.Report.Error != "" {
+		out.Err = "bench: " + r.Report.Error
+	}
+	return out
+}

@@ -1,0 +1,94 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/ztls-project/ztls/testbed/hosts"
+)
+
+// TestTurboContendersLoopback drives turbo and ztls-turbo (and the
+// blocked variant) end to end on loopback through the real worker.
+func TestTurboContendersLoopback(t *testing.T) {
+	w := newLoopbackWorld(t)
+	for _, name := range []string{"turbo", "ztls-turbo", "turbo-udpblocked", "ztls-turbo-udpblocked"} {
+		for _, scen := range []string{"local-warm", "stub"} {
+			t.Run(name+"/"+scen, func(t *testing.T) {
+				c, cl := w.start(t, name, true)
+				cl.Scenario = Scenarios[scen]
+				for i := 0; i < 2; i++ {
+					s, err := w.visit(t, c, cl)
+					if err != nil {
+						t.Fatalf("visit %d: %v", i, err)
+					}
+					if s.FirstByte <= 0 || s.DNS > s.FirstByte {
+						t.Fatalf("visit %d: inconsistent sample %+v", i, s)
+					}
+					if want := name == "ztls-turbo" || name == "ztls-turbo-udpblocked"; s.Early != want {
+						t.Errorf("visit %d: early data accepted %v, want %v", i, s.Early, want)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestParseTurboJob(t *testing.T) {
+	good := `{"addr":"www.ztls.test:443","mode":"ztls","resolver":"10.77.0.2:53","ca_file":"ca.pem","expect_len":5,"drop":0.05}`
+	if _, err := parseTurboJob([]byte(good)); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{
+		`{"addr":"www.ztls.test:443","mode":"ztls","resolver":"10.77.0.2:53","expect_len":5,"drop":2}`,
+		`{"addr":"www.ztls.test:443","mode":"quic","resolver":"10.77.0.2:53","expect_len":5}`,
+		`{"addr":"www.ztls.test:443","mode":"tls","resolver":"10.77.0.2:53","expect_len":5,"extra":1}`,
+		`not json`,
+	} {
+		if _, err := parseTurboJob([]byte(bad)); err == nil {
+			t.Errorf("accepted %s", bad)
+		}
+	}
+}
+
+// TestSmallScenarioTurbo: on a 20 ms link, turbo saves TCP's round trip
+// against tls and ztls-turbo saves two (structure in RTT units, not speed).
+func TestSmallScenarioTurbo(t *testing.T) {
+	if err := hosts.Available(); err != nil {
+		t.Skipf("skipping: cannot build emulated hosts here: %v", err)
+	}
+	const rtt = 20 * time.Millisecond
+	ctx, cancel := testContext(t, 60*time.Second)
+	defer cancel()
+	cfg := Config{RTTs: []time.Duration{rtt}, Runs: 5, Protocols: []string{"tls", "turbo", "ztls-turbo"},
+		Scenarios: []string{"local-warm"}, Realtime: true}
+	if testing.Verbose() {
+		cfg.Progress = os.Stderr
+	}
+	rep, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]Result{}
+	for _, r := range rep.Results {
+		by[r.Protocol] = r
+		if r.Runs < 4 {
+			t.Fatalf("%s: only %d of 5 runs succeeded", r.Protocol, r.Runs)
+		}
+	}
+	inRTT := func(d float64) float64 { return d / float64(rtt/time.Millisecond) }
+	bounds := map[string][2]float64{"tls": {2.5, 3.6}, "turbo": {1.5, 2.6}, "ztls-turbo": {0.5, 1.6}}
+	for name, b := range bounds {
+		r := by[name]
+		got := inRTT(r.FirstByte.Median - r.DNS.Median)
+		if got < b[0] || got > b[1] {
+			t.Errorf("%s: first response %.2f RTT after the lookup, want %.1f to %.1f", name, got, b[0], b[1])
+		}
+		t.Logf("%-10s dns %.2f first byte %.2f ms (%.2f RTT after DNS)", name, r.DNS.Median, r.FirstByte.Median, got)
+	}
+}
+
+func testContext(t *testing.T, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}

@@ -188,18 +188,12 @@ func ParseCertificateRequest(msg []byte) (*CertificateRequest, error) {
 		return nil, decodeErr("%s: truncated", name)
 	}
 	m.RequestContext = bytesOf(ctx)
-	exts, err := readExtensions(&s, name, inCR)
+	exts, order, err := readLastExtensions(&s, name, inCR)
 	if err != nil {
 		return nil, err
 	}
-	if err := finish(s, name); err != nil {
-		return nil, err
-	}
-	if len(exts) > 0 {
-		m.Order = make([]uint16, 0, len(exts))
-	}
+	m.Order = order
 	for _, e := range exts {
-		m.Order = append(m.Order, e.Type)
 		switch e.Type {
 		case ExtSignatureAlgorithms:
 			m.SignatureAlgorithms, err = readUint16Vector(e.Data, name+": signature_algorithms")

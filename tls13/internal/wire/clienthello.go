@@ -141,18 +141,12 @@ func ParseClientHello(msg []byte) (*ClientHello, error) {
 	if s.Empty() {
 		return nil, Errorf(AlertProtocolVersion, "wire: ClientHello without extensions is older than TLS 1.3")
 	}
-	exts, err := readExtensions(&s, "ClientHello", inCH)
+	exts, order, err := readLastExtensions(&s, "ClientHello", inCH)
 	if err != nil {
 		return nil, err
 	}
-	if err := finish(s, "ClientHello"); err != nil {
-		return nil, err
-	}
-	if len(exts) > 0 {
-		m.Order = make([]uint16, 0, len(exts))
-	}
+	m.Order = order
 	for i, e := range exts {
-		m.Order = append(m.Order, e.Type)
 		last := i == len(exts)-1
 		if err := m.readExtension(e, last); err != nil {
 			return nil, err

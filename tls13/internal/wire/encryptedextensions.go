@@ -41,18 +41,12 @@ func ParseEncryptedExtensions(msg []byte) (*EncryptedExtensions, error) {
 		return nil, err
 	}
 	m := &EncryptedExtensions{Raw: raw}
-	exts, err := readExtensions(&s, name, inEE)
+	exts, order, err := readLastExtensions(&s, name, inEE)
 	if err != nil {
 		return nil, err
 	}
-	if err := finish(s, name); err != nil {
-		return nil, err
-	}
-	if len(exts) > 0 {
-		m.Order = make([]uint16, 0, len(exts))
-	}
+	m.Order = order
 	for _, e := range exts {
-		m.Order = append(m.Order, e.Type)
 		switch e.Type {
 		case ExtServerName:
 			err = readEmpty(e.Data, name+": server_name")

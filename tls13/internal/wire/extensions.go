@@ -60,6 +60,27 @@ func bytesOf(s cryptobyte.String) []byte {
 // them: no two extensions of one type (illegal_parameter), and no extension
 // this package knows inside a message it is not defined for
 // (illegal_parameter). It returns the extensions in wire order; Data aliases s.
+// readLastExtensions reads the extensions block that ends a message: the
+// extensions, their wire order (nil when there are none), and an error if
+// bytes follow.
+func readLastExtensions(s *cryptobyte.String, name string, where placement) ([]Extension, []uint16, error) {
+	exts, err := readExtensions(s, name, where)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := finish(*s, name); err != nil {
+		return nil, nil, err
+	}
+	var order []uint16
+	if len(exts) > 0 {
+		order = make([]uint16, len(exts))
+		for i, e := range exts {
+			order[i] = e.Type
+		}
+	}
+	return exts, order, nil
+}
+
 func readExtensions(s *cryptobyte.String, name string, where placement) ([]Extension, error) {
 	var block cryptobyte.String
 	if !s.ReadUint16LengthPrefixed(&block) {

@@ -100,18 +100,12 @@ func ParseServerHello(msg []byte) (*ServerHello, error) {
 	if m.IsHelloRetryRequest() {
 		where = inHRR
 	}
-	exts, err := readExtensions(&s, name, where)
+	exts, order, err := readLastExtensions(&s, name, where)
 	if err != nil {
 		return nil, err
 	}
-	if err := finish(s, name); err != nil {
-		return nil, err
-	}
-	if len(exts) > 0 {
-		m.Order = make([]uint16, 0, len(exts))
-	}
+	m.Order = order
 	for _, e := range exts {
-		m.Order = append(m.Order, e.Type)
 		if err := m.readExtension(e, name); err != nil {
 			return nil, err
 		}

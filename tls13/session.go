@@ -231,6 +231,29 @@ type StrikeRegister interface {
 	CheckAndInsert(key []byte, now, expires time.Time) (fresh bool, err error)
 }
 
+// NewStartupGuard wraps reg so that it refuses everything (fresh=false,
+// with an error) before until. A server whose Z-data keys (or ticket key)
+// outlive a restart must not trust an empty register: ClientHellos seen
+// before the restart may be replayed within the freshness window, so it
+// guards its register for one window after start (ZTLS-SPEC §5).
+func NewStartupGuard(reg StrikeRegister, until time.Time) StrikeRegister {
+	return &startupGuard{reg: reg, until: until}
+}
+
+type startupGuard struct {
+	reg   StrikeRegister
+	until time.Time
+}
+
+var errStartupWindow = errors.New("tls13: within one freshness window after start; early data refused")
+
+func (g *startupGuard) CheckAndInsert(key []byte, now, expires time.Time) (bool, error) {
+	if now.Before(g.until) {
+		return false, errStartupWindow
+	}
+	return g.reg.CheckAndInsert(key, now, expires)
+}
+
 // NewMemoryStrikeRegister returns an in-process register holding at most
 // max entries; when full it refuses (fresh=false) until entries expire, so
 // a flood cannot make it forget.

@@ -197,7 +197,8 @@ www IN A 127.0.0.1
 `
 
 func (s *site) serve(t *testing.T) {
-	start(t, "ZTLS on", "serve", "--listen", "127.0.0.1:"+strconv.Itoa(s.port), "--zdata", s.zd, "--respond", "hello")
+	start(t, "ZTLS on", "serve", "--listen", "127.0.0.1:"+strconv.Itoa(s.port), "--zdata", s.zd, "--respond", "hello", "--early-window", "300ms")
+	time.Sleep(350 * time.Millisecond) // early data is refused for one window after start
 }
 
 func (s *site) connect(t *testing.T, resolverAddr string, extra ...string) dial.Report {

@@ -115,6 +115,12 @@ func runServe(f *serveFlags) error {
 	if zdir != nil {
 		cfg.ZData = zdir.Keyring
 	}
+	if f.strike == "" && (zdir != nil || f.maxEarly > 0) {
+		// Early data accepted before a restart could be replayed right
+		// after it: the in-memory register refuses for one window at start.
+		cfg.StrikeRegister = tls13.NewStartupGuard(tls13.NewMemoryStrikeRegister(1<<20), time.Now().Add(f.window))
+		fmt.Fprintf(os.Stderr, "ztls: early data refused for the first %v (a replay of what was accepted before a restart would pass an empty register)\n", f.window)
+	}
 	if f.strike != "" {
 		u, err := url.Parse(f.strike)
 		if err != nil || u.Scheme != "redis" || u.Host == "" {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ztls-project/ztls/dial"
 	"github.com/ztls-project/ztls/internal/testpki"
@@ -22,7 +23,8 @@ func TestCLIResumptionAndZeroRTT(t *testing.T) {
 	caFile := ca.WritePEM(t, dir)
 	port := strconv.Itoa(freePort(t))
 	start(t, "serving TLS 1.3", "serve", "--listen", "127.0.0.1:"+port, "--cert", cert, "--key", key,
-		"--respond", "pong", "--early-data", "16384")
+		"--respond", "pong", "--early-data", "16384", "--early-window", "300ms")
+	time.Sleep(350 * time.Millisecond) // 0-RTT is refused for one window after start
 	sess := filepath.Join(dir, "sess.bin")
 	keylog := filepath.Join(dir, "keys.log")
 	os.Setenv("SSLKEYLOGFILE", keylog)

@@ -395,7 +395,7 @@ func lookupService(ctx context.Context, res *resolver.Resolver, host string, por
 				sentAddr = true
 				addrs <- ips
 			} else if pendingAddr == 0 && !sentAddr {
-				lookupErr <- fmt.Errorf("dial: %s has no address (A/AAAA): %s", host, rcodeText(a))
+				report(lookupErr, fmt.Errorf("dial: %s has no address (A/AAAA): %s", host, rcodeText(a)))
 			}
 		case dns.TypeTXT:
 			txt = &a2
@@ -409,10 +409,19 @@ func lookupService(ctx context.Context, res *resolver.Resolver, host string, por
 		verify()
 	})
 	if err != nil && !sentAddr {
-		lookupErr <- fmt.Errorf("dial: looking up %s: %w", host, err)
+		report(lookupErr, fmt.Errorf("dial: looking up %s: %w", host, err))
 	}
 	if !verified && wantZ {
 		zdone <- zresult{err: &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New("Z-data lookups did not complete")}}
+	}
+}
+
+// report delivers the first lookup error; later ones are dropped, so the
+// lookup goroutine never blocks after Connect has returned.
+func report(ch chan<- error, err error) {
+	select {
+	case ch <- err:
+	default:
 	}
 }
 

@@ -150,3 +150,14 @@ func ctxT(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+func TestConnectUnknownHost(t *testing.T) {
+	w := startWorld(t, lab.Options{})
+	res, _ := w.Resolver(resolver.UDP)
+	defer res.Close()
+	_, err := Connect(ctxT(t), "missing.ztls.test:443", Options{Mode: "auto", TLS: w.ClientTLS(), Resolver: res,
+		Request: []byte("GET /"), ReplaySafe: true, Memory: NewMemory()})
+	if err == nil || !strings.Contains(err.Error(), "no address") {
+		t.Fatalf("unknown host: %v", err)
+	}
+}

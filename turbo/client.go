@@ -140,24 +140,77 @@ type tcpResult struct {
 // connection has finished its handshake.
 func Dial(ctx context.Context, tcpAddr, udpAddr netip.AddrPort, cfg *ClientConfig) (*ClientResult, error) {
 	start := time.Now()
-	res := &ClientResult{}
 	if cfg == nil || cfg.TLS == nil {
 		return nil, errors.New("turbo: Dial needs a ClientConfig with TLS")
-	}
-	id, err := NewConnID()
-	if err != nil {
-		return nil, err
 	}
 	eng := tls13.NewClientEngine(cfg.TLS)
 	if err := eng.Start(cfg.Session, cfg.ZData, cfg.Early); err != nil {
 		return nil, fmt.Errorf("turbo: starting the handshake: %w", err)
 	}
 	clientFlight := append([]byte(nil), eng.Output()...)
+	rr, err := race(ctx, start, tcpAddr, udpAddr, clientFlight, cfg.expected(udpAddr), cfg)
+	if err != nil {
+		return nil, err
+	}
+	res := &rr.ClientResult
+	tcp := rr.tcp
+	if rr.flight != nil {
+		if ferr := eng.Feed(rr.flight); ferr != nil {
+			res.FallbackReason = ReasonFlightRefused + ": " + ferr.Error()
+		} else {
+			out := AppendLink(nil, rr.id)
+			out = append(out, eng.Output()...)
+			if _, err := tcp.Write(out); err != nil {
+				tcp.Close()
+				return nil, fmt.Errorf("turbo: writing on TCP: %w", err)
+			}
+			c := eng.Conn(tcp, cfg.ReplaySafe)
+			if err := c.HandshakeContext(ctx); err != nil {
+				tcp.Close()
+				return nil, err
+			}
+			res.Conn, res.Turbo, res.Done = c, true, time.Since(start)
+			return res, nil
+		}
+	}
+	fb := cfg.Fallback
+	if fb == nil {
+		fb = cfg.plainTLS
+	}
+	c, err := fb(ctx, tcp)
+	if err != nil {
+		tcp.Close()
+		return nil, err
+	}
+	res.Conn, res.Done = c, time.Since(start)
+	return res, nil
+}
+
+// raceResult is the outcome of race: the TCP connection, and the server's
+// flight if it came over UDP in time (else FallbackReason is set).
+type raceResult struct {
+	ClientResult
+	tcp    net.Conn
+	id     ConnID
+	flight []byte
+}
+
+// race sends clientFlight over UDP (with padding requests for an
+// expected-byte server flight) and starts TCP at the same moment; it
+// returns once TCP is up and the server flight is complete, or the wait
+// after TCP connected ran out, or UDP failed.
+func race(ctx context.Context, start time.Time, tcpAddr, udpAddr netip.AddrPort, clientFlight []byte, expected int, cfg *ClientConfig) (*raceResult, error) {
+	res := &raceResult{}
+	id, err := NewConnID()
+	if err != nil {
+		return nil, err
+	}
+	res.id = id
 	dgrams, err := Fragment(TypeRequest, id, clientFlight)
 	if err != nil {
 		return nil, err
 	}
-	for n := DatagramsFor(cfg.expected(udpAddr)); len(dgrams) < n; {
+	for n := DatagramsFor(expected); len(dgrams) < n; {
 		dgrams = append(dgrams, PaddingRequest(id, len(clientFlight)))
 	}
 
@@ -258,41 +311,17 @@ wait:
 			return nil, fmt.Errorf("turbo: %w", ctx.Err())
 		}
 	}
+	res.tcp = tcp
 	res.Waited = time.Since(start) - res.TCPConnected
 	res.RequestsSent, res.BytesSent, res.ResponsesReceived, res.BytesReceived = udpStats.get()
+	res.FallbackReason = reason
 	if fl != nil && fl.err == nil {
 		res.FlightAt = fl.at
 		res.ServerFlight = len(fl.flight)
+		res.flight = fl.flight
+		res.FallbackReason = ""
 		cfg.Sizes.Put(udpAddr, len(fl.flight))
-		if ferr := eng.Feed(fl.flight); ferr != nil {
-			reason = ReasonFlightRefused + ": " + ferr.Error()
-		} else {
-			out := AppendLink(nil, id)
-			out = append(out, eng.Output()...)
-			if _, err := tcp.Write(out); err != nil {
-				tcp.Close()
-				return nil, fmt.Errorf("turbo: writing on TCP: %w", err)
-			}
-			c := eng.Conn(tcp, cfg.ReplaySafe)
-			if err := c.HandshakeContext(ctx); err != nil {
-				tcp.Close()
-				return nil, err
-			}
-			res.Conn, res.Turbo, res.Done = c, true, time.Since(start)
-			return res, nil
-		}
 	}
-	res.FallbackReason = reason
-	fb := cfg.Fallback
-	if fb == nil {
-		fb = cfg.plainTLS
-	}
-	c, err := fb(ctx, tcp)
-	if err != nil {
-		tcp.Close()
-		return nil, err
-	}
-	res.Conn, res.Done = c, time.Since(start)
 	return res, nil
 }
 

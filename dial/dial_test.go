@@ -161,3 +161,20 @@ func TestConnectUnknownHost(t *testing.T) {
 		t.Fatalf("unknown host: %v", err)
 	}
 }
+
+func TestMemoryPersistsAndExpires(t *testing.T) {
+	path := t.TempDir() + "/aborts.json"
+	now := time.Now()
+	OpenMemory(path).RememberAbort("old.test", 443, now)
+	m := OpenMemory(path)
+	if !m.Aborted("old.test", 443, now.Add(time.Hour)) {
+		t.Fatal("abort not remembered across processes")
+	}
+	if m.Aborted("old.test", 443, now.Add(RememberFor+time.Second)) {
+		t.Fatal("abort remembered beyond 24 hours")
+	}
+	m.RememberAbort("x.test", 1, now)
+	if err := m.Clear(); err != nil || OpenMemory(path).Aborted("x.test", 1, now) {
+		t.Fatal("Clear did not forget")
+	}
+}

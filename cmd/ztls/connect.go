@@ -121,6 +121,10 @@ func runConnect(f *connectFlags, addr string, req []byte) error {
 	}
 	opts := dial.Options{Mode: f.mode, TLS: cfg, Request: req, ReadResponse: f.maxBytes, Out: os.Stdout,
 		ZDataBudget: f.budget, ReplaySafe: true}
+	if path := dial.DefaultMemoryPath(); path != "" {
+		// Servers that aborted on ztls are remembered for 24 h across runs.
+		opts.Memory = dial.OpenMemory(path)
+	}
 	{
 		// The T-DNS resolver also finds the address in --mode tls.
 		res, err := newResolver(f.resolver, f.transport, f.dnsCA)

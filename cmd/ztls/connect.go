@@ -60,6 +60,13 @@ func init() {
 terminal), print what comes back, and report what was negotiated and where
 the time went.
 
+With --mode auto (the default) the address, the Z-data (TXT, CERT), the TLSA
+and HTTPS records are looked up at once; TCP starts on the first address; if
+valid Z-data is in hand when TCP is up (within --zdata-budget) the request
+rides with the ClientHello (ZTLS), else plain TLS 1.3, and the report says
+why. A server that aborts on the ztls ClientHello is retried without it and
+remembered for 24 hours (in the user cache dir, ztls/ztls-aborts.json).
+
 Resumption and 0-RTT: the first run stores the server's ticket with
 --sess-out; a second run with --sess-in resumes, and with --early-data
 sends the request with its ClientHello (0-RTT).`,

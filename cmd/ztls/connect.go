@@ -33,6 +33,9 @@ type connectFlags struct {
 	transport string
 	budget    time.Duration
 	dnsCA     string
+	turbo     bool
+	turboPort int
+	turboWait time.Duration
 }
 
 func (f *connectFlags) register(cmd *cobra.Command) {
@@ -48,6 +51,9 @@ func (f *connectFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.transport, "dns-transport", "udp", "DNS transport: udp, tcp or tls (DNS over TLS, RFC 7858)")
 	fs.StringVar(&f.dnsCA, "dns-ca", "", "PEM roots for the DNS-over-TLS server (default: the system's)")
 	fs.DurationVar(&f.budget, "zdata-budget", 20*time.Millisecond, "how long to wait for Z-data after TCP connects before falling back to TLS 1.3")
+	fs.BoolVar(&f.turbo, "turbo", false, "TurboTLS: send the first flight over UDP while TCP connects, to servers whose HTTPS record advertises a UDP port (key65280)")
+	fs.IntVar(&f.turboPort, "turbo-port", 0, "the server's TurboTLS UDP port, when not taken from DNS (e.g. connecting to an IP)")
+	fs.DurationVar(&f.turboWait, "turbo-wait", 0, "wait this long for the UDP flight after TCP connects (default: half the TCP connect time, at least 2 ms)")
 	f.tls.register(fs, false)
 }
 
@@ -127,7 +133,8 @@ func runConnect(f *connectFlags, addr string, req []byte) error {
 		return err
 	}
 	opts := dial.Options{Mode: f.mode, TLS: cfg, Request: req, ReadResponse: f.maxBytes, Out: os.Stdout,
-		ZDataBudget: f.budget, ReplaySafe: true}
+		ZDataBudget: f.budget, ReplaySafe: true, Turbo: f.turbo || f.turboPort != 0}
+	opts.TurboPort, opts.TurboWait = f.turboPort, f.turboWait
 	if path := dial.DefaultMemoryPath(); path != "" {
 		// Servers that aborted on ztls are remembered for 24 h across runs.
 		opts.Memory = dial.OpenMemory(path)

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ztls-project/ztls/tls13"
+	"github.com/ztls-project/ztls/turbo"
 	"github.com/ztls-project/ztls/zdata"
 	"github.com/ztls-project/ztls/zdata/redisreg"
 	"github.com/ztls-project/ztls/ztlshttp"
@@ -35,6 +36,7 @@ type serveFlags struct {
 	zdataDir   string
 	strike     string
 	window     time.Duration
+	turbo      bool
 }
 
 func init() {
@@ -74,6 +76,7 @@ ClientHellos are refused (RFC 8446, Section 8).`,
 	fs.StringVar(&f.strike, "strike-register", "", "share 0-RTT and ZTLS anti-replay state with a fleet: redis://HOST:PORT (fails closed: early data is refused while Redis is unreachable)")
 	fs.DurationVar(&f.window, "early-window", 10*time.Second, "freshness window for 0-RTT and ZTLS early data (RFC 8446, Section 8)")
 	fs.StringVar(&f.zdataDir, "zdata", "", "serve ZTLS with the Z-data keys in DIR (made by 'ztls zdata new'); rotation is picked up without restart")
+	fs.BoolVar(&f.turbo, "turbo", false, "also serve TurboTLS on UDP (same port number): first flights over UDP while TCP connects; publish the port with 'ztls zdata publish --turbo-port'")
 	f.tls.register(fs, true)
 	rootCmd.AddCommand(cmd)
 }
@@ -170,6 +173,28 @@ func runServe(f *serveFlags) error {
 		})
 	}
 	go func() { <-ctx.Done(); ln.Close() }()
+	var tsrv *turbo.TLSServer
+	if f.turbo {
+		pc, err := net.ListenPacket("udp", ln.Addr().String())
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("--turbo: %w", err)
+		}
+		var answer turbo.AnswerFunc
+		if proxy == nil {
+			// An early request is answered inside the UDP flight.
+			answer = func(early []byte, _ tls13.ConnectionState) []byte {
+				if f.echo {
+					return early
+				}
+				return []byte(respond)
+			}
+		}
+		tsrv = turbo.NewTLSServer(cfg, answer, turbo.Config{})
+		defer tsrv.Close()
+		go tsrv.ServeUDP(pc)
+		fmt.Fprintf(os.Stderr, "ztls: TurboTLS on UDP %s\n", pc.LocalAddr())
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
@@ -183,19 +208,32 @@ func runServe(f *serveFlags) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := tls13.Server(raw, cfg)
+			var c *tls13.Conn
+			answered := false
+			if tsrv != nil {
+				sc, err := tsrv.Accept(raw)
+				if err != nil {
+					raw.Close()
+					return
+				}
+				c, answered = sc.Conn, sc.EarlyAnswered
+			} else {
+				c = tls13.Server(raw, cfg)
+			}
 			if proxy != nil {
 				if err := proxy.ServeConn(c); err != nil && f.verbose {
 					fmt.Fprintf(os.Stderr, "ztls: %s: %v\n", raw.RemoteAddr(), err)
 				}
 				return
 			}
-			serveConn(c, f, respond)
+			serveConn(c, f, respond, answered)
 		}()
 	}
 }
 
-func serveConn(c *tls13.Conn, f *serveFlags, respond string) {
+// serveConn serves one connection; answered means its early request was
+// already answered in a TurboTLS UDP flight.
+func serveConn(c *tls13.Conn, f *serveFlags, respond string, answered bool) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(f.timeout))
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
@@ -211,7 +249,6 @@ func serveConn(c *tls13.Conn, f *serveFlags, respond string) {
 	}
 	// 0-RTT data first: a request that came early is answered now, in the
 	// server's first flight (0.5-RTT).
-	answered := false
 	buf := make([]byte, 16*1024)
 	for {
 		n, err := c.ReadEarlyData(buf)

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ztls-project/ztls/turbo"
+)
+
+type turboProxyFlags struct {
+	client, server bool
+	listen         string
+	to             string
+	udp            string
+	backend        string
+	wait           time.Duration
+	quiet          time.Duration
+	expect         int
+	verbose        bool
+}
+
+func init() {
+	var f turboProxyFlags
+	cmd := &cobra.Command{
+		Use:   "turbo-proxy --client|--server",
+		Short: "TurboTLS proxy pair for unmodified TLS clients and servers",
+		Long: `The TurboTLS proxy pair (the TurboTLS paper, Section 4.3): the client
+proxy takes each TLS client's first flight off its TCP connection and
+sends it over UDP to the server proxy while connecting to it over TCP; the
+server proxy hands the flight to the real TLS server and returns that
+server's first flight over UDP, saving TCP's round trip. TLS passes
+unchanged, end to end. If UDP does not get through in time, the pair
+carries the connection over TCP alone.
+
+--client: --listen ADDR (where TLS clients connect), --to HOST:PORT (the
+server proxy's TCP address), --udp PORT (its UDP port; default the same).
+--server: --listen ADDR (TCP and UDP), --backend HOST:PORT (the TLS server).`,
+		Example: `  # near the server, in front of a TLS server on 127.0.0.1:8443
+  ztls turbo-proxy --server --listen 0.0.0.0:9443 --backend 127.0.0.1:8443
+  # near the client; point TLS clients at 127.0.0.1:7443
+  ztls turbo-proxy --client --listen 127.0.0.1:7443 --to server.example:9443
+  openssl s_client -connect 127.0.0.1:7443 -servername server.example`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runTurboProxy(&f) },
+	}
+	fs := cmd.Flags()
+	fs.BoolVar(&f.client, "client", false, "run the client-side proxy")
+	fs.BoolVar(&f.server, "server", false, "run the server-side proxy")
+	fs.StringVar(&f.listen, "listen", "", "address to listen on (--server: TCP and UDP)")
+	fs.StringVar(&f.to, "to", "", "--client: the server proxy's TCP address HOST:PORT")
+	fs.StringVar(&f.udp, "udp", "", "--client: the server proxy's UDP port (default: the TCP port)")
+	fs.StringVar(&f.backend, "backend", "", "--server: the TLS server's address HOST:PORT")
+	fs.DurationVar(&f.wait, "wait", 0, "--client: wait this long for the UDP flight after TCP connects (default: half the TCP connect time, at least 2 ms)")
+	fs.DurationVar(&f.quiet, "quiet", 3*time.Millisecond, "--server: the backend's first flight ends after it is silent this long")
+	fs.IntVar(&f.expect, "expect-flight", 0, "--client: server flight size in bytes to ask room for (default: learned, first 4096)")
+	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print one line per connection")
+	rootCmd.AddCommand(cmd)
+}
+
+func runTurboProxy(f *turboProxyFlags) error {
+	if f.client == f.server {
+		return errors.New("turbo-proxy: choose one of --client and --server")
+	}
+	if f.listen == "" {
+		return errors.New("turbo-proxy: --listen ADDR is required")
+	}
+	logf := func(string, ...any) {}
+	if f.verbose {
+		logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "ztls: "+format+"\n", args...) }
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return err
+	}
+	go func() { <-ctx.Done(); ln.Close() }()
+	if f.server {
+		if f.backend == "" {
+			return errors.New("turbo-proxy --server: --backend HOST:PORT is required")
+		}
+		pc, err := net.ListenPacket("udp", ln.Addr().String())
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		p := turbo.NewServerProxy(f.backend, turbo.Config{})
+		p.Quiet, p.Logf = f.quiet, logf
+		defer p.Close()
+		go p.ServeUDP(pc)
+		fmt.Fprintf(os.Stderr, "ztls: TurboTLS server proxy on %s (TCP and UDP) for %s\n", ln.Addr(), f.backend)
+		if err := p.Serve(ln); ctx.Err() == nil {
+			return err
+		}
+		return nil
+	}
+	if f.to == "" {
+		return errors.New("turbo-proxy --client: --to HOST:PORT is required")
+	}
+	tcpAddr, err := resolveAddrPort(ctx, f.to)
+	if err != nil {
+		return err
+	}
+	udpAddr := tcpAddr
+	if f.udp != "" {
+		var port uint16
+		if _, err := fmt.Sscanf(f.udp, "%d", &port); err != nil || port == 0 {
+			return fmt.Errorf("turbo-proxy: --udp: want a port number, got %q", f.udp)
+		}
+		udpAddr = netip.AddrPortFrom(tcpAddr.Addr(), port)
+	}
+	p := &turbo.ClientProxy{ServerTCP: tcpAddr, ServerUDP: udpAddr, Logf: logf,
+		Client: turbo.ClientConfig{Wait: f.wait, ExpectedFlight: f.expect}}
+	fmt.Fprintf(os.Stderr, "ztls: TurboTLS client proxy on %s to %s (UDP %s)\n", ln.Addr(), tcpAddr, udpAddr)
+	if err := p.Serve(ln); ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+// resolveAddrPort turns HOST:PORT into one address (the first found).
+func resolveAddrPort(ctx context.Context, hostport string) (netip.AddrPort, error) {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("turbo-proxy: %q is not HOST:PORT", hostport)
+	}
+	var p uint16
+	if _, err := fmt.Sscanf(port, "%d", &p); err != nil || p == 0 {
+		return netip.AddrPort{}, fmt.Errorf("turbo-proxy: bad port in %q", hostport)
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return netip.AddrPortFrom(ip, p), nil
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil || len(ips) == 0 {
+		return netip.AddrPort{}, fmt.Errorf("turbo-proxy: looking up %s: %v", host, err)
+	}
+	return netip.AddrPortFrom(ips[0].Unmap(), p), nil
+}

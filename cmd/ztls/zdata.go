@@ -14,6 +14,7 @@ import (
 
 	"github.com/ztls-project/ztls/dns/publish"
 	"github.com/ztls-project/ztls/dns/resolver"
+	"github.com/ztls-project/ztls/turbo"
 	"github.com/ztls-project/ztls/zdata"
 )
 
@@ -206,6 +207,7 @@ func zdataSets(d *zdata.Dir, now time.Time, maxTTL time.Duration) []publish.RRSe
 func init() {
 	var server, zone, keyName, keySecret, keyAlg string
 	var ttl time.Duration
+	var turboPort int
 	cmd := &cobra.Command{
 		Use:   "publish DIR --server ADDR --zone ZONE --tsig-name NAME --tsig-secret BASE64",
 		Short: "Push a directory's records to a primary DNS server with a TSIG-signed UPDATE (RFC 2136)",
@@ -230,6 +232,14 @@ Knot, PowerDNS) must allow updates with that key, e.g. in BIND:
 				return fmt.Errorf("nothing to publish: no live record in %s (run 'ztls zdata rotate %s')", args[0], args[0])
 			}
 			sets := zdataSets(d, now, ttl)
+			if turboPort != 0 {
+				if turboPort < 1 || turboPort > 65535 {
+					return fmt.Errorf("--turbo-port: %d is not a port", turboPort)
+				}
+				// RFC 9460 HTTPS record advertising TurboTLS (key65280).
+				rr := turbo.HTTPSRecord(d.Config.Host, d.Config.Port, uint16(turboPort), uint32(ttl/time.Second))
+				sets = append(sets, publish.RRSet{Name: rr.Hdr.Name, Type: dns.TypeHTTPS, Records: []dns.RR{rr}})
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 15*time.Second)
 			defer cancel()
 			key := publish.TSIGKey{Name: keyName, Algorithm: keyAlg, Secret: keySecret}
@@ -251,6 +261,7 @@ Knot, PowerDNS) must allow updates with that key, e.g. in BIND:
 	fs.StringVar(&keySecret, "tsig-secret", "", "TSIG secret, base64")
 	fs.StringVar(&keyAlg, "tsig-algorithm", "hmac-sha256", "TSIG algorithm")
 	fs.DurationVar(&ttl, "ttl", 5*time.Minute, "largest TTL (the records' TTL also ends before they expire)")
+	fs.IntVar(&turboPort, "turbo-port", 0, "also publish the HTTPS record advertising TurboTLS on this UDP port (key65280; 'ztls serve --turbo' uses the TCP port's number)")
 	zdataCmd.AddCommand(cmd)
 }
 

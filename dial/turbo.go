@@ -59,7 +59,7 @@ type turboDial struct {
 
 // connect runs the TurboTLS handshake when the server advertises it:
 // used reports whether it did (then res is complete or err is set).
-func (t *turboDial) connect(ctx context.Context) (used bool, err error) {
+func (t *turboDial) connect(ctx context.Context) (bool, error) {
 	r := t.r
 	budget := t.o.ZDataBudget
 	if budget <= 0 {
@@ -95,8 +95,28 @@ func (t *turboDial) connect(ctx context.Context) (used bool, err error) {
 	if udpPort < 1 || udpPort > 65535 {
 		return false, fmt.Errorf("dial: bad TurboTLS UDP port %d", udpPort)
 	}
-	// The client flight leaves now, so ZTLS needs the Z-data now: the
-	// lookups ran in parallel, so it is usually in hand already.
+	// TCP's SYN leaves now; the UDP flight follows as soon as the Z-data
+	// is verified (ZTLS), which then overlaps the SYN's round trip as it
+	// does without TurboTLS.
+	ip := t.ips[0]
+	type dialed struct {
+		c   net.Conn
+		err error
+	}
+	synCtx, cancelSyn := context.WithCancel(ctx)
+	defer cancelSyn() // a connection nobody took is closed
+	syn := make(chan dialed)
+	go func() {
+		var d net.Dialer
+		c, err := d.DialContext(synCtx, "tcp", netip.AddrPortFrom(ip, uint16(t.port)).String())
+		select {
+		case syn <- dialed{c, err}:
+		case <-synCtx.Done():
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
 	var offer *tls13.ZDataOffer
 	reason := t.reason
 	if t.wantZ {
@@ -116,7 +136,6 @@ func (t *turboDial) connect(ctx context.Context) (used bool, err error) {
 			return true, fmt.Errorf("dial: --mode ztls impossible: %s", reason)
 		}
 	}
-	ip := t.ips[0]
 	cc := &turbo.ClientConfig{TLS: t.cfg, Wait: t.o.TurboWait, Sizes: t.o.TurboSizes, WrapUDP: t.o.TurboWrapUDP, ReplaySafe: t.o.ReplaySafe}
 	if cc.Sizes == nil {
 		cc.Sizes = defaultSizes
@@ -131,6 +150,14 @@ func (t *turboDial) connect(ctx context.Context) (used bool, err error) {
 	if early {
 		cc.Early = t.o.Request
 		r.EarlyData.Bytes = len(t.o.Request)
+	}
+	cc.DialTCP = func(ctx context.Context, _ netip.AddrPort) (net.Conn, error) {
+		select {
+		case d := <-syn:
+			return d.c, d.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	cc.Fallback = func(ctx context.Context, tcp net.Conn) (*tls13.Conn, error) {
 		// TLS (or ZTLS) over the TCP connection already open, as Connect

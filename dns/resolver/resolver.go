@@ -189,7 +189,14 @@ func (r *Resolver) exchange(ctx context.Context, q *dns.Msg) (*dns.Msg, string, 
 			return hit.msg, hit.transport, true, nil
 		}
 	}
-	reply, transport, err := r.query(ctx, q)
+	var (
+		reply     *dns.Msg
+		transport string
+		err       error
+	)
+	r.queryBatch(ctx, []*dns.Msg{q}, func(_ int, m *dns.Msg, tr string, e error) {
+		reply, transport, err = m, tr, e
+	})
 	if err != nil {
 		return nil, transport, false, err
 	}
@@ -219,90 +226,12 @@ func (r *Resolver) startPrefetch(key cacheKey, q *dns.Msg) {
 		defer r.cache.prefetchDone(key)
 		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
 		defer cancel()
-		if reply, transport, err := r.query(ctx, q); err == nil {
-			r.cache.put(key, reply, transport)
-		}
-	}()
-}
-
-// query sends q upstream, trying the servers in order until the time
-// budget runs out. A SERVFAIL or REFUSED reply moves on to the next server;
-// if every server gives one, the last is returned.
-func (r *Resolver) query(ctx context.Context, q *dns.Msg) (*dns.Msg, string, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
-	defer cancel()
-	m := q.Copy()
-	m.Compress = false
-	if m.IsEdns0() == nil {
-		m.SetEdns0(UDPBufferSize, false)
-	}
-	attempt := r.cfg.Timeout / time.Duration(2*len(r.servers))
-	attempt = min(max(attempt, 50*time.Millisecond), 2*time.Second)
-	var (
-		lastErr   error
-		lastReply *dns.Msg
-		lastTrans string
-	)
-	for round := 0; ; round++ {
-		for i := range r.servers {
-			actx, acancel := context.WithTimeout(ctx, attempt)
-			reply, transport, err := r.try(actx, i, m)
-			acancel()
+		r.queryBatch(ctx, []*dns.Msg{q}, func(_ int, reply *dns.Msg, transport string, err error) {
 			if err == nil {
-				if reply.Rcode != dns.RcodeServerFailure && reply.Rcode != dns.RcodeRefused {
-					return reply, transport, nil
-				}
-				lastReply, lastTrans = reply, transport
-				continue
+				r.cache.put(key, reply, transport)
 			}
-			lastErr = err
-			if ctx.Err() != nil {
-				break
-			}
-		}
-		if lastReply != nil {
-			return lastReply, lastTrans, nil
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	if lastErr == nil || errors.Is(lastErr, context.DeadlineExceeded) || errors.Is(lastErr, context.Canceled) || isTimeout(lastErr) {
-		if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-			return nil, "", fmt.Errorf("resolver: %s %s: %w", q.Question[0].Name, dns.TypeToString[q.Question[0].Qtype], err)
-		}
-		return nil, "", fmt.Errorf("resolver: %s %s: no reply within %v", q.Question[0].Name, dns.TypeToString[q.Question[0].Qtype], r.cfg.Timeout)
-	}
-	return nil, "", fmt.Errorf("resolver: %s %s: %w", q.Question[0].Name, dns.TypeToString[q.Question[0].Qtype], lastErr)
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
-}
-
-// try makes one attempt at server i.
-func (r *Resolver) try(ctx context.Context, i int, m *dns.Msg) (*dns.Msg, string, error) {
-	switch r.cfg.Transport {
-	case UDP:
-		reply, err := exchangeUDP(ctx, r.udpAddrs[i], m)
-		if errors.Is(err, errTruncated) {
-			s, err := r.stream(TCP, r.servers[i])
-			if err != nil {
-				return nil, "", err
-			}
-			reply, err := s.exchange(ctx, m)
-			return reply, string(TCP), err
-		}
-		return reply, string(UDP), err
-	default:
-		s, err := r.stream(r.cfg.Transport, r.servers[i])
-		if err != nil {
-			return nil, "", err
-		}
-		reply, err := s.exchange(ctx, m)
-		return reply, string(r.cfg.Transport), err
-	}
+		})
+	}()
 }
 
 // stream returns the kept-open connection manager for a server.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/miekg/dns"
@@ -80,7 +79,7 @@ func HTTPSName(host string, port int) string {
 	return "_" + strconv.Itoa(port) + "._https." + dns.Fqdn(host)
 }
 
-// LookupService asks, all at once, for host's A and AAAA, the Z-data TXT
+// LookupService asks, all at once (one LookupBatch), for host's A and AAAA, the Z-data TXT
 // and CERT, the TLSA and the HTTPS records of the service at port. Each
 // answer is passed to each (if non-nil) the moment it lands, so a dialer
 // can start TCP on the first address while the rest is in flight; calls to
@@ -109,40 +108,14 @@ func (r *Resolver) LookupService(ctx context.Context, host string, port int, eac
 		{TLSAName(host, port), dns.TypeTLSA, &res.TLSA},
 		{HTTPSName(host, port), dns.TypeHTTPS, &res.HTTPS},
 	}
-	type landed struct {
-		i int
-		a *Answer
-	}
-	// Buffered so that the lookups finish even when the caller left.
-	results := make(chan landed, len(questions))
-	var wg sync.WaitGroup
+	qs := make([]Question, len(questions))
 	for i, q := range questions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			a, _ := r.Lookup(ctx, q.name, q.qtype)
-			results <- landed{i, a}
-		}()
+		qs[i] = Question{q.name, q.qtype}
 	}
-	var err error
-	for n := 0; n < len(questions); n++ {
-		select {
-		case l := <-results:
-			*questions[l.i].slot = l.a
-			if each != nil {
-				each(*l.a)
-			}
-			continue
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-		break
+	answers, err := r.LookupBatch(ctx, qs, each)
+	for i, q := range questions {
+		*q.slot = answers[i]
 	}
 	res.Took = time.Since(start)
-	for _, q := range questions {
-		if *q.slot == nil {
-			*q.slot = &Answer{Qtype: q.qtype, Name: q.name, Err: err}
-		}
-	}
 	return res, err
 }

@@ -1,6 +1,7 @@
 package resolver
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -19,6 +20,10 @@ import (
 // is retried on a new connection.
 var errConnLost = errors.New("resolver: connection lost")
 
+// readBufferSize is the stream reader's buffer: room for dozens of typical
+// replies per read.
+const readBufferSize = 16 << 10
+
 // maxReconnects bounds how often one query follows a dying connection.
 const maxReconnects = 3
 
@@ -36,21 +41,44 @@ type streamUpstream struct {
 	closed  bool
 }
 
-func (u *streamUpstream) exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) {
+// exchange sends ms over the kept-open connection, in one write, and calls
+// report once per query (from the calling goroutine) as the replies land,
+// in whatever order the server sends them. Queries the connection lost
+// before their reply are sent again on a new connection.
+func (u *streamUpstream) exchange(ctx context.Context, ms []*dns.Msg, report func(j int, reply *dns.Msg, err error)) {
+	open := make([]int, len(ms))
+	for j := range open {
+		open[j] = j
+	}
+	sub := make([]*dns.Msg, 0, len(ms))
 	var err error
-	for try := 0; try <= maxReconnects; try++ {
+	for try := 0; try <= maxReconnects && len(open) > 0; try++ {
 		var c *streamConn
 		c, err = u.conn(ctx)
 		if err != nil {
-			return nil, err
+			for _, j := range open {
+				report(j, nil, err)
+			}
+			return
 		}
-		var reply *dns.Msg
-		reply, err = c.exchange(ctx, m)
-		if !errors.Is(err, errConnLost) {
-			return reply, err
+		sub = sub[:0]
+		for _, j := range open {
+			sub = append(sub, ms[j])
 		}
+		cur := open
+		lost := c.exchange(ctx, sub, func(n int, reply *dns.Msg, err error) {
+			report(cur[n], reply, err)
+		})
+		next := make([]int, len(lost))
+		for n, l := range lost {
+			next[n] = cur[l]
+		}
+		open = next
+		err = errConnLost
 	}
-	return nil, fmt.Errorf("resolver: %s: %w", u.addr, err)
+	for _, j := range open {
+		report(j, nil, fmt.Errorf("resolver: %s: %w", u.addr, err))
+	}
 }
 
 // conn returns the live connection, dialling one if needed. Concurrent
@@ -113,12 +141,17 @@ func (u *streamUpstream) close() {
 
 // streamConn is one TCP or TLS connection carrying pipelined queries. A
 // reader goroutine matches each reply to its query by ID and question, in
-// whatever order the server answers.
+// whatever order the server answers. Writes are combined: queries that
+// arrive while another goroutine is writing go out in its next write, so
+// concurrent lookups share system calls and TCP segments (and TLS records).
 type streamConn struct {
 	conn    net.Conn
 	padding bool
 
-	wmu sync.Mutex // serialises frame writes
+	wmu     sync.Mutex
+	wbuf    []byte // frames waiting for the writer
+	spare   []byte // the writer's last buffer, for reuse
+	writing bool   // a goroutine is writing; it also sends wbuf
 
 	mu        sync.Mutex
 	pending   map[uint16]*call
@@ -129,9 +162,17 @@ type streamConn struct {
 	idleTimer *time.Timer
 }
 
+// call is one query in flight; its reply goes to ch tagged with n, its
+// index in the batch it belongs to.
 type call struct {
-	q     *dns.Msg // the query as sent, for matching
-	reply chan *dns.Msg
+	q  *dns.Msg // the query as sent, for matching
+	n  int
+	ch chan landed
+}
+
+type landed struct {
+	n     int
+	reply *dns.Msg
 }
 
 func newStreamConn(nc net.Conn, padding bool, idle time.Duration) *streamConn {
@@ -152,55 +193,124 @@ func (c *streamConn) isDead() bool {
 	return c.dead
 }
 
-func (c *streamConn) exchange(ctx context.Context, m *dns.Msg) (*dns.Msg, error) {
-	wire, err := c.prepare(m)
-	if err != nil {
-		return nil, err
+// exchange sends ms, framed back to back in one write, and calls report
+// for each reply or for each query ctx ended before its reply. It returns
+// the indexes of the queries the connection lost, to be sent again.
+func (c *streamConn) exchange(ctx context.Context, ms []*dns.Msg, report func(n int, reply *dns.Msg, err error)) (lost []int) {
+	wires := make([]*dns.Msg, len(ms))
+	for n, m := range ms {
+		wires[n] = c.prepare(m)
 	}
-	cl := &call{q: wire, reply: make(chan *dns.Msg, 1)}
+	ch := make(chan landed, len(ms))
 	c.mu.Lock()
 	if c.dead {
 		c.mu.Unlock()
-		return nil, errConnLost
+		return allIndexes(len(ms))
 	}
-	for {
-		wire.Id = uint16(rand.Uint32())
-		if _, busy := c.pending[wire.Id]; !busy {
-			break
+	for n, w := range wires {
+		for {
+			w.Id = uint16(rand.Uint32())
+			if _, busy := c.pending[w.Id]; !busy {
+				break
+			}
 		}
+		c.pending[w.Id] = &call{q: w, n: n, ch: ch}
 	}
-	c.pending[wire.Id] = cl
 	if c.idleTimer != nil {
 		c.idleTimer.Stop()
 		c.idleTimer = nil
 	}
 	c.mu.Unlock()
 
-	if err := c.write(ctx, wire); err != nil {
-		c.forget(wire.Id)
-		return nil, err
-	}
-	select {
-	case reply := <-cl.reply:
-		return reply, nil
-	case <-c.done:
-		// The reader may have delivered just before the connection died.
-		select {
-		case reply := <-cl.reply:
-			return reply, nil
-		default:
-			return nil, errConnLost
+	answered := make([]bool, len(ms))
+	left := len(ms)
+	var frames []byte
+	for n, w := range wires {
+		packed, err := w.Pack()
+		if err == nil {
+			frames, err = dnsstream.AppendFrame(frames, packed)
 		}
-	case <-ctx.Done():
-		c.forget(wire.Id)
-		return nil, ctx.Err()
+		if err != nil {
+			c.forget(w.Id)
+			answered[n] = true
+			left--
+			report(n, nil, fmt.Errorf("resolver: packing query: %w", err))
+		}
 	}
+	if left == 0 {
+		return nil
+	}
+	// Once written, a failed write has killed the connection: the wait
+	// below sees done and hands the unanswered queries back.
+	c.send(ctx, frames)
+	take := func(l landed) {
+		if !answered[l.n] {
+			answered[l.n] = true
+			left--
+			report(l.n, l.reply, nil)
+		}
+	}
+	for left > 0 {
+		select {
+		case l := <-ch:
+			take(l)
+		case <-c.done:
+			// The reader may have delivered just before the connection died.
+			for drained := false; !drained; {
+				select {
+				case l := <-ch:
+					take(l)
+				default:
+					drained = true
+				}
+			}
+			for n := range wires {
+				if !answered[n] {
+					lost = append(lost, n)
+				}
+			}
+			return lost
+		case <-ctx.Done():
+			c.mu.Lock()
+			for n, w := range wires {
+				if !answered[n] && c.pending[w.Id] != nil && c.pending[w.Id].ch == ch {
+					delete(c.pending, w.Id)
+				}
+			}
+			c.armIdleLocked()
+			c.mu.Unlock()
+			for drained := false; !drained; {
+				select {
+				case l := <-ch:
+					take(l)
+				default:
+					drained = true
+				}
+			}
+			for n := range wires {
+				if !answered[n] {
+					answered[n] = true
+					report(n, nil, ctx.Err())
+				}
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+func allIndexes(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }
 
 // prepare copies m and adds the stream options: edns-tcp-keepalive with no
 // timeout (RFC 7828, Section 3.2.1) and, over TLS, padding to a multiple of
 // PaddingBlock octets (RFC 8467, Section 4.1).
-func (c *streamConn) prepare(m *dns.Msg) (*dns.Msg, error) {
+func (c *streamConn) prepare(m *dns.Msg) *dns.Msg {
 	wire := m.Copy()
 	wire.Compress = false
 	opt := wire.IsEdns0()
@@ -223,30 +333,44 @@ func (c *streamConn) prepare(m *dns.Msg) (*dns.Msg, error) {
 		n := wire.Len()
 		pad.Padding = make([]byte, (PaddingBlock-n%PaddingBlock)%PaddingBlock)
 	}
-	return wire, nil
+	return wire
 }
 
-func (c *streamConn) write(ctx context.Context, wire *dns.Msg) error {
-	packed, err := wire.Pack()
-	if err != nil {
-		return fmt.Errorf("resolver: packing query: %w", err)
-	}
-	frame, err := dnsstream.AppendFrame(make([]byte, 0, len(packed)+2), packed)
-	if err != nil {
-		return fmt.Errorf("resolver: %w", err)
-	}
+// send writes frames. If another goroutine is writing, the frames are
+// queued and that goroutine writes them, with whatever else queued, right
+// after its current write: a burst of queries costs one or two writes
+// instead of one each. A failed write kills the connection, which every
+// query waiting on it sees.
+func (c *streamConn) send(ctx context.Context, frames []byte) {
 	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if d, ok := ctx.Deadline(); ok {
-		c.conn.SetWriteDeadline(d)
-	} else {
-		c.conn.SetWriteDeadline(time.Time{})
+	c.wbuf = append(c.wbuf, frames...)
+	if c.writing {
+		c.wmu.Unlock()
+		return
 	}
-	if _, err := c.conn.Write(frame); err != nil {
-		c.fail(err)
-		return errConnLost
+	c.writing = true
+	for len(c.wbuf) > 0 {
+		buf := c.wbuf
+		c.wbuf = c.spare[:0]
+		c.wmu.Unlock()
+		if d, ok := ctx.Deadline(); ok {
+			c.conn.SetWriteDeadline(d)
+		} else {
+			c.conn.SetWriteDeadline(time.Time{})
+		}
+		_, err := c.conn.Write(buf)
+		c.wmu.Lock()
+		c.spare = buf
+		if err != nil {
+			c.wbuf = nil
+			c.writing = false
+			c.wmu.Unlock()
+			c.fail(err)
+			return
+		}
 	}
-	return nil
+	c.writing = false
+	c.wmu.Unlock()
 }
 
 // forget drops a query that gave up waiting.
@@ -274,8 +398,11 @@ func (c *streamConn) armIdleLocked() {
 
 func (c *streamConn) readLoop() {
 	buf := make([]byte, dnsstream.MaxMessageSize)
+	// One large read takes in every reply already there; the frames are
+	// then cut out of the buffer without further system calls.
+	br := bufio.NewReaderSize(c.conn, readBufferSize)
 	for {
-		frame, err := dnsstream.ReadFrame(c.conn, buf)
+		frame, err := dnsstream.ReadFrame(br, buf)
 		if errors.Is(err, dnsstream.ErrEmptyFrame) {
 			continue // still aligned on a frame boundary
 		}
@@ -305,7 +432,7 @@ func (c *streamConn) readLoop() {
 			delete(c.pending, id)
 			c.noteKeepaliveLocked(reply)
 			c.armIdleLocked()
-			cl.reply <- reply
+			cl.ch <- landed{cl.n, reply} // buffered for the whole batch
 		}
 		c.mu.Unlock()
 	}

@@ -1,0 +1,251 @@
+package resolver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// Question is one question of a LookupBatch: a name and a record type
+// (class IN, recursion desired).
+type Question struct {
+	Name  string
+	Qtype uint16
+}
+
+// LookupBatch asks all of qs at once and returns their answers in the
+// order of qs; no Answer is nil. Cached answers land at once; the others
+// travel together: over UDP from one socket with a fresh random source port
+// and a distinct random ID per question, over TCP and TLS in one write on
+// the kept-open connection. Each answer is checked exactly as Lookup checks
+// it (source, ID, question) and is passed to each (if non-nil) the moment
+// it lands, from the calling goroutine. An Answer whose question is not a
+// valid domain name, or that got no reply within the time budget, carries
+// its own Err. When ctx ends first, the error is ctx's and the answers that
+// had not landed carry it too.
+func (r *Resolver) LookupBatch(ctx context.Context, qs []Question, each func(Answer)) ([]*Answer, error) {
+	start := time.Now()
+	answers := make([]*Answer, len(qs))
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
+	var (
+		msgs []*dns.Msg // the questions that go upstream
+		idx  []int      // their index in qs
+	)
+	land := func(i int, a *Answer) {
+		a.Took = time.Since(start)
+		answers[i] = a
+		if each != nil {
+			each(*a)
+		}
+	}
+	for i, q := range qs {
+		fqdn := dns.Fqdn(q.Name)
+		a := &Answer{Qtype: q.Qtype, Name: fqdn}
+		if _, ok := dns.IsDomainName(fqdn); !ok || q.Name == "" {
+			a.Err = fmt.Errorf("resolver: bad domain name %q", q.Name)
+			land(i, a)
+			continue
+		}
+		if closed {
+			a.Err = ErrClosed
+			land(i, a)
+			continue
+		}
+		m := new(dns.Msg)
+		m.SetQuestion(fqdn, q.Qtype)
+		if r.cache != nil {
+			key := keyOf(m.Question[0])
+			if hit, ok := r.cache.get(key); ok {
+				if hit.prefetch {
+					r.startPrefetch(key, m)
+				}
+				a.Rcode, a.RRs, a.Reply = hit.msg.Rcode, hit.msg.Answer, hit.msg
+				a.Transport, a.FromCache = hit.transport, true
+				land(i, a)
+				continue
+			}
+		}
+		msgs = append(msgs, m)
+		idx = append(idx, i)
+	}
+	if len(msgs) > 0 {
+		r.queryBatch(ctx, msgs, func(k int, reply *dns.Msg, transport string, err error) {
+			i := idx[k]
+			a := &Answer{Qtype: qs[i].Qtype, Name: msgs[k].Question[0].Name, Transport: transport, Err: err}
+			if err == nil {
+				if r.cache != nil {
+					r.cache.put(keyOf(msgs[k].Question[0]), reply, transport)
+				}
+				reply.Id = msgs[k].Id
+				a.Rcode, a.RRs, a.Reply = reply.Rcode, reply.Answer, reply
+			}
+			land(i, a)
+		})
+	}
+	if err := ctx.Err(); err != nil {
+		for i, a := range answers {
+			if a == nil {
+				answers[i] = &Answer{Qtype: qs[i].Qtype, Name: dns.Fqdn(qs[i].Name), Err: err, Took: time.Since(start)}
+			}
+		}
+		return answers, err
+	}
+	return answers, nil
+}
+
+// landFunc receives the outcome of question k of a batch: a usable reply
+// and the transport it came over, or an error.
+type landFunc func(k int, reply *dns.Msg, transport string, err error)
+
+// queryBatch sends the questions qs upstream together and calls land
+// exactly once per question, from the calling goroutine, as each answer
+// lands. Each question has the time budget Config.Timeout. The servers are
+// tried in order with the questions still open; a SERVFAIL or REFUSED
+// reply moves a question on to the next server, and if every server gives
+// one, the last is its answer.
+func (r *Resolver) queryBatch(ctx context.Context, qs []*dns.Msg, land landFunc) {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	defer cancel()
+	type item struct {
+		m         *dns.Msg // as sent (without the wire ID)
+		done      bool
+		lastErr   error
+		lastReply *dns.Msg
+		lastTrans string
+	}
+	items := make([]item, len(qs))
+	open := make([]int, len(qs)) // indexes of the items still open
+	for k, q := range qs {
+		m := q.Copy()
+		m.Compress = false
+		if m.IsEdns0() == nil {
+			m.SetEdns0(UDPBufferSize, false)
+		}
+		items[k].m = m
+		open[k] = k
+	}
+	attempt := r.cfg.Timeout / time.Duration(2*len(r.servers))
+	attempt = min(max(attempt, 50*time.Millisecond), 2*time.Second)
+	sub := make([]*dns.Msg, 0, len(qs))
+	closeOpen := func() {
+		kept := open[:0]
+		for _, k := range open {
+			if !items[k].done {
+				kept = append(kept, k)
+			}
+		}
+		open = kept
+	}
+	for len(open) > 0 {
+		for i := range r.servers {
+			sub = sub[:0]
+			for _, k := range open {
+				sub = append(sub, items[k].m)
+			}
+			cur := open
+			actx, acancel := context.WithTimeout(ctx, attempt)
+			r.tryBatch(actx, i, sub, func(j int, reply *dns.Msg, transport string, err error) {
+				k := cur[j]
+				it := &items[k]
+				if errors.Is(err, ErrClosed) {
+					it.done = true
+					land(k, nil, "", ErrClosed)
+					return
+				}
+				if err != nil {
+					it.lastErr = err
+					return
+				}
+				if reply.Rcode == dns.RcodeServerFailure || reply.Rcode == dns.RcodeRefused {
+					it.lastReply, it.lastTrans = reply, transport
+					return
+				}
+				it.done = true
+				land(k, reply, transport, nil)
+			})
+			acancel()
+			closeOpen()
+			if len(open) == 0 || ctx.Err() != nil {
+				break
+			}
+		}
+		for _, k := range open {
+			if it := &items[k]; it.lastReply != nil {
+				it.done = true
+				land(k, it.lastReply, it.lastTrans, nil)
+			}
+		}
+		closeOpen()
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	for _, k := range open {
+		land(k, nil, "", queryError(ctx, r.cfg.Timeout, qs[k].Question[0], items[k].lastErr))
+	}
+}
+
+// queryError says why question q got no answer.
+func queryError(ctx context.Context, budget time.Duration, q dns.Question, lastErr error) error {
+	what := q.Name + " " + dns.TypeToString[q.Qtype]
+	if lastErr == nil || errors.Is(lastErr, context.DeadlineExceeded) || errors.Is(lastErr, context.Canceled) || isTimeout(lastErr) {
+		if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("resolver: %s: %w", what, err)
+		}
+		return fmt.Errorf("resolver: %s: no reply within %v", what, budget)
+	}
+	return fmt.Errorf("resolver: %s: %w", what, lastErr)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// tryBatch makes one attempt at server i for every query in ms and calls
+// land once per query. Over UDP, the truncated replies are asked again,
+// together, over TCP at the same server.
+func (r *Resolver) tryBatch(ctx context.Context, i int, ms []*dns.Msg, land landFunc) {
+	if r.cfg.Transport != UDP {
+		r.tryStream(ctx, r.cfg.Transport, i, ms, func(j int, reply *dns.Msg, err error) {
+			land(j, reply, string(r.cfg.Transport), err)
+		})
+		return
+	}
+	var truncated []int
+	exchangeUDP(ctx, r.udpAddrs[i], ms, func(j int, reply *dns.Msg, err error) {
+		if errors.Is(err, errTruncated) {
+			truncated = append(truncated, j)
+			return
+		}
+		land(j, reply, string(UDP), err)
+	})
+	if len(truncated) == 0 {
+		return
+	}
+	again := make([]*dns.Msg, len(truncated))
+	for n, j := range truncated {
+		again[n] = ms[j]
+	}
+	r.tryStream(ctx, TCP, i, again, func(n int, reply *dns.Msg, err error) {
+		land(truncated[n], reply, string(TCP), err)
+	})
+}
+
+// tryStream sends ms over the kept-open t connection to server i.
+func (r *Resolver) tryStream(ctx context.Context, t Transport, i int, ms []*dns.Msg, report func(j int, reply *dns.Msg, err error)) {
+	s, err := r.stream(t, r.servers[i])
+	if err != nil {
+		for j := range ms {
+			report(j, nil, err)
+		}
+		return
+	}
+	s.exchange(ctx, ms, report)
+}

@@ -2,6 +2,8 @@ package resolver
 
 import (
 	"context"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -37,7 +39,7 @@ func BenchmarkUnboundRTT(b *testing.B) {
 }
 
 func benchUnbound(b *testing.B, oneWay time.Duration) {
-	setup := startUnboundSetup(b)
+	setup := startUnboundSetup(b, unboundBenchExtra()...)
 	if oneWay > 0 {
 		setup.delayed = true
 		setup.plainAddr = startDelayProxy(b, setup.u.Addr, oneWay)
@@ -117,3 +119,13 @@ func BenchmarkCacheHit(b *testing.B) {
 }
 
 var nilClock = newFakeClock().Now
+
+// unboundBenchExtra returns extra unbound.conf lines from
+// ZTLS_BENCH_UNBOUND (";"-separated), e.g. "num-threads: 2".
+func unboundBenchExtra() []string {
+	v := os.Getenv("ZTLS_BENCH_UNBOUND")
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ";")
+}

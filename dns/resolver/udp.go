@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
 )
 
 // maxUDPBatch bounds the queries one UDP socket carries. Every query in
@@ -18,9 +20,13 @@ import (
 // service lookup has six); larger batches use one socket per chunk.
 const maxUDPBatch = 8
 
-// udpBufs recycles receive buffers: one octet more than the advertised
-// buffer shows an oversized reply (the kernel truncates it to fit).
-var udpBufs = sync.Pool{New: func() any { b := make([]byte, UDPBufferSize+1); return &b }}
+// udpSlot is the room for one received datagram: one octet more than the
+// advertised buffer shows an oversized reply (the kernel truncates it to
+// fit).
+const udpSlot = UDPBufferSize + 1
+
+// udpBufs recycles receive buffers, one slot per query of a chunk.
+var udpBufs = sync.Pool{New: func() any { b := make([]byte, maxUDPBatch*udpSlot); return &b }}
 
 // exchangeUDP sends the queries ms to server and calls report once per
 // query: with its reply, with errTruncated, or with an error when ctx ends
@@ -67,6 +73,12 @@ func exchangeUDPChunk(ctx context.Context, server *net.UDPAddr, ms []*dns.Msg, r
 		w.Id = freshID(wires[:j])
 		wires[j] = &w
 	}
+	// All queries leave in one sendmmsg(2) and the replies already there
+	// come in with one recvmmsg(2): fewer system calls, and the server is
+	// woken once for the whole batch.
+	bc := batchConnOf(conn)
+	out := make([]ipv4.Message, 0, len(ms))
+	sent := make([]int, 0, len(ms)) // out[n] carries wires[sent[n]]
 	for j, w := range wires {
 		packed, err := w.Pack()
 		if err != nil {
@@ -74,16 +86,20 @@ func exchangeUDPChunk(ctx context.Context, server *net.UDPAddr, ms []*dns.Msg, r
 			report(j, nil, fmt.Errorf("resolver: packing query: %w", err))
 			continue
 		}
-		if _, err := conn.WriteToUDP(packed, server); err != nil {
+		out = append(out, ipv4.Message{Buffers: [][]byte{packed}, Addr: server})
+		sent = append(sent, j)
+	}
+	for done := 0; done < len(out); {
+		n, err := bc.WriteBatch(out[done:], 0)
+		if err != nil {
 			err = fmt.Errorf("resolver: %w", err)
-			for k := j; k < len(wires); k++ {
-				if wires[k] != nil {
-					wires[k] = nil
-					report(k, nil, err)
-				}
+			for _, j := range sent[done:] {
+				wires[j] = nil
+				report(j, nil, err)
 			}
 			break
 		}
+		done += n
 	}
 	waiting := 0
 	for _, w := range wires {
@@ -94,9 +110,12 @@ func exchangeUDPChunk(ctx context.Context, server *net.UDPAddr, ms []*dns.Msg, r
 	want := server.AddrPort()
 	bp := udpBufs.Get().(*[]byte)
 	defer udpBufs.Put(bp)
-	buf := *bp
+	in := make([]ipv4.Message, min(waiting, maxUDPBatch))
+	for n := range in {
+		in[n].Buffers = [][]byte{(*bp)[n*udpSlot : (n+1)*udpSlot]}
+	}
 	for waiting > 0 {
-		n, from, err := conn.ReadFromUDPAddrPort(buf)
+		got, err := bc.ReadBatch(in[:min(waiting, len(in))], 0)
 		if err != nil {
 			if ctx.Err() != nil {
 				err = ctx.Err()
@@ -110,35 +129,57 @@ func exchangeUDPChunk(ctx context.Context, server *net.UDPAddr, ms []*dns.Msg, r
 			}
 			return
 		}
-		if from.Addr().Unmap() != want.Addr().Unmap() || from.Port() != want.Port() {
-			continue // errWrongSource
-		}
-		if n > UDPBufferSize || n < 12 {
-			continue // errOversized, errShortReply
-		}
-		id := binary.BigEndian.Uint16(buf)
-		j := -1
-		for k, w := range wires {
-			if w != nil && w.Id == id {
-				j = k
-				break
+		for _, msg := range in[:got] {
+			from, ok := msg.Addr.(*net.UDPAddr)
+			if !ok {
+				continue
+			}
+			if fp := from.AddrPort(); fp.Addr().Unmap() != want.Addr().Unmap() || fp.Port() != want.Port() {
+				continue // errWrongSource
+			}
+			n := msg.N
+			if n > UDPBufferSize || n < 12 {
+				continue // errOversized, errShortReply
+			}
+			buf := msg.Buffers[0][:n]
+			id := binary.BigEndian.Uint16(buf)
+			j := -1
+			for k, w := range wires {
+				if w != nil && w.Id == id {
+					j = k
+					break
+				}
+			}
+			if j < 0 {
+				continue // errIDMismatch
+			}
+			reply, err := checkReply(wires[j], buf)
+			if err != nil {
+				continue
+			}
+			wires[j] = nil
+			waiting--
+			if reply.Truncated {
+				report(j, nil, errTruncated)
+			} else {
+				report(j, reply, nil)
 			}
 		}
-		if j < 0 {
-			continue // errIDMismatch
-		}
-		reply, err := checkReply(wires[j], buf[:n])
-		if err != nil {
-			continue
-		}
-		wires[j] = nil
-		waiting--
-		if reply.Truncated {
-			report(j, nil, errTruncated)
-		} else {
-			report(j, reply, nil)
-		}
 	}
+}
+
+// batchConn sends and receives several datagrams per system call
+// (sendmmsg and recvmmsg on Linux, one at a time elsewhere).
+type batchConn interface {
+	WriteBatch(ms []ipv4.Message, flags int) (int, error)
+	ReadBatch(ms []ipv4.Message, flags int) (int, error)
+}
+
+func batchConnOf(c *net.UDPConn) batchConn {
+	if c.LocalAddr().(*net.UDPAddr).IP.To4() != nil {
+		return ipv4.NewPacketConn(c)
+	}
+	return ipv6.NewPacketConn(c)
 }
 
 // freshID returns a random ID that none of the queries in use carries.

@@ -78,7 +78,7 @@ type unboundSetup struct {
 	plainAddr, tlsAddr string
 }
 
-func startUnboundSetup(t testing.TB) *unboundSetup {
+func startUnboundSetup(t testing.TB, extra ...string) *unboundSetup {
 	t.Helper()
 	if _, err := exec.LookPath("unbound"); err != nil {
 		t.Skip("unbound is not installed")
@@ -95,6 +95,7 @@ func startUnboundSetup(t testing.TB) *unboundSetup {
 		StubZones:   stubs,
 		TLSCertFile: pki.CertFile,
 		TLSKeyFile:  pki.KeyFile,
+		Extra:       extra,
 	})
 	return &unboundSetup{u: u, pki: pki, hosts: hosts}
 }

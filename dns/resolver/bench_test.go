@@ -1,7 +1,9 @@
 package resolver
 
 import (
+	"bufio"
 	"context"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/ztls-project/ztls/dns/dnsstream"
 )
 
 // BenchmarkUnbound measures, side by side in one run against one Unbound
@@ -128,4 +131,80 @@ func unboundBenchExtra() []string {
 		return nil
 	}
 	return strings.Split(v, ";")
+}
+
+// BenchmarkUnboundFloor is the floor under BenchmarkUnbound on the same
+// machine: a bare client (no checks, no parsing, no timers) against the
+// same kind of Unbound, sending the A question alone or the four quad
+// questions together. udp opens a fresh socket per operation as the
+// resolver does and sends with back-to-back writes; tcp writes the four
+// frames in one write on a kept-open connection and reads until four
+// answers are in. The ratio quad / A here is what Unbound and the kernel
+// cost for three more questions, which no client can save.
+func BenchmarkUnboundFloor(b *testing.B) {
+	setup := startUnboundSetup(b, unboundBenchExtra()...)
+	const host = "www.svc.test."
+	var frames [][]byte
+	for _, q := range []Question{
+		{host, dns.TypeA}, {host, dns.TypeAAAA},
+		{ZDataName(host, 443), dns.TypeTXT}, {TLSAName(host, 443), dns.TypeTLSA},
+	} {
+		m := new(dns.Msg)
+		m.SetQuestion(q.Name, q.Qtype)
+		m.SetEdns0(UDPBufferSize, false)
+		p, err := m.Pack()
+		if err != nil {
+			b.Fatal(err)
+		}
+		frames = append(frames, p)
+	}
+	buf := make([]byte, 1<<16)
+	server, err := net.ResolveUDPAddr("udp", setup.u.Addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	udp := func(b *testing.B, n int) {
+		for b.Loop() {
+			c, err := net.ListenUDP("udp4", nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, p := range frames[:n] {
+				c.WriteToUDP(p, server)
+			}
+			for i := 0; i < n; i++ {
+				if _, _, err := c.ReadFromUDP(buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+			c.Close()
+		}
+	}
+	b.Run("udp/A", func(b *testing.B) { udp(b, 1) })
+	b.Run("udp/quad", func(b *testing.B) { udp(b, 4) })
+	c, err := net.Dial("tcp", setup.u.Addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	tc := withQuickAck(c)
+	stream := func(b *testing.B, n int) {
+		var out []byte
+		for _, p := range frames[:n] {
+			out, _ = dnsstream.AppendFrame(out, p)
+		}
+		br := bufio.NewReaderSize(tc, readBufferSize)
+		for b.Loop() {
+			if _, err := tc.Write(out); err != nil {
+				b.Fatal(err)
+			}
+			for i := 0; i < n; i++ {
+				if _, err := dnsstream.ReadFrame(br, buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	b.Run("tcp/A", func(b *testing.B) { stream(b, 1) })
+	b.Run("tcp/quad", func(b *testing.B) { stream(b, 4) })
 }

@@ -29,6 +29,15 @@
 //	})
 //	addrs := res.Addrs()
 //
+// LookupBatch asks any set of questions together (LookupService is one
+// batch): one UDP socket with a distinct random ID per question, or one
+// write on the kept-open stream, instead of one exchange per question.
+//
+//	answers, err := r.LookupBatch(ctx, []resolver.Question{
+//		{Name: "www.example.test", Qtype: dns.TypeA},
+//		{Name: "www.example.test", Qtype: dns.TypeAAAA},
+//	}, nil)
+//
 // Exchange takes a whole *dns.Msg for callers that build their own.
 //
 // Answers are cached by TTL (the smallest of the answer's records), negative

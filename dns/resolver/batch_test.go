@@ -437,3 +437,34 @@ func TestLookupBatchReconnect(t *testing.T) {
 		t.Fatalf("%d connections, want 2", srv.conns.Load())
 	}
 }
+
+// TestLookupBatchUDPIPv6: batches work to a server on ::1 (recvmmsg and
+// sendmmsg through the IPv6 socket).
+func TestLookupBatchUDPIPv6(t *testing.T) {
+	pc, err := net.ListenPacket("udp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	defer pc.Close()
+	go func() {
+		buf := make([]byte, 65535)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			q := new(dns.Msg)
+			if q.Unpack(buf[:n]) == nil {
+				pc.WriteTo(pack(t, batchReply(t, q)), from)
+			}
+		}
+	}()
+	r, err := New(Config{Servers: []string{pc.LocalAddr().String()}, CacheSize: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var seen []string
+	answers, err := r.LookupBatch(context.Background(), batchQuestions(3), func(a Answer) { seen = append(seen, a.Name) })
+	checkBatch(t, answers, err, seen, "udp")
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -467,4 +468,73 @@ func TestLookupBatchUDPIPv6(t *testing.T) {
 	var seen []string
 	answers, err := r.LookupBatch(context.Background(), batchQuestions(3), func(a Answer) { seen = append(seen, a.Name) })
 	checkBatch(t, answers, err, seen, "udp")
+}
+
+// FuzzStreamReplies feeds arbitrary bytes, as the server's side of a
+// stream, to a connection with a batch of two queries in flight: the
+// frame reader and the matching must never panic or hang, and whatever
+// they accept must answer the query it is reported for.
+func FuzzStreamReplies(f *testing.F) {
+	q := new(dns.Msg)
+	q.SetQuestion("f.test.", dns.TypeA)
+	ok := reply(f, q, "f.test. 60 IN A 192.0.2.1")
+	frame, _ := dnsstream.AppendFrame(nil, pack(f, ok))
+	f.Add(frame)
+	f.Add([]byte{0, 0, 0, 3, 1, 2, 3})
+	f.Add(append([]byte{0xff, 0xff}, frame...))
+	f.Add(append(append([]byte{0, 0}, frame...), frame[:5]...))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		client, server := net.Pipe()
+		defer server.Close()
+		c := newStreamConn(client, false, time.Minute)
+		defer c.fail(ErrClosed)
+		go func() {
+			// Answer with the fuzz bytes, first rewriting the IDs of
+			// well-formed frames to the query's so that they can match.
+			buf := make([]byte, dnsstream.MaxMessageSize)
+			qf, err := dnsstream.ReadFrame(server, buf)
+			if err != nil || len(qf) < 2 {
+				return
+			}
+			out := append([]byte(nil), data...)
+			if len(out) >= 4 {
+				out[2], out[3] = qf[0], qf[1]
+			}
+			server.Write(out)
+			io.Copy(io.Discard, server)
+		}()
+		m1, m2 := q.Copy(), q.Copy()
+		m2.Question[0].Qtype = dns.TypeAAAA
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		c.exchange(ctx, []*dns.Msg{m1, m2}, func(n int, reply *dns.Msg, err error) {
+			if err == nil && (reply == nil || reply.Question[0].Qtype != []uint16{dns.TypeA, dns.TypeAAAA}[n]) {
+				t.Fatalf("query %d accepted %v", n, reply)
+			}
+		})
+	})
+}
+
+// TestStreamServerClosesIdle: the server closes the connection after
+// answering; nobody reads an idle connection, so the next lookup finds
+// out when it uses it, and is sent again on a new connection.
+func TestStreamServerClosesIdle(t *testing.T) {
+	srv := startStreamServer(t, nil, func(s *session, q *dns.Msg, _ []byte) {
+		s.send(t, batchReply(t, q))
+		s.conn.Close()
+	})
+	r, err := New(Config{Servers: []string{srv.Addr}, Transport: TCP, CacheSize: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for i := 0; i < 3; i++ {
+		time.Sleep(20 * time.Millisecond) // let the close arrive first (either way the lookup must succeed)
+		var seen []string
+		answers, err := r.LookupBatch(context.Background(), batchQuestions(1), func(a Answer) { seen = append(seen, a.Name) })
+		checkBatch(t, answers, err, seen, "tcp")
+	}
+	if srv.conns.Load() != 3 {
+		t.Fatalf("%d connections, want 3", srv.conns.Load())
+	}
 }

@@ -193,7 +193,7 @@ func BenchmarkUnboundFloor(b *testing.B) {
 		for _, p := range frames[:n] {
 			out, _ = dnsstream.AppendFrame(out, p)
 		}
-		br := bufio.NewReaderSize(tc, readBufferSize)
+		br := bufio.NewReaderSize(tc, 16<<10)
 		for b.Loop() {
 			if _, err := tc.Write(out); err != nil {
 				b.Fatal(err)

@@ -20,10 +20,6 @@ import (
 // is retried on a new connection.
 var errConnLost = errors.New("resolver: connection lost")
 
-// readBufferSize is the stream reader's buffer: room for dozens of typical
-// replies per read.
-const readBufferSize = 16 << 10
-
 // maxReconnects bounds how often one query follows a dying connection.
 const maxReconnects = 3
 
@@ -139,9 +135,10 @@ func (u *streamUpstream) close() {
 	}
 }
 
-// streamConn is one TCP or TLS connection carrying pipelined queries. A
-// reader goroutine matches each reply to its query by ID and question, in
-// whatever order the server answers. Writes are combined: queries that
+// streamConn is one TCP or TLS connection carrying pipelined queries.
+// Replies are matched to their queries by ID and question, in whatever
+// order the server answers, by whichever waiting caller holds the read
+// token. Writes are combined: queries that
 // arrive while another goroutine is writing go out in its next write, so
 // concurrent lookups share system calls and TCP segments (and TLS records).
 type streamConn struct {
@@ -152,6 +149,14 @@ type streamConn struct {
 	wbuf    []byte // frames waiting for the writer
 	spare   []byte // the writer's last buffer, for reuse
 	writing bool   // a goroutine is writing; it also sends wbuf
+
+	// rtok holds the read token: the waiting goroutine that takes it reads
+	// the connection for everyone (no reader goroutine, so no hand-off
+	// between a reader and the caller) until its own replies are in, then
+	// puts it back for the next waiter.
+	rtok  chan struct{}
+	br    *bufio.Reader // only with the token
+	frame []byte        // only with the token
 
 	mu        sync.Mutex
 	pending   map[uint16]*call
@@ -182,8 +187,12 @@ func newStreamConn(nc net.Conn, padding bool, idle time.Duration) *streamConn {
 		pending: make(map[uint16]*call),
 		done:    make(chan struct{}),
 		idle:    idle,
+		rtok:    make(chan struct{}, 1),
+		// Room for the largest frame, so that a frame is only consumed
+		// once it is whole: a read deadline never cuts one in half.
+		br: bufio.NewReaderSize(nc, 2+dnsstream.MaxMessageSize),
 	}
-	go c.readLoop()
+	c.rtok <- struct{}{}
 	return c
 }
 
@@ -254,6 +263,8 @@ func (c *streamConn) exchange(ctx context.Context, ms []*dns.Msg, report func(n 
 		select {
 		case l := <-ch:
 			take(l)
+		case <-c.rtok:
+			c.readFor(ctx, ch, take, &left)
 		case <-c.done:
 			// The reader may have delivered just before the connection died.
 			for drained := false; !drained; {
@@ -396,46 +407,92 @@ func (c *streamConn) armIdleLocked() {
 	})
 }
 
-func (c *streamConn) readLoop() {
-	buf := make([]byte, dnsstream.MaxMessageSize)
-	// One large read takes in every reply already there; the frames are
-	// then cut out of the buffer without further system calls.
-	br := bufio.NewReaderSize(c.conn, readBufferSize)
+// readFor reads and dispatches replies, holding the read token, until the
+// caller's own replies are in (left reaches zero), ctx ends or the
+// connection fails; then it puts the token back.
+func (c *streamConn) readFor(ctx context.Context, ch chan landed, take func(landed), left *int) {
+	defer func() { c.rtok <- struct{}{} }()
+	stop := context.AfterFunc(ctx, func() { c.conn.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
 	for {
-		frame, err := dnsstream.ReadFrame(br, buf)
-		if errors.Is(err, dnsstream.ErrEmptyFrame) {
-			continue // still aligned on a frame boundary
+		for drained := false; !drained; {
+			select {
+			case l := <-ch:
+				take(l)
+			default:
+				drained = true
+			}
 		}
+		if *left == 0 || ctx.Err() != nil {
+			return
+		}
+		d, _ := ctx.Deadline() // zero (no deadline) when ctx has none
+		c.conn.SetReadDeadline(d)
+		frame, err := c.readFrame()
 		if err != nil {
-			if err == io.EOF {
+			if isTimeout(err) {
+				continue // ctx ended, or a former reader's stale wake-up
+			}
+			if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
 				err = errConnLost
 			}
 			c.fail(err)
 			return
 		}
-		if len(frame) < 12 {
+		c.dispatch(frame)
+	}
+}
+
+// readFrame returns the next non-empty frame. A frame is consumed only
+// once it is whole, so an error (such as a timeout) leaves the stream on a
+// frame boundary. The frame is valid until the next call.
+func (c *streamConn) readFrame() ([]byte, error) {
+	for {
+		hdr, err := c.br.Peek(2)
+		if err != nil {
+			return nil, err
+		}
+		n := int(binary.BigEndian.Uint16(hdr))
+		if n == 0 {
+			c.br.Discard(2) // an empty frame: still aligned
 			continue
 		}
-		id := binary.BigEndian.Uint16(frame)
-		c.mu.Lock()
-		cl := c.pending[id]
-		c.mu.Unlock()
-		if cl == nil {
-			continue // unsolicited or late: drop
-		}
-		reply, err := checkReply(cl.q, frame)
+		b, err := c.br.Peek(2 + n)
 		if err != nil {
-			continue // the query keeps waiting and is retried on timeout
+			return nil, err
 		}
-		c.mu.Lock()
-		if c.pending[id] == cl {
-			delete(c.pending, id)
-			c.noteKeepaliveLocked(reply)
-			c.armIdleLocked()
-			cl.ch <- landed{cl.n, reply} // buffered for the whole batch
-		}
-		c.mu.Unlock()
+		c.frame = append(c.frame[:0], b[2:]...)
+		c.br.Discard(2 + n)
+		return c.frame, nil
 	}
+}
+
+// dispatch hands a frame to the query it answers; anything else (short,
+// unknown ID, another question, malformed) is dropped, and the query keeps
+// waiting.
+func (c *streamConn) dispatch(frame []byte) {
+	if len(frame) < 12 {
+		return
+	}
+	id := binary.BigEndian.Uint16(frame)
+	c.mu.Lock()
+	cl := c.pending[id]
+	c.mu.Unlock()
+	if cl == nil {
+		return // unsolicited or late: drop
+	}
+	reply, err := checkReply(cl.q, frame)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	if c.pending[id] == cl {
+		delete(c.pending, id)
+		c.noteKeepaliveLocked(reply)
+		c.armIdleLocked()
+		cl.ch <- landed{cl.n, reply} // buffered for the whole batch
+	}
+	c.mu.Unlock()
 }
 
 // noteKeepaliveLocked adopts the idle timeout a server announces in

@@ -4,6 +4,7 @@ import (
 	"crypto"
 	"crypto/rand"
 	"crypto/x509"
+	"errors"
 	"io"
 	"sync"
 	"time"
@@ -73,22 +74,40 @@ func X509KeyPair(certPEM, keyPEM []byte) (Certificate, error) {
 // LoadCertPool reads a PEM file of trusted roots (a --ca file).
 func LoadCertPool(file string) (*x509.CertPool, error) { return sig.LoadCertPool(file) }
 
-func (c *Certificate) leaf() (*x509.Certificate, crypto.PublicKey, error) {
-	if c.Leaf == nil {
+// parsedCert is a Certificate's leaf and public key, parsed once per Config.
+type parsedCert struct {
+	leaf *x509.Certificate
+	pub  crypto.PublicKey
+	err  error
+}
+
+func parseCert(c *Certificate) parsedCert {
+	leaf := c.Leaf
+	if leaf == nil {
 		l, err := x509.ParseCertificate(c.Chain[0])
 		if err != nil {
-			return nil, nil, err
+			return parsedCert{err: err}
 		}
-		c.Leaf = l
+		leaf = l
 	}
-	if c.public == nil {
-		p, err := sig.ParsePublicKey(c.Leaf)
+	pub := c.public
+	if pub == nil {
+		p, err := sig.ParsePublicKey(leaf)
 		if err != nil {
-			return nil, nil, err
+			return parsedCert{err: err}
 		}
-		c.public = p
+		pub = p
 	}
-	return c.Leaf, c.public, nil
+	return parsedCert{leaf: leaf, pub: pub}
+}
+
+// certLeaf returns Certificates[i]'s parsed leaf and key. Parsing happens
+// once per Config and never writes to the shared Certificate, so many
+// handshakes may use one Config at once.
+func (c *Config) certLeaf(i int) (*x509.Certificate, crypto.PublicKey, error) {
+	c.lazy()
+	p := c.parsed[i]
+	return p.leaf, p.pub, p.err
 }
 
 // ClientAuthType says whether a server asks for client certificates.
@@ -218,6 +237,7 @@ type Config struct {
 	testHookTicket              func([]byte) *sessionTicket
 	testHookFinished            func(verifyData []byte) // attack tests: corrupt our Finished
 
+	parsed     []parsedCert // by index into Certificates, made by lazy
 	once       sync.Once
 	ticketKey  [32]byte
 	defaultReg StrikeRegister
@@ -241,6 +261,14 @@ func (c *Config) now() time.Time {
 // lazy initialises the per-Config secrets (ticket key, cookie key, replay register).
 func (c *Config) lazy() {
 	c.once.Do(func() {
+		c.parsed = make([]parsedCert, len(c.Certificates))
+		for i := range c.Certificates {
+			if len(c.Certificates[i].Chain) == 0 {
+				c.parsed[i] = parsedCert{err: errors.New("tls13: certificate with an empty chain")}
+				continue
+			}
+			c.parsed[i] = parseCert(&c.Certificates[i])
+		}
 		if c.TicketKey != ([32]byte{}) {
 			c.ticketKey = c.TicketKey
 		} else {

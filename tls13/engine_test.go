@@ -396,3 +396,34 @@ func TestStartupGuardRefusesOneWindow(t *testing.T) {
 		t.Fatal("replay accepted")
 	}
 }
+
+// Many handshakes share one Config, as every server does; run with -race.
+func TestSharedConfigConcurrentHandshakes(t *testing.T) {
+	p := getPKI(t, "ecdsa-p256")
+	scfg := &Config{Certificates: []Certificate{{Chain: p.server.Chain, PrivateKey: p.server.PrivateKey}}} // Leaf parsed lazily
+	ccfg := clientConfig(p)
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, s := newEngine(ccfg, true), newEngine(scfg, false)
+			c.startClient(nil, nil)
+			s.startServer()
+			for j := 0; j < 4 && !(c.done && s.done); j++ {
+				if err := s.feed(c.takeOutput()); err != nil {
+					t.Error(err)
+					return
+				}
+				if err := c.feed(s.takeOutput()); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			if !c.done || !s.done {
+				t.Error("handshake did not finish")
+			}
+		}()
+	}
+	wg.Wait()
+}

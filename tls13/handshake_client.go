@@ -696,7 +696,7 @@ func (e *engine) sendClientCertificate(t *keyschedule.Transcript, cr *wire.Certi
 	var scheme uint16
 	for i := range e.cfg.Certificates {
 		c := &e.cfg.Certificates[i]
-		_, pub, err := c.leaf()
+		_, pub, err := e.cfg.certLeaf(i)
 		if err != nil {
 			continue
 		}

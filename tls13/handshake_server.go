@@ -71,6 +71,7 @@ type serverParams struct {
 	early        bool
 	alpn         string
 	cert         *Certificate
+	certLeaf     *x509.Certificate // cert's parsed leaf
 	scheme       uint16
 	transcript   *keyschedule.Transcript
 }
@@ -334,9 +335,10 @@ func (e *engine) choosePSK(p *serverParams, hrr *serverHRR) error {
 func (e *engine) chooseCertificate(p *serverParams) error {
 	var fallback *Certificate
 	var fallbackScheme uint16
+	var fallbackLeaf *x509.Certificate
 	for i := range e.cfg.Certificates {
 		c := &e.cfg.Certificates[i]
-		leaf, pub, err := c.leaf()
+		leaf, pub, err := e.cfg.certLeaf(i)
 		if err != nil {
 			continue
 		}
@@ -345,11 +347,11 @@ func (e *engine) chooseCertificate(p *serverParams) error {
 			continue
 		}
 		if p.ch.ServerName == "" || leaf.VerifyHostname(p.ch.ServerName) == nil {
-			p.cert, p.scheme = c, scheme
+			p.cert, p.certLeaf, p.scheme = c, leaf, scheme
 			return nil
 		}
 		if fallback == nil {
-			fallback, fallbackScheme = c, scheme
+			fallback, fallbackLeaf, fallbackScheme = c, leaf, scheme
 		}
 	}
 	if fallback == nil {
@@ -358,7 +360,7 @@ func (e *engine) chooseCertificate(p *serverParams) error {
 		}
 		return errorf(AlertHandshakeFailure, "no certificate whose key can sign with a scheme the client offers")
 	}
-	p.cert, p.scheme = fallback, fallbackScheme
+	p.cert, p.certLeaf, p.scheme = fallback, fallbackLeaf, fallbackScheme
 	return nil
 }
 
@@ -450,7 +452,7 @@ func (e *engine) sendServerFlight(p *serverParams, hrr *serverHRR) (state, error
 		e.maxSendPlain = min(int(ch.RecordSizeLimit)-1, e.maxSendPlain)
 		ee.RecordSizeLimit = uint16(cfg.recordSizeLimit())
 	}
-	if ch.ServerName != "" && p.cert != nil && p.cert.Leaf.VerifyHostname(ch.ServerName) == nil {
+	if ch.ServerName != "" && p.cert != nil && p.certLeaf.VerifyHostname(ch.ServerName) == nil {
 		ee.ServerName = true
 	}
 	if cfg.testHookEncryptedExtensions != nil {
@@ -841,7 +843,7 @@ func (e *engine) mayOmitCertificate(p *serverParams) bool {
 	if !hmac.Equal(sum[:], ch.ZTLS.CertHash) {
 		return false
 	}
-	for _, ext := range p.cert.Leaf.Extensions {
+	for _, ext := range p.certLeaf.Extensions {
 		if ext.Id.Equal(oidMustStaple) {
 			return false
 		}

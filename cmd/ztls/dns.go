@@ -197,14 +197,8 @@ func runDNSServe(ctx context.Context, out io.Writer, f *dnsServeFlags) error {
 		return fmt.Errorf("dns serve: %w", err)
 	}
 	if f.listen != "" {
-		pc, err := net.ListenPacket("udp", f.listen)
+		pc, ln, err := listenUDPAndTCP(f.listen)
 		if err != nil {
-			return fail(err)
-		}
-		// TCP on the port UDP got, so ":0" gives one port for both.
-		ln, err := net.Listen("tcp", pc.LocalAddr().String())
-		if err != nil {
-			pc.Close()
 			return fail(err)
 		}
 		start("udp", pc.LocalAddr(), func() error { return srv.ServeUDP(pc) })
@@ -289,4 +283,27 @@ func keepCurrent(d *zdata.Dir, now time.Time) error {
 	}
 	_, err := d.Reload()
 	return err
+}
+
+// listenUDPAndTCP opens UDP and TCP on the same address. With port 0 the
+// TCP listener takes the port UDP got, so both share one port; a port
+// free for UDP may be taken for TCP, so that case tries again.
+func listenUDPAndTCP(addr string) (net.PacketConn, net.Listener, error) {
+	_, port, _ := net.SplitHostPort(addr)
+	var err error
+	for range 20 {
+		var pc net.PacketConn
+		if pc, err = net.ListenPacket("udp", addr); err != nil {
+			return nil, nil, err
+		}
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", pc.LocalAddr().String()); err == nil {
+			return pc, ln, nil
+		}
+		pc.Close()
+		if port != "0" {
+			break
+		}
+	}
+	return nil, nil, err
 }

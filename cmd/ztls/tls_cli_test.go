@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/ztls-project/ztls/dial"
 	"github.com/ztls-project/ztls/internal/testpki"
 )
@@ -77,8 +80,27 @@ func TestCLIErrorsSayWhatToDo(t *testing.T) {
 	} {
 		rootCmd.SetArgs(tc.args)
 		err := rootCmd.Execute()
+		resetFlags(rootCmd)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ztls %s: %v, want an error saying %q", strings.Join(tc.args, " "), err, tc.want)
 		}
+	}
+}
+
+// resetFlags puts every flag back to its default, so in-process runs of
+// the command tree don't see each other's flags.
+func resetFlags(c *cobra.Command) {
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Changed {
+			if sv, ok := f.Value.(pflag.SliceValue); ok {
+				sv.Replace(nil)
+			} else {
+				f.Value.Set(f.DefValue)
+			}
+			f.Changed = false
+		}
+	})
+	for _, sub := range c.Commands() {
+		resetFlags(sub)
 	}
 }

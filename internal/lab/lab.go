@@ -93,10 +93,11 @@ func Start(o Options) (w *World, err error) {
 	if o.HostIP == "" {
 		o.HostIP = "127.0.0.1"
 	}
-	w = &World{Host: o.Host}
+	world := &World{Host: o.Host}
+	w = world
 	defer func() {
 		if err != nil {
-			w.Close()
+			world.Close()
 		}
 	}()
 	ca, caKey, err := newCA(o.Now())
@@ -167,16 +168,11 @@ func Start(o Options) (w *World, err error) {
 	}
 	w.Zones = zones
 	srv := &authority.Server{Handler: authority.Chain(zones, authority.CheckQuery)}
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	pc, dl, err := listenBoth()
 	if err != nil {
 		return nil, err
 	}
 	w.DNSAddr = pc.LocalAddr().String()
-	dl, err := net.Listen("tcp", w.DNSAddr)
-	if err != nil {
-		pc.Close()
-		return nil, err
-	}
 	w.closers = append(w.closers, func() { srv.Close(); pc.Close(); dl.Close() })
 	w.wg.Add(2)
 	go func() { defer w.wg.Done(); srv.ServeUDP(pc) }()
@@ -279,6 +275,24 @@ func respondOnce(text string) func(*tls13.Conn) {
 		}
 		c.CloseWrite()
 	}
+}
+
+// listenBoth opens UDP and TCP on the same free loopback port (a port
+// free for UDP may be taken for TCP: try a few).
+func listenBoth() (net.PacketConn, net.Listener, error) {
+	var err error
+	for range 20 {
+		var pc net.PacketConn
+		if pc, err = net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
+			return nil, nil, err
+		}
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", pc.LocalAddr().String()); err == nil {
+			return pc, ln, nil
+		}
+		pc.Close()
+	}
+	return nil, nil, fmt.Errorf("lab: no port free for both UDP and TCP: %w", err)
 }
 
 // Resolver returns a T-DNS resolver that asks this world's authority.

@@ -197,7 +197,7 @@ func runDNSServe(ctx context.Context, out io.Writer, f *dnsServeFlags) error {
 		return fmt.Errorf("dns serve: %w", err)
 	}
 	if f.listen != "" {
-		pc, ln, err := listenUDPAndTCP(f.listen)
+		pc, ln, err := authority.ListenUDPAndTCP(f.listen)
 		if err != nil {
 			return fail(err)
 		}
@@ -283,27 +283,4 @@ func keepCurrent(d *zdata.Dir, now time.Time) error {
 	}
 	_, err := d.Reload()
 	return err
-}
-
-// listenUDPAndTCP opens UDP and TCP on the same address. With port 0 the
-// TCP listener takes the port UDP got, so both share one port; a port
-// free for UDP may be taken for TCP, so that case tries again.
-func listenUDPAndTCP(addr string) (net.PacketConn, net.Listener, error) {
-	_, port, _ := net.SplitHostPort(addr)
-	var err error
-	for range 20 {
-		var pc net.PacketConn
-		if pc, err = net.ListenPacket("udp", addr); err != nil {
-			return nil, nil, err
-		}
-		var ln net.Listener
-		if ln, err = net.Listen("tcp", pc.LocalAddr().String()); err == nil {
-			return pc, ln, nil
-		}
-		pc.Close()
-		if port != "0" {
-			break
-		}
-	}
-	return nil, nil, err
 }

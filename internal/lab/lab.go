@@ -168,7 +168,7 @@ func Start(o Options) (w *World, err error) {
 	}
 	w.Zones = zones
 	srv := &authority.Server{Handler: authority.Chain(zones, authority.CheckQuery)}
-	pc, dl, err := listenBoth()
+	pc, dl, err := authority.ListenUDPAndTCP("127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
@@ -275,24 +275,6 @@ func respondOnce(text string) func(*tls13.Conn) {
 		}
 		c.CloseWrite()
 	}
-}
-
-// listenBoth opens UDP and TCP on the same free loopback port (a port
-// free for UDP may be taken for TCP: try a few).
-func listenBoth() (net.PacketConn, net.Listener, error) {
-	var err error
-	for range 20 {
-		var pc net.PacketConn
-		if pc, err = net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
-			return nil, nil, err
-		}
-		var ln net.Listener
-		if ln, err = net.Listen("tcp", pc.LocalAddr().String()); err == nil {
-			return pc, ln, nil
-		}
-		pc.Close()
-	}
-	return nil, nil, fmt.Errorf("lab: no port free for both UDP and TCP: %w", err)
 }
 
 // Resolver returns a T-DNS resolver that asks this world's authority.

@@ -4,7 +4,7 @@ PKGS      := ./...
 FUZZTIME  ?= 3s
 DEB_PKGS  := openssl gnutls-bin bind9 bind9-utils bind9-dnsutils unbound dnsperf redis-server iproute2
 
-.PHONY: all build deps demo test fuzz fuzz-long bench bench-tls bench-dns-auth bench-dns-resolver testbed-paper
+.PHONY: all build deps demo test fuzz fuzz-long bench bench-tls bench-dns-auth bench-dns-resolver bench-turbo testbed-paper testbed-turbo
 
 all: build
 
@@ -58,3 +58,11 @@ bench-dns-resolver:
 # The testbed at the paper's RTTs (needs root; several minutes).
 testbed-paper: build
 	./bin/ztls bench --rtt paper --runs 20 --json --plot docs/testbed > docs/testbed/results.json
+
+bench-turbo:
+	$(GO) test -run '^$$' -bench 'Throughput|SpoofedFlood' -benchtime 1x ./turbo
+
+# TurboTLS on the testbed at the paper's RTTs, with UDP loss and UDP blocked.
+testbed-turbo: build
+	./bin/ztls bench --rtt paper --runs 20 --protocols tls,ztls,turbo,ztls-turbo --json > docs/testbed/turbo-paper.json
+	./bin/ztls bench --rtt paper --runs 20 --protocols tls,turbo-udploss1,turbo-udploss5,turbo-udpblocked,ztls-turbo-udploss1,ztls-turbo-udploss5,ztls-turbo-udpblocked --json > docs/testbed/turbo-udploss.json

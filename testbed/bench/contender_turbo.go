@@ -289,13 +289,8 @@ func (l *lossyUDP) Read(b []byte) (int, error) {
 	}
 }
 
-type turboWorker struct {
-	cmd    *exec.Cmd
-	in     io.WriteCloser
-	out    *bufio.Reader
-	nextID uint64
-	done   chan struct{}
-}
+// turboWorker is a worker process running turbo jobs (same line protocol).
+type turboWorker struct{ worker }
 
 func startTurboWorker(h *hosts.Host) (*turboWorker, error) {
 	exe, err := os.Executable()
@@ -325,7 +320,7 @@ func startTurboWorker(h *hosts.Host) (*turboWorker, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("bench: starting the turbo worker: %w", err)
 	}
-	w := &turboWorker{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 64<<10), done: make(chan struct{})}
+	w := &turboWorker{worker{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 64<<10), done: make(chan struct{})}}
 	go func() { cmd.Wait(); close(w.done) }()
 	return w, nil
 }
@@ -333,52 +328,7 @@ func startTurboWorker(h *hosts.Host) (*turboWorker, error) {
 func (w *turboWorker) do(ctx context.Context, j turboJob) (*workerResult, error) {
 	w.nextID++
 	j.ID = w.nextID
-	line, err := json.Marshal(j)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := w.in.Write(append(line, '\n')); err != nil {
-		return nil, fmt.Errorf("bench: turbo worker: %w", err)
-	}
-	type answer struct {
-		r   *workerResult
-		err error
-	}
-	ch := make(chan answer, 1)
-	go func() {
-		for {
-			l, err := w.out.ReadBytes('\n')
-			if err != nil {
-				ch <- answer{err: fmt.Errorf("bench: turbo worker ended: %w", err)}
-				return
-			}
-			var r workerResult
-			if err := json.Unmarshal(l, &r); err != nil {
-				ch <- answer{err: fmt.Errorf("bench: turbo worker: %w", err)}
-				return
-			}
-			if r.ID == j.ID {
-				ch <- answer{r: &r}
-				return
-			}
-		}
-	}()
-	select {
-	case a := <-ch:
-		return a.r, a.err
-	case <-ctx.Done():
-		return nil, fmt.Errorf("bench: turbo worker: %w", ctx.Err())
-	}
-}
-
-func (w *turboWorker) close() {
-	w.in.Close()
-	select {
-	case <-w.done:
-	case <-time.After(2 * time.Second):
-		w.cmd.Process.Kill()
-		<-w.done
-	}
+	return w.roundTrip(ctx, j.ID, j)
 }
 
 func (e *turboContender) call(ctx context.Context, c *Client) (*workerResult, error) {

@@ -456,6 +456,12 @@ func startWorker(h *hosts.Host) (*worker, error) {
 func (w *worker) do(ctx context.Context, j job) (*workerResult, error) {
 	w.nextID++
 	j.ID = w.nextID
+	return w.roundTrip(ctx, j.ID, j)
+}
+
+// roundTrip writes one JSON job line and reads result lines until the one
+// answering id arrives (or ctx ends). Every worker process speaks it.
+func (w *worker) roundTrip(ctx context.Context, id uint64, j any) (*workerResult, error) {
 	line, err := json.Marshal(j)
 	if err != nil {
 		return nil, fmt.Errorf("bench: worker: %w", err)
@@ -480,7 +486,7 @@ func (w *worker) do(ctx context.Context, j job) (*workerResult, error) {
 				ch <- answer{err: fmt.Errorf("bench: client worker: %w", err)}
 				return
 			}
-			if r.ID == j.ID {
+			if r.ID == id {
 				ch <- answer{r: &r}
 				return
 			}

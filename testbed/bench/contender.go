@@ -132,6 +132,11 @@ type Client struct {
 	// DNS stub (the ztls dialer) keep their cache warm when it says
 	// StubCache, and empty otherwise.
 	Scenario Scenario
+	// TurboWait is how long TurboTLS clients wait for the server's UDP
+	// flight after TCP connects; 0 keeps dial's default (half the TCP
+	// connect time, at least 2 ms). Tests on a loaded machine raise it so
+	// that a slow scheduler does not turn a turbo visit into a fallback.
+	TurboWait time.Duration
 
 	dns *stub
 }

@@ -236,6 +236,7 @@ type turboJob struct {
 	TimeoutMs int64   `json:"timeout_ms"`
 	Drop      float64 `json:"drop"`
 	Seed      int64   `json:"seed"`
+	WaitMs    int64   `json:"wait_ms"`
 }
 
 func parseTurboJob(line []byte) (turboJob, error) {
@@ -255,6 +256,9 @@ func parseTurboJob(line []byte) (turboJob, error) {
 	}
 	if j.Drop < 0 || j.Drop > 1 {
 		return j, fmt.Errorf("bench: turbo worker job: drop probability %v out of range", j.Drop)
+	}
+	if j.WaitMs < 0 || j.WaitMs > 60_000 {
+		return j, fmt.Errorf("bench: turbo worker job: wait %d ms out of range (0 to 60000)", j.WaitMs)
 	}
 	return j, nil
 }
@@ -347,7 +351,8 @@ func (e *turboContender) call(ctx context.Context, c *Client) (*workerResult, er
 	e.runs++
 	j := turboJob{Addr: net.JoinHostPort(c.ServerName, strconv.Itoa(int(c.Port))), Mode: e.mode,
 		Resolver: c.dns.resolver.server.String(), StubCache: c.Scenario.StubCache, CAFile: c.CAFile,
-		Request: c.Request, ExpectLen: len(c.Expect), Drop: e.drop, Seed: time.Now().UnixNano() + e.runs}
+		Request: c.Request, ExpectLen: len(c.Expect), Drop: e.drop, Seed: time.Now().UnixNano() + e.runs,
+		WaitMs: c.TurboWait.Milliseconds()}
 	if dl, ok := ctx.Deadline(); ok {
 		j.TimeoutMs = max(time.Until(dl).Milliseconds(), 1)
 	}
@@ -440,6 +445,9 @@ func (st *workerState) turboVisit(j turboJob) *workerResult {
 		Turbo:        true,
 	}
 	o.TurboWait = TurboWait
+	if j.WaitMs > 0 {
+		o.TurboWait = time.Duration(j.WaitMs) * time.Millisecond
+	}
 	o.TurboSizes = &turbo.SizeCache{}
 	if j.Drop > 0 {
 		rng := rand.New(rand.NewSource(j.Seed))

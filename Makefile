@@ -30,12 +30,21 @@ test: deps
 	$(GO) test -count=1 -timeout 15m $(PKGS)
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
 
-# Runs every native fuzz target for FUZZTIME each.
+# Runs every native fuzz target for FUZZTIME each.  Go 1.26's fuzz
+# coordinator can report a bare "context deadline exceeded" at the end of
+# -fuzztime on a loaded machine (go.dev/issue/75804, fixed in Go 1.27): a
+# target that fails that way without writing a failing input runs once more;
+# any real finding fails at once.
 fuzz:
 	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
 		for t in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz' || true); do \
 			echo "fuzz $$pkg $$t ($(FUZZTIME))"; \
-			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$pkg >/tmp/ztls-fuzz.log 2>&1 || { cat /tmp/ztls-fuzz.log; exit 1; }; \
+			for try in 1 2; do \
+				if $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$pkg >/tmp/ztls-fuzz.log 2>&1; then break; fi; \
+				if [ $$try = 1 ] && grep -q 'context deadline exceeded' /tmp/ztls-fuzz.log && ! grep -q 'Failing input written' /tmp/ztls-fuzz.log; then \
+					echo "  (Go fuzz coordinator deadline race, go.dev/issue/75804, no failing input: running it again)"; continue; fi; \
+				cat /tmp/ztls-fuzz.log; exit 1; \
+			done; \
 		done; \
 	done; echo "fuzz: all targets ran"
 

@@ -4,7 +4,6 @@ import (
 	"crypto/ecdh"
 	"crypto/subtle"
 	"fmt"
-	"sync"
 )
 
 // Curve returns the crypto/ecdh curve of a ztls v1 group.
@@ -18,19 +17,48 @@ func Curve(group uint16) (ecdh.Curve, error) {
 	return nil, reasonErr(ReasonUnknownGroup, fmt.Errorf("%w %d", ErrUnknownGroup, group))
 }
 
-// probe is a fixed, public private key used only to test shares: an X25519
-// share of small order gives an all-zero result with any scalar.
-var probe = sync.OnceValue(func() *ecdh.PrivateKey {
+// x25519SmallOrder lists, little-endian with the top bit cleared (X25519
+// ignores it, RFC 7748, Section 5), every u-coordinate whose X25519
+// product with a clamped scalar is zero: the points of order 1, 2, 4 and
+// 8 of Curve25519 and its twist (u = 0, 1, p-1 and the two order-8
+// points) and the non-canonical encodings p and p+1 of 0 and 1. A table
+// lookup replaces a probe scalar multiplication on the client's critical
+// path; TestSmallOrderTable checks each entry against crypto/ecdh.
+var x25519SmallOrder = [...][32]byte{
+	{},
+	{1},
+	{0xe0, 0xeb, 0x7a, 0x7c, 0x3b, 0x41, 0xb8, 0xae, 0x16, 0x56, 0xe3, 0xfa, 0xf1, 0x9f, 0xc4, 0x6a,
+		0xda, 0x09, 0x8d, 0xeb, 0x9c, 0x32, 0xb1, 0xfd, 0x86, 0x62, 0x05, 0x16, 0x5f, 0x49, 0xb8, 0x00},
+	{0x5f, 0x9c, 0x95, 0xbc, 0xa3, 0x50, 0x8c, 0x24, 0xb1, 0xd0, 0xb1, 0x55, 0x9c, 0x83, 0xef, 0x5b,
+		0x04, 0x44, 0x5c, 0xc4, 0x58, 0x1c, 0x8e, 0x86, 0xd8, 0x22, 0x4e, 0xdd, 0xd0, 0x9f, 0x11, 0x57},
+	fieldPlus(-1), fieldPlus(0), fieldPlus(1),
+}
+
+// fieldPlus returns the encoding of p+d for small d (p = 2^255-19).
+func fieldPlus(d int) [32]byte {
 	var b [32]byte
 	for i := range b {
-		b[i] = byte(0x5a + i)
+		b[i] = 0xff
 	}
-	k, err := ecdh.X25519().NewPrivateKey(b[:])
-	if err != nil {
-		panic(err) // cannot happen: any 32 bytes are an X25519 scalar
+	b[0] = byte(0xed + d)
+	b[31] = 0x7f
+	return b
+}
+
+// x25519LowOrder reports whether share is one of x25519SmallOrder.
+func x25519LowOrder(share []byte) bool {
+	if len(share) != 32 {
+		return false
 	}
-	return k
-})
+	var u [32]byte
+	copy(u[:], share)
+	u[31] &= 0x7f
+	found := 0
+	for i := range x25519SmallOrder {
+		found |= subtle.ConstantTimeCompare(u[:], x25519SmallOrder[i][:])
+	}
+	return found == 1
+}
 
 // ValidateShare checks a published key share before a client uses it
 // (ZTLS-SPEC.md, Section 3, key hygiene): a secp256r1 share must be an
@@ -41,12 +69,12 @@ func ValidateShare(group uint16, share []byte) error {
 	if err != nil {
 		return err
 	}
-	pub, err := curve.NewPublicKey(share)
+	_, err = curve.NewPublicKey(share)
 	if err != nil {
 		return reasonErr(ReasonInvalidShare, fmt.Errorf("%w: %v", ErrInvalidShare, err))
 	}
 	if group == GroupX25519 {
-		if _, err := ecdhChecked(probe(), pub); err != nil {
+		if x25519LowOrder(share) {
 			return reasonErr(ReasonInvalidShare, fmt.Errorf("%w: small-order x25519 point", ErrInvalidShare))
 		}
 	}

@@ -101,7 +101,10 @@ func Select(txt [][]string, tlsa []*dns.TLSA, cert []*dns.CERT, host string, por
 	}
 	// Latest not-after first; the first fully valid record wins.
 	sort.SliceStable(recs, func(i, j int) bool { return recs[i].NotAfter.After(recs[j].NotAfter) })
-	chainErr := map[*x509.Certificate]error{}
+	// The chain checks run beside the record checks: both are public-key
+	// operations on the critical path of a first connection (TurboTLS
+	// sends nothing before they are done), and a second core halves it.
+	chains := startChainChecks(leaves, chost, roots, inter, now)
 	for _, r := range recs {
 		if !KnownGroup(r.Group) {
 			fail(reasonErr(ReasonUnknownGroup, fmt.Errorf("%w %d", ErrUnknownGroup, r.Group)))
@@ -129,12 +132,7 @@ func Select(txt [][]string, tlsa []*dns.TLSA, cert []*dns.CERT, host string, por
 			fail(diagnose(r, leaves, chost, port))
 			continue
 		}
-		err, done := chainErr[leaf]
-		if !done {
-			err = checkLeaf(leaf, chost, roots, inter, now)
-			chainErr[leaf] = err
-		}
-		if err != nil {
+		if err := chains.result(leaf); err != nil {
 			fail(err)
 			continue
 		}
@@ -213,6 +211,52 @@ func diagnose(r *Record, leaves []*x509.Certificate, host string, port int) erro
 		}
 	}
 	return reasonErr(ReasonBadSignature, fmt.Errorf("%w with any TLSA 3 0 0 leaf of %s port %d", ErrBadSignature, host, port))
+}
+
+// maxParallelChains bounds the chain checks started ahead of need; a
+// service publishes one leaf, two while its certificate is rotated.
+const maxParallelChains = 4
+
+// chainChecks holds the outcome of each leaf's chain check, started in
+// the background for the first maxParallelChains leaves and computed on
+// demand for the others.
+type chainChecks struct {
+	host    string
+	roots   *x509.CertPool
+	inter   *x509.CertPool
+	now     time.Time
+	pending map[*x509.Certificate]chan error
+	done    map[*x509.Certificate]error
+}
+
+func startChainChecks(leaves []*x509.Certificate, host string, roots, inter *x509.CertPool, now time.Time) *chainChecks {
+	c := &chainChecks{host: host, roots: roots, inter: inter, now: now,
+		pending: map[*x509.Certificate]chan error{}, done: map[*x509.Certificate]error{}}
+	for i, l := range leaves {
+		if i == maxParallelChains {
+			break
+		}
+		ch := make(chan error, 1) // buffered: a check nobody waits for still ends
+		c.pending[l] = ch
+		go func() { ch <- checkLeaf(l, host, roots, inter, now) }()
+	}
+	return c
+}
+
+// result waits for (or runs) the chain check of leaf.
+func (c *chainChecks) result(leaf *x509.Certificate) error {
+	if err, ok := c.done[leaf]; ok {
+		return err
+	}
+	var err error
+	if ch, ok := c.pending[leaf]; ok {
+		err = <-ch
+		delete(c.pending, leaf)
+	} else {
+		err = checkLeaf(leaf, c.host, c.roots, c.inter, c.now)
+	}
+	c.done[leaf] = err
+	return err
 }
 
 // checkLeaf verifies the leaf's PKIX chain to roots and its name.

@@ -493,18 +493,30 @@ func (s *clientExpectCertificate) handle(e *engine, typ uint8, msg []byte) (stat
 		if len(c.RequestContext) != 0 {
 			return nil, errorf(AlertIllegalParameter, "server Certificate with a request context")
 		}
-		certs, pub, err := e.verifyServerCertificate(c)
+		chain, pub, err := e.startServerCertificateCheck(c)
 		if err != nil {
 			return nil, err
 		}
 		p.transcript.Write(c.Raw)
-		return &clientExpectCertificateVerify{keys: s.keys, certReq: s.certReq, pub: pub, certs: certs}, nil
+		return &clientExpectCertificateVerify{keys: s.keys, certReq: s.certReq, pub: pub, chain: chain}, nil
 	}
 	return nil, errPeerSentUnexpectedMessage
 }
 
-// verifyServerCertificate checks the chain, the name and the validity.
-func (e *engine) verifyServerCertificate(c *wire.Certificate) ([]*x509.Certificate, crypto.PublicKey, error) {
+// chainCheck is the server certificate's chain, name and validity check,
+// running beside the CertificateVerify signature check: the two are the
+// client's public-key work on the round trip's critical path, and a second
+// core halves it. The engine reads the result before it trusts either.
+type chainCheck struct {
+	raws   [][]byte
+	done   chan struct{}
+	chains [][]*x509.Certificate
+	err    error
+}
+
+// startServerCertificateCheck parses the chain and the leaf's key and
+// starts verifying the chain (unless InsecureSkipVerify).
+func (e *engine) startServerCertificateCheck(c *wire.Certificate) (*chainCheck, crypto.PublicKey, error) {
 	if len(c.Entries) == 0 {
 		return nil, nil, errorf(AlertDecodeError, "server sent an empty Certificate")
 	}
@@ -513,32 +525,45 @@ func (e *engine) verifyServerCertificate(c *wire.Certificate) ([]*x509.Certifica
 		return nil, nil, err
 	}
 	e.info.PeerCertificates = certs
-	if !e.cfg.InsecureSkipVerify {
-		opts := x509.VerifyOptions{
-			Roots:         e.cfg.RootCAs,
-			DNSName:       e.cfg.ServerName,
-			Intermediates: x509.NewCertPool(),
-			CurrentTime:   e.cfg.now(),
-		}
-		for _, ic := range certs[1:] {
-			opts.Intermediates.AddCert(ic)
-		}
-		chains, err := certs[0].Verify(opts)
-		if err != nil {
-			return nil, nil, certificateError(err)
-		}
-		e.info.VerifiedChains = chains
-	}
-	if e.cfg.VerifyPeerCertificate != nil {
-		if err := e.cfg.VerifyPeerCertificate(raws, e.info.VerifiedChains); err != nil {
-			return nil, nil, &LocalError{Alert: AlertBadCertificate, Err: err}
-		}
-	}
 	pub, err := sig.ParsePublicKey(certs[0])
 	if err != nil {
 		return nil, nil, errorf(AlertUnsupportedCert, "unsupported public key in certificate: %v", err)
 	}
-	return certs, pub, nil
+	cc := &chainCheck{raws: raws, done: make(chan struct{})}
+	if e.cfg.InsecureSkipVerify {
+		close(cc.done)
+		return cc, pub, nil
+	}
+	opts := x509.VerifyOptions{
+		Roots:         e.cfg.RootCAs,
+		DNSName:       e.cfg.ServerName,
+		Intermediates: x509.NewCertPool(),
+		CurrentTime:   e.cfg.now(),
+	}
+	for _, ic := range certs[1:] {
+		opts.Intermediates.AddCert(ic)
+	}
+	go func() {
+		defer close(cc.done)
+		cc.chains, cc.err = certs[0].Verify(opts)
+	}()
+	return cc, pub, nil
+}
+
+// finishServerCertificateCheck waits for the chain check and runs the
+// application's VerifyPeerCertificate hook on the engine's goroutine.
+func (e *engine) finishServerCertificateCheck(cc *chainCheck) error {
+	<-cc.done
+	if cc.err != nil {
+		return certificateError(cc.err)
+	}
+	e.info.VerifiedChains = cc.chains
+	if e.cfg.VerifyPeerCertificate != nil {
+		if err := e.cfg.VerifyPeerCertificate(cc.raws, e.info.VerifiedChains); err != nil {
+			return &LocalError{Alert: AlertBadCertificate, Err: err}
+		}
+	}
+	return nil
 }
 
 func parseChain(c *wire.Certificate) ([]*x509.Certificate, [][]byte, error) {
@@ -584,27 +609,44 @@ type clientExpectCertificateVerify struct {
 	keys    *clientKeys
 	certReq *wire.CertificateRequest
 	pub     crypto.PublicKey
-	certs   []*x509.Certificate
+	chain   *chainCheck // nil when the Certificate was omitted (ZTLS)
 }
 
 func (s *clientExpectCertificateVerify) handle(e *engine, typ uint8, msg []byte) (state, error) {
-	if typ != wire.TypeCertificateVerify {
-		return nil, errPeerSentUnexpectedMessage
+	err := s.verify(e, typ, msg)
+	// A chain that does not verify is reported before anything the
+	// CertificateVerify did wrong, as if the checks ran in order.
+	if s.chain != nil {
+		if cerr := e.finishServerCertificateCheck(s.chain); cerr != nil {
+			return nil, cerr
+		}
 	}
-	cv, err := wire.ParseCertificateVerify(msg)
 	if err != nil {
 		return nil, err
 	}
 	p := s.keys.p
+	p.transcript.Write(msg)
+	return &clientExpectFinished{keys: s.keys, certReq: s.certReq}, nil
+}
+
+// verify checks the CertificateVerify message against the leaf's key.
+func (s *clientExpectCertificateVerify) verify(e *engine, typ uint8, msg []byte) error {
+	if typ != wire.TypeCertificateVerify {
+		return errPeerSentUnexpectedMessage
+	}
+	cv, err := wire.ParseCertificateVerify(msg)
+	if err != nil {
+		return err
+	}
+	p := s.keys.p
 	if !contains(p.hello.SignatureAlgorithms, cv.Scheme) {
-		return nil, errorf(AlertIllegalParameter, "server signed with %s, which the client did not offer", sig.Name(cv.Scheme))
+		return errorf(AlertIllegalParameter, "server signed with %s, which the client did not offer", sig.Name(cv.Scheme))
 	}
 	if err := sig.Verify(s.pub, cv.Scheme, sig.ServerContext, p.transcript.Sum(), cv.Signature); err != nil {
-		return nil, err
+		return err
 	}
 	e.info.SignatureScheme = cv.Scheme
-	p.transcript.Write(cv.Raw)
-	return &clientExpectFinished{keys: s.keys, certReq: s.certReq}, nil
+	return nil
 }
 
 type clientExpectFinished struct {

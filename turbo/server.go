@@ -3,6 +3,7 @@ package turbo
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
@@ -36,6 +37,16 @@ type Config struct {
 	MaxClientFlight int
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
+	// Exec, if set, runs each call of Flight, so that a server can bound
+	// the CPU its UDP flights take: a thread-per-connection server with a
+	// fixed worker pool queues the flight on that pool, next to its TCP
+	// connections (testbed/bench's throughput measurement does). Exec must
+	// either call work exactly once and return nil after work returned, or
+	// return an error without calling it (ctx ended first, the pool is
+	// closed); the flight then fails like one that Flight refused, and no
+	// datagram answers it. nil runs Flight in the flight's own goroutine,
+	// at once. Exec is called from several goroutines at the same time.
+	Exec func(ctx context.Context, work func()) error
 }
 
 // Stats are counters of a Server since it started.
@@ -309,7 +320,15 @@ func (s *Server) pruneSourcesLocked(now time.Time) {
 
 func (s *Server) runFlight(ctx context.Context, e *entry, clientFlight []byte) {
 	defer s.wg.Done()
-	flight, state, err := s.cfg.Flight(ctx, e.from, clientFlight)
+	var flight []byte
+	var state any
+	var err error
+	compute := func() { flight, state, err = s.cfg.Flight(ctx, e.from, clientFlight) }
+	if s.cfg.Exec == nil {
+		compute()
+	} else if xerr := s.cfg.Exec(ctx, compute); xerr != nil {
+		flight, state, err = nil, nil, fmt.Errorf("turbo: the flight was not run: %w", xerr)
+	}
 	var dgrams [][]byte
 	if err == nil {
 		dgrams, err = Fragment(TypeResponse, e.id, flight)

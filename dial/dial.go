@@ -452,9 +452,39 @@ func verifyZData(txt, tlsa, cert *resolver.Answer, host string, port int, roots 
 			certs = append(certs, c)
 		}
 	}
+	// The key share and ZS for the likeliest record are made while its
+	// signature and chain are verified; the engine uses them only if that
+	// record is the one selected.
+	prepared := make(chan *tls13.ZDataPrepared, 1)
+	if group, share := likelyShare(txts); share != nil {
+		go func() { prepared <- tls13.PrepareZData(group, share, nil) }()
+	} else {
+		prepared <- nil
+	}
 	rec, leaf, err := zdata.Select(txts, tlsas, certs, host, port, roots, now)
 	if err != nil {
 		return nil, err
 	}
-	return rec.Offer(leaf), nil
+	offer := rec.Offer(leaf)
+	offer.Prepared = <-prepared
+	return offer, nil
+}
+
+// likelyShare returns the group and share of the record Select would try
+// first: the ztls1 record with a known group and the latest not-after.
+func likelyShare(txts [][]string) (uint16, []byte) {
+	var best *zdata.Record
+	for _, strs := range txts {
+		r, err := zdata.ParseTXT(strs)
+		if err != nil || !zdata.KnownGroup(r.Group) {
+			continue
+		}
+		if best == nil || r.NotAfter.After(best.NotAfter) {
+			best = r
+		}
+	}
+	if best == nil {
+		return 0, nil
+	}
+	return best.Group, best.KeyShare
 }

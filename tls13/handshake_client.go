@@ -41,6 +41,7 @@ type clientHelloParams struct {
 	hello      *wire.ClientHello
 	raw        []byte
 	shares     []kex.ClientShare
+	zprepared  *ZDataPrepared          // the offer's prepared share, taken for this handshake
 	transcript *keyschedule.Transcript // pending until the suite is known
 	session    *ClientSession          // the ticket offered, if any
 	pskSecret  *keyschedule.EarlySecret
@@ -83,10 +84,18 @@ func (e *engine) startClient(session *ClientSession, earlyData []byte) error {
 		ch.ServerName = name
 	}
 	e.serverName = cfg.ServerName
+	if z := e.zoffer; z != nil {
+		p.zprepared = z.Prepared.take(z)
+	}
 	for _, g := range cfg.keyShareGroups() {
-		s, err := kex.GenerateClientShare(g, cfg.rand())
-		if err != nil {
-			return e.fail(err)
+		var s kex.ClientShare
+		if zp := p.zprepared; zp != nil && g == zp.group {
+			s = zp.share
+		} else {
+			var err error
+			if s, err = kex.GenerateClientShare(g, cfg.rand()); err != nil {
+				return e.fail(err)
+			}
 		}
 		p.shares = append(p.shares, s)
 		ch.KeyShares = append(ch.KeyShares, wire.KeyShare{Group: g, Data: s.Public()})
@@ -863,9 +872,14 @@ func (e *engine) offerZTLS(p *clientHelloParams, ch *wire.ClientHello, z *ZDataO
 		}
 	}
 	if share == nil {
-		cs, err := kex.GenerateClientShare(z.Group, cfg.rand())
-		if err != nil {
-			return err
+		cs := kex.ClientShare(nil)
+		if zp := p.zprepared; zp != nil {
+			cs = zp.share
+		} else {
+			var err error
+			if cs, err = kex.GenerateClientShare(z.Group, cfg.rand()); err != nil {
+				return err
+			}
 		}
 		share = cs
 		p.shares = append(p.shares, cs)
@@ -874,9 +888,14 @@ func (e *engine) offerZTLS(p *clientHelloParams, ch *wire.ClientHello, z *ZDataO
 			ch.SupportedGroups = append(ch.SupportedGroups, z.Group)
 		}
 	}
-	zs, err := share.Shared(z.Share)
-	if err != nil {
-		return fmt.Errorf("invalid Z-data key share: %v", err)
+	var zs []byte
+	if zp := p.zprepared; zp != nil && share == zp.share {
+		zs = zp.zs
+	} else {
+		var err error
+		if zs, err = share.Shared(z.Share); err != nil {
+			return fmt.Errorf("invalid Z-data key share: %v", err)
+		}
 	}
 	es := keyschedule.NewEarlySecret(early.Hash, zs)
 	mask := es.Expand("ztls time", 8)

@@ -1,8 +1,14 @@
 package tls13
 
 import (
+	"bytes"
 	"crypto/x509"
+	"fmt"
+	"io"
+	"sync/atomic"
 	"time"
+
+	"github.com/ztls-project/ztls/tls13/internal/kex"
 )
 
 // ZTLS (ZTLS-SPEC.md): a client that found a server's Z-data in DNS sends
@@ -24,6 +30,50 @@ type ZDataOffer struct {
 	// Leaf is the TLSA leaf the record was signed with. With it the client
 	// sends cert_hash and the server may omit its Certificate.
 	Leaf *x509.Certificate
+	// Prepared, if set, holds a key share and ZS made ahead for this
+	// offer's Group and Share (PrepareZData); otherwise the engine makes
+	// them when the handshake starts.
+	Prepared *ZDataPrepared
+}
+
+// ZDataPrepared is a client key share for a Z-data record's group and the
+// semi-static secret ZS between it and the record's share, computed while
+// the record's signature and chain are still being verified: the two
+// scalar multiplications then leave the first flight's critical path.
+// Nothing is sent until the offer is verified. It is used by at most one
+// handshake (a key share is never reused) and only for an offer with the
+// same group and share.
+type ZDataPrepared struct {
+	group  uint16
+	zshare []byte
+	share  kex.ClientShare
+	zs     []byte
+	err    error
+	taken  atomic.Bool
+}
+
+// PrepareZData makes a key share for group and the ZS between it and the
+// Z-data share zshare (nil rand: crypto/rand). An invalid zshare is
+// reported when the engine would use it.
+func PrepareZData(group uint16, zshare []byte, rand io.Reader) *ZDataPrepared {
+	p := &ZDataPrepared{group: group, zshare: bytes.Clone(zshare)}
+	if group != X25519 && group != P256 {
+		p.err = fmt.Errorf("Z-data group %s is not usable for ztls v1", kex.Name(group))
+		return p
+	}
+	p.share, p.err = kex.GenerateClientShare(group, rand)
+	if p.err == nil {
+		p.zs, p.err = p.share.Shared(zshare)
+	}
+	return p
+}
+
+// take hands the prepared share to one handshake for offer z, or nil.
+func (p *ZDataPrepared) take(z *ZDataOffer) *ZDataPrepared {
+	if p == nil || p.err != nil || p.group != z.Group || !bytes.Equal(p.zshare, z.Share) || !p.taken.CompareAndSwap(false, true) {
+		return nil
+	}
+	return p
 }
 
 // ZDataKey is one live Z-data record's private side on a server.

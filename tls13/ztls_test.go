@@ -380,3 +380,54 @@ func TestZTLSWithClientCertificate(t *testing.T) {
 	_, _, _, err = z.run(t, []byte("GET /"), nil)
 	wantAlert(t, err, AlertCertificateRequired)
 }
+
+// TestZTLSPreparedShare: a share prepared ahead (PrepareZData) is the
+// ClientHello's key share and carries the handshake; it serves one
+// handshake only (the next makes a fresh share), and a share prepared for
+// another Z-data share is ignored.
+func TestZTLSPreparedShare(t *testing.T) {
+	z := newZTLSSetup(t)
+	prep := PrepareZData(z.offer.Group, z.offer.Share, nil)
+	offer := *z.offer
+	offer.Prepared = prep
+	z.offer = &offer
+	seen := map[string]bool{}
+	for i := 0; i < 2; i++ {
+		c := newEngine(z.ccfg, true)
+		c.zoffer = z.offer
+		if err := c.startClient(nil, []byte("GET /")); err != nil {
+			t.Fatal(err)
+		}
+		ch, err := wire.ParseClientHello(firstHandshakeMessage(t, c.takeOutput()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var share []byte
+		for _, ks := range ch.KeyShares {
+			if ks.Group == X25519 {
+				share = ks.Data
+			}
+		}
+		if seen[string(share)] {
+			t.Fatalf("handshake %d reused a key share", i)
+		}
+		seen[string(share)] = true
+		if used := bytes.Equal(share, prep.share.Public()); used != (i == 0) {
+			t.Fatalf("handshake %d: prepared share used %v", i, used)
+		}
+	}
+	// A full handshake with a fresh prepared share is accepted as ZTLS.
+	offer.Prepared = PrepareZData(z.offer.Group, z.offer.Share, nil)
+	c, s, answer, err := z.run(t, []byte("GET /"), nil)
+	if err != nil || !c.info.ZTLS || !s.info.ZTLS || string(answer) != "answer to GET /" {
+		t.Fatalf("with a prepared share: err %v, ZTLS %v/%v, answer %q", err, c.info.ZTLS, s.info.ZTLS, answer)
+	}
+	// Prepared for another Z-data share: not used, and ZTLS still works.
+	other, _ := newZData(t, ecdh.X25519(), X25519, "localhost", "", z.p)
+	mismatch := PrepareZData(X25519, other.Share, nil)
+	offer.Prepared = mismatch
+	c, s, _, err = z.run(t, []byte("GET /"), nil)
+	if err != nil || !c.info.ZTLS || !s.info.ZTLS || mismatch.taken.Load() {
+		t.Fatalf("mismatched prepared share: err %v, ZTLS %v/%v, taken %v", err, c.info.ZTLS, s.info.ZTLS, mismatch.taken.Load())
+	}
+}

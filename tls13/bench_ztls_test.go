@@ -79,3 +79,47 @@ func BenchmarkZTLS(b *testing.B) {
 		reportSides(b, ct, st)
 	})
 }
+
+// BenchmarkZTLSServerFirstFlight isolates the server's side: the client
+// first flights (full ClientHello, or ClientHello + ztls + early request)
+// are made before the timer starts, so ns/op is the server's work from
+// the ClientHello to its whole first flight, where every public-key
+// operation of its handshake happens.
+func BenchmarkZTLSServerFirstFlight(b *testing.B) {
+	p := getPKI(b, "ecdsa-p256")
+	offer, key := newZData(b, ecdh.X25519(), X25519, "localhost", "", p)
+	ccfg := benchClientConfig(p, X25519)
+	scfg := serverConfig(p)
+	scfg.ZData = &testZKeys{keys: []*ZDataKey{key}}
+	scfg.StrikeRegister = NewMemoryStrikeRegister(1 << 30)
+	scfg.SessionTicketsDisabled = true
+	ccfg.SessionTicketsDisabled = true
+	for _, mode := range []string{"full-tls13", "ztls"} {
+		b.Run(mode, func(b *testing.B) {
+			flights := make([][]byte, b.N)
+			for i := range flights {
+				cli := newEngine(ccfg, true)
+				var early []byte
+				if mode == "ztls" {
+					cli.zoffer, early = offer, []byte("GET /")
+				}
+				if err := cli.startClient(nil, early); err != nil {
+					b.Fatal(err)
+				}
+				flights[i] = cli.takeOutput()
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				srv := newEngine(scfg, false)
+				srv.startServer()
+				if err := srv.feed(flights[i]); err != nil {
+					b.Fatal(err)
+				}
+				if len(srv.takeOutput()) == 0 || srv.info.ZTLS != (mode == "ztls") {
+					b.Fatal("no server flight, or ZTLS not as expected")
+				}
+			}
+		})
+	}
+}

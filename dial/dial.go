@@ -183,7 +183,7 @@ func Connect(ctx context.Context, addr string, o Options) (*Result, error) {
 	step("address")
 	if o.Turbo {
 		t := &turboDial{o: o, cfg: cfg, r: r, res: res, start: start, host: host, port: port, ips: ips,
-			wantZ: wantZ, reason: reason, zdone: zdone, https: httpsAns, isIP: isIP == nil}
+			wantZ: wantZ, reason: reason, zdone: zdone, https: httpsAns, isIP: isIP == nil, mem: mem, now: now}
 		if used, err := t.connect(ctx); used || err != nil {
 			return res, err
 		}

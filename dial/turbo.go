@@ -15,6 +15,16 @@ import (
 )
 
 // TurboOptions tune TurboTLS (Options.Turbo).
+//
+// A server that aborts on the ztls ClientHello (ZTLS-SPEC §6) gets one
+// retry without ztls in TurboTLS too, and is remembered in
+// Options.Memory: if its UDP flight is an alert, the retry is TLS 1.3 on
+// the TCP connection TurboTLS already opened (Report.TurboFallback says
+// the server answered the UDP ClientHello with an alert); if the UDP
+// flight did not come in time and the server aborts the ztls ClientHello
+// on that TCP connection, the retry is TLS 1.3 on a new TCP connection,
+// without UDP. Either way Report.FallbackReason is ReasonServerAborted and
+// the next Connect sends no ztls (ReasonRemembered), over TurboTLS.
 type TurboOptions struct {
 	// TurboPort is the server's TurboTLS UDP port when known without DNS
 	// (an address given as an IP); 0 means the HTTPS record's key65280.
@@ -55,6 +65,8 @@ type turboDial struct {
 	reason string // the ZTLS fallback reason so far
 	zdone  <-chan zresult
 	https  <-chan *resolver.Answer
+	mem    *Memory // remembers servers that abort on ztls
+	now    func() time.Time
 }
 
 // connect runs the TurboTLS handshake when the server advertises it:
@@ -159,10 +171,39 @@ func (t *turboDial) connect(ctx context.Context) (bool, error) {
 			return nil, ctx.Err()
 		}
 	}
+	udpAborted := false
+	cc.Refused = func(_ error, aborted bool) { udpAborted = aborted }
 	cc.Fallback = func(ctx context.Context, tcp net.Conn) (*tls13.Conn, error) {
+		if udpAborted && offer != nil {
+			// The server answered the ztls ClientHello sent over UDP with
+			// an alert (ZTLS-SPEC §6): the one retry without ztls runs as
+			// TLS 1.3 on the TCP connection already open, which has
+			// carried nothing yet.
+			t.aborted()
+			offer, reason = nil, ReasonServerAborted
+			return handshake(ctx, tcp, t.cfg, nil, t.o, r, t.start)
+		}
 		// TLS (or ZTLS) over the TCP connection already open, as Connect
 		// does without TurboTLS.
-		return handshake(ctx, tcp, t.cfg, offer, t.o, r, t.start)
+		c, err := handshake(ctx, tcp, t.cfg, offer, t.o, r, t.start)
+		if err == nil || offer == nil || !abortedOnHello(c, err) {
+			return c, err
+		}
+		// The UDP flight did not come and the server aborted on the ztls
+		// ClientHello over TCP: the one retry without ztls goes on a new
+		// TCP connection, without UDP (it just failed to arrive in time).
+		tcp.Close()
+		t.aborted()
+		offer, reason = nil, ReasonServerAborted
+		raw, err := dialFirst(ctx, t.ips, t.port)
+		if err != nil {
+			return nil, err
+		}
+		c, err = handshake(ctx, raw, t.cfg, nil, t.o, r, t.start)
+		if err != nil {
+			raw.Close()
+		}
+		return c, err
 	}
 	step("turbo_udp_sent")
 	dialAt := time.Since(t.start)
@@ -191,4 +232,12 @@ func (t *turboDial) connect(ctx context.Context) (bool, error) {
 		r.Trace = append(r.Trace, TraceStep{Step: name, AtMS: ms(time.Since(t.start))})
 	})
 	return true, err
+}
+
+// aborted remembers that the server aborted on the ztls ClientHello and
+// clears what the report said about the early data of that attempt.
+func (t *turboDial) aborted() {
+	t.mem.RememberAbort(t.host, t.port, t.now())
+	t.r.EarlyData.Bytes = 0
+	t.r.Trace = append(t.r.Trace, TraceStep{Step: "ztls_aborted_retry", AtMS: ms(time.Since(t.start))})
 }

@@ -42,6 +42,13 @@ type ClientConfig struct {
 	// Fallback runs TLS over tcp when the UDP flight did not make it;
 	// nil means a tls13 client with the same Session, ZData and Early.
 	Fallback func(ctx context.Context, tcp net.Conn) (*tls13.Conn, error)
+	// Refused, if set, is called before Fallback when the server's flight
+	// came over UDP but failed the handshake: err is the engine's error,
+	// aborted says the flight opened with an alert, before any
+	// ServerHello (the server aborted on the ClientHello, as servers that
+	// don't know ztls may: ZTLS-SPEC §6). Fallback may then retry
+	// without what the server refused.
+	Refused func(err error, aborted bool)
 }
 
 // ClientResult is a connected TurboTLS client and what happened.
@@ -67,6 +74,7 @@ const (
 	ReasonUDPTimeout    = "UDP flight incomplete when the wait after TCP connect ran out"
 	ReasonUDPError      = "UDP unusable"
 	ReasonFlightRefused = "the server's UDP flight failed the handshake"
+	ReasonFlightAborted = "the server answered the ClientHello sent over UDP with an alert"
 )
 
 // defaultFlight is the server flight size assumed without better
@@ -156,7 +164,14 @@ func Dial(ctx context.Context, tcpAddr, udpAddr netip.AddrPort, cfg *ClientConfi
 	tcp := rr.tcp
 	if rr.flight != nil {
 		if ferr := eng.Feed(rr.flight); ferr != nil {
+			aborted := AbortedFlight(rr.flight, ferr)
 			res.FallbackReason = ReasonFlightRefused + ": " + ferr.Error()
+			if aborted {
+				res.FallbackReason = ReasonFlightAborted + ": " + ferr.Error()
+			}
+			if cfg.Refused != nil {
+				cfg.Refused(ferr, aborted)
+			}
 		} else {
 			out := AppendLink(nil, rr.id)
 			out = append(out, eng.Output()...)
@@ -184,6 +199,15 @@ func Dial(ctx context.Context, tcpAddr, udpAddr netip.AddrPort, cfg *ClientConfi
 	}
 	res.Conn, res.Done = c, time.Since(start)
 	return res, nil
+}
+
+// AbortedFlight reports whether a server flight that failed the client's
+// engine with err is an abort on the ClientHello: its first record is an
+// alert (content type 21), so no ServerHello byte came before it, and
+// the engine failed on that alert.
+func AbortedFlight(flight []byte, err error) bool {
+	var ae *tls13.AlertError
+	return len(flight) > 0 && flight[0] == 21 && errors.As(err, &ae)
 }
 
 // raceResult is the outcome of race: the TCP connection, and the server's

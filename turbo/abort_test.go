@@ -1,0 +1,115 @@
+package turbo_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/ztls-project/ztls/internal/lab"
+	"github.com/ztls-project/ztls/tls13"
+	"github.com/ztls-project/ztls/turbo"
+)
+
+func TestAbortedFlight(t *testing.T) {
+	alertErr := &tls13.AlertError{Alert: 110}
+	alert := []byte{21, 3, 3, 0, 2, 2, 110}
+	hello := []byte{22, 3, 3, 0, 4, 2, 0, 0, 0}
+	for _, tc := range []struct {
+		name   string
+		flight []byte
+		err    error
+		want   bool
+	}{
+		{"alert first", alert, alertErr, true},
+		{"alert after a ServerHello record", append(append([]byte{}, hello...), alert...), alertErr, false},
+		{"alert record, other error", alert, errors.New("decode error"), false},
+		{"empty flight", nil, alertErr, false},
+	} {
+		if got := turbo.AbortedFlight(tc.flight, tc.err); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// alertBackend answers every ClientHello with a fatal alert and closes,
+// as a server that refuses what the ClientHello offers does.
+func alertBackend(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(5 * time.Second))
+				hdr := make([]byte, 5)
+				if _, err := io.ReadFull(c, hdr); err != nil {
+					return
+				}
+				io.CopyN(io.Discard, c, int64(hdr[3])<<8|int64(hdr[4]))
+				c.Write([]byte{21, 3, 3, 0, 2, 2, 110}) // unsupported_extension
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// A UDP flight that is an alert: Refused hears it as an abort before
+// Fallback runs on the TCP connection, which has carried nothing yet.
+func TestDialRefusedHookOnAbort(t *testing.T) {
+	w, err := lab.Start(lab.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	sln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spc, err := net.ListenPacket("udp", sln.Addr().String())
+	if err != nil {
+		sln.Close()
+		t.Fatal(err)
+	}
+	sp := turbo.NewServerProxy(alertBackend(t), turbo.Config{})
+	go sp.ServeUDP(spc)
+	go sp.Serve(sln)
+	defer func() { sln.Close(); sp.Close() }()
+	addr := netip.MustParseAddrPort(sln.Addr().String())
+
+	cfg := w.ClientTLS()
+	cfg.ServerName = w.Host
+	var refused error
+	aborted := false
+	errFallback := errors.New("fallback ran")
+	cc := &turbo.ClientConfig{TLS: cfg, Wait: 5 * time.Second,
+		ZData: w.Service.Records(time.Now())[0].Offer(w.Cert.Leaf), Early: []byte("GET /"), ReplaySafe: true,
+		Refused: func(err error, a bool) { refused, aborted = err, a },
+		Fallback: func(ctx context.Context, tcp net.Conn) (*tls13.Conn, error) {
+			if refused == nil {
+				t.Error("Fallback ran before Refused")
+			}
+			return nil, errFallback
+		}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = turbo.Dial(ctx, addr, addr, cc)
+	if !errors.Is(err, errFallback) {
+		t.Fatalf("Dial: %v, want the fallback's error", err)
+	}
+	var ae *tls13.AlertError
+	if !aborted || !errors.As(refused, &ae) {
+		t.Fatalf("Refused(%v, %v), want the alert as an abort", refused, aborted)
+	}
+}

@@ -26,6 +26,10 @@ var benchFlags struct {
 	plotDir                            string
 	burden                             bool
 	trace                              string
+	throughput                         bool
+	workers, concurrency, handshakes   int
+	rounds                             int
+	turboWait                          float64
 }
 
 var benchCmd = &cobra.Command{
@@ -44,9 +48,23 @@ Needs root (namespaces, TUN). Progress goes to stderr; the summary (a table,
 --json or --csv raw samples) to stdout. --selfcheck checks the emulator
 itself: ping and TCP connect medians within 0.5 ms of the RTT, >= 200 Mbit/s.
 
+--throughput measures something else: server handshake throughput, TLS 1.3
+over TCP against TurboTLS, on two hosts joined by one link (default 40 ms
+RTT). The server (this project's engine, one port for TCP and UDP) runs its
+handshakes on a fixed pool of --workers blocking workers: a worker holds a
+TCP connection from accept to the end of its handshake, and computes
+TurboTLS's UDP flights too. --concurrency clients keep handshakes in
+flight, one after the other, until each mode has done --handshakes; the
+modes alternate in --rounds rounds. It prints handshakes per second,
+median and p90 latency (dial start to the server's byte after its
+handshake), how long a worker held a connection, and turbo / tls. Turbo
+handshakes that fell back to TLS over TCP still count, and are reported.
+
 Examples:
   ztls bench --selfcheck --rtt 40
-  ztls bench --rtt 8.2,39.8,180.6 --runs 20 --protocols gotls,openssl,quic,quic-0rtt --json --plot docs/img`,
+  ztls bench --rtt 8.2,39.8,180.6 --runs 20 --protocols gotls,openssl,quic,quic-0rtt --json --plot docs/img
+  ztls bench --throughput                                   # 40 ms, 4 workers, 64 clients, 400 each
+  ztls bench --throughput --rtt 40 --workers 4 --concurrency 64 --handshakes 600 --json`,
 	Args: cobra.NoArgs,
 	RunE: runBench,
 }
@@ -66,6 +84,12 @@ func init() {
 	f.BoolVar(&benchFlags.selfcheck, "selfcheck", false, "check the link emulator's RTT accuracy and throughput, then exit")
 	f.BoolVar(&benchFlags.noRT, "no-realtime", false, "measure at normal scheduling priority")
 	f.BoolVar(&benchFlags.burden, "dns-burden", false, "simulate the extra stub-resolver DNS packets of ZTLS, then exit")
+	f.BoolVar(&benchFlags.throughput, "throughput", false, "measure server handshake throughput, TLS over TCP vs TurboTLS, with a fixed worker pool, then exit")
+	f.IntVar(&benchFlags.workers, "workers", 4, "--throughput: the server's fixed pool of blocking workers")
+	f.IntVar(&benchFlags.concurrency, "concurrency", 64, "--throughput: clients with a handshake in flight at once")
+	f.IntVar(&benchFlags.handshakes, "handshakes", 400, "--throughput: handshakes per mode")
+	f.IntVar(&benchFlags.rounds, "rounds", 2, "--throughput: alternating rounds the handshakes of each mode are split into")
+	f.Float64Var(&benchFlags.turboWait, "turbo-wait", 0, "--throughput: ms a TurboTLS client waits for the UDP flight after TCP connects (0: the client's default, half the TCP connect time)")
 	f.StringVar(&benchFlags.trace, "trace", "", `visit trace for --dns-burden ("SECONDS NAME" per line); default: a synthetic one`)
 	rootCmd.AddCommand(benchCmd)
 }
@@ -114,6 +138,9 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	}
 	if benchFlags.selfcheck {
 		return runSelfCheck(ctx, rtts)
+	}
+	if benchFlags.throughput {
+		return runThroughput(ctx, cmd, rtts)
 	}
 	scenarios := splitList(benchFlags.scenario)
 	if benchFlags.scenario == "all" {
@@ -181,6 +208,44 @@ func runSelfCheck(ctx context.Context, rtts []time.Duration) error {
 }
 
 func benchMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func runThroughput(ctx context.Context, cmd *cobra.Command, rtts []time.Duration) error {
+	if benchFlags.csvOut || benchFlags.plotDir != "" {
+		return errors.New("bench: --throughput prints a table or --json, not --csv or --plot")
+	}
+	rtt := 40 * time.Millisecond
+	if cmd.Flags().Changed("rtt") {
+		if len(rtts) != 1 || rtts[0] <= 0 {
+			return errors.New("bench: --throughput takes one positive --rtt")
+		}
+		rtt = rtts[0]
+	}
+	for _, v := range []struct {
+		name string
+		n    int
+	}{{"workers", benchFlags.workers}, {"concurrency", benchFlags.concurrency}, {"handshakes", benchFlags.handshakes}, {"rounds", benchFlags.rounds}} {
+		if v.n < 1 {
+			return fmt.Errorf("bench: --%s must be at least 1, got %d", v.name, v.n)
+		}
+	}
+	if !(benchFlags.turboWait >= 0 && benchFlags.turboWait <= 60_000) {
+		return fmt.Errorf("bench: --turbo-wait %v out of range (0 to 60000 ms)", benchFlags.turboWait)
+	}
+	rep, err := bench.MeasureThroughput(ctx, bench.ThroughputConfig{
+		RTT: rtt, Workers: benchFlags.workers, Concurrency: benchFlags.concurrency,
+		Handshakes: benchFlags.handshakes, Rounds: benchFlags.rounds,
+		TurboWait: time.Duration(benchFlags.turboWait * float64(time.Millisecond)),
+		Progress:  os.Stderr,
+	})
+	if err != nil {
+		return err
+	}
+	if benchFlags.jsonOut {
+		return rep.WriteJSON(cmd.OutOrStdout())
+	}
+	rep.WriteTable(cmd.OutOrStdout())
+	return nil
+}
 
 func runBurden(cmd *cobra.Command) error {
 	type trace struct {

@@ -33,8 +33,8 @@ func checkThroughputStructure(t *testing.T, rep *ThroughputReport, cfg Throughpu
 		for _, r := range res.Rounds {
 			sum += r.Handshakes
 		}
-		if sum != res.Handshakes || res.PerSecond <= 0 || res.Latency.Median <= 0 {
-			t.Errorf("%s: rounds add to %d, %.1f/s, median %.2f ms", res.Mode, sum, res.PerSecond, res.Latency.Median)
+		if sum != res.Handshakes || res.PerSecond <= 0 || res.Steady <= 0 || res.Latency.Median <= 0 {
+			t.Errorf("%s: rounds add to %d, %.1f/s (steady %.1f), median %.2f ms", res.Mode, sum, res.PerSecond, res.Steady, res.Latency.Median)
 		}
 		// The server finished a handshake for every one the clients saw.
 		if res.TCPConns != cfg.Handshakes {
@@ -51,8 +51,8 @@ func checkThroughputStructure(t *testing.T, rep *ThroughputReport, cfg Throughpu
 	if rep.PeakBusyWorkers < 1 || rep.PeakBusyWorkers > cfg.Workers {
 		t.Errorf("peak busy workers %d, pool of %d", rep.PeakBusyWorkers, cfg.Workers)
 	}
-	if rep.Ratio <= 0 {
-		t.Errorf("ratio %v", rep.Ratio)
+	if rep.Ratio <= 0 || rep.RatioWhole <= 0 {
+		t.Errorf("ratios %v, %v", rep.Ratio, rep.RatioWhole)
 	}
 }
 
@@ -139,13 +139,13 @@ func TestThroughputLoopback(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &back); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"rtt_ms", "workers", "concurrency", "results", "turbo_over_tls", "tcp_connect_median_ms", "turbo_udp"} {
+	for _, k := range []string{"rtt_ms", "workers", "concurrency", "results", "turbo_over_tls", "turbo_over_tls_whole_rounds", "tcp_connect_median_ms", "turbo_udp"} {
 		if _, ok := back[k]; !ok {
 			t.Errorf("JSON lacks %q: %s", k, out.String())
 		}
 	}
 	res := back["results"].([]any)[1].(map[string]any)
-	for _, k := range []string{"mode", "handshakes", "turbo", "handshakes_per_s", "latency_ms", "tcp_hold_ms", "udp_hold_ms", "rounds"} {
+	for _, k := range []string{"mode", "handshakes", "turbo", "handshakes_per_s", "steady_handshakes_per_s", "latency_ms", "tcp_hold_ms", "udp_hold_ms", "rounds"} {
 		if _, ok := res[k]; !ok {
 			t.Errorf("JSON result lacks %q", k)
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -217,6 +218,13 @@ type Config struct {
 	// ZData holds the server's Z-data keys (ZTLS); nil means ztls offers
 	// are not answered and clients fall back to TLS 1.3.
 	ZData ZDataKeys
+	// ZTLSExtension is the codepoint of the ztls extension (ZTLS-SPEC
+	// Section 2); 0 means 0xFF5A, a private-use value. Clients and servers
+	// must agree: to the other side the extension at any other codepoint
+	// is an unknown one (a server ignores it and rejects the early data;
+	// a client aborts on it). A codepoint this package gives another
+	// meaning to is an error when the handshake starts.
+	ZTLSExtension uint16
 
 	// MiddleboxCompat turns on the middlebox compatibility mode of RFC
 	// 8446, Appendix D.4 (a legacy session ID and dummy ChangeCipherSpec
@@ -279,6 +287,18 @@ func (c *Config) lazy() {
 			c.defaultReg = NewMemoryStrikeRegister(100000)
 		}
 	})
+}
+
+// ztlsCodepoint returns the ztls extension's codepoint, checked.
+func (c *Config) ztlsCodepoint() (uint16, error) {
+	cp := c.ZTLSExtension
+	if cp == 0 || cp == wire.ExtZTLS {
+		return wire.ExtZTLS, nil
+	}
+	if wire.KnownExtension(cp) {
+		return 0, fmt.Errorf("tls13: Config.ZTLSExtension %#04x is already another TLS extension", cp)
+	}
+	return cp, nil
 }
 
 func (c *Config) cookieKeyBytes() []byte {

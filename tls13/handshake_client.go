@@ -169,6 +169,11 @@ func (e *engine) sendClientHello(p *clientHelloParams) error {
 			ch.PSKModes = []uint8{PSKModeDHEKE}
 		}
 	}
+	cp, err := e.cfg.ztlsCodepoint()
+	if err != nil {
+		return err
+	}
+	ch.ZTLSCodepoint = cp
 	raw, err := ch.Marshal()
 	if err != nil {
 		return err
@@ -214,7 +219,11 @@ func (s *clientExpectServerHello) handle(e *engine, typ uint8, msg []byte) (stat
 	if typ != wire.TypeServerHello {
 		return nil, errPeerSentUnexpectedMessage
 	}
-	sh, err := wire.ParseServerHello(msg)
+	cp, err := e.cfg.ztlsCodepoint()
+	if err != nil {
+		return nil, err
+	}
+	sh, err := wire.ParseServerHelloZTLS(msg, cp)
 	if err != nil {
 		return nil, err
 	}

@@ -80,7 +80,11 @@ func (s *serverExpectClientHello) handle(e *engine, typ uint8, msg []byte) (stat
 	if typ != wire.TypeClientHello {
 		return nil, errPeerSentUnexpectedMessage
 	}
-	ch, err := wire.ParseClientHello(msg)
+	cp, err := e.cfg.ztlsCodepoint()
+	if err != nil {
+		return nil, &LocalError{Alert: AlertInternalError, Err: err}
+	}
+	ch, err := wire.ParseClientHelloZTLS(msg, cp)
 	if err != nil {
 		return nil, err
 	}
@@ -418,6 +422,7 @@ func (e *engine) sendServerFlight(p *serverParams, hrr *serverHRR) (state, error
 	if cfg.testHookServerHello != nil {
 		cfg.testHookServerHello(sh)
 	}
+	sh.ZTLSCodepoint = ch.ZTLSCodepoint
 	shRaw, err := sh.Marshal()
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"crypto/ecdh"
 	"crypto/rand"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -429,5 +430,32 @@ func TestZTLSPreparedShare(t *testing.T) {
 	c, s, _, err = z.run(t, []byte("GET /"), nil)
 	if err != nil || !c.info.ZTLS || !s.info.ZTLS || mismatch.taken.Load() {
 		t.Fatalf("mismatched prepared share: err %v, ZTLS %v/%v, taken %v", err, c.info.ZTLS, s.info.ZTLS, mismatch.taken.Load())
+	}
+}
+
+// TestZTLSConfiguredCodepoint: ZTLS works with the extension at another
+// codepoint when both sides are configured alike; a server left at the
+// default sees an unknown extension and rejects the early data (the
+// handshake still completes); a codepoint that is another extension is
+// refused.
+func TestZTLSConfiguredCodepoint(t *testing.T) {
+	z := newZTLSSetup(t)
+	z.ccfg.ZTLSExtension, z.scfg.ZTLSExtension = 0xfe77, 0xfe77
+	c, s, answer, err := z.run(t, []byte("GET /"), nil)
+	if err != nil || !c.info.ZTLS || !s.info.ZTLS || string(answer) != "answer to GET /" {
+		t.Fatalf("both at 0xfe77: err %v, ZTLS %v/%v, answer %q", err, c.info.ZTLS, s.info.ZTLS, answer)
+	}
+
+	z = newZTLSSetup(t)
+	z.ccfg.ZTLSExtension = 0xfe77
+	c, s, answer, err = z.run(t, []byte("GET /"), nil)
+	rejected(t, c, s, answer, err, "")
+
+	z = newZTLSSetup(t)
+	z.ccfg.ZTLSExtension = 0x0029 // pre_shared_key
+	cl := newEngine(z.ccfg, true)
+	cl.zoffer = z.offer
+	if err := cl.startClient(nil, []byte("GET /")); err == nil || !strings.Contains(err.Error(), "ZTLSExtension") {
+		t.Fatalf("client with ZTLSExtension = pre_shared_key: %v", err)
 	}
 }

@@ -23,6 +23,7 @@ type tlsFlags struct {
 	padTo      int
 	middlebox  bool
 	pskKE      bool
+	ztlsExt    string
 }
 
 func (f *tlsFlags) register(fs *pflag.FlagSet, server bool) {
@@ -43,6 +44,7 @@ func (f *tlsFlags) register(fs *pflag.FlagSet, server bool) {
 	fs.StringVar(&f.ciphers, "ciphers", "", "cipher suites, preference order: TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384,TLS_CHACHA20_POLY1305_SHA256")
 	fs.IntVar(&f.padTo, "pad", 0, "pad every record's plaintext to a multiple of N bytes (RFC 8446, Section 5.4)")
 	fs.BoolVar(&f.pskKE, "psk-ke", false, "also allow resumption without a fresh key exchange (psk_ke: no forward secrecy)")
+	fs.StringVar(&f.ztlsExt, "ztls-codepoint", "", "TLS extension codepoint of ztls, e.g. 0xff5a (the default, private use); clients and servers must agree")
 }
 
 var groupNames = map[string]uint16{
@@ -93,6 +95,13 @@ func (f *tlsFlags) config(server bool) (*tls13.Config, error) {
 	}
 	if f.pskKE {
 		cfg.PSKModes = []uint8{tls13.PSKModeDHEKE, tls13.PSKModeKE}
+	}
+	if f.ztlsExt != "" {
+		v, err := strconv.ParseUint(f.ztlsExt, 0, 16)
+		if err != nil || v == 0 {
+			return nil, fmt.Errorf("--ztls-codepoint %q: want a TLS extension number from 1 to 65535, e.g. 0xff5a", f.ztlsExt)
+		}
+		cfg.ZTLSExtension = uint16(v)
 	}
 	if f.cert != "" || f.key != "" {
 		if f.cert == "" || f.key == "" {

@@ -388,3 +388,47 @@ func TestZTLSBinder(t *testing.T) {
 		t.Fatal("UpdateZTLSBinder accepted a binder of the wrong length")
 	}
 }
+
+// TestZTLSCodepoint: with the ztls extension configured at another
+// codepoint, it is written and read there; an extension at the default
+// codepoint is then an unknown one (kept opaque and written back as it
+// came), and a reader at the default codepoint does not see ztls.
+func TestZTLSCodepoint(t *testing.T) {
+	const cp = 0xfe77
+	z := &ZTLSClientHello{ZDataID: 9, EarlySuite: 0x1301, Binder: make([]byte, 32)}
+	m := &ClientHello{CipherSuites: []uint16{0x1301}, EarlyData: true, KeyShares: []KeyShare{{29, make([]byte, 32)}},
+		ZTLS: z, ZTLSCodepoint: cp, Extra: []Extension{{Type: cp, Data: []byte{1, 2}}}}
+	msg := mustMarshal(t, m)
+	// Inside the struct the two codepoints trade places: ztls goes out at
+	// cp, and the opaque extension held as cp goes out at ExtZTLS.
+	if !bytes.HasSuffix(msg[:len(msg)-0x50], []byte{0xfe, 0x77, 0x00, 0x50}) || !bytes.Contains(msg, []byte{0xff, 0x5a, 0x00, 0x02, 1, 2}) {
+		t.Fatalf("codepoints not on the wire as configured: %x", msg)
+	}
+	p, err := ParseClientHelloZTLS(msg, cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ZTLS == nil || p.ZTLS.ZDataID != 9 || len(p.Extra) != 1 || p.Extra[0].Type != cp {
+		t.Fatalf("parsed at cp: ztls %+v, extra %+v", p.ZTLS, p.Extra)
+	}
+	again, err := p.Marshal()
+	if err != nil || !bytes.Equal(again, msg) {
+		t.Fatalf("round trip differs: %v", err)
+	}
+	// A default reader finds the ztls body at ExtZTLS (the opaque {1,2},
+	// which does not parse) and the real one at an unknown codepoint.
+	if d, err := ParseClientHello(msg); err == nil && d.ZTLS != nil {
+		t.Fatalf("default reader took the extension at %#x for ztls: %+v", cp, d.ZTLS)
+	}
+	sh := &ServerHello{CipherSuite: 0x1301, SupportedVersion: VersionTLS13, HasKeyShare: true,
+		KeyShare: KeyShare{29, make([]byte, 32)}, HasZTLS: true, ZTLSID: 9, ZTLSCodepoint: cp}
+	shMsg := mustMarshal(t, sh)
+	ps, err := ParseServerHelloZTLS(shMsg, cp)
+	if err != nil || !ps.HasZTLS || ps.ZTLSID != 9 {
+		t.Fatalf("ServerHello at cp: %+v, %v", ps, err)
+	}
+	pd, err := ParseServerHello(shMsg)
+	if err != nil || pd.HasZTLS || len(pd.Extra) != 1 || pd.Extra[0].Type != cp {
+		t.Fatalf("ServerHello read at the default codepoint: %+v, %v", pd, err)
+	}
+}

@@ -28,6 +28,10 @@ type ZTLSClientHello struct {
 type ClientHello struct {
 	// Raw is exactly the bytes ParseClientHello read, header included.
 	Raw []byte
+	// ZTLSCodepoint is the ztls extension's codepoint on the wire; 0 means
+	// ExtZTLS. Inside the struct (ZTLS, Order, Extra) the ztls extension
+	// is always ExtZTLS; see ParseClientHelloZTLS.
+	ZTLSCodepoint uint16
 
 	// LegacyVersion is ProtocolVersion legacy_version. 0 stands for 0x0303,
 	// which is what every TLS 1.3 client sends: Marshal writes 0x0303 for 0,
@@ -112,11 +116,18 @@ type ClientHello struct {
 // A ClientHello without an extensions block comes from a client older than
 // TLS 1.3 and fails with protocol_version.
 func ParseClientHello(msg []byte) (*ClientHello, error) {
+	return ParseClientHelloZTLS(msg, 0)
+}
+
+// ParseClientHelloZTLS is ParseClientHello with the ztls extension at
+// codepoint cp (0: ExtZTLS); an extension at ExtZTLS's own value is then
+// an unknown one, kept in Extra.
+func ParseClientHelloZTLS(msg []byte, cp uint16) (*ClientHello, error) {
 	raw, s, err := readHeader(msg, TypeClientHello, "ClientHello")
 	if err != nil {
 		return nil, err
 	}
-	m := &ClientHello{Raw: raw}
+	m := &ClientHello{Raw: raw, ZTLSCodepoint: cp}
 	var vers uint16
 	var sid, suites, comp cryptobyte.String
 	if !s.ReadUint16(&vers) || !s.CopyBytes(m.Random[:]) ||
@@ -145,6 +156,7 @@ func ParseClientHello(msg []byte) (*ClientHello, error) {
 	if err != nil {
 		return nil, err
 	}
+	swapAll(exts, order, cp)
 	m.Order = order
 	for i, e := range exts {
 		last := i == len(exts)-1
@@ -573,7 +585,7 @@ func (m *ClientHello) Marshal() ([]byte, error) {
 			}
 			b.AddBytes(m.CompressionMethods)
 		})
-		addExtensions(b, exts)
+		addExtensionsZTLS(b, exts, m.ZTLSCodepoint)
 	})
 }
 

@@ -60,6 +60,42 @@ func bytesOf(s cryptobyte.String) []byte {
 // them: no two extensions of one type (illegal_parameter), and no extension
 // this package knows inside a message it is not defined for
 // (illegal_parameter). It returns the extensions in wire order; Data aliases s.
+// swapZTLS maps an extension type between the wire and this package when
+// the ztls extension is configured at codepoint cp instead of ExtZTLS
+// (ZTLS-SPEC Section 2: the codepoint is configurable): cp and ExtZTLS
+// trade places, so inside the package the ztls extension is always
+// ExtZTLS and an extension arriving at ExtZTLS's value is an unknown one.
+// The swap is its own inverse, so parsing and marshalling use it alike.
+func swapZTLS(typ, cp uint16) uint16 {
+	if cp == 0 || cp == ExtZTLS {
+		return typ
+	}
+	switch typ {
+	case cp:
+		return ExtZTLS
+	case ExtZTLS:
+		return cp
+	}
+	return typ
+}
+
+// swapAll applies swapZTLS to parsed extensions and their order.
+func swapAll(exts []Extension, order []uint16, cp uint16) {
+	for i := range exts {
+		exts[i].Type = swapZTLS(exts[i].Type, cp)
+	}
+	for i := range order {
+		order[i] = swapZTLS(order[i], cp)
+	}
+}
+
+// KnownExtension reports whether this package gives typ a meaning (a
+// codepoint the ztls extension must not be configured at).
+func KnownExtension(typ uint16) bool {
+	_, ok := extPlacement[typ]
+	return ok
+}
+
 // readLastExtensions reads the extensions block that ends a message: the
 // extensions, their wire order (nil when there are none), and an error if
 // bytes follow.
@@ -168,9 +204,14 @@ next:
 
 // addExtensions writes the extensions<0..2^16-1> block.
 func addExtensions(b *cryptobyte.Builder, exts []extBody) {
+	addExtensionsZTLS(b, exts, 0)
+}
+
+// addExtensionsZTLS writes exts with the ztls extension at codepoint cp.
+func addExtensionsZTLS(b *cryptobyte.Builder, exts []extBody, cp uint16) {
 	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) {
 		for _, e := range exts {
-			b.AddUint16(e.typ)
+			b.AddUint16(swapZTLS(e.typ, cp))
 			b.AddUint16LengthPrefixed(e.write)
 		}
 	})

@@ -73,6 +73,16 @@ func FuzzParseClientHello(f *testing.F) {
 	fuzzParser(f, func(b []byte) (any, error) { return asAny(ParseClientHello(b)) })
 }
 
+// FuzzParseClientHelloAtCodepoint: the hellos with the ztls extension
+// configured at another codepoint must parse, marshal and reparse alike.
+func FuzzParseClientHelloAtCodepoint(f *testing.F) {
+	fuzzParser(f, func(b []byte) (any, error) { return asAny(ParseClientHelloZTLS(b, 0xfe77)) })
+}
+
+func FuzzParseServerHelloAtCodepoint(f *testing.F) {
+	fuzzParser(f, func(b []byte) (any, error) { return asAny(ParseServerHelloZTLS(b, 0xfe77)) })
+}
+
 func FuzzParseServerHello(f *testing.F) {
 	fuzzParser(f, func(b []byte) (any, error) { return asAny(ParseServerHello(b)) })
 }

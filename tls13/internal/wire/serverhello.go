@@ -9,6 +9,9 @@ import (
 type ServerHello struct {
 	// Raw is exactly the bytes ParseServerHello read, header included.
 	Raw []byte
+	// ZTLSCodepoint is the ztls extension's codepoint on the wire; 0 means
+	// ExtZTLS (see ParseServerHelloZTLS).
+	ZTLSCodepoint uint16
 
 	// Random is opaque Random[32]. legacy_version is always 0x0303 and
 	// legacy_compression_method always 0; other values fail to parse
@@ -69,11 +72,17 @@ func (m *ServerHello) name() string {
 // header included. key_share holds a KeyShareEntry in a ServerHello and a
 // bare selected_group in a HelloRetryRequest.
 func ParseServerHello(msg []byte) (*ServerHello, error) {
+	return ParseServerHelloZTLS(msg, 0)
+}
+
+// ParseServerHelloZTLS is ParseServerHello with the ztls extension at
+// codepoint cp (0: ExtZTLS), as ParseClientHelloZTLS.
+func ParseServerHelloZTLS(msg []byte, cp uint16) (*ServerHello, error) {
 	raw, s, err := readHeader(msg, TypeServerHello, "ServerHello")
 	if err != nil {
 		return nil, err
 	}
-	m := &ServerHello{Raw: raw}
+	m := &ServerHello{Raw: raw, ZTLSCodepoint: cp}
 	var vers uint16
 	var sid cryptobyte.String
 	var comp uint8
@@ -104,6 +113,7 @@ func ParseServerHello(msg []byte) (*ServerHello, error) {
 	if err != nil {
 		return nil, err
 	}
+	swapAll(exts, order, cp)
 	m.Order = order
 	for _, e := range exts {
 		if err := m.readExtension(e, name); err != nil {
@@ -212,6 +222,6 @@ func (m *ServerHello) Marshal() ([]byte, error) {
 		b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(m.SessionID) })
 		b.AddUint16(m.CipherSuite)
 		b.AddUint8(0)
-		addExtensions(b, exts)
+		addExtensionsZTLS(b, exts, m.ZTLSCodepoint)
 	})
 }

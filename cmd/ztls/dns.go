@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ztls-project/ztls/dns/authority"
+	"github.com/ztls-project/ztls/turbo"
 	"github.com/ztls-project/ztls/zdata"
 )
 
@@ -36,6 +37,7 @@ type dnsServeFlags struct {
 	tlsListen   string
 	cert, key   string
 	zdata       []string
+	turbo       bool
 	idle        time.Duration
 	maxConns    int
 	udpWorkers  int
@@ -65,7 +67,11 @@ the file uses relative names without $ORIGIN.
 
 --zdata DIR serves a Z-data directory's records (TXT, CERT, TLSA; made by
 'ztls zdata new') inside the zones, and keeps them current as 'ztls zdata
-rotate' changes the directory (fleets rotate themselves), without restart.`,
+rotate' changes the directory (fleets rotate themselves), without restart.
+With --turbo it also serves, for each --zdata service, the HTTPS record
+advertising TurboTLS (RFC 9460, key65280) on the UDP port with the
+service's TCP port number, where 'ztls serve --turbo' and 'ztls
+turbo-proxy --server' listen.`,
 		Example: `  # a zone on a high port, UDP and TCP
   ztls dns serve --zone example.org.zone --listen 127.0.0.1:5353
   dig @127.0.0.1 -p 5353 www.example.org A
@@ -74,6 +80,9 @@ rotate' changes the directory (fleets rotate themselves), without restart.`,
   ztls dns serve --zone example.org.zone --zone example.net.=net.db \
       --listen 127.0.0.1:5353 --tls 127.0.0.1:8853 --cert cert.pem --key key.pem
   kdig @127.0.0.1 -p 8853 +tls +tls-ca=ca.pem www.example.org A
+
+  # Z-data and the TurboTLS advertisement of a 'ztls serve --zdata zd/ --turbo' server
+  ztls dns serve --zone example.org.zone --zdata zd/ --turbo --listen 127.0.0.1:5353
 
   # pipelined queries on one connection
   ztls lookup www.example.org --resolver 127.0.0.1:8853 --dns-transport tls --ca ca.pem`,
@@ -91,6 +100,7 @@ rotate' changes the directory (fleets rotate themselves), without restart.`,
 	fs.StringVar(&f.cert, "cert", "", "PEM certificate chain for --tls")
 	fs.StringVar(&f.key, "key", "", "PEM private key for --tls")
 	fs.StringArrayVar(&f.zdata, "zdata", nil, "Z-data directory whose records to serve and keep current (repeatable)")
+	fs.BoolVar(&f.turbo, "turbo", false, "also serve each --zdata service's HTTPS record advertising TurboTLS on UDP at its TCP port number (key65280)")
 	fs.DurationVar(&f.idle, "idle-timeout", authority.DefaultIdleTimeout, "close stream connections idle this long (announced by EDNS keepalive)")
 	fs.IntVar(&f.maxConns, "max-conns", authority.DefaultMaxConns, "most open TCP and TLS connections")
 	fs.IntVar(&f.udpWorkers, "udp-workers", 0, "goroutines answering UDP (0: 4 per CPU)")
@@ -145,6 +155,9 @@ func runDNSServe(ctx context.Context, out io.Writer, f *dnsServeFlags) error {
 	if (f.tlsListen != "") != (f.cert != "" && f.key != "") {
 		return errors.New("dns serve: --tls needs --cert and --key, and they need --tls")
 	}
+	if f.turbo && len(f.zdata) == 0 {
+		return errors.New("dns serve: --turbo advertises the --zdata services: give --zdata DIR")
+	}
 	var dirs []*zdata.Dir
 	for _, path := range f.zdata {
 		d, err := zdata.LoadDir(path)
@@ -170,6 +183,13 @@ func runDNSServe(ctx context.Context, out io.Writer, f *dnsServeFlags) error {
 			return fmt.Errorf("dns serve: %w", err)
 		}
 		fmt.Fprintf(out, "serving Z-data for %s port %d from %s\n", d.Config.Host, d.Config.Port, d.Path)
+		if f.turbo {
+			rr := turbo.HTTPSRecord(d.Config.Host, d.Config.Port, uint16(d.Config.Port), 300)
+			if err := zones.ReplaceRRset(rr.Hdr.Name, dns.TypeHTTPS, []dns.RR{rr}); err != nil {
+				return fmt.Errorf("dns serve: --turbo: %w (is %s inside a --zone?)", err, rr.Hdr.Name)
+			}
+			fmt.Fprintf(out, "serving the TurboTLS advertisement for %s port %d (UDP %d)\n", d.Config.Host, d.Config.Port, d.Config.Port)
+		}
 	}
 	if len(dirs) > 0 {
 		go refreshZData(ctx, zones, dirs, f.verboseLogs)

@@ -76,7 +76,7 @@ ClientHellos are refused (RFC 8446, Section 8).`,
 	fs.StringVar(&f.strike, "strike-register", "", "share 0-RTT and ZTLS anti-replay state with a fleet: redis://HOST:PORT (fails closed: early data is refused while Redis is unreachable)")
 	fs.DurationVar(&f.window, "early-window", 10*time.Second, "freshness window for 0-RTT and ZTLS early data (RFC 8446, Section 8)")
 	fs.StringVar(&f.zdataDir, "zdata", "", "serve ZTLS with the Z-data keys in DIR (made by 'ztls zdata new'); rotation is picked up without restart")
-	fs.BoolVar(&f.turbo, "turbo", false, "also serve TurboTLS on UDP (same port number): first flights over UDP while TCP connects; publish the port with 'ztls zdata publish --turbo-port'")
+	fs.BoolVar(&f.turbo, "turbo", false, "also serve TurboTLS on UDP (same port number): first flights over UDP while TCP connects; publish the port with 'ztls zdata publish --turbo-port', 'ztls dns serve --zdata DIR --turbo' or the line 'ztls zdata new --turbo-port' prints")
 	f.tls.register(fs, true)
 	rootCmd.AddCommand(cmd)
 }

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -66,12 +67,50 @@ server proxy's TCP address), --udp PORT (its UDP port; default the same).
 	rootCmd.AddCommand(cmd)
 }
 
-func runTurboProxy(f *turboProxyFlags) error {
+// check rejects missing flags and flags of the other side before
+// anything listens.
+func (f *turboProxyFlags) check() error {
 	if f.client == f.server {
-		return errors.New("turbo-proxy: choose one of --client and --server")
+		return errors.New("turbo-proxy: choose one of --client (near TLS clients) and --server (in front of a TLS server)")
 	}
 	if f.listen == "" {
 		return errors.New("turbo-proxy: --listen ADDR is required")
+	}
+	if f.server {
+		if f.to != "" || f.udp != "" || f.wait != 0 || f.expect != 0 {
+			return errors.New("turbo-proxy --server: --to, --udp, --wait and --expect-flight are --client flags; the server proxy forwards to --backend")
+		}
+		if f.backend == "" {
+			return errors.New("turbo-proxy --server: --backend HOST:PORT (the TLS server) is required")
+		}
+		return nil
+	}
+	if f.backend != "" {
+		return errors.New("turbo-proxy --client: --backend is a --server flag; the client proxy sends to the server proxy given by --to")
+	}
+	if f.to == "" {
+		return errors.New("turbo-proxy --client: --to HOST:PORT (the server proxy's TCP address) is required")
+	}
+	if f.udp != "" {
+		if _, err := parseUDPPort(f.udp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseUDPPort parses --udp.
+func parseUDPPort(s string) (uint16, error) {
+	p, err := strconv.ParseUint(s, 10, 16)
+	if err != nil || p == 0 {
+		return 0, fmt.Errorf("turbo-proxy: --udp: want a port number (1-65535), got %q", s)
+	}
+	return uint16(p), nil
+}
+
+func runTurboProxy(f *turboProxyFlags) error {
+	if err := f.check(); err != nil {
+		return err
 	}
 	logf := func(string, ...any) {}
 	if f.verbose {
@@ -85,9 +124,6 @@ func runTurboProxy(f *turboProxyFlags) error {
 	}
 	go func() { <-ctx.Done(); ln.Close() }()
 	if f.server {
-		if f.backend == "" {
-			return errors.New("turbo-proxy --server: --backend HOST:PORT is required")
-		}
 		pc, err := net.ListenPacket("udp", ln.Addr().String())
 		if err != nil {
 			ln.Close()
@@ -103,18 +139,15 @@ func runTurboProxy(f *turboProxyFlags) error {
 		}
 		return nil
 	}
-	if f.to == "" {
-		return errors.New("turbo-proxy --client: --to HOST:PORT is required")
-	}
 	tcpAddr, err := resolveAddrPort(ctx, f.to)
 	if err != nil {
 		return err
 	}
 	udpAddr := tcpAddr
 	if f.udp != "" {
-		var port uint16
-		if _, err := fmt.Sscanf(f.udp, "%d", &port); err != nil || port == 0 {
-			return fmt.Errorf("turbo-proxy: --udp: want a port number, got %q", f.udp)
+		port, err := parseUDPPort(f.udp)
+		if err != nil {
+			return err
 		}
 		udpAddr = netip.AddrPortFrom(tcpAddr.Addr(), port)
 	}

@@ -42,17 +42,23 @@ func init() {
 	var cfg zdata.ServiceConfig
 	var out, seedFile, group, nsc string
 	var ttl time.Duration
+	var turboPort int
 	cmd := &cobra.Command{
 		Use:   "new --host HOST --port PORT --cert FILE --key FILE --out DIR",
 		Short: "Create a Z-data directory and print the zone-file lines to publish",
 		Example: `  ztls zdata new --host www.example.org --port 443 --cert cert.pem --key key.pem --out zd/
   # a fleet: every server with the same seed file derives the same keys
   head -c 32 /dev/urandom > fleet.seed; chmod 600 fleet.seed
-  ztls zdata new --host www.example.org --port 443 --cert cert.pem --key key.pem --out zd/ --seed-file fleet.seed`,
+  ztls zdata new --host www.example.org --port 443 --cert cert.pem --key key.pem --out zd/ --seed-file fleet.seed
+  # a server run with 'ztls serve --turbo': also print the HTTPS record advertising TurboTLS
+  ztls zdata new --host www.example.org --port 443 --cert cert.pem --key key.pem --out zd/ --turbo-port 443`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cfg.Host == "" || cfg.Port == 0 || cfg.Cert == "" || cfg.Key == "" || out == "" {
 				return fmt.Errorf("--host, --port, --cert, --key and --out are required")
+			}
+			if turboPort < 0 || turboPort > 65535 {
+				return fmt.Errorf("--turbo-port: %d is not a port", turboPort)
 			}
 			g, err := parseZGroup(group)
 			if err != nil {
@@ -81,11 +87,17 @@ func init() {
 				return err
 			}
 			fmt.Fprintf(os.Stderr, "ztls: Z-data for %s port %d in %s; publish these records (TTL ends before the records expire):\n", d.Config.Host, d.Config.Port, out)
-			printLines(cmd.OutOrStdout(), d.ZoneLines(time.Now(), ttl))
+			lines := d.ZoneLines(time.Now(), ttl)
+			if turboPort != 0 {
+				// RFC 9460 HTTPS record advertising TurboTLS (key65280).
+				lines = append(lines, turbo.HTTPSRecord(d.Config.Host, d.Config.Port, uint16(turboPort), uint32(ttl/time.Second)).String())
+			}
+			printLines(cmd.OutOrStdout(), lines)
 			return nil
 		},
 	}
 	fs := cmd.Flags()
+	fs.IntVar(&turboPort, "turbo-port", 0, "also print the HTTPS record advertising TurboTLS on this UDP port (key65280; 'ztls serve --turbo' uses the TCP port's number)")
 	fs.StringVar(&cfg.Host, "host", "", "the name clients connect to (and send as SNI)")
 	fs.IntVar(&cfg.Port, "port", 443, "the TCP port of the service")
 	fs.StringVar(&cfg.Cert, "cert", "", "PEM certificate chain of the service, leaf first")

@@ -30,6 +30,7 @@ var benchFlags struct {
 	workers, concurrency, handshakes   int
 	rounds                             int
 	turboWait                          float64
+	udpBuf                             int
 }
 
 var benchCmd = &cobra.Command{
@@ -90,6 +91,7 @@ func init() {
 	f.IntVar(&benchFlags.handshakes, "handshakes", 400, "--throughput: handshakes per mode")
 	f.IntVar(&benchFlags.rounds, "rounds", 2, "--throughput: alternating rounds the handshakes of each mode are split into")
 	f.Float64Var(&benchFlags.turboWait, "turbo-wait", 0, "--throughput: ms a TurboTLS client waits for the UDP flight after TCP connects (0: the client's default, half the TCP connect time)")
+	f.IntVar(&benchFlags.udpBuf, "udp-rcvbuf", 0, "--throughput: the server UDP socket's receive buffer in bytes (0: 4 MiB; -1: the kernel's default, which drops bursts)")
 	f.StringVar(&benchFlags.trace, "trace", "", `visit trace for --dns-burden ("SECONDS NAME" per line); default: a synthetic one`)
 	rootCmd.AddCommand(benchCmd)
 }
@@ -234,8 +236,10 @@ func runThroughput(ctx context.Context, cmd *cobra.Command, rtts []time.Duration
 	rep, err := bench.MeasureThroughput(ctx, bench.ThroughputConfig{
 		RTT: rtt, Workers: benchFlags.workers, Concurrency: benchFlags.concurrency,
 		Handshakes: benchFlags.handshakes, Rounds: benchFlags.rounds,
-		TurboWait: time.Duration(benchFlags.turboWait * float64(time.Millisecond)),
-		Progress:  os.Stderr,
+		TurboWait:     time.Duration(benchFlags.turboWait * float64(time.Millisecond)),
+		Progress:      os.Stderr,
+		Realtime:      !benchFlags.noRT,
+		UDPReadBuffer: benchFlags.udpBuf,
 	})
 	if err != nil {
 		return err

@@ -10,6 +10,8 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -42,9 +44,8 @@ import (
 // inside hosts.Host.Do): Concurrency of them, each opening one handshake
 // after the other, new connection, no resumption, until the mode's count
 // is reached. The modes alternate round by round (tls, turbo, then turbo,
-// tls, ...). The process runs at normal priority (the relay keeps its
-// real-time priority): the measurement saturates a pool, and possibly the
-// CPU, on purpose.
+// tls, ...). With Realtime the process runs just below the relay's
+// real-time priority, like Run.
 
 // ThroughputConfig describes one throughput measurement. Zero fields take
 // the documented defaults.
@@ -67,6 +68,16 @@ type ThroughputConfig struct {
 	TurboWait time.Duration
 	// Progress receives a line per round and one per second; nil: silent.
 	Progress io.Writer
+	// UDPReadBuffer is the receive buffer of the server's UDP socket in
+	// bytes; 0 means 4 MiB, -1 the kernel's default (about 208 KiB here).
+	// 64 clients starting together send 256 request datagrams at once,
+	// more than the default holds: the losses make flights miss the
+	// clients' wait (see docs/testbed.md).
+	UDPReadBuffer int
+	// Realtime runs this process (server and clients) at SCHED_FIFO
+	// priority 40, just below the relay, as Run does: other load on the
+	// machine then delays neither the server's workers nor the clients.
+	Realtime bool
 }
 
 // Throughput modes.
@@ -78,10 +89,14 @@ const (
 // ThroughputReport is the outcome of MeasureThroughput.
 type ThroughputReport struct {
 	RTTms       float64 `json:"rtt_ms"`
+	Realtime    bool    `json:"realtime"`
 	Workers     int     `json:"workers"`
 	Concurrency int     `json:"concurrency"`
 	Handshakes  int     `json:"handshakes_per_mode"`
 	Rounds      int     `json:"rounds"`
+	// UDPReadBuffer is the server UDP socket's receive buffer as the
+	// kernel reports it (0: unknown).
+	UDPReadBuffer int `json:"server_udp_read_buffer"`
 	// TurboWaitMs is the configured wait (0: the client's default).
 	TurboWaitMs float64            `json:"turbo_wait_ms"`
 	Results     []ThroughputResult `json:"results"`
@@ -94,6 +109,11 @@ type ThroughputReport struct {
 	CompensationUs  float64 `json:"emulator_compensation_us"`
 	// UDP counts the TurboTLS server's UDP side over the whole run.
 	UDP ThroughputUDP `json:"turbo_udp"`
+	// UDPRcvbufErrors counts datagrams the kernels dropped because a UDP
+	// socket's receive buffer was full, on the server and the client host
+	// (-1: unknown), over the whole run.
+	ServerUDPRcvbufErrors int64 `json:"server_udp_rcvbuf_errors"`
+	ClientUDPRcvbufErrors int64 `json:"client_udp_rcvbuf_errors"`
 	// PeakBusyWorkers is the most workers busy at once (at most Workers).
 	PeakBusyWorkers int `json:"peak_busy_workers"`
 	// CPUs is the number of CPUs this process could run on.
@@ -169,6 +189,9 @@ func (cfg *ThroughputConfig) fill() error {
 	if cfg.Rounds == 0 {
 		cfg.Rounds = 2
 	}
+	if cfg.UDPReadBuffer == 0 {
+		cfg.UDPReadBuffer = 4 << 20
+	}
 	switch {
 	case cfg.RTT < 0 || cfg.RTT > 2*time.Second:
 		return fmt.Errorf("bench: RTT %v out of range (0, 2s]", cfg.RTT)
@@ -180,6 +203,8 @@ func (cfg *ThroughputConfig) fill() error {
 		return fmt.Errorf("bench: handshakes %d out of range 1 to 1000000", cfg.Handshakes)
 	case cfg.Rounds < 1 || cfg.Rounds > cfg.Handshakes:
 		return fmt.Errorf("bench: rounds %d out of range 1 to the handshake count", cfg.Rounds)
+	case cfg.UDPReadBuffer < -1 || cfg.UDPReadBuffer > 1<<30:
+		return fmt.Errorf("bench: UDP read buffer %d out of range (-1, or up to 1 GiB)", cfg.UDPReadBuffer)
 	case cfg.TurboWait < 0 || cfg.TurboWait > time.Minute:
 		return fmt.Errorf("bench: TurboTLS wait %v out of range [0, 1m]", cfg.TurboWait)
 	}
@@ -198,6 +223,13 @@ func MeasureThroughput(ctx context.Context, cfg ThroughputConfig) (*ThroughputRe
 	if progress == nil {
 		progress = io.Discard
 	}
+	if cfg.Realtime {
+		if err := hosts.SetProcessRealtime(40); err != nil {
+			fmt.Fprintf(progress, "bench: measuring at normal priority: %v\n", err)
+		} else {
+			defer hosts.SetProcessRealtime(0)
+		}
+	}
 	n, err := hosts.New(hosts.Options{Hosts: []string{"client", "server"}, Calibrate: true})
 	if err != nil {
 		return nil, err
@@ -215,7 +247,7 @@ func MeasureThroughput(ctx context.Context, cfg ThroughputConfig) (*ThroughputRe
 		return nil, err
 	}
 	rep := &ThroughputReport{
-		RTTms: ms(cfg.RTT), Workers: cfg.Workers, Concurrency: cfg.Concurrency, Handshakes: cfg.Handshakes,
+		RTTms: ms(cfg.RTT), Realtime: cfg.Realtime, Workers: cfg.Workers, Concurrency: cfg.Concurrency, Handshakes: cfg.Handshakes,
 		Rounds: cfg.Rounds, TurboWaitMs: ms(cfg.TurboWait), ConnectMedianMs: round(ms(hosts.Median(ct))),
 		CompensationUs: float64(n.Compensation()) / float64(time.Microsecond), CPUs: runtime.NumCPU(),
 	}
@@ -225,6 +257,7 @@ func MeasureThroughput(ctx context.Context, cfg ThroughputConfig) (*ThroughputRe
 	if err := runThroughput(ctx, cfg, progress, client, server, netip.AddrPortFrom(server.Addr, 4430), rep); err != nil {
 		return nil, err
 	}
+	rep.ServerUDPRcvbufErrors, rep.ClientUDPRcvbufErrors = udpRcvbufErrors(server), udpRcvbufErrors(client)
 	if rs, err := n.Relay().Stats(); err == nil {
 		fmt.Fprintf(progress, "emulator: %d packets, mean %.1f µs late, %d over 1 ms late\n", rs.Late.Packets, float64(rs.Late.MeanNs)/1e3, rs.Late.Over1m)
 	}
@@ -248,10 +281,11 @@ func runThroughput(ctx context.Context, cfg ThroughputConfig, progress io.Writer
 	if err != nil {
 		return err
 	}
-	srv, err := startPooledServer(server, addr, cert, cfg.Workers, cfg.Concurrency, 10*time.Second+20*cfg.RTT)
+	srv, err := startPooledServer(server, addr, cert, cfg.Workers, cfg.Concurrency, 10*time.Second+20*cfg.RTT, cfg.UDPReadBuffer)
 	if err != nil {
 		return err
 	}
+	rep.UDPReadBuffer = srv.udpBuf
 	defer srv.Close()
 
 	cl := &throughputClient{
@@ -494,6 +528,7 @@ func (c *throughputClient) handshake(ctx context.Context, mode string) (time.Dur
 // is always queued first. On loopback both arrive together.
 type pooledServer struct {
 	addr     netip.AddrPort // TCP and UDP
+	udpBuf   int            // the UDP socket's receive buffer (0: unknown)
 	ln       net.Listener
 	turbo    *turbo.TLSServer
 	jobs     chan poolJob
@@ -517,7 +552,7 @@ type poolJob struct {
 
 var errPoolClosed = errors.New("bench: the worker pool is closed")
 
-func startPooledServer(h *hosts.Host, addr netip.AddrPort, cert tls13.Certificate, workers, clients int, timeout time.Duration) (*pooledServer, error) {
+func startPooledServer(h *hosts.Host, addr netip.AddrPort, cert tls13.Certificate, workers, clients int, timeout time.Duration, udpBuf int) (*pooledServer, error) {
 	listen, listenPacket := net.Listen, net.ListenPacket
 	if h != nil {
 		listen, listenPacket = h.Listen, h.ListenPacket
@@ -534,7 +569,13 @@ func startPooledServer(h *hosts.Host, addr netip.AddrPort, cert tls13.Certificat
 		ln.Close()
 		return nil, err
 	}
-	s := &pooledServer{addr: addr, ln: ln, jobs: make(chan poolJob, 1<<14), rec: &poolRecorder{}, timeout: timeout, conns: map[net.Conn]bool{}}
+	got, err := setReadBuffer(pc, udpBuf)
+	if err != nil {
+		ln.Close()
+		pc.Close()
+		return nil, err
+	}
+	s := &pooledServer{addr: addr, udpBuf: got, ln: ln, jobs: make(chan poolJob, 1<<14), rec: &poolRecorder{}, timeout: timeout, conns: map[net.Conn]bool{}}
 	tc := engineServerConfig(cert, nil)
 	tc.SessionTicketsDisabled = true // handshakes only: no ticket after each
 	// Every client shares one address: the per-source limit must not be
@@ -704,6 +745,67 @@ func (r *poolRecorder) summarize(res *ThroughputResult) {
 	res.UDPQueue, res.UDPHold = Summarize(a.queue[kindUDP]), Summarize(a.hold[kindUDP])
 	res.UDPFlight = len(a.hold[kindUDP])
 	res.TCPConns = len(tcpH)
+}
+
+// setReadBuffer sets pc's receive buffer to n bytes (n > 0), beyond
+// net.core.rmem_max where the process may (SO_RCVBUFFORCE, root), and
+// returns the size the kernel reports.
+func setReadBuffer(pc net.PacketConn, n int) (int, error) {
+	sc, ok := pc.(syscall.Conn)
+	if !ok {
+		return 0, nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return 0, fmt.Errorf("bench: %w", err)
+	}
+	got := 0
+	var serr error
+	cerr := rc.Control(func(fd uintptr) {
+		if n > 0 {
+			if serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUFFORCE, n); serr != nil {
+				serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, n)
+			}
+		}
+		got, _ = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF)
+	})
+	if cerr != nil {
+		return 0, fmt.Errorf("bench: %w", cerr)
+	}
+	if serr != nil {
+		return 0, fmt.Errorf("bench: UDP receive buffer of %d bytes: %w", n, serr)
+	}
+	return got, nil
+}
+
+// udpRcvbufErrors reads the host's Udp RcvbufErrors counter (-1 when it
+// cannot).
+func udpRcvbufErrors(h *hosts.Host) int64 {
+	var n int64 = -1
+	h.Do(func() error {
+		b, err := os.ReadFile("/proc/thread-self/net/snmp")
+		if err != nil {
+			return err
+		}
+		var names []string
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 2 || f[0] != "Udp:" {
+				continue
+			}
+			if names == nil {
+				names = f
+				continue
+			}
+			for i, name := range names {
+				if name == "RcvbufErrors" && i < len(f) {
+					n, _ = strconv.ParseInt(f[i], 10, 64)
+				}
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 // cpuTime is this process's user and system CPU time so far.

@@ -157,7 +157,7 @@ func TestThroughputConfigChecks(t *testing.T) {
 	if err := zero.fill(); err != nil {
 		t.Fatal(err)
 	}
-	if zero.RTT != 40*time.Millisecond || zero.Workers != 4 || zero.Concurrency != 64 || zero.Handshakes != 400 || zero.Rounds != 2 || zero.TurboWait != 0 {
+	if zero.RTT != 40*time.Millisecond || zero.Workers != 4 || zero.Concurrency != 64 || zero.Handshakes != 400 || zero.Rounds != 2 || zero.TurboWait != 0 || zero.UDPReadBuffer != 4<<20 {
 		t.Fatalf("defaults %+v", zero)
 	}
 	for _, bad := range []ThroughputConfig{
@@ -171,6 +171,7 @@ func TestThroughputConfigChecks(t *testing.T) {
 		{Rounds: -1},
 		{TurboWait: -time.Second},
 		{TurboWait: 2 * time.Minute},
+		{UDPReadBuffer: -2},
 	} {
 		if err := bad.fill(); err == nil || !strings.HasPrefix(err.Error(), "bench: ") {
 			t.Errorf("%+v: error %v", bad, err)

@@ -787,25 +787,35 @@ func udpRcvbufErrors(h *hosts.Host) int64 {
 		if err != nil {
 			return err
 		}
-		var names []string
-		for _, line := range strings.Split(string(b), "\n") {
-			f := strings.Fields(line)
-			if len(f) < 2 || f[0] != "Udp:" {
-				continue
-			}
-			if names == nil {
-				names = f
-				continue
-			}
-			for i, name := range names {
-				if name == "RcvbufErrors" && i < len(f) {
-					n, _ = strconv.ParseInt(f[i], 10, 64)
-				}
-			}
-		}
+		n = parseUDPRcvbufErrors(b)
 		return nil
 	})
 	return n
+}
+
+// parseUDPRcvbufErrors finds RcvbufErrors in the "Udp:" lines of
+// /proc/net/snmp (a line of names, then a line of values); -1 if absent.
+func parseUDPRcvbufErrors(b []byte) int64 {
+	var names []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "Udp:" {
+			continue
+		}
+		if names == nil {
+			names = f
+			continue
+		}
+		for i, name := range names {
+			if name == "RcvbufErrors" && i < len(f) {
+				if v, err := strconv.ParseInt(f[i], 10, 64); err == nil && v >= 0 {
+					return v
+				}
+			}
+		}
+		return -1
+	}
+	return -1
 }
 
 // cpuTime is this process's user and system CPU time so far.

@@ -178,3 +178,41 @@ func TestThroughputConfigChecks(t *testing.T) {
 		}
 	}
 }
+
+const snmpSample = `Ip: Forwarding DefaultTTL InReceives
+Ip: 2 64 100
+Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors IgnoredMulti MemErrors
+Udp: 2563 0 216 2611 216 0 0 0 0
+UdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors IgnoredMulti MemErrors
+UdpLite: 0 0 0 0 7 0 0 0 0
+`
+
+func TestParseUDPRcvbufErrors(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+	}{
+		{snmpSample, 216},
+		{"", -1},
+		{"Udp: InDatagrams RcvbufErrors\n", -1},
+		{"Udp: InDatagrams RcvbufErrors\nUdp: 5\n", -1},
+		{"Udp: InDatagrams RcvbufErrors\nUdp: 5 x\n", -1},
+		{"Udp: InDatagrams RcvbufErrors\nUdp: 5 -3\n", -1},
+		{"UdpLite: InDatagrams RcvbufErrors\nUdpLite: 5 9\n", -1},
+	} {
+		if got := parseUDPRcvbufErrors([]byte(tc.in)); got != tc.want {
+			t.Errorf("%q: %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}
+
+func FuzzParseUDPRcvbufErrors(f *testing.F) {
+	f.Add([]byte(snmpSample))
+	f.Add([]byte("Udp: RcvbufErrors\nUdp: 1\n"))
+	f.Add([]byte("Udp: a b\nUdp:\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if n := parseUDPRcvbufErrors(b); n < -1 {
+			t.Fatalf("%d", n)
+		}
+	})
+}

@@ -9,7 +9,6 @@ package dial
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -166,7 +165,8 @@ func Connect(ctx context.Context, addr string, o Options) (*Result, error) {
 			addrs <- ips
 		}()
 	} else {
-		go lookupService(lctx, o.Resolver, host, port, wantZ, cfg.RootCAs, now, start, addrs, zdone, lookupErr, httpsAns)
+		trust := zdata.SelectOptions{Roots: cfg.RootCAs, Revocation: cfg.Revocation}
+		go lookupService(lctx, o.Resolver, host, port, wantZ, trust, now, start, addrs, zdone, lookupErr, httpsAns)
 	}
 
 	// TCP starts on the first address to arrive.
@@ -357,7 +357,7 @@ func dialFirst(ctx context.Context, ips []netip.Addr, port int) (net.Conn, error
 // to addrs at once; the Z-data is verified as soon as TXT, TLSA and CERT
 // have all landed, while TCP connects.
 func lookupService(ctx context.Context, res *resolver.Resolver, host string, port int, wantZ bool,
-	roots *x509.CertPool, now func() time.Time, start time.Time,
+	trust zdata.SelectOptions, now func() time.Time, start time.Time,
 	addrs chan<- []netip.Addr, zdone chan<- zresult, lookupErr chan<- error, httpsAns chan<- *resolver.Answer) {
 	var txt, tlsa, cert *resolver.Answer
 	sentAddr := false
@@ -369,7 +369,9 @@ func lookupService(ctx context.Context, res *resolver.Resolver, host string, por
 		}
 		verified = true
 		go func() {
-			offer, err := verifyZData(txt, tlsa, cert, host, port, roots, now())
+			t := trust
+			t.Now = now()
+			offer, err := verifyZData(txt, tlsa, cert, host, port, t)
 			zdone <- zresult{offer: offer, err: err, at: time.Since(start)}
 		}()
 	}
@@ -433,7 +435,7 @@ func rcodeText(a resolver.Answer) string {
 }
 
 // verifyZData checks the records and makes the offer the engine uses.
-func verifyZData(txt, tlsa, cert *resolver.Answer, host string, port int, roots *x509.CertPool, now time.Time) (*tls13.ZDataOffer, error) {
+func verifyZData(txt, tlsa, cert *resolver.Answer, host string, port int, trust zdata.SelectOptions) (*tls13.ZDataOffer, error) {
 	var txts [][]string
 	var tlsas []*dns.TLSA
 	var certs []*dns.CERT
@@ -461,7 +463,7 @@ func verifyZData(txt, tlsa, cert *resolver.Answer, host string, port int, roots 
 	} else {
 		prepared <- nil
 	}
-	rec, leaf, err := zdata.Select(txts, tlsas, certs, host, port, roots, now)
+	rec, leaf, err := zdata.SelectWith(txts, tlsas, certs, host, port, trust)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,9 @@ package dial
 // fallback must give its reason and still the right response over TLS 1.3.
 
 import (
+	"crypto/x509"
+	"errors"
+	"math/big"
 	"net"
 	"strconv"
 	"strings"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/ztls-project/ztls/dns/resolver"
 	"github.com/ztls-project/ztls/internal/lab"
+	"github.com/ztls-project/ztls/revocation"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/zdata"
 )
@@ -200,5 +204,40 @@ func TestRotationNoFallbacks(t *testing.T) {
 	}
 	if len(ids) < 5 {
 		t.Fatalf("only %d Z-data keys over five hours: no rotation happened", len(ids))
+	}
+}
+
+// TestFallbackRevokedLeaf: Z-data signed by a certificate the client's
+// CRL revokes is not used (ZTLS-SPEC §6); the server's own certificate is
+// not revoked, so TLS 1.3 serves the request. When the CRL also revokes
+// the server's certificate, the connection fails with certificate_revoked.
+func TestFallbackRevokedLeaf(t *testing.T) {
+	w := startWorld(t, lab.Options{})
+	old, err := w.IssueCert(w.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Publish(w.Host, w.Port, records(t, w, w.Host, w.Port, old)); err != nil {
+		t.Fatal(err)
+	}
+	withCRL := func(serials ...*big.Int) func(*Options) {
+		der, err := w.CRL(serials...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crl, err := x509.ParseRevocationList(der)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func(o *Options) { o.TLS.Revocation = revocation.New(crl) }
+	}
+	r, err := connect(t, w, withCRL(old.Leaf.SerialNumber))
+	wantFallback(t, r, err, zdata.ReasonRevoked)
+	if r.Report.ResponseBytes == 0 {
+		t.Fatal("no response over the TLS 1.3 fallback")
+	}
+	_, err = connect(t, w, withCRL(old.Leaf.SerialNumber, w.Cert.Leaf.SerialNumber))
+	if !errors.Is(err, revocation.ErrRevoked) || !strings.Contains(err.Error(), "certificate_revoked") {
+		t.Fatalf("server certificate revoked: %v", err)
 	}
 }

@@ -25,6 +25,7 @@ const (
 	AlertHandshakeFailure     = Alert(wire.AlertHandshakeFailure)
 	AlertBadCertificate       = Alert(wire.AlertBadCertificate)
 	AlertCertificateExpired   = Alert(wire.AlertCertificateExpired)
+	AlertCertificateRevoked   = Alert(wire.AlertCertificateRevoked)
 	AlertIllegalParameter     = Alert(wire.AlertIllegalParameter)
 	AlertUnknownCA            = Alert(wire.AlertUnknownCA)
 	AlertDecodeError          = Alert(wire.AlertDecodeError)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ztls-project/ztls/revocation"
 	"github.com/ztls-project/ztls/tls13/internal/kex"
 	"github.com/ztls-project/ztls/tls13/internal/sig"
 	"github.com/ztls-project/ztls/tls13/internal/suite"
@@ -218,6 +219,13 @@ type Config struct {
 	// ZData holds the server's Z-data keys (ZTLS); nil means ztls offers
 	// are not answered and clients fall back to TLS 1.3.
 	ZData ZDataKeys
+	// Revocation, if set, checks every verified peer chain (both roles)
+	// against CRLs: a revoked certificate fails the handshake with
+	// certificate_revoked, a stale or unverifiable CRL with
+	// bad_certificate. The ZTLS client (package dial) checks the Z-data
+	// leaf against it too.
+	Revocation *revocation.Checker
+
 	// ZTLSExtension is the codepoint of the ztls extension (ZTLS-SPEC
 	// Section 2); 0 means 0xFF5A, a private-use value. Clients and servers
 	// must agree: to the other side the extension at any other codepoint

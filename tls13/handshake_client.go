@@ -28,6 +28,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/ztls-project/ztls/revocation"
 	"github.com/ztls-project/ztls/tls13/internal/kex"
 	"github.com/ztls-project/ztls/tls13/internal/keyschedule"
 	"github.com/ztls-project/ztls/tls13/internal/sig"
@@ -530,6 +531,7 @@ type chainCheck struct {
 	done   chan struct{}
 	chains [][]*x509.Certificate
 	err    error
+	revErr error // Config.Revocation's verdict on chains
 }
 
 // startServerCertificateCheck parses the chain and the leaf's key and
@@ -561,9 +563,13 @@ func (e *engine) startServerCertificateCheck(c *wire.Certificate) (*chainCheck, 
 	for _, ic := range certs[1:] {
 		opts.Intermediates.AddCert(ic)
 	}
+	rev := e.cfg.Revocation
 	go func() {
 		defer close(cc.done)
 		cc.chains, cc.err = certs[0].Verify(opts)
+		if cc.err == nil {
+			cc.revErr = rev.CheckAny(cc.chains, opts.CurrentTime)
+		}
 	}()
 	return cc, pub, nil
 }
@@ -574,6 +580,9 @@ func (e *engine) finishServerCertificateCheck(cc *chainCheck) error {
 	<-cc.done
 	if cc.err != nil {
 		return certificateError(cc.err)
+	}
+	if cc.revErr != nil {
+		return revocationError(cc.revErr)
 	}
 	e.info.VerifiedChains = cc.chains
 	if e.cfg.VerifyPeerCertificate != nil {
@@ -610,6 +619,15 @@ func certificateError(err error) error {
 		a = AlertUnknownCA
 	case x509.HostnameError:
 		a = AlertBadCertificate
+	}
+	return &LocalError{Alert: a, Err: &CertificateVerificationError{Err: err}}
+}
+
+// revocationError maps a failed revocation check to its alert.
+func revocationError(err error) error {
+	a := AlertBadCertificate
+	if errors.Is(err, revocation.ErrRevoked) {
+		a = AlertCertificateRevoked
 	}
 	return &LocalError{Alert: a, Err: &CertificateVerificationError{Err: err}}
 }

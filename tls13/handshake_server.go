@@ -645,6 +645,9 @@ func (s *serverExpectClientCertificate) handle(e *engine, typ uint8, msg []byte)
 		if err != nil {
 			return nil, certificateError(err)
 		}
+		if err := cfg.Revocation.CheckAny(chains, opts.CurrentTime); err != nil {
+			return nil, revocationError(err)
+		}
 		e.info.VerifiedChains = chains
 	}
 	if cfg.VerifyPeerCertificate != nil {

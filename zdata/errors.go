@@ -26,6 +26,7 @@ const (
 	ReasonWrongService   Reason = "wrong host or port"
 	ReasonUntrustedChain Reason = "untrusted chain"
 	ReasonWrongName      Reason = "wrong name"
+	ReasonRevoked        Reason = "revoked certificate"
 	ReasonOther          Reason = "Z-data error"
 )
 

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/ztls-project/ztls/revocation"
 )
 
 // stage orders failures by how far a record got, so Select reports the
@@ -36,6 +38,8 @@ func stage(r Reason) int {
 		return 8
 	case ReasonWrongName:
 		return 9
+	case ReasonRevoked:
+		return 10
 	}
 	return 0
 }
@@ -54,9 +58,24 @@ var diagnosticPorts = []int{443, 8443, 853, 4433, 444, 8080, 80}
 // chain leads to roots (through CERT intermediates) and whose name
 // matches host, it returns the one with the latest not-after, with Host,
 // Port and LeafHash set, and its leaf. Otherwise the error's ReasonOf
-// names why, taken from the record that got furthest. Revocation is not
-// checked here.
+// names why, taken from the record that got furthest. Select checks no
+// revocation; SelectWith does, given CRLs.
 func Select(txt [][]string, tlsa []*dns.TLSA, cert []*dns.CERT, host string, port int, roots *x509.CertPool, now time.Time) (*Record, *x509.Certificate, error) {
+	return SelectWith(txt, tlsa, cert, host, port, SelectOptions{Roots: roots, Now: now})
+}
+
+// SelectOptions are the trust inputs of SelectWith.
+type SelectOptions struct {
+	Roots *x509.CertPool // nil: the system's roots
+	Now   time.Time
+	// Revocation, if set, must pass every leaf's verified chains: a
+	// revoked leaf (or intermediate) is ReasonRevoked (ZTLS-SPEC §6).
+	Revocation *revocation.Checker
+}
+
+// SelectWith is Select with revocation checking (SelectOptions).
+func SelectWith(txt [][]string, tlsa []*dns.TLSA, cert []*dns.CERT, host string, port int, o SelectOptions) (*Record, *x509.Certificate, error) {
+	roots, now := o.Roots, o.Now
 	chost, err := CanonicalHost(host)
 	if err != nil {
 		return nil, nil, reasonErr(ReasonNoZData, err)
@@ -104,7 +123,7 @@ func Select(txt [][]string, tlsa []*dns.TLSA, cert []*dns.CERT, host string, por
 	// The chain checks run beside the record checks: both are public-key
 	// operations on the critical path of a first connection (TurboTLS
 	// sends nothing before they are done), and a second core halves it.
-	chains := startChainChecks(leaves, chost, roots, inter, now)
+	chains := startChainChecks(leaves, chost, roots, inter, now, o.Revocation)
 	for _, r := range recs {
 		if !KnownGroup(r.Group) {
 			fail(reasonErr(ReasonUnknownGroup, fmt.Errorf("%w %d", ErrUnknownGroup, r.Group)))
@@ -225,12 +244,13 @@ type chainChecks struct {
 	roots   *x509.CertPool
 	inter   *x509.CertPool
 	now     time.Time
+	rev     *revocation.Checker
 	pending map[*x509.Certificate]chan error
 	done    map[*x509.Certificate]error
 }
 
-func startChainChecks(leaves []*x509.Certificate, host string, roots, inter *x509.CertPool, now time.Time) *chainChecks {
-	c := &chainChecks{host: host, roots: roots, inter: inter, now: now,
+func startChainChecks(leaves []*x509.Certificate, host string, roots, inter *x509.CertPool, now time.Time, rev *revocation.Checker) *chainChecks {
+	c := &chainChecks{host: host, roots: roots, inter: inter, now: now, rev: rev,
 		pending: map[*x509.Certificate]chan error{}, done: map[*x509.Certificate]error{}}
 	for i, l := range leaves {
 		if i == maxParallelChains {
@@ -238,7 +258,7 @@ func startChainChecks(leaves []*x509.Certificate, host string, roots, inter *x50
 		}
 		ch := make(chan error, 1) // buffered: a check nobody waits for still ends
 		c.pending[l] = ch
-		go func() { ch <- checkLeaf(l, host, roots, inter, now) }()
+		go func() { ch <- checkLeaf(l, host, roots, inter, now, rev) }()
 	}
 	return c
 }
@@ -253,15 +273,16 @@ func (c *chainChecks) result(leaf *x509.Certificate) error {
 		err = <-ch
 		delete(c.pending, leaf)
 	} else {
-		err = checkLeaf(leaf, c.host, c.roots, c.inter, c.now)
+		err = checkLeaf(leaf, c.host, c.roots, c.inter, c.now, c.rev)
 	}
 	c.done[leaf] = err
 	return err
 }
 
-// checkLeaf verifies the leaf's PKIX chain to roots and its name.
-func checkLeaf(leaf *x509.Certificate, host string, roots, inter *x509.CertPool, now time.Time) error {
-	_, err := leaf.Verify(x509.VerifyOptions{
+// checkLeaf verifies the leaf's PKIX chain to roots, its name and, with
+// rev, that nothing in the chain is revoked.
+func checkLeaf(leaf *x509.Certificate, host string, roots, inter *x509.CertPool, now time.Time, rev *revocation.Checker) error {
+	chains, err := leaf.Verify(x509.VerifyOptions{
 		Roots:         roots,
 		Intermediates: inter,
 		CurrentTime:   now,
@@ -272,6 +293,9 @@ func checkLeaf(leaf *x509.Certificate, host string, roots, inter *x509.CertPool,
 	}
 	if err := leaf.VerifyHostname(host); err != nil {
 		return reasonErr(ReasonWrongName, fmt.Errorf("zdata: %v", err))
+	}
+	if err := rev.CheckAny(chains, now); err != nil {
+		return reasonErr(ReasonRevoked, fmt.Errorf("zdata: TLSA leaf: %w", err))
 	}
 	return nil
 }

@@ -4,8 +4,10 @@ import (
 	"crypto/ecdh"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
+	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/revocation"
 )
 
 // forceSign signs r as it stands, bypassing Sign's checks, so tests can
@@ -338,5 +341,51 @@ func TestOffer(t *testing.T) {
 	got, err := zk.ECDH(ours)
 	if err != nil || string(got) != string(want) {
 		t.Fatalf("server ZS differs from client ZS: %v", err)
+	}
+}
+
+// TestSelectRevoked: with CRLs, a record signed by a revoked leaf, or by a
+// leaf under a revoked intermediate, is refused as ReasonRevoked; an
+// unrelated CRL changes nothing.
+func TestSelectRevoked(t *testing.T) {
+	crl := func(ca *testpki.CA, serials ...*big.Int) *revocation.Checker {
+		tmpl := &x509.RevocationList{Number: big.NewInt(1), ThisUpdate: t0.Add(-time.Hour), NextUpdate: t0.Add(time.Hour)}
+		for _, s := range serials {
+			tmpl.RevokedCertificateEntries = append(tmpl.RevokedCertificateEntries,
+				x509.RevocationListEntry{SerialNumber: s, RevocationTime: t0.Add(-time.Minute)})
+		}
+		der, err := x509.CreateRevocationList(rand.Reader, tmpl, ca.Cert, ca.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := x509.ParseRevocationList(der)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return revocation.New(l)
+	}
+	f := newFixture(t, "ecdsa-p256", Options{}, nil)
+	k := f.issue(t, t0)
+	sel := func(f *fixture, rev *revocation.Checker) error {
+		_, _, err := SelectWith(txtOf(k), f.tlsa(), f.certs(), testHost, testPort, SelectOptions{Roots: f.roots(), Now: t0, Revocation: rev})
+		return err
+	}
+	if err := sel(f, crl(f.ca, f.leaf.Cert.SerialNumber)); ReasonOf(err) != ReasonRevoked || !errors.Is(err, revocation.ErrRevoked) {
+		t.Fatalf("revoked leaf: %v", err)
+	}
+	if err := sel(f, crl(f.ca, big.NewInt(99))); err != nil {
+		t.Fatalf("unrelated CRL: %v", err)
+	}
+
+	ca := testpki.NewCA(t, "ecdsa-p256")
+	leaf := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{testHost}, Intermediate: true})
+	inter, err := x509.ParseCertificate(leaf.Chain[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	f = newFixtureWith(t, ca, leaf, Options{}, nil)
+	k = f.issue(t, t0)
+	if err := sel(f, crl(ca, inter.SerialNumber)); ReasonOf(err) != ReasonRevoked {
+		t.Fatalf("revoked intermediate: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/ztls-project/ztls/revocation"
 	"github.com/ztls-project/ztls/tls13"
 )
 
@@ -24,6 +25,7 @@ type tlsFlags struct {
 	middlebox  bool
 	pskKE      bool
 	ztlsExt    string
+	crls       []string
 }
 
 func (f *tlsFlags) register(fs *pflag.FlagSet, server bool) {
@@ -44,6 +46,7 @@ func (f *tlsFlags) register(fs *pflag.FlagSet, server bool) {
 	fs.StringVar(&f.ciphers, "ciphers", "", "cipher suites, preference order: TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384,TLS_CHACHA20_POLY1305_SHA256")
 	fs.IntVar(&f.padTo, "pad", 0, "pad every record's plaintext to a multiple of N bytes (RFC 8446, Section 5.4)")
 	fs.BoolVar(&f.pskKE, "psk-ke", false, "also allow resumption without a fresh key exchange (psk_ke: no forward secrecy)")
+	fs.StringSliceVar(&f.crls, "crl", nil, "certificate revocation list file (PEM or DER; repeatable): a revoked peer certificate fails the handshake, a revoked Z-data leaf means no ZTLS")
 	fs.StringVar(&f.ztlsExt, "ztls-codepoint", "", "TLS extension codepoint of ztls, e.g. 0xff5a (the default, private use); clients and servers must agree")
 }
 
@@ -95,6 +98,13 @@ func (f *tlsFlags) config(server bool) (*tls13.Config, error) {
 	}
 	if f.pskKE {
 		cfg.PSKModes = []uint8{tls13.PSKModeDHEKE, tls13.PSKModeKE}
+	}
+	if len(f.crls) > 0 {
+		rev, err := revocation.Load(f.crls...)
+		if err != nil {
+			return nil, fmt.Errorf("--crl: %w", err)
+		}
+		cfg.Revocation = rev
 	}
 	if f.ztlsExt != "" {
 		v, err := strconv.ParseUint(f.ztlsExt, 0, 16)

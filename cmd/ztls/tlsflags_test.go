@@ -1,10 +1,18 @@
 package main
 
 import (
+	"crypto/rand"
+	"crypto/x509"
+	"math/big"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/ztls-project/ztls/internal/testpki"
 )
 
 // TestZTLSCodepointFlag: --ztls-codepoint reaches the TLS configuration
@@ -30,5 +38,28 @@ func TestZTLSCodepointFlag(t *testing.T) {
 		if _, err := f.config(false); err == nil || !strings.Contains(err.Error(), "e.g. 0xff5a") {
 			t.Errorf("--ztls-codepoint %q: %v", bad, err)
 		}
+	}
+}
+
+// TestCRLFlag: --crl loads the files into the configuration; a file that
+// holds no CRL is an error naming the flag.
+func TestCRLFlag(t *testing.T) {
+	ca := testpki.NewCA(t, "ecdsa-p256")
+	tmpl := &x509.RevocationList{Number: big.NewInt(1), ThisUpdate: time.Now(), NextUpdate: time.Now().Add(time.Hour)}
+	der, err := x509.CreateRevocationList(rand.Reader, tmpl, ca.Cert, ca.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	good := filepath.Join(dir, "ca.crl")
+	os.WriteFile(good, der, 0o600)
+	f := tlsFlags{crls: []string{good}}
+	cfg, err := f.config(false)
+	if err != nil || cfg.Revocation.Len() != 1 {
+		t.Fatalf("--crl %s: %v", good, err)
+	}
+	f = tlsFlags{crls: []string{good, filepath.Join(dir, "missing.crl")}}
+	if _, err := f.config(false); err == nil || !strings.Contains(err.Error(), "--crl") {
+		t.Fatalf("missing CRL file: %v", err)
 	}
 }

@@ -355,7 +355,7 @@ func newCA(now time.Time) (*x509.Certificate, *ecdsa.PrivateKey, error) {
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ztls lab CA"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
@@ -387,6 +387,18 @@ func (w *World) IssueCert(names ...string) (tls13.Certificate, error) {
 		return tls13.Certificate{}, errors.New("lab: " + err.Error())
 	}
 	return tls13.Certificate{Chain: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
+}
+
+// CRL returns a certificate revocation list signed by the world's CA,
+// revoking serials, current for an hour, in DER.
+func (w *World) CRL(serials ...*big.Int) ([]byte, error) {
+	now := w.now()
+	tmpl := &x509.RevocationList{Number: big.NewInt(now.UnixNano()), ThisUpdate: now.Add(-time.Minute), NextUpdate: now.Add(time.Hour)}
+	for _, s := range serials {
+		tmpl.RevokedCertificateEntries = append(tmpl.RevokedCertificateEntries,
+			x509.RevocationListEntry{SerialNumber: s, RevocationTime: now.Add(-time.Minute)})
+	}
+	return x509.CreateRevocationList(rand.Reader, tmpl, w.ca, w.caKey)
 }
 
 // Publish replaces the Z-data RRsets of host:port with rrs (TXT, CERT and

@@ -85,8 +85,15 @@ func BenchmarkZTLS(b *testing.B) {
 // are made before the timer starts, so ns/op is the server's work from
 // the ClientHello to its whole first flight, where every public-key
 // operation of its handshake happens.
+// The leaf's key type sets the denominator: the server's signature.
 func BenchmarkZTLSServerFirstFlight(b *testing.B) {
-	p := getPKI(b, "ecdsa-p256")
+	for _, leafKey := range []string{"ecdsa-p256", "ed25519", "rsa2048"} {
+		b.Run(leafKey, func(b *testing.B) { benchServerFirstFlight(b, leafKey) })
+	}
+}
+
+func benchServerFirstFlight(b *testing.B, leafKey string) {
+	p := getPKI(b, leafKey)
 	offer, key := newZData(b, ecdh.X25519(), X25519, "localhost", "", p)
 	ccfg := benchClientConfig(p, X25519)
 	scfg := serverConfig(p)

@@ -181,20 +181,29 @@ func Connect(ctx context.Context, addr string, o Options) (*Result, error) {
 	tcpStart := time.Now()
 	r.Timing.DNS = ms(tcpStart.Sub(start))
 	step("address")
+	var earlyConn net.Conn // TurboTLS's address-time TCP connection, when it was not used
+	var earlyConnect time.Duration
 	if o.Turbo {
 		t := &turboDial{o: o, cfg: cfg, r: r, res: res, start: start, host: host, port: port, ips: ips,
 			wantZ: wantZ, reason: reason, zdone: zdone, https: httpsAns, isIP: isIP == nil, mem: mem, now: now}
 		if used, err := t.connect(ctx); used || err != nil {
 			return res, err
 		}
+		earlyConn, earlyConnect = t.plainConn()
 		tcpStart = time.Now()
 	}
-	raw, err := dialFirst(ctx, ips, port)
-	if err != nil {
-		return nil, err
+	raw := earlyConn
+	if raw == nil {
+		var err error
+		if raw, err = dialFirst(ctx, ips, port); err != nil {
+			return nil, err
+		}
 	}
 	r.Address = raw.RemoteAddr().String()
 	r.Timing.TCPConnect = ms(time.Since(tcpStart))
+	if earlyConn != nil {
+		r.Timing.TCPConnect = ms(earlyConnect)
+	}
 	step("tcp_connected")
 
 	var offer *tls13.ZDataOffer

@@ -67,6 +67,34 @@ type turboDial struct {
 	https  <-chan *resolver.Answer
 	mem    *Memory // remembers servers that abort on ztls
 	now    func() time.Time
+
+	// When TurboTLS is not used after all, the TCP connection whose SYN
+	// left at address time is handed to Connect's plain path.
+	syn       chan dialed
+	synStart  time.Time
+	cancelSyn context.CancelFunc
+}
+
+// dialed is the outcome of the TCP connect started at address time.
+type dialed struct {
+	c   net.Conn
+	err error
+	at  time.Time // when the connect finished
+}
+
+// plainConn returns the TCP connection started at address time (nil
+// if there is none or it failed: Connect then dials as usual) and how
+// long its connect took.
+func (t *turboDial) plainConn() (net.Conn, time.Duration) {
+	if t.syn == nil {
+		return nil, 0
+	}
+	d := <-t.syn
+	t.cancelSyn()
+	if d.err != nil {
+		return nil, 0
+	}
+	return d.c, d.at.Sub(t.synStart)
 }
 
 // connect runs the TurboTLS handshake when the server advertises it:
@@ -78,10 +106,46 @@ func (t *turboDial) connect(ctx context.Context) (bool, error) {
 		budget = 20 * time.Millisecond
 	}
 	step := func(name string) { r.Trace = append(r.Trace, TraceStep{Step: name, AtMS: ms(time.Since(t.start))}) }
+	// TCP's SYN leaves now, at address time as without TurboTLS: the
+	// HTTPS answer that says whether to use UDP may land a little later,
+	// and TCP is needed either way. The UDP flight follows as soon as
+	// the advertisement (and, for ZTLS, the verified Z-data) is in hand,
+	// which then overlaps the SYN's round trip.
+	ip := t.ips[0]
+	t.synStart = time.Now()
+	synCtx, cancelSyn := context.WithCancel(ctx)
+	t.syn, t.cancelSyn = make(chan dialed, 1), cancelSyn
+	go func() {
+		var d net.Dialer
+		c, err := d.DialContext(synCtx, "tcp", netip.AddrPortFrom(ip, uint16(t.port)).String())
+		t.syn <- dialed{c, err, time.Now()}
+	}()
+	handOver := false
+	defer func() {
+		if handOver {
+			return
+		}
+		// Nobody takes the connection: close it once it is made.
+		cancelSyn()
+		select {
+		case d := <-t.syn:
+			if d.c != nil {
+				d.c.Close()
+			}
+		default:
+			go func(ch chan dialed) {
+				if d := <-ch; d.c != nil {
+					d.c.Close()
+				}
+			}(t.syn)
+		}
+		t.syn = nil
+	}()
 	udpPort := t.o.TurboPort
 	if udpPort == 0 {
 		if t.o.Resolver == nil || t.isIP {
 			r.TurboFallback = ReasonTurboNoDNS
+			handOver = true
 			return false, nil
 		}
 		timer := time.NewTimer(budget)
@@ -100,6 +164,7 @@ func (t *turboDial) connect(ctx context.Context) (bool, error) {
 		}
 		timer.Stop()
 		if udpPort == 0 {
+			handOver = true
 			return false, nil
 		}
 		step("turbo_advert")
@@ -107,28 +172,6 @@ func (t *turboDial) connect(ctx context.Context) (bool, error) {
 	if udpPort < 1 || udpPort > 65535 {
 		return false, fmt.Errorf("dial: bad TurboTLS UDP port %d", udpPort)
 	}
-	// TCP's SYN leaves now; the UDP flight follows as soon as the Z-data
-	// is verified (ZTLS), which then overlaps the SYN's round trip as it
-	// does without TurboTLS.
-	ip := t.ips[0]
-	type dialed struct {
-		c   net.Conn
-		err error
-	}
-	synCtx, cancelSyn := context.WithCancel(ctx)
-	defer cancelSyn() // a connection nobody took is closed
-	syn := make(chan dialed)
-	go func() {
-		var d net.Dialer
-		c, err := d.DialContext(synCtx, "tcp", netip.AddrPortFrom(ip, uint16(t.port)).String())
-		select {
-		case syn <- dialed{c, err}:
-		case <-synCtx.Done():
-			if c != nil {
-				c.Close()
-			}
-		}
-	}()
 	var offer *tls13.ZDataOffer
 	reason := t.reason
 	if t.wantZ {
@@ -163,9 +206,13 @@ func (t *turboDial) connect(ctx context.Context) (bool, error) {
 		cc.Early = t.o.Request
 		r.EarlyData.Bytes = len(t.o.Request)
 	}
+	syn := t.syn
 	cc.DialTCP = func(ctx context.Context, _ netip.AddrPort) (net.Conn, error) {
 		select {
 		case d := <-syn:
+			// turbo.Dial owns the connection now; the deferred cleanup
+			// finds the channel empty and leaves it alone.
+			syn <- dialed{err: errTaken}
 			return d.c, d.err
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -233,6 +280,9 @@ func (t *turboDial) connect(ctx context.Context) (bool, error) {
 	})
 	return true, err
 }
+
+// errTaken marks the address-time connection as taken by turbo.Dial.
+var errTaken = errors.New("dial: connection taken by TurboTLS")
 
 // aborted remembers that the server aborted on the ztls ClientHello and
 // clears what the report said about the early data of that attempt.

@@ -261,9 +261,46 @@ func (e *engineContender) RunClient(ctx context.Context, c *Client) (Sample, err
 	return sampleOf(res.Report), nil
 }
 
+// ReportsEnv names the environment variable that, set to a file name,
+// makes every visit of the engine and TurboTLS contenders append its
+// connection report (dial.Report, with the timed trace of each step) to
+// that file as a JSON line: where each visit's time went.
+const ReportsEnv = "ZTLS_BENCH_REPORTS"
+
+var reportLog struct {
+	sync.Mutex
+	once sync.Once
+	f    *os.File
+}
+
+// logReport appends r to the ReportsEnv file, if one is set.
+func logReport(r *dial.Report) {
+	reportLog.once.Do(func() {
+		if p := os.Getenv(ReportsEnv); p != "" {
+			f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "bench: %s: %v\n", ReportsEnv, err)
+				return
+			}
+			reportLog.f = f
+		}
+	})
+	if reportLog.f == nil {
+		return
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return
+	}
+	reportLog.Lock()
+	reportLog.f.Write(append(b, '\n'))
+	reportLog.Unlock()
+}
+
 // sampleOf converts dial's report (milliseconds since the start of the
 // lookup) into a Sample. Handshake includes TCP's, as for the others.
 func sampleOf(r dial.Report) Sample {
+	logReport(&r)
 	d := func(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 	return Sample{
 		DNS:       d(r.Timing.DNS),

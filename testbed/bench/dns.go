@@ -55,6 +55,16 @@ func (a *authority) replace(rrs []dns.RR) {
 
 // hasName reports whether any record is owned by name (then a missing type
 // is NODATA, not NXDOMAIN). The caller holds a.mu.
+// benchSOA is the SOA of the benchmark's zone, the parent of ServerName.
+var benchSOA = &dns.SOA{
+	Hdr: dns.RR_Header{Name: benchZone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: 300},
+	Ns:  "ns." + benchZone, Mbox: "hostmaster." + benchZone, Serial: 1,
+	Refresh: 3600, Retry: 600, Expire: 86400, Minttl: 300,
+}
+
+// benchZone is the zone the benchmark's authority serves.
+var benchZone = dns.Fqdn(ServerName[strings.Index(ServerName, ".")+1:])
+
 func (a *authority) hasName(name string) bool {
 	for k, v := range a.rrs {
 		if k.name == name && len(v) > 0 {
@@ -77,8 +87,14 @@ func (a *authority) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	m.Authoritative = true
 	a.mu.RLock()
 	m.Answer = append(m.Answer, a.rrs[rrKey{strings.ToLower(q.Name), q.Qtype}]...)
-	if len(m.Answer) == 0 && !a.hasName(strings.ToLower(q.Name)) {
-		m.Rcode = dns.RcodeNameError
+	if len(m.Answer) == 0 {
+		if !a.hasName(strings.ToLower(q.Name)) {
+			m.Rcode = dns.RcodeNameError
+		}
+		// NXDOMAIN and NODATA carry the zone's SOA, as a real authority's
+		// do, so resolvers may cache them (RFC 2308, Section 5): the ztls
+		// stub cache would otherwise ask again for an empty CERT set.
+		m.Ns = []dns.RR{benchSOA}
 	}
 	a.mu.RUnlock()
 	w.WriteMsg(m)

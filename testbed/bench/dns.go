@@ -263,6 +263,7 @@ func (r *resolver) ServeDNS(w dns.ResponseWriter, q *dns.Msg) {
 	m.RecursionAvailable = true
 	m.Rcode = ans.Rcode
 	m.Answer = append(m.Answer, ans.Answer...)
+	m.Ns = append(m.Ns, ans.Ns...) // the SOA of a negative answer (RFC 2308)
 	w.WriteMsg(m)
 }
 

@@ -14,7 +14,9 @@ type captureWriter struct {
 }
 
 func (w *captureWriter) WriteMsg(m *dns.Msg) error { w.msg = m; return nil }
-func (w *captureWriter) RemoteAddr() net.Addr      { return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5353} }
+func (w *captureWriter) RemoteAddr() net.Addr {
+	return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5353}
+}
 
 // TestAuthorityNegativeAnswersCarrySOA: NODATA and NXDOMAIN from the
 // benchmark's authority carry the zone's SOA, so that a resolver may cache

@@ -32,8 +32,8 @@ import (
 // port (TCP and UDP): a TCP connection opening with a link record
 // continues the handshake its UDP flight began, any other is plain TLS
 // 1.3. A worker holds a TCP connection from the moment it takes it off the
-// accept queue to the end of its handshake (the client's Finished
-// verified); TurboTLS's UDP flights are computed by the same workers
+// queue (which it joins when its first bytes are in) to the end of its
+// handshake (the client's Finished verified); TurboTLS's UDP flights are computed by the same workers
 // (turbo.Config.Exec), queued in arrival order with the connections. When
 // its handshake is done the worker sends one byte and closes: the client's
 // handshake counts when that byte arrives, so a handshake is complete on
@@ -518,14 +518,17 @@ func (c *throughputClient) handshake(ctx context.Context, mode string) (time.Dur
 // pooledServer is a turbo.TLSServer whose TCP connections and UDP flights
 // are all served by a fixed pool of workers, first come first served.
 //
-// A blocking pool has one trap with TurboTLS: a worker that takes a TCP
-// connection before that connection's UDP flight was computed waits for a
-// link record that cannot come (the client sends it after the flight)
-// while the flight waits for a worker; if every worker is caught so, the
-// client's wait runs out and it falls back to TLS over TCP. Over a real
-// link it does not happen: the client's datagrams reach the server half an
-// RTT before the ACK that makes the connection acceptable, so the flight
-// is always queued first. On loopback both arrive together.
+// A connection joins the queue when its first bytes are in (a link record
+// or a ClientHello), as an event-driven server hands a socket to a worker
+// when it is readable. Queued at accept, it could set a trap for TurboTLS:
+// a worker that takes a connection before that connection's UDP flight was
+// computed waits for a link record that cannot come (the client sends it
+// after the flight) while the flight waits for a worker; with every worker
+// caught so, the clients' waits run out and they fall back to TLS over
+// TCP. The client's datagrams normally reach the server half an RTT before
+// the ACK that makes the connection acceptable, but on loopback both
+// arrive together, and on a loaded machine the client may send its
+// datagrams late: both happened in the tests.
 type pooledServer struct {
 	addr     netip.AddrPort // TCP and UDP
 	udpBuf   int            // the UDP socket's receive buffer (0: unknown)
@@ -534,6 +537,7 @@ type pooledServer struct {
 	jobs     chan poolJob
 	workers  sync.WaitGroup
 	acceptor sync.WaitGroup
+	readers  sync.WaitGroup // connections waiting for their first bytes
 	udp      sync.WaitGroup
 	rec      *poolRecorder
 	timeout  time.Duration
@@ -612,11 +616,20 @@ func startPooledServer(h *hosts.Host, addr netip.AddrPort, cert tls13.Certificat
 			if err != nil {
 				return
 			}
-			queued := time.Now()
 			s.mu.Lock()
 			s.conns[raw] = true
 			s.mu.Unlock()
-			s.jobs <- poolJob{queued: queued, run: func(started time.Time) { s.serveConn(raw, queued, started) }}
+			s.readers.Add(1)
+			go func() {
+				defer s.readers.Done()
+				c, err := firstBytes(raw, s.timeout)
+				if err != nil {
+					s.drop(raw)
+					return
+				}
+				queued := time.Now()
+				s.jobs <- poolJob{queued: queued, run: func(started time.Time) { s.serveConn(c, queued, started) }}
+			}()
 		}
 	}()
 	return s, nil
@@ -643,13 +656,9 @@ func (s *pooledServer) execFlight(ctx context.Context, work func()) error {
 
 // serveConn is a worker's whole share of one connection: the link record
 // or ClientHello, the handshake, one byte, close.
-func (s *pooledServer) serveConn(raw net.Conn, queued, started time.Time) {
-	defer func() {
-		raw.Close()
-		s.mu.Lock()
-		delete(s.conns, raw)
-		s.mu.Unlock()
-	}()
+func (s *pooledServer) serveConn(c *readyConn, queued, started time.Time) {
+	raw := net.Conn(c)
+	defer s.drop(c.Conn)
 	raw.SetDeadline(time.Now().Add(s.timeout))
 	sc, err := s.turbo.Accept(raw)
 	if err != nil {
@@ -666,6 +675,45 @@ func (s *pooledServer) serveConn(raw net.Conn, queued, started time.Time) {
 	sc.Write([]byte{'k'})
 }
 
+// drop closes raw and forgets it.
+func (s *pooledServer) drop(raw net.Conn) {
+	raw.Close()
+	s.mu.Lock()
+	delete(s.conns, raw)
+	s.mu.Unlock()
+}
+
+// readyConn is a connection whose first bytes were read before a worker
+// took it; it returns them first.
+type readyConn struct {
+	net.Conn
+	first []byte
+}
+
+func (c *readyConn) Read(b []byte) (int, error) {
+	if len(c.first) > 0 {
+		n := copy(b, c.first)
+		c.first = c.first[n:]
+		return n, nil
+	}
+	return c.Conn.Read(b)
+}
+
+// firstBytes waits, at most timeout, for raw's first bytes.
+func firstBytes(raw net.Conn, timeout time.Duration) (*readyConn, error) {
+	raw.SetReadDeadline(time.Now().Add(timeout))
+	buf := make([]byte, 64)
+	n, err := raw.Read(buf)
+	raw.SetReadDeadline(time.Time{})
+	if n == 0 {
+		if err == nil {
+			err = io.ErrNoProgress
+		}
+		return nil, err
+	}
+	return &readyConn{Conn: raw, first: buf[:n]}, nil
+}
+
 // Close stops accepting, closes the connections still open, stops the
 // UDP side (its flights finish on the workers first), then the workers.
 func (s *pooledServer) Close() error {
@@ -676,6 +724,7 @@ func (s *pooledServer) Close() error {
 		c.Close()
 	}
 	s.mu.Unlock()
+	s.readers.Wait() // before the queue closes: they may still queue a job
 	s.turbo.Close()
 	s.udp.Wait()
 	close(s.jobs)

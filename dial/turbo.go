@@ -220,7 +220,7 @@ func (t *turboDial) connect(ctx context.Context) (bool, error) {
 	}
 	udpAborted := false
 	cc.Refused = func(_ error, aborted bool) { udpAborted = aborted }
-	cc.Fallback = func(ctx context.Context, tcp net.Conn) (*tls13.Conn, error) {
+	cc.Fallback = func(ctx context.Context, tcp net.Conn, same *tls13.Conn) (*tls13.Conn, error) {
 		if udpAborted && offer != nil {
 			// The server answered the ztls ClientHello sent over UDP with
 			// an alert (ZTLS-SPEC §6): the one retry without ztls runs as
@@ -231,8 +231,15 @@ func (t *turboDial) connect(ctx context.Context) (bool, error) {
 			return handshake(ctx, tcp, t.cfg, nil, t.o, r, t.start)
 		}
 		// TLS (or ZTLS) over the TCP connection already open, as Connect
-		// does without TurboTLS.
-		c, err := handshake(ctx, tcp, t.cfg, offer, t.o, r, t.start)
+		// does without TurboTLS: the handshake already begun when the
+		// flight just did not come, else a new one.
+		var c *tls13.Conn
+		var err error
+		if same != nil {
+			c, err = same, runHandshake(ctx, same, r, t.start)
+		} else {
+			c, err = handshake(ctx, tcp, t.cfg, offer, t.o, r, t.start)
+		}
 		if err == nil || offer == nil || !abortedOnHello(c, err) {
 			return c, err
 		}

@@ -96,9 +96,12 @@ func TestDialRefusedHookOnAbort(t *testing.T) {
 	cc := &turbo.ClientConfig{TLS: cfg, Wait: 5 * time.Second,
 		ZData: w.Service.Records(time.Now())[0].Offer(w.Cert.Leaf), Early: []byte("GET /"), ReplaySafe: true,
 		Refused: func(err error, a bool) { refused, aborted = err, a },
-		Fallback: func(ctx context.Context, tcp net.Conn) (*tls13.Conn, error) {
+		Fallback: func(ctx context.Context, tcp net.Conn, same *tls13.Conn) (*tls13.Conn, error) {
 			if refused == nil {
 				t.Error("Fallback ran before Refused")
+			}
+			if same != nil {
+				t.Error("a refused flight's handshake was handed on to continue")
 			}
 			return nil, errFallback
 		}}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"time"
 
@@ -39,9 +40,15 @@ type ClientConfig struct {
 	// WrapUDP wraps the client's connected UDP socket (tests drop
 	// datagrams with it; nil: none).
 	WrapUDP func(net.Conn) net.Conn
-	// Fallback runs TLS over tcp when the UDP flight did not make it;
-	// nil means a tls13 client with the same Session, ZData and Early.
-	Fallback func(ctx context.Context, tcp net.Conn) (*tls13.Conn, error)
+	// Fallback finishes the handshake over tcp when the UDP flight did
+	// not make it. same is the handshake already begun: its ClientHello
+	// has gone out on tcp unchanged, and Fallback runs its
+	// HandshakeContext. same is nil, and tcp has carried nothing, when a
+	// new handshake is needed: the server refused the UDP flight
+	// (Refused), or the ClientHello carries early data (see Dial). nil
+	// Fallback: same's handshake, or a tls13 client with the same
+	// Session, ZData and Early.
+	Fallback func(ctx context.Context, tcp net.Conn, same *tls13.Conn) (*tls13.Conn, error)
 	// Refused, if set, is called before Fallback when the server's flight
 	// came over UDP but failed the handshake: err is the engine's error,
 	// aborted says the flight opened with an alert, before any
@@ -128,12 +135,6 @@ func (cfg *ClientConfig) expected(udp netip.AddrPort) int {
 	return defaultFlight
 }
 
-type flightResult struct {
-	flight []byte
-	at     time.Duration
-	err    error
-}
-
 type tcpResult struct {
 	c   net.Conn
 	err error
@@ -143,8 +144,9 @@ type tcpResult struct {
 // Dial runs a TurboTLS handshake with the server at tcpAddr whose
 // TurboTLS UDP port is udpAddr: the client flight goes over UDP while
 // TCP's handshake runs; the connection continues on TCP. If the server's
-// flight is not complete over UDP within the wait after TCP connects, TLS
-// runs over the TCP connection alone (cfg.Fallback). The returned
+// flight is not complete over UDP within the wait after TCP connects, the
+// handshake runs over the TCP connection (cfg.Fallback): the same
+// ClientHello, unchanged, unless it carries early data. The returned
 // connection has finished its handshake.
 func Dial(ctx context.Context, tcpAddr, udpAddr netip.AddrPort, cfg *ClientConfig) (*ClientResult, error) {
 	start := time.Now()
@@ -162,17 +164,11 @@ func Dial(ctx context.Context, tcpAddr, udpAddr netip.AddrPort, cfg *ClientConfi
 	}
 	res := &rr.ClientResult
 	tcp := rr.tcp
-	if rr.flight != nil {
-		if ferr := eng.Feed(rr.flight); ferr != nil {
-			aborted := AbortedFlight(rr.flight, ferr)
-			res.FallbackReason = ReasonFlightRefused + ": " + ferr.Error()
-			if aborted {
-				res.FallbackReason = ReasonFlightAborted + ": " + ferr.Error()
-			}
-			if cfg.Refused != nil {
-				cfg.Refused(ferr, aborted)
-			}
-		} else {
+	var same *tls13.Conn
+	switch {
+	case rr.flight != nil:
+		ferr := eng.Feed(rr.flight)
+		if ferr == nil {
 			out := AppendLink(nil, rr.id)
 			out = append(out, eng.Output()...)
 			if _, err := tcp.Write(out); err != nil {
@@ -187,12 +183,33 @@ func Dial(ctx context.Context, tcpAddr, udpAddr netip.AddrPort, cfg *ClientConfi
 			res.Conn, res.Turbo, res.Done = c, true, time.Since(start)
 			return res, nil
 		}
+		aborted := AbortedFlight(rr.flight, ferr)
+		res.FallbackReason = ReasonFlightRefused + ": " + ferr.Error()
+		if aborted {
+			res.FallbackReason = ReasonFlightAborted + ": " + ferr.Error()
+		}
+		if cfg.Refused != nil {
+			cfg.Refused(ferr, aborted)
+		}
+	case !eng.ConnectionState().EarlyDataOffered:
+		// No flight over UDP: the handshake goes on over TCP with the
+		// ClientHello already made, with no new key share to compute (the
+		// TurboTLS paper's fallback "without any further delay"). Not with
+		// early data: the server may have accepted and answered it over
+		// UDP (only the answer lost), and its anti-replay would refuse the
+		// same ClientHello's early data on TCP, costing the early data's
+		// round trip; a new ClientHello keeps it.
+		if _, err := tcp.Write(clientFlight); err != nil {
+			tcp.Close()
+			return nil, fmt.Errorf("turbo: writing the ClientHello on TCP: %w", err)
+		}
+		same = eng.Conn(tcp, cfg.ReplaySafe)
 	}
 	fb := cfg.Fallback
 	if fb == nil {
 		fb = cfg.plainTLS
 	}
-	c, err := fb(ctx, tcp)
+	c, err := fb(ctx, tcp, same)
 	if err != nil {
 		tcp.Close()
 		return nil, err
@@ -223,6 +240,12 @@ type raceResult struct {
 // expected-byte server flight) and starts TCP at the same moment; it
 // returns once TCP is up and the server flight is complete, or the wait
 // after TCP connected ran out, or UDP failed.
+//
+// The flight is read on the calling goroutine, which goes on with it: on
+// the testbed a hand-over from a reader goroutine cost ~0.1 ms at the
+// moment the flight completes, the critical path. TCP connects on its own
+// goroutine, which sets the UDP socket's read deadline to the end of the
+// wait (or to now, when the connect fails); a cancelled ctx does too.
 func race(ctx context.Context, start time.Time, tcpAddr, udpAddr netip.AddrPort, clientFlight []byte, expected int, cfg *ClientConfig) (*raceResult, error) {
 	res := &raceResult{}
 	id, err := NewConnID()
@@ -238,6 +261,16 @@ func race(ctx context.Context, start time.Time, tcpAddr, udpAddr netip.AddrPort,
 		dgrams = append(dgrams, PaddingRequest(id, len(clientFlight)))
 	}
 
+	var udp net.Conn
+	raw, udpErr := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(udpAddr))
+	if udpErr == nil {
+		udp = raw
+		if cfg.WrapUDP != nil {
+			udp = cfg.WrapUDP(raw)
+		}
+		defer udp.Close()
+	}
+
 	dctx, cancelDial := context.WithCancel(ctx)
 	defer cancelDial()
 	tcpCh := make(chan tcpResult, 1)
@@ -250,121 +283,112 @@ func race(ctx context.Context, start time.Time, tcpAddr, udpAddr netip.AddrPort,
 			}
 		}
 		c, err := dial(dctx, tcpAddr)
-		tcpCh <- tcpResult{c: c, err: err, at: time.Since(start)}
+		at := time.Since(start)
+		tcpCh <- tcpResult{c: c, err: err, at: at}
+		if udp != nil {
+			end := time.Now() // a failed connect ends the wait at once
+			if err == nil {
+				end = end.Add(cfg.wait(at))
+			}
+			udp.SetReadDeadline(end)
+		}
 	}()
 
-	flightCh := make(chan flightResult, 1)
-	var udp net.Conn
 	var udpStats udpCounters
-	if raw, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(udpAddr)); err != nil {
-		flightCh <- flightResult{err: err}
-	} else {
-		udp = raw
-		if cfg.WrapUDP != nil {
-			udp = cfg.WrapUDP(raw)
-		}
-		defer udp.Close()
-		var werr error
+	if udp != nil {
 		for _, d := range dgrams {
-			if _, werr = udp.Write(d); werr != nil {
+			if _, udpErr = udp.Write(d); udpErr != nil {
 				break
 			}
 			udpStats.add(1, len(d), 0, 0)
 		}
-		if werr != nil {
-			flightCh <- flightResult{err: werr}
-		} else {
-			go receiveFlight(udp, id, len(clientFlight), len(dgrams), start, &udpStats, flightCh)
+	}
+	var flight []byte
+	var flightAt time.Duration
+	reason := ""
+	if udpErr != nil {
+		reason = ReasonUDPError + ": " + udpErr.Error()
+	} else {
+		stop := context.AfterFunc(ctx, func() { udp.SetReadDeadline(time.Unix(1, 0)) })
+		flight, udpErr = readFlight(udp, id, len(clientFlight), len(dgrams), &udpStats)
+		stop()
+		flightAt = time.Since(start)
+		switch {
+		case udpErr == nil:
+		case errors.Is(udpErr, os.ErrDeadlineExceeded) && ctx.Err() == nil:
+			reason = ReasonUDPTimeout // or the connect failed: below
+		case ctx.Err() == nil:
+			reason = ReasonUDPError + ": " + udpErr.Error()
 		}
 	}
 
-	var tcp net.Conn
-	var fl *flightResult
-	var timer <-chan time.Time
-	reason := ""
-wait:
-	for {
-		select {
-		case t := <-tcpCh:
-			if t.err != nil {
-				return nil, fmt.Errorf("turbo: connecting to %s: %w", tcpAddr, t.err)
+	var t tcpResult
+	select {
+	case t = <-tcpCh:
+	case <-ctx.Done():
+		go func() {
+			if t := <-tcpCh; t.c != nil {
+				t.c.Close()
 			}
-			tcp, res.TCPConnected = t.c, t.at
-			if fl != nil || reason != "" {
-				break wait
-			}
-			w := cfg.Wait
-			if w <= 0 {
-				frac := cfg.WaitFraction
-				if frac <= 0 {
-					frac = 0.5
-				}
-				minW := cfg.MinWait
-				if minW <= 0 {
-					minW = 2 * time.Millisecond
-				}
-				// Whole milliseconds: Go's runtime sleeps in its
-				// network poller in whole milliseconds, so a timer with
-				// a fraction left fires up to 1 ms late (a 4.2 ms wait
-				// took 5.3 ms on the testbed); 4 ms takes 4 ms.
-				w = max(time.Duration(float64(t.at)*frac).Truncate(time.Millisecond), minW)
-			}
-			timer = time.After(w)
-		case f := <-flightCh:
-			if f.err != nil {
-				reason = ReasonUDPError + ": " + f.err.Error()
-				if tcp != nil {
-					break wait
-				}
-				flightCh = nil // wait for TCP only
-				continue
-			}
-			fl = &f
-			if tcp != nil {
-				break wait
-			}
-		case <-timer:
-			reason = ReasonUDPTimeout
-			break wait
-		case <-ctx.Done():
-			if tcp != nil {
-				tcp.Close()
-			} else {
-				go func() {
-					if t := <-tcpCh; t.c != nil {
-						t.c.Close()
-					}
-				}()
-			}
-			return nil, fmt.Errorf("turbo: %w", ctx.Err())
-		}
+		}()
+		return nil, fmt.Errorf("turbo: %w", ctx.Err())
 	}
-	res.tcp = tcp
-	res.Waited = time.Since(start) - res.TCPConnected
+	if t.err != nil {
+		return nil, fmt.Errorf("turbo: connecting to %s: %w", tcpAddr, t.err)
+	}
+	if err := ctx.Err(); err != nil {
+		t.c.Close()
+		return nil, fmt.Errorf("turbo: %w", err)
+	}
+	res.tcp, res.TCPConnected = t.c, t.at
+	res.Waited = max(time.Since(start)-res.TCPConnected, 0)
 	res.RequestsSent, res.BytesSent, res.ResponsesReceived, res.BytesReceived = udpStats.get()
 	res.FallbackReason = reason
-	if fl != nil && fl.err == nil {
-		res.FlightAt = fl.at
-		res.ServerFlight = len(fl.flight)
-		res.flight = fl.flight
-		res.FallbackReason = ""
-		cfg.Sizes.Put(udpAddr, len(fl.flight))
+	if flight != nil {
+		res.FlightAt = flightAt
+		res.ServerFlight = len(flight)
+		res.flight = flight
+		cfg.Sizes.Put(udpAddr, len(flight))
 	}
 	return res, nil
 }
 
-// plainTLS is the default fallback: a new client engine on the TCP
-// connection, with the same resumption, Z-data and early data.
-func (cfg *ClientConfig) plainTLS(ctx context.Context, tcp net.Conn) (*tls13.Conn, error) {
-	c := tls13.Client(tcp, cfg.TLS)
-	if cfg.Session != nil {
-		c.SetSession(cfg.Session)
+// wait is how long to wait for the UDP flight after a TCP connect that
+// took connect.
+func (cfg *ClientConfig) wait(connect time.Duration) time.Duration {
+	if cfg.Wait > 0 {
+		return cfg.Wait
 	}
-	if cfg.ZData != nil {
-		c.SetZData(cfg.ZData)
+	frac := cfg.WaitFraction
+	if frac <= 0 {
+		frac = 0.5
 	}
-	if len(cfg.Early) > 0 && (cfg.ZData != nil || cfg.Session != nil) {
-		c.SetEarlyData(cfg.Early, cfg.ReplaySafe)
+	minW := cfg.MinWait
+	if minW <= 0 {
+		minW = 2 * time.Millisecond
+	}
+	// Whole milliseconds: Go's runtime sleeps in its network poller in
+	// whole milliseconds, so a deadline with a fraction left fires up to
+	// 1 ms late (a 4.2 ms wait took 5.3 ms on the testbed); 4 ms takes 4.
+	return max(time.Duration(float64(connect)*frac).Truncate(time.Millisecond), minW)
+}
+
+// plainTLS is the default fallback: same's handshake (the ClientHello
+// already sent on tcp), or, when the server refused its UDP flight, a new
+// client engine on tcp with the same resumption, Z-data and early data.
+func (cfg *ClientConfig) plainTLS(ctx context.Context, tcp net.Conn, same *tls13.Conn) (*tls13.Conn, error) {
+	c := same
+	if c == nil {
+		c = tls13.Client(tcp, cfg.TLS)
+		if cfg.Session != nil {
+			c.SetSession(cfg.Session)
+		}
+		if cfg.ZData != nil {
+			c.SetZData(cfg.ZData)
+		}
+		if len(cfg.Early) > 0 && (cfg.ZData != nil || cfg.Session != nil) {
+			c.SetEarlyData(cfg.Early, cfg.ReplaySafe)
+		}
 	}
 	if err := c.HandshakeContext(ctx); err != nil {
 		return nil, err
@@ -393,19 +417,19 @@ func (u *udpCounters) get() (int, int, int, int) {
 	return u.sent, u.sentB, u.received, u.receiveB
 }
 
-// receiveFlight reassembles the server's flight. When the first response
-// shows the flight needs more datagrams than were requested, it sends the
-// missing padding requests at once (the flight then completes a round
-// trip later instead of never).
-func receiveFlight(udp net.Conn, id ConnID, clientLen, requested int, start time.Time, st *udpCounters, out chan<- flightResult) {
+// readFlight reassembles the server's flight from udp. When the first
+// response shows the flight needs more datagrams than were requested, it
+// sends the missing padding requests at once (the flight then completes a
+// round trip later instead of never). It returns the read error that
+// stopped it (the deadline, when the wait ran out).
+func readFlight(udp net.Conn, id ConnID, clientLen, requested int, st *udpCounters) ([]byte, error) {
 	var asm Reassembler
 	buf := make([]byte, 2048)
 	topped := false
 	for {
 		n, err := udp.Read(buf)
 		if err != nil {
-			out <- flightResult{err: err}
-			return
+			return nil, err
 		}
 		d, perr := ParseDatagram(buf[:n])
 		if perr != nil || d.Type != TypeResponse || d.ID != id {
@@ -413,8 +437,7 @@ func receiveFlight(udp net.Conn, id ConnID, clientLen, requested int, start time
 		}
 		st.add(0, 0, 1, n)
 		if err := asm.Add(d.FlightLength, d.Offset, d.Fragment); err != nil {
-			out <- flightResult{err: err}
-			return
+			return nil, err
 		}
 		if need := DatagramsFor(asm.Total()); !topped && need > requested {
 			topped = true
@@ -426,8 +449,7 @@ func receiveFlight(udp net.Conn, id ConnID, clientLen, requested int, start time
 			}
 		}
 		if asm.Complete() {
-			out <- flightResult{flight: asm.Flight(), at: time.Since(start)}
-			return
+			return asm.Flight(), nil
 		}
 	}
 }

@@ -370,3 +370,86 @@ func TestBadLinkRecord(t *testing.T) {
 		t.Fatalf("server kept a malformed link open: %v", err)
 	}
 }
+
+// recorder keeps what is written through a connection; with drop set it
+// sends nothing (a black hole for UDP).
+type recorder struct {
+	net.Conn
+	drop bool
+	mu   sync.Mutex
+	w    [][]byte
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.mu.Lock()
+	r.w = append(r.w, append([]byte(nil), b...))
+	r.mu.Unlock()
+	if r.drop {
+		return len(b), nil
+	}
+	return r.Conn.Write(b)
+}
+
+func (r *recorder) writes() [][]byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.w
+}
+
+// When the wait runs out with no flight, the handshake goes on over TCP
+// with the ClientHello already sent over UDP, byte for byte, with no link
+// record (no new key share to compute); a ClientHello with early data is
+// made anew, since the server may have answered it over UDP already.
+func TestTimeoutSendsTheSameClientHelloOverTCP(t *testing.T) {
+	tw := startWorld(t, turbo.Config{})
+	for _, z := range []bool{false, true} {
+		udp, tcp := &recorder{drop: true}, &recorder{}
+		cfg := &turbo.ClientConfig{TLS: tw.clientTLS(), Wait: 20 * time.Millisecond,
+			WrapUDP: func(c net.Conn) net.Conn { udp.Conn = c; return udp },
+			DialTCP: func(ctx context.Context, a netip.AddrPort) (net.Conn, error) {
+				var d net.Dialer
+				c, err := d.DialContext(ctx, "tcp", a.String())
+				tcp.Conn = c
+				return tcp, err
+			}}
+		if z {
+			cfg.ZData, cfg.Early, cfg.ReplaySafe = tw.zdata(t), []byte("GET /"), true
+		}
+		res, err := turbo.Dial(dialCtx(t), tw.tcp, tw.udp, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Turbo || res.FallbackReason != turbo.ReasonUDPTimeout {
+			t.Fatalf("ztls %v: turbo %v, reason %q", z, res.Turbo, res.FallbackReason)
+		}
+		if got := exchange(t, res, []byte("GET /")); got != answer {
+			t.Fatalf("ztls %v: answer %q", z, got)
+		}
+		var asm turbo.Reassembler
+		for _, b := range udp.writes() {
+			d, err := turbo.ParseDatagram(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(d.Fragment) > 0 {
+				if err := asm.Add(d.FlightLength, d.Offset, d.Fragment); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if !asm.Complete() {
+			t.Fatal("the client's UDP flight is incomplete")
+		}
+		overUDP := asm.Flight()
+		tw := tcp.writes()
+		if len(tw) == 0 {
+			t.Fatal("nothing written on TCP")
+		}
+		if same := bytes.Equal(tw[0], overUDP); same == z {
+			t.Fatalf("ztls %v: same ClientHello on TCP %v", z, same)
+		}
+		if z && !res.Conn.ConnectionState().ZTLS {
+			t.Fatal("the new ClientHello lost ZTLS")
+		}
+	}
+}

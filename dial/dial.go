@@ -299,13 +299,18 @@ func handshake(ctx context.Context, raw net.Conn, cfg *tls13.Config, offer *tls1
 		c.SetEarlyData(o.Request, o.ReplaySafe)
 		r.EarlyData.Bytes = len(o.Request)
 	}
+	return c, runHandshake(ctx, c, r, start)
+}
+
+// runHandshake runs c's handshake and puts its time and trace in r.
+func runHandshake(ctx context.Context, c *tls13.Conn, r *Report, start time.Time) error {
 	hsStart := time.Now()
 	err := c.HandshakeContext(ctx)
 	r.Timing.Handshake = ms(time.Since(hsStart))
 	for _, ev := range c.Trace() {
 		r.Trace = append(r.Trace, TraceStep{Step: ev.Event.String(), AtMS: ms(ev.At.Sub(start))})
 	}
-	return c, err
+	return err
 }
 
 // abortedOnHello: an alert, or a closed or reset connection, after the
@@ -372,17 +377,43 @@ func lookupService(ctx context.Context, res *resolver.Resolver, host string, por
 	sentAddr := false
 	pendingAddr := 2
 	verified := false
+	// The Z-data's public-key work starts as early as its inputs allow, so
+	// little is left when the last answer lands (TurboTLS sends nothing
+	// before the check is done): the client's key share at once, the DNS
+	// round trip being idle time; the ECDH with the likeliest record's
+	// share when the TXT answer lands; the chain checks when TLSA and CERT
+	// have landed; the records' signatures when all three are in.
+	var keyShare chan *tls13.ZDataKeyShare
+	var prepared chan *tls13.ZDataPrepared
+	var chains *zdata.Chains
+	if wantZ {
+		keyShare = make(chan *tls13.ZDataKeyShare, 1)
+		go func() { keyShare <- tls13.NewZDataKeyShare(tls13.X25519, nil) }()
+	}
 	verify := func() {
-		if verified || !wantZ || txt == nil || tlsa == nil || cert == nil {
+		if !wantZ {
+			return
+		}
+		if chains == nil && tlsa != nil && cert != nil {
+			t := trust
+			t.Now = now()
+			chains = zdata.StartChains(rrsOf[*dns.TLSA](tlsa), rrsOf[*dns.CERT](cert), host, port, t)
+		}
+		if verified || txt == nil || chains == nil {
 			return
 		}
 		verified = true
-		go func() {
-			t := trust
-			t.Now = now()
-			offer, err := verifyZData(txt, tlsa, cert, host, port, t)
+		check := func() {
+			offer, err := verifyZData(txtStrings(txt), chains, prepared)
 			zdone <- zresult{offer: offer, err: err, at: time.Since(start)}
-		}()
+		}
+		if sentAddr {
+			// The address is out; what may still land (AAAA, HTTPS) can
+			// wait the check, which a new goroutine would only start later.
+			check()
+		} else {
+			go check()
+		}
 	}
 	_, err := res.LookupService(ctx, host, port, func(a resolver.Answer) {
 		a2 := a
@@ -410,6 +441,17 @@ func lookupService(ctx context.Context, res *resolver.Resolver, host string, por
 			}
 		case dns.TypeTXT:
 			txt = &a2
+			if wantZ {
+				prepared = make(chan *tls13.ZDataPrepared, 1)
+				go func(txts [][]string) {
+					ks := <-keyShare
+					if group, share := likelyShare(txts); share != nil {
+						prepared <- ks.Prepare(group, share, nil)
+					} else {
+						prepared <- nil
+					}
+				}(txtStrings(txt))
+			}
 		case dns.TypeTLSA:
 			tlsa = &a2
 		case dns.TypeCERT:
@@ -443,42 +485,40 @@ func rcodeText(a resolver.Answer) string {
 	return dns.RcodeToString[a.Rcode]
 }
 
-// verifyZData checks the records and makes the offer the engine uses.
-func verifyZData(txt, tlsa, cert *resolver.Answer, host string, port int, trust zdata.SelectOptions) (*tls13.ZDataOffer, error) {
-	var txts [][]string
-	var tlsas []*dns.TLSA
-	var certs []*dns.CERT
-	for _, rr := range txt.RRs {
-		if t, ok := rr.(*dns.TXT); ok {
-			txts = append(txts, t.Txt)
-		}
-	}
-	for _, rr := range tlsa.RRs {
-		if t, ok := rr.(*dns.TLSA); ok {
-			tlsas = append(tlsas, t)
-		}
-	}
-	for _, rr := range cert.RRs {
-		if c, ok := rr.(*dns.CERT); ok {
-			certs = append(certs, c)
-		}
-	}
-	// The key share and ZS for the likeliest record are made while its
-	// signature and chain are verified; the engine uses them only if that
-	// record is the one selected.
-	prepared := make(chan *tls13.ZDataPrepared, 1)
-	if group, share := likelyShare(txts); share != nil {
-		go func() { prepared <- tls13.PrepareZData(group, share, nil) }()
-	} else {
-		prepared <- nil
-	}
-	rec, leaf, err := zdata.SelectWith(txts, tlsas, certs, host, port, trust)
+// verifyZData selects among the TXT records with chains and makes the
+// offer the engine uses. prepared delivers the key share and ZS made for
+// the likeliest record (or nil) meanwhile; the engine uses them only if
+// that record is the one selected.
+func verifyZData(txts [][]string, chains *zdata.Chains, prepared <-chan *tls13.ZDataPrepared) (*tls13.ZDataOffer, error) {
+	rec, leaf, err := chains.Select(txts)
 	if err != nil {
 		return nil, err
 	}
 	offer := rec.Offer(leaf)
 	offer.Prepared = <-prepared
 	return offer, nil
+}
+
+// rrsOf returns the records of type T in a.
+func rrsOf[T dns.RR](a *resolver.Answer) []T {
+	var out []T
+	for _, rr := range a.RRs {
+		if t, ok := rr.(T); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// txtStrings returns the strings of each TXT record in a.
+func txtStrings(a *resolver.Answer) [][]string {
+	var txts [][]string
+	for _, rr := range a.RRs {
+		if t, ok := rr.(*dns.TXT); ok {
+			txts = append(txts, t.Txt)
+		}
+	}
+	return txts
 }
 
 // likelyShare returns the group and share of the record Select would try

@@ -56,12 +56,46 @@ type ZDataPrepared struct {
 // Z-data share zshare (nil rand: crypto/rand). An invalid zshare is
 // reported when the engine would use it.
 func PrepareZData(group uint16, zshare []byte, rand io.Reader) *ZDataPrepared {
+	return (*ZDataKeyShare)(nil).Prepare(group, zshare, rand)
+}
+
+// ZDataKeyShare is a client key share made before the Z-data it will be
+// used with has arrived (while the DNS answers are awaited): when the
+// record lands only the ECDH with its share is left to do. It serves one
+// Prepare at most, and a key share is never used twice.
+type ZDataKeyShare struct {
+	group uint16
+	share kex.ClientShare
+	err   error
+	taken atomic.Bool
+}
+
+// NewZDataKeyShare makes a key share for group, which should be the
+// group the Z-data is expected to use (x25519 in the default profile;
+// nil rand: crypto/rand).
+func NewZDataKeyShare(group uint16, rand io.Reader) *ZDataKeyShare {
+	ks := &ZDataKeyShare{group: group}
+	if group != X25519 && group != P256 {
+		ks.err = fmt.Errorf("Z-data group %s is not usable for ztls v1", kex.Name(group))
+		return ks
+	}
+	ks.share, ks.err = kex.GenerateClientShare(group, rand)
+	return ks
+}
+
+// Prepare is PrepareZData with ks's key share when ks (which may be nil)
+// is for group and unused; otherwise it makes a new share.
+func (ks *ZDataKeyShare) Prepare(group uint16, zshare []byte, rand io.Reader) *ZDataPrepared {
 	p := &ZDataPrepared{group: group, zshare: bytes.Clone(zshare)}
 	if group != X25519 && group != P256 {
 		p.err = fmt.Errorf("Z-data group %s is not usable for ztls v1", kex.Name(group))
 		return p
 	}
-	p.share, p.err = kex.GenerateClientShare(group, rand)
+	if ks != nil && ks.err == nil && ks.group == group && ks.taken.CompareAndSwap(false, true) {
+		p.share = ks.share
+	} else {
+		p.share, p.err = kex.GenerateClientShare(group, rand)
+	}
 	if p.err == nil {
 		p.zs, p.err = p.share.Shared(zshare)
 	}

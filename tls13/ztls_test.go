@@ -433,6 +433,35 @@ func TestZTLSPreparedShare(t *testing.T) {
 	}
 }
 
+// TestZDataKeyShareMadeAhead: a key share made before the Z-data landed
+// becomes the prepared share (and the ClientHello's) of one Prepare only;
+// a second Prepare, or one for another group, makes a new share.
+func TestZDataKeyShareMadeAhead(t *testing.T) {
+	z := newZTLSSetup(t)
+	ks := NewZDataKeyShare(X25519, nil)
+	prep := ks.Prepare(z.offer.Group, z.offer.Share, nil)
+	if prep.err != nil || prep.share != ks.share {
+		t.Fatalf("Prepare did not use the share made ahead (err %v)", prep.err)
+	}
+	if again := ks.Prepare(z.offer.Group, z.offer.Share, nil); again.err != nil || bytes.Equal(again.share.Public(), ks.share.Public()) {
+		t.Fatalf("a second Prepare reused the key share (err %v)", again.err)
+	}
+	p256 := NewZDataKeyShare(P256, nil)
+	if other := p256.Prepare(X25519, z.offer.Share, nil); other.err != nil || other.share == p256.share || p256.taken.Load() {
+		t.Fatal("a share made for P-256 was used for x25519 Z-data")
+	}
+	if bad := NewZDataKeyShare(X25519MLKEM768, nil); bad.err == nil {
+		t.Fatal("a key share for a group ztls v1 cannot use was made")
+	}
+	offer := *z.offer
+	offer.Prepared = prep
+	z.offer = &offer
+	c, s, answer, err := z.run(t, []byte("GET /"), nil)
+	if err != nil || !c.info.ZTLS || !s.info.ZTLS || string(answer) != "answer to GET /" {
+		t.Fatalf("with a share made ahead: err %v, ZTLS %v/%v, answer %q", err, c.info.ZTLS, s.info.ZTLS, answer)
+	}
+}
+
 // TestZTLSConfiguredCodepoint: ZTLS works with the extension at another
 // codepoint when both sides are configured alike; a server left at the
 // default sees an unknown extension and rejects the early data (the

@@ -75,11 +75,56 @@ type SelectOptions struct {
 
 // SelectWith is Select with revocation checking (SelectOptions).
 func SelectWith(txt [][]string, tlsa []*dns.TLSA, cert []*dns.CERT, host string, port int, o SelectOptions) (*Record, *x509.Certificate, error) {
-	roots, now := o.Roots, o.Now
+	return StartChains(tlsa, cert, host, port, o).Select(txt)
+}
+
+// Chains is the trust half of SelectWith, started before the TXT records
+// are in: the TLSA leaves and CERT intermediates parsed, and each leaf's
+// chain, name and revocation check running in the background. On a first
+// connection the TXT answer may land after the TLSA and CERT answers; the
+// chain checks, public-key operations on the critical path of TurboTLS
+// (which sends nothing before they are done), then overlap the wait.
+type Chains struct {
+	host   string // canonical
+	port   int
+	now    time.Time
+	err    error // the host is not a name
+	leaves []*x509.Certificate
+	checks *chainChecks
+}
+
+// StartChains starts the chain checks of a service's TLSA 3 0 0 leaves
+// (through its CERT intermediates) as SelectWith would make them.
+func StartChains(tlsa []*dns.TLSA, cert []*dns.CERT, host string, port int, o SelectOptions) *Chains {
 	chost, err := CanonicalHost(host)
 	if err != nil {
-		return nil, nil, reasonErr(ReasonNoZData, err)
+		return &Chains{err: reasonErr(ReasonNoZData, err)}
 	}
+	c := &Chains{host: chost, port: port, now: o.Now, leaves: tlsaLeaves(tlsa, chost, port)}
+	inter := x509.NewCertPool()
+	for _, rr := range cert {
+		if rr == nil || rr.Type != dns.CertPKIX {
+			continue
+		}
+		der, err := base64.StdEncoding.DecodeString(rr.Certificate)
+		if err != nil {
+			continue
+		}
+		if ic, err := x509.ParseCertificate(der); err == nil {
+			inter.AddCert(ic)
+		}
+	}
+	c.checks = startChainChecks(c.leaves, chost, o.Roots, inter, o.Now, o.Revocation)
+	return c
+}
+
+// Select is SelectWith's choice among the TXT records txt, with these
+// chains. It is not safe for concurrent use.
+func (c *Chains) Select(txt [][]string) (*Record, *x509.Certificate, error) {
+	if c.err != nil {
+		return nil, nil, c.err
+	}
+	chost, port, now, leaves, chains := c.host, c.port, c.now, c.leaves, c.checks
 	var recs []*Record
 	var worst error
 	fail := func(err error) {
@@ -104,26 +149,8 @@ func SelectWith(txt [][]string, tlsa []*dns.TLSA, cert []*dns.CERT, host string,
 		}
 		return nil, nil, reasonErr(ReasonNoZData, fmt.Errorf("zdata: no ztls1 TXT record for %s", TXTName(chost, port)))
 	}
-	leaves := tlsaLeaves(tlsa, chost, port)
-	inter := x509.NewCertPool()
-	for _, c := range cert {
-		if c == nil || c.Type != dns.CertPKIX {
-			continue
-		}
-		der, err := base64.StdEncoding.DecodeString(c.Certificate)
-		if err != nil {
-			continue
-		}
-		if ic, err := x509.ParseCertificate(der); err == nil {
-			inter.AddCert(ic)
-		}
-	}
 	// Latest not-after first; the first fully valid record wins.
 	sort.SliceStable(recs, func(i, j int) bool { return recs[i].NotAfter.After(recs[j].NotAfter) })
-	// The chain checks run beside the record checks: both are public-key
-	// operations on the critical path of a first connection (TurboTLS
-	// sends nothing before they are done), and a second core halves it.
-	chains := startChainChecks(leaves, chost, roots, inter, now, o.Revocation)
 	for _, r := range recs {
 		if !KnownGroup(r.Group) {
 			fail(reasonErr(ReasonUnknownGroup, fmt.Errorf("%w %d", ErrUnknownGroup, r.Group)))

@@ -8,12 +8,14 @@
 package dial
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"time"
 
@@ -152,6 +154,10 @@ func Connect(ctx context.Context, addr string, o Options) (*Result, error) {
 	zdone := make(chan zresult, 1)
 	lookupErr := make(chan error, 1)
 	httpsAns := make(chan *resolver.Answer, 1)
+	var likely chan likelyOffer // TurboTLS makes its first flight with it
+	if o.Turbo && wantZ {
+		likely = make(chan likelyOffer, 1)
+	}
 	if isIP == nil {
 		a, _ := netip.ParseAddr(host)
 		addrs <- []netip.Addr{a}
@@ -166,7 +172,7 @@ func Connect(ctx context.Context, addr string, o Options) (*Result, error) {
 		}()
 	} else {
 		trust := zdata.SelectOptions{Roots: cfg.RootCAs, Revocation: cfg.Revocation}
-		go lookupService(lctx, o.Resolver, host, port, wantZ, trust, now, start, addrs, zdone, lookupErr, httpsAns)
+		go lookupService(lctx, o.Resolver, host, port, wantZ, trust, now, start, addrs, zdone, lookupErr, httpsAns, likely)
 	}
 
 	// TCP starts on the first address to arrive.
@@ -185,7 +191,7 @@ func Connect(ctx context.Context, addr string, o Options) (*Result, error) {
 	var earlyConnect time.Duration
 	if o.Turbo {
 		t := &turboDial{o: o, cfg: cfg, r: r, res: res, start: start, host: host, port: port, ips: ips,
-			wantZ: wantZ, reason: reason, zdone: zdone, https: httpsAns, isIP: isIP == nil, mem: mem, now: now}
+			wantZ: wantZ, reason: reason, zdone: zdone, likely: likely, https: httpsAns, isIP: isIP == nil, mem: mem, now: now}
 		if used, err := t.connect(ctx); used || err != nil {
 			return res, err
 		}
@@ -372,7 +378,7 @@ func dialFirst(ctx context.Context, ips []netip.Addr, port int) (net.Conn, error
 // have all landed, while TCP connects.
 func lookupService(ctx context.Context, res *resolver.Resolver, host string, port int, wantZ bool,
 	trust zdata.SelectOptions, now func() time.Time, start time.Time,
-	addrs chan<- []netip.Addr, zdone chan<- zresult, lookupErr chan<- error, httpsAns chan<- *resolver.Answer) {
+	addrs chan<- []netip.Addr, zdone chan<- zresult, lookupErr chan<- error, httpsAns chan<- *resolver.Answer, likely chan<- likelyOffer) {
 	var txt, tlsa, cert *resolver.Answer
 	sentAddr := false
 	pendingAddr := 2
@@ -384,7 +390,7 @@ func lookupService(ctx context.Context, res *resolver.Resolver, host string, por
 	// share when the TXT answer lands; the chain checks when TLSA and CERT
 	// have landed; the records' signatures when all three are in.
 	var keyShare chan *tls13.ZDataKeyShare
-	var prepared chan *tls13.ZDataPrepared
+	var prepared *preparedShare
 	var chains *zdata.Chains
 	if wantZ {
 		keyShare = make(chan *tls13.ZDataKeyShare, 1)
@@ -403,8 +409,14 @@ func lookupService(ctx context.Context, res *resolver.Resolver, host string, por
 			return
 		}
 		verified = true
+		txts := txtStrings(txt)
+		if likely != nil {
+			if rec, leaf := chains.Likely(txts); rec != nil {
+				likely <- likelyOffer{offer: rec.Offer(leaf), prepared: prepared}
+			}
+		}
 		check := func() {
-			offer, err := verifyZData(txtStrings(txt), chains, prepared)
+			offer, err := verifyZData(txts, chains, prepared)
 			zdone <- zresult{offer: offer, err: err, at: time.Since(start)}
 		}
 		if sentAddr {
@@ -442,15 +454,14 @@ func lookupService(ctx context.Context, res *resolver.Resolver, host string, por
 		case dns.TypeTXT:
 			txt = &a2
 			if wantZ {
-				prepared = make(chan *tls13.ZDataPrepared, 1)
-				go func(txts [][]string) {
+				prepared = &preparedShare{done: make(chan struct{})}
+				go func(txts [][]string, at time.Time) {
 					ks := <-keyShare
-					if group, share := likelyShare(txts); share != nil {
-						prepared <- ks.Prepare(group, share, nil)
-					} else {
-						prepared <- nil
+					if r := zdata.Likeliest(txts, at); r != nil {
+						prepared.p = ks.Prepare(r.Group, r.KeyShare, nil)
 					}
-				}(txtStrings(txt))
+					close(prepared.done)
+				}(txtStrings(txt), now())
 			}
 		case dns.TypeTLSA:
 			tlsa = &a2
@@ -489,14 +500,42 @@ func rcodeText(a resolver.Answer) string {
 // offer the engine uses. prepared delivers the key share and ZS made for
 // the likeliest record (or nil) meanwhile; the engine uses them only if
 // that record is the one selected.
-func verifyZData(txts [][]string, chains *zdata.Chains, prepared <-chan *tls13.ZDataPrepared) (*tls13.ZDataOffer, error) {
+func verifyZData(txts [][]string, chains *zdata.Chains, prepared *preparedShare) (*tls13.ZDataOffer, error) {
 	rec, leaf, err := chains.Select(txts)
 	if err != nil {
 		return nil, err
 	}
 	offer := rec.Offer(leaf)
-	offer.Prepared = <-prepared
+	offer.Prepared = prepared.get()
 	return offer, nil
+}
+
+// preparedShare is the key share and ZS made for the likeliest record
+// (tls13.ZDataPrepared, single-use), for any number of readers: the
+// verified offer and TurboTLS's early first flight share it.
+type preparedShare struct {
+	done chan struct{}
+	p    *tls13.ZDataPrepared // nil: no likely record
+}
+
+func (s *preparedShare) get() *tls13.ZDataPrepared {
+	<-s.done
+	return s.p
+}
+
+// likelyOffer is the offer of the likeliest record, unverified, and its
+// prepared share (see zdata.Chains.Likely).
+type likelyOffer struct {
+	offer    *tls13.ZDataOffer
+	prepared *preparedShare
+}
+
+// sameOffer reports whether a and b offer the same Z-data with the same
+// leaf (so a first flight made for one is the one the other would make).
+func sameOffer(a, b *tls13.ZDataOffer) bool {
+	return a.ID == b.ID && a.Hash == b.Hash && a.Group == b.Group && bytes.Equal(a.Share, b.Share) &&
+		a.MaxEarlyData == b.MaxEarlyData && a.ALPN == b.ALPN && slices.Equal(a.NSC, b.NSC) &&
+		a.Leaf != nil && b.Leaf != nil && bytes.Equal(a.Leaf.Raw, b.Leaf.Raw)
 }
 
 // rrsOf returns the records of type T in a.
@@ -521,21 +560,3 @@ func txtStrings(a *resolver.Answer) [][]string {
 	return txts
 }
 
-// likelyShare returns the group and share of the record Select would try
-// first: the ztls1 record with a known group and the latest not-after.
-func likelyShare(txts [][]string) (uint16, []byte) {
-	var best *zdata.Record
-	for _, strs := range txts {
-		r, err := zdata.ParseTXT(strs)
-		if err != nil || !zdata.KnownGroup(r.Group) {
-			continue
-		}
-		if best == nil || r.NotAfter.After(best.NotAfter) {
-			best = r
-		}
-	}
-	if best == nil {
-		return 0, nil
-	}
-	return best.Group, best.KeyShare
-}

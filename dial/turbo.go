@@ -64,6 +64,7 @@ type turboDial struct {
 	isIP   bool
 	reason string // the ZTLS fallback reason so far
 	zdone  <-chan zresult
+	likely <-chan likelyOffer // nil without ZTLS
 	https  <-chan *resolver.Answer
 	mem    *Memory // remembers servers that abort on ztls
 	now    func() time.Time
@@ -172,39 +173,72 @@ func (t *turboDial) connect(ctx context.Context) (bool, error) {
 	if udpPort < 1 || udpPort > 65535 {
 		return false, fmt.Errorf("dial: bad TurboTLS UDP port %d", udpPort)
 	}
+	udpAddr := netip.AddrPortFrom(ip, uint16(udpPort))
 	var offer *tls13.ZDataOffer
 	reason := t.reason
+	// With ZTLS the first flight is made from the likeliest Z-data record
+	// while the lookup goroutine checks the records (both are public-key
+	// and cold-cache work on the critical path, here on two cores); it is
+	// sent only if the checks select that very record.
+	var early *turbo.Hello
+	var earlyOffer *tls13.ZDataOffer
+	var earlyCfg *turbo.ClientConfig
+	defer func() {
+		if early != nil {
+			early.Close()
+		}
+	}()
 	if t.wantZ {
 		timer := time.NewTimer(budget)
-		select {
-		case z := <-t.zdone:
-			offer = z.offer
-			if z.err != nil {
-				reason = string(zdata.ReasonOf(z.err)) + ": " + z.err.Error()
+		likely := t.likely
+		makeEarly := func(l likelyOffer) {
+			l.offer.Prepared = l.prepared.get()
+			earlyCfg = t.turboConfig(l.offer)
+			if h, err := turbo.NewHello(udpAddr, earlyCfg); err == nil {
+				early, earlyOffer = h, l.offer
 			}
-			r.Trace = append(r.Trace, TraceStep{Step: "zdata_verified", AtMS: ms(z.at)})
-		case <-timer.C:
-			reason = ReasonBudget
+		}
+	wait:
+		for {
+			// The likely offer is sent before the verdict: take it first
+			// when both are in.
+			select {
+			case l := <-likely:
+				likely = nil
+				makeEarly(l)
+				continue
+			default:
+			}
+			select {
+			case l := <-likely:
+				likely = nil
+				makeEarly(l)
+			case z := <-t.zdone:
+				offer = z.offer
+				if z.err != nil {
+					reason = string(zdata.ReasonOf(z.err)) + ": " + z.err.Error()
+				}
+				r.Trace = append(r.Trace, TraceStep{Step: "zdata_verified", AtMS: ms(z.at)})
+				break wait
+			case <-timer.C:
+				reason = ReasonBudget
+				break wait
+			}
 		}
 		timer.Stop()
 		if offer == nil && t.o.Mode == "ztls" {
 			return true, fmt.Errorf("dial: --mode ztls impossible: %s", reason)
 		}
 	}
-	cc := &turbo.ClientConfig{TLS: t.cfg, Wait: t.o.TurboWait, Sizes: t.o.TurboSizes, WrapUDP: t.o.TurboWrapUDP, ReplaySafe: t.o.ReplaySafe}
-	if cc.Sizes == nil {
-		cc.Sizes = defaultSizes
+	hello := early
+	cc := earlyCfg
+	if early != nil && offer != nil && sameOffer(offer, earlyOffer) {
+		early = nil // sent below
+	} else {
+		hello, cc = nil, t.turboConfig(offer)
 	}
-	if offer != nil {
-		cc.ZData = offer
-	} else if t.o.Session != nil {
-		cc.Session = t.o.Session
-	}
-	early := (offer != nil && len(t.o.Request) > 0) ||
-		(offer == nil && t.o.Session != nil && t.o.ResumeEarly && len(t.o.Request) > 0 && t.o.Session.MaxEarlyData > 0)
-	if early {
-		cc.Early = t.o.Request
-		r.EarlyData.Bytes = len(t.o.Request)
+	if len(cc.Early) > 0 {
+		r.EarlyData.Bytes = len(cc.Early)
 	}
 	syn := t.syn
 	cc.DialTCP = func(ctx context.Context, _ netip.AddrPort) (net.Conn, error) {
@@ -259,9 +293,18 @@ func (t *turboDial) connect(ctx context.Context) (bool, error) {
 		}
 		return c, err
 	}
+	if hello == nil {
+		h, err := turbo.NewHello(udpAddr, cc)
+		if err != nil {
+			return true, fmt.Errorf("dial: %w", err)
+		}
+		hello = h
+	} else {
+		step("turbo_hello_made_early")
+	}
 	step("turbo_udp_sent")
 	dialAt := time.Since(t.start)
-	tr, err := turbo.Dial(ctx, netip.AddrPortFrom(ip, uint16(t.port)), netip.AddrPortFrom(ip, uint16(udpPort)), cc)
+	tr, err := hello.Dial(ctx, netip.AddrPortFrom(ip, uint16(t.port)))
 	if err != nil {
 		return true, fmt.Errorf("dial: %w", err)
 	}
@@ -286,6 +329,26 @@ func (t *turboDial) connect(ctx context.Context) (bool, error) {
 		r.Trace = append(r.Trace, TraceStep{Step: name, AtMS: ms(time.Since(t.start))})
 	})
 	return true, err
+}
+
+// turboConfig is the TurboTLS client configuration for ZTLS with offer
+// (nil: TLS 1.3, resuming Options.Session if set), early data included.
+func (t *turboDial) turboConfig(offer *tls13.ZDataOffer) *turbo.ClientConfig {
+	cc := &turbo.ClientConfig{TLS: t.cfg, Wait: t.o.TurboWait, Sizes: t.o.TurboSizes, WrapUDP: t.o.TurboWrapUDP, ReplaySafe: t.o.ReplaySafe}
+	if cc.Sizes == nil {
+		cc.Sizes = defaultSizes
+	}
+	if offer != nil {
+		cc.ZData = offer
+	} else if t.o.Session != nil {
+		cc.Session = t.o.Session
+	}
+	early := (offer != nil && len(t.o.Request) > 0) ||
+		(offer == nil && t.o.Session != nil && t.o.ResumeEarly && len(t.o.Request) > 0 && t.o.Session.MaxEarlyData > 0)
+	if early {
+		cc.Early = t.o.Request
+	}
+	return cc
 }
 
 // errTaken marks the address-time connection as taken by turbo.Dial.

@@ -2,11 +2,15 @@ package dial
 
 import (
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/miekg/dns"
+
 	"github.com/ztls-project/ztls/internal/lab"
 	"github.com/ztls-project/ztls/turbo"
+	"github.com/ztls-project/ztls/zdata"
 )
 
 func hasStep(r Report, name string) bool {
@@ -32,6 +36,65 @@ func TestConnectZTLSTurbo(t *testing.T) {
 	}
 	if rep.Turbo == nil || rep.Turbo.UDPPort != w.Port || rep.Turbo.ServerFlight == 0 || !hasStep(rep, "turbo_flight_complete") {
 		t.Fatalf("turbo report %+v", rep.Turbo)
+	}
+	if !hasStep(rep, "turbo_hello_made_early") {
+		t.Fatal("the first flight was not made while the Z-data was checked")
+	}
+}
+
+// writeCounter counts the datagrams a UDP socket sends.
+type writeCounter struct {
+	net.Conn
+	n *atomic.Int32
+}
+
+func (w writeCounter) Write(p []byte) (int, error) { w.n.Add(1); return w.Conn.Write(p) }
+
+// The first flight made early is made from the likeliest record before
+// any check; when the checks select another record (here the likeliest
+// is forged), it is dropped unsent and the flight is made anew from the
+// verified record.
+func TestConnectZTLSTurboEarlyHelloOfAForgedRecordIsNotSent(t *testing.T) {
+	w := startWorld(t, lab.Options{Turbo: true})
+	name := dns.Fqdn(zdata.TXTName(w.Host, w.Port))
+	valid := w.Service.Records(time.Now())[0]
+	forged := valid.Clone()
+	forged.NotBefore, forged.NotAfter = forged.NotBefore.Add(time.Minute), forged.NotAfter.Add(time.Minute)
+	var rrs []dns.RR
+	for _, rec := range []*zdata.Record{forged, valid} {
+		rr := rec.TXTRR(time.Minute)
+		rr.Hdr.Name = name
+		rrs = append(rrs, rr)
+	}
+	if err := w.Zones.ReplaceRRset(name, dns.TypeTXT, rrs); err != nil {
+		t.Fatal(err)
+	}
+	var sockets, writers []*atomic.Int32
+	r, err := connect(t, w, func(o *Options) {
+		o.Turbo, o.TurboWait = true, 5*time.Second
+		o.TurboWrapUDP = func(c net.Conn) net.Conn {
+			n := new(atomic.Int32)
+			sockets = append(sockets, n)
+			return writeCounter{c, n}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := r.Report
+	if rep.Transport != "turbo" || rep.Mode != "ztls" || !rep.EarlyData.Accepted {
+		t.Fatalf("transport %s (%s), mode %s (%s)", rep.Transport, rep.TurboFallback, rep.Mode, rep.FallbackReason)
+	}
+	if hasStep(rep, "turbo_hello_made_early") {
+		t.Fatal("the flight made from the forged record was used")
+	}
+	for _, n := range sockets {
+		if n.Load() > 0 {
+			writers = append(writers, n)
+		}
+	}
+	if len(sockets) != 2 || len(writers) != 1 {
+		t.Fatalf("%d UDP sockets made, %d sent: want the early one dropped unsent", len(sockets), len(writers))
 	}
 }
 

@@ -44,8 +44,9 @@ for s in scens:
         t, z, q = med(s, rtt, "tls"), med(s, rtt, "ztls"), med(s, rtt, "quic")
         m = measured.get(rtt, rtt)
         saved = t - z
-        row = "| %s | %s (%.3f) | %.2f | %.3f (%.3f) | %.2f %% (%.2f %%) | %+.2f |" % (
-            s, rtt, m, saved, saved / rtt, saved / m, abs(saved / rtt - 1) * 100, abs(saved / m - 1) * 100, z - q)
+        row = "| %s | %s (%.3f) | %.2f | %.3f (%.3f) | %.2f %% (%.2f %%) | %s |" % (
+            s, rtt, m, saved, saved / rtt, saved / m, abs(saved / rtt - 1) * 100, abs(saved / m - 1) * 100,
+            "–" if q is None else "%+.2f" % (z - q))
         for p, n in (("turbo", 1), ("ztls-turbo", 2)):
             x = med(s, rtt, p)
             if x is None:

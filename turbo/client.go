@@ -147,9 +147,39 @@ type tcpResult struct {
 // flight is not complete over UDP within the wait after TCP connects, the
 // handshake runs over the TCP connection (cfg.Fallback): the same
 // ClientHello, unchanged, unless it carries early data. The returned
-// connection has finished its handshake.
+// connection has finished its handshake. Dial is NewHello, then
+// Hello.Dial.
 func Dial(ctx context.Context, tcpAddr, udpAddr netip.AddrPort, cfg *ClientConfig) (*ClientResult, error) {
-	start := time.Now()
+	h, err := NewHello(udpAddr, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return h.Dial(ctx, tcpAddr)
+}
+
+// Hello is a TurboTLS client's first flight made before it may be sent:
+// the handshake started (its ClientHello and any early data encrypted)
+// and the UDP socket to the server's TurboTLS port open. All of that is
+// work on a first connection's critical path, several tenths of a
+// millisecond with cold caches; a caller that must wait before sending
+// (package dial checks the Z-data the early data is encrypted to) can do
+// it meanwhile. Nothing is sent before Dial. A Hello serves one Dial;
+// Close drops an unused one.
+type Hello struct {
+	cfg     *ClientConfig
+	udpAddr netip.AddrPort
+	eng     *tls13.Engine
+	flight  []byte
+	udp     net.Conn // nil: udpErr
+	udpErr  error
+	used    bool
+}
+
+// NewHello starts cfg's handshake (cfg.Session, cfg.ZData, cfg.Early)
+// and opens the UDP socket to udpAddr, in the calling goroutine's network
+// namespace. A UDP socket that cannot be opened is not an error here:
+// Dial then falls back to TCP alone.
+func NewHello(udpAddr netip.AddrPort, cfg *ClientConfig) (*Hello, error) {
 	if cfg == nil || cfg.TLS == nil {
 		return nil, errors.New("turbo: Dial needs a ClientConfig with TLS")
 	}
@@ -157,8 +187,43 @@ func Dial(ctx context.Context, tcpAddr, udpAddr netip.AddrPort, cfg *ClientConfi
 	if err := eng.Start(cfg.Session, cfg.ZData, cfg.Early); err != nil {
 		return nil, fmt.Errorf("turbo: starting the handshake: %w", err)
 	}
-	clientFlight := append([]byte(nil), eng.Output()...)
-	rr, err := race(ctx, start, tcpAddr, udpAddr, clientFlight, cfg.expected(udpAddr), cfg)
+	return newHello(udpAddr, append([]byte(nil), eng.Output()...), eng, cfg), nil
+}
+
+// newHello opens the UDP socket for flight (eng may be nil: the proxy
+// relays another client's flight).
+func newHello(udpAddr netip.AddrPort, flight []byte, eng *tls13.Engine, cfg *ClientConfig) *Hello {
+	h := &Hello{cfg: cfg, udpAddr: udpAddr, eng: eng, flight: flight}
+	raw, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(udpAddr))
+	if err != nil {
+		h.udpErr = err
+	} else {
+		h.udp = raw
+		if cfg.WrapUDP != nil {
+			h.udp = cfg.WrapUDP(raw)
+		}
+	}
+	return h
+}
+
+// Close drops a Hello that will not be sent (Dial closes its own).
+func (h *Hello) Close() {
+	if h.udp != nil {
+		h.udp.Close()
+	}
+	h.used = true
+}
+
+// Dial sends the Hello over UDP and connects TCP to tcpAddr at the same
+// moment, and goes on as the package's Dial describes.
+func (h *Hello) Dial(ctx context.Context, tcpAddr netip.AddrPort) (*ClientResult, error) {
+	start := time.Now()
+	if h.used {
+		return nil, errors.New("turbo: a Hello serves one Dial")
+	}
+	h.used = true
+	cfg, eng, clientFlight := h.cfg, h.eng, h.flight
+	rr, err := race(ctx, start, tcpAddr, h, cfg.expected(h.udpAddr), cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +311,12 @@ type raceResult struct {
 // moment the flight completes, the critical path. TCP connects on its own
 // goroutine, which sets the UDP socket's read deadline to the end of the
 // wait (or to now, when the connect fails); a cancelled ctx does too.
-func race(ctx context.Context, start time.Time, tcpAddr, udpAddr netip.AddrPort, clientFlight []byte, expected int, cfg *ClientConfig) (*raceResult, error) {
+func race(ctx context.Context, start time.Time, tcpAddr netip.AddrPort, h *Hello, expected int, cfg *ClientConfig) (*raceResult, error) {
+	clientFlight, udpAddr := h.flight, h.udpAddr
+	udp, udpErr := h.udp, h.udpErr
+	if udp != nil {
+		defer udp.Close()
+	}
 	res := &raceResult{}
 	id, err := NewConnID()
 	if err != nil {
@@ -259,16 +329,6 @@ func race(ctx context.Context, start time.Time, tcpAddr, udpAddr netip.AddrPort,
 	}
 	for n := DatagramsFor(expected); len(dgrams) < n; {
 		dgrams = append(dgrams, PaddingRequest(id, len(clientFlight)))
-	}
-
-	var udp net.Conn
-	raw, udpErr := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(udpAddr))
-	if udpErr == nil {
-		udp = raw
-		if cfg.WrapUDP != nil {
-			udp = cfg.WrapUDP(raw)
-		}
-		defer udp.Close()
 	}
 
 	dctx, cancelDial := context.WithCancel(ctx)

@@ -154,7 +154,8 @@ func (p *ClientProxy) handle(down net.Conn) {
 	if cfg.Sizes == nil {
 		cfg.Sizes = proxySizes
 	}
-	rr, err := race(ctx, time.Now(), p.ServerTCP, p.ServerUDP, hello, cfg.expected(p.ServerUDP), &cfg)
+	h := newHello(p.ServerUDP, hello, nil, &cfg)
+	rr, err := race(ctx, time.Now(), p.ServerTCP, h, cfg.expected(p.ServerUDP), &cfg)
 	if err != nil {
 		p.logf("%s: %v", down.RemoteAddr(), err)
 		return

@@ -118,6 +118,44 @@ func StartChains(tlsa []*dns.TLSA, cert []*dns.CERT, host string, port int, o Se
 	return c
 }
 
+// Likeliest returns the record Select tries first among txt, unverified:
+// of those that parse, use a known group and scheme, carry a valid share
+// and are valid at now, the one with the latest not-after (nil: none).
+// Nothing about it is trusted; it serves to prepare work (a key share, a
+// first flight) while the checks run, and the work is used only if Select
+// returns the same record.
+func Likeliest(txt [][]string, now time.Time) *Record {
+	var best *Record
+	for _, strs := range txt {
+		r, err := ParseTXT(strs)
+		if err != nil || !KnownGroup(r.Group) || !KnownScheme(r.Scheme) ||
+			ValidateShare(r.Group, r.KeyShare) != nil || r.CheckValidity(now) != nil {
+			continue
+		}
+		if best == nil || r.NotAfter.After(best.NotAfter) {
+			best = r
+		}
+	}
+	return best
+}
+
+// Likely is Likeliest completed as Select would complete it, with the
+// service's first TLSA leaf (host, port and leaf hash set), unverified:
+// what Select most likely returns, known before the signature and chain
+// checks are done (nil: nothing likely).
+func (c *Chains) Likely(txt [][]string) (*Record, *x509.Certificate) {
+	if c.err != nil || len(c.leaves) == 0 {
+		return nil, nil
+	}
+	r := Likeliest(txt, c.now)
+	if r == nil {
+		return nil, nil
+	}
+	leaf := c.leaves[0]
+	r.Host, r.Port, r.LeafHash = c.host, c.port, sha256.Sum256(leaf.Raw)
+	return r, leaf
+}
+
 // Select is SelectWith's choice among the TXT records txt, with these
 // chains. It is not safe for concurrent use.
 func (c *Chains) Select(txt [][]string) (*Record, *x509.Certificate, error) {

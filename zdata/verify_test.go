@@ -303,6 +303,47 @@ func TestSelectPrefersLatestValid(t *testing.T) {
 	}
 }
 
+// TestLikelyIsWhatSelectPicks: before any check, Likely names the record
+// and leaf Select then returns (same zdata_hash, so a first flight made
+// with it is the one Select's offer would make); it is not a verdict: a
+// forged record is just as likely, and Select refuses it.
+func TestLikelyIsWhatSelectPicks(t *testing.T) {
+	f := newFixture(t, "ecdsa-p256", Options{}, nil)
+	older := f.issue(t, t0)
+	newer := f.issue(t, t0.Add(30*time.Minute))
+	expired := f.issue(t, t0.Add(-2*time.Hour))
+	txt := append([][]string{{"v=spf1 -all"}, {"v=ztls1", "garbage"}}, txtOf(expired, older, newer)...)
+	o := SelectOptions{Roots: f.roots()}
+	for _, now := range []time.Time{t0.Add(10 * time.Minute), t0.Add(40 * time.Minute)} {
+		o.Now = now
+		c := StartChains(f.tlsa(), f.certs(), "SERVER.test.", testPort, o)
+		likely, lleaf := c.Likely(txt)
+		got, leaf, err := c.Select(txt)
+		if err != nil || likely == nil {
+			t.Fatalf("at %v: likely %v, select %v", now, likely, err)
+		}
+		if likely.ZDataHash() != got.ZDataHash() || !lleaf.Equal(leaf) {
+			t.Fatalf("at %v: likely id %d, Select picked id %d", now, likely.ID, got.ID)
+		}
+	}
+	if r := Likeliest(txtOf(expired), t0); r != nil {
+		t.Fatalf("an expired record is likely: id %d", r.ID)
+	}
+	o.Now = t0
+	if r, _ := StartChains(nil, nil, testHost, testPort, o).Likely(txtOf(older)); r != nil {
+		t.Fatal("likely without a TLSA leaf")
+	}
+	forged := older.Record.Clone()
+	forged.Signature[len(forged.Signature)/2] ^= 1
+	c := StartChains(f.tlsa(), f.certs(), testHost, testPort, o)
+	if r, _ := c.Likely([][]string{forged.TXT()}); r == nil {
+		t.Fatal("Likely checks signatures: it must not, it is only a guess")
+	}
+	if _, _, err := c.Select([][]string{forged.TXT()}); ReasonOf(err) != ReasonBadSignature {
+		t.Fatalf("Select of the forged record: %v", err)
+	}
+}
+
 func TestSelectIntermediatesFromCERT(t *testing.T) {
 	ca := testpki.NewCA(t, "ecdsa-p256")
 	leaf := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{testHost}, Intermediate: true})

@@ -101,12 +101,15 @@ func (r *Resolver) LookupService(ctx context.Context, host string, port int, eac
 		qtype uint16
 		slot  **Answer
 	}{
+		// Cached answers land in this order: the address and the HTTPS
+		// record (a TurboTLS advert) before the Z-data, whose checks a
+		// caller may run as its last answer lands.
 		{fqdn, dns.TypeA, &res.A},
 		{fqdn, dns.TypeAAAA, &res.AAAA},
+		{HTTPSName(host, port), dns.TypeHTTPS, &res.HTTPS},
 		{ZDataName(host, port), dns.TypeTXT, &res.TXT},
 		{ZDataName(host, port), dns.TypeCERT, &res.CERT},
 		{TLSAName(host, port), dns.TypeTLSA, &res.TLSA},
-		{HTTPSName(host, port), dns.TypeHTTPS, &res.HTTPS},
 	}
 	qs := make([]Question, len(questions))
 	for i, q := range questions {

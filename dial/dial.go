@@ -559,4 +559,3 @@ func txtStrings(a *resolver.Answer) [][]string {
 	}
 	return txts
 }
-

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ztls-project/ztls/tls13"
@@ -334,6 +335,7 @@ func race(ctx context.Context, start time.Time, tcpAddr netip.AddrPort, h *Hello
 	dctx, cancelDial := context.WithCancel(ctx)
 	defer cancelDial()
 	tcpCh := make(chan tcpResult, 1)
+	var waitEnd atomic.Int64 // when the wait after TCP connect ends (Unix ns; 0: not connected)
 	go func() {
 		dial := cfg.DialTCP
 		if dial == nil {
@@ -345,13 +347,20 @@ func race(ctx context.Context, start time.Time, tcpAddr netip.AddrPort, h *Hello
 		c, err := dial(dctx, tcpAddr)
 		at := time.Since(start)
 		tcpCh <- tcpResult{c: c, err: err, at: at}
-		if udp != nil {
-			end := time.Now() // a failed connect ends the wait at once
-			if err == nil {
-				end = end.Add(cfg.wait(at))
-			}
-			udp.SetReadDeadline(end)
+		if udp == nil {
+			return
 		}
+		if err != nil {
+			udp.SetReadDeadline(time.Now()) // a failed connect ends the wait at once
+			return
+		}
+		w := cfg.wait(at)
+		end := time.Now().Add(w)
+		waitEnd.Store(end.UnixNano())
+		if w > 2*time.Millisecond && canPoll(udp) {
+			end = end.Add(-time.Millisecond) // readFlight polls the rest
+		}
+		udp.SetReadDeadline(end)
 	}()
 
 	var udpStats udpCounters
@@ -370,7 +379,7 @@ func race(ctx context.Context, start time.Time, tcpAddr netip.AddrPort, h *Hello
 		reason = ReasonUDPError + ": " + udpErr.Error()
 	} else {
 		stop := context.AfterFunc(ctx, func() { udp.SetReadDeadline(time.Unix(1, 0)) })
-		flight, udpErr = readFlight(udp, id, len(clientFlight), len(dgrams), &udpStats)
+		flight, udpErr = readFlight(ctx, udp, id, len(clientFlight), len(dgrams), &udpStats, &waitEnd)
 		stop()
 		flightAt = time.Since(start)
 		switch {
@@ -481,13 +490,25 @@ func (u *udpCounters) get() (int, int, int, int) {
 // response shows the flight needs more datagrams than were requested, it
 // sends the missing padding requests at once (the flight then completes a
 // round trip later instead of never). It returns the read error that
-// stopped it (the deadline, when the wait ran out).
-func readFlight(udp net.Conn, id ConnID, clientLen, requested int, st *udpCounters) ([]byte, error) {
+// stopped it (the deadline, when the wait ran out). When the deadline
+// fires before waitEnd (race arms it a millisecond early), it polls
+// until waitEnd.
+func readFlight(ctx context.Context, udp net.Conn, id ConnID, clientLen, requested int, st *udpCounters, waitEnd *atomic.Int64) ([]byte, error) {
 	var asm Reassembler
 	buf := make([]byte, 2048)
 	topped := false
+	polling := false
 	for {
-		n, err := udp.Read(buf)
+		var n int
+		var err error
+		if polling {
+			n, err = pollUntil(ctx, udp, buf, time.Unix(0, waitEnd.Load()))
+		} else if n, err = udp.Read(buf); err != nil && errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() == nil {
+			if end := waitEnd.Load(); end != 0 && time.Now().UnixNano() < end {
+				polling = true
+				n, err = pollUntil(ctx, udp, buf, time.Unix(0, end))
+			}
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -293,6 +293,22 @@ func (l *lossyUDP) Read(b []byte) (int, error) {
 	}
 }
 
+// blockedUDP drops every datagram the client sends, so none comes back,
+// as on a path that blocks UDP. Reads go to the socket, raw ones too: it
+// is a syscall.Conn, as the socket is (turbo polls the wait's last
+// millisecond with raw reads).
+type blockedUDP struct{ net.Conn }
+
+func (b blockedUDP) Write(p []byte) (int, error) { return len(p), nil }
+
+func (b blockedUDP) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := b.Conn.(syscall.Conn)
+	if !ok {
+		return nil, errors.New("bench: the UDP socket has no file descriptor")
+	}
+	return sc.SyscallConn()
+}
+
 // turboWorker is a worker process running turbo jobs (same line protocol).
 type turboWorker struct{ worker }
 
@@ -449,7 +465,10 @@ func (st *workerState) turboVisit(j turboJob) *workerResult {
 		o.TurboWait = time.Duration(j.WaitMs) * time.Millisecond
 	}
 	o.TurboSizes = &turbo.SizeCache{}
-	if j.Drop > 0 {
+	switch {
+	case j.Drop >= 1:
+		o.TurboWrapUDP = func(c net.Conn) net.Conn { return blockedUDP{c} }
+	case j.Drop > 0:
 		rng := rand.New(rand.NewSource(j.Seed))
 		o.TurboWrapUDP = func(c net.Conn) net.Conn { return &lossyUDP{Conn: c, p: j.Drop, rng: rng} }
 	}

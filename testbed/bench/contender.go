@@ -107,7 +107,9 @@ func readRequest(r io.Reader) (string, error) {
 	}
 	line, _, _ := bytes.Cut(buf, []byte("\r\n"))
 	f := bytes.Fields(line)
-	if len(f) != 3 || string(f[0]) != "GET" || !bytes.HasPrefix(f[1], []byte("/")) {
+	// The target is one slash and the page's name ("//x" would name it
+	// with a slash the pages never have).
+	if len(f) != 3 || string(f[0]) != "GET" || !bytes.HasPrefix(f[1], []byte("/")) || bytes.HasPrefix(f[1], []byte("//")) {
 		return "", fmt.Errorf("bench: bad request line %q", line)
 	}
 	return string(f[1][1:]), nil

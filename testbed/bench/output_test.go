@@ -103,7 +103,7 @@ func TestReadRequest(t *testing.T) {
 	if err != nil || p != "5b" {
 		t.Fatalf("path %q, %v", p, err)
 	}
-	for _, bad := range []string{"", "GET /5b HTTP/1.0\r\n", "POST / HTTP/1.0\r\n\r\n", "GET 5b HTTP/1.0\r\n\r\n", strings.Repeat("A", 9000)} {
+	for _, bad := range []string{"", "GET /5b HTTP/1.0\r\n", "POST / HTTP/1.0\r\n\r\n", "GET 5b HTTP/1.0\r\n\r\n", "GET // 0\r\n\r\n", strings.Repeat("A", 9000)} {
 		if _, err := readRequest(strings.NewReader(bad)); err == nil {
 			t.Errorf("%.20q accepted", bad)
 		}

@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/miekg/dns"
+
+	"github.com/ztls-project/ztls/dns/dnsname"
 )
 
 // maxCNAMEChain bounds how many CNAMEs inside one zone an answer follows,
@@ -47,7 +48,7 @@ type node struct {
 // names the source in error messages. $INCLUDE is refused. The zone must
 // have exactly one SOA, at the apex, and no data outside the apex's tree.
 func LoadZone(r io.Reader, origin, file string) (*Zone, error) {
-	origin = dns.CanonicalName(origin)
+	origin = dnsname.Canonical(origin)
 	if _, ok := dns.IsDomainName(origin); !ok {
 		return nil, fmt.Errorf("authority: bad zone origin %q", origin)
 	}
@@ -66,7 +67,7 @@ func LoadZone(r io.Reader, origin, file string) (*Zone, error) {
 // NewZone builds a zone from records. The rules of LoadZone apply. The
 // records are copied.
 func NewZone(origin string, rrs []dns.RR) (*Zone, error) {
-	origin = dns.CanonicalName(origin)
+	origin = dnsname.Canonical(origin)
 	if _, ok := dns.IsDomainName(origin); !ok {
 		return nil, fmt.Errorf("authority: bad zone origin %q", origin)
 	}
@@ -76,7 +77,7 @@ func NewZone(origin string, rrs []dns.RR) (*Zone, error) {
 		if err := z.checkRR(rr); err != nil {
 			return nil, err
 		}
-		name := dns.CanonicalName(rr.Header().Name)
+		name := dnsname.Canonical(rr.Header().Name)
 		n := d.nodes[name]
 		if n == nil || n.sets == nil {
 			n = &node{sets: make(map[uint16][]dns.RR)}
@@ -108,7 +109,7 @@ func (z *Zone) SOA() *dns.SOA { return dns.Copy(z.data.Load().soa).(*dns.SOA) }
 
 // RRset returns a copy of the RRset of name and rrtype, or nil.
 func (z *Zone) RRset(name string, rrtype uint16) []dns.RR {
-	n := z.data.Load().nodes[dns.CanonicalName(name)]
+	n := z.data.Load().nodes[dnsname.Canonical(name)]
 	if n == nil {
 		return nil
 	}
@@ -126,7 +127,7 @@ func (z *Zone) RRset(name string, rrtype uint16) []dns.RR {
 // (exactly one record) but not deleted; a CNAME cannot share its name with
 // other data. The records are copied.
 func (z *Zone) ReplaceRRset(name string, rrtype uint16, rrs []dns.RR) error {
-	name = dns.CanonicalName(name)
+	name = dnsname.Canonical(name)
 	if !dns.IsSubDomain(z.origin, name) {
 		return fmt.Errorf("authority: %s is outside zone %s", name, z.origin)
 	}
@@ -136,7 +137,7 @@ func (z *Zone) ReplaceRRset(name string, rrtype uint16, rrs []dns.RR) error {
 			return err
 		}
 		h := rr.Header()
-		if dns.CanonicalName(h.Name) != name || h.Rrtype != rrtype {
+		if dnsname.Canonical(h.Name) != name || h.Rrtype != rrtype {
 			return fmt.Errorf("authority: record %q does not belong to RRset %s %s",
 				rr.String(), name, dns.TypeToString[rrtype])
 		}
@@ -194,14 +195,17 @@ func (z *Zone) checkRR(rr dns.RR) error {
 	case dns.TypeOPT, dns.TypeTSIG, dns.TypeTKEY, dns.TypeANY, dns.TypeAXFR, dns.TypeIXFR, dns.TypeNone:
 		return fmt.Errorf("authority: record %q: type cannot be stored in a zone", rr.String())
 	}
-	if !dns.IsSubDomain(z.origin, dns.CanonicalName(h.Name)) {
+	if !dns.IsSubDomain(z.origin, dnsname.Canonical(h.Name)) {
 		return fmt.Errorf("authority: record %q is outside zone %s", rr.String(), z.origin)
 	}
 	// The text parser accepts some RDATA the wire cannot carry (an odd
-	// number of hex digits): such a record would make every answer with
-	// it fail, so it is refused here.
-	buf := make([]byte, dns.Len(rr)+1)
-	if _, err := dns.PackRR(dns.Copy(rr), buf, 0, nil, false); err != nil {
+	// number of hex digits, an A record without an address): such a record
+	// would make every answer with it fail, so it is refused here, packed
+	// in an answer as it would be served (miekg/dns packs an empty A as a
+	// lone record, for UPDATE, but not in a message).
+	m := new(dns.Msg)
+	m.Answer = []dns.RR{dns.Copy(rr)}
+	if _, err := m.Pack(); err != nil {
 		return fmt.Errorf("authority: record %q cannot be encoded: %w", rr.String(), err)
 	}
 	return nil
@@ -340,7 +344,7 @@ func (z *Zone) lookup(qname string, qtype uint16) answer {
 			return a
 		}
 		a.answer = append(a.answer, c[0])
-		target := dns.CanonicalName(c[0].(*dns.CNAME).Target)
+		target := dnsname.Canonical(c[0].(*dns.CNAME).Target)
 		if !dns.IsSubDomain(z.origin, target) || inChain(a.answer, target) {
 			return a // out of zone, or a loop: the chain so far
 		}
@@ -352,7 +356,7 @@ func (z *Zone) lookup(qname string, qtype uint16) answer {
 // inChain reports whether name already owns a record of the chain.
 func inChain(chain []dns.RR, name string) bool {
 	for _, rr := range chain {
-		if dns.CanonicalName(rr.Header().Name) == name {
+		if dnsname.Canonical(rr.Header().Name) == name {
 			return true
 		}
 	}
@@ -381,7 +385,7 @@ func (d *zoneData) findCut(origin, qname string, qtype uint16) []dns.RR {
 func (d *zoneData) glue(origin string, ns []dns.RR) []dns.RR {
 	var out []dns.RR
 	for _, rr := range ns {
-		host := dns.CanonicalName(rr.(*dns.NS).Ns)
+		host := dnsname.Canonical(rr.(*dns.NS).Ns)
 		if !dns.IsSubDomain(origin, host) {
 			continue
 		}
@@ -402,15 +406,4 @@ func negativeSOA(soa *dns.SOA) dns.RR {
 	c := *soa
 	c.Hdr.Ttl = soa.Minttl
 	return &c
-}
-
-// lowerName returns name in lower case; it does not allocate when name is
-// already lower case.
-func lowerName(name string) string {
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; c >= 'A' && c <= 'Z' {
-			return strings.ToLower(name)
-		}
-	}
-	return name
 }

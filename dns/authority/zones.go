@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/miekg/dns"
+
+	"github.com/ztls-project/ztls/dns/dnsname"
 )
 
 // Zones is the Handler that answers from a set of zones: the answer comes
@@ -32,7 +34,7 @@ func NewZones(zones ...*Zone) (*Zones, error) {
 // Zone returns the zone closest to name (the one whose origin is the
 // longest suffix of name), or nil.
 func (zs *Zones) Zone(name string) *Zone {
-	name = dns.CanonicalName(name)
+	name = dnsname.Canonical(name)
 	for n := name; n != ""; n = parent(n) {
 		if z := zs.byOrigin[n]; z != nil {
 			return z
@@ -66,7 +68,7 @@ func (zs *Zones) Answer(r *dns.Msg) *dns.Msg {
 	if q.Qclass != dns.ClassINET && q.Qclass != dns.ClassANY {
 		return reply(r, dns.RcodeRefused)
 	}
-	qname := lowerName(q.Name)
+	qname := dnsname.Canonical(q.Name)
 	z := zs.Zone(qname)
 	if z == nil {
 		return reply(r, dns.RcodeRefused)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/ztls-project/ztls/dns/dnsname"
 )
 
 // DefaultTimeout bounds one UPDATE exchange when the context has no
@@ -36,7 +38,7 @@ func (k TSIGKey) algorithm() string {
 	if k.Algorithm == "" {
 		return dns.HmacSHA256
 	}
-	return dns.CanonicalName(k.Algorithm)
+	return dnsname.Canonical(k.Algorithm)
 }
 
 func (k TSIGKey) check() error {
@@ -133,7 +135,7 @@ func (p *Publisher) Publish(ctx context.Context, sets []RRSet) error {
 		if err := p.Key.check(); err != nil {
 			return err
 		}
-		name := dns.CanonicalName(p.Key.Name)
+		name := dnsname.Canonical(p.Key.Name)
 		c.TsigSecret = map[string]string{name: p.Key.Secret}
 		m.SetTsig(name, p.Key.algorithm(), 300, time.Now().Unix())
 	}
@@ -168,7 +170,7 @@ func NewUpdate(zone string, sets []RRSet) (*dns.Msg, error) {
 	if _, ok := dns.IsDomainName(zone); !ok || zone == "" {
 		return nil, fmt.Errorf("publish: bad zone %q", zone)
 	}
-	zone = dns.CanonicalName(zone)
+	zone = dnsname.Canonical(zone)
 	if len(sets) == 0 {
 		return nil, errors.New("publish: no RRsets to publish")
 	}
@@ -183,7 +185,7 @@ func NewUpdate(zone string, sets []RRSet) (*dns.Msg, error) {
 		if _, ok := dns.IsDomainName(set.Name); !ok || set.Name == "" {
 			return nil, fmt.Errorf("publish: bad owner name %q", set.Name)
 		}
-		name := dns.CanonicalName(set.Name)
+		name := dnsname.Canonical(set.Name)
 		if !dns.IsSubDomain(zone, name) {
 			return nil, fmt.Errorf("publish: %s is outside zone %s", name, zone)
 		}
@@ -203,7 +205,7 @@ func NewUpdate(zone string, sets []RRSet) (*dns.Msg, error) {
 				return nil, fmt.Errorf("publish: nil record in %s %s", name, typeName(set.Type))
 			}
 			h := rr.Header()
-			if dns.CanonicalName(h.Name) != name || h.Rrtype != set.Type || h.Class != dns.ClassINET {
+			if dnsname.Canonical(h.Name) != name || h.Rrtype != set.Type || h.Class != dns.ClassINET {
 				return nil, fmt.Errorf("publish: record %q does not belong to RRset %s IN %s", rr.String(), name, typeName(set.Type))
 			}
 			m.Ns = append(m.Ns, dns.Copy(rr)) // Section 2.5.1: add to an RRset

@@ -2,11 +2,12 @@ package resolver
 
 import (
 	"container/list"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/ztls-project/ztls/dns/dnsname"
 )
 
 // maxCacheTTL caps how long any answer is cached, as Unbound's
@@ -23,7 +24,7 @@ type cacheKey struct {
 }
 
 func keyOf(q dns.Question) cacheKey {
-	return cacheKey{strings.ToLower(q.Name), q.Qtype, q.Qclass}
+	return cacheKey{dnsname.Canonical(q.Name), q.Qtype, q.Qclass}
 }
 
 type cacheEntry struct {

@@ -225,3 +225,14 @@ func TestResolverNoPrefetchWhenDisabled(t *testing.T) {
 		t.Fatalf("expired entry served from cache")
 	}
 }
+
+// Names that differ only in bytes that are not UTF-8 are different
+// names: strings.ToLower made one cache key of them.
+func TestCacheKeyKeepsNonUTF8Bytes(t *testing.T) {
+	a := keyOf(dns.Question{Name: "\xd3.example.", Qtype: dns.TypeA, Qclass: dns.ClassINET})
+	b := keyOf(dns.Question{Name: "\xd4.example.", Qtype: dns.TypeA, Qclass: dns.ClassINET})
+	c := keyOf(dns.Question{Name: "\xd3.EXAMPLE.", Qtype: dns.TypeA, Qclass: dns.ClassINET})
+	if a == b || a != c {
+		t.Fatalf("keys %q %q %q", a.name, b.name, c.name)
+	}
+}

@@ -3,9 +3,10 @@ package resolver
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/miekg/dns"
+
+	"github.com/ztls-project/ztls/dns/dnsname"
 )
 
 // Reasons a datagram or frame is not the reply to a query. The resolver
@@ -45,7 +46,7 @@ func checkReply(q *dns.Msg, raw []byte) (*dns.Msg, error) {
 		return nil, errQuestionDiffer
 	}
 	got, want := m.Question[0], q.Question[0]
-	if got.Qtype != want.Qtype || got.Qclass != want.Qclass || !strings.EqualFold(got.Name, want.Name) {
+	if got.Qtype != want.Qtype || got.Qclass != want.Qclass || !dnsname.Equal(got.Name, want.Name) {
 		return nil, errQuestionDiffer
 	}
 	m.Answer = chainRecords(want.Name, m.Answer)
@@ -63,7 +64,7 @@ func chainRecords(qname string, rrs []dns.RR) []dns.RR {
 	for hop := 0; hop < maxChain; hop++ {
 		next := ""
 		for _, rr := range rrs {
-			if c, ok := rr.(*dns.CNAME); ok && strings.EqualFold(c.Hdr.Name, cur) {
+			if c, ok := rr.(*dns.CNAME); ok && dnsname.Equal(c.Hdr.Name, cur) {
 				next = c.Target
 				break
 			}
@@ -85,7 +86,7 @@ func chainRecords(qname string, rrs []dns.RR) []dns.RR {
 
 func onChain(chain []string, name string) bool {
 	for _, c := range chain {
-		if strings.EqualFold(c, name) {
+		if dnsname.Equal(c, name) {
 			return true
 		}
 	}

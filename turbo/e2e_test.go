@@ -246,6 +246,26 @@ func TestUDPBlockedFallsBack(t *testing.T) {
 	}
 }
 
+// fallBack dials with cfg (ZTLS with an early request when z) and checks
+// that the wait ran out, TLS ran over TCP, and the answer came.
+func (tw *world) fallBack(t *testing.T, cfg *turbo.ClientConfig, z bool) *turbo.ClientResult {
+	t.Helper()
+	if z {
+		cfg.ZData, cfg.Early, cfg.ReplaySafe = tw.zdata(t), []byte("GET /"), true
+	}
+	res, err := turbo.Dial(dialCtx(t), tw.tcp, tw.udp, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Turbo || res.FallbackReason != turbo.ReasonUDPTimeout {
+		t.Fatalf("ztls %v: turbo %v, reason %q", z, res.Turbo, res.FallbackReason)
+	}
+	if got := exchange(t, res, []byte("GET /")); got != answer {
+		t.Fatalf("ztls %v: answer %q", z, got)
+	}
+	return res
+}
+
 // dropper drops chosen datagrams of the client's UDP socket.
 type dropper struct {
 	net.Conn
@@ -287,19 +307,7 @@ func TestLossFallsBack(t *testing.T) {
 			for _, z := range []bool{false, true} {
 				cfg := &turbo.ClientConfig{TLS: tw.clientTLS(), Wait: 100 * time.Millisecond,
 					WrapUDP: func(c net.Conn) net.Conn { return &dropper{Conn: c, dropOut: tc.out, dropIn: tc.in} }}
-				if z {
-					cfg.ZData, cfg.Early, cfg.ReplaySafe = tw.zdata(t), []byte("GET /"), true
-				}
-				res, err := turbo.Dial(dialCtx(t), tw.tcp, tw.udp, cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if res.Turbo || res.FallbackReason != turbo.ReasonUDPTimeout {
-					t.Fatalf("ztls %v: turbo %v, reason %q", z, res.Turbo, res.FallbackReason)
-				}
-				if got := exchange(t, res, []byte("GET /")); got != answer {
-					t.Fatalf("answer %q", got)
-				}
+				res := tw.fallBack(t, cfg, z)
 				if z && !res.Conn.ConnectionState().ZTLS {
 					t.Fatal("fallback did not keep ZTLS over TCP")
 				}
@@ -412,19 +420,7 @@ func TestTimeoutSendsTheSameClientHelloOverTCP(t *testing.T) {
 				tcp.Conn = c
 				return tcp, err
 			}}
-		if z {
-			cfg.ZData, cfg.Early, cfg.ReplaySafe = tw.zdata(t), []byte("GET /"), true
-		}
-		res, err := turbo.Dial(dialCtx(t), tw.tcp, tw.udp, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Turbo || res.FallbackReason != turbo.ReasonUDPTimeout {
-			t.Fatalf("ztls %v: turbo %v, reason %q", z, res.Turbo, res.FallbackReason)
-		}
-		if got := exchange(t, res, []byte("GET /")); got != answer {
-			t.Fatalf("ztls %v: answer %q", z, got)
-		}
+		res := tw.fallBack(t, cfg, z)
 		var asm turbo.Reassembler
 		for _, b := range udp.writes() {
 			d, err := turbo.ParseDatagram(b)

@@ -38,6 +38,11 @@ func ReadLink(c net.Conn, timeout time.Duration) (id ConnID, linked bool, conn n
 	return id, true, c, nil
 }
 
+// PrefixConn returns c reading pre first: bytes already read off c go
+// back in front (a server that waited for a connection's first bytes
+// before handing it on hands on a PrefixConn).
+func PrefixConn(c net.Conn, pre []byte) net.Conn { return &prefixConn{Conn: c, pre: pre} }
+
 // prefixConn replays bytes already read before reading from Conn.
 type prefixConn struct {
 	net.Conn

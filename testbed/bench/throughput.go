@@ -622,13 +622,13 @@ func startPooledServer(h *hosts.Host, addr netip.AddrPort, cert tls13.Certificat
 			s.readers.Add(1)
 			go func() {
 				defer s.readers.Done()
-				c, err := firstBytes(raw, s.timeout)
+				first, err := firstBytes(raw, s.timeout)
 				if err != nil {
 					s.drop(raw)
 					return
 				}
 				queued := time.Now()
-				s.jobs <- poolJob{queued: queued, run: func(started time.Time) { s.serveConn(c, queued, started) }}
+				s.jobs <- poolJob{queued: queued, run: func(started time.Time) { s.serveConn(raw, first, queued, started) }}
 			}()
 		}
 	}()
@@ -656,11 +656,10 @@ func (s *pooledServer) execFlight(ctx context.Context, work func()) error {
 
 // serveConn is a worker's whole share of one connection: the link record
 // or ClientHello, the handshake, one byte, close.
-func (s *pooledServer) serveConn(c *readyConn, queued, started time.Time) {
-	raw := net.Conn(c)
-	defer s.drop(c.Conn)
+func (s *pooledServer) serveConn(raw net.Conn, first []byte, queued, started time.Time) {
+	defer s.drop(raw)
 	raw.SetDeadline(time.Now().Add(s.timeout))
-	sc, err := s.turbo.Accept(raw)
+	sc, err := s.turbo.Accept(turbo.PrefixConn(raw, first))
 	if err != nil {
 		return
 	}
@@ -683,24 +682,8 @@ func (s *pooledServer) drop(raw net.Conn) {
 	s.mu.Unlock()
 }
 
-// readyConn is a connection whose first bytes were read before a worker
-// took it; it returns them first.
-type readyConn struct {
-	net.Conn
-	first []byte
-}
-
-func (c *readyConn) Read(b []byte) (int, error) {
-	if len(c.first) > 0 {
-		n := copy(b, c.first)
-		c.first = c.first[n:]
-		return n, nil
-	}
-	return c.Conn.Read(b)
-}
-
-// firstBytes waits, at most timeout, for raw's first bytes.
-func firstBytes(raw net.Conn, timeout time.Duration) (*readyConn, error) {
+// firstBytes waits, at most timeout, for raw's first bytes and returns them.
+func firstBytes(raw net.Conn, timeout time.Duration) ([]byte, error) {
 	raw.SetReadDeadline(time.Now().Add(timeout))
 	buf := make([]byte, 64)
 	n, err := raw.Read(buf)
@@ -711,7 +694,7 @@ func firstBytes(raw net.Conn, timeout time.Duration) (*readyConn, error) {
 		}
 		return nil, err
 	}
-	return &readyConn{Conn: raw, first: buf[:n]}, nil
+	return buf[:n], nil
 }
 
 // Close stops accepting, closes the connections still open, stops the

@@ -455,13 +455,13 @@ func lookupService(ctx context.Context, res *resolver.Resolver, host string, por
 			txt = &a2
 			if wantZ {
 				prepared = &preparedShare{done: make(chan struct{})}
-				go func(txts [][]string, at time.Time) {
+				go func(ps *preparedShare, txts [][]string, at time.Time) {
 					ks := <-keyShare
 					if r := zdata.Likeliest(txts, at); r != nil {
-						prepared.p = ks.Prepare(r.Group, r.KeyShare, nil)
+						ps.p = ks.Prepare(r.Group, r.KeyShare, nil)
 					}
-					close(prepared.done)
-				}(txtStrings(txt), now())
+					close(ps.done)
+				}(prepared, txtStrings(txt), now())
 			}
 		case dns.TypeTLSA:
 			tlsa = &a2

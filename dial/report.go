@@ -1,9 +1,11 @@
 package dial
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -143,9 +145,42 @@ func (r *Report) WriteText(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  early data: %d bytes offered, %s\n", r.EarlyData.Bytes, state)
 	}
+	if u := r.Turbo; u != nil {
+		fmt.Fprintf(w, "  TurboTLS: UDP port %d, %d request datagrams (%d bytes) out, %d (%d bytes) back", u.UDPPort,
+			u.Requests, u.BytesSent, u.Responses, u.BytesReceived)
+		if u.ServerFlight > 0 {
+			fmt.Fprintf(w, ", server flight %d bytes", u.ServerFlight)
+		}
+		fmt.Fprintf(w, ", waited %.1f ms after TCP connected\n", u.WaitedMS)
+	}
 	t := r.Timing
 	fmt.Fprintf(w, "  time: dns %.1f ms, tcp connect %.1f ms, handshake %.1f ms, first byte at %.1f ms, total %.1f ms\n",
 		t.DNS, t.TCPConnect, t.Handshake, t.FirstByte, t.Total)
+	if len(r.Trace) > 0 {
+		// The steps in the order they happened (the trace is appended
+		// by several parts of dial, not in time order).
+		steps := slices.Clone(r.Trace)
+		slices.SortStableFunc(steps, func(a, b TraceStep) int { return cmp.Compare(a.AtMS, b.AtMS) })
+		fmt.Fprint(w, "  steps (ms from the start):")
+		for i := 0; i < len(steps); {
+			// Steps at the same moment (one record batch) share a time.
+			j := i + 1
+			for j < len(steps) && steps[j].AtMS == steps[i].AtMS {
+				j++
+			}
+			names := make([]string, 0, j-i)
+			for _, s := range steps[i:j] {
+				names = append(names, s.Step)
+			}
+			sep := ","
+			if i == 0 {
+				sep = ""
+			}
+			fmt.Fprintf(w, "%s %s %.2f", sep, strings.Join(names, "+"), steps[i].AtMS)
+			i = j
+		}
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintf(w, "  response: %d bytes\n", r.ResponseBytes)
 }
 

@@ -2,6 +2,7 @@ package dial
 
 import (
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -150,5 +151,32 @@ func TestConnectTurboBlockedFallsBack(t *testing.T) {
 		if want := map[string]string{"auto": "ztls", "tls": "tls"}[mode]; rep.Mode != want {
 			t.Fatalf("%s: mode %s (%s)", mode, rep.Mode, rep.FallbackReason)
 		}
+	}
+}
+
+// The readable report shows what TurboTLS did and the steps in time
+// order, those of one moment together.
+func TestReportTextShowsTurboAndSteps(t *testing.T) {
+	r := Report{Mode: "ztls", Transport: "turbo", Address: "192.0.2.1:443",
+		Turbo: &TurboReport{UDPPort: 443, Requests: 2, Responses: 1, BytesSent: 2400, BytesReceived: 307, ServerFlight: 286, WaitedMS: 1.3},
+		Trace: []TraceStep{{"address", 6.7}, {"zdata_verified", 7.15}, {"tcp_connected", 15.04},
+			{"turbo_udp_sent", 7.22}, {"server_hello", 16.69}, {"handshake_done", 16.69}, {"first_byte", 16.71}}}
+	var b strings.Builder
+	r.WriteText(&b)
+	out := b.String()
+	for _, want := range []string{
+		"ZTLS over turbo",
+		"TurboTLS: UDP port 443, 2 request datagrams (2400 bytes) out, 1 (307 bytes) back, server flight 286 bytes, waited 1.3 ms",
+		"steps (ms from the start): address 6.70, zdata_verified 7.15, turbo_udp_sent 7.22, tcp_connected 15.04, server_hello+handshake_done 16.69, first_byte 16.71",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	r.Turbo, r.Trace, r.TurboFallback = nil, nil, turbo.ReasonUDPTimeout
+	b.Reset()
+	r.WriteText(&b)
+	if out := b.String(); strings.Contains(out, "TurboTLS: UDP") || strings.Contains(out, "steps") || !strings.Contains(out, "TurboTLS not used: "+turbo.ReasonUDPTimeout) {
+		t.Errorf("report without TurboTLS:\n%s", out)
 	}
 }

@@ -552,10 +552,8 @@ func rrsOf[T dns.RR](a *resolver.Answer) []T {
 // txtStrings returns the strings of each TXT record in a.
 func txtStrings(a *resolver.Answer) [][]string {
 	var txts [][]string
-	for _, rr := range a.RRs {
-		if t, ok := rr.(*dns.TXT); ok {
-			txts = append(txts, t.Txt)
-		}
+	for _, t := range rrsOf[*dns.TXT](a) {
+		txts = append(txts, t.Txt)
 	}
 	return txts
 }

@@ -181,8 +181,7 @@ func (t *turboDial) connect(ctx context.Context) (bool, error) {
 	// and cold-cache work on the critical path, here on two cores); it is
 	// sent only if the checks select that very record.
 	var early *turbo.Hello
-	var earlyOffer *tls13.ZDataOffer
-	var earlyCfg *turbo.ClientConfig
+	var earlyCfg *turbo.ClientConfig // early's, with the likely offer as ZData
 	defer func() {
 		if early != nil {
 			early.Close()
@@ -193,9 +192,9 @@ func (t *turboDial) connect(ctx context.Context) (bool, error) {
 		likely := t.likely
 		makeEarly := func(l likelyOffer) {
 			l.offer.Prepared = l.prepared.get()
-			earlyCfg = t.turboConfig(l.offer)
-			if h, err := turbo.NewHello(udpAddr, earlyCfg); err == nil {
-				early, earlyOffer = h, l.offer
+			cc := t.turboConfig(l.offer)
+			if h, err := turbo.NewHello(udpAddr, cc); err == nil {
+				early, earlyCfg = h, cc
 			}
 		}
 	wait:
@@ -232,7 +231,7 @@ func (t *turboDial) connect(ctx context.Context) (bool, error) {
 	}
 	hello := early
 	cc := earlyCfg
-	if early != nil && offer != nil && sameOffer(offer, earlyOffer) {
+	if early != nil && offer != nil && sameOffer(offer, earlyCfg.ZData) {
 		early = nil // sent below
 	} else {
 		hello, cc = nil, t.turboConfig(offer)

@@ -22,9 +22,6 @@ func TestPollUntil(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if !canPoll(b) && os.PathSeparator == '/' {
-		t.Fatal("a UDP socket cannot be polled on this unix")
-	}
 	if _, err := a.WriteTo([]byte("flight"), b.LocalAddr()); err != nil {
 		t.Fatal(err)
 	}

@@ -128,8 +128,7 @@ func Likeliest(txt [][]string, now time.Time) *Record {
 	var best *Record
 	for _, strs := range txt {
 		r, err := ParseTXT(strs)
-		if err != nil || !KnownGroup(r.Group) || !KnownScheme(r.Scheme) ||
-			ValidateShare(r.Group, r.KeyShare) != nil || r.CheckValidity(now) != nil {
+		if err != nil || usable(r, now) != nil {
 			continue
 		}
 		if best == nil || r.NotAfter.After(best.NotAfter) {
@@ -137,6 +136,25 @@ func Likeliest(txt [][]string, now time.Time) *Record {
 		}
 	}
 	return best
+}
+
+// usable is what Select checks of a record before its signature: known
+// group and scheme, a valid share, valid at now.
+func usable(r *Record, now time.Time) error {
+	if !KnownGroup(r.Group) {
+		return reasonErr(ReasonUnknownGroup, fmt.Errorf("%w %d", ErrUnknownGroup, r.Group))
+	}
+	if !KnownScheme(r.Scheme) {
+		return reasonErr(ReasonUnknownScheme, fmt.Errorf("%w %d", ErrUnknownScheme, r.Scheme))
+	}
+	if err := ValidateShare(r.Group, r.KeyShare); err != nil {
+		return err
+	}
+	if err := r.CheckValidity(now); err != nil {
+		return reasonErr(ReasonOf(err), fmt.Errorf("%w (not-before %s, not-after %s, now %s)", err,
+			formatTime(r.NotBefore), formatTime(r.NotAfter), formatTime(now)))
+	}
+	return nil
 }
 
 // Likely is Likeliest completed as Select would complete it, with the
@@ -190,21 +208,8 @@ func (c *Chains) Select(txt [][]string) (*Record, *x509.Certificate, error) {
 	// Latest not-after first; the first fully valid record wins.
 	sort.SliceStable(recs, func(i, j int) bool { return recs[i].NotAfter.After(recs[j].NotAfter) })
 	for _, r := range recs {
-		if !KnownGroup(r.Group) {
-			fail(reasonErr(ReasonUnknownGroup, fmt.Errorf("%w %d", ErrUnknownGroup, r.Group)))
-			continue
-		}
-		if !KnownScheme(r.Scheme) {
-			fail(reasonErr(ReasonUnknownScheme, fmt.Errorf("%w %d", ErrUnknownScheme, r.Scheme)))
-			continue
-		}
-		if err := ValidateShare(r.Group, r.KeyShare); err != nil {
+		if err := usable(r, now); err != nil {
 			fail(err)
-			continue
-		}
-		if err := r.CheckValidity(now); err != nil {
-			fail(reasonErr(ReasonOf(err), fmt.Errorf("%w (not-before %s, not-after %s, now %s)", err,
-				formatTime(r.NotBefore), formatTime(r.NotAfter), formatTime(now))))
 			continue
 		}
 		if len(leaves) == 0 {

@@ -32,7 +32,7 @@ type ClientConfig struct {
 	// Sizes remembers servers' flight sizes (may be nil).
 	Sizes *SizeCache
 	// Wait bounds the wait for the UDP flight after TCP connects, the
-	// fallback's start on TCP included (it ends 0.25 ms early, at most
+	// fallback's start on TCP included (it ends 0.5 ms early, at most
 	// an eighth of it); 0 means WaitFraction of the TCP connect time, in
 	// whole milliseconds, at least MinWait.
 	Wait         time.Duration
@@ -425,13 +425,14 @@ func race(ctx context.Context, start time.Time, tcpAddr netip.AddrPort, h *Hello
 	return res, nil
 }
 
-// fallbackStart is what starting the handshake on TCP costs after a wait
-// that saw no flight, beyond what TLS 1.3 alone pays to start it: caches
-// and cores gone cold during the wait (the testbed measured 0.02-0.16 ms,
-// more after longer waits). The wait ends that much early, at most an
-// eighth of it, so that a path that blocks UDP costs no more than the
-// configured wait on top of TLS 1.3.
-const fallbackStart = 250 * time.Microsecond
+// fallbackStart is what starting the handshake on TCP may cost after a
+// wait that saw no flight, beyond what TLS 1.3 alone pays to start it:
+// cores and caches gone cold during the wait, on both ends and in
+// between (paired with TLS 1.3 visit by visit, the testbed measured
+// 0.30-0.38 ms at 8.2-180.6 ms RTT, more after longer waits). The wait
+// ends that much early, at most an eighth of it, so that a path that
+// blocks UDP costs no more than the configured wait on top of TLS 1.3.
+const fallbackStart = 500 * time.Microsecond
 
 // wait is how long to wait for the UDP flight after a TCP connect that
 // took connect (race ends it fallbackStart early).

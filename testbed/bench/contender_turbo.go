@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"golang.org/x/sys/unix"
 
 	"github.com/ztls-project/ztls/dial"
 	dnsresolver "github.com/ztls-project/ztls/dns/resolver"
@@ -264,6 +265,10 @@ func parseTurboJob(line []byte) (turboJob, error) {
 }
 
 // lossyUDP drops each datagram with probability p in either direction.
+// Incoming ones are dropped on raw reads too (it is a syscall.Conn, as
+// the socket is): turbo polls the wait's last millisecond with raw
+// reads, and a wrapper without them would make it wait on the
+// runtime's timer instead, which wakes late (up to a millisecond).
 type lossyUDP struct {
 	net.Conn
 	p   float64
@@ -293,6 +298,35 @@ func (l *lossyUDP) Read(b []byte) (int, error) {
 	}
 }
 
+func (l *lossyUDP) SyscallConn() (syscall.RawConn, error) {
+	rc, err := rawConnOf(l.Conn)
+	if err != nil {
+		return nil, err
+	}
+	return lossyRaw{RawConn: rc, l: l}, nil
+}
+
+// lossyRaw drops each datagram waiting on the socket with lossyUDP's
+// probability before a raw read sees it: a peek finds one there, a
+// discarding read drops it.
+type lossyRaw struct {
+	syscall.RawConn
+	l *lossyUDP
+}
+
+func (r lossyRaw) Read(f func(fd uintptr) bool) error {
+	return r.RawConn.Read(func(fd uintptr) bool {
+		var b [1]byte
+		for {
+			if _, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT); err != nil || !r.l.lose() {
+				break // nothing waiting (or an error f will see), or kept
+			}
+			unix.Recvfrom(int(fd), b[:], unix.MSG_DONTWAIT)
+		}
+		return f(fd)
+	})
+}
+
 // blockedUDP drops every datagram the client sends, so none comes back,
 // as on a path that blocks UDP. Reads go to the socket, raw ones too: it
 // is a syscall.Conn, as the socket is (turbo polls the wait's last
@@ -301,8 +335,11 @@ type blockedUDP struct{ net.Conn }
 
 func (b blockedUDP) Write(p []byte) (int, error) { return len(p), nil }
 
-func (b blockedUDP) SyscallConn() (syscall.RawConn, error) {
-	sc, ok := b.Conn.(syscall.Conn)
+func (b blockedUDP) SyscallConn() (syscall.RawConn, error) { return rawConnOf(b.Conn) }
+
+// rawConnOf is the raw connection of the socket under c.
+func rawConnOf(c net.Conn) (syscall.RawConn, error) {
+	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return nil, errors.New("bench: the UDP socket has no file descriptor")
 	}

@@ -2,10 +2,14 @@ package bench
 
 import (
 	"context"
+	"math/rand"
+	"net"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ztls-project/ztls/testbed/hosts"
 )
@@ -99,4 +103,71 @@ func TestSmallScenarioTurbo(t *testing.T) {
 
 func testContext(t *testing.T, d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), d)
+}
+
+// The lossy wrapper drops incoming datagrams on raw reads too (turbo
+// polls the end of its wait with them): with p = 1 a raw read finds
+// nothing of a datagram that is there, with p = 0 it reads it.
+func TestLossyUDPRawReads(t *testing.T) {
+	for _, tc := range []struct {
+		p    float64
+		want bool
+	}{{1, false}, {0, true}} {
+		srv, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		raw, err := net.DialUDP("udp", nil, srv.LocalAddr().(*net.UDPAddr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		c := &lossyUDP{Conn: raw, p: tc.p, rng: rand.New(rand.NewSource(1))}
+		if _, err := srv.WriteToUDP([]byte("datagram"), raw.LocalAddr().(*net.UDPAddr)); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 64)
+		waitQueued(t, raw, buf)
+		rc, err := c.SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		var rerr error
+		if err := rc.Read(func(fd uintptr) bool {
+			n, _, rerr = unix.Recvfrom(int(fd), buf, unix.MSG_DONTWAIT)
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if got := rerr == nil; got != tc.want {
+			t.Errorf("p=%v: raw read got a datagram: %v (%q, %v), want %v", tc.p, got, buf[:n], rerr, tc.want)
+		}
+		if tc.want && string(buf[:n]) != "datagram" {
+			t.Errorf("p=%v: raw read %q", tc.p, buf[:n])
+		}
+	}
+}
+
+// waitQueued returns once a datagram waits on c (peeked, not read).
+func waitQueued(t *testing.T, c *net.UDPConn, buf []byte) {
+	t.Helper()
+	rc, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		var perr error
+		if err := rc.Read(func(fd uintptr) bool {
+			_, _, perr = unix.Recvfrom(int(fd), buf, unix.MSG_PEEK|unix.MSG_DONTWAIT)
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if perr == nil {
+			return
+		}
+	}
+	t.Fatal("the datagram sent on loopback never arrived")
 }

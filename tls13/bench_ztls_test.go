@@ -51,7 +51,7 @@ func BenchmarkZTLS(b *testing.B) {
 	ccfg := benchClientConfig(p, X25519)
 	scfg := serverConfig(p)
 	scfg.ZData = &testZKeys{keys: []*ZDataKey{key}}
-	scfg.StrikeRegister = NewMemoryStrikeRegister(1 << 30)
+	scfg.StrikeRegister = NewMemoryStrikeRegister(1<<30, time.Time{})
 	scfg.SessionTicketsDisabled = true
 	ccfg.SessionTicketsDisabled = true
 	b.Run("full-tls13", func(b *testing.B) {
@@ -98,7 +98,7 @@ func benchServerFirstFlight(b *testing.B, leafKey string) {
 	ccfg := benchClientConfig(p, X25519)
 	scfg := serverConfig(p)
 	scfg.ZData = &testZKeys{keys: []*ZDataKey{key}}
-	scfg.StrikeRegister = NewMemoryStrikeRegister(1 << 30)
+	scfg.StrikeRegister = NewMemoryStrikeRegister(1<<30, time.Time{})
 	scfg.SessionTicketsDisabled = true
 	ccfg.SessionTicketsDisabled = true
 	for _, mode := range []string{"full-tls13", "ztls"} {

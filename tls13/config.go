@@ -212,8 +212,11 @@ type Config struct {
 	// EarlyDataWindow is the server's freshness window for 0-RTT (RFC 8446,
 	// Section 8.3); 0 means 10 s.
 	EarlyDataWindow time.Duration
-	// StrikeRegister records 0-RTT ClientHellos so a replay is refused
-	// (RFC 8446, Section 8.2); nil means one in-memory register per Config.
+	// StrikeRegister records 0-RTT and ZTLS ClientHellos so a replay is
+	// refused (RFC 8446, Section 8.2); nil means one in-memory register per
+	// Config whose memory begins at the Config's first handshake, so a
+	// restarted server refuses early data that may predate it. Servers
+	// sharing tickets or Z-data keys (a fleet) must share one register.
 	StrikeRegister StrikeRegister
 
 	// ZData holds the server's Z-data keys (ZTLS); nil means ztls offers
@@ -292,7 +295,11 @@ func (c *Config) lazy() {
 		}
 		io.ReadFull(rand.Reader, c.cookieKey[:])
 		if c.StrikeRegister == nil {
-			c.defaultReg = NewMemoryStrikeRegister(100000)
+			// The default register's memory begins now: early data that
+			// may have been accepted before (by this server before a
+			// restart) is refused until it can no longer be fresh.
+			// (Tickets carry their creation in whole milliseconds.)
+			c.defaultReg = NewMemoryStrikeRegister(100000, c.now().Truncate(time.Millisecond))
 		}
 	})
 }
@@ -377,6 +384,15 @@ func (c *Config) earlyDataWindow() time.Duration {
 		return c.EarlyDataWindow
 	}
 	return 10 * time.Second
+}
+
+// requiresClientCert: a server that demands or verifies client
+// certificates never acts on early data, which arrives before any
+// certificate (ZTLS-SPEC §1 field 10, RFC 8446 Section 4.2.10): it
+// rejects 0-RTT and ZTLS early data, and the client resends its request
+// after the handshake, authenticated.
+func (c *Config) requiresClientCert() bool {
+	return c.ClientAuth >= RequireAnyClientCert
 }
 
 func (c *Config) ticketLifetime() time.Duration {

@@ -3,6 +3,7 @@ package tls13
 import (
 	"reflect"
 	"testing"
+	"time"
 )
 
 // TestCloneCopiesEveryField: Clone lists the fields by hand (Config holds
@@ -49,7 +50,7 @@ func TestCloneCopiesEveryField(t *testing.T) {
 		}
 	}
 	c.ZData = &testZKeys{}
-	c.StrikeRegister = NewMemoryStrikeRegister(1)
+	c.StrikeRegister = NewMemoryStrikeRegister(1, time.Time{})
 	c.ClientSessionCache = NewLRUClientSessionCache(1)
 	c.KeyLogWriter = &testWriter{}
 	c.Rand = &testWriter{}

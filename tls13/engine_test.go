@@ -383,20 +383,6 @@ func TestSelfExporterAndClose(t *testing.T) {
 	}
 }
 
-func TestStartupGuardRefusesOneWindow(t *testing.T) {
-	start := time.Now()
-	reg := NewStartupGuard(NewMemoryStrikeRegister(10), start.Add(10*time.Second))
-	if fresh, err := reg.CheckAndInsert([]byte("a"), start.Add(9*time.Second), start.Add(19*time.Second)); fresh || err == nil {
-		t.Fatal("register accepted inside the startup window")
-	}
-	if fresh, err := reg.CheckAndInsert([]byte("a"), start.Add(11*time.Second), start.Add(21*time.Second)); !fresh || err != nil {
-		t.Fatalf("after the window: fresh=%v err=%v", fresh, err)
-	}
-	if fresh, _ := reg.CheckAndInsert([]byte("a"), start.Add(12*time.Second), start.Add(22*time.Second)); fresh {
-		t.Fatal("replay accepted")
-	}
-}
-
 // Many handshakes share one Config, as every server does; run with -race.
 func TestSharedConfigConcurrentHandshakes(t *testing.T) {
 	p := getPKI(t, "ecdsa-p256")

@@ -53,6 +53,7 @@ type clientHelloParams struct {
 	ztls       *ZDataOffer
 	ztlsSecret *keyschedule.EarlySecret
 	ztlsSuite  *suite.Suite
+	zverdict   *zdataVerdict // the Z-data leaf's chain, verified under our policy
 	afterHRR   bool
 	hrrSuite   uint16
 	sentCCS    bool
@@ -61,6 +62,11 @@ type clientHelloParams struct {
 // startClient builds and queues the first ClientHello and any early data.
 func (e *engine) startClient(session *ClientSession, earlyData []byte) error {
 	cfg := e.cfg
+	if cfg.ServerName == "" && !cfg.InsecureSkipVerify {
+		// Nothing has been sent: no alert, just the error.
+		e.err = errNoServerName
+		return e.err
+	}
 	p := &clientHelloParams{transcript: keyschedule.NewPendingTranscript()}
 	ch := &wire.ClientHello{
 		CipherSuites:            cfg.cipherSuites(),
@@ -500,7 +506,10 @@ func (s *clientExpectCertificate) handle(e *engine, typ uint8, msg []byte) (stat
 		if err != nil {
 			return nil, errorf(AlertUnsupportedCert, "unsupported key in the Z-data leaf: %v", err)
 		}
-		e.info.PeerCertificates = []*x509.Certificate{p.ztls.Leaf}
+		// The leaf (and its chain) passed the same certificate policy as a
+		// Certificate message before any early byte left (offerZTLS).
+		e.info.PeerCertificates = p.zverdict.certs
+		e.info.VerifiedChains = p.zverdict.chains
 		e.info.CertificateOmitted = true
 		st := &clientExpectCertificateVerify{keys: s.keys, certReq: s.certReq, pub: pub}
 		return st.handle(e, typ, msg)
@@ -531,7 +540,6 @@ type chainCheck struct {
 	done   chan struct{}
 	chains [][]*x509.Certificate
 	err    error
-	revErr error // Config.Revocation's verdict on chains
 }
 
 // startServerCertificateCheck parses the chain and the leaf's key and
@@ -550,26 +558,9 @@ func (e *engine) startServerCertificateCheck(c *wire.Certificate) (*chainCheck, 
 		return nil, nil, errorf(AlertUnsupportedCert, "unsupported public key in certificate: %v", err)
 	}
 	cc := &chainCheck{raws: raws, done: make(chan struct{})}
-	if e.cfg.InsecureSkipVerify {
-		close(cc.done)
-		return cc, pub, nil
-	}
-	opts := x509.VerifyOptions{
-		Roots:         e.cfg.RootCAs,
-		DNSName:       e.cfg.ServerName,
-		Intermediates: x509.NewCertPool(),
-		CurrentTime:   e.cfg.now(),
-	}
-	for _, ic := range certs[1:] {
-		opts.Intermediates.AddCert(ic)
-	}
-	rev := e.cfg.Revocation
 	go func() {
 		defer close(cc.done)
-		cc.chains, cc.err = certs[0].Verify(opts)
-		if cc.err == nil {
-			cc.revErr = rev.CheckAny(cc.chains, opts.CurrentTime)
-		}
+		cc.chains, cc.err = e.cfg.checkServerChain(certs)
 	}()
 	return cc, pub, nil
 }
@@ -579,16 +570,47 @@ func (e *engine) startServerCertificateCheck(c *wire.Certificate) (*chainCheck, 
 func (e *engine) finishServerCertificateCheck(cc *chainCheck) error {
 	<-cc.done
 	if cc.err != nil {
-		return certificateError(cc.err)
-	}
-	if cc.revErr != nil {
-		return revocationError(cc.revErr)
+		return cc.err
 	}
 	e.info.VerifiedChains = cc.chains
-	if e.cfg.VerifyPeerCertificate != nil {
-		if err := e.cfg.VerifyPeerCertificate(cc.raws, e.info.VerifiedChains); err != nil {
-			return &LocalError{Alert: AlertBadCertificate, Err: err}
-		}
+	return e.cfg.runVerifyHook(cc.raws, cc.chains)
+}
+
+// checkServerChain is the client's certificate policy for a server's chain
+// (leaf first), without the application's hook: the PKIX path to RootCAs
+// at Config.Time, the name (ServerName) and revocation. The Certificate
+// message and the Z-data leaf (VerifyZDataOffer) both go through it.
+// With InsecureSkipVerify it checks nothing and returns no chains.
+func (c *Config) checkServerChain(certs []*x509.Certificate) ([][]*x509.Certificate, error) {
+	if c.InsecureSkipVerify {
+		return nil, nil
+	}
+	opts := x509.VerifyOptions{
+		Roots:         c.RootCAs,
+		DNSName:       c.ServerName,
+		Intermediates: x509.NewCertPool(),
+		CurrentTime:   c.now(),
+	}
+	for _, ic := range certs[1:] {
+		opts.Intermediates.AddCert(ic)
+	}
+	chains, err := certs[0].Verify(opts)
+	if err != nil {
+		return nil, certificateError(err)
+	}
+	if err := c.Revocation.CheckAny(chains, opts.CurrentTime); err != nil {
+		return nil, revocationError(err)
+	}
+	return chains, nil
+}
+
+// runVerifyHook runs Config.VerifyPeerCertificate, if set.
+func (c *Config) runVerifyHook(raws [][]byte, chains [][]*x509.Certificate) error {
+	if c.VerifyPeerCertificate == nil {
+		return nil
+	}
+	if err := c.VerifyPeerCertificate(raws, chains); err != nil {
+		return &LocalError{Alert: AlertBadCertificate, Err: err}
 	}
 	return nil
 }
@@ -863,6 +885,10 @@ func nextTrafficSecret(h crypto.Hash, secret []byte) []byte {
 // why it can't be used (the caller records that as the reason).
 func (e *engine) offerZTLS(p *clientHelloParams, ch *wire.ClientHello, z *ZDataOffer, earlyLen int) error {
 	cfg := e.cfg
+	v, err := cfg.zdataVerdict(z)
+	if err != nil {
+		return fmt.Errorf("the Z-data leaf fails the certificate policy: %v", err)
+	}
 	if z.Group != X25519 && z.Group != P256 {
 		return fmt.Errorf("Z-data group %s is not usable for ztls v1", kex.Name(z.Group))
 	}
@@ -939,7 +965,7 @@ func (e *engine) offerZTLS(p *clientHelloParams, ch *wire.ClientHello, z *ZDataO
 	}
 	ch.ZTLS = ext
 	ch.EarlyData = true
-	p.ztls, p.ztlsSecret, p.ztlsSuite = z, &es, early
+	p.ztls, p.ztlsSecret, p.ztlsSuite, p.zverdict = z, &es, early, v
 	e.info.ZTLSOffered = true
 	return nil
 }

@@ -317,15 +317,23 @@ func (e *engine) choosePSK(p *serverParams, hrr *serverHRR) error {
 		p.psk, p.pskIndex, p.ticket = t.PSK, i, t
 		// 0-RTT (RFC 8446, Sections 4.2.10 and 8): first identity only, no
 		// HRR, within the freshness window, and never seen before.
-		if ch.EarlyData && i == 0 && hrr == nil && cfg.MaxEarlyData > 0 && t.MaxEarlyData > 0 {
+		if ch.EarlyData && i == 0 && hrr == nil && cfg.MaxEarlyData > 0 && t.MaxEarlyData > 0 && !cfg.requiresClientCert() {
+			// The client's view of when it sent this ClientHello, on
+			// our clock: the ticket's creation plus the age it claims.
+			// It is fresh within W of that instant, so its register
+			// entry must live until then + W (a replay at any moment
+			// it would still be fresh is caught), and any server could
+			// first have taken it at the later of the ticket's creation
+			// and then - W.
 			clientAge := time.Duration(id.ObfuscatedTicketAge-t.AgeAdd) * time.Millisecond
-			realAge := now.Sub(created)
-			skew := realAge - clientAge
-			if skew < 0 {
-				skew = -skew
-			}
-			if skew <= cfg.earlyDataWindow() {
-				fresh, err := cfg.strikeRegister().CheckAndInsert(ch.PSKBinders[i], now, now.Add(cfg.earlyDataWindow()))
+			sent := created.Add(clientAge)
+			w := cfg.earlyDataWindow()
+			if d := now.Sub(sent); d <= w && d >= -w {
+				notBefore := sent.Add(-w)
+				if notBefore.Before(created) {
+					notBefore = created
+				}
+				fresh, err := cfg.strikeRegister().CheckAndInsert(ch.PSKBinders[i], now, notBefore, sent.Add(w))
 				p.early = err == nil && fresh
 			}
 		}
@@ -783,6 +791,10 @@ func (e *engine) acceptZTLS(p *serverParams, afterHRR bool) (string, error) {
 	if p.psk != nil {
 		return "ClientHello also resumes a session", nil
 	}
+	if cfg.requiresClientCert() {
+		// ZTLS-SPEC §1 field 10: early data is never client-authenticated.
+		return "server requires client certificates; early data is not client-authenticated", nil
+	}
 	now := cfg.now()
 	key := cfg.ZData.LookupZData(z.ZDataID, z.ZDataHash, now)
 	if key == nil {
@@ -825,9 +837,15 @@ func (e *engine) acceptZTLS(p *serverParams, afterHRR bool) (string, error) {
 	if skew > cfg.earlyDataWindow() {
 		return fmt.Sprintf("client clock %v off (window %v)", skew.Round(time.Millisecond), cfg.earlyDataWindow()), nil
 	}
-	// Entries live until server time exceeds client time + W.
-	expires := time.UnixMilli(clientMS).Add(cfg.earlyDataWindow())
-	fresh, err := cfg.strikeRegister().CheckAndInsert(hashOf(early.Hash, ch.Raw), now, expires)
+	// Entries live until server time exceeds client time + W. No server
+	// could take this ClientHello before client time - W, nor before the
+	// key's not-before.
+	sent := time.UnixMilli(clientMS)
+	notBefore := sent.Add(-cfg.earlyDataWindow())
+	if notBefore.Before(key.NotBefore) {
+		notBefore = key.NotBefore
+	}
+	fresh, err := cfg.strikeRegister().CheckAndInsert(hashOf(early.Hash, ch.Raw), now, notBefore, sent.Add(cfg.earlyDataWindow()))
 	if err != nil {
 		return "strike register unavailable: " + err.Error(), nil
 	}

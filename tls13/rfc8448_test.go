@@ -249,6 +249,9 @@ func TestRFC8448Resumed0RTTServer(t *testing.T) {
 		Rand:                bytes.NewReader(concat(sh.Random[:], v("4/server.x25519.private"), make([]byte, 64))),
 		Time:                func() time.Time { return rfcTime.Add(6 * time.Millisecond) },
 		MaxEarlyData:        sess.MaxEarlyData,
+		// The ticket was issued before this Config's first handshake; the
+		// register vouches for it (nothing else ever held the RFC's keys).
+		StrikeRegister:      NewMemoryStrikeRegister(10, time.Time{}),
 		testHookServerHello: func(m *wire.ServerHello) { m.Order = sh.Order },
 		testHookEncryptedExtensions: func(m *wire.EncryptedExtensions) {
 			m.SupportedGroups, m.ServerName, m.Order = ee.SupportedGroups, ee.ServerName, ee.Order

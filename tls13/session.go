@@ -220,45 +220,63 @@ func (e *engine) unwrapTicket(ticket []byte) (*sessionTicket, error) {
 	return t, nil
 }
 
-// StrikeRegister remembers 0-RTT ClientHellos within the freshness window
-// so each is accepted at most once (RFC 8446, Section 8.2). A fleet of
-// servers sharing tickets or Z-data keys must share one register.
+// StrikeRegister remembers 0-RTT and ZTLS ClientHellos so each is
+// accepted at most once (RFC 8446, Section 8.2). A fleet of servers
+// sharing tickets or Z-data keys must share one register.
+//
 // Implementations must be safe for concurrent use and fail closed: an
-// error means the early data is rejected.
+// error means the early data is rejected. A register vouches only for
+// what it saw: a process that restarts, or a store that loses its data,
+// knows nothing of the ClientHellos accepted before, and one of those may
+// be replayed while it is still fresh. So each key comes with the span of
+// server time in which any server could accept its ClientHello, and a
+// register whose memory began after that span opened must refuse it.
 type StrikeRegister interface {
-	// CheckAndInsert atomically inserts key, kept from now until expires
-	// (times from Config.Time), and reports whether it was absent.
-	CheckAndInsert(key []byte, now, expires time.Time) (fresh bool, err error)
+	// CheckAndInsert atomically records key and reports whether it was
+	// absent. The ClientHello it names is acceptable, by the server's
+	// clock (Config.Time), from notBefore until expires: the register
+	// keeps key at least until expires, and refuses it (fresh=false with
+	// an error) when its memory began after notBefore.
+	CheckAndInsert(key []byte, now, notBefore, expires time.Time) (fresh bool, err error)
 }
 
-// NewStartupGuard wraps reg so that it refuses everything (fresh=false,
-// with an error) before until. A server whose Z-data keys (or ticket key)
-// outlive a restart must not trust an empty register: ClientHellos seen
-// before the restart may be replayed within the freshness window, so it
-// guards its register for one window after start (ZTLS-SPEC §5).
-func NewStartupGuard(reg StrikeRegister, until time.Time) StrikeRegister {
-	return &startupGuard{reg: reg, until: until}
+// NewStartupGuard wraps reg, whose memory begins at since, so that it
+// refuses (fresh=false, with an error) every ClientHello that may have
+// been accepted before since: one whose notBefore is earlier. Wrap a
+// register of your own that forgets on restart with the time the process
+// started; NewMemoryStrikeRegister carries this guard already.
+func NewStartupGuard(reg StrikeRegister, since time.Time) StrikeRegister {
+	return &startupGuard{reg: reg, since: since}
 }
 
 type startupGuard struct {
 	reg   StrikeRegister
-	until time.Time
+	since time.Time
 }
 
-var errStartupWindow = errors.New("tls13: within one freshness window after start; early data refused")
+// ErrRegisterTooYoung is the error of a register asked about a ClientHello
+// that may have been accepted before its memory began (a server within
+// two freshness windows of its start, or of the loss of its register's
+// data): the early data is rejected, the handshake goes on.
+var ErrRegisterTooYoung = errors.New("tls13: the strike register started after this ClientHello could first be accepted (a restart or lost data); early data refused")
 
-func (g *startupGuard) CheckAndInsert(key []byte, now, expires time.Time) (bool, error) {
-	if now.Before(g.until) {
-		return false, errStartupWindow
+func (g *startupGuard) CheckAndInsert(key []byte, now, notBefore, expires time.Time) (bool, error) {
+	if notBefore.Before(g.since) {
+		return false, ErrRegisterTooYoung
 	}
-	return g.reg.CheckAndInsert(key, now, expires)
+	return g.reg.CheckAndInsert(key, now, notBefore, expires)
 }
 
 // NewMemoryStrikeRegister returns an in-process register holding at most
 // max entries; when full it refuses (fresh=false) until entries expire, so
-// a flood cannot make it forget.
-func NewMemoryStrikeRegister(max int) StrikeRegister {
-	return &memoryRegister{max: max, m: map[string]time.Time{}}
+// a flood cannot make it forget. Its memory begins at since: it refuses
+// ClientHellos that may have been accepted before then (see
+// NewStartupGuard). Pass the time the process started, by the clock of
+// Config.Time; the zero time claims it has seen every ClientHello ever
+// accepted under the server's keys, which holds only for keys made after
+// it (a test's fresh keys).
+func NewMemoryStrikeRegister(max int, since time.Time) StrikeRegister {
+	return NewStartupGuard(&memoryRegister{max: max, m: map[string]time.Time{}}, since)
 }
 
 type memoryRegister struct {
@@ -267,7 +285,7 @@ type memoryRegister struct {
 	m   map[string]time.Time
 }
 
-func (r *memoryRegister) CheckAndInsert(key []byte, now, expires time.Time) (bool, error) {
+func (r *memoryRegister) CheckAndInsert(key []byte, now, _, expires time.Time) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if exp, ok := r.m[string(key)]; ok && now.Before(exp) {

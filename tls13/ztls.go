@@ -3,6 +3,7 @@ package tls13
 import (
 	"bytes"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"sync/atomic"
@@ -17,8 +18,12 @@ import (
 // ServerHello still rests on a fresh (EC)DHE.
 
 // ZDataOffer is verified Z-data in a client's hands. The caller (package
-// dial) has already checked its signature, validity window, host and port
-// and the leaf's chain and name; the engine only uses it.
+// dial) has already checked its signature, validity window, host and port.
+// The leaf itself must pass the client Config's certificate policy, the
+// same as a Certificate message (see VerifyZDataOffer), before the engine
+// sends a byte encrypted to the Z-data key; an offer that fails it is not
+// used (ConnectionState.ZTLSSkipped says why) and the handshake is plain
+// TLS 1.3.
 type ZDataOffer struct {
 	ID           uint32
 	Hash         [32]byte // zdata_hash: SHA-256 of the record's signature input
@@ -30,10 +35,68 @@ type ZDataOffer struct {
 	// Leaf is the TLSA leaf the record was signed with. With it the client
 	// sends cert_hash and the server may omit its Certificate.
 	Leaf *x509.Certificate
+	// Intermediates are the CA certificates published with the leaf (CERT
+	// records), used to build its chain.
+	Intermediates []*x509.Certificate
 	// Prepared, if set, holds a key share and ZS made ahead for this
 	// offer's Group and Share (PrepareZData); otherwise the engine makes
 	// them when the handshake starts.
 	Prepared *ZDataPrepared
+
+	verdict *zdataVerdict // set by VerifyZDataOffer
+}
+
+// zdataVerdict records that a Z-data leaf passed one Config's policy.
+type zdataVerdict struct {
+	cfg    *Config
+	leaf   *x509.Certificate
+	certs  []*x509.Certificate // leaf first, then the intermediates
+	chains [][]*x509.Certificate
+}
+
+// errNoServerName is a client Config that could not check any name.
+var errNoServerName = errors.New("tls13: the client Config has no ServerName: set it to the name to verify the server's certificate against (or InsecureSkipVerify, for tests only)")
+
+// VerifyZDataOffer runs c's certificate policy on the offer's leaf and
+// intermediates: the chain to RootCAs, the name ServerName, Revocation
+// and VerifyPeerCertificate, exactly as for a server's Certificate
+// message. It records the outcome in z, so a handshake with c that uses z
+// does not repeat it; package dial calls it while TCP connects, off the
+// first flight's path; it must not run while a handshake uses z. A
+// handshake whose offer was not verified under
+// its Config does it before the ClientHello leaves. On success the
+// connection's PeerCertificates and VerifiedChains come from it when the
+// server omits its Certificate.
+func (c *Config) VerifyZDataOffer(z *ZDataOffer) error {
+	_, err := c.zdataVerdict(z)
+	return err
+}
+
+func (c *Config) zdataVerdict(z *ZDataOffer) (*zdataVerdict, error) {
+	if v := z.verdict; v != nil && v.cfg == c && v.leaf == z.Leaf && len(v.certs) == 1+len(z.Intermediates) {
+		return v, nil
+	}
+	if z.Leaf == nil {
+		return nil, errors.New("tls13: Z-data offer without its TLSA leaf certificate")
+	}
+	if c.ServerName == "" && !c.InsecureSkipVerify {
+		return nil, errNoServerName
+	}
+	certs := append([]*x509.Certificate{z.Leaf}, z.Intermediates...)
+	chains, err := c.checkServerChain(certs)
+	if err != nil {
+		return nil, err
+	}
+	raws := make([][]byte, len(certs))
+	for i, cert := range certs {
+		raws[i] = cert.Raw
+	}
+	if err := c.runVerifyHook(raws, chains); err != nil {
+		return nil, err
+	}
+	v := &zdataVerdict{cfg: c, leaf: z.Leaf, certs: certs, chains: chains}
+	z.verdict = v
+	return v, nil
 }
 
 // ZDataPrepared is a client key share for a Z-data record's group and the

@@ -71,6 +71,9 @@ func newZTLSSetup(t *testing.T) *ztlsSetup {
 	offer, key := newZData(t, ecdh.X25519(), X25519, "localhost", "", p)
 	scfg := serverConfig(p)
 	scfg.ZData = &testZKeys{keys: []*ZDataKey{key}}
+	// The key was made just now, by this test: no server took early data
+	// under it before this register, which may say so (the zero time).
+	scfg.StrikeRegister = NewMemoryStrikeRegister(1000, time.Time{})
 	return &ztlsSetup{p: p, offer: offer, key: key, ccfg: clientConfig(p), scfg: scfg}
 }
 
@@ -141,15 +144,21 @@ func hasEventOrder(evs []Event, want ...Event) bool {
 	return i == len(want)
 }
 
-func TestZTLSWithCertificateWhenNoLeaf(t *testing.T) {
+// An offer without its TLSA leaf cannot be checked against the client's
+// certificate policy, so nothing is encrypted to its key: the handshake
+// is plain TLS 1.3 and the request goes after it.
+func TestZTLSNotOfferedWithoutLeaf(t *testing.T) {
 	z := newZTLSSetup(t)
 	z.offer.Leaf = nil
 	c, _, answer, err := z.run(t, []byte("x"), nil)
-	if err != nil || string(answer) != "answer to x" {
+	if err != nil || len(answer) != 0 {
 		t.Fatalf("%v %q", err, answer)
 	}
+	if c.info.ZTLSOffered || c.info.EarlyDataOffered || !strings.Contains(c.info.ZTLSSkipped, "without its TLSA leaf") {
+		t.Fatalf("offered=%v skipped %q", c.info.ZTLSOffered, c.info.ZTLSSkipped)
+	}
 	if c.info.CertificateOmitted || len(c.info.VerifiedChains) == 0 {
-		t.Fatal("without cert_hash the server must send (and the client verify) its Certificate")
+		t.Fatal("the server must send (and the client verify) its Certificate")
 	}
 }
 
@@ -229,7 +238,7 @@ func TestZTLSRejections(t *testing.T) {
 
 type brokenRegister struct{}
 
-func (brokenRegister) CheckAndInsert([]byte, time.Time, time.Time) (bool, error) {
+func (brokenRegister) CheckAndInsert([]byte, time.Time, time.Time, time.Time) (bool, error) {
 	return false, errors.New("connection refused")
 }
 
@@ -267,7 +276,7 @@ func TestZTLSReplayRefused(t *testing.T) {
 	c.startClient(nil, []byte("transfer 100"))
 	flight := append([]byte(nil), c.takeOutput()...)
 	// A fleet: two servers with the same Z-data key and one strike register.
-	reg := NewMemoryStrikeRegister(1000)
+	reg := NewMemoryStrikeRegister(1000, time.Time{})
 	for i, want := range []bool{true, false, false} {
 		scfg := z.scfg.Clone()
 		scfg.StrikeRegister = reg
@@ -359,11 +368,14 @@ func TestZTLSAfterHelloRetryRequest(t *testing.T) {
 }
 
 // A Z-data record that announces client certificates (field 10 = Y): the
-// server's first flight carries a CertificateRequest; the early data
-// itself is never client-authenticated, the rest of the connection is.
+// server's first flight carries a CertificateRequest. A server that only
+// asks (RequestClientCert) answers the early request; a server that
+// requires or verifies certificates rejects the early data, since it
+// arrives before any certificate (ZTLS-SPEC §1 field 10), and the client
+// resends it after the handshake, authenticated.
 func TestZTLSWithClientCertificate(t *testing.T) {
 	z := newZTLSSetup(t)
-	z.scfg.ClientAuth, z.scfg.ClientCAs = RequireAndVerifyClientCert, z.p.pool()
+	z.scfg.ClientAuth = RequestClientCert
 	z.ccfg.Certificates = []Certificate{z.p.client}
 	c, s, answer, err := z.run(t, []byte("GET /"), nil)
 	if err != nil {
@@ -372,14 +384,27 @@ func TestZTLSWithClientCertificate(t *testing.T) {
 	if !c.done || !s.done || !c.info.ZTLS || !c.info.CertificateOmitted || string(answer) != "answer to GET /" {
 		t.Fatalf("ztls=%v omitted=%v answer %q", c.info.ZTLS, c.info.CertificateOmitted, answer)
 	}
-	if len(s.info.VerifiedChains) == 0 {
-		t.Fatal("server did not verify the client's certificate")
+	if len(s.info.PeerCertificates) == 0 {
+		t.Fatal("server did not receive the client's certificate")
 	}
-	// Without a certificate the connection fails after the early answer was sent:
-	// applications must treat early data as unauthenticated.
-	z.ccfg.Certificates = nil
-	_, _, _, err = z.run(t, []byte("GET /"), nil)
-	wantAlert(t, err, AlertCertificateRequired)
+	for _, auth := range []ClientAuthType{RequireAnyClientCert, VerifyClientCertIfGiven, RequireAndVerifyClientCert} {
+		z := newZTLSSetup(t)
+		z.scfg.ClientAuth, z.scfg.ClientCAs = auth, z.p.pool()
+		z.ccfg.Certificates = []Certificate{z.p.client}
+		c, s, answer, err := z.run(t, []byte("GET /"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.info.ZTLS || c.info.EarlyDataAccepted || len(answer) > 0 || s.earlyBuffered() > 0 || s.info.EarlyDataAccepted {
+			t.Fatalf("ClientAuth %d: early data acted on before the client's certificate: ztls=%v answer %q", auth, c.info.ZTLS, answer)
+		}
+		if !strings.Contains(s.info.ZTLSRejectReason, "client certificates") {
+			t.Fatalf("ClientAuth %d: reject reason %q", auth, s.info.ZTLSRejectReason)
+		}
+		if !c.done || !s.done || len(s.info.PeerCertificates) == 0 {
+			t.Fatalf("ClientAuth %d: handshake did not complete with the client's certificate", auth)
+		}
+	}
 }
 
 // TestZTLSPreparedShare: a share prepared ahead (PrepareZData) is the

@@ -121,8 +121,8 @@ func runServe(f *serveFlags) error {
 	if f.strike == "" && (zdir != nil || f.maxEarly > 0) {
 		// Early data accepted before a restart could be replayed right
 		// after it: the in-memory register refuses for one window at start.
-		cfg.StrikeRegister = tls13.NewStartupGuard(tls13.NewMemoryStrikeRegister(1<<20), time.Now().Add(f.window))
-		fmt.Fprintf(os.Stderr, "ztls: early data refused for the first %v (a replay of what was accepted before a restart would pass an empty register)\n", f.window)
+		cfg.StrikeRegister = tls13.NewMemoryStrikeRegister(1<<20, time.Now())
+		fmt.Fprintf(os.Stderr, "ztls: early data that may predate this start is refused (for up to %v): a replay of what was accepted before a restart would pass an empty register\n", 2*f.window)
 	}
 	if f.strike != "" {
 		u, err := url.Parse(f.strike)

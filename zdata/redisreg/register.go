@@ -98,7 +98,7 @@ func New(opts Options) (*Register, error) {
 // if absent, to expire at expires, and reports whether it was absent.
 // Within the startup window it returns (false, ErrStartupWindow); when
 // Redis cannot be reached or answers oddly it returns (false, err).
-func (r *Register) CheckAndInsert(key []byte, now, expires time.Time) (bool, error) {
+func (r *Register) CheckAndInsert(key []byte, now, _, expires time.Time) (bool, error) {
 	c, err := r.get()
 	if err != nil {
 		return false, err

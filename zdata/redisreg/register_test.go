@@ -133,23 +133,23 @@ func TestRegisterFleet(t *testing.T) {
 
 	// Inside the startup window everything is refused.
 	now := clk.Now()
-	if fresh, err := a.CheckAndInsert(key, now, now.Add(10*time.Second)); fresh || !errors.Is(err, ErrStartupWindow) {
+	if fresh, err := a.CheckAndInsert(key, now, now, now.Add(10*time.Second)); fresh || !errors.Is(err, ErrStartupWindow) {
 		t.Fatalf("in startup window: %v %v", fresh, err)
 	}
 	clk.Add(11 * time.Second)
 	now = clk.Now()
-	fresh, err := a.CheckAndInsert(key, now, now.Add(10*time.Second))
+	fresh, err := a.CheckAndInsert(key, now, now, now.Add(10*time.Second))
 	if err != nil || !fresh {
 		t.Fatalf("first insert: %v %v", fresh, err)
 	}
 	// The same ClientHello replayed to the same server or another one.
 	for name, r := range map[string]*Register{"same server": a, "other server": b} {
-		if fresh, err := r.CheckAndInsert(key, now, now.Add(10*time.Second)); fresh || err != nil {
+		if fresh, err := r.CheckAndInsert(key, now, now, now.Add(10*time.Second)); fresh || err != nil {
 			t.Fatalf("%s replay: fresh=%v err=%v", name, fresh, err)
 		}
 	}
 	other := bytes.Repeat([]byte{0xcd}, 32)
-	if fresh, err := b.CheckAndInsert(other, now, now.Add(10*time.Second)); !fresh || err != nil {
+	if fresh, err := b.CheckAndInsert(other, now, now, now.Add(10*time.Second)); !fresh || err != nil {
 		t.Fatalf("second key: %v %v", fresh, err)
 	}
 	// The entry expires when the window does (checked in Redis, not by waiting).
@@ -159,7 +159,7 @@ func TestRegisterFleet(t *testing.T) {
 	}
 	// An already-expired entry still gets a positive expiry.
 	k3 := []byte("k3")
-	if fresh, err := a.CheckAndInsert(k3, now, now.Add(-time.Second)); !fresh || err != nil {
+	if fresh, err := a.CheckAndInsert(k3, now, now, now.Add(-time.Second)); !fresh || err != nil {
 		t.Fatalf("past expiry: %v %v", fresh, err)
 	}
 }
@@ -181,7 +181,7 @@ func TestRegisterConcurrent(t *testing.T) {
 		go func(g int) {
 			defer wg.Done()
 			for k := 0; k < 50; k++ {
-				fresh, err := regs[g%3].CheckAndInsert([]byte{byte(k)}, now, now.Add(time.Minute))
+				fresh, err := regs[g%3].CheckAndInsert([]byte{byte(k)}, now, now, now.Add(time.Minute))
 				if err != nil {
 					t.Error(err)
 					return
@@ -209,27 +209,27 @@ func TestRegisterFailsClosed(t *testing.T) {
 	warm(t, r, clk)
 	clk.Add(time.Minute)
 	now := clk.Now()
-	if fresh, err := r.CheckAndInsert([]byte("a"), now, now.Add(time.Second)); !fresh || err != nil {
+	if fresh, err := r.CheckAndInsert([]byte("a"), now, now, now.Add(time.Second)); !fresh || err != nil {
 		t.Fatalf("up: %v %v", fresh, err)
 	}
 	port := s.cmd.Args[2]
 	s.stop()
 	// Redis down: every call is an error, never fresh.
 	for i := 0; i < 3; i++ {
-		if fresh, err := r.CheckAndInsert([]byte("b"), now, now.Add(time.Second)); fresh || err == nil {
+		if fresh, err := r.CheckAndInsert([]byte("b"), now, now, now.Add(time.Second)); fresh || err == nil {
 			t.Fatalf("Redis down, call %d: fresh=%v err=%v", i, fresh, err)
 		}
 	}
 	// Redis back without its data: refused for one window, then fresh.
 	p, _ := strconv.Atoi(port)
 	startRedis(t, p)
-	fresh, err := r.CheckAndInsert([]byte("a"), now, now.Add(time.Second))
+	fresh, err := r.CheckAndInsert([]byte("a"), now, now, now.Add(time.Second))
 	if fresh || !errors.Is(err, ErrStartupWindow) {
 		t.Fatalf("after a Redis restart: fresh=%v err=%v", fresh, err)
 	}
 	clk.Add(11 * time.Second)
 	now = clk.Now()
-	if fresh, err := r.CheckAndInsert([]byte("a"), now, now.Add(time.Second)); !fresh || err != nil {
+	if fresh, err := r.CheckAndInsert([]byte("a"), now, now, now.Add(time.Second)); !fresh || err != nil {
 		t.Fatalf("after the window: %v %v", fresh, err)
 	}
 
@@ -238,11 +238,11 @@ func TestRegisterFailsClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fresh, err := dead.CheckAndInsert([]byte("x"), now.Add(time.Hour), now.Add(time.Hour)); fresh || err == nil {
+	if fresh, err := dead.CheckAndInsert([]byte("x"), now.Add(time.Hour), now.Add(time.Hour), now.Add(time.Hour)); fresh || err == nil {
 		t.Fatalf("no server: %v %v", fresh, err)
 	}
 	r.Close()
-	if fresh, err := r.CheckAndInsert([]byte("y"), now, now); fresh || err == nil {
+	if fresh, err := r.CheckAndInsert([]byte("y"), now, now, now); fresh || err == nil {
 		t.Fatal("closed register answered")
 	}
 }
@@ -313,7 +313,7 @@ func TestRegisterBadServers(t *testing.T) {
 			t.Fatal(err)
 		}
 		now := clk.Now().Add(time.Hour)
-		fresh, err := r.CheckAndInsert([]byte("k"), now, now.Add(time.Second))
+		fresh, err := r.CheckAndInsert([]byte("k"), now, now, now.Add(time.Second))
 		if fresh || err == nil {
 			t.Errorf("%s: fresh=%v err=%v", name, fresh, err)
 		}
@@ -337,11 +337,11 @@ func TestRegisterAuth(t *testing.T) {
 	warm(t, good, clk)
 	clk.Add(time.Minute)
 	now := clk.Now()
-	if fresh, err := good.CheckAndInsert([]byte("k"), now, now.Add(time.Second)); !fresh || err != nil {
+	if fresh, err := good.CheckAndInsert([]byte("k"), now, now, now.Add(time.Second)); !fresh || err != nil {
 		t.Fatalf("with the password: %v %v", fresh, err)
 	}
 	for name, r := range map[string]*Register{"wrong password": bad, "no password": none} {
-		fresh, err := r.CheckAndInsert([]byte("k2"), now, now.Add(time.Second))
+		fresh, err := r.CheckAndInsert([]byte("k2"), now, now, now.Add(time.Second))
 		if fresh || err == nil {
 			t.Fatalf("%s: %v %v", name, fresh, err)
 		}
@@ -356,7 +356,7 @@ func TestRegisterAuth(t *testing.T) {
 func warm(t *testing.T, r *Register, clk *clock) {
 	t.Helper()
 	now := clk.Now()
-	if fresh, err := r.CheckAndInsert([]byte("warm-up"), now, now.Add(time.Second)); fresh || !errors.Is(err, ErrStartupWindow) {
+	if fresh, err := r.CheckAndInsert([]byte("warm-up"), now, now, now.Add(time.Second)); fresh || !errors.Is(err, ErrStartupWindow) {
 		t.Fatalf("warm-up: fresh=%v err=%v, want ErrStartupWindow", fresh, err)
 	}
 }
@@ -371,7 +371,7 @@ func BenchmarkCheckAndInsert(b *testing.B) {
 	}
 	defer r.Close()
 	now := time.Now()
-	r.CheckAndInsert([]byte("warm"), now, now.Add(time.Second))
+	r.CheckAndInsert([]byte("warm"), now, now, now.Add(time.Second))
 	var key [8]byte
 	i := uint64(0)
 	for b.Loop() {
@@ -379,7 +379,7 @@ func BenchmarkCheckAndInsert(b *testing.B) {
 		for j := range key {
 			key[j] = byte(i >> (8 * j))
 		}
-		if fresh, err := r.CheckAndInsert(key[:], now, now.Add(10*time.Second)); err != nil || !fresh {
+		if fresh, err := r.CheckAndInsert(key[:], now, now, now.Add(10*time.Second)); err != nil || !fresh {
 			b.Fatalf("%v %v", fresh, err)
 		}
 	}

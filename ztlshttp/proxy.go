@@ -5,11 +5,14 @@
 // Early data is replayable, so both follow RFC 8470: the proxy marks
 // forwarded early requests with "Early-Data: 1" and, when the backend
 // answers 425 (Too Early), waits for the handshake to complete and sends
-// the request again; the client sends only idempotent requests early.
+// the request again (with its body); the client sends early only a whole
+// idempotent request, and the proxy forwards as early only a request the
+// early data holds whole.
 package ztlshttp
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -53,24 +56,18 @@ func (p *Proxy) ServeConn(c *tls13.Conn) error {
 	if err := c.HandshakeEarly(ctx); err != nil {
 		return err
 	}
-	// A request that came as early data is answered now, in the server's
-	// first flight, marked Early-Data: 1 for the backend.
+	var rest io.Reader = c
 	if st := c.ConnectionState(); st.EarlyDataAccepted {
-		br := bufio.NewReader(earlyReader{c})
-		req, err := http.ReadRequest(br)
-		if err == nil {
-			if err := p.forward(ctx, c, req, true); err != nil {
-				return err
-			}
-		} else if !errors.Is(err, io.EOF) {
-			p.writeError(c, http.StatusBadRequest, "malformed early request")
+		r, done, err := p.serveEarly(ctx, c)
+		if err != nil || done {
 			return err
 		}
+		rest = r
 	}
 	if err := c.HandshakeContext(ctx); err != nil {
 		return err
 	}
-	br := bufio.NewReader(c)
+	br := bufio.NewReader(rest)
 	for {
 		c.SetDeadline(time.Now().Add(timeout))
 		req, err := http.ReadRequest(br)
@@ -80,13 +77,53 @@ func (p *Proxy) ServeConn(c *tls13.Conn) error {
 			}
 			return err
 		}
-		if err := p.forward(ctx, c, req, false); err != nil {
+		resp, err := p.send(ctx, c, req, false)
+		if err != nil {
+			return err
+		}
+		if err := p.reply(c, req, resp, false); err != nil {
 			return err
 		}
 		if req.Close {
 			return nil
 		}
 	}
+}
+
+// serveEarly answers the request that came as early data, in the server's
+// first flight, when the early data holds it whole. It returns what the
+// connection's next requests are read from once the handshake is done,
+// or done when the connection is over.
+//
+// Early data that ends inside a request (headers or body incomplete) is
+// not forwarded as early: neither truncated nor stitched to what follows
+// the handshake under Early-Data: 1. The whole request is read again
+// after the handshake, which proves it is no replay, and forwarded as an
+// ordinary one. Early bytes after a whole first request are likewise read
+// after the handshake.
+func (p *Proxy) serveEarly(ctx context.Context, c *tls13.Conn) (rest io.Reader, done bool, err error) {
+	src := &endReader{r: earlyReader{c}, record: true}
+	br := bufio.NewReader(src)
+	req, body, err := readWhole(br, src)
+	if errors.Is(err, errCut) {
+		if len(src.rec) > 0 {
+			p.logf("early data ended inside a request (%d bytes): waiting for the handshake, then forwarding it as not early", len(src.rec))
+		}
+		// src ran dry: rec holds all of the early data.
+		return io.MultiReader(bytes.NewReader(src.rec), c), false, nil
+	}
+	if err != nil {
+		p.writeError(c, http.StatusBadRequest, "malformed early request")
+		return nil, true, fmt.Errorf("ztlshttp: early request: %w", err)
+	}
+	src.record, src.rec = false, nil
+	if err := p.forwardEarly(ctx, c, req, body); err != nil {
+		return nil, true, err
+	}
+	if req.Close {
+		return nil, true, c.HandshakeContext(ctx)
+	}
+	return io.MultiReader(br, c), false, nil
 }
 
 func (p *Proxy) client() *http.Client {
@@ -96,8 +133,41 @@ func (p *Proxy) client() *http.Client {
 	return &http.Client{Timeout: 30 * time.Second}
 }
 
-// forward sends req to the backend and writes the response to c.
-func (p *Proxy) forward(ctx context.Context, c *tls13.Conn, req *http.Request, early bool) error {
+// forwardEarly sends a whole early request, its body in hand, marked
+// Early-Data: 1. When the backend answers 425 (Too Early) it waits for
+// the handshake and sends the request again, with the same body
+// (RFC 8470, Section 5.2). The body is bounded by the early data limit
+// the handshake enforced (max_early_data_size).
+func (p *Proxy) forwardEarly(ctx context.Context, c *tls13.Conn, req *http.Request, body []byte) error {
+	req.ContentLength, req.TransferEncoding, req.Trailer = int64(len(body)), nil, nil
+	req.GetBody = func() (io.ReadCloser, error) {
+		if len(body) == 0 {
+			return http.NoBody, nil
+		}
+		return io.NopCloser(bytes.NewReader(body)), nil
+	}
+	req.Body, _ = req.GetBody()
+	resp, err := p.send(ctx, c, req, true)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusTooEarly {
+		return p.reply(c, req, resp, true)
+	}
+	resp.Body.Close()
+	if err := c.HandshakeContext(ctx); err != nil {
+		return err
+	}
+	p.logf("%s %s: backend said 425 Too Early; retrying after the handshake", req.Method, req.URL.Path)
+	req.Body, _ = req.GetBody()
+	if resp, err = p.send(ctx, c, req, false); err != nil {
+		return err
+	}
+	return p.reply(c, req, resp, false)
+}
+
+// send forwards req to the backend; when it can't, it answers 502.
+func (p *Proxy) send(ctx context.Context, c *tls13.Conn, req *http.Request, early bool) (*http.Response, error) {
 	out := req.Clone(ctx)
 	out.RequestURI = ""
 	out.URL.Scheme, out.URL.Host = p.Backend.Scheme, p.Backend.Host
@@ -113,17 +183,13 @@ func (p *Proxy) forward(ctx context.Context, c *tls13.Conn, req *http.Request, e
 	resp, err := p.client().Do(out)
 	if err != nil {
 		p.writeError(c, http.StatusBadGateway, "backend unreachable")
-		return fmt.Errorf("ztlshttp: backend: %w", err)
+		return nil, fmt.Errorf("ztlshttp: backend: %w", err)
 	}
-	if early && resp.StatusCode == http.StatusTooEarly {
-		// RFC 8470, Section 5.2: wait until the request can't be a replay.
-		resp.Body.Close()
-		if err := c.HandshakeContext(ctx); err != nil {
-			return err
-		}
-		p.logf("%s %s: backend said 425 Too Early; retrying after the handshake", req.Method, req.URL.Path)
-		return p.forward(ctx, c, req, false)
-	}
+	return resp, nil
+}
+
+// reply writes the backend's response to c.
+func (p *Proxy) reply(c *tls13.Conn, req *http.Request, resp *http.Response, early bool) error {
 	defer resp.Body.Close()
 	p.logf("%s %s -> %d (early=%v)", req.Method, req.URL.Path, resp.StatusCode, early)
 	return resp.Write(c)

@@ -1,7 +1,6 @@
 package ztlshttp
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"net/http"
@@ -18,8 +17,9 @@ import (
 //	tr := &http.Transport{DialTLSContext: ztlshttp.DialTLSContext(opts)}
 //
 // The connection is opened when the transport writes its first request,
-// so an idempotent request (GET, HEAD, OPTIONS) rides as early data and
-// its response can come in the server's first flight.
+// so an idempotent request (GET, HEAD, OPTIONS) that net/http writes
+// whole in one piece rides as early data and its response can come in the
+// server's first flight; any other request is sent after the handshake.
 func DialTLSContext(opts dial.Options) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		o := opts
@@ -39,7 +39,11 @@ func NewTransport(opts dial.Options) *http.Transport {
 	return &http.Transport{DialTLSContext: DialTLSContext(opts), ForceAttemptHTTP2: false}
 }
 
-// lazyConn connects on the first Write, taking that write as the request.
+// lazyConn connects on the first Write. That write goes as early data
+// only if it is a whole idempotent request: net/http may write a request
+// in several pieces (headers and body apart, or a large request in
+// buffer-sized parts), and the part that goes early must be the whole
+// request or nothing, so anything else is sent after the handshake.
 type lazyConn struct {
 	ctx  context.Context
 	addr string
@@ -56,10 +60,9 @@ func (l *lazyConn) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	if l.conn == nil && l.err == nil {
 		o := l.opts
-		o.Request = append([]byte(nil), p...)
-		o.ReplaySafe = idempotent(p)
-		if !o.ReplaySafe {
-			o.Request = nil // never early: send after the handshake
+		o.Request, o.ReplaySafe = nil, false // never early: sent after the handshake
+		if sendEarly(p) {
+			o.Request, o.ReplaySafe = append([]byte(nil), p...), true
 		}
 		res, err := dial.Connect(l.ctx, l.addr, o)
 		if err != nil {
@@ -84,13 +87,11 @@ func (l *lazyConn) Write(p []byte) (int, error) {
 	return c.Write(p)
 }
 
-func idempotent(req []byte) bool {
-	for _, m := range []string{"GET ", "HEAD ", "OPTIONS "} {
-		if bytes.HasPrefix(req, []byte(m)) {
-			return true
-		}
-	}
-	return false
+// sendEarly: p, the transport's first write, is one whole HTTP/1.x
+// request with an idempotent method.
+func sendEarly(p []byte) bool {
+	ok, _ := earlyVerdict(p, false)
+	return ok
 }
 
 // current waits for the connection: http.Transport starts its reader

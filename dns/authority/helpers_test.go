@@ -3,6 +3,7 @@ package authority
 import (
 	"context"
 	"net"
+	"net/netip"
 	"sort"
 	"strings"
 	"testing"
@@ -126,12 +127,19 @@ func serveRecorded(t testing.TB, h Handler, tr Transport, q *dns.Msg) *dns.Msg {
 	return rec.msg
 }
 
-// sliceOutlet collects what a responder sends, without sockets.
-type sliceOutlet struct{ sent [][]byte }
+// sliceOutlet collects what a responder sends, without sockets. Its
+// client is remote, or no IP address when that is the zero Addr.
+type sliceOutlet struct {
+	sent   [][]byte
+	remote netip.Addr
+}
 
 func (o *sliceOutlet) send(b []byte) error {
 	o.sent = append(o.sent, append([]byte(nil), b...))
 	return nil
 }
-func (o *sliceOutlet) localAddr() net.Addr  { return &net.UDPAddr{Port: 53} }
-func (o *sliceOutlet) remoteAddr() net.Addr { return &net.UDPAddr{Port: 53000} }
+func (o *sliceOutlet) localAddr() net.Addr { return &net.UDPAddr{Port: 53} }
+func (o *sliceOutlet) remoteAddr() net.Addr {
+	return net.UDPAddrFromAddrPort(netip.AddrPortFrom(o.remote, 53000))
+}
+func (o *sliceOutlet) remoteIP() netip.Addr { return o.remote }

@@ -2,7 +2,9 @@ package authority
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"net"
+	"net/netip"
 
 	"github.com/miekg/dns"
 	"github.com/ztls-project/ztls/dns/dnsstream"
@@ -18,6 +20,7 @@ type outlet interface {
 	send(b []byte) error
 	localAddr() net.Addr
 	remoteAddr() net.Addr
+	remoteIP() netip.Addr // the client's address, or the zero Addr
 }
 
 // responder is the ResponseWriter of one query; it finishes the handler's
@@ -33,6 +36,11 @@ type responder struct {
 	padded  bool   // it carried the padding option (RFC 7830)
 	udpSize uint16 // the client's UDP buffer (512 without EDNS)
 
+	querySize int          // bytes of the query, 0 when unknown
+	hasCookie bool         // it carried a well-formed COOKIE option
+	cookie    cookieOption // that option
+	cookieOK  bool         // with a valid server cookie (RFC 7873, Section 5.2.4)
+
 	written bool
 }
 
@@ -40,12 +48,14 @@ func (rw *responder) RemoteAddr() net.Addr { return rw.out.remoteAddr() }
 func (rw *responder) LocalAddr() net.Addr  { return rw.out.localAddr() }
 func (rw *responder) Transport() Transport { return rw.t }
 
-// readRequest notes what the query's EDNS asks of the answer.
-func (rw *responder) readRequest(m *dns.Msg) {
+// readRequest notes what the query's EDNS asks of the answer and checks
+// its cookie; it returns FORMERR for a malformed COOKIE option
+// (RFC 7873, Section 5.2.2), else RcodeSuccess.
+func (rw *responder) readRequest(m *dns.Msg) int {
 	rw.udpSize = dns.MinMsgSize
 	opt := m.IsEdns0()
 	if opt == nil {
-		return
+		return dns.RcodeSuccess
 	}
 	rw.edns = true
 	rw.do = opt.Do()
@@ -55,6 +65,92 @@ func (rw *responder) readRequest(m *dns.Msg) {
 			rw.padded = true
 		}
 	}
+	return rw.readCookie(opt)
+}
+
+// readCookie checks the query's COOKIE option (RFC 7873, Section 5.2).
+func (rw *responder) readCookie(opt *dns.OPT) int {
+	s := rw.srv
+	if s == nil || s.DisableCookies {
+		return dns.RcodeSuccess
+	}
+	c, present, err := findCookie(opt)
+	if err != nil {
+		s.counters.cookiesMalformed.Add(1)
+		return dns.RcodeFormatError
+	}
+	ip := rw.out.remoteIP()
+	if !present || !ip.IsValid() {
+		return dns.RcodeSuccess
+	}
+	s.init()
+	rw.hasCookie, rw.cookie = true, c
+	if len(c.server) > 0 && s.cookies.check(c.client, c.server, ip, uint32(s.now().Unix())) {
+		rw.cookieOK = true
+		s.counters.cookiesValid.Add(1)
+	} else {
+		// Only a client cookie, or a server cookie that is not ours (any
+		// more): answer as without one, with a fresh server cookie
+		// (Sections 5.2.3 and 5.2.4).
+		s.counters.cookiesIssued.Add(1)
+	}
+	return dns.RcodeSuccess
+}
+
+// amplificationCap is the largest UDP answer the query may get under
+// MaxUDPAmplification, or 0 for no cap.
+func (rw *responder) amplificationCap() int {
+	s := rw.srv
+	if s == nil || rw.t != TransportUDP || rw.cookieOK || rw.querySize == 0 || s.MaxUDPAmplification < 0 {
+		return 0
+	}
+	return max(orDefault(s.MaxUDPAmplification, DefaultMaxUDPAmplification), 2) * rw.querySize
+}
+
+// limit runs a UDP answer past Response Rate Limiting: it reports
+// whether to send m, which it may have turned into an empty TC=1 reply.
+func (rw *responder) limit(m *dns.Msg) bool {
+	s := rw.srv
+	if s == nil || rw.t != TransportUDP || rw.cookieOK || s.rrl == nil {
+		return true
+	}
+	ip := rw.out.remoteIP()
+	if !ip.IsValid() {
+		return true
+	}
+	switch s.rrl.decide(s.rrl.key(ip, m), s.now().UnixNano()) {
+	case rrlDrop:
+		s.counters.rrlDropped.Add(1)
+		return false
+	case rrlSlip:
+		s.counters.rrlSlipped.Add(1)
+		stripToTC(m)
+	}
+	return true
+}
+
+// stripToTC leaves the header, the question and the OPT record, with TC
+// set: the client learns to retry over TCP, and the answer is no larger
+// than the query (plus a server cookie).
+func stripToTC(m *dns.Msg) {
+	m.Truncated = true
+	m.Answer, m.Ns = nil, nil
+	extra := m.Extra[:0]
+	for _, rr := range m.Extra {
+		if rr.Header().Rrtype == dns.TypeOPT {
+			extra = append(extra, rr)
+		}
+	}
+	m.Extra = extra
+}
+
+// send sends an answer and counts it.
+func (rw *responder) send(b []byte) error {
+	if rw.srv != nil && rw.t == TransportUDP {
+		rw.srv.counters.udpResponses.Add(1)
+		rw.srv.counters.udpBytesOut.Add(uint64(len(b)))
+	}
+	return rw.out.send(b)
 }
 
 func (rw *responder) maxUDPSize() int {
@@ -71,6 +167,9 @@ func (rw *responder) WriteMsg(m *dns.Msg) error {
 	}
 	rw.written = true
 	rw.finish(m)
+	if !rw.limit(m) {
+		return nil
+	}
 	bufp := rw.srv.getBuf()
 	defer rw.srv.putBuf(bufp)
 	buf := *bufp
@@ -89,21 +188,23 @@ func (rw *responder) WriteMsg(m *dns.Msg) error {
 		}
 	}
 	limit := dnsstream.MaxMessageSize
+	capped := false
 	if rw.t == TransportUDP {
 		limit = min(int(rw.udpSize), rw.maxUDPSize())
+		if c := rw.amplificationCap(); c > 0 && c < limit {
+			limit, capped = c, true
+		}
 	}
 	if len(packed) > limit {
-		// RFC 2181, Section 9: drop whole RRsets from the end and set TC.
-		m.Truncate(limit)
-		if packed, err = m.PackBuffer(buf[start:]); err != nil {
-			return err
+		if capped {
+			rw.srv.counters.amplificationTruncated.Add(1)
 		}
-		if len(packed) > limit {
-			return errTooLarge
+		if packed, err = truncate(m, buf[start:], limit); err != nil {
+			return err
 		}
 	}
 	if !rw.t.Stream() {
-		return rw.out.send(packed)
+		return rw.send(packed)
 	}
 	if &packed[0] == &buf[start] {
 		binary.BigEndian.PutUint16(buf, uint16(len(packed)))
@@ -114,6 +215,27 @@ func (rw *responder) WriteMsg(m *dns.Msg) error {
 		return err
 	}
 	return rw.out.send(frame)
+}
+
+// truncate packs m cut to limit bytes with TC=1 into buf: whole RRsets
+// dropped from the end (RFC 2181, Section 9), or, below 512 bytes, where
+// miekg/dns does not cut, everything but the question and the OPT record.
+func truncate(m *dns.Msg, buf []byte, limit int) ([]byte, error) {
+	if limit >= dns.MinMsgSize {
+		m.Truncate(limit)
+		if packed, err := m.PackBuffer(buf); err != nil || len(packed) <= limit {
+			return packed, err
+		}
+	}
+	stripToTC(m)
+	packed, err := m.PackBuffer(buf)
+	if err != nil {
+		return nil, err
+	}
+	if len(packed) > limit {
+		return nil, errTooLarge
+	}
+	return packed, nil
 }
 
 // finish adds what the transport and the query's EDNS ask for.
@@ -145,6 +267,14 @@ func (rw *responder) finish(m *dns.Msg) {
 			Code: dns.EDNS0TCPKEEPALIVE, Timeout: uint16(min(idle.Milliseconds()/100, 0xffff)),
 		})
 	}
+	if rw.hasCookie {
+		// RFC 7873, Section 5.2: echo the client cookie with a fresh
+		// server cookie, valid or not the one presented.
+		sc := rw.srv.cookies.make(rw.cookie.client, rw.out.remoteIP(), uint32(rw.srv.now().Unix()))
+		opt.Option = append(opt.Option, &dns.EDNS0_COOKIE{
+			Code: dns.EDNS0COOKIE, Cookie: hex.EncodeToString(rw.cookie.client[:]) + hex.EncodeToString(sc[:]),
+		})
+	}
 	m.Extra = append(m.Extra, opt)
 	if rw.t == TransportTLS && rw.padded {
 		// The padding option costs four bytes of header plus its data.
@@ -174,7 +304,19 @@ func (rw *responder) writeFormErr(raw []byte) error {
 	h[3] = byte(dns.RcodeFormatError) & 0xF // RA=0, Z=0, RCODE
 	rw.written = true
 	if !rw.t.Stream() {
-		return rw.out.send(h[:])
+		if s := rw.srv; s != nil && s.rrl != nil {
+			if ip := rw.out.remoteIP(); ip.IsValid() {
+				switch s.rrl.decide(s.rrl.errorKey(ip, dns.RcodeFormatError), s.now().UnixNano()) {
+				case rrlDrop:
+					s.counters.rrlDropped.Add(1)
+					return nil
+				case rrlSlip:
+					s.counters.rrlSlipped.Add(1)
+					h[2] |= 0x02 // TC: the header is all there is anyway
+				}
+			}
+		}
+		return rw.send(h[:])
 	}
 	frame, _ := dnsstream.AppendFrame(make([]byte, 0, 14), h[:])
 	return rw.out.send(frame)

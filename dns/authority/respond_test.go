@@ -58,6 +58,7 @@ func testServer(t testing.TB) *Server {
 
 func TestResponderEDNS(t *testing.T) {
 	s := testServer(t)
+	s.MaxUDPAmplification = -1 // the buffer sizes are under test here (TestAmplificationCap)
 	pad := &dns.EDNS0_PADDING{Padding: make([]byte, 20)}
 	ka := &dns.EDNS0_TCP_KEEPALIVE{Code: dns.EDNS0TCPKEEPALIVE}
 	tests := []struct {

@@ -3,12 +3,15 @@ package authority
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"net"
 	"net/netip"
+	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,6 +26,9 @@ const (
 	DefaultWriteTimeout = 5 * time.Second
 	DefaultMaxConns     = 1000
 	DefaultMaxPipelined = 128
+	// DefaultMaxUDPAmplification: a UDP answer to a client without a
+	// valid server cookie is at most 10 times its query.
+	DefaultMaxUDPAmplification = 10
 )
 
 // ErrServerClosed is returned by the Serve methods after Close.
@@ -61,35 +67,76 @@ type Server struct {
 	// WriteTimeout bounds writing one answer on a stream. 0 means
 	// DefaultWriteTimeout.
 	WriteTimeout time.Duration
-	// MaxConns limits open stream connections; more are closed at once.
-	// 0 means DefaultMaxConns.
+	// MaxConns limits open stream connections. At the limit a newcomer
+	// takes the place of an idle connection (one that never sent a query
+	// first, then one from the most crowded network, then the one idle
+	// longest); when all are busy it is closed at once. 0 means
+	// DefaultMaxConns.
 	MaxConns int
+	// MaxConnsPerAddr limits the stream connections of one source
+	// address, MaxConnsPerPrefix those of one network (/24 for IPv4, /56
+	// for IPv6); more are closed at once, so one client cannot hold the
+	// connections others need. 0 means DefaultMaxConnsPerAddr and
+	// DefaultMaxConnsPerPrefix; a negative value means no limit.
+	MaxConnsPerAddr, MaxConnsPerPrefix int
+	// FirstQueryTimeout closes a stream connection that has not sent a
+	// whole first query (its TLS handshake included) that long after it
+	// was accepted; it is never longer than IdleTimeout. 0 means
+	// DefaultFirstQueryTimeout.
+	FirstQueryTimeout time.Duration
 	// MaxPipelined limits the queries of one stream connection handled at
 	// once. 0 means DefaultMaxPipelined.
 	MaxPipelined int
 	// MaxStreamMessageSize is the largest query accepted on a stream; a
 	// larger length prefix closes the connection. 0 means 65535.
 	MaxStreamMessageSize int
+	// RateLimit configures Response Rate Limiting on UDP; nil means
+	// DefaultRateLimit, and a RateLimit with ResponsesPerSecond 0 turns
+	// it off.
+	RateLimit *RateLimit
+	// MaxUDPAmplification caps a UDP answer to a client that presented no
+	// valid server cookie at this many times the size of its query;
+	// a larger answer is truncated (TC=1), so a real client retries over
+	// TCP or with its cookie, and a spoofed query amplifies no more.
+	// 0 means DefaultMaxUDPAmplification, a negative value no cap; values
+	// below 2 are taken as 2 (the truncated answer must fit).
+	MaxUDPAmplification int
+	// DisableCookies turns DNS cookies (RFC 7873) off: the COOKIE option
+	// is then ignored and never answered. Cookies are on by default, with
+	// a random secret per process (RotateCookieSecret, SetCookieSecret).
+	DisableCookies bool
+	// Time returns the current time, for server cookies and rate limiting;
+	// nil means time.Now.
+	Time func() time.Time
 	// Logf, if set, receives one line per connection or socket error.
 	// Queries and answers are never logged.
 	Logf func(format string, args ...any)
 
-	once      sync.Once
-	ctx       context.Context
-	cancel    context.CancelFunc
-	mu        sync.Mutex
-	closed    bool
-	closers   map[interface{ Close() error }]struct{}
-	wg        sync.WaitGroup
-	connSlots chan struct{}
-	bufs      sync.Pool
+	once     sync.Once
+	ctx      context.Context
+	cancel   context.CancelFunc
+	mu       sync.Mutex
+	closed   bool
+	closers  map[interface{ Close() error }]struct{}
+	wg       sync.WaitGroup
+	conns    *connTable
+	bufs     sync.Pool
+	rrl      *rrl
+	cookies  cookieKeys
+	counters counters
 }
 
 func (s *Server) init() {
 	s.once.Do(func() {
 		s.ctx, s.cancel = context.WithCancel(context.Background())
 		s.closers = make(map[interface{ Close() error }]struct{})
-		s.connSlots = make(chan struct{}, orDefault(s.MaxConns, DefaultMaxConns))
+		s.conns = newConnTable(orDefault(s.MaxConns, DefaultMaxConns),
+			limitOrDefault(s.MaxConnsPerAddr, DefaultMaxConnsPerAddr),
+			limitOrDefault(s.MaxConnsPerPrefix, DefaultMaxConnsPerPrefix))
+		s.rrl = newRRL(s.RateLimit)
+		var k cookieSecret
+		rand.Read(k[:]) // crypto/rand.Read does not fail (Go 1.24)
+		s.cookies.set(k)
 		s.bufs.New = func() any { b := make([]byte, dnsstream.MaxMessageSize+2); return &b }
 	})
 }
@@ -99,6 +146,26 @@ func orDefault[T int | time.Duration](v, def T) T {
 		return def
 	}
 	return v
+}
+
+// limitOrDefault is orDefault for limits where a negative value means
+// none (0 is returned).
+func limitOrDefault(v, def int) int {
+	switch {
+	case v < 0:
+		return 0
+	case v == 0:
+		return def
+	}
+	return v
+}
+
+// now is the server's clock.
+func (s *Server) now() time.Time {
+	if s != nil && s.Time != nil {
+		return s.Time()
+	}
+	return time.Now()
 }
 
 func (s *Server) logf(format string, args ...any) {
@@ -255,46 +322,74 @@ func (s *Server) ServeStream(l net.Listener, t Transport) error {
 			return err
 		}
 		backoff = 0
-		select {
-		case s.connSlots <- struct{}{}:
-		default:
-			c.Close() // over MaxConns: refuse, rather than queue, the client
+		sc := newStreamConn(s, c, t)
+		verdict, victim := s.conns.admit(sc)
+		if verdict != admitted {
+			// Refuse, rather than queue, the client: closing at once
+			// frees the descriptor.
+			s.countRefusal(verdict)
+			c.Close()
 			continue
+		}
+		s.counters.connsAccepted.Add(1)
+		if victim != nil {
+			s.counters.connsEvicted.Add(1)
+			victim.c.Close()
 		}
 		if !s.track(c) {
 			c.Close()
-			<-s.connSlots
+			s.conns.release(sc)
 			return ErrServerClosed
 		}
 		s.wg.Add(1)
-		go s.serveConn(c, t)
+		go s.serveConn(sc)
+	}
+}
+
+func (s *Server) countRefusal(a admission) {
+	switch a {
+	case refusedAddr:
+		s.counters.connsRefusedAddr.Add(1)
+	case refusedPrefix:
+		s.counters.connsRefusedPrefix.Add(1)
+	case refusedFull:
+		s.counters.connsRefusedFull.Add(1)
 	}
 }
 
 // serveConn reads queries from one stream connection and dispatches each
 // to its own goroutine; answers are written by those goroutines.
-func (s *Server) serveConn(c net.Conn, t Transport) {
-	sc := &streamConn{s: s, c: c, t: t, local: c.LocalAddr(), remote: c.RemoteAddr()}
+func (s *Server) serveConn(sc *streamConn) {
+	c, t := sc.c, sc.t
 	pipeline := make(chan struct{}, orDefault(s.MaxPipelined, DefaultMaxPipelined))
 	defer func() {
 		sc.inflight.Wait() // answers still being computed are delivered
 		c.Close()
 		s.untrack(c)
-		<-s.connSlots
+		s.conns.release(sc)
 		s.wg.Done()
 	}()
 	idle := orDefault(s.IdleTimeout, DefaultIdleTimeout)
+	// Until its first query a connection has shown no use: it gets less
+	// time than the idle timeout between queries (RFC 7766, Section 6.2.3).
+	wait := min(orDefault(s.FirstQueryTimeout, DefaultFirstQueryTimeout), idle)
 	br := bufio.NewReaderSize(c, 4096)
 	buf := make([]byte, orDefault(min(s.MaxStreamMessageSize, dnsstream.MaxMessageSize), dnsstream.MaxMessageSize))
 	for {
-		c.SetReadDeadline(time.Now().Add(idle))
+		c.SetReadDeadline(time.Now().Add(wait))
 		raw, err := dnsstream.ReadFrame(br, buf)
 		if err != nil {
+			if !sc.queried.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
+				s.counters.connsFirstQueryTimeout.Add(1)
+			}
 			return // EOF, idle timeout, oversized or empty frame: close
 		}
 		if !answerable(raw) {
 			return
 		}
+		sc.queried.Store(true)
+		wait = idle
+		s.conns.touch(sc)
 		m := new(dns.Msg)
 		if err := m.Unpack(raw); err != nil {
 			rw := &responder{srv: s, t: t, out: sc}
@@ -307,14 +402,16 @@ func (s *Server) serveConn(c net.Conn, t Transport) {
 			return
 		}
 		sc.inflight.Add(1)
+		sc.busy.Add(1)
 		go func() {
 			defer func() {
+				sc.busy.Add(-1)
+				s.conns.touch(sc)
 				<-pipeline
 				sc.inflight.Done()
 			}()
 			rw := &responder{srv: s, t: t, out: sc}
-			rw.readRequest(m)
-			s.Handler.ServeDNS(s.ctx, rw, m)
+			s.serveParsed(s.ctx, rw, m)
 		}()
 	}
 }
@@ -331,12 +428,26 @@ func (s *Server) serveMsg(ctx context.Context, raw []byte, rw *responder) {
 	if !answerable(raw) {
 		return
 	}
+	if rw.t == TransportUDP {
+		s.counters.udpQueries.Add(1)
+		s.counters.udpBytesIn.Add(uint64(len(raw)))
+	}
+	rw.querySize = len(raw)
 	m := new(dns.Msg)
 	if err := m.Unpack(raw); err != nil {
 		rw.writeFormErr(raw)
 		return
 	}
-	rw.readRequest(m)
+	s.serveParsed(ctx, rw, m)
+}
+
+// serveParsed hands a parsed query to the handler, unless its COOKIE
+// option is malformed (FORMERR, RFC 7873, Section 5.2.2).
+func (s *Server) serveParsed(ctx context.Context, rw *responder, m *dns.Msg) {
+	if rcode := rw.readRequest(m); rcode != dns.RcodeSuccess {
+		rw.WriteMsg(reply(m, rcode))
+		return
+	}
 	s.Handler.ServeDNS(ctx, rw, m)
 }
 
@@ -351,10 +462,27 @@ type streamConn struct {
 	inflight sync.WaitGroup
 	mu       sync.Mutex // serialises writes: frames never interleave
 	broken   bool
+
+	// The client, for the connection limits; hasIP is false for a
+	// non-IP address.
+	addr   netip.Addr
+	prefix netip.Prefix
+	hasIP  bool
+	// For choosing an idle connection to close (connTable.pickVictim).
+	queried    atomic.Bool   // it sent a query
+	busy       atomic.Int32  // queries being answered
+	lastActive atomic.Uint64 // connTable.clock at its last activity
+}
+
+func newStreamConn(s *Server, c net.Conn, t Transport) *streamConn {
+	sc := &streamConn{s: s, c: c, t: t, local: c.LocalAddr(), remote: c.RemoteAddr()}
+	sc.addr, sc.prefix, sc.hasIP = clientOf(sc.remote)
+	return sc
 }
 
 func (sc *streamConn) localAddr() net.Addr  { return sc.local }
 func (sc *streamConn) remoteAddr() net.Addr { return sc.remote }
+func (sc *streamConn) remoteIP() netip.Addr { return sc.addr }
 
 // send writes one framed answer.
 func (sc *streamConn) send(frame []byte) error {
@@ -388,6 +516,14 @@ func (o *udpOutlet) remoteAddr() net.Addr {
 		o.addr = net.UDPAddrFromAddrPort(o.addrPort)
 	}
 	return o.addr
+}
+
+func (o *udpOutlet) remoteIP() netip.Addr {
+	if o.uc != nil {
+		return o.addrPort.Addr().Unmap()
+	}
+	ip, _, _ := clientOf(o.addr)
+	return ip
 }
 
 func (o *udpOutlet) send(b []byte) error {

@@ -383,12 +383,28 @@ func TestIdleTimeout(t *testing.T) {
 	expectClosed(t, dialStream(t, a.tls))
 }
 
+// At MaxConns a newcomer takes the place of an idle connection; when
+// every connection is busy it is refused.
 func TestMaxConns(t *testing.T) {
-	s := testServer(t)
+	hold := make(chan struct{})
+	held := make(chan struct{}, 1)
+	zones := mustZones(t, mustZone(t, "example.org.", testZone))
+	s := &Server{Handler: Chain(zones, CheckQuery, func(next Handler) Handler {
+		return HandlerFunc(func(ctx context.Context, w ResponseWriter, r *dns.Msg) {
+			if r.Question[0].Name == "hold.example.org." {
+				held <- struct{}{}
+				select {
+				case <-hold:
+				case <-ctx.Done():
+				}
+			}
+			next.ServeDNS(ctx, w, r)
+		})
+	})}
 	s.MaxConns = 1
 	a, _ := startServer(t, s)
-	ask := func(c net.Conn) error {
-		f, _ := dnsstream.AppendFrame(nil, packQuery(t, query("www.example.org.", dns.TypeA)))
+	ask := func(c net.Conn, name string) error {
+		f, _ := dnsstream.AppendFrame(nil, packQuery(t, query(name, dns.TypeA)))
 		if _, err := c.Write(f); err != nil {
 			return err
 		}
@@ -396,20 +412,27 @@ func TestMaxConns(t *testing.T) {
 		return err
 	}
 	first := dialStream(t, a.tcp)
-	if err := ask(first); err != nil {
+	if err := ask(first, "www.example.org."); err != nil {
 		t.Fatal(err)
 	}
+	second := dialStream(t, a.tcp)
+	if err := ask(second, "www.example.org."); err != nil {
+		t.Fatalf("a newcomer at MaxConns with an idle connection open: %v", err)
+	}
+	expectClosed(t, first)
+
+	// second is now busy with a query the handler holds: a third client
+	// finds no idle connection to replace and is refused.
+	f, _ := dnsstream.AppendFrame(nil, packQuery(t, query("hold.example.org.", dns.TypeA)))
+	second.Write(f)
+	<-held
 	expectClosed(t, dialStream(t, a.tcp))
-	first.Close()
-	// The slot frees once the server notices the close; poll for it.
-	for try := 0; ; try++ {
-		if ask(dialStream(t, a.tcp)) == nil {
-			break
-		}
-		if try == 200 {
-			t.Fatal("connection slot never freed")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if st := s.Stats(); st.ConnsEvicted != 1 || st.ConnsRefusedFull != 1 {
+		t.Errorf("evicted %d, refused when full %d; want 1 and 1", st.ConnsEvicted, st.ConnsRefusedFull)
+	}
+	close(hold)
+	if _, err := dnsstream.ReadFrame(second, make([]byte, 1024)); err != nil {
+		t.Fatalf("the held answer: %v", err)
 	}
 }
 

@@ -329,9 +329,7 @@ func (z *Zone) lookup(qname string, qtype uint16) answer {
 			return a
 		}
 		if qtype == dns.TypeANY && n.sets != nil {
-			for _, set := range n.sets {
-				a.answer = append(a.answer, set...)
-			}
+			a.answer = append(a.answer, minimalANY(qname, n.sets, d.soa)...)
 			return a
 		}
 		if set := n.sets[qtype]; set != nil {
@@ -406,4 +404,42 @@ func negativeSOA(soa *dns.SOA) dns.RR {
 	c := *soa
 	c.Hdr.Ttl = soa.Minttl
 	return &c
+}
+
+// maxANYAnswer is the largest RRset an ANY query gets; a name whose
+// every RRset is larger (Z-data TXT, TLSA, CERT) gets the synthesized
+// HINFO instead.
+const maxANYAnswer = 256
+
+// minimalANY answers an ANY query the RFC 8482 way, so that ANY is no
+// amplifier: one RRset of the name, never all of them. That is the CNAME
+// if there is one, else the smallest RRset on the wire (ties: the lowest
+// type); when even that is larger than maxANYAnswer, a synthesized HINFO
+// "RFC8482" "" (RFC 8482, Section 4.2) with the negative-answer TTL.
+func minimalANY(qname string, sets map[uint16][]dns.RR, soa *dns.SOA) []dns.RR {
+	if c := sets[dns.TypeCNAME]; c != nil {
+		return c
+	}
+	var (
+		best     []dns.RR
+		bestType uint16
+		bestLen  int
+	)
+	for t, set := range sets {
+		n := 0
+		for _, rr := range set {
+			n += dns.Len(rr)
+		}
+		if best == nil || n < bestLen || n == bestLen && t < bestType {
+			best, bestType, bestLen = set, t, n
+		}
+	}
+	if best != nil && bestLen <= maxANYAnswer {
+		return best
+	}
+	return []dns.RR{&dns.HINFO{
+		Hdr: dns.RR_Header{Name: qname, Rrtype: dns.TypeHINFO, Class: dns.ClassINET,
+			Ttl: negativeSOA(soa).Header().Ttl},
+		Cpu: "RFC8482",
+	}}
 }

@@ -58,7 +58,11 @@ func TestZonesAnswer(t *testing.T) {
 		{name: "Z-data TXT", qname: "_ztls._443._tcp.www.example.org.", qtype: dns.TypeTXT, rcode: dns.RcodeSuccess, aa: true,
 			answer: []string{"_ztls._443._tcp.www.example.org.\t3600\tIN\tTXT\t\"v=ztls1\""}},
 		{name: "ANY", qname: "www.example.org.", qtype: dns.TypeANY, rcode: dns.RcodeSuccess, aa: true,
-			answer: []string{"www.example.org.\t3600\tIN\tA\t192.0.2.1", "www.example.org.\t3600\tIN\tA\t192.0.2.2", "www.example.org.\t3600\tIN\tAAAA\t2001:db8::1"}},
+			answer: []string{"www.example.org.\t3600\tIN\tAAAA\t2001:db8::1"}}, // RFC 8482: the smallest RRset
+		{name: "ANY at a name of large RRsets is a synthesized HINFO", qname: "big.example.org.", qtype: dns.TypeANY, rcode: dns.RcodeSuccess, aa: true,
+			answer: []string{"big.example.org.\t300\tIN\tHINFO\t\"RFC8482\" \"\""}},
+		{name: "ANY at a CNAME is the CNAME", qname: "alias.example.org.", qtype: dns.TypeANY, rcode: dns.RcodeSuccess, aa: true,
+			answer: []string{"alias.example.org.\t3600\tIN\tCNAME\twww.example.org."}},
 		{name: "outside every zone", qname: "www.example.net.", qtype: dns.TypeA, rcode: dns.RcodeRefused},
 		{name: "root", qname: ".", qtype: dns.TypeNS, rcode: dns.RcodeRefused},
 		{name: "parent of the zone", qname: "org.", qtype: dns.TypeA, rcode: dns.RcodeRefused},

@@ -220,7 +220,8 @@ func TestUnlinkedEntriesExpire(t *testing.T) {
 	}
 	defer c.Close()
 	id, _ := turbo.NewConnID()
-	dg, _ := turbo.Fragment(turbo.TypeRequest, id, []byte("flight"))
+	hello := fakeHello(100)
+	dg, _ := turbo.Fragment(turbo.TypeRequest, id, hello)
 	c.Write(dg[0])
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	buf := make([]byte, 2048)
@@ -229,7 +230,7 @@ func TestUnlinkedEntriesExpire(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, err := turbo.ParseDatagram(buf[:n])
-	if err != nil || string(d.Fragment) != "re:flight" || d.ID != id {
+	if err != nil || string(d.Fragment) != "re:"+string(hello) || d.ID != id {
 		t.Fatalf("%v %q", err, d.Fragment)
 	}
 	if st := srv.Stats(); st.Entries != 1 {
@@ -265,11 +266,13 @@ func BenchmarkSpoofedFlood(b *testing.B) {
 	}
 }
 
-// The 3x rule and the one-datagram-per-request rule, step by step: a
-// tiny request earns nothing of a big flight; each padded request then
-// releases exactly one datagram.
+// The 3x rule and the one-datagram-per-request rule, step by step. The
+// opening request is padded (CheckOpening) and releases one datagram of a
+// big flight; tiny requests then add one datagram of credit each but
+// hardly any bytes, until the 3x budget holds the next datagram back; a
+// padded request releases it.
 func TestThreeTimesRule(t *testing.T) {
-	big := make([]byte, 3*turbo.MaxFragment)
+	big := make([]byte, 4*turbo.MaxFragment)
 	srv := turbo.NewServer(turbo.Config{Flight: func(context.Context, netip.AddrPort, []byte) ([]byte, any, error) { return big, nil, nil }})
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
@@ -283,23 +286,26 @@ func TestThreeTimesRule(t *testing.T) {
 	}
 	defer c.Close()
 	id, _ := turbo.NewConnID()
-	tiny, _ := turbo.AppendDatagram(nil, turbo.Datagram{Type: turbo.TypeRequest, ID: id, FlightLength: 1, Fragment: []byte{1}}, 0)
-	c.Write(tiny)
-	waitFor(t, func() bool { return srv.Stats().AmplificationHeld == 1 })
-	if st := srv.Stats(); st.DatagramsOut != 0 {
-		t.Fatalf("sent %d datagrams for a %d-byte request", st.DatagramsOut, len(tiny))
-	}
-	// One padded request: two requests of credit and 3x1222 bytes of
-	// budget: the held datagram and one more leave.
-	in := len(tiny)
-	for i, want := range []int64{2, 3, 3} {
-		p := turbo.PaddingRequest(id, 1)
-		c.Write(p)
-		in += len(p)
+	hello := fakeHello(100)
+	open, _ := turbo.Fragment(turbo.TypeRequest, id, hello)
+	c.Write(open[0])
+	waitFor(t, func() bool { return srv.Stats().DatagramsOut == 1 })
+	in := len(open[0])
+	tiny, _ := turbo.AppendDatagram(nil, turbo.Datagram{Type: turbo.TypeRequest, ID: id, FlightLength: len(hello)}, 0)
+	padded := turbo.PaddingRequest(id, len(hello))
+	// Out after each request: 2400 <= 3x1221, 3600 <= 3x1242, then 4800
+	// > 3x1263 is held until the padded request.
+	for i, step := range []struct {
+		req  []byte
+		want int64
+		held int64
+	}{{tiny, 2, 0}, {tiny, 3, 0}, {tiny, 3, 1}, {padded, 4, 1}} {
+		c.Write(step.req)
+		in += len(step.req)
 		waitFor(t, func() bool { return srv.Stats().DatagramsIn == int64(i+2) })
 		st := srv.Stats()
-		if st.DatagramsOut != want || st.BytesOut > 3*int64(in) {
-			t.Fatalf("after %d padding requests: %d datagrams, %d bytes out for %d in", i+1, st.DatagramsOut, st.BytesOut, in)
+		if st.DatagramsOut != step.want || st.AmplificationHeld != step.held || st.BytesOut > 3*int64(in) {
+			t.Fatalf("after request %d: %d datagrams (%d held), %d bytes out for %d in", i+2, st.DatagramsOut, st.AmplificationHeld, st.BytesOut, in)
 		}
 	}
 }

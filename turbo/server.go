@@ -1,6 +1,7 @@
 package turbo
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -26,9 +27,16 @@ type Config struct {
 	Release func(state any)
 	// TTL is how long an entry lives without a TCP link; 0 means 2 s.
 	TTL time.Duration
-	// MaxEntries caps the table; 0 means 1024. Datagrams that would make
-	// a new entry beyond it are dropped.
+	// MaxEntries caps the table; 0 means 1024. A datagram that would make
+	// a new entry beyond it evicts an entry worth less (see Server), or is
+	// dropped.
 	MaxEntries int
+	// PrefixEntries is the share of the table a source prefix (/24 for
+	// IPv4, /56 for IPv6) may keep once the table is full; 0 means
+	// MaxEntries/16 (at least 1). A prefix may go over it while the table
+	// has room; when full, a newcomer from a prefix under it evicts the
+	// oldest finished flight of the prefix furthest over it.
+	PrefixEntries int
 	// SourceRate and SourceBurst rate-limit new entries per source IP
 	// address (a token bucket); 0 means 20 per second and a burst of 40.
 	SourceRate  float64
@@ -58,6 +66,8 @@ type Stats struct {
 	ReassemblyBytes           int   // flight buffers held now
 	PeakReassemblyBytes       int   // most flight buffer bytes held at once
 	Dropped                   int64 // datagrams dropped: malformed, over a limit, unknown
+	Unqualified               int64 // of which may not open an entry (CheckOpening) and made none
+	Evicted                   int64 // entries evicted to make room for a new one
 	RateLimited               int64 // new entries refused by the per-source limit
 	Full                      int64 // new entries refused because the table was full
 	Linked                    int64 // entries joined by their TCP connection
@@ -71,18 +81,32 @@ type Stats struct {
 // response datagram per request datagram and to three times the bytes
 // its source sent (RFC 9000, Section 8.1). Link finds an entry for a TCP
 // connection. A Server is safe for concurrent use.
+//
+// The table is what a spoofing flood aims at, so only a request that
+// passes CheckOpening (padded to 1200 bytes, the start of a ClientHello)
+// opens an entry, within its source IP's rate. When the table is full a
+// new entry takes the place of, in order: the oldest entry whose flight
+// failed; the oldest entry still reassembling; if its prefix is under
+// Config.PrefixEntries, the oldest finished flight of the prefix furthest
+// over it. An entry whose flight the engine is working on is never
+// evicted: that work is spent already.
 type Server struct {
 	cfg Config
 	ctx context.Context
 	end context.CancelFunc
 
-	mu        sync.Mutex
-	entries   map[ConnID]*entry
-	sources   map[netip.Addr]*source
-	stats     Stats
-	pcs       []net.PacketConn
-	janitorOn bool
-	wg        sync.WaitGroup
+	mu         sync.Mutex
+	entries    map[ConnID]*entry
+	prefixes   map[netip.Prefix]*prefixState
+	over       map[*prefixState]struct{} // prefixes over PrefixEntries
+	failed     list.List                 // *entry, oldest first
+	incomplete list.List                 // *entry, oldest first
+	sources    map[netip.Addr]*source
+	stats      Stats
+	pcs        []net.PacketConn
+	janitorOn  bool
+	lastSweep  time.Time
+	wg         sync.WaitGroup
 }
 
 // entry is one handshake in progress.
@@ -103,6 +127,29 @@ type entry struct {
 	state    any
 	cancel   context.CancelFunc
 	heldBuf  int // reassembly bytes accounted in stats
+	prefix   *prefixState
+	queue    *list.List // the eviction queue e is on (nil: working)
+	elem     *list.Element
+}
+
+// prefixState counts the entries of one source prefix.
+type prefixState struct {
+	key     netip.Prefix
+	entries int
+	ready   list.List // *entry with a finished flight, oldest first
+}
+
+// sourcePrefix is the prefix a source is counted in: /24 for IPv4, /56
+// for IPv6 (a site's usual allocation), so that one network cannot take
+// the table by spreading over its addresses.
+func sourcePrefix(a netip.Addr) netip.Prefix {
+	a = a.Unmap().WithZone("")
+	bits := 56
+	if a.Is4() {
+		bits = 24
+	}
+	p, _ := a.Prefix(bits)
+	return p
 }
 
 // source is the per-IP rate limiter.
@@ -119,6 +166,9 @@ func NewServer(cfg Config) *Server {
 	if cfg.MaxEntries <= 0 {
 		cfg.MaxEntries = 1024
 	}
+	if cfg.PrefixEntries <= 0 {
+		cfg.PrefixEntries = max(cfg.MaxEntries/16, 1)
+	}
 	if cfg.SourceRate <= 0 {
 		cfg.SourceRate = 20
 	}
@@ -132,7 +182,8 @@ func NewServer(cfg Config) *Server {
 		cfg.Now = time.Now
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{cfg: cfg, ctx: ctx, end: cancel, entries: map[ConnID]*entry{}, sources: map[netip.Addr]*source{}}
+	return &Server{cfg: cfg, ctx: ctx, end: cancel, entries: map[ConnID]*entry{}, sources: map[netip.Addr]*source{},
+		prefixes: map[netip.Prefix]*prefixState{}, over: map[*prefixState]struct{}{}}
 }
 
 // ServeUDP reads datagrams from pc until it is closed or the server is
@@ -233,8 +284,8 @@ func (s *Server) handle(pc net.PacketConn, from netip.AddrPort, b []byte) {
 		e = nil
 	}
 	if e == nil {
-		if len(s.entries) >= s.cfg.MaxEntries {
-			s.stats.Full++
+		if CheckOpening(d, len(b)) != nil {
+			s.stats.Unqualified++ // no state for what costs a spoofer 21 bytes
 			s.stats.Dropped++
 			return
 		}
@@ -243,10 +294,19 @@ func (s *Server) handle(pc net.PacketConn, from netip.AddrPort, b []byte) {
 			s.stats.Dropped++
 			return
 		}
+		if len(s.entries) >= s.cfg.MaxEntries && now.Sub(s.lastSweep) > s.cfg.TTL/8 {
+			s.sweepLocked(now) // expired entries first, before evicting live ones
+		}
+		p := s.prefixLocked(from.Addr())
+		if len(s.entries) >= s.cfg.MaxEntries && !s.evictForLocked(p) {
+			s.dropPrefixIfEmptyLocked(p)
+			s.stats.Full++
+			s.stats.Dropped++
+			return
+		}
 		e = &entry{id: d.ID, from: from, pc: pc, created: now}
 		e.asm.Max = s.cfg.MaxClientFlight
-		s.entries[d.ID] = e
-		s.stats.PeakEntries = max(s.stats.PeakEntries, len(s.entries))
+		s.addLocked(e, p)
 	}
 	if e.failed {
 		s.stats.Dropped++
@@ -262,6 +322,7 @@ func (s *Server) handle(pc net.PacketConn, from netip.AddrPort, b []byte) {
 		}
 		s.accountBufLocked(e)
 		if e.asm.Complete() {
+			s.queueLocked(e, nil) // working: not evictable
 			e.working = true
 			flight := e.asm.Flight()
 			e.asm = Reassembler{}
@@ -350,6 +411,7 @@ func (s *Server) runFlight(ctx context.Context, e *entry, clientFlight []byte) {
 	}
 	e.working, e.ready = false, true
 	e.out, e.state = dgrams, state
+	s.queueLocked(e, &e.prefix.ready)
 	s.sendLocked(e)
 	s.mu.Unlock()
 }
@@ -376,6 +438,7 @@ func (s *Server) sendLocked(e *entry) {
 // failLocked keeps a failed entry (so its later datagrams are ignored
 // cheaply) until it expires, without its buffers.
 func (s *Server) failLocked(e *entry) {
+	s.queueLocked(e, &s.failed)
 	e.failed = true
 	e.asm = Reassembler{}
 	e.out = nil
@@ -389,6 +452,94 @@ func (s *Server) dropLocked(id ConnID, e *entry) {
 	e.asm = Reassembler{}
 	s.accountBufLocked(e)
 	delete(s.entries, id)
+	s.queueLocked(e, nil)
+	if p := e.prefix; p != nil {
+		e.prefix = nil
+		p.entries--
+		s.notePrefixLocked(p)
+		s.dropPrefixIfEmptyLocked(p)
+	}
+}
+
+// prefixLocked returns the state of a's prefix, made if needed (the
+// caller adds an entry or calls dropPrefixIfEmptyLocked).
+func (s *Server) prefixLocked(a netip.Addr) *prefixState {
+	key := sourcePrefix(a)
+	p := s.prefixes[key]
+	if p == nil {
+		p = &prefixState{key: key}
+		s.prefixes[key] = p
+	}
+	return p
+}
+
+func (s *Server) dropPrefixIfEmptyLocked(p *prefixState) {
+	if p.entries == 0 && s.prefixes[p.key] == p {
+		delete(s.prefixes, p.key)
+	}
+}
+
+// notePrefixLocked keeps the set of prefixes over their share current.
+func (s *Server) notePrefixLocked(p *prefixState) {
+	if p.entries > s.cfg.PrefixEntries {
+		s.over[p] = struct{}{}
+	} else {
+		delete(s.over, p)
+	}
+}
+
+// addLocked puts a new entry, still reassembling, in the table.
+func (s *Server) addLocked(e *entry, p *prefixState) {
+	s.entries[e.id] = e
+	e.prefix = p
+	p.entries++
+	s.notePrefixLocked(p)
+	s.queueLocked(e, &s.incomplete)
+	s.stats.PeakEntries = max(s.stats.PeakEntries, len(s.entries))
+}
+
+// queueLocked moves e to the back of eviction queue q (nil: none).
+func (s *Server) queueLocked(e *entry, q *list.List) {
+	if e.queue != nil {
+		e.queue.Remove(e.elem)
+		e.queue, e.elem = nil, nil
+	}
+	if q != nil {
+		e.queue, e.elem = q, q.PushBack(e)
+	}
+}
+
+// evictForLocked makes room in a full table for a new entry from prefix
+// p, in the order the Server documents, and reports whether it did.
+func (s *Server) evictForLocked(p *prefixState) bool {
+	var victim *entry
+	switch {
+	case s.failed.Len() > 0:
+		victim = s.failed.Front().Value.(*entry)
+	case s.incomplete.Len() > 0:
+		victim = s.incomplete.Front().Value.(*entry)
+	case p.entries < s.cfg.PrefixEntries:
+		var worst *prefixState
+		for q := range s.over {
+			if q.ready.Len() > 0 && (worst == nil || q.entries > worst.entries) {
+				worst = q
+			}
+		}
+		if worst == nil {
+			return false
+		}
+		victim = worst.ready.Front().Value.(*entry)
+	default:
+		return false
+	}
+	s.stats.Evicted++
+	s.dropLocked(victim.id, victim)
+	if victim.state != nil && s.cfg.Release != nil {
+		st := victim.state
+		victim.state = nil
+		go s.cfg.Release(st)
+	}
+	return true
 }
 
 func (s *Server) expireLocked(e *entry) {
@@ -420,7 +571,11 @@ func (s *Server) janitor() {
 func (s *Server) Sweep() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.cfg.Now()
+	s.sweepLocked(s.cfg.Now())
+}
+
+func (s *Server) sweepLocked(now time.Time) {
+	s.lastSweep = now
 	for _, e := range s.entries {
 		if now.Sub(e.created) > s.cfg.TTL {
 			s.expireLocked(e)

@@ -129,6 +129,65 @@ func ParseDatagram(b []byte) (Datagram, error) {
 	return d, nil
 }
 
+// Errors of CheckOpening.
+var (
+	ErrNotPadded  = errors.New("turbo: a request opening a handshake must be padded to 1200 bytes")
+	ErrNotOpening = errors.New("turbo: a request opening a handshake must start a ClientHello flight")
+)
+
+// TLS codepoints an opening request is checked against.
+const (
+	recordHandshake     = 22 // RFC 8446, Section 5.1: ContentType handshake
+	handshakeHello      = 1  // RFC 8446, Section 4: HandshakeType client_hello
+	maxRecordPlaintext  = 1 << 14
+	minClientHelloBody  = 2 + 32 + 1 + 2 + 2 + 1 + 1 + 2 // version, random, the vectors at their least
+	openingPrefixLength = 5 + 4 + 2                      // record and handshake headers, legacy_version
+)
+
+// CheckOpening reports whether request d, n bytes long as received, may
+// open a server's table entry (docs/turbotls-spec.md, Section 2): it must
+// be padded to MaxDatagram bytes, as QUIC requires of a datagram carrying
+// an Initial packet (RFC 9000, Section 14.1), so that a spoofer pays for
+// the state it makes in bytes; and its fragment must start the flight
+// with a ClientHello:
+//
+//	// RFC 8446, Section 5.1: TLSPlaintext
+//	ContentType type = handshake(22); ProtocolVersion legacy_record_version = 0x0301 or 0x0303;
+//	uint16 length;  // 1..2^14, within the flight
+//	// RFC 8446, Section 4: Handshake
+//	HandshakeType msg_type = client_hello(1); uint24 length;  // within the flight
+//	// RFC 8446, Section 4.1.2: ClientHello
+//	ProtocolVersion legacy_version = 0x0303;
+//
+// Requests for an entry that exists are not held to it.
+func CheckOpening(d Datagram, n int) error {
+	if d.Type != TypeRequest {
+		return ErrBadType
+	}
+	if n != MaxDatagram {
+		return ErrNotPadded
+	}
+	f := d.Fragment
+	if d.Offset != 0 || len(f) < openingPrefixLength {
+		return ErrNotOpening
+	}
+	recordLen := int(f[3])<<8 | int(f[4])
+	helloLen := int(f[6])<<16 | int(f[7])<<8 | int(f[8])
+	switch {
+	case f[0] != recordHandshake || f[1] != 3 || (f[2] != 1 && f[2] != 3):
+		return fmt.Errorf("%w: no handshake record", ErrNotOpening)
+	case recordLen == 0 || recordLen > maxRecordPlaintext || 5+recordLen > d.FlightLength:
+		return fmt.Errorf("%w: record length %d in a flight of %d bytes", ErrNotOpening, recordLen, d.FlightLength)
+	case f[5] != handshakeHello:
+		return fmt.Errorf("%w: handshake message %d", ErrNotOpening, f[5])
+	case helloLen < minClientHelloBody || 5+4+helloLen > d.FlightLength:
+		return fmt.Errorf("%w: ClientHello length %d in a flight of %d bytes", ErrNotOpening, helloLen, d.FlightLength)
+	case f[9] != 3 || f[10] != 3:
+		return fmt.Errorf("%w: legacy_version %#02x%02x", ErrNotOpening, f[9], f[10])
+	}
+	return nil
+}
+
 // AppendDatagram appends d's encoding, padded with zeros to padTo bytes
 // (requests only; 0 means no padding).
 func AppendDatagram(b []byte, d Datagram, padTo int) ([]byte, error) {

@@ -120,7 +120,18 @@ type engine struct {
 	finishedTaken bool // client: our Finished was handed out by takeOutput
 	ticketsSent   uint32
 	nstCount      int
+
+	// KeyUpdate flood bounds: a requested update is answered by one
+	// KeyUpdate before our next output, however many requests came
+	// (RFC 8446, Section 4.6.3), and a peer that sends many KeyUpdates
+	// and no data is cut off.
+	kuReplyQueued bool
+	kuSinceData   int
 }
+
+// maxKeyUpdatesWithoutData bounds the KeyUpdates a peer may send in a row
+// without application data in between: each costs a key derivation.
+const maxKeyUpdatesWithoutData = 32
 
 func newEngine(cfg *Config, isClient bool) *engine {
 	e := &engine{cfg: cfg, isClient: isClient}
@@ -242,6 +253,7 @@ func (e *engine) takeOutput() []byte {
 	}
 	out := e.out
 	e.out = e.out[:0]
+	e.kuReplyQueued = false // the queued reply is on its way
 	return out
 }
 
@@ -339,6 +351,7 @@ func (e *engine) handleAppData(plain []byte) error {
 		}
 		e.early = appendCompact(e.early, &e.earlyOff, plain)
 	case appData:
+		e.kuSinceData = 0
 		if e.isClient && !e.sawAppData {
 			e.sawAppData = true
 			e.info.AnswerInFirstFlight = !e.finishedTaken
@@ -494,11 +507,16 @@ func (e *engine) handleKeyUpdate(msg []byte) error {
 	if err != nil {
 		return err
 	}
+	if e.kuSinceData++; e.kuSinceData > maxKeyUpdatesWithoutData {
+		return errorf(AlertUnexpectedMessage, "peer sent %d KeyUpdates without application data", e.kuSinceData)
+	}
 	e.inSecret = nextTrafficSecret(e.hash, e.inSecret)
 	if err := e.setReadKey(e.inSecret); err != nil {
 		return err
 	}
-	if ku.UpdateRequested && !e.sentClose {
+	if ku.UpdateRequested && !e.sentClose && !e.kuReplyQueued {
+		// One reply answers every request that arrives before it leaves.
+		e.kuReplyQueued = true
 		return e.sendKeyUpdate(false)
 	}
 	return nil

@@ -72,6 +72,9 @@ type serverParams struct {
 	alpn         string
 	cert         *Certificate
 	certLeaf     *x509.Certificate // cert's parsed leaf
+	// A resumed ticket's client chain, re-checked (resumeClientChain).
+	clientCerts  []*x509.Certificate
+	clientChains [][]*x509.Certificate
 	scheme       uint16
 	transcript   *keyschedule.Transcript
 }
@@ -299,7 +302,7 @@ func (e *engine) choosePSK(p *serverParams, hrr *serverHRR) error {
 		if now.Sub(created) > time.Duration(t.LifetimeS)*time.Second || now.Before(created.Add(-time.Minute)) {
 			continue
 		}
-		if t.SNI != ch.ServerName {
+		if t.SNI != ch.ServerName || !e.resumeClientChain(t, p) {
 			continue
 		}
 		// Verify the binder over the ClientHello up to the binders.
@@ -547,6 +550,9 @@ func (e *engine) sendServerFlight(p *serverParams, hrr *serverHRR) (state, error
 	e.info.CipherSuite = p.suite.ID
 	e.info.NegotiatedProtocol = p.alpn
 	e.info.DidResume = p.psk != nil
+	if p.psk != nil {
+		e.info.PeerCertificates, e.info.VerifiedChains = p.clientCerts, p.clientChains
+	}
 	e.info.EarlyDataOffered = ch.EarlyData
 	e.info.EarlyDataAccepted = p.early
 	e.info.ZTLSOffered = ch.ZTLS != nil
@@ -639,35 +645,77 @@ func (s *serverExpectClientCertificate) handle(e *engine, typ uint8, msg []byte)
 		return nil, err
 	}
 	e.info.PeerCertificates = certs
-	if cfg.ClientAuth >= VerifyClientCertIfGiven {
-		opts := x509.VerifyOptions{
-			Roots:         cfg.ClientCAs,
-			Intermediates: x509.NewCertPool(),
-			CurrentTime:   cfg.now(),
-			KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		}
-		for _, ic := range certs[1:] {
-			opts.Intermediates.AddCert(ic)
-		}
-		chains, err := certs[0].Verify(opts)
-		if err != nil {
-			return nil, certificateError(err)
-		}
-		if err := cfg.Revocation.CheckAny(chains, opts.CurrentTime); err != nil {
-			return nil, revocationError(err)
-		}
-		e.info.VerifiedChains = chains
+	chains, err := cfg.checkClientChain(certs, raws)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.VerifyPeerCertificate != nil {
-		if err := cfg.VerifyPeerCertificate(raws, e.info.VerifiedChains); err != nil {
-			return nil, &LocalError{Alert: AlertBadCertificate, Err: err}
-		}
-	}
+	e.info.VerifiedChains = chains
 	pub, err := sig.ParsePublicKey(certs[0])
 	if err != nil {
 		return nil, errorf(AlertUnsupportedCert, "unsupported public key in client certificate: %v", err)
 	}
 	return &serverExpectClientCertificateVerify{keys: s.keys, pub: pub}, nil
+}
+
+// checkClientChain is the server's policy for a client's certificate
+// chain (leaf first): with ClientAuth >= VerifyClientCertIfGiven the PKIX
+// path to ClientCAs at Config.Time and revocation; otherwise only the
+// leaf's validity period; then VerifyPeerCertificate. A full handshake's
+// Certificate and a resumption's ticket both go through it.
+func (c *Config) checkClientChain(certs []*x509.Certificate, raws [][]byte) ([][]*x509.Certificate, error) {
+	now := c.now()
+	var chains [][]*x509.Certificate
+	if c.ClientAuth >= VerifyClientCertIfGiven {
+		opts := x509.VerifyOptions{
+			Roots:         c.ClientCAs,
+			Intermediates: x509.NewCertPool(),
+			CurrentTime:   now,
+			KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		}
+		for _, ic := range certs[1:] {
+			opts.Intermediates.AddCert(ic)
+		}
+		var err error
+		if chains, err = certs[0].Verify(opts); err != nil {
+			return nil, certificateError(err)
+		}
+		if err := c.Revocation.CheckAny(chains, now); err != nil {
+			return nil, revocationError(err)
+		}
+	} else if leaf := certs[0]; now.After(leaf.NotAfter) || now.Before(leaf.NotBefore) {
+		return nil, certificateError(x509.CertificateInvalidError{Cert: leaf, Reason: x509.Expired})
+	}
+	if c.VerifyPeerCertificate != nil {
+		if err := c.VerifyPeerCertificate(raws, chains); err != nil {
+			return nil, &LocalError{Alert: AlertBadCertificate, Err: err}
+		}
+	}
+	return chains, nil
+}
+
+// resumeClientChain re-checks, on resumption, the client certificate the
+// ticket was issued to: the policy may have changed, the certificate may
+// have expired or been revoked since. A ticket that fails is not used
+// (the handshake is a full one, asking for a certificate again).
+func (e *engine) resumeClientChain(t *sessionTicket, p *serverParams) bool {
+	cfg := e.cfg
+	if len(t.ClientCerts) == 0 {
+		return !cfg.requiresClientCert() // issued to a client without one
+	}
+	certs := make([]*x509.Certificate, len(t.ClientCerts))
+	for i, der := range t.ClientCerts {
+		c, err := parseCertificate(der)
+		if err != nil {
+			return false
+		}
+		certs[i] = c
+	}
+	chains, err := cfg.checkClientChain(certs, t.ClientCerts)
+	if err != nil {
+		return false
+	}
+	p.clientCerts, p.clientChains = certs, chains
+	return true
 }
 
 type serverExpectClientCertificateVerify struct {
@@ -745,6 +793,9 @@ func (e *engine) sendSessionTicket() error {
 		PSK:          keyschedule.ResumptionPSK(e.hash, e.resMaster, nonce[:]),
 		ALPN:         e.info.NegotiatedProtocol,
 		SNI:          e.serverName,
+	}
+	for _, c := range e.info.PeerCertificates {
+		t.ClientCerts = append(t.ClientCerts, c.Raw)
 	}
 	ticket, err := e.wrapTicket(t)
 	if err != nil {

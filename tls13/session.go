@@ -149,6 +149,10 @@ type sessionTicket struct {
 	PSK          []byte
 	ALPN         string
 	SNI          string
+	// ClientCerts is the client's certificate chain (DER, leaf first) as
+	// the full handshake received it, so a resumption re-checks it (expiry,
+	// revocation, the application's hook) and restores PeerCertificates.
+	ClientCerts [][]byte
 }
 
 const ticketNonceLen = 12
@@ -172,6 +176,11 @@ func (e *engine) wrapTicket(t *sessionTicket) ([]byte, error) {
 	b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(t.PSK) })
 	b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes([]byte(t.ALPN)) })
 	b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes([]byte(t.SNI)) })
+	b.AddUint24LengthPrefixed(func(b *cryptobyte.Builder) {
+		for _, der := range t.ClientCerts {
+			b.AddUint24LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(der) })
+		}
+	})
 	plain, err := b.Bytes()
 	if err != nil {
 		return nil, err
@@ -208,12 +217,19 @@ func (e *engine) unwrapTicket(ticket []byte) (*sessionTicket, error) {
 	in := cryptobyte.String(plain)
 	t := &sessionTicket{}
 	var created uint64
-	var psk, alpn, sni cryptobyte.String
+	var psk, alpn, sni, certs cryptobyte.String
 	if !in.ReadUint16(&t.Suite) || !in.ReadUint64(&created) || !in.ReadUint32(&t.AgeAdd) ||
 		!in.ReadUint32(&t.LifetimeS) || !in.ReadUint32(&t.MaxEarlyData) ||
 		!in.ReadUint8LengthPrefixed(&psk) || !in.ReadUint8LengthPrefixed(&alpn) ||
-		!in.ReadUint8LengthPrefixed(&sni) || !in.Empty() {
+		!in.ReadUint8LengthPrefixed(&sni) || !in.ReadUint24LengthPrefixed(&certs) || !in.Empty() {
 		return nil, errors.New("tls13: malformed ticket")
+	}
+	for !certs.Empty() {
+		var der cryptobyte.String
+		if !certs.ReadUint24LengthPrefixed(&der) || len(der) == 0 {
+			return nil, errors.New("tls13: malformed ticket")
+		}
+		t.ClientCerts = append(t.ClientCerts, []byte(der))
 	}
 	t.CreatedMS = int64(created)
 	t.PSK, t.ALPN, t.SNI = []byte(psk), string(alpn), string(sni)

@@ -9,6 +9,7 @@ package dial
 
 import (
 	"bytes"
+	"crypto/x509"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,8 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/miekg/dns"
@@ -83,6 +86,7 @@ const (
 	ReasonServerAborted = "server aborted on the ztls ClientHello; retried without"
 	ReasonHRR           = "server asked for a HelloRetryRequest"
 	ReasonNoEarly       = "no replay-safe request to send as early data"
+	ReasonServerName    = "TLS ServerName differs from the dialled host (Z-data is signed for the dialled host)"
 )
 
 type zresult struct {
@@ -141,6 +145,10 @@ func Connect(ctx context.Context, addr string, o Options) (*Result, error) {
 		// ZTLS's gain is the answer to an early request; a request that
 		// must not be replayed never goes early (RFC 8470).
 		reason, wantZ = ReasonNoEarly, false
+	case !strings.EqualFold(strings.TrimSuffix(cfg.ServerName, "."), strings.TrimSuffix(host, ".")):
+		// The certificate is checked against ServerName, the Z-data and
+		// the SNI it needs against the host: one name must serve both.
+		reason, wantZ = ReasonServerName, false
 	case mem.Aborted(host, port, now()):
 		reason, wantZ = ReasonRemembered, false
 	}
@@ -171,8 +179,7 @@ func Connect(ctx context.Context, addr string, o Options) (*Result, error) {
 			addrs <- ips
 		}()
 	} else {
-		trust := zdata.SelectOptions{Roots: cfg.RootCAs, Revocation: cfg.Revocation}
-		go lookupService(lctx, o.Resolver, host, port, wantZ, trust, now, start, addrs, zdone, lookupErr, httpsAns, likely)
+		go lookupService(lctx, o.Resolver, host, port, wantZ, newPolicy(cfg), now, start, addrs, zdone, lookupErr, httpsAns, likely)
 	}
 
 	// TCP starts on the first address to arrive.
@@ -293,19 +300,30 @@ func finish(ctx context.Context, c *tls13.Conn, offer *tls13.ZDataOffer, reason 
 
 func handshake(ctx context.Context, raw net.Conn, cfg *tls13.Config, offer *tls13.ZDataOffer, o Options, r *Report, start time.Time) (*tls13.Conn, error) {
 	c := tls13.Client(raw, cfg)
-	early := false
 	if offer != nil {
 		c.SetZData(offer)
-		early = len(o.Request) > 0
 	} else if o.Session != nil {
 		c.SetSession(o.Session)
-		early = o.ResumeEarly && len(o.Request) > 0 && o.Session.MaxEarlyData > 0
 	}
-	if early {
+	if o.sendsEarly(offer) {
 		c.SetEarlyData(o.Request, o.ReplaySafe)
 		r.EarlyData.Bytes = len(o.Request)
 	}
 	return c, runHandshake(ctx, c, r, start)
+}
+
+// sendsEarly says whether the Request goes as early data: with ZTLS (an
+// offer), or with a resumed session that allows 0-RTT when ResumeEarly
+// asks for it. Early data is replayable, so only a request marked
+// ReplaySafe ever goes early (RFC 8470, Section 4.1).
+func (o *Options) sendsEarly(offer *tls13.ZDataOffer) bool {
+	if len(o.Request) == 0 || !o.ReplaySafe {
+		return false
+	}
+	if offer != nil {
+		return true
+	}
+	return o.Session != nil && o.ResumeEarly && o.Session.MaxEarlyData > 0
 }
 
 // runHandshake runs c's handshake and puts its time and trace in r.
@@ -377,7 +395,7 @@ func dialFirst(ctx context.Context, ips []netip.Addr, port int) (net.Conn, error
 // to addrs at once; the Z-data is verified as soon as TXT, TLSA and CERT
 // have all landed, while TCP connects.
 func lookupService(ctx context.Context, res *resolver.Resolver, host string, port int, wantZ bool,
-	trust zdata.SelectOptions, now func() time.Time, start time.Time,
+	trust *policy, now func() time.Time, start time.Time,
 	addrs chan<- []netip.Addr, zdone chan<- zresult, lookupErr chan<- error, httpsAns chan<- *resolver.Answer, likely chan<- likelyOffer) {
 	var txt, tlsa, cert *resolver.Answer
 	sentAddr := false
@@ -401,9 +419,8 @@ func lookupService(ctx context.Context, res *resolver.Resolver, host string, por
 			return
 		}
 		if chains == nil && tlsa != nil && cert != nil {
-			t := trust
-			t.Now = now()
-			chains = zdata.StartChains(rrsOf[*dns.TLSA](tlsa), rrsOf[*dns.CERT](cert), host, port, t)
+			chains = zdata.StartChains(rrsOf[*dns.TLSA](tlsa), rrsOf[*dns.CERT](cert), host, port,
+				zdata.SelectOptions{Now: now(), Policy: trust.check})
 		}
 		if verified || txt == nil || chains == nil {
 			return
@@ -416,7 +433,7 @@ func lookupService(ctx context.Context, res *resolver.Resolver, host string, por
 			}
 		}
 		check := func() {
-			offer, err := verifyZData(txts, chains, prepared)
+			offer, err := verifyZData(txts, chains, trust, prepared)
 			zdone <- zresult{offer: offer, err: err, at: time.Since(start)}
 		}
 		if sentAddr {
@@ -500,14 +517,48 @@ func rcodeText(a resolver.Answer) string {
 // offer the engine uses. prepared delivers the key share and ZS made for
 // the likeliest record (or nil) meanwhile; the engine uses them only if
 // that record is the one selected.
-func verifyZData(txts [][]string, chains *zdata.Chains, prepared *preparedShare) (*tls13.ZDataOffer, error) {
+func verifyZData(txts [][]string, chains *zdata.Chains, trust *policy, prepared *preparedShare) (*tls13.ZDataOffer, error) {
 	rec, leaf, err := chains.Select(txts)
 	if err != nil {
 		return nil, err
 	}
-	offer := rec.Offer(leaf)
+	offer := trust.offer(leaf)
+	if offer == nil {
+		return nil, errors.New("dial: internal error: selected leaf without a policy verdict")
+	}
+	rec.FillOffer(offer)
 	offer.Prepared = prepared.get()
 	return offer, nil
+}
+
+// policy is the TLS client's certificate policy applied to Z-data leaves
+// (tls13.Config.VerifyZDataOffer): each leaf's check leaves an offer that
+// carries the verdict, so the handshake does not repeat the check.
+type policy struct {
+	cfg *tls13.Config
+	mu  sync.Mutex
+	ok  map[*x509.Certificate]*tls13.ZDataOffer
+}
+
+func newPolicy(cfg *tls13.Config) *policy {
+	return &policy{cfg: cfg, ok: map[*x509.Certificate]*tls13.ZDataOffer{}}
+}
+
+func (p *policy) check(leaf *x509.Certificate, inter []*x509.Certificate) error {
+	z := &tls13.ZDataOffer{Leaf: leaf, Intermediates: inter}
+	if err := p.cfg.VerifyZDataOffer(z); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.ok[leaf] = z
+	p.mu.Unlock()
+	return nil
+}
+
+func (p *policy) offer(leaf *x509.Certificate) *tls13.ZDataOffer {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ok[leaf]
 }
 
 // preparedShare is the key share and ZS made for the likeliest record

@@ -342,9 +342,7 @@ func (t *turboDial) turboConfig(offer *tls13.ZDataOffer) *turbo.ClientConfig {
 	} else if t.o.Session != nil {
 		cc.Session = t.o.Session
 	}
-	early := (offer != nil && len(t.o.Request) > 0) ||
-		(offer == nil && t.o.Session != nil && t.o.ResumeEarly && len(t.o.Request) > 0 && t.o.Session.MaxEarlyData > 0)
-	if early {
+	if t.o.sendsEarly(offer) {
 		cc.Early = t.o.Request
 	}
 	return cc

@@ -254,16 +254,22 @@ func (r *Record) CheckValidity(now time.Time) error {
 // Offer returns what the TLS engine needs to send a ZTLS ClientHello with
 // this verified record; leaf is the TLSA leaf that verified it.
 func (r *Record) Offer(leaf *x509.Certificate) *tls13.ZDataOffer {
-	return &tls13.ZDataOffer{
-		ID:           r.ID,
-		Hash:         r.ZDataHash(),
-		Group:        r.Group,
-		Share:        append([]byte(nil), r.KeyShare...),
-		MaxEarlyData: r.MaxEarlyData,
-		ALPN:         r.ALPN,
-		NSC:          append([]uint16(nil), r.NSC...),
-		Leaf:         leaf,
-	}
+	z := &tls13.ZDataOffer{Leaf: leaf}
+	r.FillOffer(z)
+	return z
+}
+
+// FillOffer sets z's fields from the record, leaving its Leaf and
+// Intermediates (and the certificate policy's verdict on them, see
+// tls13.Config.VerifyZDataOffer) as they are.
+func (r *Record) FillOffer(z *tls13.ZDataOffer) {
+	z.ID = r.ID
+	z.Hash = r.ZDataHash()
+	z.Group = r.Group
+	z.Share = append([]byte(nil), r.KeyShare...)
+	z.MaxEarlyData = r.MaxEarlyData
+	z.ALPN = r.ALPN
+	z.NSC = append([]uint16(nil), r.NSC...)
 }
 
 // Clone returns a deep copy of r.

@@ -71,6 +71,13 @@ type SelectOptions struct {
 	// Revocation, if set, must pass every leaf's verified chains: a
 	// revoked leaf (or intermediate) is ReasonRevoked (ZTLS-SPEC §6).
 	Revocation *revocation.Checker
+	// Policy, if set, is the client's whole certificate policy and
+	// replaces the checks above: a TLS client passes its own (package dial
+	// passes tls13.Config.VerifyZDataOffer), so the Z-data leaf meets the
+	// roots, name, revocation and hooks its Certificate message would.
+	// Its error's ReasonOf is ReasonWrongName for a name mismatch,
+	// ReasonRevoked for a revoked chain, else ReasonUntrustedChain.
+	Policy func(leaf *x509.Certificate, intermediates []*x509.Certificate) error
 }
 
 // SelectWith is Select with revocation checking (SelectOptions).
@@ -90,8 +97,12 @@ type Chains struct {
 	now    time.Time
 	err    error // the host is not a name
 	leaves []*x509.Certificate
+	inter  []*x509.Certificate // from the CERT records
 	checks *chainChecks
 }
+
+// Intermediates are the CA certificates parsed from the CERT records.
+func (c *Chains) Intermediates() []*x509.Certificate { return c.inter }
 
 // StartChains starts the chain checks of a service's TLSA 3 0 0 leaves
 // (through its CERT intermediates) as SelectWith would make them.
@@ -101,7 +112,6 @@ func StartChains(tlsa []*dns.TLSA, cert []*dns.CERT, host string, port int, o Se
 		return &Chains{err: reasonErr(ReasonNoZData, err)}
 	}
 	c := &Chains{host: chost, port: port, now: o.Now, leaves: tlsaLeaves(tlsa, chost, port)}
-	inter := x509.NewCertPool()
 	for _, rr := range cert {
 		if rr == nil || rr.Type != dns.CertPKIX {
 			continue
@@ -111,10 +121,16 @@ func StartChains(tlsa []*dns.TLSA, cert []*dns.CERT, host string, port int, o Se
 			continue
 		}
 		if ic, err := x509.ParseCertificate(der); err == nil {
-			inter.AddCert(ic)
+			c.inter = append(c.inter, ic)
 		}
 	}
-	c.checks = startChainChecks(c.leaves, chost, o.Roots, inter, o.Now, o.Revocation)
+	policy := o.Policy
+	if policy == nil {
+		policy = func(leaf *x509.Certificate, inter []*x509.Certificate) error {
+			return checkLeaf(leaf, chost, o.Roots, inter, o.Now, o.Revocation)
+		}
+	}
+	c.checks = startChainChecks(c.leaves, c.inter, policy)
 	return c
 }
 
@@ -310,17 +326,14 @@ const maxParallelChains = 4
 // the background for the first maxParallelChains leaves and computed on
 // demand for the others.
 type chainChecks struct {
-	host    string
-	roots   *x509.CertPool
-	inter   *x509.CertPool
-	now     time.Time
-	rev     *revocation.Checker
+	inter   []*x509.Certificate
+	policy  func(leaf *x509.Certificate, inter []*x509.Certificate) error
 	pending map[*x509.Certificate]chan error
 	done    map[*x509.Certificate]error
 }
 
-func startChainChecks(leaves []*x509.Certificate, host string, roots, inter *x509.CertPool, now time.Time, rev *revocation.Checker) *chainChecks {
-	c := &chainChecks{host: host, roots: roots, inter: inter, now: now, rev: rev,
+func startChainChecks(leaves, inter []*x509.Certificate, policy func(*x509.Certificate, []*x509.Certificate) error) *chainChecks {
+	c := &chainChecks{inter: inter, policy: policy,
 		pending: map[*x509.Certificate]chan error{}, done: map[*x509.Certificate]error{}}
 	for i, l := range leaves {
 		if i == maxParallelChains {
@@ -328,9 +341,25 @@ func startChainChecks(leaves []*x509.Certificate, host string, roots, inter *x50
 		}
 		ch := make(chan error, 1) // buffered: a check nobody waits for still ends
 		c.pending[l] = ch
-		go func() { ch <- checkLeaf(l, host, roots, inter, now, rev) }()
+		go func() { ch <- c.check(l) }()
 	}
 	return c
+}
+
+// check runs the policy on leaf, naming the reason of a failure.
+func (c *chainChecks) check(leaf *x509.Certificate) error {
+	err := c.policy(leaf, c.inter)
+	if err == nil || ReasonOf(err) != ReasonOther {
+		return err
+	}
+	var host x509.HostnameError
+	switch {
+	case errors.As(err, &host):
+		return reasonErr(ReasonWrongName, fmt.Errorf("zdata: %w", err))
+	case errors.Is(err, revocation.ErrRevoked):
+		return reasonErr(ReasonRevoked, fmt.Errorf("zdata: TLSA leaf: %w", err))
+	}
+	return reasonErr(ReasonUntrustedChain, fmt.Errorf("zdata: leaf %q: %w", leaf.Subject.CommonName, err))
 }
 
 // result waits for (or runs) the chain check of leaf.
@@ -343,7 +372,7 @@ func (c *chainChecks) result(leaf *x509.Certificate) error {
 		err = <-ch
 		delete(c.pending, leaf)
 	} else {
-		err = checkLeaf(leaf, c.host, c.roots, c.inter, c.now, c.rev)
+		err = c.check(leaf)
 	}
 	c.done[leaf] = err
 	return err
@@ -351,10 +380,14 @@ func (c *chainChecks) result(leaf *x509.Certificate) error {
 
 // checkLeaf verifies the leaf's PKIX chain to roots, its name and, with
 // rev, that nothing in the chain is revoked.
-func checkLeaf(leaf *x509.Certificate, host string, roots, inter *x509.CertPool, now time.Time, rev *revocation.Checker) error {
+func checkLeaf(leaf *x509.Certificate, host string, roots *x509.CertPool, inter []*x509.Certificate, now time.Time, rev *revocation.Checker) error {
+	pool := x509.NewCertPool()
+	for _, ic := range inter {
+		pool.AddCert(ic)
+	}
 	chains, err := leaf.Verify(x509.VerifyOptions{
 		Roots:         roots,
-		Intermediates: inter,
+		Intermediates: pool,
 		CurrentTime:   now,
 		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	})

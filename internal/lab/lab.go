@@ -135,7 +135,12 @@ func Start(o Options) (w *World, err error) {
 		return nil, err
 	}
 	w.Service = svc
-	w.ServerTLS = &tls13.Config{Certificates: []tls13.Certificate{cert}, Time: o.Now}
+	// The lab made these Z-data keys (and the server's ticket key) just
+	// now for this one server, so nothing took early data under them
+	// before its register: the register may say it saw everything (the
+	// zero time), where a real server's starts when it does.
+	w.ServerTLS = &tls13.Config{Certificates: []tls13.Certificate{cert}, Time: o.Now,
+		StrikeRegister: tls13.NewMemoryStrikeRegister(1<<16, time.Time{})}
 	serverKeys := !o.NoZData
 	if o.ServerZData != nil {
 		serverKeys = *o.ServerZData

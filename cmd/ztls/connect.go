@@ -17,6 +17,7 @@ import (
 	"github.com/ztls-project/ztls/dial"
 	"github.com/ztls-project/ztls/dns/resolver"
 	"github.com/ztls-project/ztls/tls13"
+	"github.com/ztls-project/ztls/ztlshttp"
 )
 
 type connectFlags struct {
@@ -27,22 +28,24 @@ type connectFlags struct {
 	sessIn    string
 	sessOut   string
 	data      string
-	timeout   time.Duration
-	maxBytes  int
-	resolver  string
-	transport string
-	budget    time.Duration
-	dnsCA     string
-	turbo     bool
-	turboPort int
-	turboWait time.Duration
+	// earlyUnsafe sends a request that is not replay-safe as early data.
+	earlyUnsafe bool
+	timeout     time.Duration
+	maxBytes    int
+	resolver    string
+	transport   string
+	budget      time.Duration
+	dnsCA       string
+	turbo       bool
+	turboPort   int
+	turboWait   time.Duration
 }
 
 func (f *connectFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&f.mode, "mode", "auto", "connection mode: auto (ZTLS when the server publishes Z-data, else TLS 1.3), ztls, tls")
 	fs.BoolVar(&f.json, "json", false, "print the connection report as JSON on stdout (the response goes to stderr)")
-	fs.StringVar(&f.earlyFile, "early-data", "", "send FILE as 0-RTT early data (needs --sess-in with a ticket that allows it; resent after the handshake if rejected)")
+	fs.StringVar(&f.earlyFile, "early-data", "", "send FILE as 0-RTT early data, whatever it holds (needs --sess-in with a ticket that allows it; resent after the handshake if rejected). Early data can be replayed by an attacker: only for requests that are safe to repeat")
 	fs.StringVar(&f.sessIn, "sess-in", "", "resume the session stored in FILE")
 	fs.StringVar(&f.sessOut, "sess-out", "", "store the server's session ticket in FILE (it holds a secret: keep it private)")
 	fs.DurationVar(&f.timeout, "timeout", 15*time.Second, "give up after this long")
@@ -68,19 +71,34 @@ the time went.
 
 With --mode auto (the default) the address, the Z-data (TXT, CERT), the TLSA
 and HTTPS records are looked up at once; TCP starts on the first address; if
-valid Z-data is in hand when TCP is up (within --zdata-budget) the request
-rides with the ClientHello (ZTLS), else plain TLS 1.3, and the report says
-why. A server that aborts on the ztls ClientHello is retried without it and
-remembered for 24 hours (in the user cache dir, ztls/ztls-aborts.json).
+valid Z-data is in hand when TCP is up (within --zdata-budget) a request
+that is safe to replay (see below) rides with the ClientHello (ZTLS), else
+plain TLS 1.3, and the report says why. A server that aborts on the ztls
+ClientHello is retried without it and remembered for 24 hours (in the user
+cache dir, ztls/ztls-aborts.json).
+
+Early data can be replayed: an attacker who records the ClientHello and
+its early data can send them to the server again, and the server may act
+on the request twice (RFC 8446, Section 8). So only a request that is safe
+to repeat goes early by default: one whole HTTP GET, HEAD or OPTIONS
+request (RFC 8470, Section 4.1). Anything else (a POST, PUT or DELETE, or
+--data that is not an HTTP request) is sent after a plain TLS 1.3
+handshake, and the report says why. --early-unsafe sends it early anyway:
+use it only when a replay is harmless or the server refuses replays itself
+(e.g. answers 425 Too Early to requests marked Early-Data: 1).
 
 Resumption and 0-RTT: the first run stores the server's ticket with
 --sess-out; a second run with --sess-in resumes, and with --early-data
-sends the request with its ClientHello (0-RTT).`,
+sends the file with its ClientHello (0-RTT), whatever it holds: the same
+replay risk, taken on explicitly.`,
 		Example: `  ztls connect 127.0.0.1:8443 --ca cert.pem --servername localhost --data 'ping'
   ztls connect example.test:443 --json
+  # a POST goes after the handshake; to accept that it may be replayed:
+  ztls connect example.test:443 --early-unsafe \
+      --data $'POST /vote HTTP/1.1\r\nHost: example.test\r\nContent-Length: 0\r\n\r\n'
   # resumption with 0-RTT
   ztls connect 127.0.0.1:8443 --ca ca.pem --sess-out sess.bin --data hi
-  echo 'GET / HTTP/1.0' > req.txt
+  printf 'GET / HTTP/1.0\r\n\r\n' > req.txt
   ztls connect 127.0.0.1:8443 --ca ca.pem --sess-in sess.bin --early-data req.txt --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -93,7 +111,8 @@ sends the request with its ClientHello (0-RTT).`,
 			return runConnect(&f, args[0], req)
 		},
 	}
-	cmd.Flags().StringVar(&f.data, "data", "", "request to send (default: standard input when it is a pipe or file)")
+	cmd.Flags().StringVar(&f.data, "data", "", "request to send (default: standard input when it is a pipe or file); early data only if it is a GET, HEAD or OPTIONS request")
+	cmd.Flags().BoolVar(&f.earlyUnsafe, "early-unsafe", false, "also send a request that is not replay-safe (a POST, non-HTTP data) as early data, accepting that an attacker may replay it to the server")
 	f.register(cmd)
 	rootCmd.AddCommand(cmd)
 
@@ -132,8 +151,12 @@ func runConnect(f *connectFlags, addr string, req []byte) error {
 	if err != nil {
 		return err
 	}
+	safe, notEarly := earlyPolicy(f, req)
+	if !safe && notEarly != "" && f.mode == "ztls" {
+		return fmt.Errorf("--mode ztls sends the request as early data, but %s: pass --early-unsafe to send it early anyway (an attacker may replay it), or use --mode auto to send it after the handshake", notEarly)
+	}
 	opts := dial.Options{Mode: f.mode, TLS: cfg, Request: req, ReadResponse: f.maxBytes, Out: os.Stdout,
-		ZDataBudget: f.budget, ReplaySafe: true, Turbo: f.turbo || f.turboPort != 0}
+		ZDataBudget: f.budget, ReplaySafe: safe, Turbo: f.turbo || f.turboPort != 0}
 	opts.TurboPort, opts.TurboWait = f.turboPort, f.turboWait
 	if path := dial.DefaultMemoryPath(); path != "" {
 		// Servers that aborted on ztls are remembered for 24 h across runs.
@@ -173,7 +196,12 @@ func runConnect(f *connectFlags, addr string, req []byte) error {
 		if opts.Session == nil && f.mode == "tls" {
 			fmt.Fprintln(os.Stderr, "ztls: --early-data without --sess-in: sending the data after the handshake instead")
 		}
-		opts.Request, opts.ResumeEarly = data, true
+		if ok, why := ztlshttp.EarlySafe(data); !ok {
+			fmt.Fprintf(os.Stderr, "ztls: --early-data: %s; sending it as early data anyway, as asked\n", why)
+		}
+		// Early by the user's choice: replay-safe as far as dial is concerned.
+		opts.Request, opts.ResumeEarly, opts.ReplaySafe = data, true, true
+		notEarly = ""
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
@@ -182,6 +210,10 @@ func runConnect(f *connectFlags, addr string, req []byte) error {
 		return err
 	}
 	defer res.Conn.Close()
+	if res.Report.FallbackReason == dial.ReasonNoEarly && notEarly != "" {
+		res.Report.FallbackReason = "request sent after the handshake, not as early data: " + notEarly +
+			" (--early-unsafe sends it early, accepting that it may be replayed)"
+	}
 	if f.sessOut != "" {
 		if res.Session == nil {
 			fmt.Fprintln(os.Stderr, "ztls: the server sent no session ticket; nothing stored in", f.sessOut)
@@ -205,6 +237,21 @@ func runConnect(f *connectFlags, addr string, req []byte) error {
 	}
 	res.Report.WriteText(os.Stderr)
 	return nil
+}
+
+// earlyPolicy says whether req may go as early data (dial's ReplaySafe)
+// and, when not, why. Only a request whose replay is harmless goes early
+// by default (RFC 8470, Section 4.1); --early-unsafe lets any through.
+func earlyPolicy(f *connectFlags, req []byte) (safe bool, why string) {
+	if len(req) == 0 {
+		return false, ""
+	}
+	ok, why := ztlshttp.EarlySafe(req)
+	if !ok && f.earlyUnsafe {
+		fmt.Fprintf(os.Stderr, "ztls: %s; sending it as early data anyway (--early-unsafe)\n", why)
+		return true, ""
+	}
+	return ok, why
 }
 
 // newResolver makes the T-DNS resolver for --resolver/--dns-transport.

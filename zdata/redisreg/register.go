@@ -3,12 +3,15 @@ package redisreg
 import (
 	"bufio"
 	"crypto/rand"
+	"crypto/sha1"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ztls-project/ztls/tls13"
@@ -16,17 +19,19 @@ import (
 
 // Defaults for Options.
 const (
-	DefaultPrefix  = "ztls:strike:"
-	DefaultTimeout = time.Second
-	DefaultWindow  = 10 * time.Second
-	maxIdle        = 4
+	DefaultPrefix              = "ztls:strike:"
+	DefaultTimeout             = time.Second
+	DefaultMaxClockSkew        = time.Second
+	DefaultPolicyCheckInterval = 10 * time.Second
+	maxIdle                    = 4
 )
 
-// ErrStartupWindow is returned, with fresh=false, during the window W
-// after the register was created or after Redis was found to have lost
-// its data (ZTLS-SPEC.md, Section 5): ClientHellos accepted before then
-// may be unknown to the register, so early data is refused.
-var ErrStartupWindow = errors.New("redisreg: within the startup window after a (re)start; early data refused")
+// ErrEvictionPolicy is wrapped by the error of every CheckAndInsert while
+// Redis runs with a maxmemory-policy other than noeviction: any other
+// policy may drop strike entries (the volatile-* ones pick exactly the
+// keys with an expiry, which all strike entries have), and a dropped entry
+// lets its ClientHello be replayed. The error names the policy found.
+var ErrEvictionPolicy = errors.New("redisreg: Redis may evict strike entries; set maxmemory-policy noeviction (redis.conf and CONFIG SET); early data refused")
 
 // Options configure a Register. Only Addr is required.
 type Options struct {
@@ -35,40 +40,62 @@ type Options struct {
 	DB       int           // SELECT'ed when non-zero
 	Prefix   string        // key prefix; "" means DefaultPrefix
 	Timeout  time.Duration // dial and per-command timeout; 0 means DefaultTimeout
-	// Window is the freshness window W: the register refuses everything
-	// for W after it is created and after Redis lost its data. 0 means
-	// DefaultWindow. It should equal the TLS server's window.
-	Window time.Duration
-	// Now is the clock the startup window is measured on; it must be the
-	// clock whose readings CheckAndInsert receives (tls13.Config.Time).
-	// nil means time.Now.
+
+	// MaxClockSkew bounds how far apart the clocks (tls13.Config.Time) of
+	// any two servers sharing the register may be; the operator keeps them
+	// within it (NTP). It is added to every entry's lifetime, so an entry
+	// made by a server whose clock runs ahead outlives the ClientHello on
+	// every other server, and to the time since which the register's
+	// memory is complete, which the server that noticed a loss of data
+	// read on its own clock. 0 means DefaultMaxClockSkew; negative is an
+	// error.
+	MaxClockSkew time.Duration
+
+	// PolicyCheckInterval is how often (on Now's clock) the register
+	// re-reads Redis's maxmemory-policy; in between it trusts the last
+	// reading, so a runtime change to an evicting policy goes unnoticed
+	// for up to this long. 0 means DefaultPolicyCheckInterval.
+	PolicyCheckInterval time.Duration
+
+	// Now is the clock the register reads for the time of a data loss and
+	// for policy re-checks. It must be the clock whose readings
+	// CheckAndInsert receives (tls13.Config.Time). nil means time.Now.
 	Now func() time.Time
+
+	// Deprecated: Window is ignored. The register no longer refuses for
+	// a fixed window after a start or a loss; it refuses exactly the
+	// ClientHellos whose notBefore precedes the time since which its
+	// memory is complete (see the package documentation).
+	Window time.Duration
 }
 
-// Register is a strike register (tls13.StrikeRegister) kept in Redis with
-// SET key 1 NX PX ttl, so every server of a fleet pointed at the same
-// Redis refuses a ClientHello any of them has seen. It fails closed: any
-// connection or protocol problem is an error, which the TLS server turns
-// into rejected early data. Redis should run with a noeviction memory
-// policy, or it may forget entries under memory pressure.
+// Register is a strike register (tls13.StrikeRegister) kept in Redis, so
+// every server of a fleet pointed at the same Redis refuses a ClientHello
+// any of them has seen. Each CheckAndInsert is one Lua script that checks
+// the marker recording since when Redis's memory is complete and inserts
+// with SET NX PX in the same atomic step (see the package documentation).
+// It fails closed: any connection, protocol or configuration problem is an
+// error, which the TLS server turns into rejected early data.
 //
 // Safe for concurrent use; it keeps up to four idle connections.
 type Register struct {
-	opts Options
+	opts   Options
+	marker []byte // the key of the memory marker
+	id     string // names this register's pending markers
+	seq    atomic.Uint64
 
-	mu         sync.Mutex
-	idle       []*conn
-	quietUntil time.Time // refuse everything before this (startup window)
-	instance   string    // the Redis data generation token last seen
-	closed     bool
-	markerKey  []byte
+	mu       sync.Mutex
+	idle     []*conn
+	closed   bool
+	policy   string    // maxmemory-policy last read; "" before the first reading
+	policyAt time.Time // when (Now) it was read
 }
 
 var _ tls13.StrikeRegister = (*Register)(nil)
 
 // New returns a register for opts. It does not connect: a server may
 // start while Redis is down and simply refuses early data until Redis is
-// reachable and the startup window has passed.
+// reachable.
 func New(opts Options) (*Register, error) {
 	if opts.Addr == "" {
 		return nil, errors.New("redisreg: no address")
@@ -76,62 +103,242 @@ func New(opts Options) (*Register, error) {
 	if _, _, err := net.SplitHostPort(opts.Addr); err != nil {
 		return nil, fmt.Errorf("redisreg: address %q: %v", opts.Addr, err)
 	}
+	if opts.DB < 0 {
+		return nil, errors.New("redisreg: negative DB")
+	}
+	if opts.MaxClockSkew < 0 {
+		return nil, errors.New("redisreg: negative MaxClockSkew")
+	}
 	if opts.Prefix == "" {
 		opts.Prefix = DefaultPrefix
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	if opts.Window <= 0 {
-		opts.Window = DefaultWindow
+	if opts.MaxClockSkew == 0 {
+		opts.MaxClockSkew = DefaultMaxClockSkew
+	}
+	if opts.PolicyCheckInterval <= 0 {
+		opts.PolicyCheckInterval = DefaultPolicyCheckInterval
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.DB < 0 {
-		return nil, errors.New("redisreg: negative DB")
+	var id [8]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return nil, fmt.Errorf("redisreg: %v", err)
 	}
-	return &Register{opts: opts, quietUntil: opts.Now().Add(opts.Window), markerKey: []byte(opts.Prefix + "instance")}, nil
+	return &Register{opts: opts, marker: []byte(opts.Prefix + "marker"), id: hex.EncodeToString(id[:])}, nil
 }
 
-// CheckAndInsert implements tls13.StrikeRegister: it sets the key in Redis
-// if absent, to expire at expires, and reports whether it was absent.
-// Within the startup window it returns (false, ErrStartupWindow); when
-// Redis cannot be reached or answers oddly it returns (false, err).
-func (r *Register) CheckAndInsert(key []byte, now, _, expires time.Time) (bool, error) {
-	c, err := r.get()
-	if err != nil {
-		return false, err
-	}
-	r.mu.Lock()
-	quiet := now.Before(r.quietUntil)
-	r.mu.Unlock()
-	if quiet {
+// The memory marker (key Prefix+"marker", no expiry) holds one of
+//
+//	since <ms> <run_id>          memory complete since <ms> (Unix ms, on the
+//	                             clock of the server that recorded the loss)
+//	pending <token> <run_id>     a loss is being recorded (expires by itself)
+//
+// where run_id is the Redis process's (INFO server). A missing marker, an
+// unreadable one, or one naming another run_id (a restart, maybe from an
+// older snapshot, or a failover) means entries may have been lost.
+
+// insertScript checks the marker and, when Redis's memory covers the
+// ClientHello, inserts the entry.
+//
+// KEYS[1] entry, KEYS[2] marker; ARGV[1] the latest acceptable "since"
+// (notBefore - MaxClockSkew, Unix ms), ARGV[2] the entry's PX, ARGV[3] a
+// pending token, ARGV[4] the pending marker's PX.
+// Reply: {0} replayed, {1} inserted, {2, since} memory too young, {3} a
+// loss is being recorded by another server, {4} a loss found: the marker
+// is now pending with ARGV[3].
+const insertScript = `
+if redis.replicate_commands then redis.replicate_commands() end
+local run = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+if not run then return redis.error_reply('ERR redisreg: no run_id in INFO server') end
+local m = redis.call('GET', KEYS[2])
+if m then
+  local since, mrun = string.match(m, '^since (%-?%d+) (%x+)$')
+  if since and mrun == run then
+    if tonumber(since) > tonumber(ARGV[1]) then return {2, since} end
+    if redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[2]) then return {1} end
+    return {0}
+  end
+  if string.match(m, '^pending %x+ (%x+)$') == run then return {3} end
+end
+redis.call('SET', KEYS[2], 'pending ' .. ARGV[3] .. ' ' .. run, 'PX', ARGV[4])
+return {4}
+`
+
+// sinceScript completes the recording of a loss: if the marker still is
+// the pending one this server wrote, under the same Redis process, it
+// becomes "since ARGV[2]". KEYS[1] marker; ARGV[1] token; reply 1 or 0.
+const sinceScript = `
+if redis.replicate_commands then redis.replicate_commands() end
+local run = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+if not run or redis.call('GET', KEYS[1]) ~= 'pending ' .. ARGV[1] .. ' ' .. run then return 0 end
+redis.call('SET', KEYS[1], 'since ' .. ARGV[2] .. ' ' .. run)
+return 1
+`
+
+var (
+	insertSHA = scriptSHA(insertScript)
+	sinceSHA  = scriptSHA(sinceScript)
+)
+
+func scriptSHA(s string) string {
+	sum := sha1.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// Results of insertScript.
+const (
+	resReplayed = iota
+	resInserted
+	resTooYoung
+	resPending
+	resLost
+)
+
+// CheckAndInsert implements tls13.StrikeRegister. In one atomic script it
+// checks that Redis's memory is complete since notBefore - MaxClockSkew
+// and sets the key if absent, to live until expires + MaxClockSkew by the
+// clock that read now. It returns (true, nil) for a new key, (false, nil)
+// for a replay, and (false, err) otherwise: err wraps
+// tls13.ErrRegisterTooYoung when Redis lost data after notBefore (or is
+// recording such a loss), ErrEvictionPolicy when Redis may evict entries,
+// and says what failed when Redis cannot be reached or answers oddly.
+func (r *Register) CheckAndInsert(key []byte, now, notBefore, expires time.Time) (bool, error) {
+	for attempt := 0; ; attempt++ {
+		c, reused, err := r.get()
+		if err != nil {
+			return false, err
+		}
+		fresh, err := r.checkAndInsert(c, key, now, notBefore, expires)
 		r.put(c)
-		return false, ErrStartupWindow
+		// A pooled connection may have died with its Redis (a restart):
+		// try once more on a new one. Never after a timeout, which may
+		// have left a command running; a retry could only refuse anyway.
+		if err != nil && c.broken && reused && attempt == 0 && !isTimeout(err) {
+			continue
+		}
+		return fresh, err
 	}
-	ttl := expires.Sub(now).Milliseconds()
-	if ttl < 1 {
-		ttl = 1
+}
+
+func (r *Register) checkAndInsert(c *conn, key []byte, now, notBefore, expires time.Time) (bool, error) {
+	if err := r.checkPolicy(c); err != nil {
+		return false, err
 	}
 	k := make([]byte, 0, len(r.opts.Prefix)+2*len(key))
 	k = append(k, r.opts.Prefix...)
 	k = hex.AppendEncode(k, key)
-	rep, err := c.do(r.opts.Timeout, []byte("SET"), k, []byte("1"), []byte("NX"), []byte("PX"), strconv.AppendInt(nil, ttl, 10))
+	skew := ceilMS(r.opts.MaxClockSkew)
+	latestSince := notBefore.UnixMilli() - skew
+	ttl := ceilMS(expires.Sub(now)) + skew
+	if ttl < 1 {
+		ttl = 1
+	}
+	for recorded := false; ; recorded = true {
+		token := r.id + strconv.FormatUint(r.seq.Add(1), 16)
+		rep, err := c.eval(r.opts.Timeout, insertScript, insertSHA, [][]byte{k, r.marker},
+			strconv.AppendInt(nil, latestSince, 10), strconv.AppendInt(nil, ttl, 10),
+			[]byte(token), strconv.AppendInt(nil, 2*ceilMS(r.opts.Timeout), 10))
+		if err != nil {
+			return false, err
+		}
+		code, since, err := insertResult(rep)
+		if err != nil {
+			return false, err
+		}
+		switch code {
+		case resInserted:
+			return true, nil
+		case resReplayed:
+			return false, nil
+		case resTooYoung:
+			return false, fmt.Errorf("redisreg: Redis's memory is complete since %s (less a clock skew of %v), after this ClientHello's %s: %w",
+				time.UnixMilli(since).UTC().Format(time.RFC3339Nano), r.opts.MaxClockSkew, notBefore.UTC().Format(time.RFC3339Nano), tls13.ErrRegisterTooYoung)
+		case resPending:
+			return false, fmt.Errorf("redisreg: Redis lost data and another server is recording when: %w", tls13.ErrRegisterTooYoung)
+		}
+		// resLost: we found the loss. Redis recorded it (the marker is
+		// pending, which refuses everything) before it answered, so any
+		// reading of our clock from now on is a time since which its
+		// memory is complete.
+		if recorded {
+			return false, fmt.Errorf("redisreg: Redis lost data again while recording a loss: %w", tls13.ErrRegisterTooYoung)
+		}
+		if err := r.recordLoss(c, token); err != nil {
+			return false, err
+		}
+		// Now the rule decides for this very ClientHello too.
+	}
+}
+
+// recordLoss turns the pending marker named by token into "since now".
+func (r *Register) recordLoss(c *conn, token string) error {
+	now := r.opts.Now()
+	since := now.UnixMilli() // rounded down; the skew check wants it up
+	if now.After(time.UnixMilli(since)) {
+		since++
+	}
+	rep, err := c.eval(r.opts.Timeout, sinceScript, sinceSHA, [][]byte{r.marker}, []byte(token), strconv.AppendInt(nil, since, 10))
 	if err != nil {
-		c.close()
-		return false, err
+		return err
 	}
-	r.put(c)
 	switch {
-	case rep.kind == '+' && rep.str == "OK":
-		return true, nil
-	case rep.kind == '$' && rep.null:
-		return false, nil
+	case rep.kind == ':' && rep.num == 1:
+		return nil
+	case rep.kind == ':' && rep.num == 0:
+		return fmt.Errorf("redisreg: Redis lost data, and its recording was overtaken: %w", tls13.ErrRegisterTooYoung)
 	case rep.kind == '-':
-		return false, fmt.Errorf("redisreg: SET: %s", rep.str)
+		return fmt.Errorf("redisreg: recording a loss: %s", rep.str)
 	}
-	return false, protoErr("unexpected SET reply %q", rep.kind)
+	return protoErr("unexpected reply %q to the marker script", rep.kind)
+}
+
+// insertResult decodes insertScript's reply.
+func insertResult(rep reply) (code int, since int64, err error) {
+	if rep.kind == '-' {
+		return 0, 0, fmt.Errorf("redisreg: strike script: %s", rep.str)
+	}
+	if rep.kind != '*' || len(rep.array) == 0 || rep.array[0].kind != ':' {
+		return 0, 0, protoErr("unexpected reply %q to the strike script", rep.kind)
+	}
+	code = int(rep.array[0].num)
+	switch {
+	case code == resTooYoung && len(rep.array) == 2 && rep.array[1].kind == '$':
+		since, err = strconv.ParseInt(rep.array[1].str, 10, 64)
+		if err != nil {
+			return 0, 0, protoErr("bad marker time %q", rep.array[1].str)
+		}
+		return code, since, nil
+	case code >= resReplayed && code <= resLost && code != resTooYoung && len(rep.array) == 1:
+		return code, 0, nil
+	}
+	return 0, 0, protoErr("unexpected strike script result")
+}
+
+// checkPolicy refuses while Redis's maxmemory-policy lets it evict
+// entries, reading the policy again once per PolicyCheckInterval.
+func (r *Register) checkPolicy(c *conn) error {
+	now := r.opts.Now()
+	r.mu.Lock()
+	policy, at := r.policy, r.policyAt
+	r.mu.Unlock()
+	if policy == "" || now.Before(at) || !now.Before(at.Add(r.opts.PolicyCheckInterval)) {
+		p, err := c.readPolicy(r.opts.Timeout)
+		if err != nil {
+			return err
+		}
+		r.mu.Lock()
+		r.policy, r.policyAt = p, now
+		r.mu.Unlock()
+		policy = p
+	}
+	if policy != "noeviction" {
+		return fmt.Errorf("redisreg: Redis maxmemory-policy is %q: %w", policy, ErrEvictionPolicy)
+	}
+	return nil
 }
 
 // Close closes the idle connections; later calls fail.
@@ -146,9 +353,10 @@ func (r *Register) Close() error {
 	return nil
 }
 
+// put returns c to the pool, or closes it if it broke.
 func (r *Register) put(c *conn) {
 	r.mu.Lock()
-	if !r.closed && len(r.idle) < maxIdle {
+	if !c.broken && !r.closed && len(r.idle) < maxIdle {
 		r.idle = append(r.idle, c)
 		c = nil
 	}
@@ -158,38 +366,28 @@ func (r *Register) put(c *conn) {
 	}
 }
 
-// get returns an idle connection or dials a new one. A new connection
-// checks Redis' data generation: if Redis lost its data since we last
-// looked (a restart without persistence, a flush), or never had our
-// marker, the register refuses everything for one window from now.
-func (r *Register) get() (*conn, error) {
+// get returns an idle connection (reused) or dials a new one.
+func (r *Register) get() (c *conn, reused bool, err error) {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		return nil, errors.New("redisreg: register closed")
+		return nil, false, errors.New("redisreg: register closed")
 	}
 	if n := len(r.idle); n > 0 {
 		c := r.idle[n-1]
 		r.idle = r.idle[:n-1]
 		r.mu.Unlock()
-		return c, nil
+		return c, true, nil
 	}
 	r.mu.Unlock()
-	c, err := r.dial()
-	if err != nil {
-		return nil, err
-	}
-	if err := r.checkInstance(c); err != nil {
-		c.close()
-		return nil, err
-	}
-	return c, nil
+	c, err = r.dial()
+	return c, false, err
 }
 
 func (r *Register) dial() (*conn, error) {
 	nc, err := net.DialTimeout("tcp", r.opts.Addr, r.opts.Timeout)
 	if err != nil {
-		return nil, fmt.Errorf("redisreg: %v", err)
+		return nil, fmt.Errorf("redisreg: %w", err)
 	}
 	c := &conn{nc: nc, br: bufio.NewReader(nc)}
 	if r.opts.Password != "" {
@@ -207,66 +405,102 @@ func (r *Register) dial() (*conn, error) {
 	return c, nil
 }
 
-// checkInstance reads (creating if absent) the marker key that names the
-// Redis data generation; a new or changed marker starts a quiet window.
-func (r *Register) checkInstance(c *conn) error {
-	var tok [16]byte
-	if _, err := rand.Read(tok[:]); err != nil {
-		return fmt.Errorf("redisreg: %v", err)
+// ceilMS is d in whole milliseconds, rounded up.
+func ceilMS(d time.Duration) int64 {
+	ms := d.Milliseconds()
+	if d > 0 && d%time.Millisecond != 0 {
+		ms++
 	}
-	mine := hex.EncodeToString(tok[:])
-	rep, err := c.do(r.opts.Timeout, []byte("SET"), r.markerKey, []byte(mine), []byte("NX"))
-	if err != nil {
-		return err
-	}
-	if rep.kind == '-' {
-		return fmt.Errorf("redisreg: SET marker: %s", rep.str)
-	}
-	created := rep.kind == '+' && rep.str == "OK"
-	rep, err = c.do(r.opts.Timeout, []byte("GET"), r.markerKey)
-	if err != nil {
-		return err
-	}
-	if rep.kind != '$' || rep.null {
-		return protoErr("unexpected GET reply for the marker")
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if created || (r.instance != "" && r.instance != rep.str) {
-		if until := r.opts.Now().Add(r.opts.Window); until.After(r.quietUntil) {
-			r.quietUntil = until
-		}
-	}
-	r.instance = rep.str
-	return nil
+	return ms
 }
 
-// conn is one connection speaking RESP2.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// conn is one connection speaking RESP2. broken is set once a command
+// failed below the level of Redis replies; such a connection is closed.
 type conn struct {
-	nc  net.Conn
-	br  *bufio.Reader
-	buf []byte
+	nc     net.Conn
+	br     *bufio.Reader
+	buf    []byte
+	broken bool
 }
 
 func (c *conn) close() { c.nc.Close() }
 
 // do sends one command and reads its reply within timeout.
 func (c *conn) do(timeout time.Duration, args ...[]byte) (reply, error) {
+	rep, err := c.roundTrip(timeout, args)
+	if err != nil {
+		c.broken = true
+	}
+	return rep, err
+}
+
+func (c *conn) roundTrip(timeout time.Duration, args [][]byte) (reply, error) {
 	if err := c.nc.SetDeadline(time.Now().Add(timeout)); err != nil {
-		return reply{}, fmt.Errorf("redisreg: %v", err)
+		return reply{}, fmt.Errorf("redisreg: %w", err)
 	}
 	c.buf = appendCommand(c.buf[:0], args...)
 	if _, err := c.nc.Write(c.buf); err != nil {
-		return reply{}, fmt.Errorf("redisreg: write: %v", err)
+		return reply{}, fmt.Errorf("redisreg: write: %w", err)
 	}
 	rep, err := readReply(c.br)
 	if err != nil {
 		if errors.Is(err, errProtocol) {
 			return reply{}, err
 		}
-		return reply{}, fmt.Errorf("redisreg: read: %v", err)
+		return reply{}, fmt.Errorf("redisreg: read: %w", err)
 	}
 	return rep, nil
+}
+
+// eval runs a script by its SHA1, sending its text only when Redis does
+// not have it cached (the first time, and after a restart or SCRIPT FLUSH).
+func (c *conn) eval(timeout time.Duration, script, sha string, keys [][]byte, args ...[]byte) (reply, error) {
+	cmd := make([][]byte, 0, 3+len(keys)+len(args))
+	cmd = append(cmd, []byte("EVALSHA"), []byte(sha), strconv.AppendInt(nil, int64(len(keys)), 10))
+	cmd = append(append(cmd, keys...), args...)
+	rep, err := c.do(timeout, cmd...)
+	if err == nil && rep.kind == '-' && strings.HasPrefix(rep.str, "NOSCRIPT") {
+		cmd[0], cmd[1] = []byte("EVAL"), []byte(script)
+		rep, err = c.do(timeout, cmd...)
+	}
+	return rep, err
+}
+
+// readPolicy reads maxmemory-policy with CONFIG GET or, where CONFIG is
+// renamed away or not permitted, from INFO memory.
+func (c *conn) readPolicy(timeout time.Duration) (string, error) {
+	rep, err := c.do(timeout, []byte("CONFIG"), []byte("GET"), []byte("maxmemory-policy"))
+	if err != nil {
+		return "", err
+	}
+	if rep.kind == '*' && len(rep.array) == 2 && rep.array[1].kind == '$' && rep.array[1].str != "" {
+		return rep.array[1].str, nil
+	}
+	configErr := "unexpected reply"
+	if rep.kind == '-' {
+		configErr = rep.str
+	}
+	rep, err = c.do(timeout, []byte("INFO"), []byte("memory"))
+	if err != nil {
+		return "", err
+	}
+	if rep.kind == '$' {
+		for _, line := range strings.Split(rep.str, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "maxmemory_policy:"); ok && v != "" {
+				return v, nil
+			}
+		}
+	}
+	infoErr := "no maxmemory_policy"
+	if rep.kind == '-' {
+		infoErr = rep.str
+	}
+	return "", fmt.Errorf("redisreg: cannot read Redis's maxmemory-policy (CONFIG GET: %s; INFO memory: %s): allow one of them to this user; early data refused", configErr, infoErr)
 }
 
 // expectOK runs a command whose only good reply is +OK. The error names

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ztls-project/ztls/tls13"
 )
 
 // redisServer is a redis-server process on a loopback port.
@@ -116,7 +118,7 @@ func (c *clock) Add(d time.Duration) {
 
 func newReg(t *testing.T, addr string, clk *clock) *Register {
 	t.Helper()
-	r, err := New(Options{Addr: addr, Window: 10 * time.Second, Now: clk.Now, Timeout: 2 * time.Second})
+	r, err := New(Options{Addr: addr, Now: clk.Now, Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,10 +133,14 @@ func TestRegisterFleet(t *testing.T) {
 	b := newReg(t, s.addr, clk)
 	key := bytes.Repeat([]byte{0xab}, 32)
 
-	// Inside the startup window everything is refused.
+	// A new Redis has no memory: refused until ClientHellos that could not
+	// be accepted before it (notBefore after now + MaxClockSkew) arrive.
 	now := clk.Now()
-	if fresh, err := a.CheckAndInsert(key, now, now, now.Add(10*time.Second)); fresh || !errors.Is(err, ErrStartupWindow) {
-		t.Fatalf("in startup window: %v %v", fresh, err)
+	if fresh, err := a.CheckAndInsert(key, now, now, now.Add(10*time.Second)); fresh || !errors.Is(err, tls13.ErrRegisterTooYoung) {
+		t.Fatalf("empty Redis: %v %v", fresh, err)
+	}
+	if fresh, err := b.CheckAndInsert(key, now, now.Add(DefaultMaxClockSkew-time.Millisecond), now.Add(10*time.Second)); fresh || !errors.Is(err, tls13.ErrRegisterTooYoung) {
+		t.Fatalf("just inside the skew bound: %v %v", fresh, err)
 	}
 	clk.Add(11 * time.Second)
 	now = clk.Now()
@@ -152,15 +158,21 @@ func TestRegisterFleet(t *testing.T) {
 	if fresh, err := b.CheckAndInsert(other, now, now, now.Add(10*time.Second)); !fresh || err != nil {
 		t.Fatalf("second key: %v %v", fresh, err)
 	}
-	// The entry expires when the window does (checked in Redis, not by waiting).
+	// The entry expires when the window does, plus the clock skew
+	// (checked in Redis, not by waiting).
 	rep := s.raw(t, "PTTL", DefaultPrefix+fmt.Sprintf("%x", key))
-	if rep.kind != ':' || rep.num <= 0 || rep.num > 10000 {
-		t.Fatalf("PTTL = %+v, want 1..10000 ms", rep)
+	if rep.kind != ':' || rep.num <= 10000 || rep.num > 10000+DefaultMaxClockSkew.Milliseconds() {
+		t.Fatalf("PTTL = %+v, want 10001..11000 ms", rep)
 	}
 	// An already-expired entry still gets a positive expiry.
 	k3 := []byte("k3")
 	if fresh, err := a.CheckAndInsert(k3, now, now, now.Add(-time.Second)); !fresh || err != nil {
 		t.Fatalf("past expiry: %v %v", fresh, err)
+	}
+	// Redis forgot the scripts (SCRIPT FLUSH, or a restart): sent again.
+	s.raw(t, "SCRIPT", "FLUSH")
+	if fresh, err := b.CheckAndInsert([]byte("k4"), now, now, now.Add(time.Second)); !fresh || err != nil {
+		t.Fatalf("after SCRIPT FLUSH: %v %v", fresh, err)
 	}
 }
 
@@ -220,17 +232,19 @@ func TestRegisterFailsClosed(t *testing.T) {
 			t.Fatalf("Redis down, call %d: fresh=%v err=%v", i, fresh, err)
 		}
 	}
-	// Redis back without its data: refused for one window, then fresh.
+	// Redis back without its data: what may predate the loss is refused,
+	// what cannot is fresh.
 	p, _ := strconv.Atoi(port)
 	startRedis(t, p)
 	fresh, err := r.CheckAndInsert([]byte("a"), now, now, now.Add(time.Second))
-	if fresh || !errors.Is(err, ErrStartupWindow) {
+	if fresh || !errors.Is(err, tls13.ErrRegisterTooYoung) {
 		t.Fatalf("after a Redis restart: fresh=%v err=%v", fresh, err)
 	}
+	nb := clk.Now().Add(DefaultMaxClockSkew)
 	clk.Add(11 * time.Second)
 	now = clk.Now()
-	if fresh, err := r.CheckAndInsert([]byte("a"), now, now, now.Add(time.Second)); !fresh || err != nil {
-		t.Fatalf("after the window: %v %v", fresh, err)
+	if fresh, err := r.CheckAndInsert([]byte("a"), now, nb, now.Add(time.Second)); !fresh || err != nil {
+		t.Fatalf("made after the loss: %v %v", fresh, err)
 	}
 
 	// Nobody listening.
@@ -325,6 +339,9 @@ func TestRegisterBadServers(t *testing.T) {
 	if _, err := New(Options{Addr: "nohostport"}); err == nil {
 		t.Error("New with a bad address")
 	}
+	if _, err := New(Options{Addr: "127.0.0.1:1", MaxClockSkew: -time.Second}); err == nil {
+		t.Error("New with a negative clock skew")
+	}
 }
 
 func TestRegisterAuth(t *testing.T) {
@@ -351,13 +368,13 @@ func TestRegisterAuth(t *testing.T) {
 	}
 }
 
-// warm makes the register's first connection (which finds Redis without
-// a marker and starts a quiet window) and checks the refusal.
+// warm makes the register's first call, which finds a Redis without
+// memory, records since when it has some (now), and is refused.
 func warm(t *testing.T, r *Register, clk *clock) {
 	t.Helper()
 	now := clk.Now()
-	if fresh, err := r.CheckAndInsert([]byte("warm-up"), now, now, now.Add(time.Second)); fresh || !errors.Is(err, ErrStartupWindow) {
-		t.Fatalf("warm-up: fresh=%v err=%v, want ErrStartupWindow", fresh, err)
+	if fresh, err := r.CheckAndInsert([]byte("warm-up"), now, now, now.Add(time.Second)); fresh || !errors.Is(err, tls13.ErrRegisterTooYoung) {
+		t.Fatalf("warm-up: fresh=%v err=%v, want ErrRegisterTooYoung", fresh, err)
 	}
 }
 

@@ -197,3 +197,45 @@ func TestProxySplitEarlyRequestNotEarly(t *testing.T) {
 		})
 	}
 }
+
+// Early data holding a whole request and the start of a second: the first
+// is answered as early, the second only after the handshake, not early.
+func TestProxyPipelinedEarlyRequestAfterHandshake(t *testing.T) {
+	w, be, opts := setupWorld(t)
+	first := "GET /first HTTP/1.1\r\nHost: " + w.Host + "\r\n\r\n"
+	second := postRequest(w.Host, "/second", "pay=1")
+	o := opts
+	o.Mode, o.Request, o.ReplaySafe = "ztls", []byte(first+second[:10]), true
+	o.TLS = o.TLS.Clone()
+	o.TLS.NextProtos = []string{"http/1.1"}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := dial.Connect(ctx, w.HostPort(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Conn.Close()
+	if !res.Report.EarlyData.Accepted {
+		t.Fatalf("early data not accepted: %+v (%s)", res.Report.EarlyData, res.Report.FallbackReason)
+	}
+	if _, err := io.WriteString(res.Conn, second[10:]); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(res.Conn)
+	for _, want := range []string{"page /first", "page /second"} {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || string(body) != want {
+			t.Fatalf("status %d: %q, want %q", resp.StatusCode, body, want)
+		}
+	}
+	if early := be.seen(); strings.Join(early, ",") != "1," {
+		t.Fatalf("backend saw Early-Data %q, want [1 \"\"]", early)
+	}
+	if bodies := be.seenBodies(); bodies[1] != "pay=1" {
+		t.Fatalf("backend saw bodies %q", bodies)
+	}
+}

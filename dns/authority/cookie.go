@@ -186,7 +186,8 @@ func (s *Server) RotateCookieSecret() error {
 // SetCookieSecret makes secret the one server cookies are made with
 // (the previous one is still accepted until the next change). Servers
 // sharing an address share a secret so a cookie from one is valid at the
-// others (RFC 9018). Safe for concurrent use.
+// others (RFC 9018). Call it after setting the Server's fields: like a
+// Serve method, it starts the server. Safe for concurrent use.
 func (s *Server) SetCookieSecret(secret [16]byte) {
 	s.init()
 	s.cookies.set(secret)

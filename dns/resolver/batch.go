@@ -159,7 +159,11 @@ func (r *Resolver) queryBatch(ctx context.Context, qs []*dns.Msg, land landFunc)
 					return
 				}
 				if err != nil {
-					it.lastErr = err
+					// A timeout says less than what came before it (the
+					// certificate that failed, the refused connect).
+					if it.lastErr == nil || !isDeadline(err) {
+						it.lastErr = err
+					}
 					return
 				}
 				if reply.Rcode == dns.RcodeServerFailure || reply.Rcode == dns.RcodeRefused {
@@ -194,13 +198,18 @@ func (r *Resolver) queryBatch(ctx context.Context, qs []*dns.Msg, land landFunc)
 // queryError says why question q got no answer.
 func queryError(ctx context.Context, budget time.Duration, q dns.Question, lastErr error) error {
 	what := q.Name + " " + dns.TypeToString[q.Qtype]
-	if lastErr == nil || errors.Is(lastErr, context.DeadlineExceeded) || errors.Is(lastErr, context.Canceled) || isTimeout(lastErr) {
+	if lastErr == nil || isDeadline(lastErr) {
 		if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			return fmt.Errorf("resolver: %s: %w", what, err)
 		}
 		return fmt.Errorf("resolver: %s: no reply within %v", what, budget)
 	}
 	return fmt.Errorf("resolver: %s: %w", what, lastErr)
+}
+
+// isDeadline reports whether err only says that time ran out.
+func isDeadline(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || isTimeout(err)
 }
 
 func isTimeout(err error) bool {

@@ -38,6 +38,10 @@ const (
 	// DefaultIdleTimeout closes a stream connection that has been idle this
 	// long when the server announced no edns-tcp-keepalive timeout.
 	DefaultIdleTimeout = 30 * time.Second
+	// DefaultReconnectBackoff and DefaultMaxReconnectBackoff bound how
+	// often a stream transport reconnects to a server that fails.
+	DefaultReconnectBackoff    = 250 * time.Millisecond
+	DefaultMaxReconnectBackoff = 10 * time.Second
 )
 
 // Dialer opens the byte stream a stream transport speaks over. For TLS the
@@ -76,6 +80,16 @@ type Config struct {
 	// IdleTimeout closes an idle stream connection when the server did not
 	// announce its own keepalive (RFC 7828). Default DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// ReconnectBackoff is the wait before a stream transport (TCP, TLS)
+	// connects again to a server whose connect or handshake failed, or
+	// whose connections keep closing before any reply; it doubles with
+	// each failure in a row up to MaxReconnectBackoff, jittered down by up
+	// to half, and a reply resets it. A lookup that meets the wait waits
+	// within its time budget and, if the budget ends first, fails with the
+	// server's last error (such as the certificate's). Defaults
+	// DefaultReconnectBackoff and DefaultMaxReconnectBackoff.
+	ReconnectBackoff    time.Duration
+	MaxReconnectBackoff time.Duration
 	// Now returns the current time for the cache; tests use a fake clock.
 	// Default time.Now.
 	Now func() time.Time

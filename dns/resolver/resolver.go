@@ -74,6 +74,13 @@ func New(cfg Config) (*Resolver, error) {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
 	}
+	if cfg.ReconnectBackoff <= 0 {
+		cfg.ReconnectBackoff = DefaultReconnectBackoff
+	}
+	if cfg.MaxReconnectBackoff <= 0 {
+		cfg.MaxReconnectBackoff = DefaultMaxReconnectBackoff
+	}
+	cfg.MaxReconnectBackoff = max(cfg.MaxReconnectBackoff, cfg.ReconnectBackoff)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -246,10 +253,14 @@ func (r *Resolver) stream(t Transport, server string) (*streamUpstream, error) {
 		return s, nil
 	}
 	s := &streamUpstream{
-		addr:    server,
-		padding: t == TLS,
-		idle:    r.cfg.IdleTimeout,
-		dial:    r.dialFunc(t, server),
+		addr:       server,
+		transport:  t,
+		padding:    t == TLS,
+		idle:       r.cfg.IdleTimeout,
+		dial:       r.dialFunc(t, server),
+		backoff:    r.cfg.ReconnectBackoff,
+		maxBackoff: r.cfg.MaxReconnectBackoff,
+		closedCh:   make(chan struct{}),
 	}
 	r.streams[key] = s
 	return s, nil

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
@@ -23,18 +24,48 @@ var errConnLost = errors.New("resolver: connection lost")
 // maxReconnects bounds how often one query follows a dying connection.
 const maxReconnects = 3
 
+// dialError is why a stream connection to a server could not be opened
+// (the connect, or the TLS handshake). queryError puts the package's
+// prefix and the question in front of it.
+type dialError struct {
+	transport Transport
+	addr      string
+	err       error
+}
+
+func (e *dialError) Error() string {
+	name := "DNS over TCP"
+	if e.transport == TLS {
+		name = "DNS over TLS"
+	}
+	return fmt.Sprintf("%s to %s: %v", name, e.addr, e.err)
+}
+
+func (e *dialError) Unwrap() error { return e.err }
+
 // streamUpstream keeps one connection to a server open and replaces it
 // when it dies (T-DNS: connection reuse). Concurrent queries share it.
+// A server that fails (its connect or handshake fails, or its connections
+// close before any reply) is connected to again only after a backoff, so
+// that a lookup's retries cannot become a storm of connects.
 type streamUpstream struct {
-	addr    string
-	padding bool          // RFC 8467 block padding (DNS over TLS only)
-	idle    time.Duration // idle timeout when the server announces none
-	dial    func(context.Context) (net.Conn, error)
+	addr       string
+	transport  Transport
+	padding    bool          // RFC 8467 block padding (DNS over TLS only)
+	idle       time.Duration // idle timeout when the server announces none
+	dial       func(context.Context) (net.Conn, error)
+	backoff    time.Duration // the first wait after a failure
+	maxBackoff time.Duration
+	closedCh   chan struct{} // closed by close
 
-	mu      sync.Mutex
-	cur     *streamConn
-	dialing chan struct{} // non-nil while a dial is in progress
-	closed  bool
+	mu       sync.Mutex
+	cur      *streamConn
+	dialing  chan struct{} // non-nil while a dial is in progress
+	closed   bool
+	failures int       // in a row, since the last reply
+	graced   bool      // a lost connection was replaced at once
+	lastErr  error     // the last failure, for lookups that meet the wait
+	retryAt  time.Time // no connect before
 }
 
 // exchange sends ms over the kept-open connection, in one write, and calls
@@ -78,7 +109,9 @@ func (u *streamUpstream) exchange(ctx context.Context, ms []*dns.Msg, report fun
 }
 
 // conn returns the live connection, dialling one if needed. Concurrent
-// callers wait for a single dial.
+// callers wait for a single dial. After a failure it waits out the
+// backoff first, within ctx; when ctx ends first, the error is the
+// failure's.
 func (u *streamUpstream) conn(ctx context.Context) (*streamConn, error) {
 	for {
 		u.mu.Lock()
@@ -86,10 +119,15 @@ func (u *streamUpstream) conn(ctx context.Context) (*streamConn, error) {
 			u.mu.Unlock()
 			return nil, ErrClosed
 		}
-		if u.cur != nil && !u.cur.isDead() {
-			c := u.cur
-			u.mu.Unlock()
-			return c, nil
+		if c := u.cur; c != nil {
+			if !c.isDead() {
+				u.mu.Unlock()
+				return c, nil
+			}
+			if !c.replied.Load() {
+				u.noteFailureLocked(&dialError{u.transport, u.addr, c.deathErr()}, true)
+			}
+			u.cur = nil
 		}
 		if wait := u.dialing; wait != nil {
 			u.mu.Unlock()
@@ -98,6 +136,21 @@ func (u *streamUpstream) conn(ctx context.Context) (*streamConn, error) {
 				continue
 			case <-ctx.Done():
 				return nil, ctx.Err()
+			}
+		}
+		if wait := time.Until(u.retryAt); wait > 0 {
+			last := u.lastErr
+			u.mu.Unlock()
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+				continue
+			case <-ctx.Done():
+				t.Stop()
+				return nil, last
+			case <-u.closedCh:
+				t.Stop()
+				return nil, ErrClosed
 			}
 		}
 		done := make(chan struct{})
@@ -109,8 +162,12 @@ func (u *streamUpstream) conn(ctx context.Context) (*streamConn, error) {
 		u.dialing = nil
 		close(done)
 		if err != nil {
+			derr := &dialError{u.transport, u.addr, err}
+			if ctx.Err() == nil { // not our own deadline: the server's doing
+				u.noteFailureLocked(derr, false)
+			}
 			u.mu.Unlock()
-			return nil, fmt.Errorf("resolver: dial %s: %w", u.addr, err)
+			return nil, derr
 		}
 		if u.closed {
 			u.mu.Unlock()
@@ -118,14 +175,45 @@ func (u *streamUpstream) conn(ctx context.Context) (*streamConn, error) {
 			return nil, ErrClosed
 		}
 		c := newStreamConn(nc, u.padding, u.idle)
+		c.onReply = u.noteReply
 		u.cur = c
 		u.mu.Unlock()
 		return c, nil
 	}
 }
 
+// noteFailureLocked starts or lengthens the backoff after err. A
+// connection lost before any reply is replaced at once the first time
+// (a server may close a connection it kept idle just as a query left).
+func (u *streamUpstream) noteFailureLocked(err error, lost bool) {
+	u.lastErr = err
+	if lost && u.failures == 0 && !u.graced {
+		u.graced = true
+		return
+	}
+	u.failures++
+	d := u.maxBackoff
+	if shift := u.failures - 1; shift < 30 && u.backoff<<shift < u.maxBackoff {
+		d = u.backoff << shift
+	}
+	// Jitter down by up to half, so that clients that failed together do
+	// not come back together.
+	d -= rand.N(d/2 + 1)
+	u.retryAt = time.Now().Add(d)
+}
+
+// noteReply ends the backoff: the server answers.
+func (u *streamUpstream) noteReply() {
+	u.mu.Lock()
+	u.failures, u.graced, u.lastErr, u.retryAt = 0, false, nil, time.Time{}
+	u.mu.Unlock()
+}
+
 func (u *streamUpstream) close() {
 	u.mu.Lock()
+	if !u.closed {
+		close(u.closedCh)
+	}
 	u.closed = true
 	c := u.cur
 	u.cur = nil
@@ -157,6 +245,9 @@ type streamConn struct {
 	rtok  chan struct{}
 	br    *bufio.Reader // only with the token
 	frame []byte        // only with the token
+
+	replied atomic.Bool // a reply was dispatched
+	onReply func()      // called after the first reply (may be nil)
 
 	mu        sync.Mutex
 	pending   map[uint16]*call
@@ -200,6 +291,16 @@ func (c *streamConn) isDead() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.dead
+}
+
+// deathErr is why the connection died.
+func (c *streamConn) deathErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		return errConnLost
+	}
+	return c.err
 }
 
 // exchange sends ms, framed back to back in one write, and calls report
@@ -493,6 +594,9 @@ func (c *streamConn) dispatch(frame []byte) {
 		cl.ch <- landed{cl.n, reply} // buffered for the whole batch
 	}
 	c.mu.Unlock()
+	if !c.replied.Load() && c.replied.CompareAndSwap(false, true) && c.onReply != nil {
+		c.onReply()
+	}
 }
 
 // noteKeepaliveLocked adopts the idle timeout a server announces in

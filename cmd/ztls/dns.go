@@ -43,6 +43,15 @@ type dnsServeFlags struct {
 	udpWorkers  int
 	maxUDPSize  int
 	verboseLogs bool
+
+	// Limits under abuse.
+	maxConnsPerAddr, maxConnsPerPrefix int
+	firstQuery                         time.Duration
+	rrlRate, rrlSlip                   int
+	rrlWindow                          time.Duration
+	amplification                      int
+	noCookies                          bool
+	cookieRotate                       time.Duration
 }
 
 func init() {
@@ -71,7 +80,25 @@ rotate' changes the directory (fleets rotate themselves), without restart.
 With --turbo it also serves, for each --zdata service, the HTTPS record
 advertising TurboTLS (RFC 9460, key65280) on the UDP port with the
 service's TCP port number, where 'ztls serve --turbo' and 'ztls
-turbo-proxy --server' listen.`,
+turbo-proxy --server' listen.
+
+Under abuse (defaults in brackets):
+  TCP and TLS   one address holds at most --max-conns-per-addr connections
+                [32], one /24 (IPv4) or /56 (IPv6) --max-conns-per-prefix
+                [128]; a connection that sends no query within
+                --first-query-timeout [3s] is closed; at --max-conns [1000]
+                a newcomer replaces an idle connection (never-used ones
+                first), and is refused only when all are busy.
+  UDP           Response Rate Limiting as in BIND 9: --rrl-rate identical
+                answers per second to one /24 or /56 [10], every
+                --rrl-slip-th limited answer sent as an empty TC=1 reply
+                [2], a flooder answered again after --rrl-window of quiet
+                [15s]. DNS cookies (RFC 7873, RFC 9018 format; --no-cookies
+                to turn off): a client presenting a valid server cookie is
+                never limited and gets answers up to its buffer; others get
+                at most --udp-amplification times their query [10], larger
+                answers truncated (TC=1) so they retry over TCP. ANY is
+                answered with one RRset (RFC 8482).`,
 		Example: `  # a zone on a high port, UDP and TCP
   ztls dns serve --zone example.org.zone --listen 127.0.0.1:5353
   dig @127.0.0.1 -p 5353 www.example.org A
@@ -105,6 +132,15 @@ turbo-proxy --server' listen.`,
 	fs.IntVar(&f.maxConns, "max-conns", authority.DefaultMaxConns, "most open TCP and TLS connections")
 	fs.IntVar(&f.udpWorkers, "udp-workers", 0, "goroutines answering UDP (0: 4 per CPU)")
 	fs.IntVar(&f.maxUDPSize, "max-udp-size", authority.DefaultMaxUDPSize, "largest UDP answer, advertised in EDNS")
+	fs.IntVar(&f.maxConnsPerAddr, "max-conns-per-addr", authority.DefaultMaxConnsPerAddr, "most TCP and TLS connections from one address (0: no limit)")
+	fs.IntVar(&f.maxConnsPerPrefix, "max-conns-per-prefix", authority.DefaultMaxConnsPerPrefix, "most TCP and TLS connections from one /24 or /56 (0: no limit)")
+	fs.DurationVar(&f.firstQuery, "first-query-timeout", authority.DefaultFirstQueryTimeout, "close a TCP or TLS connection that sent no query this long after it opened (at most --idle-timeout)")
+	fs.IntVar(&f.rrlRate, "rrl-rate", authority.DefaultRRLResponsesPerSecond, "UDP response rate limit: identical answers per second to one /24 or /56 (0: off)")
+	fs.IntVar(&f.rrlSlip, "rrl-slip", authority.DefaultRRLSlip, "send every Nth rate-limited answer as an empty TC=1 reply (0: drop all)")
+	fs.DurationVar(&f.rrlWindow, "rrl-window", authority.DefaultRRLWindow, "how long a flooding network must keep quiet to be answered again")
+	fs.IntVar(&f.amplification, "udp-amplification", authority.DefaultMaxUDPAmplification, "UDP answers to clients without a valid DNS cookie are at most N times the query, else TC=1 (0: no cap)")
+	fs.BoolVar(&f.noCookies, "no-cookies", false, "turn DNS cookies (RFC 7873) off")
+	fs.DurationVar(&f.cookieRotate, "cookie-rotate", 0, "replace the DNS cookie secret this often (0: one random secret for the process)")
 	fs.BoolVarP(&f.verboseLogs, "verbose", "v", false, "log socket and connection errors")
 	dnsCmd.AddCommand(serve)
 	rootCmd.AddCommand(dnsCmd)
@@ -158,6 +194,9 @@ func runDNSServe(ctx context.Context, out io.Writer, f *dnsServeFlags) error {
 	if f.turbo && len(f.zdata) == 0 {
 		return errors.New("dns serve: --turbo advertises the --zdata services: give --zdata DIR")
 	}
+	if err := checkAbuseFlags(f); err != nil {
+		return err
+	}
 	var dirs []*zdata.Dir
 	for _, path := range f.zdata {
 		d, err := zdata.LoadDir(path)
@@ -200,6 +239,20 @@ func runDNSServe(ctx context.Context, out io.Writer, f *dnsServeFlags) error {
 		MaxConns:    f.maxConns,
 		UDPWorkers:  f.udpWorkers,
 		MaxUDPSize:  f.maxUDPSize,
+
+		MaxConnsPerAddr:     noLimitIfZero(f.maxConnsPerAddr),
+		MaxConnsPerPrefix:   noLimitIfZero(f.maxConnsPerPrefix),
+		FirstQueryTimeout:   f.firstQuery,
+		RateLimit:           &authority.RateLimit{ResponsesPerSecond: f.rrlRate, Slip: f.rrlSlip, Window: f.rrlWindow},
+		MaxUDPAmplification: noLimitIfZero(f.amplification),
+		DisableCookies:      f.noCookies,
+	}
+	if f.cookieRotate > 0 && !f.noCookies {
+		go every(ctx, f.cookieRotate, func() {
+			if err := srv.RotateCookieSecret(); err != nil && f.verboseLogs {
+				fmt.Fprintf(os.Stderr, "ztls: %v\n", err)
+			}
+		})
 	}
 	if f.verboseLogs {
 		srv.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
@@ -253,6 +306,41 @@ func runDNSServe(ctx context.Context, out io.Writer, f *dnsServeFlags) error {
 		srv.Close()
 		return fmt.Errorf("dns serve: %w", err)
 	}
+}
+
+// checkAbuseFlags rejects limits that cannot mean anything, saying which
+// values work.
+func checkAbuseFlags(f *dnsServeFlags) error {
+	for _, v := range []struct {
+		name string
+		n    int
+	}{
+		{"--max-conns-per-addr", f.maxConnsPerAddr}, {"--max-conns-per-prefix", f.maxConnsPerPrefix},
+		{"--rrl-rate", f.rrlRate}, {"--rrl-slip", f.rrlSlip}, {"--udp-amplification", f.amplification},
+	} {
+		if v.n < 0 {
+			return fmt.Errorf("dns serve: %s %d: give 0 (off) or a positive number", v.name, v.n)
+		}
+	}
+	if f.amplification == 1 {
+		return errors.New("dns serve: --udp-amplification 1: an empty TC=1 answer can exceed its query; give 2 or more (or 0 for no cap)")
+	}
+	if f.firstQuery < 0 || f.idle > 0 && f.firstQuery > f.idle {
+		return fmt.Errorf("dns serve: --first-query-timeout %v: give a duration of at most --idle-timeout (%v)", f.firstQuery, f.idle)
+	}
+	if f.rrlWindow < 0 || f.cookieRotate < 0 {
+		return errors.New("dns serve: --rrl-window and --cookie-rotate take durations of 0 or more")
+	}
+	return nil
+}
+
+// noLimitIfZero maps the command line's "0: no limit" to the library's
+// negative value (where 0 means the default).
+func noLimitIfZero(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // serveZData replaces the service's Z-data RRsets with what d publishes at now.

@@ -377,3 +377,30 @@ func TestRegisterServerRestart(t *testing.T) {
 	fresh, err = hello{key: []byte("new"), sent: clk.Now()}.check(second, clk.Now())
 	mustFresh(t, "new ClientHello right after the restart", fresh, err)
 }
+
+// TestRegisterRestartDropsPool: after a Redis restart every pooled
+// connection is dead; the first call drops them all and finds the loss on
+// a new one, instead of failing once per dead connection.
+func TestRegisterRestartDropsPool(t *testing.T) {
+	s := startRedis(t, 0)
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	r := newReg(t, s.addr, clk)
+	warm(t, r, clk)
+	var cs []*conn
+	for i := 0; i < maxIdle; i++ {
+		c, _, err := r.get()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, c)
+	}
+	for _, c := range cs {
+		r.put(c)
+	}
+	restartRedis(t, s)
+	fresh, err := hello{key: []byte("k"), sent: clk.Now()}.check(r, clk.Now())
+	mustRefuseTooYoung(t, "first call after the restart", fresh, err)
+	if c := pooled(t, r); c.broken {
+		t.Fatal("a broken connection was pooled")
+	}
+}

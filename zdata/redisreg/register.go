@@ -214,10 +214,12 @@ func (r *Register) CheckAndInsert(key []byte, now, notBefore, expires time.Time)
 		}
 		fresh, err := r.checkAndInsert(c, key, now, notBefore, expires)
 		r.put(c)
-		// A pooled connection may have died with its Redis (a restart):
-		// try once more on a new one. Never after a timeout, which may
-		// have left a command running; a retry could only refuse anyway.
+		// A pooled connection may have died with its Redis (a restart),
+		// and then so did the other idle ones: drop them and try once
+		// more on a new connection. Not after a timeout, which would
+		// double the wait (a retry could only refuse anyway).
 		if err != nil && c.broken && reused && attempt == 0 && !isTimeout(err) {
+			r.dropIdle()
 			continue
 		}
 		return fresh, err
@@ -344,13 +346,20 @@ func (r *Register) checkPolicy(c *conn) error {
 // Close closes the idle connections; later calls fail.
 func (r *Register) Close() error {
 	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	r.dropIdle()
+	return nil
+}
+
+func (r *Register) dropIdle() {
+	r.mu.Lock()
 	idle := r.idle
-	r.idle, r.closed = nil, true
+	r.idle = nil
 	r.mu.Unlock()
 	for _, c := range idle {
 		c.close()
 	}
-	return nil
 }
 
 // put returns c to the pool, or closes it if it broke.

@@ -35,6 +35,15 @@
 // A packet whose header does not parse, or that is a response, is never
 // answered.
 //
+// The server is bounded under abuse by default. Stream connections are
+// capped per source address and per client network (/24, /56), must send
+// their first query within FirstQueryTimeout, and at MaxConns a newcomer
+// replaces an idle connection. UDP answers pass Response Rate Limiting
+// (RateLimit, BIND 9's model with slip), DNS cookies (RFC 7873, RFC 9018)
+// exempt a client from it, answers to clients without a valid server
+// cookie are capped at MaxUDPAmplification times the query (TC=1 beyond),
+// and ANY gets one RRset (RFC 8482). Server.Stats counts what was refused.
+//
 // Zone data can change while the server runs: Zone.ReplaceRRset swaps a
 // new snapshot in atomically, so queries see the old RRset or the new one,
 // never a mix and never a lock.

@@ -222,6 +222,14 @@ func (c *Conn) HandshakeContext(ctx context.Context) error {
 // data: for a server that is as soon as its first flight is out, so it can
 // read 0-RTT data with ReadEarlyData and answer with 0.5-RTT data before
 // the client's Finished; for a client it is Handshake.
+//
+// What ReadEarlyData then returns is unauthenticated and replayable: the
+// client has not yet proved it holds any certificate (a server that
+// requires client certificates takes no early data at all), and an
+// attacker may have recorded and resent it. The strike register stops a
+// replay within one server or a fleet sharing one register, not across
+// servers with registers of their own. Act only on requests that are
+// safe to run twice (RFC 8470); anything else waits for Handshake.
 func (c *Conn) HandshakeEarly(ctx context.Context) error {
 	return c.handshake(ctx, true)
 }
@@ -230,6 +238,12 @@ func (c *Conn) handshake(ctx context.Context, early bool) (err error) {
 	c.hsMu.Lock()
 	defer c.hsMu.Unlock()
 	if done, err := c.handshakeDone(early); done || err != nil {
+		if done && err == nil && c.isClient {
+			// A handshake finished by the engine before this Conn (TurboTLS
+			// feeds the server's UDP flight first) still owes the resend of
+			// rejected replay-safe early data; it is done once.
+			return c.afterClientHandshake()
+		}
 		return err
 	}
 	if deadline, ok := ctx.Deadline(); ok {
@@ -414,7 +428,8 @@ func (c *Conn) Read(p []byte) (int, error) {
 
 // ReadEarlyData reads 0-RTT data on a server after HandshakeEarly. It
 // returns io.EOF once the client's EndOfEarlyData arrived, or at once when
-// no early data was accepted.
+// no early data was accepted. The data is unauthenticated (no client
+// certificate covers it) and may be a replay: see HandshakeEarly.
 func (c *Conn) ReadEarlyData(p []byte) (int, error) {
 	if c.isClient {
 		return 0, errors.New("tls13: ReadEarlyData is for servers")

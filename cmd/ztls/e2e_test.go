@@ -110,6 +110,13 @@ func (l *logLines) waitFor(t *testing.T, s string) string {
 
 func startLog(t *testing.T, ready string, args ...string) (string, *logLines) {
 	t.Helper()
+	line, log, _ := startProc(t, ready, args...)
+	return line, log
+}
+
+// startProc is startLog that also returns the process, to stop it early.
+func startProc(t *testing.T, ready string, args ...string) (string, *logLines, *exec.Cmd) {
+	t.Helper()
 	cmd := exec.Command(ztlsBinary(t), args...)
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -151,7 +158,7 @@ func startLog(t *testing.T, ready string, args ...string) (string, *logLines) {
 						log.mu.Unlock()
 					}
 				}()
-				return l, log
+				return l, log, cmd
 			}
 		case <-timeout:
 			t.Fatalf("ztls %s not ready: %s", strings.Join(args, " "), strings.Join(seen, "\n"))

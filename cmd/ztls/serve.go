@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ztls-project/ztls/internal/connlimit"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
 	"github.com/ztls-project/ztls/zdata"
@@ -37,6 +38,9 @@ type serveFlags struct {
 	strike     string
 	window     time.Duration
 	turbo      bool
+	hsTimeout  time.Duration
+	maxConns   int
+	maxPerIP   int
 }
 
 func init() {
@@ -71,6 +75,9 @@ ClientHellos are refused (RFC 8446, Section 8).`,
 	fs.Uint32Var(&f.maxEarly, "early-data", 0, "accept up to N bytes of 0-RTT early data on resumed connections (0: off)")
 	fs.StringVar(&f.clientAuth, "client-auth", "none", "client certificates: none, request, require (verified against --client-ca)")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "idle timeout per connection")
+	fs.DurationVar(&f.hsTimeout, "handshake-timeout", 10*time.Second, "time a connection has to complete its handshake (a client that sends nothing is closed after it)")
+	fs.IntVar(&f.maxConns, "max-conns", 4096, "most connections held at once; more wait in the kernel's backlog (0: no limit; the process may hold at most its open-files limit)")
+	fs.IntVar(&f.maxPerIP, "max-conns-per-ip", 256, "most connections held at once from one IP address; more are closed at once (0: no limit)")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print one line per connection")
 	fs.StringVar(&f.backend, "backend", "", "reverse-proxy HTTP/1.1 to URL (early requests get Early-Data: 1; a 425 answer is retried after the handshake)")
 	fs.StringVar(&f.strike, "strike-register", "", "share 0-RTT and ZTLS anti-replay state with a fleet: redis://HOST:PORT (fails closed: early data is refused while Redis is unreachable)")
@@ -124,6 +131,18 @@ func runServe(f *serveFlags) error {
 		cfg.StrikeRegister = tls13.NewMemoryStrikeRegister(1<<20, time.Now())
 		fmt.Fprintf(os.Stderr, "ztls: early data that may predate this start is refused (for up to %v): a replay of what was accepted before a restart would pass an empty register\n", 2*f.window)
 	}
+	if zdir != nil && f.strike == "" {
+		// Two servers holding the same Z-data keys with registers of
+		// their own both accept one captured flight (ZTLS-SPEC §5).
+		if zdir.Fleet() {
+			return fmt.Errorf("%s holds a fleet seed: every server of the fleet derives the same Z-data keys, so they must share one anti-replay register; add --strike-register redis://HOST:PORT (the same for every member)", zdir.Path)
+		}
+		release, err := zdir.ClaimServing()
+		if err != nil {
+			return fmt.Errorf("%v: two servers with the same Z-data keys and private registers would both accept a replayed early request; share one register (--strike-register redis://HOST:PORT on every server) or give each server its own Z-data directory", err)
+		}
+		defer release()
+	}
 	if f.strike != "" {
 		u, err := url.Parse(f.strike)
 		if err != nil || u.Scheme != "redis" || u.Host == "" {
@@ -155,10 +174,11 @@ func runServe(f *serveFlags) error {
 	if !f.echo && respond == "" {
 		respond = "hello from ztls\n"
 	}
-	ln, err := net.Listen("tcp", f.listen)
+	inner, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return err
 	}
+	ln := connlimit.New(inner, connlimit.Limits{Max: f.maxConns, PerSource: f.maxPerIP})
 	fmt.Fprintf(os.Stderr, "ztls: serving TLS 1.3 on %s\n", ln.Addr())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -208,6 +228,10 @@ func runServe(f *serveFlags) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// Until its handshake is done a connection has
+			// --handshake-timeout, whatever path it takes (slowloris).
+			hsDeadline := time.Now().Add(f.hsTimeout)
+			raw.SetDeadline(hsDeadline)
 			var c *tls13.Conn
 			answered := false
 			if tsrv != nil {
@@ -221,22 +245,32 @@ func runServe(f *serveFlags) error {
 				c = tls13.Server(raw, cfg)
 			}
 			if proxy != nil {
-				if err := proxy.ServeConn(c); err != nil && f.verbose {
+				ctx, cancel := context.WithDeadline(context.Background(), hsDeadline)
+				err := c.HandshakeEarly(ctx)
+				cancel()
+				if f.verbose && err == nil {
+					fmt.Fprintf(os.Stderr, "ztls: %s: %s\n", c.RemoteAddr(), describeServerState(c.ConnectionState()))
+				}
+				if err == nil {
+					err = proxy.ServeConn(c)
+				} else {
+					c.Close()
+				}
+				if err != nil && f.verbose {
 					fmt.Fprintf(os.Stderr, "ztls: %s: %v\n", raw.RemoteAddr(), err)
 				}
 				return
 			}
-			serveConn(c, f, respond, answered)
+			serveConn(c, f, respond, answered, hsDeadline)
 		}()
 	}
 }
 
 // serveConn serves one connection; answered means its early request was
 // already answered in a TurboTLS UDP flight.
-func serveConn(c *tls13.Conn, f *serveFlags, respond string, answered bool) {
+func serveConn(c *tls13.Conn, f *serveFlags, respond string, answered bool, hsDeadline time.Time) {
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(f.timeout))
-	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
+	ctx, cancel := context.WithDeadline(context.Background(), hsDeadline)
 	defer cancel()
 	if err := c.HandshakeEarly(ctx); err != nil {
 		if f.verbose {
@@ -244,6 +278,7 @@ func serveConn(c *tls13.Conn, f *serveFlags, respond string, answered bool) {
 		}
 		return
 	}
+	c.SetDeadline(hsDeadline) // reading the early data is part of the handshake
 	if f.verbose {
 		fmt.Fprintf(os.Stderr, "ztls: %s: %s\n", c.RemoteAddr(), describeServerState(c.ConnectionState()))
 	}
@@ -264,12 +299,13 @@ func serveConn(c *tls13.Conn, f *serveFlags, respond string, answered bool) {
 			break
 		}
 	}
-	if err := c.Handshake(); err != nil {
+	if err := c.HandshakeContext(ctx); err != nil {
 		if f.verbose {
 			fmt.Fprintf(os.Stderr, "ztls: %s: %v\n", c.RemoteAddr(), err)
 		}
 		return
 	}
+	c.SetDeadline(time.Now().Add(f.timeout))
 	if f.echo {
 		io.Copy(c, c)
 		return

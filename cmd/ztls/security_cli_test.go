@@ -1,0 +1,226 @@
+package main
+
+// The security review's attacks on `ztls serve`, through the real binary:
+// early data to a server that requires client certificates (each path
+// that can answer early), fleets with private registers, and connections
+// that send nothing.
+
+import (
+	"crypto/tls"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/tls13"
+	"github.com/ztls-project/ztls/zdata"
+)
+
+// runFail runs the binary, wants it to fail, and returns what it said.
+func runFail(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(ztlsBinary(t), args...).CombinedOutput()
+	if err == nil {
+		t.Fatalf("ztls %s succeeded, want a refusal:\n%s", strings.Join(args, " "), out)
+	}
+	return string(out)
+}
+
+// clientCert writes a client certificate and its CA; the server trusts the CA.
+func clientCert(t *testing.T, dir string) (caFile, certFile, keyFile string) {
+	ca := testpki.NewCA(t, "ecdsa-p256")
+	leaf := ca.Issue(t, testpki.LeafOpts{KeyType: "ecdsa-p256", DNSNames: []string{"client.test"}, Client: true})
+	sub := filepath.Join(dir, "client")
+	os.MkdirAll(sub, 0o700)
+	certFile, keyFile = leaf.WritePEM(t, sub)
+	return ca.WritePEM(t, sub), certFile, keyFile
+}
+
+// Point 1: `serve --client-auth require` must not act on early data,
+// which no certificate covers, in any path that can answer early: the
+// --respond answer, the --backend proxy and the TurboTLS UDP flight. An
+// anonymous captured-style flight gets nothing; a client with a
+// certificate gets its answer after the handshake.
+func TestCLIClientAuthRequiredRefusesEarlyData(t *testing.T) {
+	s := newSite(t)
+	zone := filepath.Join(s.dir, "ztls.test.zone")
+	writeFile(t, zone, testZone)
+	line := start(t, "serving udp on", "dns", "serve", "--zone", zone, "--zdata", s.zd, "--turbo", "--listen", "127.0.0.1:0")
+	dnsAddr := strings.TrimPrefix(line, "serving udp on ")
+	cca, ccert, ckey := clientCert(t, s.dir)
+
+	var backendHits atomic.Int64
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		backendHits.Add(1)
+		io.WriteString(w, "hello")
+	}))
+	defer backend.Close()
+
+	for _, path := range []struct {
+		name string
+		args []string
+	}{
+		{"respond", []string{"--respond", "hello"}},
+		{"backend", []string{"--backend", backend.URL}},
+		{"turbo", []string{"--respond", "hello", "--turbo"}},
+	} {
+		t.Run(path.name, func(t *testing.T) {
+			// A new directory claim per server: each subtest's server is
+			// the only one on the Z-data directory while it runs.
+			args := append([]string{"serve", "--listen", "127.0.0.1:" + strconv.Itoa(s.port), "--zdata", s.zd,
+				"--early-window", "300ms", "--client-auth", "require", "--client-ca", cca, "-v"}, path.args...)
+			cmd, log := startLogCmd(t, "ZTLS on", args...)
+			defer stopCmd(cmd)
+			time.Sleep(350 * time.Millisecond) // past the restart guard: a refusal below is the policy's
+			hits := backendHits.Load()
+
+			// The attacker's flight: a genuine ZTLS ClientHello and early
+			// request, no certificate to follow.
+			deliver(t, "127.0.0.1:"+strconv.Itoa(s.port), firstFlight(t, s))
+			log.waitFor(t, "early data is not client-authenticated")
+			if got := backendHits.Load(); got != hits {
+				t.Fatalf("the backend saw %d requests from a client without a certificate", got-hits)
+			}
+
+			// A client with a certificate: refused early, answered after.
+			extra := []string{"--cert", ccert, "--key", ckey}
+			if path.name == "turbo" {
+				extra = append(extra, "--turbo", "--turbo-wait", "5s")
+			}
+			if path.name == "backend" {
+				extra = append(extra, "--data", "GET / HTTP/1.1\r\nHost: "+s.host+"\r\nConnection: close\r\n\r\n")
+			}
+			rep := s.connect(t, dnsAddr, extra...)
+			if rep.EarlyData.Accepted || rep.AnswerInFirstFlight || rep.ResponseBytes == 0 {
+				t.Fatalf("with a certificate: mode %s (%s), early %+v, first flight %v, %d bytes",
+					rep.Mode, rep.FallbackReason, rep.EarlyData, rep.AnswerInFirstFlight, rep.ResponseBytes)
+			}
+			log.waitFor(t, "early data is not client-authenticated")
+		})
+	}
+}
+
+// Point 7: two servers with the same Z-data keys and private registers
+// would each accept one captured flight; serve refuses to be the second,
+// and a fleet seed without a shared register, saying what to do.
+func TestCLIServeRefusesPrivateRegistersOnSharedKeys(t *testing.T) {
+	s := newSite(t)
+	p := strconv.Itoa(s.port)
+	cmd, _ := startLogCmd(t, "ZTLS on", "serve", "--listen", "127.0.0.1:"+p, "--zdata", s.zd, "--respond", "hello")
+	out := runFail(t, "serve", "--listen", "127.0.0.2:"+p, "--zdata", s.zd, "--respond", "hello")
+	if !strings.Contains(out, "already serves this Z-data directory") || !strings.Contains(out, "--strike-register") ||
+		!strings.Contains(out, strconv.Itoa(cmd.Process.Pid)) {
+		t.Fatalf("second server on one directory:\n%s", out)
+	}
+	// Once the first is gone the directory is free again.
+	stopCmd(cmd)
+	cmd, _ = startLogCmd(t, "ZTLS on", "serve", "--listen", "127.0.0.2:"+p, "--zdata", s.zd, "--respond", "hello")
+	stopCmd(cmd)
+
+	// A fleet directory (seed file): refused without a shared register.
+	seed := filepath.Join(s.dir, "fleet.seed")
+	if err := os.WriteFile(seed, []byte("0123456789abcdef0123456789abcdef"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fleet := filepath.Join(s.dir, "fleet")
+	d, err := zdata.LoadDir(s.zd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crt, key := d.Config.Cert, d.Config.Key
+	run(t, "zdata", "new", "--host", s.host, "--port", p, "--cert", crt, "--key", key, "--out", fleet, "--seed-file", seed)
+	out = runFail(t, "serve", "--listen", "127.0.0.1:"+p, "--zdata", fleet, "--respond", "hello")
+	if !strings.Contains(out, "fleet seed") || !strings.Contains(out, "--strike-register") {
+		t.Fatalf("fleet without a shared register:\n%s", out)
+	}
+}
+
+// Point 15: connections that send nothing hold no slot past
+// --handshake-timeout, one address holds at most --max-conns-per-ip, and
+// another client is served meanwhile.
+func TestCLIServeBoundsIdleConnections(t *testing.T) {
+	s := newSite(t)
+	p := strconv.Itoa(s.port)
+	cmd, _ := startLogCmd(t, "ZTLS on", "serve", "--listen", "127.0.0.1:"+p, "--zdata", s.zd, "--respond", "hello",
+		"--max-conns-per-ip", "8", "--handshake-timeout", "1s")
+	defer stopCmd(cmd)
+	addr := "127.0.0.1:" + p
+	// 40 silent connections from 127.0.0.1.
+	var idle []net.Conn
+	for range 40 {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	// Another address still gets a handshake and an answer (Go's
+	// crypto/tls as the client).
+	roots, err := tls13.LoadCertPool(s.ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &tls.Dialer{NetDialer: &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}, Timeout: 5 * time.Second},
+		Config: &tls.Config{ServerName: s.host, RootCAs: roots, MinVersion: tls.VersionTLS13}}
+	other, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("a client from another address: %v", err)
+	}
+	other.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(other, "GET /")
+	if b, _ := io.ReadAll(other); string(b) != "hello" {
+		t.Fatalf("a client from another address got %q", b)
+	}
+	other.Close()
+	// Every silent connection is closed by the server: 32 at once (over
+	// the per-address share), the 8 others when their handshake time runs
+	// out. A read that times out instead means a slot held forever.
+	closed := 0
+	for _, c := range idle {
+		// (The server may say why first: an alert, then the close.)
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.Copy(io.Discard, c); err == nil || isReset(err) {
+			closed++
+		}
+	}
+	if closed != len(idle) {
+		t.Fatalf("%d of %d silent connections closed by the server", closed, len(idle))
+	}
+}
+
+func isReset(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "reset by peer") || strings.Contains(err.Error(), "broken pipe"))
+}
+
+func startLogCmd(t *testing.T, ready string, args ...string) (*exec.Cmd, *logLines) {
+	t.Helper()
+	_, log, cmd := startProc(t, ready, args...)
+	return cmd, log
+}
+
+// stopCmd stops a server the way an operator does (SIGINT), or kills it.
+func stopCmd(cmd *exec.Cmd) {
+	cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		<-done
+	}
+}

@@ -9,8 +9,8 @@ package dial
 
 import (
 	"bytes"
-	"crypto/x509"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"

@@ -36,7 +36,9 @@ func seededRand(seed byte) io.Reader {
 // replayed 0-RTT seed still reaches the early-data paths.
 type alwaysFresh struct{}
 
-func (alwaysFresh) CheckAndInsert([]byte, time.Time, time.Time, time.Time) (bool, error) { return true, nil }
+func (alwaysFresh) CheckAndInsert([]byte, time.Time, time.Time, time.Time) (bool, error) {
+	return true, nil
+}
 
 // fuzzEnv holds the configurations of the fuzz targets. A Config keeps its
 // lazily made secrets (cookie key) for the whole process, and each engine

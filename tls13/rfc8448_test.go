@@ -246,9 +246,9 @@ func TestRFC8448Resumed0RTTServer(t *testing.T) {
 	}
 	sess := rfcSession(t, v, rfcTime)
 	cfg := &Config{
-		Rand:                bytes.NewReader(concat(sh.Random[:], v("4/server.x25519.private"), make([]byte, 64))),
-		Time:                func() time.Time { return rfcTime.Add(6 * time.Millisecond) },
-		MaxEarlyData:        sess.MaxEarlyData,
+		Rand:         bytes.NewReader(concat(sh.Random[:], v("4/server.x25519.private"), make([]byte, 64))),
+		Time:         func() time.Time { return rfcTime.Add(6 * time.Millisecond) },
+		MaxEarlyData: sess.MaxEarlyData,
 		// The ticket was issued before this Config's first handshake; the
 		// register vouches for it (nothing else ever held the RFC's keys).
 		StrikeRegister:      NewMemoryStrikeRegister(10, time.Time{}),

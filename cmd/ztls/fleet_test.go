@@ -90,13 +90,15 @@ func TestCLIFleetSharedStrikeRegister(t *testing.T) {
 	args := []string{"serve", "--zdata", s.zd, "--respond", "hello", "-v", "--strike-register", "redis://" + redis, "--early-window", "1s"}
 	_, logA := startLog(t, "ZTLS on", append(args, "--listen", "127.0.0.1:"+p)...)
 	_, logB := startLog(t, "ZTLS on", append(args, "--listen", "127.0.0.2:"+p)...)
-	// Each register refuses everything for one window after it starts and
-	// after it first sees this Redis: warm both up, then wait it out.
+	// The register vouches for nothing that may predate its memory (a
+	// fresh Redis counts as lost data): a flight is refused until its
+	// window can no longer reach back before that, W plus the fleet's
+	// clock-skew bound (1 s) after the start.
 	deliver(t, "127.0.0.1:"+p, firstFlight(t, s))
 	deliver(t, "127.0.0.2:"+p, firstFlight(t, s))
-	logA.waitFor(t, "startup window")
-	logB.waitFor(t, "startup window")
-	time.Sleep(1100 * time.Millisecond)
+	logA.waitFor(t, "the strike register started after this ClientHello")
+	logB.waitFor(t, "the strike register started after this ClientHello")
+	time.Sleep(2100 * time.Millisecond)
 
 	flight := firstFlight(t, s)
 	deliver(t, "127.0.0.1:"+p, flight)

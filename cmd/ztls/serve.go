@@ -41,6 +41,7 @@ type serveFlags struct {
 	hsTimeout  time.Duration
 	maxConns   int
 	maxPerIP   int
+	skew       time.Duration
 }
 
 func init() {
@@ -55,7 +56,11 @@ after its first request (--respond; the default answers "hello from ztls").
 With --early-data N the server issues tickets that allow N bytes of 0-RTT
 data; a request sent early is answered in the server's first flight
 (0.5-RTT), before the client's Finished arrives. Replayed 0-RTT
-ClientHellos are refused (RFC 8446, Section 8).`,
+ClientHellos are refused (RFC 8446, Section 8); after a restart, early
+data that may predate it is refused for up to two --early-window.
+Early data is unauthenticated: with --client-auth request or require it
+is never acted on, and the client sends its request after the handshake.
+Servers sharing Z-data keys must share --strike-register (docs/security.md).`,
 		Example: `  # a test certificate, then a server answering every request
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
       -subj /CN=localhost -addext subjectAltName=DNS:localhost \
@@ -80,7 +85,8 @@ ClientHellos are refused (RFC 8446, Section 8).`,
 	fs.IntVar(&f.maxPerIP, "max-conns-per-ip", 256, "most connections held at once from one IP address; more are closed at once (0: no limit)")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print one line per connection")
 	fs.StringVar(&f.backend, "backend", "", "reverse-proxy HTTP/1.1 to URL (early requests get Early-Data: 1; a 425 answer is retried after the handshake)")
-	fs.StringVar(&f.strike, "strike-register", "", "share 0-RTT and ZTLS anti-replay state with a fleet: redis://HOST:PORT (fails closed: early data is refused while Redis is unreachable)")
+	fs.StringVar(&f.strike, "strike-register", "", "share 0-RTT and ZTLS anti-replay state with a fleet: redis://HOST:PORT; required when servers share Z-data keys (a --seed-file fleet, or one Z-data directory). Redis must run with maxmemory-policy noeviction; it fails closed: early data is refused while Redis is unreachable, and after it lost data (docs/security.md)")
+	fs.DurationVar(&f.skew, "max-clock-skew", time.Second, "with --strike-register: the most the clocks of the fleet's servers may differ (keep them within it with NTP); added to every anti-replay entry's life")
 	fs.DurationVar(&f.window, "early-window", 10*time.Second, "freshness window for 0-RTT and ZTLS early data (RFC 8446, Section 8)")
 	fs.StringVar(&f.zdataDir, "zdata", "", "serve ZTLS with the Z-data keys in DIR (made by 'ztls zdata new'); rotation is picked up without restart")
 	fs.BoolVar(&f.turbo, "turbo", false, "also serve TurboTLS on UDP (same port number): first flights over UDP while TCP connects; publish the port with 'ztls zdata publish --turbo-port', 'ztls dns serve --zdata DIR --turbo' or the line 'ztls zdata new --turbo-port' prints")
@@ -149,7 +155,7 @@ func runServe(f *serveFlags) error {
 			return fmt.Errorf("--strike-register: want redis://HOST:PORT, got %q", f.strike)
 		}
 		pass, _ := u.User.Password()
-		reg, err := redisreg.New(redisreg.Options{Addr: u.Host, Password: pass, Window: f.window})
+		reg, err := redisreg.New(redisreg.Options{Addr: u.Host, Password: pass, MaxClockSkew: f.skew})
 		if err != nil {
 			return err
 		}

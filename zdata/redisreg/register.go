@@ -257,7 +257,7 @@ func (r *Register) checkAndInsert(c *conn, key []byte, now, notBefore, expires t
 		case resReplayed:
 			return false, nil
 		case resTooYoung:
-			return false, fmt.Errorf("redisreg: Redis's memory is complete since %s (less a clock skew of %v), after this ClientHello's %s: %w",
+			return false, fmt.Errorf("redisreg: Redis's memory is complete only since %s (a loss of data), which with a clock skew of %v is after this ClientHello's notBefore %s: %w",
 				time.UnixMilli(since).UTC().Format(time.RFC3339Nano), r.opts.MaxClockSkew, notBefore.UTC().Format(time.RFC3339Nano), tls13.ErrRegisterTooYoung)
 		case resPending:
 			return false, fmt.Errorf("redisreg: Redis lost data and another server is recording when: %w", tls13.ErrRegisterTooYoung)

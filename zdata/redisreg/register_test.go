@@ -8,6 +8,7 @@ import (
 	"net"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,19 +34,36 @@ func freePort(t testing.TB) int {
 }
 
 // startRedis starts redis-server without persistence on port (0: a free
-// one) and stops it when the test ends.
+// one) and stops it when the test ends. It makes sure the server that
+// answers is the one it started: other test processes pick free ports too,
+// and one may take ours between freePort and redis-server's bind (then a
+// free port is tried again; a fixed one fails the test).
 func startRedis(t testing.TB, port int, extra ...string) *redisServer {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not installed (make deps)")
 	}
-	if port == 0 {
-		port = freePort(t)
+	for try := 0; ; try++ {
+		p := port
+		if p == 0 {
+			p = freePort(t)
+		}
+		s, out, err := launchRedis(t, p, extra...)
+		if err == nil {
+			return s
+		}
+		if port != 0 || try == 4 {
+			t.Fatalf("redis-server on port %d: %v: %s", p, err, out)
+		}
+		t.Logf("redis-server on port %d: %v; trying another port", p, err)
 	}
+}
+
+func launchRedis(t testing.TB, port int, extra ...string) (*redisServer, string, error) {
 	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", t.TempDir(), "--loglevel", "warning"}, extra...)
 	cmd := exec.Command("redis-server", args...)
-	var out bytes.Buffer
+	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -53,25 +71,61 @@ func startRedis(t testing.TB, port int, extra ...string) *redisServer {
 	s := &redisServer{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd, done: make(chan struct{})}
 	go func() { cmd.Wait(); close(s.done) }()
 	t.Cleanup(s.stop)
+	pid := "process_id:" + strconv.Itoa(cmd.Process.Pid) + "\r\n"
+	pass := ""
+	for i, a := range extra {
+		if a == "--requirepass" && i+1 < len(extra) {
+			pass = extra[i+1]
+		}
+	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if c, err := net.DialTimeout("tcp", s.addr, time.Second); err == nil {
-			rep, err := (&conn{nc: c, br: bufio.NewReader(c)}).do(time.Second, []byte("PING"))
-			c.Close()
-			if err == nil && (rep.str == "PONG" || rep.kind == '-') {
-				return s
-			}
-		}
 		select {
 		case <-s.done:
-			t.Fatalf("redis-server exited: %s", out.String())
+			return nil, out.String(), errors.New("exited")
 		default:
 		}
+		if c, err := net.DialTimeout("tcp", s.addr, time.Second); err == nil {
+			rc := &conn{nc: c, br: bufio.NewReader(c)}
+			if pass != "" {
+				rc.do(time.Second, []byte("AUTH"), []byte(pass))
+			}
+			rep, err := rc.do(time.Second, []byte("INFO"), []byte("server"))
+			c.Close()
+			if err == nil && rep.kind == '$' {
+				if strings.Contains(rep.str, pid) {
+					return s, "", nil
+				}
+				// Someone else's server holds the port; ours exits.
+				s.stop()
+				return nil, out.String(), errors.New("port taken by another process")
+			}
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("redis-server did not come up on %s: %s", s.addr, out.String())
+			s.stop()
+			return nil, out.String(), errors.New("did not come up")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// syncBuffer is a bytes.Buffer that redis-server's output may be written
+// to while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 func (s *redisServer) stop() {

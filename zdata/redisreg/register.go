@@ -61,12 +61,6 @@ type Options struct {
 	// for policy re-checks. It must be the clock whose readings
 	// CheckAndInsert receives (tls13.Config.Time). nil means time.Now.
 	Now func() time.Time
-
-	// Deprecated: Window is ignored. The register no longer refuses for
-	// a fixed window after a start or a loss; it refuses exactly the
-	// ClientHellos whose notBefore precedes the time since which its
-	// memory is complete (see the package documentation).
-	Window time.Duration
 }
 
 // Register is a strike register (tls13.StrikeRegister) kept in Redis, so

@@ -24,6 +24,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/ztls-project/ztls/tls13/internal/kex"
@@ -852,7 +853,7 @@ func (e *engine) acceptZTLS(p *serverParams, afterHRR bool) (string, error) {
 		return "no live Z-data record with that zdata_id and zdata_hash", nil
 	}
 	p.zRejectedMax = key.MaxEarlyData
-	if ch.ServerName != key.Host {
+	if !strings.EqualFold(ch.ServerName, key.Host) { // DNS names ignore ASCII case
 		return fmt.Sprintf("SNI %q is not the Z-data's host %q", ch.ServerName, key.Host), nil
 	}
 	early := suite.Lookup(z.EarlySuite)

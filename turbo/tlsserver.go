@@ -13,6 +13,12 @@ import (
 // flight leaves, so the answer travels in it (0.5-RTT data). It gets all
 // early data the client flight carried; a nil or empty result sends no
 // answer. It must not block for long: the client is waiting.
+//
+// The early data is unauthenticated and may be a replay (see
+// tls13.Conn.HandshakeEarly): no client certificate covers it (a server
+// that requires client certificates takes none, so the func is not
+// called), and a copy sent to a server with another strike register is
+// accepted there too. Answer only requests that are safe to run twice.
 type AnswerFunc func(early []byte, st tls13.ConnectionState) []byte
 
 // TLSServer is a TurboTLS server in front of package tls13: client

@@ -497,3 +497,30 @@ func TestFuzzSeedsReachHandshakeEnd(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseTicket: a ticket's plaintext (as the server's key opens it) is
+// parsed without panics, and whatever parses encodes back to its bytes.
+func FuzzParseTicket(f *testing.F) {
+	p := getPKI(f, "ecdsa-p256")
+	for _, t := range []*sessionTicket{
+		{Suite: TLS_AES_128_GCM_SHA256, CreatedMS: 1, PSK: make([]byte, 32), SNI: "localhost"},
+		{Suite: TLS_AES_256_GCM_SHA384, PSK: make([]byte, 48), ALPN: "h2", ClientCerts: [][]byte{p.client.Chain[0], p.ca.DER}},
+	} {
+		b, err := marshalTicket(t)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+		f.Add(b[:len(b)-1])
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tk, err := parseTicket(data)
+		if err != nil {
+			return
+		}
+		again, err := marshalTicket(tk)
+		if err != nil || !bytes.Equal(again, data) {
+			t.Fatalf("round trip: %v\n in  %x\n out %x", err, data, again)
+		}
+	})
+}

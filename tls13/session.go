@@ -167,6 +167,15 @@ func (e *engine) ticketAEAD() (cipher.AEAD, error) {
 }
 
 func (e *engine) wrapTicket(t *sessionTicket) ([]byte, error) {
+	plain, err := marshalTicket(t)
+	if err != nil {
+		return nil, err
+	}
+	return e.sealTicket(plain)
+}
+
+// marshalTicket is wrapTicket's plaintext.
+func marshalTicket(t *sessionTicket) ([]byte, error) {
 	var b cryptobyte.Builder
 	b.AddUint16(t.Suite)
 	b.AddUint64(uint64(t.CreatedMS))
@@ -181,10 +190,11 @@ func (e *engine) wrapTicket(t *sessionTicket) ([]byte, error) {
 			b.AddUint24LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(der) })
 		}
 	})
-	plain, err := b.Bytes()
-	if err != nil {
-		return nil, err
-	}
+	return b.Bytes()
+}
+
+// sealTicket encrypts a ticket's plaintext under the ticket key.
+func (e *engine) sealTicket(plain []byte) ([]byte, error) {
 	aead, err := e.ticketAEAD()
 	if err != nil {
 		return nil, err
@@ -214,6 +224,11 @@ func (e *engine) unwrapTicket(ticket []byte) (*sessionTicket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tls13: ticket not ours: %w", err)
 	}
+	return parseTicket(plain)
+}
+
+// parseTicket decodes a ticket's plaintext (what wrapTicket sealed).
+func parseTicket(plain []byte) (*sessionTicket, error) {
 	in := cryptobyte.String(plain)
 	t := &sessionTicket{}
 	var created uint64

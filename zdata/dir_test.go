@@ -6,9 +6,11 @@ import (
 	"crypto/ecdh"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -314,4 +316,23 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// ClaimServing: a second claim on one directory fails with the holder's
+// pid while the first holds it, and succeeds after the first is released.
+func TestClaimServing(t *testing.T) {
+	d := &Dir{Path: t.TempDir()}
+	release, err := d.ClaimServing()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.ClaimServing(); !errors.Is(err, ErrDirServed) || !strings.Contains(err.Error(), strconv.Itoa(os.Getpid())) {
+		t.Fatalf("second claim: %v", err)
+	}
+	release()
+	release2, err := d.ClaimServing()
+	if err != nil {
+		t.Fatalf("claim after release: %v", err)
+	}
+	release2()
 }

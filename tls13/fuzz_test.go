@@ -524,3 +524,25 @@ func FuzzParseTicket(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReadMemoryStrikeRegister: a saved register file from disk is parsed
+// without panics, within its entry bound.
+func FuzzReadMemoryStrikeRegister(f *testing.F) {
+	r := NewMemoryStrikeRegister(4, time.Unix(1_800_000_000, 0))
+	now := time.Unix(1_800_000_100, 0)
+	r.CheckAndInsert([]byte("k1"), now, now, now.Add(time.Minute))
+	r.CheckAndInsert(bytes.Repeat([]byte{7}, 32), now, now, now.Add(time.Minute))
+	var buf bytes.Buffer
+	r.WriteTo(&buf, now)
+	f.Add(buf.Bytes())
+	f.Add(buf.Bytes()[:buf.Len()-3])
+	f.Fuzz(func(t *testing.T, data []byte) {
+		l, err := ReadMemoryStrikeRegister(data, 4, now)
+		if err != nil {
+			return
+		}
+		if len(l.m) > 4 {
+			t.Fatalf("%d entries loaded, bound 4", len(l.m))
+		}
+	})
+}

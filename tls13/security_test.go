@@ -445,3 +445,48 @@ func countKeyUpdates(t *testing.T, out []byte) int {
 	types, _ := recordLengths(t, out)
 	return len(types)
 }
+
+// A register saved at a clean stop and loaded at the next start keeps its
+// memory (a replay of what it accepted is refused) and its start (what
+// predates that start is still refused); a malformed file is refused.
+func TestMemoryStrikeRegisterSaveLoad(t *testing.T) {
+	start := time.Unix(1_800_000_000, 123_456_789)
+	r := NewMemoryStrikeRegister(10, start)
+	now := start.Add(time.Minute)
+	if fresh, err := r.CheckAndInsert([]byte("seen"), now, now.Add(-time.Second), now.Add(10*time.Second)); !fresh || err != nil {
+		t.Fatal(fresh, err)
+	}
+	r.CheckAndInsert([]byte("old"), now, now.Add(-time.Second), now.Add(time.Millisecond))
+	var buf bytes.Buffer
+	if _, err := r.WriteTo(&buf, now.Add(2*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	later := now.Add(5 * time.Second)
+	l, err := ReadMemoryStrikeRegister(buf.Bytes(), 10, later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Since().Before(start) {
+		t.Fatalf("loaded start %v is before the saved %v", l.Since(), start)
+	}
+	if fresh, err := l.CheckAndInsert([]byte("seen"), later, later.Add(-time.Second), later.Add(10*time.Second)); fresh || err != nil {
+		t.Fatalf("replay after a clean restart: fresh=%v err=%v", fresh, err)
+	}
+	if fresh, err := l.CheckAndInsert([]byte("new"), later, start.Add(-time.Second), later); fresh || !errors.Is(err, ErrRegisterTooYoung) {
+		t.Fatalf("a ClientHello from before the start: fresh=%v err=%v", fresh, err)
+	}
+	if fresh, err := l.CheckAndInsert([]byte("old"), later, later.Add(-time.Second), later.Add(time.Second)); !fresh || err != nil {
+		t.Fatalf("an expired entry came back: fresh=%v err=%v", fresh, err)
+	}
+	for _, bad := range [][]byte{nil, []byte("ztls"), buf.Bytes()[:buf.Len()-1], append(bytes.Clone(buf.Bytes()), 0)} {
+		if _, err := ReadMemoryStrikeRegister(bad, 10, later); err == nil {
+			t.Fatalf("malformed file of %d bytes loaded", len(bad))
+		}
+	}
+	// A register that saw everything (zero start) stays so.
+	var zero bytes.Buffer
+	NewMemoryStrikeRegister(1, time.Time{}).WriteTo(&zero, now)
+	if z, err := ReadMemoryStrikeRegister(zero.Bytes(), 1, now); err != nil || !z.Since().IsZero() {
+		t.Fatalf("zero start: %v %v", z, err)
+	}
+}

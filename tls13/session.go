@@ -298,40 +298,126 @@ func (g *startupGuard) CheckAndInsert(key []byte, now, notBefore, expires time.T
 	return g.reg.CheckAndInsert(key, now, notBefore, expires)
 }
 
-// NewMemoryStrikeRegister returns an in-process register holding at most
-// max entries; when full it refuses (fresh=false) until entries expire, so
-// a flood cannot make it forget. Its memory begins at since: it refuses
-// ClientHellos that may have been accepted before then (see
-// NewStartupGuard). Pass the time the process started, by the clock of
-// Config.Time; the zero time claims it has seen every ClientHello ever
-// accepted under the server's keys, which holds only for keys made after
-// it (a test's fresh keys).
-func NewMemoryStrikeRegister(max int, since time.Time) StrikeRegister {
-	return NewStartupGuard(&memoryRegister{max: max, m: map[string]time.Time{}}, since)
+// MemoryStrikeRegister is an in-process StrikeRegister holding at most a
+// fixed number of entries; when full it refuses (fresh=false) until
+// entries expire, so a flood cannot make it forget. Its memory begins at
+// a time it is given (Since): it refuses ClientHellos that may have been
+// accepted before then. WriteTo and ReadMemoryStrikeRegister carry its
+// memory across a clean restart (see zdata.Dir.ServeAlone). Safe for
+// concurrent use.
+type MemoryStrikeRegister struct {
+	mu    sync.Mutex
+	max   int
+	since time.Time
+	m     map[string]time.Time
 }
 
-type memoryRegister struct {
-	mu  sync.Mutex
-	max int
-	m   map[string]time.Time
+// NewMemoryStrikeRegister returns a register of at most max entries whose
+// memory begins at since. Pass the time the process started, by the
+// clock of Config.Time; the zero time claims it has seen every
+// ClientHello ever accepted under the server's keys, which holds only for
+// keys no server used before it (a test's fresh keys, a Z-data directory
+// never served).
+func NewMemoryStrikeRegister(max int, since time.Time) *MemoryStrikeRegister {
+	return &MemoryStrikeRegister{max: max, since: since, m: map[string]time.Time{}}
 }
 
-func (r *memoryRegister) CheckAndInsert(key []byte, now, _, expires time.Time) (bool, error) {
+// Since is when the register's memory begins.
+func (r *MemoryStrikeRegister) Since() time.Time { return r.since }
+
+// CheckAndInsert implements StrikeRegister.
+func (r *MemoryStrikeRegister) CheckAndInsert(key []byte, now, notBefore, expires time.Time) (bool, error) {
+	if notBefore.Before(r.since) {
+		return false, ErrRegisterTooYoung
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if exp, ok := r.m[string(key)]; ok && now.Before(exp) {
 		return false, nil
 	}
 	if len(r.m) >= r.max {
-		for k, exp := range r.m {
-			if !now.Before(exp) {
-				delete(r.m, k)
-			}
-		}
+		r.pruneLocked(now)
 		if len(r.m) >= r.max {
 			return false, errors.New("tls13: strike register full")
 		}
 	}
 	r.m[string(key)] = expires
 	return true, nil
+}
+
+func (r *MemoryStrikeRegister) pruneLocked(now time.Time) {
+	for k, exp := range r.m {
+		if !now.Before(exp) {
+			delete(r.m, k)
+		}
+	}
+}
+
+// strikeFileMagic starts a saved register: format version 1.
+const strikeFileMagic = "ztls strike register 1\n"
+
+// WriteTo saves the register's memory: its start and the entries still
+// live at now. Only a register saved when nothing can be inserted any
+// more (the server stopped taking connections) may be loaded as a
+// continuation of it: what it accepted after a save is not in the file.
+func (r *MemoryStrikeRegister) WriteTo(w io.Writer, now time.Time) (int64, error) {
+	r.mu.Lock()
+	r.pruneLocked(now)
+	var b cryptobyte.Builder
+	b.AddBytes([]byte(strikeFileMagic))
+	// Milliseconds, rounded so the loaded register claims no more memory
+	// and forgets nothing sooner than this one.
+	b.AddUint64(uint64(ceilMilli(r.since)))
+	b.AddUint32(uint32(len(r.m)))
+	for k, exp := range r.m {
+		b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes([]byte(k)) })
+		b.AddUint64(uint64(ceilMilli(exp)))
+	}
+	r.mu.Unlock()
+	out, err := b.Bytes()
+	if err != nil {
+		return 0, err
+	}
+	n, err := w.Write(out)
+	return int64(n), err
+}
+
+func ceilMilli(t time.Time) int64 {
+	if t.IsZero() || t.Before(time.Unix(0, 0)) {
+		return 0
+	}
+	return (t.UnixNano() + int64(time.Millisecond) - 1) / int64(time.Millisecond)
+}
+
+// ReadMemoryStrikeRegister loads what WriteTo saved, as a register of at
+// most max entries with the saved start. Entries beyond max, or expired
+// at now, are dropped; a malformed file is an error (start afresh then).
+func ReadMemoryStrikeRegister(data []byte, max int, now time.Time) (*MemoryStrikeRegister, error) {
+	in := cryptobyte.String(data)
+	var magic []byte
+	var since uint64
+	var n uint32
+	if !in.ReadBytes(&magic, len(strikeFileMagic)) || string(magic) != strikeFileMagic ||
+		!in.ReadUint64(&since) || !in.ReadUint32(&n) || int64(since) < 0 {
+		return nil, errors.New("tls13: not a saved strike register")
+	}
+	start := time.Time{} // saved as 0: it saw everything (never served)
+	if since > 0 {
+		start = time.UnixMilli(int64(since))
+	}
+	r := NewMemoryStrikeRegister(max, start)
+	for range n {
+		var key cryptobyte.String
+		var exp uint64
+		if !in.ReadUint8LengthPrefixed(&key) || !in.ReadUint64(&exp) || int64(exp) < 0 {
+			return nil, errors.New("tls13: saved strike register truncated")
+		}
+		if e := time.UnixMilli(int64(exp)); now.Before(e) && len(r.m) < max {
+			r.m[string(key)] = e
+		}
+	}
+	if !in.Empty() {
+		return nil, errors.New("tls13: trailing bytes after a saved strike register")
+	}
+	return r, nil
 }

@@ -2,7 +2,12 @@
 
 package zdata
 
-import "errors"
+import (
+	"errors"
+	"time"
+
+	"github.com/ztls-project/ztls/tls13"
+)
 
 // ServingLockFile is the file ClaimServing locks in a Z-data directory.
 const ServingLockFile = "serving.lock"
@@ -20,3 +25,18 @@ func (d *Dir) Fleet() bool { return d.Service.Seed != nil }
 func (d *Dir) ClaimServing() (release func(), err error) {
 	return nil, errors.New("zdata: cannot claim a Z-data directory on this system; share a strike register instead")
 }
+
+// Serving is the claim of the one server using a Z-data directory's keys
+// with a private strike register (see the unix version).
+type Serving struct {
+	Register *tls13.MemoryStrikeRegister
+}
+
+// ServeAlone cannot claim a directory on this system.
+func (d *Dir) ServeAlone(max int, now time.Time) (*Serving, error) {
+	_, err := d.ClaimServing()
+	return nil, err
+}
+
+// Close does nothing here.
+func (s *Serving) Close(now time.Time) error { return nil }

@@ -3,6 +3,7 @@
 package zdata
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
+
+	"github.com/ztls-project/ztls/tls13"
 )
 
 // ServingLockFile is the file ClaimServing locks in a Z-data directory.
@@ -57,4 +61,71 @@ func (d *Dir) ClaimServing() (release func(), err error) {
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
 	}, nil
+}
+
+// StrikeStateFile is where ServeAlone keeps the strike register between
+// two runs of the server that claims the directory.
+const StrikeStateFile = "strike.state"
+
+// Serving is the claim of the one server using a Z-data directory's keys
+// with a private strike register (ServeAlone).
+type Serving struct {
+	// Register is the server's strike register (tls13.Config.StrikeRegister).
+	Register *tls13.MemoryStrikeRegister
+	release  func()
+	path     string
+}
+
+// ServeAlone claims the directory (ClaimServing) and opens a strike
+// register of at most max entries whose memory is as long as the
+// directory's history allows, so a restart costs no early data when it
+// need not:
+//   - the previous server stopped cleanly (Serving.Close saved its
+//     register): the memory continues, entries and start;
+//   - it did not (a crash, a kill): what it accepted is unknown, so the
+//     register starts at now and refuses early data that may predate it
+//     (up to two freshness windows);
+//   - no server ever claimed the directory: nothing was accepted under
+//     its keys, so the register has seen everything (the zero start).
+//
+// now is the clock of tls13.Config.Time.
+func (d *Dir) ServeAlone(max int, now time.Time) (*Serving, error) {
+	lockPath := filepath.Join(d.Path, ServingLockFile)
+	_, err := os.Stat(lockPath)
+	served := err == nil
+	release, err := d.ClaimServing()
+	if err != nil {
+		return nil, err
+	}
+	s := &Serving{release: release, path: filepath.Join(d.Path, StrikeStateFile)}
+	switch data, err := os.ReadFile(s.path); {
+	case err == nil:
+		s.Register, err = tls13.ReadMemoryStrikeRegister(data, max, now)
+		if err != nil {
+			s.Register = tls13.NewMemoryStrikeRegister(max, now)
+		}
+		// Until the next clean stop the file is stale: a crash must
+		// not leave it looking like a continuation.
+		if err := os.Remove(s.path); err != nil {
+			release()
+			return nil, fmt.Errorf("zdata: %v", err)
+		}
+	case !served:
+		s.Register = tls13.NewMemoryStrikeRegister(max, time.Time{})
+	default:
+		s.Register = tls13.NewMemoryStrikeRegister(max, now)
+	}
+	return s, nil
+}
+
+// Close saves the register for the next server on the directory and
+// releases the claim. Call it once the server accepts no more early data
+// (its listener closed, its connections done), with the same clock.
+func (s *Serving) Close(now time.Time) error {
+	defer s.release()
+	var buf bytes.Buffer
+	if _, err := s.Register.WriteTo(&buf, now); err != nil {
+		return err
+	}
+	return writeFileAtomic(s.path, buf.Bytes(), 0o600)
 }

@@ -224,3 +224,33 @@ func stopCmd(cmd *exec.Cmd) {
 		<-done
 	}
 }
+
+// A server alone on its Z-data directory keeps its anti-replay memory
+// across a clean restart (so early data is taken at once, and a flight
+// accepted before the restart is refused after it), and after a crash
+// refuses early data that may predate its start.
+func TestCLIServeRestartKeepsReplayMemory(t *testing.T) {
+	s := newSite(t)
+	p := strconv.Itoa(s.port)
+	addr := "127.0.0.1:" + p
+	args := []string{"serve", "--listen", addr, "--zdata", s.zd, "--respond", "hello", "-v", "--early-window", "2s"}
+
+	cmd, log := startLogCmd(t, "ZTLS on", args...)
+	flight := firstFlight(t, s)
+	deliver(t, addr, flight)
+	log.waitFor(t, "ZTLS accepted") // a directory never served: no wait
+	stopCmd(cmd)                    // SIGINT: a clean stop saves the register
+
+	cmd, log = startLogCmd(t, "ZTLS on", args...)
+	deliver(t, addr, flight)
+	log.waitFor(t, "rejected (replayed ClientHello)")
+	deliver(t, addr, firstFlight(t, s))
+	log.waitFor(t, "ZTLS accepted") // memory continued: no restart guard
+	cmd.Process.Kill()               // a crash: nothing saved
+	cmd.Wait()
+
+	cmd, log = startLogCmd(t, "ZTLS on", args...)
+	defer stopCmd(cmd)
+	deliver(t, addr, flight)
+	log.waitFor(t, "the strike register started after this ClientHello")
+}

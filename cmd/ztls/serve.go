@@ -131,23 +131,36 @@ func runServe(f *serveFlags) error {
 	if zdir != nil {
 		cfg.ZData = zdir.Keyring
 	}
-	if f.strike == "" && (zdir != nil || f.maxEarly > 0) {
-		// Early data accepted before a restart could be replayed right
-		// after it: the in-memory register refuses for one window at start.
-		cfg.StrikeRegister = tls13.NewMemoryStrikeRegister(1<<20, time.Now())
-		fmt.Fprintf(os.Stderr, "ztls: early data that may predate this start is refused (for up to %v): a replay of what was accepted before a restart would pass an empty register\n", 2*f.window)
-	}
 	if zdir != nil && f.strike == "" {
 		// Two servers holding the same Z-data keys with registers of
 		// their own both accept one captured flight (ZTLS-SPEC §5).
 		if zdir.Fleet() {
 			return fmt.Errorf("%s holds a fleet seed: every server of the fleet derives the same Z-data keys, so they must share one anti-replay register; add --strike-register redis://HOST:PORT (the same for every member)", zdir.Path)
 		}
-		release, err := zdir.ClaimServing()
+		sv, err := zdir.ServeAlone(1<<20, time.Now())
 		if err != nil {
 			return fmt.Errorf("%v: two servers with the same Z-data keys and private registers would both accept a replayed early request; share one register (--strike-register redis://HOST:PORT on every server) or give each server its own Z-data directory", err)
 		}
-		defer release()
+		// Saved when the server stops cleanly (after its connections),
+		// so the next start continues this memory.
+		defer func() {
+			if err := sv.Close(time.Now()); err != nil {
+				fmt.Fprintf(os.Stderr, "ztls: saving the anti-replay register: %v (the next start refuses early data for up to %v)\n", err, 2*f.window)
+			}
+		}()
+		cfg.StrikeRegister = sv.Register
+		switch since := sv.Register.Since(); {
+		case since.IsZero():
+			fmt.Fprintf(os.Stderr, "ztls: anti-replay memory is complete (no server took early data under %s's keys without it): early data is taken at once\n", zdir.Path)
+		case time.Since(since) > 2*f.window:
+			fmt.Fprintf(os.Stderr, "ztls: anti-replay memory continues from the last clean stop (since %s)\n", since.Format(time.RFC3339))
+		default:
+			fmt.Fprintf(os.Stderr, "ztls: the last server on %s did not stop cleanly: early data that may predate this start is refused for up to %v\n", zdir.Path, 2*f.window)
+		}
+	} else if f.strike == "" && f.maxEarly > 0 {
+		// Tickets are sealed with a key made at start: no ticket, and
+		// so no 0-RTT flight, predates this register.
+		cfg.StrikeRegister = tls13.NewMemoryStrikeRegister(1<<20, time.Now())
 	}
 	if f.strike != "" {
 		u, err := url.Parse(f.strike)

@@ -78,7 +78,7 @@ func wireType(t uint8) bool {
 	switch t {
 	case TypeClientHello, TypeServerHello, TypeNewSessionTicket, TypeEndOfEarlyData,
 		TypeEncryptedExtensions, TypeCertificate, TypeCertificateRequest,
-		TypeCertificateVerify, TypeFinished, TypeKeyUpdate:
+		TypeCertificateVerify, TypeFinished, TypeKeyUpdate, TypeCompressedCertificate:
 		return true
 	}
 	return false
@@ -88,8 +88,8 @@ func wireType(t uint8) bool {
 // parser by its type byte. It returns one of *ClientHello, *ServerHello
 // (also for a HelloRetryRequest), *NewSessionTicket, *EndOfEarlyData,
 // *EncryptedExtensions, *Certificate, *CertificateRequest,
-// *CertificateVerify, *Finished or *KeyUpdate. Any other type is an
-// unexpected_message.
+// *CertificateVerify, *Finished, *KeyUpdate or *CompressedCertificate.
+// Any other type is an unexpected_message.
 func Parse(msg []byte) (any, error) {
 	if len(msg) < 4 {
 		return nil, decodeErr("%d bytes cannot hold a handshake header", len(msg))
@@ -115,6 +115,8 @@ func Parse(msg []byte) (any, error) {
 		return asAny(ParseFinished(msg))
 	case TypeKeyUpdate:
 		return asAny(ParseKeyUpdate(msg))
+	case TypeCompressedCertificate:
+		return asAny(ParseCompressedCertificate(msg))
 	}
 	return nil, Errorf(AlertUnexpectedMessage, "wire: handshake message of unknown type %d", msg[0])
 }

@@ -12,6 +12,8 @@ const (
 	TypeCertificateVerify   uint8 = 15
 	TypeFinished            uint8 = 20
 	TypeKeyUpdate           uint8 = 24
+	// TypeCompressedCertificate replaces Certificate (RFC 8879, Section 4).
+	TypeCompressedCertificate uint8 = 25
 	// TypeMessageHash never travels on the wire: it replaces ClientHello1 in
 	// the transcript after a HelloRetryRequest (RFC 8446, Section 4.4.1).
 	TypeMessageHash uint8 = 254
@@ -27,6 +29,7 @@ const (
 	ExtALPN                    uint16 = 16
 	ExtSCT                     uint16 = 18
 	ExtPadding                 uint16 = 21
+	ExtCompressCertificate     uint16 = 27 // RFC 8879, Section 3
 	ExtRecordSizeLimit         uint16 = 28
 	ExtPreSharedKey            uint16 = 41
 	ExtEarlyData               uint16 = 42
@@ -91,6 +94,7 @@ var extPlacement = map[uint16]placement{
 	ExtALPN:                    inCH | inEE,
 	ExtSCT:                     inCH | inCR | inCT,
 	ExtPadding:                 inCH,
+	ExtCompressCertificate:     inCH | inCR,
 	ExtRecordSizeLimit:         inCH | inEE,
 	ExtPreSharedKey:            inCH | inSH,
 	ExtEarlyData:               inCH | inEE | inNST,

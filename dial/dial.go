@@ -81,7 +81,7 @@ const (
 	ReasonNoResolver    = "no DNS resolver for Z-data"
 	ReasonIPLiteral     = "address given as an IP: no name to look Z-data up"
 	ReasonBudget        = "Z-data not answered within the budget after TCP connected"
-	ReasonRejected      = "server rejected the ztls early data"
+	ReasonRejected      = "server rejected the ztls early data (a server without these Z-data keys ignores ztls; a ztls server refuses early data that may be a replay, after a restart that lost its anti-replay memory or while that memory is unavailable, and when it requires client certificates; its log (ztls serve -v) says which)"
 	ReasonRemembered    = "server aborted on ztls before (remembered)"
 	ReasonServerAborted = "server aborted on the ztls ClientHello; retried without"
 	ReasonHRR           = "server asked for a HelloRetryRequest"

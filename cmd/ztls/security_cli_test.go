@@ -246,7 +246,7 @@ func TestCLIServeRestartKeepsReplayMemory(t *testing.T) {
 	log.waitFor(t, "rejected (replayed ClientHello)")
 	deliver(t, addr, firstFlight(t, s))
 	log.waitFor(t, "ZTLS accepted") // memory continued: no restart guard
-	cmd.Process.Kill()               // a crash: nothing saved
+	cmd.Process.Kill()              // a crash: nothing saved
 	cmd.Wait()
 
 	cmd, log = startLogCmd(t, "ZTLS on", args...)

@@ -1,0 +1,41 @@
+//go:build linux
+
+package tls13
+
+// Interop with tlslite-ng (pure Python, from PyPI; ML-KEM from kyber-py),
+// both roles: testdata/peers/tlslite/peer.py. tlslite-ng has no 0-RTT.
+
+import (
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+func tlslitePeerCommand(t *testing.T) (string, []string) {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skipf("python3 is not installed: %v", err)
+	}
+	if out, err := exec.Command(py, "-c", "import tlslite, kyber_py").CombinedOutput(); err != nil {
+		t.Skipf("tlslite-ng is not installed (PyPI packages tlslite-ng and kyber-py: make deps): %v\n%s", err, out)
+	}
+	return py, []string{filepath.Join(peerDir(t, "tlslite"), "peer.py")}
+}
+
+var tlslitePeer = &linePeer{
+	name:    "tlslite",
+	command: tlslitePeerCommand,
+	suites: map[uint16]string{
+		TLS_AES_128_GCM_SHA256: "aes128gcm", TLS_AES_256_GCM_SHA384: "aes256gcm", TLS_CHACHA20_POLY1305_SHA256: "chacha20-poly1305",
+	},
+	groups: map[uint16]string{
+		X25519: "x25519", P256: "secp256r1", P384: "secp384r1", X25519MLKEM768: "x25519mlkem768",
+	},
+	hrrGroups: [2]uint16{X25519, P256},
+}
+
+func TestTLSLite(t *testing.T) {
+	t.Parallel()
+	tlslitePeer.runMatrix(t)
+}

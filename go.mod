@@ -3,6 +3,8 @@ module github.com/ztls-project/ztls
 go 1.26.8
 
 require (
+	github.com/andybalholm/brotli v1.2.8
+	github.com/klauspost/compress v1.20.3
 	github.com/miekg/dns v1.1.73
 	github.com/quic-go/quic-go v0.65.0
 	github.com/spf13/cobra v1.10.2

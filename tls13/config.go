@@ -29,6 +29,7 @@ const (
 	X25519         uint16 = 0x001d
 	P256           uint16 = 0x0017
 	P384           uint16 = 0x0018
+	P521           uint16 = 0x0019
 	X25519MLKEM768 uint16 = 0x11ec
 )
 
@@ -169,7 +170,8 @@ type Config struct {
 	// CipherSuites in preference order; nil means the defaults (AES-GCM
 	// first where the CPU has AES instructions).
 	CipherSuites []uint16
-	// Groups in preference order; nil means X25519MLKEM768, X25519, P-256, P-384.
+	// Groups in preference order; nil means X25519MLKEM768, X25519, P-256,
+	// P-384, P-521.
 	Groups []uint16
 	// KeyShareGroups: the groups the client sends key shares for in its
 	// first ClientHello; nil means the first of Groups plus X25519 if it is
@@ -181,6 +183,14 @@ type Config struct {
 
 	// NextProtos is the ALPN list (RFC 7301), preference order.
 	NextProtos []string
+
+	// CertificateCompression lists certificate compression algorithms
+	// (RFC 8879) in preference order. A client offers them for the
+	// server's Certificate, a server for the client's (in its
+	// CertificateRequest); a side sends its own Certificate compressed
+	// with the first of its list that the peer offered, unless that is no
+	// smaller. nil means no compression either way. See certcompress.go.
+	CertificateCompression []CertCompressionAlgorithm
 
 	// RecordSizeLimit is advertised with RFC 8449; 0 means 16385 (the TLS 1.3
 	// maximum). The peer's limit caps the records we send.

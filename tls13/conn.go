@@ -33,6 +33,11 @@ type ConnectionState struct {
 	ZTLSRejectReason   string
 	ZTLSSkipped        string
 	CertificateOmitted bool // ZTLS: the server left out its Certificate (cert_hash matched)
+	// CertificateCompression is the algorithm (RFC 8879) that compressed
+	// the server's Certificate, ClientCertificateCompression the client's;
+	// 0 when it went uncompressed, was omitted or not sent.
+	CertificateCompression       CertCompressionAlgorithm
+	ClientCertificateCompression CertCompressionAlgorithm
 	// AnswerInFirstFlight (client): application data arrived with the
 	// server's first flight, before our Finished was handed to the network.
 	AnswerInFirstFlight bool
@@ -128,7 +133,7 @@ func (c *Config) Clone() *Config {
 		VerifyPeerCertificate: c.VerifyPeerCertificate, ClientAuth: c.ClientAuth, ClientCAs: c.ClientCAs,
 		CipherSuites: c.CipherSuites, Groups: c.Groups, KeyShareGroups: c.KeyShareGroups,
 		SignatureSchemes: c.SignatureSchemes, NextProtos: c.NextProtos, RecordSizeLimit: c.RecordSizeLimit,
-		PadTo: c.PadTo, SessionTicketsDisabled: c.SessionTicketsDisabled,
+		PadTo: c.PadTo, SessionTicketsDisabled: c.SessionTicketsDisabled, CertificateCompression: c.CertificateCompression,
 		ClientSessionCache: c.ClientSessionCache, TicketKey: c.TicketKey, TicketLifetime: c.TicketLifetime,
 		PSKModes: c.PSKModes, MaxEarlyData: c.MaxEarlyData, EarlyDataWindow: c.EarlyDataWindow,
 		StrikeRegister: c.StrikeRegister, MiddleboxCompat: c.MiddleboxCompat, KeyLogWriter: c.KeyLogWriter,

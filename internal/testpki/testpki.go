@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -23,8 +24,9 @@ import (
 var KeyTypes = []string{"ecdsa-p256", "ecdsa-p384", "ecdsa-p521", "ed25519", "rsa2048"}
 
 // rsaSlots caches RSA-2048 keys per process: slot 0 for CAs, slot 1 for
-// leaves, slot 2 for intermediates, so a chain never reuses one key twice.
-var rsaSlots [3]struct {
+// leaves, slots 2 and up for intermediates (one per level), so a chain
+// never reuses one key twice.
+var rsaSlots [2 + maxIntermediates]struct {
 	once sync.Once
 	key  *rsa.PrivateKey
 	err  error
@@ -101,7 +103,18 @@ type LeafOpts struct {
 	NotAfter     time.Time
 	Client       bool // add the clientAuth extended key usage
 	Intermediate bool // sign through an intermediate CA that goes into Chain
+	// Intermediates is how many intermediate CAs (at most 3) sign the
+	// leaf, each signed by the one before it, the first by the root; all
+	// go into Chain, nearest the leaf first. 0 means one if Intermediate
+	// is set, else none.
+	Intermediates int
+	// IntermediateKeyType is the intermediates' key type; "" means ecdsa-p256.
+	IntermediateKeyType string
 }
+
+// maxIntermediates bounds LeafOpts.Intermediates; NewCA's root allows
+// that many below it (its path length constraint).
+const maxIntermediates = 3
 
 func serial(t testing.TB) *big.Int {
 	t.Helper()
@@ -145,7 +158,7 @@ func caTemplate(t testing.TB, cn string, pathLen int) *x509.Certificate {
 func NewCA(t testing.TB, keyType string) *CA {
 	t.Helper()
 	key := newKey(t, keyType, slotCA)
-	tmpl := caTemplate(t, "ztls test CA ("+keyType+")", 1)
+	tmpl := caTemplate(t, "ztls test CA ("+keyType+")", maxIntermediates)
 	cert, der := create(t, tmpl, tmpl, key.Public(), key)
 	return &CA{Cert: cert, Key: key, DER: der}
 }
@@ -177,12 +190,29 @@ func (ca *CA) Issue(t testing.TB, o LeafOpts) *Leaf {
 	}
 
 	issuer, issuerKey := ca.Cert, ca.Key
-	var intermediateDER []byte
-	if o.Intermediate {
-		ikey := newKey(t, "ecdsa-p256", slotIntermediate)
-		itmpl := caTemplate(t, "ztls test intermediate CA", 0)
-		issuer, intermediateDER = create(t, itmpl, ca.Cert, ikey.Public(), ca.Key)
+	n := o.Intermediates
+	if n == 0 && o.Intermediate {
+		n = 1
+	}
+	if n < 0 || n > maxIntermediates {
+		t.Fatalf("testpki: %d intermediates (at most %d)", n, maxIntermediates)
+	}
+	ikt := o.IntermediateKeyType
+	if ikt == "" {
+		ikt = "ecdsa-p256"
+	}
+	var intermediates [][]byte // root side first
+	for i := range n {
+		ikey := newKey(t, ikt, slotIntermediate+i)
+		cn := "ztls test intermediate CA"
+		if i > 0 {
+			cn = fmt.Sprintf("ztls test intermediate CA %d", i+1)
+		}
+		itmpl := caTemplate(t, cn, n-1-i)
+		var der []byte
+		issuer, der = create(t, itmpl, issuer, ikey.Public(), issuerKey)
 		issuerKey = ikey
+		intermediates = append(intermediates, der)
 	}
 
 	key := newKey(t, o.KeyType, slotLeaf)
@@ -211,8 +241,8 @@ func (ca *CA) Issue(t testing.TB, o LeafOpts) *Leaf {
 	}
 	cert, der := create(t, tmpl, issuer, key.Public(), issuerKey)
 	chain := [][]byte{der}
-	if intermediateDER != nil {
-		chain = append(chain, intermediateDER)
+	for i := len(intermediates) - 1; i >= 0; i-- {
+		chain = append(chain, intermediates[i])
 	}
 	return &Leaf{Chain: chain, Key: key, Cert: cert}
 }

@@ -203,3 +203,35 @@ func BenchmarkIssue(b *testing.B) {
 		ca.Issue(b, LeafOpts{})
 	}
 }
+
+// TestDeeperChains: up to three intermediates of either key type, nearest
+// the leaf first in Chain, each signed by the one above, and the chain
+// verifies under the root's path length constraint.
+func TestDeeperChains(t *testing.T) {
+	for _, kt := range []string{"ecdsa-p256", "rsa2048"} {
+		ca := NewCA(t, kt)
+		for n := 1; n <= 3; n++ {
+			l := ca.Issue(t, LeafOpts{KeyType: kt, Intermediates: n, IntermediateKeyType: kt})
+			if len(l.Chain) != n+1 {
+				t.Fatalf("%s, %d intermediates: chain of %d", kt, n, len(l.Chain))
+			}
+			for i, der := range l.Chain[1:] {
+				c, err := x509.ParseCertificate(der)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !c.IsCA || c.PublicKeyAlgorithm.String() != l.Cert.PublicKeyAlgorithm.String() {
+					t.Fatalf("%s: intermediate %d: CA %v, key %v", kt, i, c.IsCA, c.PublicKeyAlgorithm)
+				}
+				if i == 0 {
+					if err := l.Cert.CheckSignatureFrom(c); err != nil {
+						t.Fatalf("%s: the leaf is not signed by the first intermediate: %v", kt, err)
+					}
+				}
+			}
+			if err := verify(t, ca, l, "localhost", x509.ExtKeyUsageServerAuth); err != nil {
+				t.Fatalf("%s, %d intermediates: %v", kt, n, err)
+			}
+		}
+	}
+}

@@ -40,3 +40,6 @@ func (d *Dir) ServeAlone(max int, now time.Time) (*Serving, error) {
 
 // Close does nothing here.
 func (s *Serving) Close(now time.Time) error { return nil }
+
+// ClaimRotation cannot lock here: the caller only reloads.
+func (d *Dir) ClaimRotation() (release func(), ok bool, err error) { return nil, false, nil }

@@ -129,3 +129,27 @@ func (s *Serving) Close(now time.Time) error {
 	}
 	return writeFileAtomic(s.path, buf.Bytes(), 0o600)
 }
+
+// RotationLockFile is the file ClaimRotation locks in a Z-data directory.
+const RotationLockFile = "rotate.lock"
+
+// ClaimRotation makes this process the one that rotates the directory's
+// keys (adds the next period's key, drops expired ones) while it lives:
+// servers sharing a directory (a fleet with a shared register) would
+// otherwise each write a different next key. ok is false when another
+// process holds the claim; it then only reloads what that one writes.
+func (d *Dir) ClaimRotation() (release func(), ok bool, err error) {
+	path := filepath.Join(d.Path, RotationLockFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, false, fmt.Errorf("zdata: %v", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("zdata: locking %s: %v", path, err)
+	}
+	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, true, nil
+}

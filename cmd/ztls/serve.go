@@ -42,6 +42,8 @@ type serveFlags struct {
 	maxConns   int
 	maxPerIP   int
 	skew       time.Duration
+	rotate     bool
+	publish    publishTarget
 }
 
 func init() {
@@ -86,6 +88,13 @@ Servers sharing Z-data keys must share --strike-register (docs/security.md).`,
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print one line per connection")
 	fs.StringVar(&f.backend, "backend", "", "reverse-proxy HTTP/1.1 to URL (early requests get Early-Data: 1; a 425 answer is retried after the handshake)")
 	fs.StringVar(&f.strike, "strike-register", "", "share 0-RTT and ZTLS anti-replay state with a fleet: redis://HOST:PORT; required when servers share Z-data keys (a --seed-file fleet, or one Z-data directory). Redis must run with maxmemory-policy noeviction; it fails closed: early data is refused while Redis is unreachable, and after it lost data (docs/security.md)")
+	fs.BoolVar(&f.rotate, "rotate", true, "with --zdata: add each period's Z-data key before it is due and drop expired ones (what 'ztls zdata rotate' does from cron); one process per directory rotates, the others reload")
+	fs.StringVar(&f.publish.server, "publish", "", "with --zdata: push the Z-data records to this RFC 2136 primary (HOST[:PORT]) at start and whenever they change (see 'ztls zdata publish')")
+	fs.StringVar(&f.publish.zone, "publish-zone", "", "with --publish: the zone holding the service's names")
+	fs.StringVar(&f.publish.keyName, "tsig-name", "", "with --publish: TSIG key name")
+	fs.StringVar(&f.publish.keySecret, "tsig-secret", "", "with --publish: TSIG secret, base64")
+	fs.StringVar(&f.publish.keyAlg, "tsig-algorithm", "hmac-sha256", "with --publish: TSIG algorithm")
+	fs.DurationVar(&f.publish.ttl, "publish-ttl", 5*time.Minute, "with --publish: largest TTL (the records' TTL also ends before they expire)")
 	fs.DurationVar(&f.skew, "max-clock-skew", time.Second, "with --strike-register: the most the clocks of the fleet's servers may differ (keep them within it with NTP); added to every anti-replay entry's life")
 	fs.DurationVar(&f.window, "early-window", 10*time.Second, "freshness window for 0-RTT and ZTLS early data (RFC 8446, Section 8)")
 	fs.StringVar(&f.zdataDir, "zdata", "", "serve ZTLS with the Z-data keys in DIR (made by 'ztls zdata new'); rotation is picked up without restart")
@@ -108,6 +117,12 @@ func runServe(f *serveFlags) error {
 		if f.verbose {
 			proxy.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "ztls: "+format+"\n", args...) }
 		}
+	}
+	if err := f.publish.check(); err != nil {
+		return err
+	}
+	if f.publish.set() && f.zdataDir == "" {
+		return errors.New("--publish pushes the Z-data records of --zdata DIR: give --zdata")
 	}
 	var zdir *zdata.Dir
 	if f.zdataDir != "" {
@@ -202,14 +217,26 @@ func runServe(f *serveFlags) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if zdir != nil {
+		keeper := &zdataKeeper{dir: zdir, pub: f.publish, log: os.Stderr}
+		if f.turbo { // the advert of TurboTLS at the TCP port's number
+			keeper.pub.turboPort = inner.Addr().(*net.TCPAddr).Port
+		}
+		if f.rotate && !zdir.Fleet() { // a fleet derives its keys: nothing to write
+			release, ok, err := zdir.ClaimRotation()
+			if err != nil {
+				return err
+			}
+			if ok {
+				defer release()
+				keeper.rotate = true
+			} else {
+				fmt.Fprintf(os.Stderr, "ztls: another process rotates %s; this server reloads what it writes\n", zdir.Path)
+			}
+		}
+		keeper.tick(ctx, time.Now()) // before serving: a key due now exists
 		fmt.Fprintf(os.Stderr, "ztls: ZTLS on, Z-data for %s port %d from %s (%d live keys)\n",
 			zdir.Config.Host, zdir.Config.Port, zdir.Path, len(zdir.Keyring.Live(time.Now())))
-		go every(ctx, 10*time.Second, func() {
-			if err := keepCurrent(zdir, time.Now()); err != nil {
-				fmt.Fprintf(os.Stderr, "ztls: Z-data: %v\n", err)
-			}
-			zdir.Keyring.Prune(time.Now())
-		})
+		go every(ctx, 10*time.Second, func() { keeper.tick(ctx, time.Now()) })
 	}
 	go func() { <-ctx.Done(); ln.Close() }()
 	var tsrv *turbo.TLSServer

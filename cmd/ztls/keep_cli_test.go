@@ -1,0 +1,71 @@
+package main
+
+// `serve --zdata` keeps its Z-data current by itself (issue 16, point 3):
+// a directory whose keys ran out gets a new one at start and the records
+// are pushed to the primary; without rotation the server says "0 live
+// Z-data keys" loudly.
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/ztls-project/ztls/internal/dnstest"
+)
+
+// emptyKeys removes every key of a Z-data directory, as if it had not
+// been rotated for hours.
+func emptyKeys(t *testing.T, zd string) {
+	t.Helper()
+	keys, _ := filepath.Glob(filepath.Join(zd, "keys", "*"))
+	if len(keys) == 0 {
+		t.Fatalf("no keys in %s", zd)
+	}
+	for _, k := range keys {
+		if err := os.Remove(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestCLIServeWarnsWithoutLiveKeys(t *testing.T) {
+	s := newSite(t)
+	emptyKeys(t, s.zd)
+	_, log, cmd := startProc(t, "0 live Z-data keys", "serve", "--listen", "127.0.0.1:"+strconv.Itoa(s.port), "--zdata", s.zd,
+		"--respond", "hello", "--rotate=false")
+	defer stopCmd(cmd)
+	log.waitFor(t, "(0 live keys)")
+	// With rotation (the default) the same directory gets its key at start.
+	stopCmd(cmd)
+	_, log, cmd = startProc(t, "added key", "serve", "--listen", "127.0.0.1:"+strconv.Itoa(s.port), "--zdata", s.zd, "--respond", "hello")
+	defer stopCmd(cmd)
+	log.waitFor(t, "(1 live keys)")
+}
+
+func TestCLIServeRotatesAndPublishes(t *testing.T) {
+	if dnstest.BindPath() == "" {
+		t.Skip("BIND 9 (named) not installed: make deps installs it")
+	}
+	s := newSite(t)
+	emptyKeys(t, s.zd)
+	const secret = "c2VjcmV0LWtleS1mb3ItenRscy1wdWJsaXNoLXRlc3Rz"
+	bind := dnstest.StartBind(t, dnstest.BindOptions{
+		Zones: []dnstest.BindZone{{Origin: "ztls.test.", Text: testZone, AllowUpdate: true}},
+		Key:   &dnstest.BindKey{Name: "ztls-key", Algorithm: "hmac-sha256", Secret: secret},
+	})
+	_, log, cmd := startProc(t, "published", "serve", "--listen", "127.0.0.1:"+strconv.Itoa(s.port), "--zdata", s.zd,
+		"--respond", "hello", "--publish", bind.Addr, "--publish-zone", "ztls.test", "--tsig-name", "ztls-key", "--tsig-secret", secret)
+	defer stopCmd(cmd)
+	log.waitFor(t, "ZTLS on")
+	var chk checkReport
+	if err := json.Unmarshal([]byte(run(t, "zdata", "check", s.host, "--port", strconv.Itoa(s.port),
+		"--resolver", bind.Addr, "--ca", s.ca, "--json")), &chk); err != nil {
+		t.Fatal(err)
+	}
+	if !chk.Valid {
+		t.Fatalf("zdata check after serve rotated and published: %+v", chk)
+	}
+	wantZTLS(t, s.connect(t, bind.Addr))
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/ztls-project/ztls/dns/publish"
+	"github.com/ztls-project/ztls/turbo"
+	"github.com/ztls-project/ztls/zdata"
+)
+
+// publishTarget is an RFC 2136 primary the Z-data records are pushed to.
+type publishTarget struct {
+	server, zone               string
+	keyName, keySecret, keyAlg string
+	ttl                        time.Duration
+	turboPort                  int // also the HTTPS advert of TurboTLS on this UDP port (0: none)
+}
+
+func (p *publishTarget) set() bool { return p.server != "" }
+
+func (p *publishTarget) check() error {
+	if !p.set() {
+		return nil
+	}
+	if p.zone == "" || p.keyName == "" || p.keySecret == "" {
+		return fmt.Errorf("--publish needs --publish-zone, --tsig-name and --tsig-secret (the primary must allow updates with that key)")
+	}
+	return nil
+}
+
+// push replaces the service's Z-data sets on the primary in one signed
+// UPDATE and returns how many records it published.
+func (p *publishTarget) push(ctx context.Context, d *zdata.Dir, now time.Time) (int, error) {
+	sets := zdataSets(d, now, p.ttl)
+	if p.turboPort != 0 {
+		rr := turbo.HTTPSRecord(d.Config.Host, d.Config.Port, uint16(p.turboPort), uint32(p.ttl/time.Second))
+		sets = append(sets, publish.RRSet{Name: rr.Hdr.Name, Type: dns.TypeHTTPS, Records: []dns.RR{rr}})
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	key := publish.TSIGKey{Name: p.keyName, Algorithm: p.keyAlg, Secret: p.keySecret}
+	if err := publish.Publish(ctx, p.server, p.zone, key, sets); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, s := range sets {
+		n += len(s.Records)
+	}
+	return n, nil
+}
+
+// zdataKeeper keeps a served Z-data directory current: the process that
+// holds the rotation claim adds the next period's key before it is due
+// and drops expired ones (what 'ztls zdata rotate' does from cron), the
+// others reload what it writes; with a publish target the records are
+// pushed whenever they change; and a directory without a live key is
+// said loudly, since ZTLS clients then fall back to TLS 1.3.
+type zdataKeeper struct {
+	dir     *zdata.Dir
+	rotate  bool // this process rotates (holds the claim)
+	pub     publishTarget
+	log     io.Writer
+	live    int  // live keys at the last check
+	stale   bool // the last publish failed: try again
+	pubDone bool // published at least once
+	checked bool
+}
+
+// tick is one round: rotate or reload, publish if needed, warn.
+func (k *zdataKeeper) tick(ctx context.Context, now time.Time) {
+	d := k.dir
+	changed := false
+	if k.rotate {
+		added, err := d.Rotate(now)
+		if err != nil {
+			fmt.Fprintf(k.log, "ztls: Z-data: rotating %s: %v\n", d.Path, err)
+		}
+		for _, key := range added {
+			fmt.Fprintf(k.log, "ztls: Z-data: added key %d valid %s .. %s\n", key.Record.ID,
+				key.Record.NotBefore.UTC().Format(time.RFC3339), key.Record.NotAfter.UTC().Format(time.RFC3339))
+		}
+		changed = len(added) > 0
+	} else if err := keepCurrent(d, now); err != nil {
+		fmt.Fprintf(k.log, "ztls: Z-data: %v\n", err)
+	}
+	d.Keyring.Prune(now)
+	live := len(d.Keyring.Live(now))
+	switch {
+	case live == 0 && (!k.checked || k.live > 0):
+		how := "run 'ztls zdata rotate " + d.Path + "' or let this server rotate (--rotate)"
+		if k.rotate {
+			how = "rotation failed: see above"
+		}
+		fmt.Fprintf(k.log, "ztls: WARNING: 0 live Z-data keys in %s: ZTLS clients fall back to TLS 1.3 (%s)\n", d.Path, how)
+	case live > 0 && k.checked && k.live == 0:
+		fmt.Fprintf(k.log, "ztls: Z-data: %d live keys again in %s\n", live, d.Path)
+	}
+	k.live, k.checked = live, true
+	if k.pub.set() && (changed || k.stale || !k.pubDone) {
+		n, err := k.pub.push(ctx, d, now)
+		if err != nil {
+			k.stale = true
+			fmt.Fprintf(k.log, "ztls: Z-data: publishing to %s: %v (retrying)\n", k.pub.server, err)
+			return
+		}
+		k.stale, k.pubDone = false, true
+		fmt.Fprintf(k.log, "ztls: Z-data: published %d records for %s port %d to %s\n", n, d.Config.Host, d.Config.Port, k.pub.server)
+	}
+}

@@ -42,9 +42,11 @@ type linePeer struct {
 	groups map[uint16]string
 	// earlyServer/earlyClient: the peer accepts or sends 0-RTT data.
 	earlyServer, earlyClient bool
-	// hrrGroups are the groups for the HRR rows: the peer's client sends a
-	// share for the first only, and the ztls server takes only the second.
-	hrrGroups [2]uint16
+	// hrrClient and hrrServer are the groups for the HRR rows: the
+	// client offers hrrClient, and key shares for some of them only (not
+	// for hrrServer, which it lists last); the server takes only hrrServer.
+	hrrClient []uint16
+	hrrServer uint16
 	// skip holds known failures by row name (the bug they show).
 	skip map[string]string
 }
@@ -195,11 +197,11 @@ func (lp *linePeer) peerServerRows(t *testing.T, f *interopFiles) {
 	}
 	t.Run("HRR", func(t *testing.T) {
 		lp.skipKnown(t, "server/HRR")
-		first, second := lp.hrrGroups[0], lp.hrrGroups[1]
+		second := lp.hrrServer
 		hs := lp.startServer(t, f, "groups="+lp.names(lp.groups, second))
 		cfg := clientConfig(f.p)
-		cfg.Groups = []uint16{first, second}
-		cfg.KeyShareGroups = []uint16{first}
+		cfg.Groups = append(append([]uint16(nil), lp.hrrClient...), second)
+		cfg.KeyShareGroups = lp.hrrClient[:1]
 		c := hs.mustDialZTLS(t, cfg)
 		lineExchange(t, c, hs, "ping-hrr", "ping-hrr")
 		if !hasEvent(c.Trace(), EventHelloRetryRequest) || c.ConnectionState().Group != second {
@@ -294,11 +296,11 @@ func (lp *linePeer) peerClientRows(t *testing.T, f *interopFiles) {
 	}
 	t.Run("HRR", func(t *testing.T) {
 		lp.skipKnown(t, "client/HRR")
-		first, second := lp.hrrGroups[0], lp.hrrGroups[1]
+		second := lp.hrrServer
 		scfg := serverConfig(f.p)
 		scfg.Groups = []uint16{second}
 		addr, results := startZTLSServer(t, scfg)
-		cli := lp.startClient(t, f, addr, "groups="+lp.names(lp.groups, first, second))
+		cli := lp.startClient(t, f, addr, "groups="+lp.names(lp.groups, append(append([]uint16(nil), lp.hrrClient...), second)...))
 		r := nextResult(t, results, cli)
 		if r.err != nil {
 			cli.fatalf("ztls server handshake: %v", r.err)

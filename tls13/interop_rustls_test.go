@@ -58,7 +58,8 @@ var rustlsPeer = &linePeer{
 	},
 	earlyServer: true,
 	earlyClient: true,
-	hrrGroups:   [2]uint16{X25519, P384},
+	hrrClient:   []uint16{X25519},
+	hrrServer:   P384,
 }
 
 func TestRustls(t *testing.T) {

@@ -32,7 +32,8 @@ var tlslitePeer = &linePeer{
 	groups: map[uint16]string{
 		X25519: "x25519", P256: "secp256r1", P384: "secp384r1", X25519MLKEM768: "x25519mlkem768",
 	},
-	hrrGroups: [2]uint16{X25519, P256},
+	hrrClient: []uint16{X25519},
+	hrrServer: P256,
 }
 
 func TestTLSLite(t *testing.T) {

@@ -2,9 +2,12 @@ package tls13
 
 import (
 	"crypto"
+	"crypto/x509"
 	"fmt"
 
+	"github.com/ztls-project/ztls/tls13/internal/keyschedule"
 	"github.com/ztls-project/ztls/tls13/internal/record"
+	"github.com/ztls-project/ztls/tls13/internal/sig"
 	"github.com/ztls-project/ztls/tls13/internal/suite"
 	"github.com/ztls-project/ztls/tls13/internal/wire"
 )
@@ -85,8 +88,8 @@ type engine struct {
 	earlyBytes  int  // server: 0-RTT plaintext received so far
 	earlyLimit  int  // server: max_early_data_size in force
 	earlyEnded  bool // server: EndOfEarlyData seen (or no early data)
-	skipEarly   int  // server rejecting 0-RTT: ciphertext bytes still skippable
-	skipPlain   int  // server after HRR: unprotected early records still skippable
+	skipEarly   int  // server rejecting 0-RTT: early plaintext bytes still skippable
+	skipPlain   int  // server after HRR: early plaintext bytes still skippable (as unprotected records)
 	canWriteApp bool // our application traffic keys (or 0.5-RTT) are installed
 
 	earlyWrite   bool // client: writing 0-RTT data now
@@ -127,11 +130,31 @@ type engine struct {
 	// and no data is cut off.
 	kuReplyQueued bool
 	kuSinceData   int
+
+	// Records that carry nothing (change_cipher_spec, empty application
+	// data) and warning alerts, counted since the last record that did.
+	emptyRecords  int
+	warningAlerts int
 }
 
-// maxKeyUpdatesWithoutData bounds the KeyUpdates a peer may send in a row
-// without application data in between: each costs a key derivation.
-const maxKeyUpdatesWithoutData = 32
+// Bounds on what a peer may send without making progress, so it cannot
+// keep the engine busy forever (RFC 8446 allows each of them, but not
+// without limit).
+const (
+	// maxKeyUpdatesWithoutData bounds the KeyUpdates a peer may send in a
+	// row without application data in between: each costs a key
+	// derivation. BoringSSL allows 32 (kMaxKeyUpdates).
+	maxKeyUpdatesWithoutData = 32
+	// maxEmptyRecords bounds consecutive records without content:
+	// change_cipher_spec records (RFC 8446, Section 5 lets each be
+	// dropped) and empty application data (Section 5.1 lets it be sent).
+	// OpenSSL (MAX_EMPTY_RECORDS) and BoringSSL (kMaxEmptyRecords) allow 32.
+	maxEmptyRecords = 32
+	// maxWarningAlerts bounds consecutive user_canceled alerts, the only
+	// warning TLS 1.3 has (RFC 8446, Section 6.1). BoringSSL allows 4
+	// (kMaxWarningAlerts).
+	maxWarningAlerts = 4
+)
 
 func newEngine(cfg *Config, isClient bool) *engine {
 	e := &engine{cfg: cfg, isClient: isClient}
@@ -288,7 +311,7 @@ func (e *engine) handleRecord(typ record.ContentType, payload []byte) error {
 		if e.done || len(payload) != 1 || payload[0] != 1 || (!e.isClient && e.st != nil && isInitialServerState(e.st)) {
 			return errorf(AlertUnexpectedMessage, "unexpected ChangeCipherSpec record")
 		}
-		return nil
+		return e.countEmptyRecord("change_cipher_spec")
 	case record.TypeAlert:
 		// A peer that failed before it had keys alerts in the clear, so an
 		// unprotected alert is taken until the handshake is done.
@@ -303,11 +326,13 @@ func (e *engine) handleRecord(typ record.ContentType, payload []byte) error {
 		if len(payload) == 0 {
 			return errorf(AlertUnexpectedMessage, "empty handshake record")
 		}
+		e.progress()
 		return e.handleHandshake(payload)
 	case record.TypeApplicationData:
 		if e.rin == nil {
-			if e.skipPlain >= len(payload) {
-				e.skipPlain -= len(payload)
+			// RFC 8446, Sections 5 and 5.1: before keys, application data
+			// is only a client's rejected 0-RTT data, which is never empty.
+			if len(payload) > 0 && skipEarlyRecord(&e.skipPlain, len(payload)) {
 				return nil
 			}
 			return errorf(AlertUnexpectedMessage, "application data before keys were installed")
@@ -315,9 +340,8 @@ func (e *engine) handleRecord(typ record.ContentType, payload []byte) error {
 		n := len(payload)
 		inner, plain, err := e.rin.Open(payload, e.maxRecvPlain)
 		if err != nil {
-			if e.skipEarly >= n {
-				e.skipEarly -= n // rejected 0-RTT data under a key we don't have
-				return nil
+			if skipEarlyRecord(&e.skipEarly, n) {
+				return nil // rejected 0-RTT data under a key we don't have
 			}
 			return err
 		}
@@ -327,6 +351,7 @@ func (e *engine) handleRecord(typ record.ContentType, payload []byte) error {
 			if len(plain) == 0 {
 				return errorf(AlertUnexpectedMessage, "empty handshake record")
 			}
+			e.progress()
 			return e.handleHandshake(plain)
 		case record.TypeAlert:
 			return e.handleAlert(plain)
@@ -340,6 +365,13 @@ func (e *engine) handleRecord(typ record.ContentType, payload []byte) error {
 }
 
 func (e *engine) handleAppData(plain []byte) error {
+	if len(plain) == 0 {
+		if err := e.countEmptyRecord("application data"); err != nil {
+			return err
+		}
+	} else {
+		e.progress()
+	}
 	if e.hsIn.Len() > 0 {
 		return errorf(AlertUnexpectedMessage, "application data interleaved with a fragmented handshake message")
 	}
@@ -377,7 +409,42 @@ func appendCompact(buf []byte, off *int, p []byte) []byte {
 	return append(buf, p...)
 }
 
+// skipEarlyRecord charges a rejected 0-RTT record of n ciphertext bytes
+// to budget, reporting whether it fits. RFC 8446, Section 4.2.10: a server
+// that rejected 0-RTT skips records up to its max_early_data_size, which
+// counts plaintext: a record is charged its content and padding, all but
+// the content type and the 16-byte tag every TLS 1.3 AEAD adds.
+func skipEarlyRecord(budget *int, n int) bool {
+	const overhead = 1 + 16
+	c := max(n-overhead, 1) // an empty record still costs a decryption
+	if *budget <= 0 || c > *budget {
+		return false
+	}
+	*budget -= c
+	return true
+}
+
+// progress notes a record with content: the bounds on records without
+// any count again from zero.
+func (e *engine) progress() {
+	e.emptyRecords = 0
+	e.warningAlerts = 0
+}
+
+// countEmptyRecord counts a record that carried nothing and fails past
+// maxEmptyRecords in a row.
+func (e *engine) countEmptyRecord(what string) error {
+	if e.emptyRecords++; e.emptyRecords > maxEmptyRecords {
+		return errorf(AlertUnexpectedMessage, "peer sent %d records without content in a row (last: %s)", e.emptyRecords, what)
+	}
+	return nil
+}
+
 func (e *engine) handleAlert(p []byte) error {
+	if len(p) == 0 {
+		// RFC 8446, Section 5.1: no zero-length fragments of alerts.
+		return errorf(AlertUnexpectedMessage, "empty alert record")
+	}
 	if len(p) != 2 {
 		return errorf(AlertDecodeError, "malformed alert record")
 	}
@@ -387,7 +454,11 @@ func (e *engine) handleAlert(p []byte) error {
 		return nil
 	}
 	if a == Alert(wire.AlertUserCanceled) {
-		return nil // a warning; close_notify follows
+		// A warning; close_notify follows.
+		if e.warningAlerts++; e.warningAlerts > maxWarningAlerts {
+			return errorf(AlertUnexpectedMessage, "peer sent %d warning alerts in a row", e.warningAlerts)
+		}
+		return nil
 	}
 	e.err = &AlertError{Alert: a}
 	return e.err
@@ -499,6 +570,55 @@ func (e *engine) sendKeyUpdate(requestPeer bool) error {
 	}
 	e.event(EventKeyUpdate)
 	return nil
+}
+
+// checkPeerFinished verifies the peer's Finished against its base key
+// and the transcript hash th (RFC 8446, Section 4.4.4): verify_data is
+// Hash.length bytes, else the message is malformed (decode_error,
+// Section 6.2), and then it must be the MAC (decrypt_error).
+func (e *engine) checkPeerFinished(baseKey, th []byte, fin *wire.Finished) error {
+	if len(fin.VerifyData) != e.hash.Size() {
+		return errorf(AlertDecodeError, "peer's Finished has %d bytes of verify_data, %v needs %d", len(fin.VerifyData), e.hash, e.hash.Size())
+	}
+	if !keyschedule.VerifyFinished(e.hash, baseKey, th, fin.VerifyData) {
+		return errPeerBadFinished
+	}
+	return nil
+}
+
+// checkCertificateEntries enforces RFC 8446, Section 4.4.2 on a peer's
+// Certificate: the extensions of its entries must answer extensions we
+// sent (in our ClientHello or CertificateRequest), and we ask for none
+// (no status_request or signed_certificate_timestamp), so any extension
+// there is one we did not request: unsupported_extension (Section 4.2).
+func checkCertificateEntries(c *wire.Certificate) error {
+	for i, entry := range c.Entries {
+		switch {
+		case entry.OCSPStaple != nil:
+			return errorf(AlertUnsupportedExtension, "certificate %d carries an OCSP staple that was not requested", i)
+		case entry.SCTs != nil:
+			return errorf(AlertUnsupportedExtension, "certificate %d carries SCTs that were not requested", i)
+		case len(entry.Extra) > 0:
+			return errorf(AlertUnsupportedExtension, "certificate %d carries extension %d that was not requested", i, entry.Extra[0].Type)
+		}
+	}
+	return nil
+}
+
+// leafPublicKey returns the key of the peer's end-entity certificate for
+// its CertificateVerify. RFC 8446, Section 4.4.2.2 (and RFC 5280, Section
+// 4.2.1.3): when the leaf has a Key Usage extension, it must allow
+// digitalSignature. This holds even when the application turned chain
+// verification off, and crypto/x509 does not check it.
+func leafPublicKey(leaf *x509.Certificate) (crypto.PublicKey, error) {
+	if leaf.KeyUsage != 0 && leaf.KeyUsage&x509.KeyUsageDigitalSignature == 0 {
+		return nil, errorf(AlertBadCertificate, "the peer's certificate does not allow its key to sign (keyUsage lacks digitalSignature)")
+	}
+	pub, err := sig.ParsePublicKey(leaf)
+	if err != nil {
+		return nil, errorf(AlertUnsupportedCert, "unsupported public key in certificate: %v", err)
+	}
+	return pub, nil
 }
 
 // handleKeyUpdate is shared by both roles' connected states.

@@ -446,7 +446,13 @@ func (s *clientExpectEncryptedExtensions) handle(e *engine, typ uint8, msg []byt
 	for _, x := range ee.Extra {
 		return nil, errorf(AlertUnsupportedExtension, "server sent unrequested extension %d", x.Type)
 	}
+	if ee.ServerName && p.hello.ServerName == "" {
+		return nil, errorf(AlertUnsupportedExtension, "server acknowledged server_name, which the client did not send")
+	}
 	if ee.ALPN != "" {
+		if len(p.hello.ALPN) == 0 {
+			return nil, errorf(AlertUnsupportedExtension, "server selected ALPN protocol %q, the client offered no ALPN", ee.ALPN)
+		}
 		if !contains(p.hello.ALPN, ee.ALPN) {
 			return nil, errorf(AlertIllegalParameter, "server selected ALPN protocol %q the client did not offer", ee.ALPN)
 		}
@@ -554,14 +560,17 @@ func (e *engine) startServerCertificateCheck(c *wire.Certificate) (*chainCheck, 
 	if len(c.Entries) == 0 {
 		return nil, nil, errorf(AlertDecodeError, "server sent an empty Certificate")
 	}
+	if err := checkCertificateEntries(c); err != nil {
+		return nil, nil, err
+	}
 	certs, raws, err := parseChain(c)
 	if err != nil {
 		return nil, nil, err
 	}
 	e.info.PeerCertificates = certs
-	pub, err := sig.ParsePublicKey(certs[0])
+	pub, err := leafPublicKey(certs[0])
 	if err != nil {
-		return nil, nil, errorf(AlertUnsupportedCert, "unsupported public key in certificate: %v", err)
+		return nil, nil, err
 	}
 	cc := &chainCheck{raws: raws, done: make(chan struct{})}
 	go func() {
@@ -729,8 +738,8 @@ func (s *clientExpectFinished) handle(e *engine, typ uint8, msg []byte) (state, 
 	k := s.keys
 	p := k.p
 	h := e.hash
-	if !keyschedule.VerifyFinished(h, k.shs, p.transcript.Sum(), fin.VerifyData) {
-		return nil, errPeerBadFinished
+	if err := e.checkPeerFinished(k.shs, p.transcript.Sum(), fin); err != nil {
+		return nil, err
 	}
 	p.transcript.Write(fin.Raw)
 	e.event(EventPeerFinished)
@@ -806,7 +815,7 @@ func (e *engine) sendClientCertificate(t *keyschedule.Transcript, cr *wire.Certi
 		if err != nil {
 			continue
 		}
-		if sc, err := sig.Select(pub, cr.SignatureAlgorithms); err == nil {
+		if sc, ok := preferredScheme(pub, e.cfg.signatureSchemes(), cr.SignatureAlgorithms); ok {
 			chosen, scheme = c, sc
 			break
 		}
@@ -842,6 +851,20 @@ func (e *engine) sendClientCertificate(t *keyschedule.Transcript, cr *wire.Certi
 	t.Write(cv)
 	e.queueHandshake(cv)
 	return nil
+}
+
+// preferredScheme picks, in our order of preference (Config.SignatureSchemes),
+// the first scheme the peer accepts and key can sign with.
+func preferredScheme(key crypto.PublicKey, ours, peer []uint16) (uint16, bool) {
+	for _, s := range ours {
+		if !contains(peer, s) {
+			continue
+		}
+		if _, err := sig.Select(key, []uint16{s}); err == nil {
+			return s, true
+		}
+	}
+	return 0, false
 }
 
 type clientConnected struct{}

@@ -51,6 +51,7 @@ type serverHRR struct {
 	cookie     []byte
 	sessionID  []byte
 	sentCCS    bool
+	first      *wire.ClientHello // the ClientHello the retry was sent for
 }
 
 type serverExpectClientHello struct{ hrr *serverHRR }
@@ -95,6 +96,10 @@ func (s *serverExpectClientHello) handle(e *engine, typ uint8, msg []byte) (stat
 	cfg := e.cfg
 	if !contains(ch.SupportedVersions, wire.VersionTLS13) {
 		return nil, errPeerTLS12Only
+	}
+	if ch.LegacyVersion != 0 && ch.LegacyVersion <= 0x0300 {
+		// RFC 8446, Appendix D.5: SSL 3.0 or older in legacy_version.
+		return nil, errorf(AlertProtocolVersion, "ClientHello with legacy_version 0x%04x", ch.LegacyVersion)
 	}
 	if !bytes.Equal(ch.CompressionMethods, []byte{0}) {
 		return nil, errorf(AlertIllegalParameter, "ClientHello offers compression")
@@ -217,6 +222,9 @@ func (s *serverExpectClientHello) checkSecondHello(ch *wire.ClientHello, p *serv
 	if ch.EarlyData {
 		return errorf(AlertIllegalParameter, "early_data in the second ClientHello")
 	}
+	if err := wire.CheckRetryClientHello(s.hrr.first, ch); err != nil {
+		return err
+	}
 	if len(ch.KeyShares) != 1 || ch.KeyShares[0].Group != s.hrr.group {
 		return errorf(AlertIllegalParameter, "second ClientHello lacks the requested key share")
 	}
@@ -250,7 +258,7 @@ func (e *engine) sendHelloRetryRequest(ch *wire.ClientHello, s *suite.Suite, gro
 	if err := e.flushHandshake(); err != nil {
 		return nil, err
 	}
-	st := &serverHRR{transcript: t, suite: s.ID, group: group, cookie: cookie, sessionID: ch.SessionID}
+	st := &serverHRR{transcript: t, suite: s.ID, group: group, cookie: cookie, sessionID: ch.SessionID, first: ch}
 	if len(ch.SessionID) > 0 {
 		e.sendCCS()
 		st.sentCCS = true
@@ -264,12 +272,21 @@ func (e *engine) sendHelloRetryRequest(ch *wire.ClientHello, s *suite.Suite, gro
 	return &serverExpectClientHello{hrr: st}, nil
 }
 
-// earlySkipBudget is how much undecryptable early data a server that
-// rejected 0-RTT skips: the larger of its own limit and the published
-// Z-data limit, plus room for record overhead.
+// earlySkipBudget is how much early plaintext a server that rejected
+// 0-RTT skips (RFC 8446, Section 4.2.10: up to its max_early_data_size;
+// ZTLS-SPEC Section 3: the larger of its own limit and the published
+// Z-data limit); see skipEarlyRecord for how records are charged.
 func (e *engine) earlySkipBudget(published uint32) int {
-	return max(int(e.cfg.MaxEarlyData), int(published), 16384) + 4096
+	if n := max(int(e.cfg.MaxEarlyData), int(published)); n > 0 {
+		return n
+	}
+	// No limit configured (this server takes no 0-RTT, or lost the
+	// Z-data key the client used): skip what BoringSSL skips
+	// (kMaxEarlyDataSkipped), so such a client still gets its handshake.
+	return defaultEarlySkip
 }
+
+const defaultEarlySkip = 16384
 
 // choosePSK looks for a ticket we issued among the client's identities
 // and verifies its binder (RFC 8446, Section 4.2.11).
@@ -380,8 +397,8 @@ func (e *engine) chooseCertificate(p *serverParams) error {
 	return nil
 }
 
-func intersect(peer, ours []uint16) []uint16 {
-	var out []uint16
+func intersect[T comparable](peer, ours []T) []T {
+	var out []T
 	for _, x := range peer {
 		if contains(ours, x) {
 			out = append(out, x)
@@ -526,7 +543,6 @@ func (e *engine) sendServerFlight(p *serverParams, hrr *serverHRR) (state, error
 		}
 		t.Write(cv)
 		e.queueHandshake(cv)
-		e.info.SignatureScheme = p.scheme
 	}
 	verify := keyschedule.FinishedMAC(h, shs, t.Sum())
 	if cfg.testHookFinished != nil {
@@ -565,7 +581,7 @@ func (e *engine) sendServerFlight(p *serverParams, hrr *serverHRR) (state, error
 	e.info.ZTLSOffered = ch.ZTLS != nil
 	e.info.ZTLS = p.zkey != nil
 
-	keys := &serverKeys{t: t, ms: ms, chs: chs, cap: cap, certReq: certReq, random: ch.Random}
+	keys := &serverKeys{t: t, ms: ms, chs: chs, cap: cap, certReq: certReq, random: ch.Random, pskModes: ch.PSKModes}
 	if p.early {
 		if err := e.setReadKey(earlySecret); err != nil {
 			return nil, err
@@ -598,6 +614,9 @@ type serverKeys struct {
 	cap     []byte
 	certReq *wire.CertificateRequest
 	random  [32]byte
+	// pskModes are the client's psk_key_exchange_modes: without one we
+	// accept, no ticket is sent (RFC 8446, Section 4.2.9).
+	pskModes []uint8
 }
 
 func (k *serverKeys) next() state {
@@ -639,6 +658,9 @@ func (s *serverExpectClientCertificate) handle(e *engine, typ uint8, msg []byte)
 	if len(c.RequestContext) != 0 {
 		return nil, errorf(AlertIllegalParameter, "client Certificate with a request context")
 	}
+	if err := checkCertificateEntries(c); err != nil {
+		return nil, err
+	}
 	s.keys.t.Write(c.Raw)
 	cfg := e.cfg
 	if len(c.Entries) == 0 {
@@ -657,9 +679,9 @@ func (s *serverExpectClientCertificate) handle(e *engine, typ uint8, msg []byte)
 		return nil, err
 	}
 	e.info.VerifiedChains = chains
-	pub, err := sig.ParsePublicKey(certs[0])
+	pub, err := leafPublicKey(certs[0])
 	if err != nil {
-		return nil, errorf(AlertUnsupportedCert, "unsupported public key in client certificate: %v", err)
+		return nil, err
 	}
 	return &serverExpectClientCertificateVerify{keys: s.keys, pub: pub}, nil
 }
@@ -744,6 +766,7 @@ func (s *serverExpectClientCertificateVerify) handle(e *engine, typ uint8, msg [
 	if err := sig.Verify(s.pub, cv.Scheme, sig.ClientContext, s.keys.t.Sum(), cv.Signature); err != nil {
 		return nil, err
 	}
+	e.info.SignatureScheme = cv.Scheme // the peer's, as documented
 	s.keys.t.Write(cv.Raw)
 	return &serverExpectClientFinished{keys: s.keys}, nil
 }
@@ -759,8 +782,8 @@ func (s *serverExpectClientFinished) handle(e *engine, typ uint8, msg []byte) (s
 		return nil, err
 	}
 	k := s.keys
-	if !keyschedule.VerifyFinished(e.hash, k.chs, k.t.Sum(), fin.VerifyData) {
-		return nil, errPeerBadFinished
+	if err := e.checkPeerFinished(k.chs, k.t.Sum(), fin); err != nil {
+		return nil, err
 	}
 	k.t.Write(fin.Raw)
 	e.resMaster = k.ms.ResumptionMasterSecret(k.t.Sum())
@@ -773,7 +796,7 @@ func (s *serverExpectClientFinished) handle(e *engine, typ uint8, msg []byte) (s
 	e.info.HandshakeComplete = true
 	e.event(EventPeerFinished)
 	e.event(EventHandshakeDone)
-	if !e.cfg.SessionTicketsDisabled {
+	if !e.cfg.SessionTicketsDisabled && len(intersect(k.pskModes, e.cfg.pskModes())) > 0 {
 		if err := e.sendSessionTicket(); err != nil {
 			return nil, err
 		}

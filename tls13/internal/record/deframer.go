@@ -4,8 +4,9 @@ package record
 // Section 5.1. The zero value is ready to use.
 //
 // It checks each header as soon as its five bytes arrive: a content type
-// other than the four of TLS 1.3 or a legacy_record_version whose major
-// byte is not 3 is a decode_error; a length over MaxCiphertext, or over
+// other than the four of TLS 1.3 is an unexpected_message (RFC 8446,
+// Section 5), a legacy_record_version whose major byte is not 3 a
+// decode_error; a length over MaxCiphertext, or over
 // MaxPlaintext for the types that TLS 1.3 never protects (handshake, alert,
 // change_cipher_spec), is a record_overflow. Errors are sticky: after one,
 // Next keeps returning it and Write discards its input.
@@ -82,7 +83,7 @@ func (d *Deframer) fail(e *Error) {
 }
 
 var (
-	errBadType    = &Error{Alert: AlertDecodeError, Msg: "record has an unknown content type"}
+	errBadType    = &Error{Alert: AlertUnexpectedMessage, Msg: "record has an unknown content type"}
 	errBadVersion = &Error{Alert: AlertDecodeError, Msg: "record has a legacy_record_version other than 0x03xx"}
 )
 

@@ -98,10 +98,10 @@ func TestDeframerErrors(t *testing.T) {
 		in    []byte
 		alert uint8
 	}{
-		{"type 0", []byte{0}, AlertDecodeError},
-		{"type 24 (heartbeat)", []byte{24, 3, 3, 0, 0}, AlertDecodeError},
-		{"type 0x80 (SSLv2)", []byte{0x80, 0x2e, 1, 3, 1}, AlertDecodeError},
-		{"HTTP", []byte("GET / HTTP/1.1\r\n"), AlertDecodeError},
+		{"type 0", []byte{0}, AlertUnexpectedMessage},                              // RFC 8446, Section 5
+		{"type 24 (heartbeat)", []byte{24, 3, 3, 0, 0}, AlertUnexpectedMessage},    // RFC 8446, Section 5
+		{"type 0x80 (SSLv2)", []byte{0x80, 0x2e, 1, 3, 1}, AlertUnexpectedMessage}, // RFC 8446, Section 5
+		{"HTTP", []byte("GET / HTTP/1.1\r\n"), AlertUnexpectedMessage},             // RFC 8446, Section 5
 		{"major 2", []byte{22, 2}, AlertDecodeError},
 		{"major 0xfe (DTLS)", []byte{22, 0xfe, 0xfd, 0, 1, 0}, AlertDecodeError},
 		{"ciphertext over 2^14+256", []byte{23, 3, 3, 0x41, 0x01}, AlertRecordOverflow},

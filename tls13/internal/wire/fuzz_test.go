@@ -199,3 +199,40 @@ func FuzzHandshakeBuffer(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCheckRetryClientHello: for any two ClientHellos that parse, the
+// retry check never panics, fails only with a *Error, and accepts a
+// ClientHello compared with itself.
+func FuzzCheckRetryClientHello(f *testing.F) {
+	r := rand.New(rand.NewPCG(12, 12))
+	for range 4 {
+		a, err := randClientHello(r).Marshal()
+		if err != nil {
+			f.Fatal(err)
+		}
+		ch := randClientHello(r)
+		ch.Cookie = []byte("cookie")
+		b, err := ch.Marshal()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(a, a)
+		f.Add(a, b)
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		first, err1 := ParseClientHello(a)
+		second, err2 := ParseClientHello(b)
+		if err1 != nil || err2 != nil {
+			return
+		}
+		if err := CheckRetryClientHello(first, first); err != nil {
+			t.Fatalf("a ClientHello differs from itself: %v", err)
+		}
+		if err := CheckRetryClientHello(first, second); err != nil {
+			var we *Error
+			if !errors.As(err, &we) || we.Alert != AlertIllegalParameter && we.Alert != AlertDecodeError {
+				t.Fatalf("error %v", err)
+			}
+		}
+	})
+}

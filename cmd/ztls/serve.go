@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ztls-project/ztls/internal/connlimit"
+	"github.com/ztls-project/ztls/internal/metrics"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
 	"github.com/ztls-project/ztls/zdata"
@@ -42,6 +43,7 @@ type serveFlags struct {
 	maxConns   int
 	maxPerIP   int
 	skew       time.Duration
+	metrics    string
 	rotate     bool
 	publish    publishTarget
 }
@@ -88,6 +90,7 @@ Servers sharing Z-data keys must share --strike-register (docs/security.md).`,
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print one line per connection")
 	fs.StringVar(&f.backend, "backend", "", "reverse-proxy HTTP/1.1 to URL (early requests get Early-Data: 1; a 425 answer is retried after the handshake)")
 	fs.StringVar(&f.strike, "strike-register", "", "share 0-RTT and ZTLS anti-replay state with a fleet: redis://HOST:PORT; required when servers share Z-data keys (a --seed-file fleet, or one Z-data directory). Redis must run with maxmemory-policy noeviction; it fails closed: early data is refused while Redis is unreachable, and after it lost data (docs/security.md)")
+	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9180): handshakes by mode, ZTLS accepted/rejected by reason, early bytes, strike-register errors, TurboTLS datagrams, Z-data key expiry")
 	fs.BoolVar(&f.rotate, "rotate", true, "with --zdata: add each period's Z-data key before it is due and drop expired ones (what 'ztls zdata rotate' does from cron); one process per directory rotates, the others reload")
 	fs.StringVar(&f.publish.server, "publish", "", "with --zdata: push the Z-data records to this RFC 2136 primary (HOST[:PORT]) at start and whenever they change (see 'ztls zdata publish')")
 	fs.StringVar(&f.publish.zone, "publish-zone", "", "with --publish: the zone holding the service's names")
@@ -239,6 +242,16 @@ func runServe(f *serveFlags) error {
 		go every(ctx, 10*time.Second, func() { keeper.tick(ctx, time.Now()) })
 	}
 	go func() { <-ctx.Done(); ln.Close() }()
+	var mt *metrics.Registry
+	if f.metrics != "" {
+		mt = metrics.New()
+		if zdir != nil {
+			mt.GaugeFunc("ztls_zdata_live_keys", "Z-data keys live now (0: ZTLS clients fall back to TLS 1.3).",
+				func() float64 { return float64(len(zdir.Keyring.Live(time.Now()))) })
+			mt.GaugeFunc("ztls_zdata_expiry_seconds", "Seconds until the last live Z-data key expires (0: none live).",
+				func() float64 { return zdataExpiry(zdir, time.Now()).Seconds() })
+		}
+	}
 	var tsrv *turbo.TLSServer
 	if f.turbo {
 		pc, err := net.ListenPacket("udp", ln.Addr().String())
@@ -258,8 +271,18 @@ func runServe(f *serveFlags) error {
 		}
 		tsrv = turbo.NewTLSServer(cfg, answer, turbo.Config{})
 		defer tsrv.Close()
+		if mt != nil {
+			turboMetrics(mt, tsrv.Server)
+		}
 		go tsrv.ServeUDP(pc)
 		fmt.Fprintf(os.Stderr, "ztls: TurboTLS on UDP %s\n", pc.LocalAddr())
+	}
+	if mt != nil {
+		a, err := mt.Serve(ctx, f.metrics)
+		if err != nil {
+			return fmt.Errorf("--metrics: %w", err)
+		}
+		fmt.Fprintf(os.Stderr, "ztls: metrics on http://%s/metrics\n", a)
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -279,14 +302,15 @@ func runServe(f *serveFlags) error {
 			hsDeadline := time.Now().Add(f.hsTimeout)
 			raw.SetDeadline(hsDeadline)
 			var c *tls13.Conn
-			answered := false
+			answered, turboConn, earlyUDP := false, false, 0
 			if tsrv != nil {
 				sc, err := tsrv.Accept(raw)
 				if err != nil {
 					raw.Close()
 					return
 				}
-				c, answered = sc.Conn, sc.EarlyAnswered
+				c, answered, turboConn = sc.Conn, sc.EarlyAnswered, sc.Turbo
+				earlyUDP = len(sc.Early)
 			} else {
 				c = tls13.Server(raw, cfg)
 			}
@@ -294,6 +318,11 @@ func runServe(f *serveFlags) error {
 				ctx, cancel := context.WithDeadline(context.Background(), hsDeadline)
 				err := c.HandshakeEarly(ctx)
 				cancel()
+				if err != nil {
+					mt.HandshakeFailed()
+				} else {
+					mt.Flight(c.ConnectionState(), turboConn)
+				}
 				if f.verbose && err == nil {
 					fmt.Fprintf(os.Stderr, "ztls: %s: %s\n", c.RemoteAddr(), describeServerState(c.ConnectionState()))
 				}
@@ -307,24 +336,28 @@ func runServe(f *serveFlags) error {
 				}
 				return
 			}
-			serveConn(c, f, respond, answered, hsDeadline)
+			mt.EarlyBytes(earlyUDP)
+			serveConn(c, f, respond, answered, hsDeadline, mt, turboConn)
 		}()
 	}
 }
 
 // serveConn serves one connection; answered means its early request was
 // already answered in a TurboTLS UDP flight.
-func serveConn(c *tls13.Conn, f *serveFlags, respond string, answered bool, hsDeadline time.Time) {
+// mt (which may be nil) counts the flight, the early bytes and failures.
+func serveConn(c *tls13.Conn, f *serveFlags, respond string, answered bool, hsDeadline time.Time, mt *metrics.Registry, turboConn bool) {
 	defer c.Close()
 	ctx, cancel := context.WithDeadline(context.Background(), hsDeadline)
 	defer cancel()
 	if err := c.HandshakeEarly(ctx); err != nil {
+		mt.HandshakeFailed()
 		if f.verbose {
 			fmt.Fprintf(os.Stderr, "ztls: %s: %v\n", c.RemoteAddr(), err)
 		}
 		return
 	}
 	c.SetDeadline(hsDeadline) // reading the early data is part of the handshake
+	mt.Flight(c.ConnectionState(), turboConn)
 	if f.verbose {
 		fmt.Fprintf(os.Stderr, "ztls: %s: %s\n", c.RemoteAddr(), describeServerState(c.ConnectionState()))
 	}
@@ -333,6 +366,7 @@ func serveConn(c *tls13.Conn, f *serveFlags, respond string, answered bool, hsDe
 	buf := make([]byte, 16*1024)
 	for {
 		n, err := c.ReadEarlyData(buf)
+		mt.EarlyBytes(n)
 		if n > 0 {
 			if f.echo {
 				c.Write(buf[:n])
@@ -346,6 +380,7 @@ func serveConn(c *tls13.Conn, f *serveFlags, respond string, answered bool, hsDe
 		}
 	}
 	if err := c.HandshakeContext(ctx); err != nil {
+		mt.HandshakeFailed()
 		if f.verbose {
 			fmt.Fprintf(os.Stderr, "ztls: %s: %v\n", c.RemoteAddr(), err)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/dns/publish"
+	"github.com/ztls-project/ztls/internal/metrics"
 	"github.com/ztls-project/ztls/turbo"
 	"github.com/ztls-project/ztls/zdata"
 )
@@ -110,5 +111,35 @@ func (k *zdataKeeper) tick(ctx context.Context, now time.Time) {
 		}
 		k.stale, k.pubDone = false, true
 		fmt.Fprintf(k.log, "ztls: Z-data: published %d records for %s port %d to %s\n", n, d.Config.Host, d.Config.Port, k.pub.server)
+	}
+}
+
+// zdataExpiry is how long until the last live key of d expires.
+func zdataExpiry(d *zdata.Dir, now time.Time) time.Duration {
+	var last time.Time
+	for _, k := range d.Keyring.Live(now) {
+		if k.Record.NotAfter.After(last) {
+			last = k.Record.NotAfter
+		}
+	}
+	if last.IsZero() {
+		return 0
+	}
+	return last.Sub(now)
+}
+
+// turboMetrics exposes a TurboTLS server's running totals.
+func turboMetrics(mt *metrics.Registry, s *turbo.Server) {
+	for _, c := range []struct {
+		name, help string
+		get        func(turbo.Stats) int64
+	}{
+		{"ztls_turbo_datagrams_in_total", "TurboTLS datagrams received.", func(st turbo.Stats) int64 { return st.DatagramsIn }},
+		{"ztls_turbo_datagrams_out_total", "TurboTLS datagrams sent.", func(st turbo.Stats) int64 { return st.DatagramsOut }},
+		{"ztls_turbo_dropped_total", "TurboTLS datagrams dropped (malformed, over a limit, unknown).", func(st turbo.Stats) int64 { return st.Dropped }},
+		{"ztls_turbo_linked_total", "TurboTLS handshakes joined by their TCP connection.", func(st turbo.Stats) int64 { return st.Linked }},
+		{"ztls_turbo_fallbacks_total", "TurboTLS table entries that expired unlinked (the client went on over TCP).", func(st turbo.Stats) int64 { return st.Expired }},
+	} {
+		mt.CounterFunc(c.name, c.help, func() float64 { return float64(c.get(s.Stats())) })
 	}
 }

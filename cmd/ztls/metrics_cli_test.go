@@ -1,0 +1,87 @@
+package main
+
+// `serve --metrics` exposes what an operator watches, scraped here after
+// a ZTLS connection, a plain TLS 1.3 one (the client's fallback) and a
+// replayed first flight.
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// scrape returns the metric lines (name{labels} value) of a /metrics page.
+func scrape(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("%s: %s %s", url, resp.Status, b)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("metric line %q: %v", line, err)
+		}
+		out[line[:i]] = v
+	}
+	return out
+}
+
+func TestCLIServeMetrics(t *testing.T) {
+	s := newSite(t)
+	zone := filepath.Join(s.dir, "ztls.test.zone")
+	writeFile(t, zone, testZone)
+	line := start(t, "serving udp on", "dns", "serve", "--zone", zone, "--zdata", s.zd, "--listen", "127.0.0.1:0")
+	dnsAddr := strings.TrimPrefix(line, "serving udp on ")
+	addr := "127.0.0.1:" + strconv.Itoa(s.port)
+	ready, log, cmd := startProc(t, "metrics on", "serve", "--listen", addr, "--zdata", s.zd, "--respond", "hello", "-v",
+		"--metrics", "127.0.0.1:0")
+	defer stopCmd(cmd)
+	url := strings.TrimSpace(ready[strings.Index(ready, "http://"):])
+
+	wantZTLS(t, s.connect(t, dnsAddr))
+	if rep := s.connect(t, dnsAddr, "--mode", "tls"); rep.Mode != "tls" {
+		t.Fatalf("--mode tls: %s", rep.Mode)
+	}
+	flight := firstFlight(t, s)
+	deliver(t, addr, flight)
+	deliver(t, addr, flight)
+	log.waitFor(t, "rejected (replayed ClientHello)")
+
+	m := scrape(t, url)
+	for name, want := range map[string]float64{
+		`ztls_handshakes_total{mode="ztls",transport="tcp"}`:        2, // the client's and the captured flight
+		`ztls_handshakes_total{mode="tls",transport="tcp"}`:         2, // --mode tls, and the replay
+		`ztls_ztls_offers_total{reason="",result="accepted"}`:       2,
+		`ztls_ztls_offers_total{reason="replay",result="rejected"}`: 1,
+		`ztls_early_data_bytes_total`:                               float64(len("GET /") + len("GET /transfer?amount=100")),
+		`ztls_zdata_live_keys`:                                      1,
+	} {
+		if got, ok := m[name]; !ok || got != want {
+			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)
+		}
+	}
+	if m["ztls_handshake_failures_total"] < 1 { // the attacker never finishes
+		t.Errorf("ztls_handshake_failures_total = %v", m["ztls_handshake_failures_total"])
+	}
+	if m["ztls_zdata_expiry_seconds"] <= 0 {
+		t.Errorf("ztls_zdata_expiry_seconds = %v", m["ztls_zdata_expiry_seconds"])
+	}
+}

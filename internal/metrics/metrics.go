@@ -1,0 +1,175 @@
+// Package metrics is what the ztls servers (serve, dns serve,
+// turbo-proxy) expose to Prometheus on --metrics ADDR: handshakes by mode,
+// ZTLS offers accepted and rejected by reason, early data, fallbacks,
+// strike-register errors, DNS queries by type and rcode, TurboTLS
+// datagrams, and when the Z-data keys run out. Each server makes one
+// Registry; nothing here is global, so tests can run several.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ztls-project/ztls/tls13"
+)
+
+// Registry holds one server's metrics.
+type Registry struct {
+	reg *prometheus.Registry
+
+	handshakes   *prometheus.CounterVec
+	failures     prometheus.Counter
+	ztls         *prometheus.CounterVec
+	earlyBytes   prometheus.Counter
+	strikeErrors prometheus.Counter
+	dnsQueries   *prometheus.CounterVec
+}
+
+// New makes a registry with the Go runtime and process collectors.
+func New() *Registry {
+	r := &Registry{reg: prometheus.NewRegistry()}
+	r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	r.handshakes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ztls_handshakes_total",
+		Help: "Server first flights sent, by mode (tls, ztls, resumed, resumed_0rtt) and transport (tcp, turbo); failures count separately.",
+	}, []string{"mode", "transport"})
+	r.failures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ztls_handshake_failures_total",
+		Help: "Server handshakes that failed (bad input, timeouts, refused certificates).",
+	})
+	r.ztls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ztls_ztls_offers_total",
+		Help: "ZTLS offers by result (accepted, rejected) and reason of a rejection (replay, register, client_clock, client_auth, unknown_record, sni, binder, suite, alpn, hrr, no_keys, other).",
+	}, []string{"result", "reason"})
+	r.earlyBytes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ztls_early_data_bytes_total",
+		Help: "Bytes of 0-RTT and ZTLS early data accepted.",
+	})
+	r.strikeErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ztls_strike_register_errors_total",
+		Help: "Early data refused because the anti-replay register was unavailable or too young (restart, lost data).",
+	})
+	r.dnsQueries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ztls_dns_queries_total",
+		Help: "DNS queries answered by the authority, by query type and response code.",
+	}, []string{"qtype", "rcode"})
+	r.reg.MustRegister(r.handshakes, r.failures, r.ztls, r.earlyBytes, r.strikeErrors, r.dnsQueries)
+	return r
+}
+
+// Flight records a server first flight once it is out (when ZTLS and
+// early data are decided). A nil Registry records nothing, so servers
+// without --metrics call it all the same.
+func (r *Registry) Flight(st tls13.ConnectionState, turbo bool) {
+	if r == nil {
+		return
+	}
+	mode := "tls"
+	switch {
+	case st.ZTLS:
+		mode = "ztls"
+	case st.DidResume && st.EarlyDataAccepted:
+		mode = "resumed_0rtt"
+	case st.DidResume:
+		mode = "resumed"
+	}
+	transport := "tcp"
+	if turbo {
+		transport = "turbo"
+	}
+	r.handshakes.WithLabelValues(mode, transport).Inc()
+	if st.ZTLS {
+		r.ztls.WithLabelValues("accepted", "").Inc()
+	} else if st.ZTLSOffered {
+		reason := RejectReason(st.ZTLSRejectReason)
+		r.ztls.WithLabelValues("rejected", reason).Inc()
+		if reason == "register" {
+			r.strikeErrors.Inc()
+		}
+	}
+}
+
+// EarlyBytes counts accepted early data read by the application.
+func (r *Registry) EarlyBytes(n int) {
+	if r != nil {
+		r.earlyBytes.Add(float64(n))
+	}
+}
+
+// HandshakeFailed counts a failed handshake.
+func (r *Registry) HandshakeFailed() {
+	if r != nil {
+		r.failures.Inc()
+	}
+}
+
+// RejectReason maps a server's ZTLS rejection reason (which may hold
+// numbers) to one of a few label values.
+func RejectReason(s string) string {
+	for _, c := range []struct{ prefix, label string }{
+		{"replayed ClientHello", "replay"},
+		{"strike register", "register"},
+		{"client clock", "client_clock"},
+		{"server requires client certificates", "client_auth"},
+		{"no live Z-data record", "unknown_record"},
+		{"SNI ", "sni"},
+		{"binder", "binder"},
+		{"early_suite", "suite"},
+		{"negotiated ALPN", "alpn"},
+		{"HelloRetryRequest", "hrr"},
+		{"server has no Z-data keys", "no_keys"},
+	} {
+		if strings.HasPrefix(s, c.prefix) {
+			return c.label
+		}
+	}
+	return "other"
+}
+
+// DNSQuery counts one answered query.
+func (r *Registry) DNSQuery(qtype, rcode string) {
+	if r != nil {
+		r.dnsQueries.WithLabelValues(qtype, rcode).Inc()
+	}
+}
+
+// GaugeFunc adds a gauge read when scraped (key expiry, table sizes).
+func (r *Registry) GaugeFunc(name, help string, f func() float64) {
+	r.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
+}
+
+// CounterFunc adds a counter read when scraped from a server's own
+// running totals (TurboTLS datagrams, RRL drops).
+func (r *Registry) CounterFunc(name, help string, f func() float64) {
+	r.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f))
+}
+
+// Serve exposes the registry at http://addr/metrics until ctx ends. It
+// returns the address it listens on (for addr ":0") once it listens.
+func (r *Registry) Serve(ctx context.Context, addr string) (net.Addr, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			ln.Close()
+		}
+	}()
+	return ln.Addr(), nil
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ztls-project/ztls/dns/authority"
+	"github.com/ztls-project/ztls/internal/metrics"
 	"github.com/ztls-project/ztls/turbo"
 	"github.com/ztls-project/ztls/zdata"
 )
@@ -43,6 +44,7 @@ type dnsServeFlags struct {
 	udpWorkers  int
 	maxUDPSize  int
 	verboseLogs bool
+	metrics     string
 
 	// Limits under abuse.
 	maxConnsPerAddr, maxConnsPerPrefix int
@@ -142,6 +144,7 @@ Under abuse (defaults in brackets):
 	fs.BoolVar(&f.noCookies, "no-cookies", false, "turn DNS cookies (RFC 7873) off")
 	fs.DurationVar(&f.cookieRotate, "cookie-rotate", 0, "replace the DNS cookie secret this often (0: one random secret for the process)")
 	fs.BoolVarP(&f.verboseLogs, "verbose", "v", false, "log socket and connection errors")
+	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9181): queries by type and rcode, UDP bytes, RRL drops and slips, cookies, connections, live Z-data keys")
 	dnsCmd.AddCommand(serve)
 	rootCmd.AddCommand(dnsCmd)
 }
@@ -233,8 +236,18 @@ func runDNSServe(ctx context.Context, out io.Writer, f *dnsServeFlags) error {
 	if len(dirs) > 0 {
 		go refreshZData(ctx, zones, dirs, f.verboseLogs)
 	}
+	var mt *metrics.Registry
+	if f.metrics != "" {
+		mt = metrics.New()
+		for _, d := range dirs {
+			d := d
+			mt.GaugeFunc("ztls_zdata_live_keys", "Z-data keys live now (0: ZTLS clients fall back to TLS 1.3).",
+				func() float64 { return float64(len(d.Keyring.Live(time.Now()))) },
+				"service", net.JoinHostPort(d.Config.Host, fmt.Sprint(d.Config.Port)))
+		}
+	}
 	srv := &authority.Server{
-		Handler:     authority.Chain(zones, authority.CheckQuery),
+		Handler:     authority.Chain(zones, mt.DNSMiddleware(), authority.CheckQuery),
 		IdleTimeout: f.idle,
 		MaxConns:    f.maxConns,
 		UDPWorkers:  f.udpWorkers,
@@ -256,6 +269,14 @@ func runDNSServe(ctx context.Context, out io.Writer, f *dnsServeFlags) error {
 	}
 	if f.verboseLogs {
 		srv.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	}
+	if mt != nil {
+		mt.AuthorityStats(srv.Stats)
+		a, err := mt.Serve(ctx, f.metrics)
+		if err != nil {
+			return fmt.Errorf("dns serve: --metrics: %w", err)
+		}
+		fmt.Fprintf(out, "metrics on http://%s/metrics\n", a)
 	}
 
 	errs := make(chan error, 3)
@@ -353,8 +374,25 @@ func serveZData(zones *authority.Zones, d *zdata.Dir, now time.Time) error {
 	return nil
 }
 
-// refreshZData re-reads the directories and swaps the records every 10 s.
+// refreshZData re-reads the directories and swaps the records every 10 s,
+// saying loudly when a directory has no live key (its service's clients
+// then fall back to TLS 1.3) and when it has one again.
 func refreshZData(ctx context.Context, zones *authority.Zones, dirs []*zdata.Dir, verbose bool) {
+	empty := map[*zdata.Dir]bool{}
+	check := func(d *zdata.Dir) {
+		live := len(d.Keyring.Live(time.Now())) > 0
+		switch {
+		case !live && !empty[d]:
+			fmt.Fprintf(os.Stderr, "ztls: WARNING: 0 live Z-data keys in %s: ZTLS clients of %s port %d fall back to TLS 1.3 (is its server rotating? 'ztls serve --zdata %s' does, or 'ztls zdata rotate %s' from cron)\n",
+				d.Path, d.Config.Host, d.Config.Port, d.Path, d.Path)
+		case live && empty[d]:
+			fmt.Fprintf(os.Stderr, "ztls: Z-data: %s has live keys again\n", d.Path)
+		}
+		empty[d] = !live
+	}
+	for _, d := range dirs {
+		check(d)
+	}
 	every(ctx, 10*time.Second, func() {
 		for _, d := range dirs {
 			err := keepCurrent(d, time.Now())
@@ -364,6 +402,7 @@ func refreshZData(ctx context.Context, zones *authority.Zones, dirs []*zdata.Dir
 			if err != nil && verbose {
 				fmt.Fprintf(os.Stderr, "ztls: %v\n", err)
 			}
+			check(d)
 		}
 	})
 }

@@ -85,3 +85,27 @@ func TestCLIServeMetrics(t *testing.T) {
 		t.Errorf("ztls_zdata_expiry_seconds = %v", m["ztls_zdata_expiry_seconds"])
 	}
 }
+
+func TestCLIDNSServeMetrics(t *testing.T) {
+	s := newSite(t)
+	zone := filepath.Join(s.dir, "ztls.test.zone")
+	writeFile(t, zone, testZone)
+	ready, log, cmd := startProc(t, "metrics on", "dns", "serve", "--zone", zone, "--zdata", s.zd, "--listen", "127.0.0.1:0",
+		"--metrics", "127.0.0.1:0")
+	defer stopCmd(cmd)
+	url := strings.TrimSpace(ready[strings.Index(ready, "http://"):])
+	dnsAddr := strings.TrimPrefix(log.waitFor(t, "serving udp on"), "serving udp on ")
+	run(t, "lookup", "www.ztls.test", "--resolver", dnsAddr, "--type", "A")
+	run(t, "lookup", "nothing.ztls.test", "--resolver", dnsAddr, "--type", "A")
+	m := scrape(t, url)
+	for name, atLeast := range map[string]float64{
+		`ztls_dns_queries_total{qtype="A",rcode="NOERROR"}`:                          1,
+		`ztls_dns_queries_total{qtype="A",rcode="NXDOMAIN"}`:                         1,
+		`ztls_dns_udp_bytes_out_total`:                                               1,
+		`ztls_zdata_live_keys{service="www.ztls.test:` + strconv.Itoa(s.port) + `"}`: 1,
+	} {
+		if m[name] < atLeast {
+			t.Errorf("%s = %v, want at least %v", name, m[name], atLeast)
+		}
+	}
+}

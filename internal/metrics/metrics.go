@@ -141,9 +141,14 @@ func (r *Registry) DNSQuery(qtype, rcode string) {
 	}
 }
 
-// GaugeFunc adds a gauge read when scraped (key expiry, table sizes).
-func (r *Registry) GaugeFunc(name, help string, f func() float64) {
-	r.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
+// GaugeFunc adds a gauge read when scraped (key expiry, table sizes),
+// with constant labels given as name, value pairs (one gauge per service).
+func (r *Registry) GaugeFunc(name, help string, f func() float64, labels ...string) {
+	cl := prometheus.Labels{}
+	for i := 0; i+1 < len(labels); i += 2 {
+		cl[labels[i]] = labels[i+1]
+	}
+	r.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: cl}, f))
 }
 
 // CounterFunc adds a counter read when scraped from a server's own

@@ -1,0 +1,70 @@
+package metrics
+
+import (
+	"context"
+	"net"
+
+	"github.com/miekg/dns"
+
+	"github.com/ztls-project/ztls/dns/authority"
+)
+
+// DNSMiddleware counts each answered query by type and response code. A
+// nil Registry's middleware passes queries through untouched.
+func (r *Registry) DNSMiddleware() authority.Middleware {
+	return func(next authority.Handler) authority.Handler {
+		if r == nil {
+			return next
+		}
+		return authority.HandlerFunc(func(ctx context.Context, w authority.ResponseWriter, q *dns.Msg) {
+			next.ServeDNS(ctx, &countingWriter{ResponseWriter: w, r: r, q: q}, q)
+		})
+	}
+}
+
+type countingWriter struct {
+	authority.ResponseWriter
+	r *Registry
+	q *dns.Msg
+}
+
+func (w *countingWriter) WriteMsg(m *dns.Msg) error {
+	qtype := "none"
+	if len(w.q.Question) > 0 {
+		qtype = dns.TypeToString[w.q.Question[0].Qtype]
+		if qtype == "" {
+			qtype = "other" // bounded label values
+		}
+	}
+	rcode := dns.RcodeToString[m.Rcode]
+	if rcode == "" {
+		rcode = "other"
+	}
+	w.r.DNSQuery(qtype, rcode)
+	return w.ResponseWriter.WriteMsg(m)
+}
+
+// RemoteAddr and LocalAddr pass through (explicit for clarity).
+func (w *countingWriter) RemoteAddr() net.Addr { return w.ResponseWriter.RemoteAddr() }
+func (w *countingWriter) LocalAddr() net.Addr  { return w.ResponseWriter.LocalAddr() }
+
+// AuthorityStats exposes an authority's running totals: UDP traffic,
+// response rate limiting, cookies and stream connections.
+func (r *Registry) AuthorityStats(stats func() authority.Stats) {
+	for _, c := range []struct {
+		name, help string
+		get        func(authority.Stats) uint64
+	}{
+		{"ztls_dns_udp_bytes_in_total", "UDP query bytes read.", func(s authority.Stats) uint64 { return s.UDPBytesIn }},
+		{"ztls_dns_udp_bytes_out_total", "UDP answer bytes sent.", func(s authority.Stats) uint64 { return s.UDPBytesOut }},
+		{"ztls_dns_rrl_dropped_total", "Answers dropped by response rate limiting.", func(s authority.Stats) uint64 { return s.RRLDropped }},
+		{"ztls_dns_rrl_slipped_total", "Answers sent as empty TC=1 replies by response rate limiting.", func(s authority.Stats) uint64 { return s.RRLSlipped }},
+		{"ztls_dns_cookies_valid_total", "Queries with a valid server cookie.", func(s authority.Stats) uint64 { return s.CookiesValid }},
+		{"ztls_dns_conns_refused_total", "Stream connections refused for their address or network, or a full table.", func(s authority.Stats) uint64 {
+			return s.ConnsRefusedAddr + s.ConnsRefusedPrefix + s.ConnsRefusedFull
+		}},
+	} {
+		r.CounterFunc(c.name, c.help, func() float64 { return float64(c.get(stats())) })
+	}
+	r.GaugeFunc("ztls_dns_conns_open", "Stream (TCP, TLS) connections open now.", func() float64 { return float64(stats().ConnsOpen) })
+}

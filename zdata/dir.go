@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -184,27 +185,166 @@ func (d *Dir) file(name string) string {
 }
 
 // CreateDir makes a Z-data directory for cfg (with seed, if non-nil, for
-// fleet mode) and loads it. It fails if service.json already exists.
+// fleet mode) and loads it; its keyring is empty until Rotate. It fails if
+// service.json already exists. Like NewDir it checks everything before it
+// writes and leaves nothing behind when it fails.
 func CreateDir(path string, cfg ServiceConfig, seed []byte) (*Dir, error) {
-	if err := os.MkdirAll(filepath.Join(path, KeysDir), 0o700); err != nil {
-		return nil, fmt.Errorf("zdata: %v", err)
+	return createDir(path, cfg, seed, time.Time{})
+}
+
+// NewDir makes a Z-data directory for cfg holding the keys to publish at
+// now (the first Rotate), all or nothing: the certificate, key, options
+// and seed are checked first, the leaf must name cfg.Host and be valid at
+// now (CheckLeaf), and the files are written into a directory next to
+// path that is renamed into place at the end. When path already exists
+// (an empty directory, or one holding the certificate) the new files are
+// moved into it, service.json last, and removed again if a step fails.
+func NewDir(path string, cfg ServiceConfig, seed []byte, now time.Time) (*Dir, error) {
+	if now.IsZero() {
+		return nil, errors.New("zdata: NewDir needs the time of the first keys")
+	}
+	return createDir(path, cfg, seed, now)
+}
+
+// CheckLeaf refuses a certificate a ZTLS client would refuse for host at
+// now: one that does not name host, or is outside its validity period.
+// Records signed with it would only make clients fall back to TLS 1.3.
+func CheckLeaf(leaf *x509.Certificate, host string, now time.Time) error {
+	if err := leaf.VerifyHostname(host); err != nil {
+		var names []string
+		names = append(names, leaf.DNSNames...)
+		for _, ip := range leaf.IPAddresses {
+			names = append(names, ip.String())
+		}
+		if len(names) == 0 {
+			names = []string{"none"}
+		}
+		return fmt.Errorf("zdata: the certificate does not cover %s (it names %s): clients would refuse the Z-data; use a certificate for %s", host, strings.Join(names, ", "), host)
+	}
+	if now.After(leaf.NotAfter) {
+		return fmt.Errorf("zdata: the certificate expired at %s: clients would refuse the Z-data; renew it first", formatTime(leaf.NotAfter))
+	}
+	if now.Before(leaf.NotBefore) {
+		return fmt.Errorf("zdata: the certificate is not valid before %s: clients would refuse the Z-data until then", formatTime(leaf.NotBefore))
+	}
+	return nil
+}
+
+// createDir checks cfg and seed, issues the first keys when now is set,
+// and writes the directory all at once.
+func createDir(path string, cfg ServiceConfig, seed []byte, now time.Time) (*Dir, error) {
+	if path == "" {
+		return nil, errors.New("zdata: no directory given")
 	}
 	if _, err := os.Stat(filepath.Join(path, ServiceFile)); err == nil {
 		return nil, fmt.Errorf("zdata: %s already exists", filepath.Join(path, ServiceFile))
 	}
+	existed := false
+	switch st, err := os.Stat(path); {
+	case err == nil && !st.IsDir():
+		return nil, fmt.Errorf("zdata: %s exists and is not a directory", path)
+	case err == nil:
+		existed = true
+		if ents, err := os.ReadDir(filepath.Join(path, KeysDir)); err == nil && len(ents) > 0 {
+			return nil, fmt.Errorf("zdata: %s holds key files but no %s: remove it or choose another directory", filepath.Join(path, KeysDir), ServiceFile)
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("zdata: %v", err)
+	}
+
+	// Everything that can be refused is refused before a file is written.
+	d := &Dir{Path: path, Config: cfg}
+	opts, err := cfg.Options()
+	if err != nil {
+		return nil, err
+	}
+	cert, err := tls13.LoadX509KeyPair(d.file(cfg.Cert), d.file(cfg.Key))
+	if err != nil {
+		return nil, fmt.Errorf("zdata: load certificate: %v", err)
+	}
+	if seed != nil && len(bytes.TrimSpace(seed)) < 16 {
+		return nil, errors.New("zdata: fleet seed shorter than 16 bytes")
+	}
+	var svcSeed []byte
 	if seed != nil {
-		if err := writeFileAtomic(filepath.Join(path, SeedFile), seed, 0o600); err != nil {
+		svcSeed = bytes.TrimSpace(seed)
+	}
+	if d.Service, err = NewService(cfg.Host, cfg.Port, cert, opts, svcSeed); err != nil {
+		return nil, err
+	}
+	d.Keyring = d.Service.Keyring
+	if !now.IsZero() {
+		if err := CheckLeaf(d.Service.Leaf(), d.Service.Host, now); err != nil {
+			return nil, err
+		}
+		if _, err := d.Service.Rotate(now); err != nil {
 			return nil, err
 		}
 	}
-	b, err := json.MarshalIndent(cfg, "", "  ")
+
+	// Write into a staging directory next to path, then move it in.
+	parent := filepath.Dir(filepath.Clean(path))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, fmt.Errorf("zdata: %v", err)
+	}
+	stage, err := os.MkdirTemp(parent, "."+filepath.Base(filepath.Clean(path))+".new*")
 	if err != nil {
 		return nil, fmt.Errorf("zdata: %v", err)
 	}
-	if err := writeFileAtomic(filepath.Join(path, ServiceFile), append(b, '\n'), 0o644); err != nil {
+	defer os.RemoveAll(stage)
+	staged := &Dir{Path: stage, Config: cfg, Service: d.Service, Keyring: d.Keyring}
+	if seed != nil {
+		if err := writeFileAtomic(filepath.Join(stage, SeedFile), seed, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	if err := staged.Save(); err != nil {
 		return nil, err
 	}
-	return LoadDir(path)
+	undo, err := commitStaged(stage, path, existed)
+	if err != nil {
+		return nil, err
+	}
+	loaded, err := LoadDir(path)
+	if err != nil {
+		undo()
+		return nil, err
+	}
+	return loaded, nil
+}
+
+// commitStaged moves the staged directory to path: one rename when path
+// does not exist, else entry by entry with service.json (which marks a
+// complete directory) last. undo removes what it moved.
+func commitStaged(stage, path string, existed bool) (undo func(), err error) {
+	if !existed {
+		if err := os.Rename(stage, path); err != nil {
+			return nil, fmt.Errorf("zdata: %v", err)
+		}
+		return func() { os.RemoveAll(path) }, nil
+	}
+	var moved []string
+	undo = func() {
+		for i := len(moved) - 1; i >= 0; i-- {
+			os.RemoveAll(moved[i])
+		}
+	}
+	for _, name := range []string{KeysDir, SeedFile, ServiceFile} {
+		from, to := filepath.Join(stage, name), filepath.Join(path, name)
+		if _, err := os.Lstat(from); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if name == KeysDir {
+			// An empty keys directory left by an earlier attempt.
+			os.Remove(to)
+		}
+		if err := os.Rename(from, to); err != nil {
+			undo()
+			return nil, fmt.Errorf("zdata: %v", err)
+		}
+		moved = append(moved, to)
+	}
+	return undo, nil
 }
 
 // LoadDir reads a Z-data directory: the service, its certificate and key,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/ztls-project/ztls/tls13"
@@ -27,7 +28,7 @@ type AnswerFunc func(early []byte, st tls13.ConnectionState) []byte
 // concurrent use.
 type TLSServer struct {
 	*Server
-	tls    *tls13.Config
+	tls    atomic.Pointer[tls13.Config]
 	answer AnswerFunc
 	// LinkTimeout bounds the read of a new connection's first bytes; 0
 	// means 10 s.
@@ -59,14 +60,20 @@ type tlsState struct {
 // engines configured by cfg; answer (may be nil) answers early data in the
 // first flight. opt bounds the UDP table; its Flight field is set here.
 func NewTLSServer(cfg *tls13.Config, answer AnswerFunc, opt Config) *TLSServer {
-	t := &TLSServer{tls: cfg, answer: answer}
+	t := &TLSServer{answer: answer}
+	t.tls.Store(cfg)
 	opt.Flight = t.flight
 	t.Server = NewServer(opt)
 	return t
 }
 
+// SetConfig makes cfg the configuration of the handshakes that start
+// from now on (a certificate reloaded on SIGHUP); those under way keep
+// theirs.
+func (t *TLSServer) SetConfig(cfg *tls13.Config) { t.tls.Store(cfg) }
+
 func (t *TLSServer) flight(ctx context.Context, from netip.AddrPort, clientFlight []byte) ([]byte, any, error) {
-	eng := tls13.NewServerEngine(t.tls)
+	eng := tls13.NewServerEngine(t.tls.Load())
 	if err := eng.Feed(clientFlight); err != nil {
 		return nil, nil, err
 	}
@@ -126,7 +133,7 @@ func (t *TLSServer) Accept(raw net.Conn) (*ServerConn, error) {
 			return sc, nil
 		}
 	}
-	return &ServerConn{Conn: tls13.Server(c, t.tls)}, nil
+	return &ServerConn{Conn: tls13.Server(c, t.tls.Load())}, nil
 }
 
 // ListenAndServe is a convenience: it serves UDP on udp, accepts TCP on

@@ -179,6 +179,7 @@ type site struct {
 	dir, ca, zd string
 	port        int
 	host        string
+	authority   *testpki.CA // issued the site's certificate (and can issue its next one)
 }
 
 // newSite makes a certificate for www.ztls.test and a Z-data directory.
@@ -187,7 +188,7 @@ func newSite(t *testing.T) *site {
 	ca := testpki.NewCA(t, "ecdsa-p256")
 	leaf := ca.Issue(t, testpki.LeafOpts{KeyType: "ecdsa-p256", DNSNames: []string{"www.ztls.test"}})
 	cert, key := leaf.WritePEM(t, dir)
-	s := &site{dir: dir, ca: ca.WritePEM(t, dir), zd: filepath.Join(dir, "zd"), port: freePort(t), host: "www.ztls.test"}
+	s := &site{dir: dir, ca: ca.WritePEM(t, dir), zd: filepath.Join(dir, "zd"), port: freePort(t), host: "www.ztls.test", authority: ca}
 	out := run(t, "zdata", "new", "--host", s.host, "--port", strconv.Itoa(s.port), "--cert", cert, "--key", key, "--out", s.zd)
 	if !strings.Contains(out, "_ztls._"+strconv.Itoa(s.port)+"._tcp.www.ztls.test.\t") || !strings.Contains(out, "TLSA\t3 0 0 ") {
 		t.Fatalf("zdata new printed:\n%s", out)

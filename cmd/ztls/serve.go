@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -195,6 +197,11 @@ func runServe(f *serveFlags) error {
 	}
 	cfg.MaxEarlyData = f.maxEarly
 	cfg.EarlyDataWindow = f.window
+	// One ticket key for the process, so that tickets outlive a SIGHUP
+	// reload (a Config makes its own random key otherwise).
+	if _, err := io.ReadFull(rand.Reader, cfg.TicketKey[:]); err != nil {
+		return err
+	}
 	switch f.clientAuth {
 	case "none", "":
 	case "request":
@@ -284,6 +291,41 @@ func runServe(f *serveFlags) error {
 		}
 		fmt.Fprintf(os.Stderr, "ztls: metrics on http://%s/metrics\n", a)
 	}
+	// SIGHUP reloads the certificate (and CAs and CRLs) for the
+	// handshakes that start from then on, and the Z-data keys now.
+	var cur atomic.Pointer[tls13.Config]
+	cur.Store(cfg)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+			}
+			n, err := reloadServerConfig(f, cur.Load())
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "ztls: SIGHUP: keeping the current certificate: %v\n", err)
+			} else {
+				cur.Store(n)
+				if tsrv != nil {
+					tsrv.SetConfig(n)
+				}
+				leaf := n.Certificates[0].Leaf
+				fmt.Fprintf(os.Stderr, "ztls: SIGHUP: reloaded the certificate (%s, valid until %s)\n",
+					leaf.Subject.CommonName, leaf.NotAfter.UTC().Format(time.RFC3339))
+			}
+			if zdir != nil {
+				if _, err := zdir.Reload(); err != nil {
+					fmt.Fprintf(os.Stderr, "ztls: SIGHUP: Z-data: %v\n", err)
+				} else {
+					fmt.Fprintf(os.Stderr, "ztls: SIGHUP: reloaded Z-data from %s (%d live keys)\n", zdir.Path, len(zdir.Keyring.Live(time.Now())))
+				}
+			}
+		}
+	}()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
@@ -312,7 +354,7 @@ func runServe(f *serveFlags) error {
 				c, answered, turboConn = sc.Conn, sc.EarlyAnswered, sc.Turbo
 				earlyUDP = len(sc.Early)
 			} else {
-				c = tls13.Server(raw, cfg)
+				c = tls13.Server(raw, cur.Load())
 			}
 			if proxy != nil {
 				ctx, cancel := context.WithDeadline(context.Background(), hsDeadline)
@@ -398,6 +440,22 @@ func serveConn(c *tls13.Conn, f *serveFlags, respond string, answered bool, hsDe
 		c.Write([]byte(respond))
 	}
 	c.CloseWrite()
+}
+
+// reloadServerConfig reads the certificate, key, client CAs and CRLs
+// again and returns a copy of cur with them; everything else (Z-data
+// keys, strike register, ticket key, limits) is cur's.
+func reloadServerConfig(f *serveFlags, cur *tls13.Config) (*tls13.Config, error) {
+	fresh, err := f.tls.config(true)
+	if err != nil {
+		return nil, err
+	}
+	if len(fresh.Certificates) == 0 || fresh.Certificates[0].Leaf == nil {
+		return nil, errors.New("no certificate loaded")
+	}
+	n := cur.Clone()
+	n.Certificates, n.ClientCAs, n.Revocation = fresh.Certificates, fresh.ClientCAs, fresh.Revocation
+	return n, nil
 }
 
 // describeServerState is the one line -v prints per connection.

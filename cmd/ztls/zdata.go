@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,6 +49,14 @@ func init() {
 	cmd := &cobra.Command{
 		Use:   "new --host HOST --port PORT --cert FILE --key FILE --out DIR",
 		Short: "Create a Z-data directory and print the zone-file lines to publish",
+		Long: `Create DIR with the service's settings and the keys of the current period,
+and print the records to publish. The certificate must name --host and be
+valid now (clients would refuse Z-data signed with any other). DIR is made
+all at once: if anything is refused, nothing is left behind. DIR may exist
+if it is empty or holds only other files (such as the certificate).
+
+--port is the port clients connect to: 'ztls serve --zdata DIR' should
+listen on it (or behind a NAT or load balancer that forwards it).`,
 		Example: `  ztls zdata new --host www.example.org --port 443 --cert cert.pem --key key.pem --out zd/
   # a fleet: every server with the same seed file derives the same keys
   head -c 32 /dev/urandom > fleet.seed; chmod 600 fleet.seed
@@ -59,6 +70,9 @@ func init() {
 			}
 			if turboPort < 0 || turboPort > 65535 {
 				return fmt.Errorf("--turbo-port: %d is not a port", turboPort)
+			}
+			if cfg.Port < 1 || cfg.Port > 65535 {
+				return fmt.Errorf("--port %d: want the service's TCP port, 1 to 65535", cfg.Port)
 			}
 			g, err := parseZGroup(group)
 			if err != nil {
@@ -74,16 +88,17 @@ func init() {
 					return fmt.Errorf("--seed-file: %w", err)
 				}
 			}
+			if ttl < time.Second {
+				return fmt.Errorf("--ttl %v: want at least 1s (records carry TTLs in whole seconds)", ttl)
+			}
 			for _, f := range []*string{&cfg.Cert, &cfg.Key} {
 				if abs, err := absPath(*f); err == nil {
 					*f = abs
 				}
 			}
-			d, err := zdata.CreateDir(out, cfg, seed)
+			// All or nothing: a refused certificate leaves no directory.
+			d, err := zdata.NewDir(out, cfg, seed, time.Now())
 			if err != nil {
-				return err
-			}
-			if _, err := d.Rotate(time.Now()); err != nil {
 				return err
 			}
 			fmt.Fprintf(os.Stderr, "ztls: Z-data for %s port %d in %s; publish these records (TTL ends before the records expire):\n", d.Config.Host, d.Config.Port, out)
@@ -229,11 +244,18 @@ Knot, PowerDNS) must allow updates with that key, e.g. in BIND:
   key "ztls" { algorithm hmac-sha256; secret "BASE64"; };
   zone "example.org" { type primary; file "..."; allow-update { key "ztls"; }; };`,
 		Example: `  ztls zdata publish zd/ --server 192.0.2.53 --zone example.org \
+      --tsig-name ztls --tsig-secret "$(cat ztls.key)"
+  # a primary on another port
+  ztls zdata publish zd/ --server 127.0.0.1:5300 --zone example.org \
       --tsig-name ztls --tsig-secret "$(cat ztls.key)"`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if server == "" || zone == "" || keyName == "" || keySecret == "" {
 				return fmt.Errorf("--server, --zone, --tsig-name and --tsig-secret are required")
+			}
+			addr, err := publishAddr(server)
+			if err != nil {
+				return err
 			}
 			d, err := zdata.LoadDir(args[0])
 			if err != nil {
@@ -255,19 +277,19 @@ Knot, PowerDNS) must allow updates with that key, e.g. in BIND:
 			ctx, cancel := context.WithTimeout(cmd.Context(), 15*time.Second)
 			defer cancel()
 			key := publish.TSIGKey{Name: keyName, Algorithm: keyAlg, Secret: keySecret}
-			if err := publish.Publish(ctx, server, zone, key, sets); err != nil {
+			if err := publish.Publish(ctx, addr, zone, key, sets); err != nil {
 				return err
 			}
 			n := 0
 			for _, s := range sets {
 				n += len(s.Records)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "published %d records for %s port %d to %s\n", n, d.Config.Host, d.Config.Port, server)
+			fmt.Fprintf(cmd.OutOrStdout(), "published %d records for %s port %d to %s\n", n, d.Config.Host, d.Config.Port, addr)
 			return nil
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&server, "server", "", "primary server, HOST[:PORT]")
+	fs.StringVar(&server, "server", "", "the primary DNS server, HOST[:PORT] (port 53 when not given)")
 	fs.StringVar(&zone, "zone", "", "the zone holding the service's names")
 	fs.StringVar(&keyName, "tsig-name", "", "TSIG key name")
 	fs.StringVar(&keySecret, "tsig-secret", "", "TSIG secret, base64")
@@ -279,20 +301,38 @@ Knot, PowerDNS) must allow updates with that key, e.g. in BIND:
 
 func init() {
 	var port int
-	var server, transport, ca string
+	var ca string
+	var dnsf dnsClientFlags
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "check HOST",
 		Short: "Fetch the Z-data DNS serves for HOST and report validity, signature, chain, sizes",
 		Long: `Ask DNS what a ZTLS client would ask (TXT, CERT, TLSA) and check it as the
 client does: syntax, validity window, signature and binding to HOST and
-PORT, the leaf's chain and name. Also reports each answer's size: above
-1232 bytes UDP answers are truncated and clients need TCP or DNS over TLS.`,
+PORT, the leaf's chain (to --ca, as 'connect --ca') and name. Also reports
+each answer's size: above 1232 bytes UDP answers are truncated and clients
+need TCP or DNS over TLS.
+
+The exit status is 0 when the Z-data is usable and 1 when it is not or DNS
+failed, with --json as without.
+
+DNS is reached as by 'ztls lookup': --resolver (default /etc/resolv.conf),
+--dns-transport, and for DNS over TLS --dns-ca and --dns-servername.`,
 		Example: `  ztls zdata check www.example.org --port 443
-  ztls zdata check www.ztls.test --port 8443 --resolver 127.0.0.1:5353 --ca ca.pem`,
+  ztls zdata check www.ztls.test --port 8443 --resolver 127.0.0.1:5353 --ca ca.pem
+  # over DNS over TLS to a resolver with a private CA
+  ztls zdata check www.ztls.test --port 8443 --resolver 127.0.0.1:853 --dns-transport tls \
+      --dns-ca dns-ca.pem --ca ca.pem --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, err := newResolver(server, transport, "")
+			if port < 1 || port > 65535 {
+				return fmt.Errorf("zdata check: --port %d: want the service's TCP port, 1 to 65535", port)
+			}
+			rcfg, err := dnsf.config("zdata check")
+			if err != nil {
+				return err
+			}
+			res, err := resolver.New(rcfg)
 			if err != nil {
 				return err
 			}
@@ -310,10 +350,14 @@ PORT, the leaf's chain and name. Also reports each answer's size: above
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
+				if err := enc.Encode(rep); err != nil {
+					return err
+				}
+			} else {
+				rep.writeText(cmd.OutOrStdout())
 			}
-			rep.writeText(cmd.OutOrStdout())
 			if !rep.Valid {
+				// The same exit status with and without --json.
 				return fmt.Errorf("Z-data for %s port %d is not usable: %s", args[0], port, rep.Reason)
 			}
 			return nil
@@ -321,11 +365,56 @@ PORT, the leaf's chain and name. Also reports each answer's size: above
 	}
 	fs := cmd.Flags()
 	fs.IntVar(&port, "port", 443, "the service's TCP port")
-	fs.StringVar(&server, "resolver", "", "DNS server (default: /etc/resolv.conf)")
-	fs.StringVar(&transport, "dns-transport", "udp", "udp, tcp or tls")
-	fs.StringVar(&ca, "ca", "", "PEM roots the leaf must chain to (default: the system's)")
+	fs.StringVar(&ca, "ca", "", "PEM roots the service's leaf must chain to, as 'connect --ca' (default: the system's)")
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	dnsf.register(fs, false)
 	zdataCmd.AddCommand(cmd)
+}
+
+// publishAddr is --server as HOST:PORT, port 53 when not given.
+func publishAddr(server string) (string, error) {
+	if server == "" {
+		return "", errors.New("zdata publish: --server: give the primary's address, e.g. 192.0.2.53 or 127.0.0.1:5300")
+	}
+	host, port, err := net.SplitHostPort(server)
+	if err != nil {
+		// No port: a name, an IPv4 address or a bare IPv6 one.
+		host := strings.Trim(server, "[]")
+		if strings.ContainsAny(host, "[]") || host == "" {
+			return "", fmt.Errorf("zdata publish: --server %q: want HOST or HOST:PORT", server)
+		}
+		return net.JoinHostPort(host, "53"), nil
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || host == "" {
+		return "", fmt.Errorf("zdata publish: --server %q: want HOST or HOST:PORT with a port from 1 to 65535", server)
+	}
+	return server, nil
+}
+
+// checkServePort compares the port a Z-data directory was made for with
+// the port 'serve --listen' takes. Clients look the Z-data up under the
+// port they connect to (_ztls._PORT._tcp.HOST) and bind it into the
+// handshake, so a server on another port gets no ZTLS, unless a NAT or
+// load balancer forwards the Z-data's port to it. It returns nil when the
+// ports agree, and otherwise an error that says both ports and the cure.
+func checkServePort(zdirPort int, listen string) error {
+	_, p, err := net.SplitHostPort(listen)
+	if err != nil {
+		return fmt.Errorf("--listen %q: want HOST:PORT, e.g. 127.0.0.1:%d", listen, zdirPort)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		if port, err = net.LookupPort("tcp", p); err != nil {
+			return fmt.Errorf("--listen %q: %q is not a port", listen, p)
+		}
+	}
+	if port == zdirPort {
+		return nil
+	}
+	if port == 0 {
+		return fmt.Errorf("--listen %s takes a random port, but the Z-data is for port %d: clients would find no Z-data for this server; listen on :%d", listen, zdirPort, zdirPort)
+	}
+	return fmt.Errorf("--listen port %d differs from the Z-data's port %d: clients connecting to port %d find no Z-data and get no ZTLS; listen on :%d, or make Z-data for port %d ('ztls zdata new --port %d'), unless a NAT or load balancer forwards port %d here", port, zdirPort, port, zdirPort, port, port, zdirPort)
 }
 
 // checkReport is what 'zdata check' found.

@@ -69,3 +69,11 @@ func TestCLIServeRotatesAndPublishes(t *testing.T) {
 	}
 	wantZTLS(t, s.connect(t, bind.Addr))
 }
+
+// serve --zdata on another port than the Z-data's says so at start.
+func TestCLIServeWarnsOtherPort(t *testing.T) {
+	s := newSite(t)
+	other := freePort(t)
+	_, _, cmd := startProc(t, "differs from the Z-data's port", "serve", "--listen", "127.0.0.1:"+strconv.Itoa(other), "--zdata", s.zd, "--respond", "hello")
+	stopCmd(cmd)
+}

@@ -150,6 +150,11 @@ func runServe(f *serveFlags) error {
 	}
 	if zdir != nil {
 		cfg.ZData = zdir.Keyring
+		// A NAT or load balancer may forward the Z-data's port here, so
+		// a different port is said loudly, not refused.
+		if err := checkServePort(zdir.Config.Port, f.listen); err != nil {
+			fmt.Fprintf(os.Stderr, "ztls: WARNING: %v\n", err)
+		}
 	}
 	if zdir != nil && f.strike == "" {
 		// Two servers holding the same Z-data keys with registers of

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -63,6 +64,7 @@ handshakes that fell back to TLS over TCP still count, and are reported.
 
 Examples:
   ztls bench --selfcheck --rtt 40
+  ztls bench --rtt 40 --runs 10                             # ` + defaultBenchProtocols + `
   ztls bench --rtt 8.2,39.8,180.6 --runs 20 --protocols gotls,openssl,quic,quic-0rtt --json --plot docs/img
   ztls bench --throughput                                   # 40 ms, 4 workers, 64 clients, 400 each
   ztls bench --throughput --rtt 40 --workers 4 --concurrency 64 --handshakes 600 --json`,
@@ -75,7 +77,7 @@ func init() {
 	f.StringVar(&benchFlags.rtt, "rtt", "39.8", `client-server RTT in ms; a comma-separated list, or "paper" for 8.2,39.8,180.6`)
 	f.Float64Var(&benchFlags.loss, "loss", 0, "packet loss in percent on the client-server link")
 	f.IntVar(&benchFlags.runs, "runs", 20, "measured connections per protocol, RTT and scenario")
-	f.StringVar(&benchFlags.protocols, "protocols", "gotls,openssl,quic,quic-0rtt", "comma-separated protocols")
+	f.StringVar(&benchFlags.protocols, "protocols", defaultBenchProtocols, `comma-separated protocols, or "all"`)
 	f.StringVar(&benchFlags.scenario, "scenario", "local-warm", `comma-separated DNS scenarios, or "all"`)
 	f.StringVar(&benchFlags.response, "response", bench.Response5B, `response: "5b" (5 bytes, as the paper) or "http" (GET of a small page)`)
 	f.Float64Var(&benchFlags.authRTT, "auth-rtt", float64(bench.DefaultAuthRTT)/1e6, "resolver-authority RTT in ms (cold scenarios)")
@@ -94,6 +96,67 @@ func init() {
 	f.IntVar(&benchFlags.udpBuf, "udp-rcvbuf", 0, "--throughput: the server UDP socket's receive buffer in bytes (0: 4 MiB; -1: the kernel's default, which drops bursts)")
 	f.StringVar(&benchFlags.trace, "trace", "", `visit trace for --dns-burden ("SECONDS NAME" per line); default: a synthetic one`)
 	rootCmd.AddCommand(benchCmd)
+}
+
+// defaultBenchProtocols is what a plain 'ztls bench' compares: this
+// project's TLS 1.3 and ZTLS first, then the baselines.
+const defaultBenchProtocols = "tls,ztls,gotls,openssl,quic,quic-0rtt"
+
+// benchProtocols parses --protocols: known names, each once, or "all".
+func benchProtocols(s string) ([]string, error) {
+	known := bench.Contenders()
+	if strings.TrimSpace(s) == "all" {
+		return known, nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range splitList(s) {
+		if !slices.Contains(known, p) {
+			return nil, fmt.Errorf("bench: --protocols: unknown protocol %q; valid: %s, or all", p, strings.Join(known, ", "))
+		}
+		if seen[p] {
+			return nil, fmt.Errorf("bench: --protocols: %q is listed twice", p)
+		}
+		seen[p] = true
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("bench: --protocols: give at least one of %s", strings.Join(known, ", "))
+	}
+	return out, nil
+}
+
+// benchScenarios parses --scenario: known names, or "all".
+func benchScenarios(s string) ([]string, error) {
+	known := bench.ScenarioNames()
+	if strings.TrimSpace(s) == "all" {
+		return known, nil
+	}
+	out := splitList(s)
+	for _, sc := range out {
+		if !slices.Contains(known, sc) {
+			return nil, fmt.Errorf("bench: --scenario: unknown scenario %q; valid: %s, or all", sc, strings.Join(known, ", "))
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("bench: --scenario: give at least one of %s", strings.Join(known, ", "))
+	}
+	return out, nil
+}
+
+// checkBenchNumbers refuses counts and rates that cannot mean anything,
+// saying the valid range.
+func checkBenchNumbers() error {
+	if benchFlags.runs < 1 {
+		return fmt.Errorf("bench: --runs %d: want at least 1", benchFlags.runs)
+	}
+	if !(benchFlags.loss >= 0 && benchFlags.loss < 100) {
+		return fmt.Errorf("bench: --loss %v: want a percentage from 0 up to (not including) 100", benchFlags.loss)
+	}
+	if !(benchFlags.authRTT >= 0 && benchFlags.authRTT <= 2000) {
+		return fmt.Errorf("bench: --auth-rtt %v: want milliseconds from 0 to 2000", benchFlags.authRTT)
+	}
+	return nil
 }
 
 func parseRTTs(s string) ([]time.Duration, error) {
@@ -132,6 +195,18 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	// Refuse wrong names and numbers before anything is set up.
+	protocols, err := benchProtocols(benchFlags.protocols)
+	if err != nil {
+		return err
+	}
+	scenarios, err := benchScenarios(benchFlags.scenario)
+	if err != nil {
+		return err
+	}
+	if err := checkBenchNumbers(); err != nil {
+		return err
+	}
 	// Cleanup (namespaces, processes) must run on ^C too.
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -144,15 +219,11 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	if benchFlags.throughput {
 		return runThroughput(ctx, cmd, rtts)
 	}
-	scenarios := splitList(benchFlags.scenario)
-	if benchFlags.scenario == "all" {
-		scenarios = bench.ScenarioNames()
-	}
 	cfg := bench.Config{
 		RTTs:      rtts,
 		LossPct:   benchFlags.loss,
 		Runs:      benchFlags.runs,
-		Protocols: splitList(benchFlags.protocols),
+		Protocols: protocols,
 		Scenarios: scenarios,
 		Response:  benchFlags.response,
 		AuthRTT:   time.Duration(benchFlags.authRTT * float64(time.Millisecond)),

@@ -42,9 +42,9 @@ func (f *tlsFlags) register(fs *pflag.FlagSet, server bool) {
 		fs.BoolVar(&f.middlebox, "middlebox-compat", false, "send the middlebox compatibility records of RFC 8446, Appendix D.4")
 	}
 	fs.StringSliceVar(&f.alpn, "alpn", nil, "ALPN protocols, preference order (e.g. h2,http/1.1)")
-	fs.StringVar(&f.groups, "groups", "", "key exchange groups, preference order: X25519MLKEM768,x25519,secp256r1,secp384r1")
-	fs.StringVar(&f.ciphers, "ciphers", "", "cipher suites, preference order: TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384,TLS_CHACHA20_POLY1305_SHA256")
-	fs.IntVar(&f.padTo, "pad", 0, "pad every record's plaintext to a multiple of N bytes (RFC 8446, Section 5.4)")
+	fs.StringVar(&f.groups, "groups", "", "key exchange groups, preference order, from X25519MLKEM768,x25519,secp256r1,secp384r1")
+	fs.StringVar(&f.ciphers, "ciphers", "", "cipher suites, preference order, from TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384,TLS_CHACHA20_POLY1305_SHA256")
+	fs.IntVar(&f.padTo, "pad", 0, "pad every record's plaintext to a multiple of N bytes, 0 to 16384 (RFC 8446, Section 5.4)")
 	fs.BoolVar(&f.pskKE, "psk-ke", false, "also allow resumption without a fresh key exchange (psk_ke: no forward secrecy)")
 	fs.StringSliceVar(&f.crls, "crl", nil, "certificate revocation list file (PEM or DER; repeatable): a revoked peer certificate fails the handshake, a revoked Z-data leaf means no ZTLS")
 	fs.StringVar(&f.ztlsExt, "ztls-codepoint", "", "TLS extension codepoint of ztls, e.g. 0xff5a (the default, private use); clients and servers must agree")
@@ -56,41 +56,79 @@ var groupNames = map[string]uint16{
 	"secp384r1": tls13.P384, "p-384": tls13.P384, "p384": tls13.P384,
 }
 
+// groupHelp and suiteHelp are the valid values, as errors list them.
+const (
+	groupHelp = "X25519MLKEM768, x25519, secp256r1 (p-256), secp384r1 (p-384), or a codepoint in hex such as 0x001d"
+	suiteHelp = "TLS_AES_128_GCM_SHA256 (aes128), TLS_AES_256_GCM_SHA384 (aes256), TLS_CHACHA20_POLY1305_SHA256 (chacha20), or a codepoint in hex such as 0x1301"
+)
+
 var suiteNames = map[string]uint16{
 	"tls_aes_128_gcm_sha256": tls13.TLS_AES_128_GCM_SHA256, "aes128": tls13.TLS_AES_128_GCM_SHA256,
 	"tls_aes_256_gcm_sha384": tls13.TLS_AES_256_GCM_SHA384, "aes256": tls13.TLS_AES_256_GCM_SHA384,
 	"tls_chacha20_poly1305_sha256": tls13.TLS_CHACHA20_POLY1305_SHA256, "chacha20": tls13.TLS_CHACHA20_POLY1305_SHA256,
 }
 
-func parseList(s string, names map[string]uint16, what string) ([]uint16, error) {
+// maxPad is the largest --pad: a record's plaintext is at most 2^14
+// bytes (RFC 8446, Section 5.1).
+const maxPad = 1 << 14
+
+// parseList parses a comma-separated list of names (case-insensitive)
+// or hex codepoints written 0xNNNN; flag, what and valid are for its
+// errors.
+func parseList(s string, names map[string]uint16, flag, what, valid string) ([]uint16, error) {
 	if s == "" {
 		return nil, nil
 	}
 	var out []uint16
+	seen := map[uint16]bool{}
 	for _, n := range strings.Split(s, ",") {
 		n = strings.ToLower(strings.TrimSpace(n))
+		if n == "" {
+			return nil, fmt.Errorf("%s %q: an empty entry; give a comma-separated list of %s", flag, s, valid)
+		}
 		id, ok := names[n]
 		if !ok {
-			if v, err := strconv.ParseUint(strings.TrimPrefix(n, "0x"), 16, 16); err == nil {
-				id = uint16(v)
-			} else {
-				return nil, fmt.Errorf("unknown %s %q", what, n)
+			hex, isHex := strings.CutPrefix(n, "0x")
+			v, err := strconv.ParseUint(hex, 16, 16)
+			if !isHex || err != nil {
+				return nil, fmt.Errorf("%s: unknown %s %q; valid: %s", flag, what, n, valid)
 			}
+			id = uint16(v)
 		}
+		if seen[id] {
+			return nil, fmt.Errorf("%s: %q is listed twice", flag, n)
+		}
+		seen[id] = true
 		out = append(out, id)
 	}
 	return out, nil
+}
+
+// check refuses values no TLS connection can use, saying which work.
+func (f *tlsFlags) check() error {
+	if f.padTo < 0 || f.padTo > maxPad {
+		return fmt.Errorf("--pad %d: want a block size from 0 (no padding) to %d bytes, e.g. 256", f.padTo, maxPad)
+	}
+	for _, p := range f.alpn {
+		if p == "" || len(p) > 255 {
+			return fmt.Errorf("--alpn: protocol names are 1 to 255 bytes long, e.g. h2,http/1.1")
+		}
+	}
+	return nil
 }
 
 // config builds a tls13.Config from the flags.
 func (f *tlsFlags) config(server bool) (*tls13.Config, error) {
 	cfg := &tls13.Config{NextProtos: f.alpn, PadTo: f.padTo, ServerName: f.servername,
 		InsecureSkipVerify: f.insecure, MiddleboxCompat: f.middlebox}
-	var err error
-	if cfg.Groups, err = parseList(f.groups, groupNames, "group"); err != nil {
+	if err := f.check(); err != nil {
 		return nil, err
 	}
-	if cfg.CipherSuites, err = parseList(f.ciphers, suiteNames, "cipher suite"); err != nil {
+	var err error
+	if cfg.Groups, err = parseList(f.groups, groupNames, "--groups", "group", groupHelp); err != nil {
+		return nil, err
+	}
+	if cfg.CipherSuites, err = parseList(f.ciphers, suiteNames, "--ciphers", "cipher suite", suiteHelp); err != nil {
 		return nil, err
 	}
 	if len(cfg.Groups) > 0 {

@@ -24,6 +24,7 @@ type turboProxyFlags struct {
 	udp            string
 	backend        string
 	wait           time.Duration
+	minWait        time.Duration
 	quiet          time.Duration
 	expect         int
 	verbose        bool
@@ -44,7 +45,13 @@ carries the connection over TCP alone.
 
 --client: --listen ADDR (where TLS clients connect), --to HOST:PORT (the
 server proxy's TCP address), --udp PORT (its UDP port; default the same).
---server: --listen ADDR (TCP and UDP), --backend HOST:PORT (the TLS server).`,
+--server: --listen ADDR (TCP and UDP), --backend HOST:PORT (the TLS server).
+
+How long the client proxy waits for the UDP flight (--wait): by default
+half the TCP connect time, and at least --min-wait (10 ms). The server
+proxy's flight takes its backend's handshake plus --quiet (3 ms) of
+silence that ends it, so on loopback or a LAN, where TCP connects in
+microseconds, a shorter wait would always fall back to TCP.`,
 		Example: `  # near the server, in front of a TLS server on 127.0.0.1:8443
   ztls turbo-proxy --server --listen 0.0.0.0:9443 --backend 127.0.0.1:8443
   # near the client; point TLS clients at 127.0.0.1:7443
@@ -60,12 +67,18 @@ server proxy's TCP address), --udp PORT (its UDP port; default the same).
 	fs.StringVar(&f.to, "to", "", "--client: the server proxy's TCP address HOST:PORT")
 	fs.StringVar(&f.udp, "udp", "", "--client: the server proxy's UDP port (default: the TCP port)")
 	fs.StringVar(&f.backend, "backend", "", "--server: the TLS server's address HOST:PORT")
-	fs.DurationVar(&f.wait, "wait", 0, "--client: wait this long for the UDP flight after TCP connects (default: half the TCP connect time, at least 2 ms)")
+	fs.DurationVar(&f.wait, "wait", 0, "--client: wait this long for the UDP flight after TCP connects (default: half the TCP connect time, at least --min-wait)")
+	fs.DurationVar(&f.minWait, "min-wait", defaultProxyMinWait, "--client: the shortest default wait; the server proxy needs its backend's handshake plus --quiet")
 	fs.DurationVar(&f.quiet, "quiet", 3*time.Millisecond, "--server: the backend's first flight ends after it is silent this long")
 	fs.IntVar(&f.expect, "expect-flight", 0, "--client: server flight size in bytes to ask room for (default: learned, first 4096)")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print one line per connection")
 	rootCmd.AddCommand(cmd)
 }
+
+// defaultProxyMinWait is the client proxy's floor on the UDP wait: the
+// server proxy's flight is the backend's handshake plus its --quiet (3 ms
+// by default), so the library's 2 ms floor never sees it on loopback.
+const defaultProxyMinWait = 10 * time.Millisecond
 
 // check rejects missing flags and flags of the other side before
 // anything listens.
@@ -76,9 +89,21 @@ func (f *turboProxyFlags) check() error {
 	if f.listen == "" {
 		return errors.New("turbo-proxy: --listen ADDR is required")
 	}
+	if f.wait < 0 || f.wait > time.Minute {
+		return fmt.Errorf("turbo-proxy: --wait %v: want a duration from 0 (the default) to 1m, e.g. 20ms", f.wait)
+	}
+	if f.minWait <= 0 || f.minWait > time.Minute {
+		return fmt.Errorf("turbo-proxy: --min-wait %v: want a duration above 0 and at most 1m, e.g. 10ms", f.minWait)
+	}
+	if f.quiet <= 0 || f.quiet > time.Second {
+		return fmt.Errorf("turbo-proxy: --quiet %v: want a duration above 0 and at most 1s, e.g. 3ms", f.quiet)
+	}
+	if f.expect < 0 || f.expect > 1<<20 {
+		return fmt.Errorf("turbo-proxy: --expect-flight %d: want bytes from 0 (learned) to 1048576", f.expect)
+	}
 	if f.server {
-		if f.to != "" || f.udp != "" || f.wait != 0 || f.expect != 0 {
-			return errors.New("turbo-proxy --server: --to, --udp, --wait and --expect-flight are --client flags; the server proxy forwards to --backend")
+		if f.to != "" || f.udp != "" || f.wait != 0 || f.expect != 0 || f.minWait != defaultProxyMinWait {
+			return errors.New("turbo-proxy --server: --to, --udp, --wait, --min-wait and --expect-flight are --client flags; the server proxy forwards to --backend")
 		}
 		if f.backend == "" {
 			return errors.New("turbo-proxy --server: --backend HOST:PORT (the TLS server) is required")
@@ -152,8 +177,12 @@ func runTurboProxy(f *turboProxyFlags) error {
 		udpAddr = netip.AddrPortFrom(tcpAddr.Addr(), port)
 	}
 	p := &turbo.ClientProxy{ServerTCP: tcpAddr, ServerUDP: udpAddr, Logf: logf,
-		Client: turbo.ClientConfig{Wait: f.wait, ExpectedFlight: f.expect}}
-	fmt.Fprintf(os.Stderr, "ztls: TurboTLS client proxy on %s to %s (UDP %s)\n", ln.Addr(), tcpAddr, udpAddr)
+		Client: turbo.ClientConfig{Wait: f.wait, MinWait: f.minWait, ExpectedFlight: f.expect}}
+	wait := "half the TCP connect time, at least " + f.minWait.String()
+	if f.wait > 0 {
+		wait = f.wait.String()
+	}
+	fmt.Fprintf(os.Stderr, "ztls: TurboTLS client proxy on %s to %s (UDP %s), waiting %s for the UDP flight\n", ln.Addr(), tcpAddr, udpAddr, wait)
 	if err := p.Serve(ln); ctx.Err() == nil {
 		return err
 	}

@@ -311,12 +311,18 @@ func (e *engine) handleRecord(typ record.ContentType, payload []byte) error {
 		if e.done || len(payload) != 1 || payload[0] != 1 || (!e.isClient && e.st != nil && isInitialServerState(e.st)) {
 			return errorf(AlertUnexpectedMessage, "unexpected ChangeCipherSpec record")
 		}
+		if e.hsIn.Len() > 0 {
+			return errInterleaved
+		}
 		return e.countEmptyRecord("change_cipher_spec")
 	case record.TypeAlert:
 		// A peer that failed before it had keys alerts in the clear, so an
 		// unprotected alert is taken until the handshake is done.
 		if e.rin != nil && e.done {
 			return errorf(AlertUnexpectedMessage, "unprotected alert after the handshake")
+		}
+		if e.hsIn.Len() > 0 {
+			return errInterleaved
 		}
 		return e.handleAlert(payload)
 	case record.TypeHandshake:
@@ -354,6 +360,9 @@ func (e *engine) handleRecord(typ record.ContentType, payload []byte) error {
 			e.progress()
 			return e.handleHandshake(plain)
 		case record.TypeAlert:
+			if e.hsIn.Len() > 0 {
+				return errInterleaved
+			}
 			return e.handleAlert(plain)
 		case record.TypeApplicationData:
 			return e.handleAppData(plain)
@@ -363,6 +372,10 @@ func (e *engine) handleRecord(typ record.ContentType, payload []byte) error {
 	}
 	return errorf(AlertUnexpectedMessage, "unexpected record type %d", typ)
 }
+
+// errInterleaved: RFC 8446, Section 5.1 allows no other record between
+// the fragments of a handshake message.
+var errInterleaved = errorf(AlertUnexpectedMessage, "record interleaved with a fragmented handshake message")
 
 func (e *engine) handleAppData(plain []byte) error {
 	if len(plain) == 0 {

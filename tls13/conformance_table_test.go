@@ -1,0 +1,1013 @@
+package tls13
+
+// The conformance table: one row per MUST or MUST NOT. See
+// conformance_test.go for the hostile peer and docs/conformance.md for
+// the generated overview.
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"fmt"
+	"math/big"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ztls-project/ztls/tls13/internal/record"
+	"github.com/ztls-project/ztls/tls13/internal/wire"
+)
+
+const (
+	sec5    = "RFC 8446, Section 5"
+	sec51   = "RFC 8446, Section 5.1"
+	sec52   = "RFC 8446, Section 5.2"
+	sec54   = "RFC 8446, Section 5.4"
+	sec6    = "RFC 8446, Section 6"
+	sec61   = "RFC 8446, Section 6.1"
+	sec62   = "RFC 8446, Section 6.2"
+	secD4   = "RFC 8446, Appendix D.4"
+	secD5   = "RFC 8446, Appendix D.5"
+	sec4    = "RFC 8446, Section 4"
+	sec412  = "RFC 8446, Section 4.1.2"
+	sec413  = "RFC 8446, Section 4.1.3"
+	sec414  = "RFC 8446, Section 4.1.4"
+	sec42   = "RFC 8446, Section 4.2"
+	sec421  = "RFC 8446, Section 4.2.1"
+	sec428  = "RFC 8446, Section 4.2.8"
+	sec429  = "RFC 8446, Section 4.2.9"
+	sec4210 = "RFC 8446, Section 4.2.10"
+	sec4211 = "RFC 8446, Section 4.2.11"
+	sec432  = "RFC 8446, Section 4.3.2"
+	sec442  = "RFC 8446, Section 4.4.2"
+	sec4422 = "RFC 8446, Section 4.4.2.2"
+	sec4424 = "RFC 8446, Section 4.4.2.4"
+	sec443  = "RFC 8446, Section 4.4.3"
+	sec444  = "RFC 8446, Section 4.4.4"
+	sec45   = "RFC 8446, Section 4.5"
+	sec461  = "RFC 8446, Section 4.6.1"
+	sec463  = "RFC 8446, Section 4.6.3"
+	sec92   = "RFC 8446, Section 9.2"
+	rfc8449 = "RFC 8449, Section 4"
+	bounds  = "RFC 8446, Section 5 (bound as OpenSSL/BoringSSL)"
+)
+
+// first delivers one made-up record as the first thing the engine under
+// test reads in the clear: a server before any ClientHello, a client
+// after its ClientHello, before the ServerHello.
+func first(x ...*rec) func(c *conv) {
+	return func(c *conv) {
+		if c.sutClient {
+			c.peerRecs() // the server's flight is dropped
+		}
+		c.deliver(x...)
+	}
+}
+
+// toProtected advances the conversation to where the engine under test
+// reads protected handshake records and returns the peer's handshake
+// epoch and its protected handshake messages not yet delivered.
+func (c *conv) toProtected() (int, []*rec) {
+	if c.sutClient {
+		recs := c.peerRecs()
+		i := 0
+		for i < len(recs) && recs[i].epoch < 0 {
+			i++
+		}
+		c.deliver(recs[:i]...)
+		return recs[i].epoch, recs[i:]
+	}
+	c.relay() // ClientHello; the engine answers with its flight
+	var out []*rec
+	for _, r := range c.peerRecs() {
+		if r.epoch >= 0 {
+			out = append(out, r)
+		}
+	}
+	return out[0].epoch, out
+}
+
+// protected delivers made-up records under the peer's handshake key.
+func protected(x ...*rec) func(c *conv) {
+	return func(c *conv) {
+		ep, _ := c.toProtected()
+		for _, r := range x {
+			r.epoch = ep
+		}
+		c.deliver(x...)
+	}
+}
+
+// afterHandshake completes the handshake, then delivers made-up records
+// under the peer's application key.
+func afterHandshake(x ...*rec) func(c *conv) {
+	return func(c *conv) {
+		if err := c.handshake(); err != nil {
+			return
+		}
+		ep := c.epoch()
+		for _, r := range x {
+			if r.epoch == 0 {
+				r.epoch = ep
+			}
+		}
+		c.deliver(x...)
+	}
+}
+
+func plain(ct record.ContentType, data []byte) *rec  { return &rec{ct: ct, epoch: -1, data: data} }
+func sealed(ct record.ContentType, data []byte) *rec { return &rec{ct: ct, data: data} }
+
+func repeat(n int, mk func() *rec) []*rec {
+	out := make([]*rec, n)
+	for i := range out {
+		out[i] = mk()
+	}
+	return out
+}
+
+// rewriteFlight delivers the peer's next flight after f rewrote it. For a
+// server under test that flight is the ClientHello, for a client the
+// server's first flight.
+func rewriteFlight(f func(c *conv, recs []*rec) []*rec) func(c *conv) {
+	return func(c *conv) { c.deliver(f(c, c.peerRecs())...) }
+}
+
+// rewriteClientSecondFlight delivers the ClientHello, then the client's
+// second flight (Certificate, CertificateVerify, Finished) after f.
+func rewriteClientSecondFlight(f func(c *conv, recs []*rec) []*rec) func(c *conv) {
+	return func(c *conv) {
+		c.relay()
+		var hs []*rec
+		for _, r := range c.peerRecs() {
+			if r.epoch >= 0 {
+				hs = append(hs, r)
+			}
+		}
+		c.deliver(f(c, hs)...)
+	}
+}
+
+// rewriteMsg re-encodes the handshake message of type typ after f.
+func rewriteSH(f func(sh *wire.ServerHello)) func(c *conv) {
+	return rewriteFlight(func(c *conv, recs []*rec) []*rec {
+		r := c.must(recs, wire.TypeServerHello)
+		sh, err := wire.ParseServerHello(r.data)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		sh.Order = nil
+		f(sh)
+		r.data = c.marshal(sh)
+		return recs
+	})
+}
+
+func rewriteCH(f func(ch *wire.ClientHello)) func(c *conv) {
+	return rewriteFlight(func(c *conv, recs []*rec) []*rec {
+		r := c.must(recs, wire.TypeClientHello)
+		r.data = c.rewriteClientHello(r.data, f)
+		return recs
+	})
+}
+
+func (c *conv) rewriteClientHello(raw []byte, f func(ch *wire.ClientHello)) []byte {
+	ch, err := wire.ParseClientHello(raw)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	ch.Order = nil
+	f(ch)
+	return c.marshal(ch)
+}
+
+func rewriteEE(f func(ee *wire.EncryptedExtensions)) func(c *conv) {
+	return rewriteFlight(func(c *conv, recs []*rec) []*rec {
+		r := c.must(recs, wire.TypeEncryptedExtensions)
+		ee, err := wire.ParseEncryptedExtensions(r.data)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		ee.Order = nil
+		f(ee)
+		r.data = c.marshal(ee)
+		return recs
+	})
+}
+
+// rewritePeerCertificate rewrites the peer's Certificate (the server's,
+// or the client's when the server under test asks for one).
+func rewritePeerCertificate(f func(cm *wire.Certificate)) func(c *conv) {
+	g := func(c *conv, recs []*rec) []*rec {
+		r := c.must(recs, wire.TypeCertificate)
+		cm, err := wire.ParseCertificate(r.data)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		f(cm)
+		r.data = c.marshal(cm)
+		return recs
+	}
+	return func(c *conv) {
+		if c.sutClient {
+			rewriteFlight(g)(c)
+		} else {
+			rewriteClientSecondFlight(g)(c)
+		}
+	}
+}
+
+// peerFlight rewrites whichever flight of the peer carries handshake
+// messages of typ: the server's first flight, or the client's second.
+func peerFlight(f func(c *conv, recs []*rec) []*rec) func(c *conv) {
+	return func(c *conv) {
+		if c.sutClient {
+			rewriteFlight(f)(c)
+		} else {
+			rewriteClientSecondFlight(f)(c)
+		}
+	}
+}
+
+func withClientCert(o *convOpts) {
+	p := getPKI(o.t, "ecdsa-p256")
+	o.scfg.ClientAuth = RequestClientCert
+	o.ccfg.Certificates = []Certificate{p.client}
+}
+
+// hrrSetup makes the server ask for P-256 while the client shares X25519 only.
+func hrrSetup(o *convOpts) {
+	o.scfg.Groups = []uint16{P256}
+	o.ccfg.Groups = []uint16{X25519, P256}
+	o.ccfg.KeyShareGroups = []uint16{X25519}
+}
+
+// secondClientHello answers the server's HelloRetryRequest with the peer
+// client's second ClientHello after f.
+func secondClientHello(f func(ch *wire.ClientHello)) func(c *conv) {
+	return func(c *conv) {
+		c.relay() // ClientHello; HelloRetryRequest back to the peer
+		recs := c.peerRecs()
+		r := c.must(recs, wire.TypeClientHello)
+		r.data = c.rewriteClientHello(r.data, f)
+		c.deliver(recs...)
+	}
+}
+
+// handshakeCompletes is the outcome of rows whose conversation is legal.
+var handshakeCompletes = behaves("handshake completes", func(c *conv) error {
+	if c.err != nil {
+		return c.err
+	}
+	if !c.sut.done {
+		return fmt.Errorf("handshake did not complete")
+	}
+	return nil
+})
+
+// completeHandshake relays what is left of the handshake.
+func (c *conv) completeHandshake() {
+	for i := 0; i < 4 && c.err == nil && !(c.sut.done && c.peer.done); i++ {
+		c.relay()
+	}
+}
+
+// fragment splits every handshake message into records of n bytes.
+func fragment(recs []*rec, n int) []*rec {
+	var out []*rec
+	for _, r := range recs {
+		if r.ct != record.TypeHandshake {
+			out = append(out, r)
+			continue
+		}
+		for d := r.data; len(d) > 0; {
+			k := min(n, len(d))
+			out = append(out, &rec{ct: r.ct, epoch: r.epoch, data: d[:k]})
+			d = d[k:]
+		}
+	}
+	return out
+}
+
+// noKeyUsageCert is a certificate from the test CA whose Key Usage
+// allows only keyEncipherment.
+var (
+	noKeyUsageOnce sync.Once
+	noKeyUsage     Certificate
+)
+
+func noKeyUsageCert(t testing.TB) Certificate {
+	noKeyUsageOnce.Do(func() {
+		p := getPKI(t, "ecdsa-p256")
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			panic(err)
+		}
+		tmpl := &x509.Certificate{
+			SerialNumber: big.NewInt(4242),
+			Subject:      pkix.Name{CommonName: "no digitalSignature"},
+			DNSNames:     []string{"localhost"},
+			NotBefore:    time.Now().Add(-time.Hour),
+			NotAfter:     time.Now().Add(24 * time.Hour),
+			KeyUsage:     x509.KeyUsageKeyEncipherment,
+			ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca.Cert, key.Public(), p.ca.Key)
+		if err != nil {
+			panic(err)
+		}
+		noKeyUsage = Certificate{Chain: [][]byte{der}, PrivateKey: key}
+	})
+	return noKeyUsage
+}
+
+// neverFresh is a strike register that has seen every ClientHello, so a
+// server rejects 0-RTT.
+type neverFresh struct{}
+
+func (neverFresh) CheckAndInsert([]byte, time.Time, time.Time, time.Time) (bool, error) {
+	return false, nil
+}
+
+// sentRecords counts the records the engine under test sent from offset on.
+func (c *conv) sentRecords(from int) int {
+	var d record.Deframer
+	d.Write(c.sutOut[from:])
+	n := 0
+	for {
+		_, _, ok, err := d.Next()
+		if err != nil || !ok {
+			return n
+		}
+		n++
+	}
+}
+
+func conformanceTable() []conformanceRow {
+	var rows []conformanceRow
+	add := func(r conformanceRow) { rows = append(rows, r) }
+
+	// Record layer (Section 5).
+	for _, ct := range []record.ContentType{0, 10, 24} {
+		add(conformanceRow{
+			id: fmt.Sprintf("record/unknown-content-type-%d", ct), section: sec5, roles: bothRoles,
+			rule: fmt.Sprintf("a record of unknown content type (%d) is an unexpected_message", ct),
+			run:  first(plain(ct, []byte{1, 2, 3})), want: sends(AlertUnexpectedMessage),
+		})
+	}
+	add(conformanceRow{id: "record/empty-handshake", section: sec51, roles: bothRoles,
+		rule: "MUST NOT send zero-length handshake fragments",
+		run:  first(plain(record.TypeHandshake, nil)), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "record/empty-handshake-protected", section: sec51, roles: bothRoles,
+		rule: "MUST NOT send zero-length handshake fragments, even with padding",
+		run:  protected(&rec{ct: record.TypeHandshake, pad: 8}), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "record/empty-plaintext-appdata", section: sec51, roles: bothRoles,
+		rule: "an empty unprotected application_data record during the handshake is unexpected",
+		run:  first(plain(record.TypeApplicationData, nil)), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "record/plaintext-appdata", section: sec5, roles: bothRoles,
+		rule: "application data before keys is unexpected",
+		run:  first(plain(record.TypeApplicationData, []byte("GET /"))), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "record/handshake-spans-key-change", section: sec51, roles: asClient,
+		rule: "messages before a key change MUST align with a record boundary",
+		run: rewriteFlight(func(c *conv, recs []*rec) []*rec {
+			sh := c.must(recs, wire.TypeServerHello)
+			ee := c.must(recs, wire.TypeEncryptedExtensions)
+			return []*rec{plain(record.TypeHandshake, append(bytes.Clone(sh.data), ee.data...))}
+		}), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "record/keyupdate-spans-key-change", section: sec51, roles: bothRoles,
+		rule: "a KeyUpdate MUST end its record",
+		run:  afterHandshake(sealed(record.TypeHandshake, append(hsMsg(wire.TypeKeyUpdate, []byte{0}), hsMsg(wire.TypeKeyUpdate, []byte{0})...))),
+		want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "record/fragmented-handshake", section: sec51, roles: bothRoles,
+		rule: "handshake messages may be fragmented over records (7-byte records)",
+		run: func(c *conv) {
+			for i := 0; i < 4 && c.err == nil && !(c.sut.done && c.peer.done); i++ {
+				c.deliver(fragment(c.peerRecs(), 7)...)
+			}
+		}, want: handshakeCompletes})
+	add(conformanceRow{id: "record/coalesced-handshake", section: sec51, roles: asClient,
+		rule: "several handshake messages may share one record",
+		run: func(c *conv) {
+			ep, rest := c.toProtected()
+			var all []byte
+			for _, r := range rest {
+				all = append(all, r.data...)
+			}
+			c.deliver(&rec{ct: record.TypeHandshake, epoch: ep, data: all})
+			c.completeHandshake()
+		}, want: handshakeCompletes})
+	add(conformanceRow{id: "record/interleaved-ccs", section: sec51, roles: bothRoles,
+		rule: "MUST NOT interleave other records between the fragments of a handshake message",
+		run: peerFlight(func(c *conv, recs []*rec) []*rec {
+			i := find(recs, wire.TypeFinished)
+			if c.sutClient {
+				i = find(recs, wire.TypeServerHello)
+			}
+			r := recs[i]
+			h := len(r.data) / 2
+			a := &rec{ct: r.ct, epoch: r.epoch, data: r.data[:h]}
+			b := &rec{ct: r.ct, epoch: r.epoch, data: r.data[h:]}
+			out := append([]*rec(nil), recs[:i]...)
+			return append(out, a, plain(record.TypeChangeCipherSpec, []byte{1}), b)
+		}), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "record/interleaved-appdata", section: sec51, roles: asClient,
+		rule: "MUST NOT interleave application data with a fragmented handshake message",
+		run: func(c *conv) {
+			ep, rest := c.toProtected()
+			r := rest[0]
+			h := len(r.data) / 2
+			c.deliver(&rec{ct: r.ct, epoch: ep, data: r.data[:h]}, &rec{ct: record.TypeApplicationData, epoch: ep, data: []byte("x")})
+		}, want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "record/plaintext-overflow", section: sec51, roles: bothRoles,
+		rule: "an unprotected record over 2^14 bytes is a record_overflow",
+		run:  first(plain(record.TypeHandshake, make([]byte, 16385))), want: sends(AlertRecordOverflow)})
+	add(conformanceRow{id: "record/ciphertext-overflow", section: sec52, roles: bothRoles,
+		rule: "a TLSCiphertext over 2^14+256 bytes is a record_overflow",
+		run:  protected(&rec{raw: append([]byte{23, 3, 3, 0x41, 0x01}, make([]byte, 0x4101)...)}), want: sends(AlertRecordOverflow)})
+	add(conformanceRow{id: "record/inner-plaintext-overflow", section: sec52, roles: bothRoles,
+		rule: "a TLSInnerPlaintext over 2^14+1 bytes is a record_overflow",
+		run:  protected(&rec{ct: record.TypeHandshake, data: make([]byte, 16385)}), want: sends(AlertRecordOverflow)})
+	add(conformanceRow{id: "record/bad-mac", section: sec52, roles: bothRoles,
+		rule: "a record that fails deprotection is a bad_record_mac",
+		run: func(c *conv) {
+			_, rest := c.toProtected()
+			rest[0].flip = true
+			c.deliver(rest...)
+		}, want: sends(AlertBadRecordMAC)})
+	add(conformanceRow{id: "record/padding", section: sec54, roles: bothRoles,
+		rule: "padding (zero bytes after the content type) is removed",
+		run: func(c *conv) {
+			_, rest := c.toProtected()
+			for _, r := range rest {
+				r.pad = 1000
+			}
+			c.deliver(rest...)
+			c.completeHandshake()
+		}, want: handshakeCompletes})
+	add(conformanceRow{id: "record/all-zero-plaintext", section: sec54, roles: bothRoles,
+		rule: "a protected record with no non-zero octet is an unexpected_message",
+		run:  protected(&rec{inner: make([]byte, 32)}), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "record/protected-unknown-type", section: sec5, roles: bothRoles,
+		rule: "a protected record of unknown inner content type is an unexpected_message",
+		run:  protected(&rec{inner: []byte{1, 2, 3, 99}}), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "record/size-limit", section: rfc8449, roles: bothRoles,
+		rule: "a record larger than the advertised record_size_limit is a record_overflow",
+		setup: func(o *convOpts) {
+			o.ccfg.RecordSizeLimit, o.scfg.RecordSizeLimit = 256, 256
+		},
+		run: func(c *conv) {
+			_, rest := c.toProtected()
+			rest[0].pad = 600
+			c.deliver(rest...)
+		}, want: sends(AlertRecordOverflow)})
+	add(conformanceRow{id: "record/size-limit-below-64-ch", section: rfc8449, roles: asServer,
+		rule: "a record_size_limit below 64 is an illegal_parameter",
+		run:  rewriteCH(func(ch *wire.ClientHello) { ch.RecordSizeLimit = 63 }), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "record/size-limit-below-64-ee", section: rfc8449, roles: asClient,
+		rule: "a record_size_limit below 64 is an illegal_parameter",
+		run: rewriteEE(func(ee *wire.EncryptedExtensions) {
+			ee.RecordSizeLimit = 0
+			ee.Extra = append(ee.Extra, wire.Extension{Type: wire.ExtRecordSizeLimit, Data: []byte{0, 63}})
+		}), want: sends(AlertIllegalParameter)})
+
+	// change_cipher_spec (Section 5, Appendix D.4).
+	add(conformanceRow{id: "ccs/dropped", section: secD4, roles: bothRoles,
+		rule: "a change_cipher_spec of one 0x01 byte before the peer's Finished is dropped",
+		run: peerFlight(func(c *conv, recs []*rec) []*rec {
+			return insertBefore(recs, wire.TypeFinished, plain(record.TypeChangeCipherSpec, []byte{1}))
+		}), want: behaves("no error", func(c *conv) error { return c.err })})
+	add(conformanceRow{id: "ccs/before-clienthello", section: sec5, roles: asServer,
+		rule: "a change_cipher_spec before the first ClientHello is an unexpected_message",
+		run:  first(plain(record.TypeChangeCipherSpec, []byte{1})), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "ccs/bad-value", section: sec5, roles: asClient,
+		rule: "a change_cipher_spec other than the single byte 0x01 is an unexpected_message",
+		run:  first(plain(record.TypeChangeCipherSpec, []byte{2})), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "ccs/two-bytes", section: sec5, roles: asClient,
+		rule: "a change_cipher_spec other than the single byte 0x01 is an unexpected_message",
+		run:  first(plain(record.TypeChangeCipherSpec, []byte{1, 1})), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "ccs/protected", section: sec5, roles: bothRoles,
+		rule: "a protected change_cipher_spec is an unexpected_message",
+		run:  protected(sealed(record.TypeChangeCipherSpec, []byte{1})), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "ccs/after-handshake", section: sec5, roles: bothRoles,
+		rule: "a change_cipher_spec after the handshake is an unexpected_message",
+		run:  afterHandshake(&rec{ct: record.TypeChangeCipherSpec, epoch: -1, data: []byte{1}, raw: []byte{20, 3, 3, 0, 1, 1}}), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "ccs/flood", section: bounds, roles: bothRoles,
+		rule: fmt.Sprintf("more than %d change_cipher_spec records in a row are refused", maxEmptyRecords),
+		run: peerFlight(func(c *conv, recs []*rec) []*rec {
+			return insertBefore(recs, wire.TypeFinished, repeat(maxEmptyRecords+1, func() *rec { return plain(record.TypeChangeCipherSpec, []byte{1}) })...)
+		}), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "record/empty-appdata-flood", section: bounds, roles: bothRoles,
+		rule: fmt.Sprintf("more than %d empty application data records in a row are refused", maxEmptyRecords),
+		run:  afterHandshake(repeat(maxEmptyRecords+1, func() *rec { return sealed(record.TypeApplicationData, nil) })...), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "record/empty-appdata-allowed", section: sec51, roles: bothRoles,
+		rule: "zero-length application data fragments MAY be sent",
+		run:  afterHandshake(sealed(record.TypeApplicationData, nil), sealed(record.TypeApplicationData, nil), sealed(record.TypeApplicationData, []byte("x"))),
+		want: behaves("no error; the data is read", func(c *conv) error {
+			if c.err != nil {
+				return c.err
+			}
+			if c.sut.appBuffered() != 1 {
+				return fmt.Errorf("%d bytes buffered, want 1", c.sut.appBuffered())
+			}
+			return nil
+		})})
+
+	// Alerts (Sections 5.1, 6).
+	add(conformanceRow{id: "alert/empty", section: sec6, roles: bothRoles,
+		rule: "an alert record with an empty body is an unexpected_message (no zero-length alert fragments, Section 5.1)",
+		run:  first(plain(record.TypeAlert, nil)), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "alert/empty-protected", section: sec6, roles: bothRoles,
+		rule: "an alert record with an empty body is an unexpected_message",
+		run:  protected(sealed(record.TypeAlert, nil)), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "alert/fragment", section: sec51, roles: bothRoles,
+		rule: "alerts MUST NOT be fragmented: a one-byte alert is a decode_error",
+		run:  first(plain(record.TypeAlert, []byte{2})), want: sends(AlertDecodeError)})
+	add(conformanceRow{id: "alert/too-long", section: sec6, roles: bothRoles,
+		rule: "an alert record of three bytes is a decode_error",
+		run:  first(plain(record.TypeAlert, []byte{2, 40, 0})), want: sends(AlertDecodeError)})
+	fatalReceived := func(a Alert) outcome {
+		return behaves("fails with the peer's "+a.String()+", sends no alert back", func(c *conv) error {
+			ae, ok := c.err.(*AlertError)
+			if !ok || ae.Alert != a {
+				return fmt.Errorf("error %v, want the peer's %s", c.err, a)
+			}
+			if al := c.sutAlerts(); len(al) > 0 {
+				return fmt.Errorf("answered with alerts %v", al)
+			}
+			return nil
+		})
+	}
+	add(conformanceRow{id: "alert/fatal-received", section: sec62, roles: bothRoles,
+		rule: "on a fatal alert the connection MUST close, with no alert in answer",
+		run:  first(plain(record.TypeAlert, []byte{2, byte(AlertHandshakeFailure)})), want: fatalReceived(AlertHandshakeFailure)})
+	add(conformanceRow{id: "alert/unknown-is-fatal", section: sec6, roles: bothRoles,
+		rule: "an unknown alert type MUST be treated as an error alert",
+		run:  first(plain(record.TypeAlert, []byte{1, 200})), want: fatalReceived(200)})
+	add(conformanceRow{id: "alert/warning-level-ignored", section: sec6, roles: bothRoles,
+		rule: "alerts other than close_notify and user_canceled are fatal whatever their level",
+		run:  protected(sealed(record.TypeAlert, []byte{1, byte(AlertHandshakeFailure)})), want: fatalReceived(AlertHandshakeFailure)})
+	add(conformanceRow{id: "alert/close-notify", section: sec61, roles: bothRoles,
+		rule: "data after close_notify MUST be ignored",
+		run:  first(plain(record.TypeAlert, []byte{1, 0}), plain(0, []byte("junk"))),
+		want: behaves("closed, the junk after close_notify ignored", func(c *conv) error {
+			if c.err != nil || !c.sut.peerClosed {
+				return fmt.Errorf("err %v, peerClosed %v", c.err, c.sut.peerClosed)
+			}
+			return nil
+		})})
+	add(conformanceRow{id: "alert/user-canceled", section: sec61, roles: bothRoles,
+		rule: "user_canceled is a warning: the handshake goes on",
+		run: peerFlight(func(c *conv, recs []*rec) []*rec {
+			ep := recs[len(recs)-1].epoch
+			return insertBefore(recs, wire.TypeFinished, &rec{ct: record.TypeAlert, epoch: ep, data: []byte{1, 90}})
+		}), want: behaves("no error", func(c *conv) error { return c.err })})
+	add(conformanceRow{id: "alert/warning-flood", section: bounds, roles: bothRoles,
+		rule: fmt.Sprintf("more than %d warning alerts in a row are refused", maxWarningAlerts),
+		run:  protected(repeat(maxWarningAlerts+1, func() *rec { return sealed(record.TypeAlert, []byte{1, 90}) })...), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "alert/plaintext-after-handshake", section: sec6, roles: bothRoles,
+		rule: "alerts after the handshake are protected: an unprotected one is unexpected",
+		run:  afterHandshake(&rec{raw: []byte{21, 3, 3, 0, 2, 2, 40}}), want: sends(AlertUnexpectedMessage)})
+
+	// Handshake messages at each state (Section 4).
+	add(conformanceRow{id: "hs/unknown-type", section: sec4, roles: bothRoles,
+		rule: "a handshake message of unknown type is an unexpected_message",
+		run:  first(plain(record.TypeHandshake, hsMsg(99, nil))), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "hs/wrong-first-message", section: sec4, roles: bothRoles,
+		rule: "a Finished as the first message is an unexpected_message",
+		run:  first(plain(record.TypeHandshake, hsMsg(wire.TypeFinished, make([]byte, 32)))), want: sends(AlertUnexpectedMessage)})
+	type skipRow struct {
+		id   string
+		drop uint8
+	}
+	for _, s := range []skipRow{{"hs/missing-encrypted-extensions", wire.TypeEncryptedExtensions}, {"hs/missing-certificate", wire.TypeCertificate}, {"hs/missing-certificate-verify", wire.TypeCertificateVerify}} {
+		add(conformanceRow{id: s.id, section: sec4, roles: asClient,
+			rule: "messages MUST be sent in the order of Section 4: a missing one is an unexpected_message",
+			run:  rewriteFlight(func(c *conv, recs []*rec) []*rec { return without(recs, s.drop) }), want: sends(AlertUnexpectedMessage)})
+	}
+	add(conformanceRow{id: "hs/duplicate-encrypted-extensions", section: sec4, roles: asClient,
+		rule: "a repeated message is an unexpected_message",
+		run: rewriteFlight(func(c *conv, recs []*rec) []*rec {
+			return insertBefore(recs, wire.TypeCertificate, c.must(recs, wire.TypeEncryptedExtensions))
+		}), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "hs/duplicate-client-hello", section: sec4, roles: asServer,
+		rule: "a second ClientHello without a HelloRetryRequest is an unexpected_message",
+		run: rewriteFlight(func(c *conv, recs []*rec) []*rec {
+			ch := c.must(recs, wire.TypeClientHello)
+			return []*rec{ch, plain(record.TypeHandshake, ch.data)}
+		}), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "hs/ticket-during-handshake", section: sec461, roles: asClient,
+		rule: "NewSessionTicket only after the server has the client's Finished",
+		run: rewriteFlight(func(c *conv, recs []*rec) []*rec {
+			nst := c.marshal(&wire.NewSessionTicket{Lifetime: 60, Nonce: []byte{1}, Ticket: []byte{1}})
+			ep := recs[len(recs)-1].epoch
+			return insertBefore(recs, wire.TypeFinished, &rec{ct: record.TypeHandshake, epoch: ep, data: nst})
+		}), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "hs/ticket-from-client", section: sec461, roles: asServer,
+		rule: "a client MUST NOT send NewSessionTicket",
+		run:  afterHandshake(sealed(record.TypeHandshake, hsMsg(wire.TypeNewSessionTicket, []byte{0, 0, 0, 60, 0, 0, 0, 0, 1, 1, 0, 1, 1, 0, 0}))),
+		want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "hs/keyupdate-during-handshake", section: sec463, roles: bothRoles,
+		rule: "a KeyUpdate before Finished is an unexpected_message",
+		run:  protected(sealed(record.TypeHandshake, hsMsg(wire.TypeKeyUpdate, []byte{0}))), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "hs/end-of-early-data-unexpected", section: sec45, roles: asServer,
+		rule: "EndOfEarlyData without accepted 0-RTT is an unexpected_message",
+		run:  protected(sealed(record.TypeHandshake, hsMsg(wire.TypeEndOfEarlyData, nil))), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "hs/unrequested-client-certificate", section: sec4, roles: asServer,
+		rule: "a client Certificate the server did not ask for is an unexpected_message",
+		run:  protected(sealed(record.TypeHandshake, hsMsg(wire.TypeCertificate, []byte{0, 0, 0, 0}))), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "hs/client-hello-after-handshake", section: sec4, roles: bothRoles,
+		rule: "no renegotiation: a ClientHello after the handshake is an unexpected_message",
+		run:  afterHandshake(sealed(record.TypeHandshake, hsMsg(wire.TypeClientHello, make([]byte, 40)))), want: sends(AlertUnexpectedMessage)})
+
+	// Finished (Section 4.4.4).
+	add(conformanceRow{id: "finished/wrong-length", section: sec444, roles: bothRoles,
+		rule: "verify_data is Hash.length bytes: any other length is a decode_error",
+		run: peerFlight(func(c *conv, recs []*rec) []*rec {
+			c.must(recs, wire.TypeFinished).data = hsMsg(wire.TypeFinished, make([]byte, 31))
+			return recs
+		}), want: sends(AlertDecodeError)})
+	add(conformanceRow{id: "finished/wrong-mac", section: sec444, roles: bothRoles,
+		rule: "a Finished that does not verify is a decrypt_error",
+		run: peerFlight(func(c *conv, recs []*rec) []*rec {
+			c.must(recs, wire.TypeFinished).data[10] ^= 1
+			return recs
+		}), want: sends(AlertDecryptError)})
+
+	// Hellos (Sections 4.1, 4.2, Appendix D.5).
+	add(conformanceRow{id: "hello/client-legacy-version-ssl3", section: secD5, roles: asServer,
+		rule: "a ClientHello with legacy_version 0x0300 or less is a protocol_version",
+		run:  rewriteCH(func(ch *wire.ClientHello) { ch.LegacyVersion = 0x0300 }), want: sends(AlertProtocolVersion)})
+	add(conformanceRow{id: "hello/server-legacy-version-ssl3", section: secD5, roles: asClient,
+		rule: "a ServerHello with legacy_version 0x0300 is a protocol_version",
+		run: rewriteFlight(func(c *conv, recs []*rec) []*rec {
+			sh := c.must(recs, wire.TypeServerHello)
+			sh.data[4], sh.data[5] = 3, 0
+			return recs
+		}), want: sends(AlertProtocolVersion)})
+	add(conformanceRow{id: "hello/no-tls13", section: sec421, roles: asServer,
+		rule: "a ClientHello without TLS 1.3 in supported_versions is a protocol_version (TLS 1.3 only)",
+		run:  rewriteCH(func(ch *wire.ClientHello) { ch.SupportedVersions = []uint16{0x0303} }), want: sends(AlertProtocolVersion)})
+	add(conformanceRow{id: "hello/selected-version", section: sec421, roles: asClient,
+		rule: "a ServerHello selecting a version the client did not offer is an illegal_parameter",
+		run:  rewriteSH(func(sh *wire.ServerHello) { sh.SupportedVersion = 0x0305 }), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "hello/compression", section: sec412, roles: asServer,
+		rule: "legacy_compression_methods other than [0] is an illegal_parameter",
+		run:  rewriteCH(func(ch *wire.ClientHello) { ch.CompressionMethods = []byte{1, 0} }), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "hello/duplicate-extension-ch", section: sec42, roles: asServer,
+		rule: "two extensions of one type in a message are an illegal_parameter",
+		run: rewriteCH(func(ch *wire.ClientHello) {
+			ch.Extra = append(ch.Extra, wire.Extension{Type: wire.ExtSupportedGroups, Data: []byte{0, 2, 0, 0x1d}})
+		}), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "hello/duplicate-extension-sh", section: sec42, roles: asClient,
+		rule: "two extensions of one type in a message are an illegal_parameter",
+		run: rewriteSH(func(sh *wire.ServerHello) {
+			sh.Extra = append(sh.Extra, wire.Extension{Type: wire.ExtSupportedVersions, Data: []byte{3, 4}})
+		}), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "hello/forbidden-extension-sh", section: sec42, roles: asClient,
+		rule: "an extension in a message it is not defined for is an illegal_parameter",
+		run: rewriteSH(func(sh *wire.ServerHello) {
+			sh.Extra = append(sh.Extra, wire.Extension{Type: wire.ExtSupportedGroups, Data: []byte{0, 2, 0, 0x1d}})
+		}), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "hello/unknown-extension-sh", section: sec42, roles: asClient,
+		rule: "an extension the client did not send, in the ServerHello, is an unsupported_extension",
+		run: rewriteSH(func(sh *wire.ServerHello) {
+			sh.Extra = append(sh.Extra, wire.Extension{Type: 0x7777})
+		}), want: sends(AlertUnsupportedExtension)})
+	add(conformanceRow{id: "hello/unoffered-suite", section: sec413, roles: asClient,
+		rule: "a cipher suite the client did not offer is an illegal_parameter",
+		run:  rewriteSH(func(sh *wire.ServerHello) { sh.CipherSuite = 0x1305 }), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "hello/session-id-echo", section: sec413, roles: asClient,
+		rule: "a legacy_session_id_echo that differs from the client's is an illegal_parameter",
+		run:  rewriteSH(func(sh *wire.ServerHello) { sh.SessionID = []byte{1, 2, 3} }), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "hello/unoffered-group", section: sec428, roles: asClient,
+		rule: "a key_share for a group the client did not send a share for is an illegal_parameter",
+		run:  rewriteSH(func(sh *wire.ServerHello) { sh.KeyShare.Group = P256 }), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "hello/duplicate-key-share", section: sec428, roles: asServer,
+		rule: "two key shares for one group are an illegal_parameter",
+		run: rewriteCH(func(ch *wire.ClientHello) {
+			ch.KeyShares = append(ch.KeyShares, ch.KeyShares[len(ch.KeyShares)-1])
+		}), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "hello/key-share-unsupported-group", section: sec428, roles: asServer,
+		rule: "a key share for a group not in supported_groups is an illegal_parameter",
+		run: rewriteCH(func(ch *wire.ClientHello) {
+			ch.SupportedGroups = []uint16{P256}
+		}), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "hello/no-key-share", section: sec92, roles: asServer,
+		rule: "a ClientHello without key_share (and no PSK) is a missing_extension",
+		run: rewriteCH(func(ch *wire.ClientHello) {
+			ch.KeyShares, ch.HasKeyShare = nil, false
+		}), want: sends(AlertMissingExtension)})
+	add(conformanceRow{id: "hello/no-signature-algorithms", section: sec92, roles: asServer,
+		rule: "a ClientHello without signature_algorithms (certificate authentication) is a missing_extension",
+		run:  rewriteCH(func(ch *wire.ClientHello) { ch.SignatureAlgorithms = nil }), want: sends(AlertMissingExtension)})
+
+	// EncryptedExtensions and unrequested extensions (Section 4.2).
+	add(conformanceRow{id: "ee/unknown-extension", section: sec42, roles: asClient,
+		rule: "an extension the client did not request is an unsupported_extension",
+		run:  rewriteEE(func(ee *wire.EncryptedExtensions) { ee.Extra = append(ee.Extra, wire.Extension{Type: 0x7777}) }), want: sends(AlertUnsupportedExtension)})
+	add(conformanceRow{id: "ee/server-name-without-sni", section: sec42, roles: asClient,
+		rule:  "a server_name acknowledgement when the client sent no SNI is an unsupported_extension",
+		setup: func(o *convOpts) { o.ccfg.ServerName = "127.0.0.1" },
+		run:   rewriteEE(func(ee *wire.EncryptedExtensions) { ee.ServerName = true }), want: sends(AlertUnsupportedExtension)})
+	add(conformanceRow{id: "ee/alpn-not-offered", section: sec42, roles: asClient,
+		rule: "an ALPN selection when the client offered no ALPN is an unsupported_extension",
+		run:  rewriteEE(func(ee *wire.EncryptedExtensions) { ee.ALPN = "h2" }), want: sends(AlertUnsupportedExtension)})
+	add(conformanceRow{id: "ee/duplicate-extension", section: sec42, roles: asClient,
+		rule:  "two extensions of one type in a message are an illegal_parameter",
+		setup: func(o *convOpts) { o.ccfg.NextProtos, o.scfg.NextProtos = []string{"h2"}, []string{"h2"} },
+		run: rewriteEE(func(ee *wire.EncryptedExtensions) {
+			ee.Extra = append(ee.Extra, wire.Extension{Type: wire.ExtALPN, Data: []byte{0, 3, 2, 'h', '2'}})
+		}), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "ee/forbidden-extension", section: sec42, roles: asClient,
+		rule: "an extension in a message it is not defined for is an illegal_parameter",
+		run: rewriteEE(func(ee *wire.EncryptedExtensions) {
+			ee.Extra = append(ee.Extra, wire.Extension{Type: wire.ExtKeyShare, Data: []byte{0, 0x1d, 0, 1, 1}})
+		}), want: sends(AlertIllegalParameter)})
+
+	// Certificates (Section 4.4.2).
+	certRoles := func(o *convOpts) { withClientCert(o) }
+	add(conformanceRow{id: "cert/unrequested-ocsp", section: sec442, roles: bothRoles, setup: certRoles,
+		rule: "Certificate extensions MUST correspond to ones requested: an OCSP staple is an unsupported_extension",
+		run:  rewritePeerCertificate(func(cm *wire.Certificate) { cm.Entries[0].OCSPStaple = []byte{1} }), want: sends(AlertUnsupportedExtension)})
+	add(conformanceRow{id: "cert/unrequested-sct", section: sec442, roles: bothRoles, setup: certRoles,
+		rule: "Certificate extensions MUST correspond to ones requested: SCTs are an unsupported_extension",
+		run:  rewritePeerCertificate(func(cm *wire.Certificate) { cm.Entries[0].SCTs = [][]byte{{1}} }), want: sends(AlertUnsupportedExtension)})
+	add(conformanceRow{id: "cert/unrequested-unknown", section: sec442, roles: bothRoles, setup: certRoles,
+		rule: "Certificate extensions MUST correspond to ones requested: an unknown one (trust anchors) is an unsupported_extension",
+		run: rewritePeerCertificate(func(cm *wire.Certificate) {
+			cm.Entries[0].Extra = []wire.Extension{{Type: 0xfe0b, Data: []byte{0}}}
+		}), want: sends(AlertUnsupportedExtension)})
+	add(conformanceRow{id: "cert/empty-server-certificate", section: sec4424, roles: asClient,
+		rule: "a server Certificate with no certificates is a decode_error",
+		run:  rewritePeerCertificate(func(cm *wire.Certificate) { cm.Entries = nil }), want: sends(AlertDecodeError)})
+	add(conformanceRow{id: "cert/required", section: sec4424, roles: asServer,
+		rule: "a server that requires a client certificate aborts with certificate_required on an empty one",
+		setup: func(o *convOpts) {
+			withClientCert(o)
+			o.scfg.ClientAuth = RequireAnyClientCert
+		},
+		run: rewritePeerCertificate(func(cm *wire.Certificate) { cm.Entries = nil }), want: sends(AlertCertificateRequired)})
+	add(conformanceRow{id: "cert/key-usage", section: sec4422, roles: bothRoles,
+		rule: "the leaf MUST allow signing (digitalSignature when Key Usage is present), even with chain verification off",
+		setup: func(o *convOpts) {
+			o.ccfg.InsecureSkipVerify = true // chain verification off on both sides
+			o.scfg.ClientAuth = RequestClientCert
+			if o.sutClient {
+				o.scfg.Certificates = []Certificate{noKeyUsageCert(o.t)}
+			} else {
+				o.ccfg.Certificates = []Certificate{noKeyUsageCert(o.t)}
+			}
+		},
+		run: func(c *conv) { c.completeHandshake() }, want: sends(AlertBadCertificate)})
+	add(conformanceRow{id: "cert/request-context", section: sec432, roles: asClient, setup: certRoles,
+		rule: "a CertificateRequest in the handshake has an empty context: else illegal_parameter",
+		run: rewriteFlight(func(c *conv, recs []*rec) []*rec {
+			r := c.must(recs, wire.TypeCertificateRequest)
+			cr, err := wire.ParseCertificateRequest(r.data)
+			if err != nil {
+				c.t.Fatal(err)
+			}
+			cr.RequestContext, cr.Order = []byte{1}, nil
+			r.data = c.marshal(cr)
+			return recs
+		}), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "cv/unoffered-scheme", section: sec443, roles: bothRoles, setup: certRoles,
+		rule: "a CertificateVerify with a scheme the receiver did not offer is an illegal_parameter",
+		run: peerFlight(func(c *conv, recs []*rec) []*rec {
+			r := c.must(recs, wire.TypeCertificateVerify)
+			r.data[4], r.data[5] = 0x02, 0x01 // rsa_pkcs1_sha1
+			return recs
+		}), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "cv/bad-signature", section: sec443, roles: bothRoles, setup: certRoles,
+		rule: "a CertificateVerify that does not verify is a decrypt_error",
+		run: peerFlight(func(c *conv, recs []*rec) []*rec {
+			r := c.must(recs, wire.TypeCertificateVerify)
+			r.data[len(r.data)-5] ^= 1
+			return recs
+		}), want: sends(AlertDecryptError)})
+	add(conformanceRow{id: "cv/server-reports-client-scheme", section: sec443, roles: asServer,
+		rule: "ConnectionState().SignatureScheme is the peer's CertificateVerify scheme (the server's reports the client's)",
+		setup: func(o *convOpts) {
+			withClientCert(o)
+			o.ccfg.Certificates = []Certificate{getPKI(o.t, "ed25519").client}
+		},
+		run: func(c *conv) { c.completeHandshake() },
+		want: behaves("server reports ed25519", func(c *conv) error {
+			if c.err != nil {
+				return c.err
+			}
+			if got := c.sut.info.SignatureScheme; got != 0x0807 {
+				return fmt.Errorf("SignatureScheme %s, want the client's ed25519", SignatureSchemeName(got))
+			}
+			return nil
+		})})
+	add(conformanceRow{id: "cv/client-follows-config", section: sec443, roles: asClient,
+		rule: "the client signs its CertificateVerify with its first Config.SignatureSchemes entry the server accepts",
+		setup: func(o *convOpts) {
+			withClientCert(o)
+			o.ccfg.Certificates = []Certificate{getPKI(o.t, "rsa2048").client}
+			o.ccfg.SignatureSchemes = []uint16{0x0806, 0x0804, 0x0403}
+		},
+		run: func(c *conv) { c.completeHandshake() },
+		want: behaves("client signs with rsa_pss_rsae_sha512", func(c *conv) error {
+			if c.err != nil {
+				return c.err
+			}
+			if got := c.peer.info.SignatureScheme; got != 0x0806 {
+				return fmt.Errorf("client signed with %s, want rsa_pss_rsae_sha512", SignatureSchemeName(got))
+			}
+			return nil
+		})})
+
+	// HelloRetryRequest (Sections 4.1.2, 4.1.4).
+	add(conformanceRow{id: "hrr/round-trip", section: sec414, roles: bothRoles, setup: hrrSetup,
+		rule: "a HelloRetryRequest and the second ClientHello complete the handshake",
+		run:  func(c *conv) { c.completeHandshake() }, want: handshakeCompletes})
+	rewriteHRR := func(f func(sh *wire.ServerHello)) func(c *conv) {
+		return rewriteFlight(func(c *conv, recs []*rec) []*rec {
+			r := c.must(recs, wire.TypeServerHello)
+			sh, err := wire.ParseServerHello(r.data)
+			if err != nil || !sh.IsHelloRetryRequest() {
+				c.t.Fatalf("no HelloRetryRequest: %v", err)
+			}
+			sh.Order = nil
+			f(sh)
+			r.data = c.marshal(sh)
+			return recs
+		})
+	}
+	add(conformanceRow{id: "hrr/group-already-shared", section: sec414, roles: asClient, setup: hrrSetup,
+		rule: "a HelloRetryRequest for a group the client already sent a share for is an illegal_parameter",
+		run:  rewriteHRR(func(sh *wire.ServerHello) { sh.SelectedGroup = X25519 }), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "hrr/group-not-offered", section: sec414, roles: asClient, setup: hrrSetup,
+		rule: "a HelloRetryRequest for a group not in supported_groups is an illegal_parameter",
+		run:  rewriteHRR(func(sh *wire.ServerHello) { sh.SelectedGroup = 0x0018 }), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "hrr/no-change", section: sec414, roles: asClient, setup: hrrSetup,
+		rule: "a HelloRetryRequest that would not change the ClientHello is an illegal_parameter",
+		run:  rewriteHRR(func(sh *wire.ServerHello) { sh.SelectedGroup, sh.Cookie = 0, nil }), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "hrr/second-hrr", section: sec414, roles: asClient, setup: hrrSetup,
+		rule: "a second HelloRetryRequest is an unexpected_message",
+		run: rewriteFlight(func(c *conv, recs []*rec) []*rec {
+			r := c.must(recs, wire.TypeServerHello)
+			return []*rec{r, plain(record.TypeHandshake, r.data)}
+		}), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "hrr/suite-changed", section: sec414, roles: asClient, setup: hrrSetup,
+		rule: "a ServerHello whose cipher suite differs from the HelloRetryRequest's is an illegal_parameter",
+		run: func(c *conv) {
+			c.relay() // HelloRetryRequest; the second ClientHello goes to the peer
+			rewriteSH(func(sh *wire.ServerHello) { sh.CipherSuite = TLS_AES_256_GCM_SHA384 })(c)
+		}, want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "hrr/changed-extension", section: sec412, roles: asServer, setup: hrrSetup,
+		rule: "the second ClientHello changes only what Section 4.1.2 allows: a new record_size_limit is an illegal_parameter",
+		run:  secondClientHello(func(ch *wire.ClientHello) { ch.RecordSizeLimit = 1000 }), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "hrr/changed-random", section: sec412, roles: asServer, setup: hrrSetup,
+		rule: "the second ClientHello keeps the same random",
+		run:  secondClientHello(func(ch *wire.ClientHello) { ch.Random[0] ^= 1 }), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "hrr/dropped-extension", section: sec412, roles: asServer, setup: hrrSetup,
+		rule: "the second ClientHello keeps the extensions of the first (dropping signature_algorithms_cert)",
+		run:  secondClientHello(func(ch *wire.ClientHello) { ch.SignatureAlgorithmsCert = nil }), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "hrr/no-cookie", section: sec412, roles: asServer, setup: hrrSetup,
+		rule: "the second ClientHello echoes the HelloRetryRequest's cookie",
+		run:  secondClientHello(func(ch *wire.ClientHello) { ch.Cookie = nil }), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "hrr/early-data", section: sec4210, roles: asServer, setup: hrrSetup,
+		rule: "a second ClientHello MUST NOT offer early_data",
+		run:  secondClientHello(func(ch *wire.ClientHello) { ch.EarlyData = true }), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "hrr/wrong-share", section: sec414, roles: asServer, setup: hrrSetup,
+		rule: "the second ClientHello's key_share is the group the server selected",
+		run: secondClientHello(func(ch *wire.ClientHello) {
+			ch.KeyShares = []wire.KeyShare{{Group: X25519, Data: bytes.Repeat([]byte{9}, 32)}}
+		}), want: sends(AlertIllegalParameter)})
+
+	// PSK and tickets (Sections 4.2.9, 4.2.11, 4.6.1).
+	resume := func(o *convOpts) { o.resume = true }
+	add(conformanceRow{id: "psk/resumption", section: sec4211, roles: bothRoles, setup: resume,
+		rule: "a ticket from an earlier handshake resumes the session",
+		run:  func(c *conv) { c.completeHandshake() },
+		want: behaves("handshake completes, resumed", func(c *conv) error {
+			if err := handshakeCompletes.check(c); err != nil {
+				return err
+			}
+			if !c.sut.info.DidResume {
+				return fmt.Errorf("not resumed")
+			}
+			return nil
+		})})
+	add(conformanceRow{id: "psk/bad-binder", section: sec4211, roles: asServer, setup: resume,
+		rule: "a PSK binder that does not verify is a decrypt_error",
+		run: rewriteFlight(func(c *conv, recs []*rec) []*rec {
+			r := c.must(recs, wire.TypeClientHello)
+			r.data[len(r.data)-1] ^= 1
+			return recs
+		}), want: sends(AlertDecryptError)})
+	add(conformanceRow{id: "psk/not-last", section: sec4211, roles: asServer, setup: resume,
+		rule: "pre_shared_key MUST be the last extension: else illegal_parameter",
+		run: rewriteCH(func(ch *wire.ClientHello) {
+			ch.Extra = append(ch.Extra, wire.Extension{Type: 0x7777})
+			m, _ := ch.Marshal()
+			p, _ := wire.ParseClientHello(m)
+			var order []uint16
+			for _, t := range p.Order {
+				if t != 0x7777 {
+					order = append(order, t)
+				}
+			}
+			ch.Order = append(order, 0x7777) // after pre_shared_key
+		}), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "psk/no-modes", section: sec429, roles: asServer, setup: resume,
+		rule: "pre_shared_key without psk_key_exchange_modes is a missing_extension",
+		run:  rewriteCH(func(ch *wire.ClientHello) { ch.PSKModes = nil }), want: sends(AlertMissingExtension)})
+	add(conformanceRow{id: "psk/no-ticket-without-modes", section: sec429, roles: asServer,
+		rule:  "no NewSessionTicket for a client that offered no psk_key_exchange_modes",
+		setup: func(o *convOpts) { o.ccfg.SessionTicketsDisabled = true }, // the client sends no modes
+		run:   func(c *conv) { c.completeHandshake() },
+		want: behaves("handshake completes, no ticket sent", func(c *conv) error {
+			if err := handshakeCompletes.check(c); err != nil {
+				return err
+			}
+			if c.sut.ticketsSent != 0 {
+				return fmt.Errorf("server sent %d tickets", c.sut.ticketsSent)
+			}
+			return nil
+		})})
+
+	// 0-RTT (Section 4.2.10).
+	add(conformanceRow{id: "early/accepted-over-limit", section: sec4210, roles: asServer,
+		rule: "an accepting server aborts when early data exceeds max_early_data_size",
+		setup: func(o *convOpts) {
+			o.scfg.MaxEarlyData = 1000
+			o.early = bytes.Repeat([]byte("x"), 5000)
+			o.tamperSess = func(s *ClientSession) { s.MaxEarlyData = 100000 }
+		},
+		run: func(c *conv) { c.relay() }, want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "early/rejected-skip-bounded", section: sec4210, roles: asServer,
+		rule: "a rejecting server skips early data only up to max_early_data_size, then aborts",
+		setup: func(o *convOpts) {
+			o.scfg.MaxEarlyData = 1000
+			o.early = bytes.Repeat([]byte("x"), 5000)
+			o.tamperSess = func(s *ClientSession) { s.MaxEarlyData = 100000 }
+		},
+		run: func(c *conv) {
+			c.sut.cfg.StrikeRegister = neverFresh{}
+			c.relay()
+		}, want: sends(AlertBadRecordMAC)})
+	add(conformanceRow{id: "early/rejected-skipped", section: sec4210, roles: asServer,
+		rule: "a rejecting server skips early data within max_early_data_size and completes the handshake",
+		setup: func(o *convOpts) {
+			o.scfg.MaxEarlyData = 1000
+			o.early = bytes.Repeat([]byte("x"), 900)
+		},
+		run: func(c *conv) {
+			c.sut.cfg.StrikeRegister = neverFresh{}
+			c.completeHandshake()
+		}, want: handshakeCompletes})
+
+	// KeyUpdate (Section 4.6.3).
+	add(conformanceRow{id: "keyupdate/bad-request", section: sec463, roles: bothRoles,
+		rule: "request_update other than 0 or 1 is an illegal_parameter",
+		run:  afterHandshake(sealed(record.TypeHandshake, hsMsg(wire.TypeKeyUpdate, []byte{2}))), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "keyupdate/one-reply", section: sec463, roles: bothRoles,
+		rule: "several update_requested before the receiver sends anything get one KeyUpdate in answer",
+		run: func(c *conv) {
+			if c.handshake() != nil {
+				return
+			}
+			ep := c.epoch()
+			var x []*rec
+			for i := range 5 {
+				x = append(x, &rec{ct: record.TypeHandshake, epoch: ep + i, data: hsMsg(wire.TypeKeyUpdate, []byte{1})})
+			}
+			from := len(c.sutOut)
+			c.deliver(x...)
+			c.t.Logf("records sent in answer: %d", c.sentRecords(from))
+			if n := c.sentRecords(from); n != 1 && c.err == nil {
+				c.err = fmt.Errorf("%d records in answer to 5 requests, want one KeyUpdate", n)
+			}
+		}, want: behaves("one KeyUpdate sent", func(c *conv) error { return c.err })})
+	add(conformanceRow{id: "keyupdate/flood", section: bounds, roles: bothRoles,
+		rule: fmt.Sprintf("more than %d KeyUpdates without application data are refused", maxKeyUpdatesWithoutData),
+		run: func(c *conv) {
+			if c.handshake() != nil {
+				return
+			}
+			ep := c.epoch()
+			var x []*rec
+			for i := range maxKeyUpdatesWithoutData + 1 {
+				x = append(x, &rec{ct: record.TypeHandshake, epoch: ep + i, data: hsMsg(wire.TypeKeyUpdate, []byte{0})})
+			}
+			c.deliver(x...)
+		}, want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "keyupdate/old-key", section: sec463, roles: bothRoles,
+		rule: "after a KeyUpdate, records under the old key fail (bad_record_mac)",
+		run: func(c *conv) {
+			if c.handshake() != nil {
+				return
+			}
+			ep := c.epoch()
+			c.deliver(&rec{ct: record.TypeHandshake, epoch: ep, data: hsMsg(wire.TypeKeyUpdate, []byte{0})},
+				&rec{ct: record.TypeApplicationData, epoch: ep, data: []byte("old")})
+		}, want: sends(AlertBadRecordMAC)})
+	return rows
+}

@@ -1,0 +1,628 @@
+package tls13
+
+// The conformance suite: a hostile peer that speaks raw records and
+// handshake messages, and a table (conformance_table_test.go) whose rows
+// are the MUSTs and MUST NOTs of RFC 8446 and RFC 8449, each with the
+// conversation that breaks it and the reaction the rule asks for. Every row
+// runs against the engine in each role it applies to.
+//
+// The hostile peer is an honest engine of the other role whose output is
+// taken apart into records and handshake messages, rewritten by the row,
+// and put back together under the peer's own keys (read from its key log),
+// so a row can reorder, fragment, duplicate, drop, pad, mis-encrypt or lie
+// about lengths at any point of a real handshake.
+//
+// docs/conformance.md is generated from the table and the results:
+//
+//	go test ./tls13 -run TestConformance -update-conformance-doc
+//
+// and TestConformance fails when the committed file differs.
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/cipher"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ztls-project/ztls/tls13/internal/keyschedule"
+	"github.com/ztls-project/ztls/tls13/internal/record"
+	"github.com/ztls-project/ztls/tls13/internal/suite"
+)
+
+var updateConformanceDoc = flag.Bool("update-conformance-doc", false, "write docs/conformance.md from the conformance table")
+
+// role says which side the engine under test plays.
+type role int
+
+const (
+	asClient role = 1 << iota
+	asServer
+	bothRoles = asClient | asServer
+)
+
+func (r role) String() string {
+	switch r {
+	case asClient:
+		return "client"
+	case asServer:
+		return "server"
+	}
+	return "both"
+}
+
+// conformanceRow is one rule: what the RFC says, the conversation that
+// violates it (or exercises it), and the reaction expected.
+type conformanceRow struct {
+	id      string // short, stable: the subtest name and the doc's row
+	section string // "RFC 8446, Section 5.1"
+	rule    string // the MUST or MUST NOT, in a few words
+	roles   role   // roles of the engine under test
+	setup   func(c *convOpts)
+	run     func(c *conv)
+	want    outcome
+}
+
+// outcome is the reaction a row expects from the engine under test.
+type outcome struct {
+	alert Alert               // a fatal alert sent, when check is nil
+	desc  string              // for behaviour rows: what must hold
+	check func(c *conv) error // behaviour rows
+}
+
+func sends(a Alert) outcome { return outcome{alert: a} }
+
+func behaves(desc string, check func(c *conv) error) outcome {
+	return outcome{desc: desc, check: check}
+}
+
+func (o outcome) String() string {
+	if o.check != nil {
+		return o.desc
+	}
+	return o.alert.String()
+}
+
+// convOpts shapes one conversation's configurations before it starts.
+type convOpts struct {
+	t          *testing.T
+	sutClient  bool // the engine under test is the client
+	ccfg, scfg *Config
+	resume     bool   // resume a session from an earlier handshake
+	early      []byte // 0-RTT data the (peer or engine-under-test) client sends
+	tamperSess func(*ClientSession)
+}
+
+// conv is one conversation between the engine under test (sut) and the
+// hostile peer.
+type conv struct {
+	t          *testing.T
+	sutClient  bool
+	sut, peer  *engine
+	sutLog     *keyLog
+	peerLog    *keyLog
+	peerReader *recordReader
+	toSUT      *recordWriter
+	sutOut     []byte // everything the engine under test sent
+	err        error  // its first error
+}
+
+// rec is one record, or one handshake message in its own record, as the
+// hostile peer sees and writes it.
+type rec struct {
+	ct    record.ContentType // the real (inner) content type
+	epoch int                // -1: unprotected; else the index of the peer's write key
+	data  []byte
+	ver   uint16 // legacy_record_version of an unprotected record (0: 0x0303)
+	pad   int    // zero bytes after the inner content type
+	inner []byte // protected records: this exact TLSInnerPlaintext instead
+	raw   []byte // these exact bytes on the wire instead of a record
+	flip  bool   // corrupt the ciphertext
+}
+
+func (r *rec) isMsg(typ uint8) bool {
+	return r.ct == record.TypeHandshake && len(r.data) > 0 && r.data[0] == typ
+}
+
+// keyLog collects an engine's NSS key log lines: the hostile peer's way
+// to its own secrets and to the engine under test's.
+type keyLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (k *keyLog) Write(p []byte) (int, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.buf.Write(p)
+}
+
+// secrets returns the traffic secrets one side wrote with, in order
+// (early, handshake, application); prefix is "CLIENT_" or "SERVER_".
+func (k *keyLog) secrets(prefix string) [][]byte {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out [][]byte
+	sc := bufio.NewScanner(bytes.NewReader(k.buf.Bytes()))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 3 && strings.HasPrefix(f[0], prefix) {
+			s, _ := hex.DecodeString(f[2])
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// epochKeys derives the record keys of one side's write epochs: the
+// logged secrets, then KeyUpdate successors of the last one.
+type epochKeys struct {
+	log    *keyLog
+	prefix string
+	suite  func() *suite.Suite
+}
+
+func (k *epochKeys) secret(i int) []byte {
+	s := k.log.secrets(k.prefix)
+	if len(s) == 0 {
+		return nil
+	}
+	if i < len(s) {
+		return s[i]
+	}
+	prev := k.secret(i - 1)
+	if prev == nil {
+		return nil
+	}
+	return keyschedule.NextTrafficSecret(k.suite().Hash, prev)
+}
+
+type epochAEAD struct {
+	aead cipher.AEAD
+	iv   []byte
+	seq  uint64
+}
+
+func (k *epochKeys) aead(i int) *epochAEAD {
+	secret := k.secret(i)
+	s := k.suite()
+	if secret == nil || s == nil || len(secret) != s.Hash.Size() {
+		return nil
+	}
+	key, iv := keyschedule.TrafficKeys(s.Hash, s.KeyLen, secret)
+	a, err := s.NewAEAD(key)
+	if err != nil {
+		return nil
+	}
+	return &epochAEAD{aead: a, iv: iv}
+}
+
+func (a *epochAEAD) nonce() []byte {
+	n := bytes.Clone(a.iv)
+	var s [8]byte
+	binary.BigEndian.PutUint64(s[:], a.seq)
+	for i := range s {
+		n[len(n)-8+i] ^= s[i]
+	}
+	return n
+}
+
+// recordReader takes one side's byte stream apart into records, opening
+// protected ones by trial with its epochs' keys, and splits handshake
+// records into messages (one rec each).
+type recordReader struct {
+	keys    epochKeys
+	d       record.Deframer
+	epoch   int
+	open    map[int]*epochAEAD
+	hs      []byte // handshake bytes not yet a whole message
+	hsEpoch int
+}
+
+func newRecordReader(log *keyLog, prefix string, s func() *suite.Suite) *recordReader {
+	return &recordReader{keys: epochKeys{log: log, prefix: prefix, suite: s}, open: map[int]*epochAEAD{}}
+}
+
+func (r *recordReader) read(t *testing.T, stream []byte) []*rec {
+	t.Helper()
+	r.d.Write(stream)
+	var out []*rec
+	for {
+		typ, payload, ok, err := r.d.Next()
+		if err != nil {
+			t.Fatalf("hostile peer: cannot deframe: %v", err)
+		}
+		if !ok {
+			return out
+		}
+		if typ != record.TypeApplicationData {
+			out = append(out, r.split(t, &rec{ct: typ, epoch: -1, data: bytes.Clone(payload)})...)
+			continue
+		}
+		got := false
+		for ep := r.epoch; ep < r.epoch+3 && !got; ep++ {
+			a := r.open[ep]
+			if a == nil {
+				if a = r.keys.aead(ep); a == nil {
+					continue
+				}
+				r.open[ep] = a
+			}
+			hdr := []byte{23, 3, 3, byte(len(payload) >> 8), byte(len(payload))}
+			plain, err := a.aead.Open(nil, a.nonce(), payload, hdr)
+			if err != nil {
+				continue
+			}
+			a.seq++
+			r.epoch, got = ep, true
+			i := len(plain) - 1
+			for i >= 0 && plain[i] == 0 {
+				i--
+			}
+			if i < 0 {
+				t.Fatal("hostile peer: record without content type")
+			}
+			out = append(out, r.split(t, &rec{ct: record.ContentType(plain[i]), epoch: ep, data: plain[:i]})...)
+		}
+		if !got {
+			// Not under any key we know: keep it as it is (rejected 0-RTT).
+			out = append(out, &rec{ct: record.TypeApplicationData, epoch: -1, data: bytes.Clone(payload)})
+		}
+	}
+}
+
+// split turns a handshake record into one rec per whole message.
+func (r *recordReader) split(t *testing.T, x *rec) []*rec {
+	if x.ct != record.TypeHandshake {
+		return []*rec{x}
+	}
+	r.hs = append(r.hs, x.data...)
+	var out []*rec
+	for len(r.hs) >= 4 {
+		n := 4 + (int(r.hs[1])<<16 | int(r.hs[2])<<8 | int(r.hs[3]))
+		if len(r.hs) < n {
+			break
+		}
+		out = append(out, &rec{ct: record.TypeHandshake, epoch: x.epoch, data: bytes.Clone(r.hs[:n])})
+		r.hs = r.hs[n:]
+	}
+	return out
+}
+
+// recordWriter protects records under the peer's epochs with its own
+// sequence numbers, so dropping or adding records keeps them consistent.
+type recordWriter struct {
+	keys epochKeys
+	seal map[int]*epochAEAD
+}
+
+func (w *recordWriter) write(t *testing.T, out []byte, r *rec) []byte {
+	t.Helper()
+	if r.raw != nil {
+		return append(out, r.raw...)
+	}
+	if r.epoch < 0 {
+		v := r.ver
+		if v == 0 {
+			v = 0x0303
+		}
+		out = append(out, byte(r.ct), byte(v>>8), byte(v), byte(len(r.data)>>8), byte(len(r.data)))
+		return append(out, r.data...)
+	}
+	a := w.seal[r.epoch]
+	if a == nil {
+		if a = w.keys.aead(r.epoch); a == nil {
+			t.Fatalf("hostile peer: no key for epoch %d", r.epoch)
+		}
+		w.seal[r.epoch] = a
+	}
+	inner := r.inner
+	if inner == nil {
+		inner = append(append(bytes.Clone(r.data), byte(r.ct)), make([]byte, r.pad)...)
+	}
+	n := len(inner) + a.aead.Overhead()
+	hdr := []byte{23, 3, 3, byte(n >> 8), byte(n)}
+	ct := a.aead.Seal(nil, a.nonce(), inner, hdr)
+	a.seq++
+	if r.flip {
+		ct[len(ct)/2] ^= 0x20
+	}
+	return append(append(out, hdr...), ct...)
+}
+
+// newConv builds a conversation with the engine under test in role r and
+// starts it: a client engine under test has sent its ClientHello to the
+// peer; a client peer's first flight waits in peerRecs.
+func newConv(t *testing.T, r role, setup func(*convOpts)) *conv {
+	t.Helper()
+	p := getPKI(t, "ecdsa-p256")
+	o := &convOpts{t: t, sutClient: r == asClient, ccfg: clientConfig(p), scfg: serverConfig(p)}
+	if setup != nil {
+		setup(o)
+	}
+	var sess *ClientSession
+	if o.resume || o.early != nil {
+		sess = engineTicket(t, o.ccfg, o.scfg)
+		if o.tamperSess != nil {
+			o.tamperSess(sess)
+		}
+	}
+	c := &conv{t: t, sutClient: r == asClient, sutLog: &keyLog{}, peerLog: &keyLog{}}
+	ccfg, scfg := o.ccfg, o.scfg
+	cli, srv := newEngine(ccfg, true), newEngine(scfg, false)
+	if c.sutClient {
+		c.sut, c.peer = cli, srv
+		ccfg.KeyLogWriter, scfg.KeyLogWriter = c.sutLog, c.peerLog
+	} else {
+		c.sut, c.peer = srv, cli
+		ccfg.KeyLogWriter, scfg.KeyLogWriter = c.peerLog, c.sutLog
+	}
+	peerPrefix := "SERVER_"
+	if !c.sutClient {
+		peerPrefix = "CLIENT_"
+	}
+	peerSuite := func() *suite.Suite { return c.peer.suite }
+	c.peerReader = newRecordReader(c.peerLog, peerPrefix, peerSuite)
+	c.toSUT = &recordWriter{keys: epochKeys{log: c.peerLog, prefix: peerPrefix, suite: peerSuite}, seal: map[int]*epochAEAD{}}
+	srv.startServer()
+	if err := cli.startClient(sess, o.early); err != nil {
+		t.Fatalf("client start: %v", err)
+	}
+	if c.sutClient {
+		out := bytes.Clone(c.sut.takeOutput())
+		c.sutOut = append(c.sutOut, out...)
+		c.peer.feed(out)
+	}
+	return c
+}
+
+// peerRecs takes what the peer has sent since the last call, as records.
+func (c *conv) peerRecs() []*rec {
+	return c.peerReader.read(c.t, bytes.Clone(c.peer.takeOutput()))
+}
+
+// deliver writes recs to the engine under test and passes its answer on
+// to the peer. The engine's first error is kept in c.err.
+func (c *conv) deliver(recs ...*rec) error {
+	var b []byte
+	for _, r := range recs {
+		b = c.toSUT.write(c.t, b, r)
+	}
+	return c.deliverBytes(b)
+}
+
+func (c *conv) deliverBytes(b []byte) error {
+	err := c.sut.feed(b)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	out := bytes.Clone(c.sut.takeOutput())
+	c.sutOut = append(c.sutOut, out...)
+	if c.peer.err == nil && len(out) > 0 {
+		c.peer.feed(out)
+	}
+	return err
+}
+
+// relay passes the peer's pending flight on unchanged.
+func (c *conv) relay() error { return c.deliver(c.peerRecs()...) }
+
+// handshake relays until both sides are done (or the engine fails).
+func (c *conv) handshake() error {
+	for i := 0; i < 6 && !(c.sut.done && c.peer.done); i++ {
+		if err := c.relay(); err != nil {
+			return err
+		}
+	}
+	if !c.sut.done || !c.peer.done {
+		c.t.Fatalf("handshake did not finish (engine under test: %v, peer: %v)", c.sut.err, c.peer.err)
+	}
+	return c.relay() // tickets
+}
+
+// epoch is the peer's current write epoch for records the row makes up.
+func (c *conv) epoch() int {
+	if c.peer.rout == nil {
+		return -1
+	}
+	return len(c.peerLog.secrets(c.peerPrefix())) - 1 + c.peerKeyUpdates()
+}
+
+func (c *conv) peerPrefix() string {
+	if c.sutClient {
+		return "SERVER_"
+	}
+	return "CLIENT_"
+}
+
+// peerKeyUpdates counts the peer's own KeyUpdates (beyond logged secrets).
+func (c *conv) peerKeyUpdates() int {
+	n := 0
+	for _, ev := range c.peer.events {
+		if ev == EventKeyUpdate {
+			n++
+		}
+	}
+	return n
+}
+
+// sutAlerts returns the alerts the engine under test sent, in order.
+func (c *conv) sutAlerts() []Alert {
+	prefix := "CLIENT_"
+	if !c.sutClient {
+		prefix = "SERVER_"
+	}
+	r := newRecordReader(c.sutLog, prefix, func() *suite.Suite { return c.sut.suite })
+	var out []Alert
+	for _, x := range r.read(c.t, c.sutOut) {
+		if x.ct == record.TypeAlert && len(x.data) == 2 {
+			out = append(out, Alert(x.data[1]))
+		}
+	}
+	return out
+}
+
+// verdict says whether the conversation ended as the row expects.
+func (c *conv) verdict(want outcome) error {
+	if want.check != nil {
+		return want.check(c)
+	}
+	if c.err == nil {
+		return fmt.Errorf("no error, want a %s alert", want.alert)
+	}
+	var le *LocalError
+	if !errors.As(c.err, &le) {
+		return fmt.Errorf("error %v is not a local one, want a %s alert", c.err, want.alert)
+	}
+	if le.Alert != want.alert {
+		return fmt.Errorf("sent %s (%v), want %s", le.Alert, c.err, want.alert)
+	}
+	alerts := c.sutAlerts()
+	if len(alerts) == 0 || alerts[len(alerts)-1] != want.alert {
+		return fmt.Errorf("the %s alert is not on the wire (alerts seen: %v)", want.alert, alerts)
+	}
+	return nil
+}
+
+// hsMsg builds a handshake message of type typ around body.
+func hsMsg(typ uint8, body []byte) []byte {
+	n := len(body)
+	return append([]byte{typ, byte(n >> 16), byte(n >> 8), byte(n)}, body...)
+}
+
+// marshal is for messages the row builds; a failure is the test's.
+func (c *conv) marshal(m interface{ Marshal() ([]byte, error) }) []byte {
+	c.t.Helper()
+	b, err := m.Marshal()
+	if err != nil {
+		c.t.Fatalf("marshal: %v", err)
+	}
+	return b
+}
+
+// find returns the index of the first handshake message of type typ.
+func find(recs []*rec, typ uint8) int {
+	for i, r := range recs {
+		if r.isMsg(typ) {
+			return i
+		}
+	}
+	return -1
+}
+
+// must returns recs[find(recs, typ)] or fails the test.
+func (c *conv) must(recs []*rec, typ uint8) *rec {
+	c.t.Helper()
+	i := find(recs, typ)
+	if i < 0 {
+		c.t.Fatalf("the peer's flight has no handshake message of type %d", typ)
+	}
+	return recs[i]
+}
+
+// without returns recs without the first handshake message of type typ.
+func without(recs []*rec, typ uint8) []*rec {
+	i := find(recs, typ)
+	if i < 0 {
+		return recs
+	}
+	return append(append([]*rec(nil), recs[:i]...), recs[i+1:]...)
+}
+
+// insertBefore puts x before the first handshake message of type typ.
+func insertBefore(recs []*rec, typ uint8, x ...*rec) []*rec {
+	i := find(recs, typ)
+	if i < 0 {
+		i = len(recs)
+	}
+	out := append([]*rec(nil), recs[:i]...)
+	out = append(out, x...)
+	return append(out, recs[i:]...)
+}
+
+func TestConformance(t *testing.T) {
+	rows := conformanceTable()
+	results := make(map[string]string)
+	total := 0
+	seen := map[string]bool{}
+	for _, row := range rows {
+		if seen[row.id] {
+			t.Fatalf("duplicate row id %q", row.id)
+		}
+		seen[row.id] = true
+		for _, r := range []role{asClient, asServer} {
+			if row.roles&r == 0 {
+				continue
+			}
+			name := row.id + "/" + r.String()
+			total++
+			t.Run(name, func(t *testing.T) {
+				results[name] = "FAIL"
+				c := newConv(t, r, row.setup)
+				row.run(c)
+				if err := c.verdict(row.want); err != nil {
+					t.Fatalf("%s (%s): %v", row.rule, row.section, err)
+				}
+				results[name] = "pass"
+			})
+		}
+	}
+	doc := conformanceDoc(rows, results)
+	path := filepath.Join("..", "docs", "conformance.md")
+	if *updateConformanceDoc {
+		if err := os.WriteFile(path, doc, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if len(results) != total {
+		return // a -run filter chose some rows: the doc is about all of them
+	}
+	committed, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(committed, doc) {
+		t.Fatalf("docs/conformance.md differs from the table and its results: run go test ./tls13 -run TestConformance -update-conformance-doc")
+	}
+}
+
+// conformanceDoc renders docs/conformance.md: each row with its RFC
+// section, the roles it ran in and the result of each.
+func conformanceDoc(rows []conformanceRow, results map[string]string) []byte {
+	var b bytes.Buffer
+	b.WriteString("# RFC 8446 conformance\n\n")
+	b.WriteString("Generated by `go test ./tls13 -run TestConformance -update-conformance-doc` from the table in\n")
+	b.WriteString("`tls13/conformance_table_test.go`; `go test ./tls13` fails when this file differs from the table\n")
+	b.WriteString("and its results. Each row is one MUST or MUST NOT of RFC 8446 (or RFC 8449): a hostile peer\n")
+	b.WriteString("breaks it in a real handshake (it rewrites an honest engine's records and messages under that\n")
+	b.WriteString("engine's own keys) and the engine under test must react as the Expected column says, in each role.\n\n")
+	sections := map[string]bool{}
+	n := 0
+	for _, r := range rows {
+		sections[r.section] = true
+		for _, x := range []role{asClient, asServer} {
+			if r.roles&x != 0 {
+				n++
+			}
+		}
+	}
+	fmt.Fprintf(&b, "%d rules, %d runs (rule × role), %d sections.\n\n", len(rows), n, len(sections))
+	b.WriteString("| Row | RFC section | Rule | Expected | Client | Server |\n")
+	b.WriteString("|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		cell := func(x role) string {
+			if r.roles&x == 0 {
+				return "–"
+			}
+			return results[r.id+"/"+x.String()]
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", r.id, r.section, r.rule, r.want, cell(asClient), cell(asServer))
+	}
+	return b.Bytes()
+}

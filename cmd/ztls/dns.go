@@ -113,8 +113,8 @@ Under abuse (defaults in brackets):
   # Z-data and the TurboTLS advertisement of a 'ztls serve --zdata zd/ --turbo' server
   ztls dns serve --zone example.org.zone --zdata zd/ --turbo --listen 127.0.0.1:5353
 
-  # pipelined queries on one connection
-  ztls lookup www.example.org --resolver 127.0.0.1:8853 --dns-transport tls --ca ca.pem`,
+  # the six lookups of a ZTLS connection, pipelined on one DNS-over-TLS connection
+  ztls lookup @127.0.0.1 -p 8853 www.example.org ztls +tls --dns-ca ca.pem`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)

@@ -306,3 +306,71 @@ func TestGoExporter(t *testing.T) {
 		t.Fatalf("exporters differ:\n%x\n%x", mine, theirs)
 	}
 }
+
+// TestGoP521: crypto/tls with only CurveP521, both roles.
+func TestGoP521(t *testing.T) {
+	p := getPKI(t, "ecdsa-p256")
+	addr := goServer(t, &tls.Config{Certificates: []tls.Certificate{p.goSrv}, CurvePreferences: []tls.CurveID{tls.CurveP521}}, goEcho)
+	cfg := clientConfig(p)
+	cfg.Groups = []uint16{P521}
+	c, err := Dial("tcp", addr, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roundTrip(t, c, "p521 client")
+	if g := c.ConnectionState().Group; g != P521 {
+		t.Fatalf("negotiated %s", GroupName(g))
+	}
+	c.Close()
+
+	addr = serve(t, NewListener(loopback(t), serverConfig(p)), echo) // default groups
+	gc, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: p.pool(), ServerName: "localhost",
+		CurvePreferences: []tls.CurveID{tls.CurveP521}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gc.Close()
+	roundTrip(t, gc, "p521 server")
+	if g := gc.ConnectionState().CurveID; g != tls.CurveP521 {
+		t.Fatalf("negotiated %v", g)
+	}
+}
+
+// TestGoIgnoresCertCompression: crypto/tls does not implement RFC 8879
+// (no compress_certificate in its source), so it must ignore the
+// extension in our ClientHello and CertificateRequest, and we send it
+// uncompressed Certificates.
+func TestGoIgnoresCertCompression(t *testing.T) {
+	p := getPKI(t, "ecdsa-p256")
+	all := []CertCompressionAlgorithm{CertCompressionZlib, CertCompressionBrotli, CertCompressionZstd}
+	t.Run("ztls client", func(t *testing.T) {
+		addr := goServer(t, &tls.Config{Certificates: []tls.Certificate{p.goSrv}, MinVersion: tls.VersionTLS13,
+			ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: p.pool()}, goEcho)
+		cfg := clientConfig(p)
+		cfg.Certificates = []Certificate{p.client}
+		cfg.CertificateCompression = all
+		c, err := Dial("tcp", addr, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		roundTrip(t, c, "compress")
+		if st := c.ConnectionState(); st.CertificateCompression != 0 || st.ClientCertificateCompression != 0 {
+			t.Fatalf("compression %v/%v with crypto/tls", st.CertificateCompression, st.ClientCertificateCompression)
+		}
+	})
+	t.Run("ztls server", func(t *testing.T) {
+		scfg := serverConfig(p)
+		scfg.ClientAuth = RequireAndVerifyClientCert
+		scfg.ClientCAs = p.pool()
+		scfg.CertificateCompression = all
+		addr := serve(t, NewListener(loopback(t), scfg), echo)
+		gc, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: p.pool(), ServerName: "localhost",
+			Certificates: []tls.Certificate{p.goCli}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer gc.Close()
+		roundTrip(t, gc, "compress")
+	})
+}

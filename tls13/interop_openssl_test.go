@@ -462,3 +462,73 @@ func TestOpenSSLTLS12Only(t *testing.T) {
 		}
 	})
 }
+
+// TestOpenSSLP521: a peer that offers only secp521r1 still connects (ztls
+// lists it last in its default groups and sends no share for it unless
+// configured to).
+func TestOpenSSLP521(t *testing.T) {
+	t.Parallel()
+	f := writeInteropFiles(t)
+	t.Run("ztls client", func(t *testing.T) {
+		t.Parallel()
+		srv := opensslServer(t, f, "-groups", "P-521")
+		cfg := clientConfig(f.p)
+		cfg.Groups = []uint16{P521}
+		c := srv.mustDialZTLS(t, cfg)
+		exchangeInteractive(t, c, srv, "p521")
+		if g := c.ConnectionState().Group; g != P521 {
+			srv.fatalf("negotiated %s", GroupName(g))
+		}
+	})
+	t.Run("ztls server", func(t *testing.T) {
+		t.Parallel()
+		addr, results := startZTLSServer(t, serverConfig(f.p)) // default groups
+		cli := opensslClient(t, f, addr, "-groups", "P-521")
+		r := nextResult(t, results, cli)
+		if r.err != nil {
+			cli.fatalf("ztls server handshake: %v", r.err)
+		}
+		echoThrough(cli, "p521")
+		if g := r.conn.ConnectionState().Group; g != P521 {
+			cli.fatalf("negotiated %s", GroupName(g))
+		}
+	})
+}
+
+// TestOpenSSLIgnoresCertCompression: OpenSSL 3.0 has no RFC 8879, so it
+// ignores compress_certificate in the ClientHello and the
+// CertificateRequest, and ztls sends and takes Certificates uncompressed.
+func TestOpenSSLIgnoresCertCompression(t *testing.T) {
+	t.Parallel()
+	f := writeInteropFiles(t)
+	all := []CertCompressionAlgorithm{CertCompressionZlib, CertCompressionBrotli, CertCompressionZstd}
+	t.Run("ztls client", func(t *testing.T) {
+		t.Parallel()
+		srv := opensslServer(t, f, "-Verify", "2", "-CAfile", f.ca, "-verify_return_error")
+		cfg := clientConfig(f.p)
+		cfg.Certificates = []Certificate{f.p.client}
+		cfg.CertificateCompression = all
+		c := srv.mustDialZTLS(t, cfg)
+		exchangeInteractive(t, c, srv, "compress")
+		if st := c.ConnectionState(); st.CertificateCompression != 0 || st.ClientCertificateCompression != 0 || len(st.VerifiedChains) == 0 {
+			srv.fatalf("compression %v/%v with a peer that has none", st.CertificateCompression, st.ClientCertificateCompression)
+		}
+	})
+	t.Run("ztls server", func(t *testing.T) {
+		t.Parallel()
+		scfg := serverConfig(f.p)
+		scfg.ClientAuth = RequireAndVerifyClientCert
+		scfg.ClientCAs = f.p.pool()
+		scfg.CertificateCompression = all
+		addr, results := startZTLSServer(t, scfg)
+		cli := opensslClient(t, f, addr, "-cert", f.cliCert, "-key", f.cliKey)
+		r := nextResult(t, results, cli)
+		if r.err != nil {
+			cli.fatalf("ztls server handshake: %v", r.err)
+		}
+		echoThrough(cli, "compress")
+		if st := r.conn.ConnectionState(); st.CertificateCompression != 0 || len(st.VerifiedChains) == 0 {
+			cli.fatalf("compression %v with a peer that has none", st.CertificateCompression)
+		}
+	})
+}

@@ -16,6 +16,7 @@ const (
 	X25519         uint16 = 0x001d
 	P256           uint16 = 0x0017
 	P384           uint16 = 0x0018
+	P521           uint16 = 0x0019
 	X25519MLKEM768 uint16 = 0x11ec
 )
 
@@ -28,6 +29,7 @@ const (
 	x25519Len    = 32
 	p256Len      = 1 + 2*32 // RFC 8446, Section 4.2.8.2: 0x04 || X || Y
 	p384Len      = 1 + 2*48
+	p521Len      = 1 + 2*66
 	mlkemEKLen   = mlkem.EncapsulationKeySize768 // 1184
 	mlkemCTLen   = mlkem.CiphertextSize768       // 1088
 	hybridCliLen = mlkemEKLen + x25519Len
@@ -56,7 +58,7 @@ func illegal(format string, args ...any) error {
 // Supported reports whether this package implements group.
 func Supported(group uint16) bool {
 	switch group {
-	case X25519, P256, P384, X25519MLKEM768:
+	case X25519, P256, P384, P521, X25519MLKEM768:
 		return true
 	}
 	return false
@@ -72,6 +74,8 @@ func Name(group uint16) string {
 		return "secp256r1"
 	case P384:
 		return "secp384r1"
+	case P521:
+		return "secp521r1"
 	case X25519MLKEM768:
 		return "X25519MLKEM768"
 	}
@@ -79,10 +83,12 @@ func Name(group uint16) string {
 }
 
 // DefaultGroups returns the groups in ztls's order of preference: the
-// post-quantum hybrid first, then the classical curves. The slice is fresh on
-// each call, so callers may modify it.
+// post-quantum hybrid first, then the classical curves, secp521r1 last (a
+// client sends a share for it only when configured to; a server takes it
+// from clients that offer nothing else). The slice is fresh on each call,
+// so callers may modify it.
 func DefaultGroups() []uint16 {
-	return []uint16{X25519MLKEM768, X25519, P256, P384}
+	return []uint16{X25519MLKEM768, X25519, P256, P384, P521}
 }
 
 // ClientShare is a client's private key share for one group.
@@ -107,6 +113,8 @@ func ecdhCurve(group uint16) ecdh.Curve {
 		return ecdh.P256()
 	case P384:
 		return ecdh.P384()
+	case P521:
+		return ecdh.P521()
 	}
 	return nil
 }
@@ -117,6 +125,8 @@ func scalarLen(group uint16) int {
 		return 32
 	case P384:
 		return 48
+	case P521:
+		return 66
 	}
 	return 32
 }
@@ -129,6 +139,8 @@ func shareLen(group uint16, fromServer bool) int {
 		return p256Len
 	case P384:
 		return p384Len
+	case P521:
+		return p521Len
 	case X25519MLKEM768:
 		if fromServer {
 			return hybridSrvLen
@@ -214,6 +226,11 @@ func generateECDH(group uint16, rand io.Reader) (*ecdh.PrivateKey, error) {
 		if _, err := io.ReadFull(rand, buf); err != nil {
 			return nil, fmt.Errorf("kex: read %s private key from rand: %w", Name(group), err)
 		}
+		if group == P521 {
+			// 66 bytes hold 528 bits; the order is just under 2^521.
+			// Without the top 7 bits almost every draw is a valid scalar.
+			buf[0] &= 0x01
+		}
 		priv, err := curve.NewPrivateKey(buf)
 		if err == nil {
 			return priv, nil
@@ -225,7 +242,7 @@ func generateECDH(group uint16, rand io.Reader) (*ecdh.PrivateKey, error) {
 	return nil, fmt.Errorf("kex: rand gave no valid %s scalar in %d tries: is the reader broken?", Name(group), maxScalarTries)
 }
 
-// ecdhShare is a ClientShare for x25519, secp256r1 and secp384r1.
+// ecdhShare is a ClientShare for x25519, secp256r1, secp384r1 and secp521r1.
 type ecdhShare struct {
 	group uint16
 	priv  *ecdh.PrivateKey
@@ -270,13 +287,13 @@ func (s *hybridShare) Shared(peer []byte) ([]byte, error) {
 
 // GenerateClientShare makes a fresh client key share for group, drawing all
 // key material from rand (nil means crypto/rand.Reader): x25519 reads 32
-// bytes; secp256r1/secp384r1 read 32/48 bytes per try until the scalar is
-// valid; X25519MLKEM768 reads a 64-byte ML-KEM seed (d || z) and then 32 bytes
+// bytes; secp256r1/secp384r1/secp521r1 read 32/48/66 bytes per try until
+// the scalar is valid (secp521r1's top 7 bits cleared); X25519MLKEM768 reads a 64-byte ML-KEM seed (d || z) and then 32 bytes
 // for its x25519 half.
 func GenerateClientShare(group uint16, rand io.Reader) (ClientShare, error) {
 	rand = randOrDefault(rand)
 	switch group {
-	case X25519, P256, P384:
+	case X25519, P256, P384, P521:
 		priv, err := generateECDH(group, rand)
 		if err != nil {
 			return nil, err
@@ -309,7 +326,7 @@ func GenerateClientShare(group uint16, rand io.Reader) (ClientShare, error) {
 func ServerShare(group uint16, clientShare []byte, rand io.Reader) (serverPublic, shared []byte, err error) {
 	rand = randOrDefault(rand)
 	switch group {
-	case X25519, P256, P384:
+	case X25519, P256, P384, P521:
 		if _, err := parseECDHPublic(group, clientShare); err != nil {
 			return nil, nil, err
 		}

@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-var allGroups = []uint16{X25519, P256, P384, X25519MLKEM768}
+var allGroups = []uint16{X25519, P256, P384, P521, X25519MLKEM768}
 
 func seeded(seed byte) io.Reader {
 	var s [32]byte
@@ -49,6 +49,7 @@ func TestClientServerAgree(t *testing.T) {
 		X25519:         {32, 32, 32},
 		P256:           {65, 65, 32},
 		P384:           {97, 97, 48},
+		P521:           {133, 133, 66},
 		X25519MLKEM768: {1216, 1120, 64},
 	}
 	for _, g := range allGroups {
@@ -210,7 +211,7 @@ func TestHybridLayout(t *testing.T) {
 }
 
 func TestNISTScalarRetry(t *testing.T) {
-	for _, g := range []uint16{P256, P384} {
+	for _, g := range []uint16{P256, P384, P521} {
 		n := scalarLen(g)
 		good := bytes.Repeat([]byte{0x5a}, n)
 		direct, err := GenerateClientShare(g, bytes.NewReader(good))
@@ -273,6 +274,13 @@ func TestInvalidShares(t *testing.T) {
 	}
 	p384Off := bytes.Clone(p384.Public())
 	p384Off[1] ^= 0x80
+	p521, err := GenerateClientShare(P521, seeded(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p521Off := bytes.Clone(p521.Public())
+	p521Off[132] ^= 1
+	p521Compressed := append([]byte{0x02 | p521.Public()[132]&1}, p521.Public()[1:67]...)
 	hyb, err := GenerateClientShare(X25519MLKEM768, seeded(5))
 	if err != nil {
 		t.Fatal(err)
@@ -299,6 +307,9 @@ func TestInvalidShares(t *testing.T) {
 		{"p256 infinity", P256, []byte{0}, false},
 		{"p256 share for p384", P384, p256.Public(), false},
 		{"p384 off curve", P384, p384Off, false},
+		{"p521 off curve", P521, p521Off, false},
+		{"p521 compressed", P521, p521Compressed, false},
+		{"p384 share for p521", P521, p384.Public(), false},
 		{"hybrid client short", X25519MLKEM768, hyb.Public()[:1215], false},
 		{"hybrid bad encapsulation key", X25519MLKEM768, badEK, false},
 		{"hybrid server share as client", X25519MLKEM768, make([]byte, 1120), false},
@@ -312,7 +323,7 @@ func TestInvalidShares(t *testing.T) {
 				_, _, err := ServerShare(c.group, c.share, seeded(6))
 				wantIllegal(t, err, "ServerShare")
 			}
-			if c.fromServer || c.group == P256 || c.group == P384 || c.group == X25519 {
+			if c.fromServer || c.group == P256 || c.group == P384 || c.group == P521 || c.group == X25519 {
 				if !Supported(c.group) {
 					return
 				}
@@ -424,17 +435,17 @@ func TestStaticKey(t *testing.T) {
 }
 
 func TestNamesAndSupport(t *testing.T) {
-	want := map[uint16]string{X25519: "x25519", P256: "secp256r1", P384: "secp384r1", X25519MLKEM768: "X25519MLKEM768", 0x0019: "0x0019"}
+	want := map[uint16]string{X25519: "x25519", P256: "secp256r1", P384: "secp384r1", P521: "secp521r1", X25519MLKEM768: "X25519MLKEM768", 0x001e: "0x001e"}
 	for g, n := range want {
 		if Name(g) != n {
 			t.Errorf("Name(%#x) = %q, want %q", g, Name(g), n)
 		}
 	}
-	if Supported(0x0019) || Supported(0) {
-		t.Error("P-521 / 0 reported as supported")
+	if Supported(0x001e) || Supported(0) {
+		t.Error("x448 / 0 reported as supported")
 	}
 	d := DefaultGroups()
-	if len(d) != 4 || d[0] != X25519MLKEM768 || d[1] != X25519 || d[2] != P256 || d[3] != P384 {
+	if len(d) != 5 || d[0] != X25519MLKEM768 || d[1] != X25519 || d[2] != P256 || d[3] != P384 || d[4] != P521 {
 		t.Fatalf("DefaultGroups = %#x", d)
 	}
 	for _, g := range d {

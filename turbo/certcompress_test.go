@@ -1,0 +1,204 @@
+package turbo_test
+
+import (
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/tls13"
+	"github.com/ztls-project/ztls/turbo"
+)
+
+// Certificate compression (RFC 8879) shrinks the server's first flight,
+// so TurboTLS needs fewer response datagrams.
+
+type compressChain struct {
+	pool *x509.CertPool
+	cert tls13.Certificate
+}
+
+// newCompressChain issues a server chain of intermediates+1 certificates,
+// every key of keyType.
+func newCompressChain(t testing.TB, keyType string, intermediates int) compressChain {
+	t.Helper()
+	ca := testpki.NewCA(t, keyType)
+	l := ca.Issue(t, testpki.LeafOpts{KeyType: keyType, Intermediates: intermediates, IntermediateKeyType: keyType})
+	return compressChain{pool: ca.Pool(), cert: tls13.Certificate{Chain: l.Chain, PrivateKey: l.Key, Leaf: l.Cert}}
+}
+
+// startCompressServer serves TurboTLS (UDP and TCP on one port number)
+// with cfg; each TCP connection gets its handshake and an echo of one read.
+func startCompressServer(t *testing.T, cfg *tls13.Config) (tcp, udp netip.AddrPort, srv *turbo.TLSServer) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := net.ListenPacket("udp", ln.Addr().String())
+	if err != nil {
+		ln.Close()
+		t.Fatal(err)
+	}
+	srv = turbo.NewTLSServer(cfg, nil, turbo.Config{})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); srv.ServeUDP(pc) }()
+	go func() {
+		defer wg.Done()
+		for {
+			raw, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sc, err := srv.Accept(raw)
+				if err != nil {
+					raw.Close()
+					return
+				}
+				defer sc.Close()
+				sc.SetDeadline(time.Now().Add(10 * time.Second))
+				buf := make([]byte, 100)
+				if n, _ := sc.Read(buf); n > 0 {
+					sc.Write(buf[:n])
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); srv.Close(); wg.Wait() })
+	tcp = netip.MustParseAddrPort(ln.Addr().String())
+	return tcp, netip.AddrPortFrom(tcp.Addr(), tcp.Port()), srv
+}
+
+// TestTurboCertCompression: a TurboTLS handshake whose server flight is
+// compressed completes over UDP, each response datagram answering one
+// request, and the flight takes fewer datagrams than uncompressed.
+func TestTurboCertCompression(t *testing.T) {
+	// An ECDSA chain of three certificates: with the default group
+	// (X25519MLKEM768) its flight needs 3 datagrams, 2 when compressed.
+	ch := newCompressChain(t, "ecdsa-p256", 2)
+	flights := map[bool]int{}
+	for _, compress := range []bool{false, true} {
+		scfg := &tls13.Config{Certificates: []tls13.Certificate{ch.cert}}
+		ccfg := &tls13.Config{RootCAs: ch.pool, ServerName: "localhost"}
+		if compress {
+			scfg.CertificateCompression = []tls13.CertCompressionAlgorithm{tls13.CertCompressionBrotli}
+			ccfg.CertificateCompression = []tls13.CertCompressionAlgorithm{tls13.CertCompressionZstd, tls13.CertCompressionBrotli}
+		}
+		tcp, udp, _ := startCompressServer(t, scfg)
+		res, err := turbo.Dial(dialCtx(t), tcp, udp, &turbo.ClientConfig{TLS: ccfg, Wait: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Turbo {
+			t.Fatalf("compress=%v: not turbo: %s", compress, res.FallbackReason)
+		}
+		c := res.Conn
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Write([]byte("ping")); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 4)
+		if _, err := c.Read(buf); err != nil || string(buf) != "ping" {
+			t.Fatalf("echo %q, %v", buf, err)
+		}
+		c.Close()
+		st := c.ConnectionState()
+		want := tls13.CertCompressionAlgorithm(0)
+		if compress {
+			want = tls13.CertCompressionBrotli
+		}
+		if st.CertificateCompression != want || len(st.VerifiedChains) == 0 {
+			t.Fatalf("compress=%v: compressed with %v, %d chains", compress, st.CertificateCompression, len(st.VerifiedChains))
+		}
+		if res.ResponsesReceived != turbo.DatagramsFor(res.ServerFlight) || res.RequestsSent < res.ResponsesReceived {
+			t.Fatalf("compress=%v: %+v", compress, res)
+		}
+		flights[compress] = res.ServerFlight
+	}
+	if turbo.DatagramsFor(flights[true]) >= turbo.DatagramsFor(flights[false]) {
+		t.Fatalf("flight of %d bytes compressed, %d not: no datagram saved", flights[true], flights[false])
+	}
+}
+
+// firstFlight runs a ClientHello through a server engine and returns the
+// server's first flight (ServerHello .. Finished), checked by the client.
+func firstFlight(t testing.TB, ch compressChain, group uint16, alg tls13.CertCompressionAlgorithm) int {
+	t.Helper()
+	ccfg := &tls13.Config{RootCAs: ch.pool, ServerName: "localhost", Groups: []uint16{group}}
+	scfg := &tls13.Config{Certificates: []tls13.Certificate{ch.cert}}
+	if alg != 0 {
+		ccfg.CertificateCompression = []tls13.CertCompressionAlgorithm{alg}
+		scfg.CertificateCompression = []tls13.CertCompressionAlgorithm{alg}
+	}
+	c, s := tls13.NewClientEngine(ccfg), tls13.NewServerEngine(scfg)
+	if err := c.Start(nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Feed(c.Output()); err != nil {
+		t.Fatal(err)
+	}
+	flight := append([]byte(nil), s.Output()...)
+	if err := c.Feed(flight); err != nil || !c.HandshakeComplete() {
+		t.Fatalf("client on the flight: %v", err)
+	}
+	if got := c.ConnectionState().CertificateCompression; got != alg {
+		t.Fatalf("compressed with %v, want %v", got, alg)
+	}
+	var id turbo.ConnID
+	dgrams, err := turbo.Fragment(turbo.TypeResponse, id, flight)
+	if err != nil || len(dgrams) != turbo.DatagramsFor(len(flight)) {
+		t.Fatalf("%d datagrams, %v", len(dgrams), err)
+	}
+	return len(flight)
+}
+
+// TestCertCompressionFlightTable measures the server's first flight and
+// its TurboTLS datagrams for RSA-2048 and ECDSA P-256 chains of 2 and 3
+// certificates, with each algorithm and without. Every algorithm must
+// shrink every flight. With -v it prints the table of docs/benchmarks.md
+// ("Certificate compression").
+func TestCertCompressionFlightTable(t *testing.T) {
+	algs := []tls13.CertCompressionAlgorithm{0, tls13.CertCompressionZlib, tls13.CertCompressionBrotli, tls13.CertCompressionZstd}
+	var b strings.Builder
+	fmt.Fprintf(&b, "| chain | group | %s |\n|---|---|", "none | zlib | brotli | zstd")
+	for range algs {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, kt := range []string{"rsa2048", "ecdsa-p256"} {
+		for _, inter := range []int{1, 2} {
+			ch := newCompressChain(t, kt, inter)
+			chainBytes := 0
+			for _, der := range ch.cert.Chain {
+				chainBytes += len(der)
+			}
+			for _, g := range []uint16{tls13.X25519MLKEM768, tls13.X25519} {
+				fmt.Fprintf(&b, "| %s, %d certs (%d B DER) | %s |", kt, inter+1, chainBytes, tls13.GroupName(g))
+				var plain int
+				for _, a := range algs {
+					n := firstFlight(t, ch, g, a)
+					if a == 0 {
+						plain = n
+						fmt.Fprintf(&b, " %d B, %d dgrams |", n, turbo.DatagramsFor(n))
+						continue
+					}
+					if n >= plain {
+						t.Errorf("%s, %d certs, %s, %v: flight %d bytes, %d uncompressed", kt, inter+1, tls13.GroupName(g), a, n, plain)
+					}
+					fmt.Fprintf(&b, " %d B (−%.0f %%), %d dgrams |", n, 100*float64(plain-n)/float64(plain), turbo.DatagramsFor(n))
+				}
+				b.WriteString("\n")
+			}
+		}
+	}
+	t.Log("\n" + b.String())
+}

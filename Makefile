@@ -2,23 +2,40 @@
 GO        ?= go
 PKGS      := ./...
 FUZZTIME  ?= 3s
-DEB_PKGS  := openssl gnutls-bin bind9 bind9-utils bind9-dnsutils unbound dnsperf redis-server iproute2
+DEB_PKGS  := openssl gnutls-bin bind9 bind9-utils bind9-dnsutils unbound dnsperf redis-server iproute2 erlang-nox chromium
+# A JDK for the JSSE peer, unless one is on the PATH already.
+JDK_PKG   := $(if $(shell command -v javac 2>/dev/null),,default-jdk-headless)
+# The interop peers from PyPI and crates.io (tls13/testdata/peers/), pinned.
+PIP_PEERS := tlslite-ng==0.8.2 kyber-py==1.2.0
+PEERS_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ztls-peers
 
-.PHONY: all build deps demo test fuzz fuzz-long bench bench-tls bench-dns-auth bench-dns-resolver bench-turbo testbed-paper testbed-turbo
+.PHONY: all build deps peers demo test fuzz fuzz-long bench bench-tls bench-dns-auth bench-dns-resolver bench-turbo testbed-paper testbed-turbo
 
 all: build
 
 build:
 	$(GO) build -o bin/ztls ./cmd/ztls
 
-# Installs the peers the interop tests drive (Debian packages) and the Go modules.
+# Installs the peers the interop tests drive (Debian and PyPI packages, the
+# rustls program) and the Go modules.
 deps:
-	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@missing=""; for p in $(DEB_PKGS) $(JDK_PKG); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 		else echo "missing Debian packages:$$missing (run 'sudo make deps')"; exit 1; fi; \
 	fi
+	@python3 -m pip freeze 2>/dev/null | grep -qix 'tlslite-ng==0.8.2' && python3 -m pip freeze | grep -qix 'kyber-py==1.2.0' || \
+		python3 -m pip install -q --disable-pip-version-check $(PIP_PEERS)
 	$(GO) mod download
+	$(MAKE) --no-print-directory peers
+
+# Builds the rustls peer from crates.io with its Cargo.lock (a minute the first
+# time, a second after). Without cargo the rustls interop tests skip.
+peers:
+	@if command -v cargo >/dev/null 2>&1; then \
+		cargo build --locked --release --quiet --manifest-path tls13/testdata/peers/rustls/Cargo.toml \
+			--target-dir $(PEERS_DIR)/rustls; \
+	else echo "cargo is not installed: the rustls interop tests will skip (install Rust with rustup)"; fi
 
 demo: build
 	./bin/ztls demo

@@ -3,7 +3,7 @@
 //
 // A Checker is loaded once (Load) and shared: the TLS engine runs it on
 // every verified chain (tls13.Config.Revocation) and the ZTLS client on the
-// leaf a Z-data record is signed with (ZTLS-SPEC.md, Section 6: a revoked
+// leaf a Z-data record is signed with (docs/ztls-spec.md, Section 6: a revoked
 // certificate means no ZTLS). A CRL applies to the certificates its issuer
 // signed; a CRL whose signature does not verify with that issuer's key, or
 // that is past its nextUpdate, makes the check fail rather than pass

@@ -12,7 +12,7 @@ import (
 	"github.com/ztls-project/ztls/tls13/internal/kex"
 )
 
-// ZTLS (ZTLS-SPEC.md): a client that found a server's Z-data in DNS sends
+// ZTLS (docs/ztls-spec.md): a client that found a server's Z-data in DNS sends
 // its first request as early data with its first ClientHello, keyed by an
 // ECDH with the Z-data's semi-static share; everything after the
 // ServerHello still rests on a fresh (EC)DHE.

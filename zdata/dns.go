@@ -59,7 +59,7 @@ func ttlSeconds(d time.Duration) uint32 {
 }
 
 // TTLFor returns a TTL that ends before the earliest not-after among the
-// records not yet expired at now (ZTLS-SPEC.md, Section 1: caches must drop
+// records not yet expired at now (docs/ztls-spec.md, Section 1: caches must drop
 // the RRset before a record in it expires), capped at max. It is 0 when
 // nothing is left.
 func TTLFor(recs []*Record, now time.Time, max time.Duration) time.Duration {

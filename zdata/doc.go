@@ -1,6 +1,6 @@
 // Package zdata is ZTLS's Z-data: the signed record a server publishes in
 // DNS so a client that has never contacted it can send early data with
-// its first ClientHello (ZTLS-SPEC.md, Section 1; Lim et al., WWW 2023).
+// its first ClientHello (docs/ztls-spec.md, Section 1; Lim et al., WWW 2023).
 //
 // A record is a TXT RRset entry at TXTName(host, port)
 // ("_ztls._443._tcp.example.com.") whose character-strings are the paper's

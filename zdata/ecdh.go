@@ -61,7 +61,7 @@ func x25519LowOrder(share []byte) bool {
 }
 
 // ValidateShare checks a published key share before a client uses it
-// (ZTLS-SPEC.md, Section 3, key hygiene): a secp256r1 share must be an
+// (docs/ztls-spec.md, Section 3, key hygiene): a secp256r1 share must be an
 // uncompressed point on the curve (RFC 8446, Section 4.2.8.2); an x25519
 // share must be 32 bytes and not of small order (RFC 8446, Section 7.4.2).
 func ValidateShare(group uint16, share []byte) error {

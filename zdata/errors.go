@@ -6,7 +6,7 @@ import (
 )
 
 // Reason names why a client could not use Z-data and fell back to plain
-// TLS 1.3 (ZTLS-SPEC.md, Section 6). It is the text that goes into the
+// TLS 1.3 (docs/ztls-spec.md, Section 6). It is the text that goes into the
 // connection report's fallback_reason.
 type Reason string
 

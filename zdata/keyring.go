@@ -9,7 +9,7 @@ import (
 	"github.com/ztls-project/ztls/tls13"
 )
 
-// DefaultWindow is the server's default freshness window W (ZTLS-SPEC.md,
+// DefaultWindow is the server's default freshness window W (docs/ztls-spec.md,
 // Section 5).
 const DefaultWindow = 10 * time.Second
 
@@ -137,7 +137,7 @@ func (k *Keyring) LookupZData(id uint32, hash [32]byte, now time.Time) *tls13.ZD
 	}
 }
 
-// Prune erases the keys past not-after plus the window (ZTLS-SPEC.md,
+// Prune erases the keys past not-after plus the window (docs/ztls-spec.md,
 // Section 1) and returns them. The keyring drops its references; Go
 // cannot wipe an ecdh.PrivateKey in place, so the memory goes when the
 // garbage collector reclaims it (Dir.Prune also deletes the key files).

@@ -16,7 +16,7 @@ import (
 	"github.com/ztls-project/ztls/tls13"
 )
 
-// Groups and signature schemes ztls v1 allows (ZTLS-SPEC.md, Section 1).
+// Groups and signature schemes ztls v1 allows (docs/ztls-spec.md, Section 1).
 const (
 	GroupX25519    uint16 = 29 // RFC 8446, Section 4.2.7: x25519
 	GroupSecp256r1 uint16 = 23 // RFC 8446, Section 4.2.7: secp256r1
@@ -73,7 +73,7 @@ type published struct {
 	raw, canon [numSigned]string
 }
 
-// Indexes of the signed fields 1–11 (ZTLS-SPEC.md, Section 1).
+// Indexes of the signed fields 1–11 (docs/ztls-spec.md, Section 1).
 const (
 	fVersion = iota
 	fNotBefore
@@ -195,11 +195,11 @@ func (r *Record) fields() [numSigned]string {
 	return f
 }
 
-// signatureContext starts every signature input (ZTLS-SPEC.md, Section 1),
+// signatureContext starts every signature input (docs/ztls-spec.md, Section 1),
 // after 64 spaces, as in RFC 8446, Section 4.4.3.
 const signatureContext = "ztls v1 Z-data"
 
-// SignatureInput returns the bytes the leaf key signs (ZTLS-SPEC.md,
+// SignatureInput returns the bytes the leaf key signs (docs/ztls-spec.md,
 // Section 1): 64 spaces, "ztls v1 Z-data", 0x00, then 14 elements each
 // with a uint16 length: host, port, fields 1–11 and the leaf hash.
 func (r *Record) SignatureInput(host string, port int) []byte {
@@ -233,7 +233,7 @@ func (r *Record) ZDataHash() [32]byte {
 	return sha256.Sum256(r.SignatureInput(r.Host, r.Port))
 }
 
-// CheckValidity checks the validity window at now (ZTLS-SPEC.md,
+// CheckValidity checks the validity window at now (docs/ztls-spec.md,
 // Section 1): at most one hour long, bounds inclusive at one-second
 // precision, 60 s of clock skew tolerated before not-before only.
 func (r *Record) CheckValidity(now time.Time) error {

@@ -50,7 +50,7 @@ func stage(r Reason) int {
 // falls back, and a copy from an unlisted port reports "bad signature".
 var diagnosticPorts = []int{443, 8443, 853, 4433, 444, 8080, 80}
 
-// Select picks the Z-data a client should use (ZTLS-SPEC.md, Sections 1
+// Select picks the Z-data a client should use (docs/ztls-spec.md, Sections 1
 // and 6). txt holds the TXT RRs at TXTName(host, port) (each as its
 // character-strings), tlsa and cert the TLSA and CERT RRs of the service.
 // Among ztls1 records that parse, use a known group and scheme, carry a

@@ -252,7 +252,7 @@ func TestRotationSimulated(t *testing.T) {
 }
 
 // TestSizes: default-profile answers fit a 1232-byte UDP response
-// (ZTLS-SPEC.md, Section 1), also with the next record published.
+// (docs/ztls-spec.md, Section 1), also with the next record published.
 func TestSizes(t *testing.T) {
 	for _, keyType := range []string{"ecdsa-p256", "ed25519"} {
 		f := newFixture(t, keyType, Options{}, nil)

@@ -14,7 +14,7 @@ import (
 const maxString = 255
 
 // TXT returns the record's character-strings in publication order
-// (ZTLS-SPEC.md, Section 1), the base64 signature split into pieces of at
+// (docs/ztls-spec.md, Section 1), the base64 signature split into pieces of at
 // most 255 bytes.
 func (r *Record) TXT() []string {
 	f := r.fields()

@@ -289,7 +289,7 @@ func TestNames(t *testing.T) {
 }
 
 // TestSignatureInputLayout checks the signature input byte by byte
-// against ZTLS-SPEC.md, Section 1.
+// against docs/ztls-spec.md, Section 1.
 func TestSignatureInputLayout(t *testing.T) {
 	r := &Record{
 		NotBefore: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), NotAfter: time.Date(2025, 1, 2, 4, 4, 5, 0, time.UTC),

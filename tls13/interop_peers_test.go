@@ -47,6 +47,9 @@ type linePeer struct {
 	// for hrrServer, which it lists last); the server takes only hrrServer.
 	hrrClient []uint16
 	hrrServer uint16
+	// compress maps the RFC 8879 algorithms the peer shares with ztls to
+	// the program's names for them.
+	compress map[CertCompressionAlgorithm]string
 	// skip holds known failures by row name (the bug they show).
 	skip map[string]string
 }
@@ -89,7 +92,7 @@ func sortedIDs(m map[uint16]string, list []uint16) []uint16 {
 // allSuites and allGroups are everything ztls has, in its order.
 var (
 	allSuites = []uint16{TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384, TLS_CHACHA20_POLY1305_SHA256}
-	allGroups = []uint16{X25519, P256, P384, X25519MLKEM768}
+	allGroups = []uint16{X25519, P256, P384, P521, X25519MLKEM768}
 )
 
 func (lp *linePeer) names(m map[uint16]string, ids ...uint16) string {
@@ -244,6 +247,22 @@ func (lp *linePeer) peerServerRows(t *testing.T, f *interopFiles) {
 			srv.fatalf("%d KeyUpdates sent by ztls, want at least 2", n)
 		}
 	})
+	for _, alg := range []CertCompressionAlgorithm{CertCompressionZlib, CertCompressionBrotli, CertCompressionZstd} {
+		name, ok := lp.compress[alg]
+		if !ok {
+			continue
+		}
+		t.Run("compress/"+alg.String(), func(t *testing.T) {
+			cs := lp.startServer(t, f, "compress="+name)
+			cfg := clientConfig(f.p)
+			cfg.CertificateCompression = []CertCompressionAlgorithm{alg}
+			c := cs.mustDialZTLS(t, cfg)
+			lineExchange(t, c, cs, "compressed", "compressed")
+			if st := c.ConnectionState(); st.CertificateCompression != alg || len(st.VerifiedChains) == 0 {
+				cs.fatalf("certificate compression %v (verified chains %d), want %v", st.CertificateCompression, len(st.VerifiedChains), alg)
+			}
+		})
+	}
 	if !lp.earlyServer {
 		t.Run("0-RTT", func(t *testing.T) { t.Skipf("%s does not accept 0-RTT data", lp.name) })
 		return
@@ -337,6 +356,26 @@ func (lp *linePeer) peerClientRows(t *testing.T, f *interopFiles) {
 		cli.waitOutput("KEYUPDATE sent")
 		cli.waitOutput("ECHO after-keyupdate-0")
 	})
+	for _, alg := range []CertCompressionAlgorithm{CertCompressionZlib, CertCompressionBrotli, CertCompressionZstd} {
+		name, ok := lp.compress[alg]
+		if !ok {
+			continue
+		}
+		t.Run("compress/"+alg.String(), func(t *testing.T) {
+			scfg := serverConfig(f.p)
+			scfg.CertificateCompression = []CertCompressionAlgorithm{alg}
+			addr, results := startZTLSServer(t, scfg)
+			cli := lp.startClient(t, f, addr, "compress="+name)
+			r := nextResult(t, results, cli)
+			if r.err != nil {
+				cli.fatalf("ztls server handshake: %v", r.err)
+			}
+			finish(cli)
+			if got := r.conn.ConnectionState().CertificateCompression; got != alg {
+				cli.fatalf("certificate compression %v, want %v", got, alg)
+			}
+		})
+	}
 	if !lp.earlyClient {
 		t.Run("0-RTT", func(t *testing.T) { t.Skipf("%s does not send 0-RTT data", lp.name) })
 		return

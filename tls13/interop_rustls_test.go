@@ -56,6 +56,7 @@ var rustlsPeer = &linePeer{
 	groups: map[uint16]string{
 		X25519: "0x001d", P256: "0x0017", P384: "0x0018", X25519MLKEM768: "0x11ec",
 	},
+	compress:    map[CertCompressionAlgorithm]string{CertCompressionZlib: "zlib", CertCompressionBrotli: "brotli"},
 	earlyServer: true,
 	earlyClient: true,
 	hrrClient:   []uint16{X25519},

@@ -30,8 +30,10 @@ var tlslitePeer = &linePeer{
 		TLS_AES_128_GCM_SHA256: "aes128gcm", TLS_AES_256_GCM_SHA384: "aes256gcm", TLS_CHACHA20_POLY1305_SHA256: "chacha20-poly1305",
 	},
 	groups: map[uint16]string{
-		X25519: "x25519", P256: "secp256r1", P384: "secp384r1", X25519MLKEM768: "x25519mlkem768",
+		X25519: "x25519", P256: "secp256r1", P384: "secp384r1", P521: "secp521r1", X25519MLKEM768: "x25519mlkem768",
 	},
+	// tlslite-ng always has zlib; brotli and zstd need more PyPI packages.
+	compress:  map[CertCompressionAlgorithm]string{CertCompressionZlib: "zlib"},
 	hrrClient: []uint16{X25519},
 	hrrServer: P256,
 }

@@ -37,7 +37,7 @@ func jssePeerCommand(t *testing.T) (string, []string) {
 	if err != nil {
 		t.Skipf("JSSE peer unavailable: %v", err)
 	}
-	// -Xshare and a small heap keep the JVM's start cheap on 2 cores.
+	// The serial GC, C1 only and a small heap keep the JVM cheap on 2 cores.
 	return java, []string{"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx128m", "-cp", out, "Peer"}
 }
 

@@ -168,11 +168,17 @@ func (e *engine) readCertificateMessage(typ uint8, msg []byte, ourExts []wire.Ex
 	return c, nil
 }
 
+// zstdMaxWindow is the largest zstd window we decode with: the 8 MiB that
+// RFC 8878, Section 3.1.1.1.2 asks every decoder to support. A compressor
+// that knew the input's size (as every RFC 8879 sender does) declares a
+// window no larger than the certificate.
+const zstdMaxWindow = 8 << 20
+
 // decompressCertificate inflates data, which must hold exactly n bytes
-// (RFC 8879, Section 4) of a Certificate message body. At most n+1 bytes
-// are ever produced, and the decoders' windows are bounded by limit (zstd;
-// zlib's is 32 KiB; brotli's is at most 16 MiB by its format), so a small
-// message cannot make us allocate much.
+// (RFC 8879, Section 4) of a Certificate message body, n at most limit.
+// At most n+1 bytes are ever produced, and the decoders' windows are
+// bounded (zlib 32 KiB, zstd zstdMaxWindow, brotli 16 MiB by its format),
+// so a small message cannot make us allocate without bound.
 func decompressCertificate(a CertCompressionAlgorithm, data []byte, n, limit int) ([]byte, error) {
 	var r io.Reader
 	switch a {
@@ -188,7 +194,7 @@ func decompressCertificate(a CertCompressionAlgorithm, data []byte, n, limit int
 	case CertCompressionZstd:
 		d, err := zstd.NewReader(bytes.NewReader(data),
 			zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
-			zstd.WithDecoderMaxWindow(uint64(max(limit, zstd.MinWindowSize))),
+			zstd.WithDecoderMaxWindow(zstdMaxWindow),
 			zstd.WithDecoderMaxMemory(uint64(limit)+1))
 		if err != nil {
 			return nil, errorf(AlertBadCertificate, "zstd-compressed certificate: %v", err)

@@ -26,6 +26,9 @@ type tlsFlags struct {
 	pskKE      bool
 	ztlsExt    string
 	crls       []string
+	// misplacedCA is --ca given to a server, which has no TLS server to
+	// verify: refused with the flag it meant.
+	misplacedCA string
 }
 
 func (f *tlsFlags) register(fs *pflag.FlagSet, server bool) {
@@ -33,6 +36,8 @@ func (f *tlsFlags) register(fs *pflag.FlagSet, server bool) {
 		fs.StringVar(&f.cert, "cert", "", "PEM certificate chain, leaf first (required)")
 		fs.StringVar(&f.key, "key", "", "PEM private key of the leaf (required)")
 		fs.StringVar(&f.ca, "client-ca", "", "PEM roots that client certificates must chain to")
+		fs.StringVar(&f.misplacedCA, "ca", "", "not a server flag: client certificates are checked against --client-ca")
+		fs.MarkHidden("ca")
 	} else {
 		fs.StringVar(&f.cert, "cert", "", "PEM client certificate chain, for servers that ask for one")
 		fs.StringVar(&f.key, "key", "", "PEM private key of the client certificate")
@@ -42,7 +47,7 @@ func (f *tlsFlags) register(fs *pflag.FlagSet, server bool) {
 		fs.BoolVar(&f.middlebox, "middlebox-compat", false, "send the middlebox compatibility records of RFC 8446, Appendix D.4")
 	}
 	fs.StringSliceVar(&f.alpn, "alpn", nil, "ALPN protocols, preference order (e.g. h2,http/1.1)")
-	fs.StringVar(&f.groups, "groups", "", "key exchange groups, preference order, from X25519MLKEM768,x25519,secp256r1,secp384r1")
+	fs.StringVar(&f.groups, "groups", "", "key exchange groups, preference order, from X25519MLKEM768,x25519,secp256r1,secp384r1,secp521r1")
 	fs.StringVar(&f.ciphers, "ciphers", "", "cipher suites, preference order, from TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384,TLS_CHACHA20_POLY1305_SHA256")
 	fs.IntVar(&f.padTo, "pad", 0, "pad every record's plaintext to a multiple of N bytes, 0 to 16384 (RFC 8446, Section 5.4)")
 	fs.BoolVar(&f.pskKE, "psk-ke", false, "also allow resumption without a fresh key exchange (psk_ke: no forward secrecy)")
@@ -54,11 +59,12 @@ var groupNames = map[string]uint16{
 	"x25519mlkem768": tls13.X25519MLKEM768, "x25519": tls13.X25519,
 	"secp256r1": tls13.P256, "p-256": tls13.P256, "p256": tls13.P256,
 	"secp384r1": tls13.P384, "p-384": tls13.P384, "p384": tls13.P384,
+	"secp521r1": tls13.P521, "p-521": tls13.P521, "p521": tls13.P521,
 }
 
 // groupHelp and suiteHelp are the valid values, as errors list them.
 const (
-	groupHelp = "X25519MLKEM768, x25519, secp256r1 (p-256), secp384r1 (p-384), or a codepoint in hex such as 0x001d"
+	groupHelp = "X25519MLKEM768, x25519, secp256r1 (p-256), secp384r1 (p-384), secp521r1 (p-521), or a codepoint in hex such as 0x001d"
 	suiteHelp = "TLS_AES_128_GCM_SHA256 (aes128), TLS_AES_256_GCM_SHA384 (aes256), TLS_CHACHA20_POLY1305_SHA256 (chacha20), or a codepoint in hex such as 0x1301"
 )
 
@@ -106,6 +112,9 @@ func parseList(s string, names map[string]uint16, flag, what, valid string) ([]u
 
 // check refuses values no TLS connection can use, saying which work.
 func (f *tlsFlags) check() error {
+	if f.misplacedCA != "" {
+		return fmt.Errorf("--ca is the roots a client checks the server against; a server checks client certificates against --client-ca %s (with --client-auth request or require)", f.misplacedCA)
+	}
 	if f.padTo < 0 || f.padTo > maxPad {
 		return fmt.Errorf("--pad %d: want a block size from 0 (no padding) to %d bytes, e.g. 256", f.padTo, maxPad)
 	}

@@ -26,6 +26,9 @@ type tlsFlags struct {
 	pskKE      bool
 	ztlsExt    string
 	crls       []string
+	// misplacedCA is --ca given to a server, which has no TLS server to
+	// verify: refused with the flag it meant.
+	misplacedCA string
 }
 
 func (f *tlsFlags) register(fs *pflag.FlagSet, server bool) {
@@ -33,6 +36,8 @@ func (f *tlsFlags) register(fs *pflag.FlagSet, server bool) {
 		fs.StringVar(&f.cert, "cert", "", "PEM certificate chain, leaf first (required)")
 		fs.StringVar(&f.key, "key", "", "PEM private key of the leaf (required)")
 		fs.StringVar(&f.ca, "client-ca", "", "PEM roots that client certificates must chain to")
+		fs.StringVar(&f.misplacedCA, "ca", "", "not a server flag: client certificates are checked against --client-ca")
+		fs.MarkHidden("ca")
 	} else {
 		fs.StringVar(&f.cert, "cert", "", "PEM client certificate chain, for servers that ask for one")
 		fs.StringVar(&f.key, "key", "", "PEM private key of the client certificate")
@@ -107,6 +112,9 @@ func parseList(s string, names map[string]uint16, flag, what, valid string) ([]u
 
 // check refuses values no TLS connection can use, saying which work.
 func (f *tlsFlags) check() error {
+	if f.misplacedCA != "" {
+		return fmt.Errorf("--ca is the roots a client checks the server against; a server checks client certificates against --client-ca %s (with --client-auth request or require)", f.misplacedCA)
+	}
 	if f.padTo < 0 || f.padTo > maxPad {
 		return fmt.Errorf("--pad %d: want a block size from 0 (no padding) to %d bytes, e.g. 256", f.padTo, maxPad)
 	}

@@ -27,13 +27,14 @@ func TestUX2TLSFlagsSayWhatIsValid(t *testing.T) {
 		want []string
 	}{
 		{append(connect, "--groups", "x22519"), []string{`unknown group "x22519"`, "X25519MLKEM768, x25519, secp256r1"}},
-		{append(serve, "--groups", "ffdhe2048"), []string{`unknown group "ffdhe2048"`, "secp384r1"}},
+		{append(serve, "--groups", "ffdhe2048"), []string{`unknown group "ffdhe2048"`, "secp384r1", "secp521r1"}},
 		{append(get, "--ciphers", "aes999"), []string{`unknown cipher suite "aes999"`, "TLS_AES_128_GCM_SHA256 (aes128)", "TLS_CHACHA20_POLY1305_SHA256"}},
 		{append(connect, "--groups", "x25519,x25519"), []string{"listed twice"}},
 		{append(connect, "--groups", "1d"), []string{`unknown group "1d"`, "0x001d"}},
 		{append(connect, "--pad", "99999999"), []string{"--pad 99999999", "0 (no padding) to 16384"}},
 		{append(connect, "--pad", "-1"), []string{"--pad -1", "0 (no padding) to 16384"}},
 		{append(serve, "--pad", "-5"), []string{"0 (no padding) to 16384"}},
+		{append(serve, "--ca", "ca.pem"), []string{"--client-ca ca.pem"}},
 	} {
 		_, stderr, code := runCode(t, tc.args...)
 		for _, w := range tc.want {
@@ -133,4 +134,3 @@ func TestUX2TurboProxyDefaultWaitOnLoopback(t *testing.T) {
 		t.Fatal("five connections through the proxy pair with default flags, none over UDP")
 	}
 }
-

@@ -1,13 +1,3 @@
-// Package ztlshttp carries HTTP over ztls: a terminating reverse proxy
-// that answers requests received as early data in its first flight, and a
-// net/http dialer so Go clients get ZTLS by changing one line.
-//
-// Early data is replayable, so both follow RFC 8470: the proxy marks
-// forwarded early requests with "Early-Data: 1" and, when the backend
-// answers 425 (Too Early), waits for the handshake to complete and sends
-// the request again (with its body); the client sends early only a whole
-// idempotent request, and the proxy forwards as early only a request the
-// early data holds whole.
 package ztlshttp
 
 import (

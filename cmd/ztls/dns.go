@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -185,6 +186,10 @@ func soaOwner(text, file string) (string, error) {
 }
 
 func runDNSServe(ctx context.Context, out io.Writer, f *dnsServeFlags) error {
+	log, err := newLogger(os.Stderr)
+	if err != nil {
+		return err
+	}
 	if len(f.zones) == 0 {
 		return errors.New("dns serve: give at least one --zone")
 	}
@@ -234,7 +239,7 @@ func runDNSServe(ctx context.Context, out io.Writer, f *dnsServeFlags) error {
 		}
 	}
 	if len(dirs) > 0 {
-		go refreshZData(ctx, zones, dirs, f.verboseLogs)
+		go refreshZData(ctx, zones, dirs, f.verboseLogs, log)
 	}
 	var mt *metrics.Registry
 	if f.metrics != "" {
@@ -263,12 +268,12 @@ func runDNSServe(ctx context.Context, out io.Writer, f *dnsServeFlags) error {
 	if f.cookieRotate > 0 && !f.noCookies {
 		go every(ctx, f.cookieRotate, func() {
 			if err := srv.RotateCookieSecret(); err != nil && f.verboseLogs {
-				fmt.Fprintf(os.Stderr, "ztls: %v\n", err)
+				log.Error("rotating the cookie secret", "err", err)
 			}
 		})
 	}
 	if f.verboseLogs {
-		srv.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+		srv.Logf = func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
 	}
 	if mt != nil {
 		mt.AuthorityStats(srv.Stats)
@@ -377,16 +382,16 @@ func serveZData(zones *authority.Zones, d *zdata.Dir, now time.Time) error {
 // refreshZData re-reads the directories and swaps the records every 10 s,
 // saying loudly when a directory has no live key (its service's clients
 // then fall back to TLS 1.3) and when it has one again.
-func refreshZData(ctx context.Context, zones *authority.Zones, dirs []*zdata.Dir, verbose bool) {
+func refreshZData(ctx context.Context, zones *authority.Zones, dirs []*zdata.Dir, verbose bool, log *slog.Logger) {
 	empty := map[*zdata.Dir]bool{}
 	check := func(d *zdata.Dir) {
 		live := len(d.Keyring.Live(time.Now())) > 0
 		switch {
 		case !live && !empty[d]:
-			fmt.Fprintf(os.Stderr, "ztls: WARNING: 0 live Z-data keys in %s: ZTLS clients of %s port %d fall back to TLS 1.3 (is its server rotating? 'ztls serve --zdata %s' does, or 'ztls zdata rotate %s' from cron)\n",
-				d.Path, d.Config.Host, d.Config.Port, d.Path, d.Path)
+			log.Warn("0 live Z-data keys: ZTLS clients fall back to TLS 1.3 (is its server rotating? 'ztls serve --zdata DIR' does, or 'ztls zdata rotate DIR' from cron)",
+				"dir", d.Path, "host", d.Config.Host, "port", d.Config.Port)
 		case live && empty[d]:
-			fmt.Fprintf(os.Stderr, "ztls: Z-data: %s has live keys again\n", d.Path)
+			log.Info("Z-data: live keys again", "dir", d.Path)
 		}
 		empty[d] = !live
 	}
@@ -400,7 +405,7 @@ func refreshZData(ctx context.Context, zones *authority.Zones, dirs []*zdata.Dir
 				err = serveZData(zones, d, time.Now())
 			}
 			if err != nil && verbose {
-				fmt.Fprintf(os.Stderr, "ztls: %v\n", err)
+				log.Error("Z-data", "err", err)
 			}
 			check(d)
 		}

@@ -36,12 +36,12 @@ func TestCLIServeWarnsWithoutLiveKeys(t *testing.T) {
 	_, log, cmd := startProc(t, "0 live Z-data keys", "serve", "--listen", "127.0.0.1:"+strconv.Itoa(s.port), "--zdata", s.zd,
 		"--respond", "hello", "--rotate=false")
 	defer stopCmd(cmd)
-	log.waitFor(t, "(0 live keys)")
+	log.waitFor(t, "live_keys=0")
 	// With rotation (the default) the same directory gets its key at start.
 	stopCmd(cmd)
 	_, log, cmd = startProc(t, "added key", "serve", "--listen", "127.0.0.1:"+strconv.Itoa(s.port), "--zdata", s.zd, "--respond", "hello")
 	defer stopCmd(cmd)
-	log.waitFor(t, "(1 live keys)")
+	log.waitFor(t, "live_keys=1")
 }
 
 func TestCLIServeRotatesAndPublishes(t *testing.T) {

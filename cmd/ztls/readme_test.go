@@ -67,7 +67,15 @@ func TestREADMEWalkthrough(t *testing.T) {
 	}
 	// The servers it starts in the background belong to its process
 	// group: stop them all, whatever happens.
-	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) })
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		// They exit cleanly (saving their state in the directory), not at
+		// once: wait until the group is empty, so the directory can go.
+		for i := 0; i < 500 && syscall.Kill(-cmd.Process.Pid, 0) == nil; i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	})
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {

@@ -249,8 +249,9 @@ func TestCLIServeRestartKeepsReplayMemory(t *testing.T) {
 	cmd.Process.Kill()              // a crash: nothing saved
 	cmd.Wait()
 
-	cmd, log = startLogCmd(t, "ZTLS on", args...)
+	_, log, cmd = startProc(t, "did not stop cleanly", args...)
 	defer stopCmd(cmd)
+	log.waitFor(t, "ZTLS on")
 	deliver(t, addr, flight)
 	log.waitFor(t, "the strike register started after this ClientHello")
 }

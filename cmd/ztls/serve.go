@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -46,6 +47,7 @@ type serveFlags struct {
 	maxPerIP   int
 	skew       time.Duration
 	metrics    string
+	log        *slog.Logger // made by runServe from --log-format and --log-level
 	rotate     bool
 	publish    publishTarget
 }
@@ -109,6 +111,11 @@ Servers sharing Z-data keys must share --strike-register (docs/security.md).`,
 }
 
 func runServe(f *serveFlags) error {
+	log, err := newLogger(os.Stderr)
+	if err != nil {
+		return err
+	}
+	f.log = log
 	if (f.echo && f.respond != "") || (f.backend != "" && (f.echo || f.respond != "")) {
 		return errors.New("choose one of --echo, --respond and --backend")
 	}
@@ -120,7 +127,7 @@ func runServe(f *serveFlags) error {
 		}
 		proxy = &ztlshttp.Proxy{Backend: u, Timeout: f.timeout}
 		if f.verbose {
-			proxy.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "ztls: "+format+"\n", args...) }
+			proxy.Logf = func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
 		}
 	}
 	if err := f.publish.check(); err != nil {
@@ -153,7 +160,7 @@ func runServe(f *serveFlags) error {
 		// A NAT or load balancer may forward the Z-data's port here, so
 		// a different port is said loudly, not refused.
 		if err := checkServePort(zdir.Config.Port, f.listen); err != nil {
-			fmt.Fprintf(os.Stderr, "ztls: WARNING: %v\n", err)
+			log.Warn(err.Error())
 		}
 	}
 	if zdir != nil && f.strike == "" {
@@ -170,17 +177,17 @@ func runServe(f *serveFlags) error {
 		// so the next start continues this memory.
 		defer func() {
 			if err := sv.Close(time.Now()); err != nil {
-				fmt.Fprintf(os.Stderr, "ztls: saving the anti-replay register: %v (the next start refuses early data for up to %v)\n", err, 2*f.window)
+				log.Error("saving the anti-replay register failed: the next start refuses early data that may predate it", "err", err, "for_up_to", 2*f.window)
 			}
 		}()
 		cfg.StrikeRegister = sv.Register
 		switch since := sv.Register.Since(); {
 		case since.IsZero():
-			fmt.Fprintf(os.Stderr, "ztls: anti-replay memory is complete (no server took early data under %s's keys without it): early data is taken at once\n", zdir.Path)
+			log.Info("anti-replay memory is complete (no server took early data under these keys without it): early data is taken at once", "dir", zdir.Path)
 		case time.Since(since) > 2*f.window:
-			fmt.Fprintf(os.Stderr, "ztls: anti-replay memory continues from the last clean stop (since %s)\n", since.Format(time.RFC3339))
+			log.Info("anti-replay memory continues from the last clean stop", "since", since.UTC().Format(time.RFC3339))
 		default:
-			fmt.Fprintf(os.Stderr, "ztls: the last server on %s did not stop cleanly: early data that may predate this start is refused for up to %v\n", zdir.Path, 2*f.window)
+			log.Warn("the last server on this directory did not stop cleanly: early data that may predate this start is refused", "dir", zdir.Path, "for_up_to", 2*f.window)
 		}
 	} else if f.strike == "" && f.maxEarly > 0 {
 		// Tickets are sealed with a key made at start: no ticket, and
@@ -228,11 +235,11 @@ func runServe(f *serveFlags) error {
 		return err
 	}
 	ln := connlimit.New(inner, connlimit.Limits{Max: f.maxConns, PerSource: f.maxPerIP})
-	fmt.Fprintf(os.Stderr, "ztls: serving TLS 1.3 on %s\n", ln.Addr())
+	log.Info("serving TLS 1.3 on", "addr", ln.Addr().String())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if zdir != nil {
-		keeper := &zdataKeeper{dir: zdir, pub: f.publish, log: os.Stderr}
+		keeper := &zdataKeeper{dir: zdir, pub: f.publish, log: log}
 		if f.turbo { // the advert of TurboTLS at the TCP port's number
 			keeper.pub.turboPort = inner.Addr().(*net.TCPAddr).Port
 		}
@@ -245,12 +252,11 @@ func runServe(f *serveFlags) error {
 				defer release()
 				keeper.rotate = true
 			} else {
-				fmt.Fprintf(os.Stderr, "ztls: another process rotates %s; this server reloads what it writes\n", zdir.Path)
+				log.Info("another process rotates the Z-data: this server reloads what it writes", "dir", zdir.Path)
 			}
 		}
 		keeper.tick(ctx, time.Now()) // before serving: a key due now exists
-		fmt.Fprintf(os.Stderr, "ztls: ZTLS on, Z-data for %s port %d from %s (%d live keys)\n",
-			zdir.Config.Host, zdir.Config.Port, zdir.Path, len(zdir.Keyring.Live(time.Now())))
+		log.Info("ZTLS on", "host", zdir.Config.Host, "port", zdir.Config.Port, "dir", zdir.Path, "live_keys", len(zdir.Keyring.Live(time.Now())))
 		go every(ctx, 10*time.Second, func() { keeper.tick(ctx, time.Now()) })
 	}
 	go func() { <-ctx.Done(); ln.Close() }()
@@ -287,14 +293,14 @@ func runServe(f *serveFlags) error {
 			turboMetrics(mt, tsrv.Server)
 		}
 		go tsrv.ServeUDP(pc)
-		fmt.Fprintf(os.Stderr, "ztls: TurboTLS on UDP %s\n", pc.LocalAddr())
+		log.Info("TurboTLS on UDP", "addr", pc.LocalAddr().String())
 	}
 	if mt != nil {
 		a, err := mt.Serve(ctx, f.metrics)
 		if err != nil {
 			return fmt.Errorf("--metrics: %w", err)
 		}
-		fmt.Fprintf(os.Stderr, "ztls: metrics on http://%s/metrics\n", a)
+		log.Info("metrics on", "url", "http://"+a.String()+"/metrics")
 	}
 	// SIGHUP reloads the certificate (and CAs and CRLs) for the
 	// handshakes that start from then on, and the Z-data keys now.
@@ -312,21 +318,20 @@ func runServe(f *serveFlags) error {
 			}
 			n, err := reloadServerConfig(f, cur.Load())
 			if err != nil {
-				fmt.Fprintf(os.Stderr, "ztls: SIGHUP: keeping the current certificate: %v\n", err)
+				log.Error("SIGHUP: keeping the current certificate", "err", err)
 			} else {
 				cur.Store(n)
 				if tsrv != nil {
 					tsrv.SetConfig(n)
 				}
 				leaf := n.Certificates[0].Leaf
-				fmt.Fprintf(os.Stderr, "ztls: SIGHUP: reloaded the certificate (%s, valid until %s)\n",
-					leaf.Subject.CommonName, leaf.NotAfter.UTC().Format(time.RFC3339))
+				log.Info("SIGHUP: reloaded the certificate", "subject", leaf.Subject.CommonName, "not_after", leaf.NotAfter.UTC().Format(time.RFC3339))
 			}
 			if zdir != nil {
 				if _, err := zdir.Reload(); err != nil {
-					fmt.Fprintf(os.Stderr, "ztls: SIGHUP: Z-data: %v\n", err)
+					log.Error("SIGHUP: Z-data", "err", err)
 				} else {
-					fmt.Fprintf(os.Stderr, "ztls: SIGHUP: reloaded Z-data from %s (%d live keys)\n", zdir.Path, len(zdir.Keyring.Live(time.Now())))
+					log.Info("SIGHUP: reloaded Z-data", "dir", zdir.Path, "live_keys", len(zdir.Keyring.Live(time.Now())))
 				}
 			}
 		}
@@ -371,7 +376,7 @@ func runServe(f *serveFlags) error {
 					mt.Flight(c.ConnectionState(), turboConn)
 				}
 				if f.verbose && err == nil {
-					fmt.Fprintf(os.Stderr, "ztls: %s: %s\n", c.RemoteAddr(), describeServerState(c.ConnectionState()))
+					log.Info("connection", "remote", c.RemoteAddr().String(), "state", describeServerState(c.ConnectionState()))
 				}
 				if err == nil {
 					err = proxy.ServeConn(c)
@@ -379,7 +384,7 @@ func runServe(f *serveFlags) error {
 					c.Close()
 				}
 				if err != nil && f.verbose {
-					fmt.Fprintf(os.Stderr, "ztls: %s: %v\n", raw.RemoteAddr(), err)
+					log.Info("connection ended", "remote", raw.RemoteAddr().String(), "err", err)
 				}
 				return
 			}
@@ -399,14 +404,14 @@ func serveConn(c *tls13.Conn, f *serveFlags, respond string, answered bool, hsDe
 	if err := c.HandshakeEarly(ctx); err != nil {
 		mt.HandshakeFailed()
 		if f.verbose {
-			fmt.Fprintf(os.Stderr, "ztls: %s: %v\n", c.RemoteAddr(), err)
+			f.log.Info("connection ended", "remote", c.RemoteAddr().String(), "err", err)
 		}
 		return
 	}
 	c.SetDeadline(hsDeadline) // reading the early data is part of the handshake
 	mt.Flight(c.ConnectionState(), turboConn)
 	if f.verbose {
-		fmt.Fprintf(os.Stderr, "ztls: %s: %s\n", c.RemoteAddr(), describeServerState(c.ConnectionState()))
+		f.log.Info("connection", "remote", c.RemoteAddr().String(), "state", describeServerState(c.ConnectionState()))
 	}
 	// 0-RTT data first: a request that came early is answered now, in the
 	// server's first flight (0.5-RTT).
@@ -429,7 +434,7 @@ func serveConn(c *tls13.Conn, f *serveFlags, respond string, answered bool, hsDe
 	if err := c.HandshakeContext(ctx); err != nil {
 		mt.HandshakeFailed()
 		if f.verbose {
-			fmt.Fprintf(os.Stderr, "ztls: %s: %v\n", c.RemoteAddr(), err)
+			f.log.Info("connection ended", "remote", c.RemoteAddr().String(), "err", err)
 		}
 		return
 	}

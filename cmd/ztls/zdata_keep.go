@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
+	"log/slog"
 	"time"
 
 	"github.com/miekg/dns"
@@ -65,7 +65,7 @@ type zdataKeeper struct {
 	dir     *zdata.Dir
 	rotate  bool // this process rotates (holds the claim)
 	pub     publishTarget
-	log     io.Writer
+	log     *slog.Logger
 	live    int  // live keys at the last check
 	stale   bool // the last publish failed: try again
 	pubDone bool // published at least once
@@ -79,15 +79,15 @@ func (k *zdataKeeper) tick(ctx context.Context, now time.Time) {
 	if k.rotate {
 		added, err := d.Rotate(now)
 		if err != nil {
-			fmt.Fprintf(k.log, "ztls: Z-data: rotating %s: %v\n", d.Path, err)
+			k.log.Error("Z-data: rotating", "dir", d.Path, "err", err)
 		}
 		for _, key := range added {
-			fmt.Fprintf(k.log, "ztls: Z-data: added key %d valid %s .. %s\n", key.Record.ID,
-				key.Record.NotBefore.UTC().Format(time.RFC3339), key.Record.NotAfter.UTC().Format(time.RFC3339))
+			k.log.Info("Z-data: added key", "id", key.Record.ID,
+				"not_before", key.Record.NotBefore.UTC().Format(time.RFC3339), "not_after", key.Record.NotAfter.UTC().Format(time.RFC3339))
 		}
 		changed = len(added) > 0
 	} else if err := keepCurrent(d, now); err != nil {
-		fmt.Fprintf(k.log, "ztls: Z-data: %v\n", err)
+		k.log.Error("Z-data: reloading", "dir", d.Path, "err", err)
 	}
 	d.Keyring.Prune(now)
 	live := len(d.Keyring.Live(now))
@@ -97,20 +97,20 @@ func (k *zdataKeeper) tick(ctx context.Context, now time.Time) {
 		if k.rotate {
 			how = "rotation failed: see above"
 		}
-		fmt.Fprintf(k.log, "ztls: WARNING: 0 live Z-data keys in %s: ZTLS clients fall back to TLS 1.3 (%s)\n", d.Path, how)
+		k.log.Warn("0 live Z-data keys: ZTLS clients fall back to TLS 1.3", "dir", d.Path, "fix", how)
 	case live > 0 && k.checked && k.live == 0:
-		fmt.Fprintf(k.log, "ztls: Z-data: %d live keys again in %s\n", live, d.Path)
+		k.log.Info("Z-data: live keys again", "dir", d.Path, "live_keys", live)
 	}
 	k.live, k.checked = live, true
 	if k.pub.set() && (changed || k.stale || !k.pubDone) {
 		n, err := k.pub.push(ctx, d, now)
 		if err != nil {
 			k.stale = true
-			fmt.Fprintf(k.log, "ztls: Z-data: publishing to %s: %v (retrying)\n", k.pub.server, err)
+			k.log.Error("Z-data: publishing failed, retrying", "server", k.pub.server, "err", err)
 			return
 		}
 		k.stale, k.pubDone = false, true
-		fmt.Fprintf(k.log, "ztls: Z-data: published %d records for %s port %d to %s\n", n, d.Config.Host, d.Config.Port, k.pub.server)
+		k.log.Info("Z-data: published", "records", n, "host", d.Config.Host, "port", d.Config.Port, "server", k.pub.server)
 	}
 }
 

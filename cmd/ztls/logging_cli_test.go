@@ -56,3 +56,23 @@ func TestCLIServeJSONLogsWithoutSecrets(t *testing.T) {
 		}
 	}
 }
+
+// logAttr returns the value of key in a text-format log line (key=value
+// or key="quoted value"), or "".
+func logAttr(line, key string) string {
+	i := strings.Index(line, " "+key+"=")
+	if i < 0 {
+		return ""
+	}
+	v := line[i+len(key)+2:]
+	if strings.HasPrefix(v, `"`) {
+		if s, err := strconv.QuotedPrefix(v); err == nil {
+			u, _ := strconv.Unquote(s)
+			return u
+		}
+	}
+	if j := strings.IndexByte(v, ' '); j >= 0 {
+		v = v[:j]
+	}
+	return v
+}

@@ -7,6 +7,7 @@ package main
 import (
 	"bufio"
 	"io"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -106,6 +107,31 @@ func TestCLIDNSServeMetrics(t *testing.T) {
 	} {
 		if m[name] < atLeast {
 			t.Errorf("%s = %v, want at least %v", name, m[name], atLeast)
+		}
+	}
+}
+
+// turbo-proxy --server --metrics: the TurboTLS counters, moved by a
+// datagram sent to it.
+func TestCLITurboProxyMetrics(t *testing.T) {
+	ready, log, cmd := startProc(t, "metrics on", "turbo-proxy", "--server", "--listen", "127.0.0.1:0",
+		"--backend", "127.0.0.1:1", "--metrics", "127.0.0.1:0")
+	defer stopCmd(cmd)
+	url := logAttr(ready, "url")
+	addr := logAttr(log.waitFor(t, "TurboTLS server proxy on"), "addr")
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte("not a TurboTLS datagram"))
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		m := scrape(t, url)
+		if m["ztls_turbo_datagrams_in_total"] >= 1 && m["ztls_turbo_dropped_total"] >= 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("TurboTLS counters did not move: in %v, dropped %v", m["ztls_turbo_datagrams_in_total"], m["ztls_turbo_dropped_total"])
 		}
 	}
 }

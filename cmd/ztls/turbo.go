@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ztls-project/ztls/internal/metrics"
 	"github.com/ztls-project/ztls/turbo"
 )
 
@@ -28,6 +29,7 @@ type turboProxyFlags struct {
 	quiet          time.Duration
 	expect         int
 	verbose        bool
+	metrics        string
 }
 
 func init() {
@@ -72,6 +74,7 @@ microseconds, a shorter wait would always fall back to TCP.`,
 	fs.DurationVar(&f.quiet, "quiet", 3*time.Millisecond, "--server: the backend's first flight ends after it is silent this long")
 	fs.IntVar(&f.expect, "expect-flight", 0, "--client: server flight size in bytes to ask room for (default: learned, first 4096)")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print one line per connection")
+	fs.StringVar(&f.metrics, "metrics", "", "--server: serve Prometheus metrics at http://ADDR/metrics: TurboTLS datagrams in and out, drops, links and fallbacks")
 	rootCmd.AddCommand(cmd)
 }
 
@@ -137,9 +140,13 @@ func runTurboProxy(f *turboProxyFlags) error {
 	if err := f.check(); err != nil {
 		return err
 	}
+	log, err := newLogger(os.Stderr)
+	if err != nil {
+		return err
+	}
 	logf := func(string, ...any) {}
 	if f.verbose {
-		logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "ztls: "+format+"\n", args...) }
+		logf = func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -158,7 +165,16 @@ func runTurboProxy(f *turboProxyFlags) error {
 		p.Quiet, p.Logf = f.quiet, logf
 		defer p.Close()
 		go p.ServeUDP(pc)
-		fmt.Fprintf(os.Stderr, "ztls: TurboTLS server proxy on %s (TCP and UDP) for %s\n", ln.Addr(), f.backend)
+		if f.metrics != "" {
+			mt := metrics.New()
+			turboMetrics(mt, p.Server)
+			a, err := mt.Serve(ctx, f.metrics)
+			if err != nil {
+				return fmt.Errorf("--metrics: %w", err)
+			}
+			log.Info("metrics on", "url", "http://"+a.String()+"/metrics")
+		}
+		log.Info("TurboTLS server proxy on", "addr", ln.Addr().String(), "backend", f.backend)
 		if err := p.Serve(ln); ctx.Err() == nil {
 			return err
 		}
@@ -182,7 +198,7 @@ func runTurboProxy(f *turboProxyFlags) error {
 	if f.wait > 0 {
 		wait = f.wait.String()
 	}
-	fmt.Fprintf(os.Stderr, "ztls: TurboTLS client proxy on %s to %s (UDP %s), waiting %s for the UDP flight\n", ln.Addr(), tcpAddr, udpAddr, wait)
+	log.Info("TurboTLS client proxy on", "addr", ln.Addr().String(), "server_tcp", tcpAddr.String(), "server_udp", udpAddr.String(), "wait", wait)
 	if err := p.Serve(ln); ctx.Err() == nil {
 		return err
 	}

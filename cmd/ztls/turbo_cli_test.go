@@ -191,10 +191,10 @@ func TestCLITurboProxyOpenSSL(t *testing.T) {
 
 	line := start(t, "TurboTLS server proxy on", "turbo-proxy", "--server", "--listen", "127.0.0.1:0",
 		"--backend", backend, "--quiet", "20ms")
-	serverProxy := strings.Fields(strings.SplitAfter(line, "server proxy on ")[1])[0]
+	serverProxy := logAttr(line, "addr")
 	line, clientLog := startLog(t, "TurboTLS client proxy on", "turbo-proxy", "--client", "--listen", "127.0.0.1:0",
 		"--to", serverProxy, "--wait", "5s", "-v")
-	clientProxy := strings.Fields(strings.SplitAfter(line, "client proxy on ")[1])[0]
+	clientProxy := logAttr(line, "addr")
 
 	stdin, out := startOpenSSL(t, "s_client", "-connect", clientProxy, "-servername", "www.ztls.test",
 		"-CAfile", caFile, "-verify_return_error", "-tls1_3", "-quiet")

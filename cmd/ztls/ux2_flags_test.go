@@ -106,13 +106,13 @@ func TestUX2TurboProxyDefaultWaitOnLoopback(t *testing.T) {
 	start(t, "serving TLS 1.3 on", "serve", "--listen", backend, "--cert", cert, "--key", key, "--respond", "hello")
 
 	line := start(t, "TurboTLS server proxy on", "turbo-proxy", "--server", "--listen", "127.0.0.1:0", "--backend", backend)
-	serverProxy := strings.Fields(strings.SplitAfter(line, "server proxy on ")[1])[0]
+	serverProxy := logAttr(line, "addr")
 	line, clientLog := startLog(t, "TurboTLS client proxy on", "turbo-proxy", "--client", "--listen", "127.0.0.1:0",
 		"--to", serverProxy, "-v")
 	if !strings.Contains(line, "at least 10ms") {
 		t.Fatalf("the client proxy does not say its wait: %s", line)
 	}
-	clientProxy := strings.Fields(strings.SplitAfter(line, "client proxy on ")[1])[0]
+	clientProxy := logAttr(line, "addr")
 
 	// A loaded machine may miss the wait now and then: one of five
 	// connections over UDP shows the default works on loopback.

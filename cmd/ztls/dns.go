@@ -225,19 +225,34 @@ func runDNSServe(ctx context.Context, out io.Writer, f *dnsServeFlags) error {
 	if err != nil {
 		return fmt.Errorf("dns serve: %w", err)
 	}
+	if err := addServiceRecords(zones, dirs, f.turbo, time.Now()); err != nil {
+		return fmt.Errorf("dns serve: %w", err)
+	}
 	for _, d := range dirs {
-		if err := serveZData(zones, d, time.Now()); err != nil {
-			return fmt.Errorf("dns serve: %w", err)
-		}
 		fmt.Fprintf(out, "serving Z-data for %s port %d from %s\n", d.Config.Host, d.Config.Port, d.Path)
 		if f.turbo {
-			rr := turbo.HTTPSRecord(d.Config.Host, d.Config.Port, uint16(d.Config.Port), 300)
-			if err := zones.ReplaceRRset(rr.Hdr.Name, dns.TypeHTTPS, []dns.RR{rr}); err != nil {
-				return fmt.Errorf("dns serve: --turbo: %w (is %s inside a --zone?)", err, rr.Hdr.Name)
-			}
 			fmt.Fprintf(out, "serving the TurboTLS advertisement for %s port %d (UDP %d)\n", d.Config.Host, d.Config.Port, d.Config.Port)
 		}
 	}
+	// SIGHUP reads the zone files and the Z-data again and swaps each
+	// zone's data at once; a file that no longer loads keeps the old data.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+			}
+			if err := reloadZones(f, zs, dirs); err != nil {
+				log.Error("SIGHUP: keeping the zones as they are", "err", err)
+				continue
+			}
+			log.Info("SIGHUP: reloaded the zones and Z-data", "zones", len(zs), "zdata", len(dirs))
+		}
+	}()
 	if len(dirs) > 0 {
 		go refreshZData(ctx, zones, dirs, f.verboseLogs, log)
 	}
@@ -367,6 +382,59 @@ func noLimitIfZero(n int) int {
 		return -1
 	}
 	return n
+}
+
+// addServiceRecords puts each directory's Z-data (and, with turbo, its
+// TurboTLS advertisement) into the zones.
+func addServiceRecords(zones *authority.Zones, dirs []*zdata.Dir, turboAdvert bool, now time.Time) error {
+	for _, d := range dirs {
+		if err := serveZData(zones, d, now); err != nil {
+			return err
+		}
+		if turboAdvert {
+			rr := turbo.HTTPSRecord(d.Config.Host, d.Config.Port, uint16(d.Config.Port), 300)
+			if err := zones.ReplaceRRset(rr.Hdr.Name, dns.TypeHTTPS, []dns.RR{rr}); err != nil {
+				return fmt.Errorf("--turbo: %w (is %s inside a --zone?)", err, rr.Hdr.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// reloadZones loads every --zone file and the Z-data again, builds the
+// new zones completely (records and all) and only then swaps them into
+// the served ones; any error leaves everything as it was. The set of
+// zones is fixed: adding or removing one takes a restart.
+func reloadZones(f *dnsServeFlags, served []*authority.Zone, dirs []*zdata.Dir) error {
+	var fresh []*authority.Zone
+	for i, arg := range f.zones {
+		z, err := loadZoneArg(arg)
+		if err != nil {
+			return err
+		}
+		if z.Origin() != served[i].Origin() {
+			return fmt.Errorf("%s now holds zone %s, not %s: restart to change the set of zones", arg, z.Origin(), served[i].Origin())
+		}
+		fresh = append(fresh, z)
+	}
+	for _, d := range dirs {
+		if err := keepCurrent(d, time.Now()); err != nil {
+			return err
+		}
+	}
+	staged, err := authority.NewZones(fresh...)
+	if err != nil {
+		return err
+	}
+	if err := addServiceRecords(staged, dirs, f.turbo, time.Now()); err != nil {
+		return err
+	}
+	for i, z := range served {
+		if err := z.Swap(fresh[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // serveZData replaces the service's Z-data RRsets with what d publishes at now.

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -113,3 +114,40 @@ func TestCLIServeSIGHUPReloadUnderLoad(t *testing.T) {
 }
 
 var netDialer = net.Dialer{Timeout: 5 * time.Second}
+
+// dns serve reloads its zone files (and Z-data) on SIGHUP, keeping the
+// Z-data records in the new zone; a file that no longer loads leaves the
+// served data as it was.
+func TestCLIDNSServeSIGHUPReload(t *testing.T) {
+	s := newSite(t)
+	zone := s.dir + "/ztls.test.zone"
+	writeFile(t, zone, testZone)
+	line, log, cmd := startProc(t, "serving udp on", "dns", "serve", "--zone", zone, "--zdata", s.zd, "--listen", "127.0.0.1:0")
+	defer stopCmd(cmd)
+	addr := strings.TrimPrefix(line, "serving udp on ")
+	lookup := func(name, typ string) string {
+		return run(t, "lookup", name, "--resolver", addr, "--type", typ, "+short")
+	}
+	if got := lookup("www.ztls.test", "A"); !strings.Contains(got, "127.0.0.1") {
+		t.Fatalf("before: %q", got)
+	}
+	txt := "_ztls._" + strconv.Itoa(s.port) + "._tcp.www.ztls.test"
+	if got := lookup(txt, "TXT"); !strings.Contains(got, "v=ztls1") {
+		t.Fatalf("no Z-data before the reload: %q\n%s", got, run(t, "lookup", txt, "--resolver", addr, "--type", "TXT"))
+	}
+	writeFile(t, zone, strings.Replace(testZone, "www IN A 127.0.0.1", "www IN A 127.0.0.9", 1))
+	cmd.Process.Signal(syscall.SIGHUP)
+	log.waitFor(t, "SIGHUP: reloaded the zones")
+	if got := lookup("www.ztls.test", "A"); !strings.Contains(got, "127.0.0.9") {
+		t.Fatalf("after the reload: %q", got)
+	}
+	if got := lookup(txt, "TXT"); !strings.Contains(got, "v=ztls1") {
+		t.Fatalf("Z-data lost in the reloaded zone: %q\n%s", got, run(t, "lookup", txt, "--resolver", addr, "--type", "TXT"))
+	}
+	writeFile(t, zone, testZone+"www IN A 300.1.2.3\n") // no longer loads
+	cmd.Process.Signal(syscall.SIGHUP)
+	log.waitFor(t, "SIGHUP: keeping the zones as they are")
+	if got := lookup("www.ztls.test", "A"); !strings.Contains(got, "127.0.0.9") {
+		t.Fatalf("a bad file changed what is served: %q", got)
+	}
+}

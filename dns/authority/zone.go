@@ -101,6 +101,18 @@ func NewZone(origin string, rrs []dns.RR) (*Zone, error) {
 	return z, nil
 }
 
+// Swap makes z answer from next's data from now on (a zone file read
+// again on SIGHUP), atomically: a query sees the old data or the new,
+// never a mix. next must have the same origin; it should not be used
+// afterwards.
+func (z *Zone) Swap(next *Zone) error {
+	if next.origin != z.origin {
+		return fmt.Errorf("authority: zone %s cannot take the data of zone %s", z.origin, next.origin)
+	}
+	z.data.Store(next.data.Load())
+	return nil
+}
+
 // Origin returns the zone's apex, lower case and fully qualified.
 func (z *Zone) Origin() string { return z.origin }
 

@@ -350,3 +350,31 @@ func TestCheckQuery(t *testing.T) {
 		})
 	}
 }
+
+// Swap replaces a served zone's data at once; another origin is refused.
+func TestZoneSwap(t *testing.T) {
+	load := func(text string) *Zone {
+		t.Helper()
+		z, err := LoadZone(strings.NewReader(text), "swap.test.", "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return z
+	}
+	const head = "$TTL 300\n@ IN SOA ns1 hostmaster 1 3600 600 86400 60\n@ IN NS ns1\nns1 IN A 127.0.0.1\n"
+	z := load(head + "www IN A 192.0.2.1\n")
+	if err := z.Swap(load(head + "www IN A 192.0.2.2\n")); err != nil {
+		t.Fatal(err)
+	}
+	rrs := z.RRset("www.swap.test.", dns.TypeA)
+	if len(rrs) != 1 || rrs[0].(*dns.A).A.String() != "192.0.2.2" {
+		t.Fatalf("after Swap: %v", rrs)
+	}
+	other, err := LoadZone(strings.NewReader(head), "other.test.", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := z.Swap(other); err == nil {
+		t.Fatal("Swap took another origin's data")
+	}
+}

@@ -586,7 +586,8 @@ func (c *Conn) ConnectionState() ConnectionState {
 	return st
 }
 
-// Trace returns the handshake events seen so far with their times.
+// Trace returns the events seen so far with their times: the handshake's,
+// then KeyUpdates sent (EventKeyUpdate) and received (EventPeerKeyUpdate).
 func (c *Conn) Trace() []TraceEvent {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -31,7 +31,11 @@ const (
 	EventPeerFinished
 	EventHandshakeDone
 	EventSessionTicket
-	EventKeyUpdate
+	EventKeyUpdate // we sent a KeyUpdate (our own or the answer to a request)
+	// EventPeerKeyUpdate: a KeyUpdate from the peer arrived and our read
+	// side moved to its next traffic secret (RFC 8446, Section 4.6.3).
+	// Its answer, when the peer requested one, is an EventKeyUpdate.
+	EventPeerKeyUpdate
 )
 
 var eventNames = map[Event]string{
@@ -40,7 +44,7 @@ var eventNames = map[Event]string{
 	EventEarlyDataAccepted: "early_data_accepted", EventEarlyDataRejected: "early_data_rejected",
 	EventServerFlightSent: "server_flight_sent", EventPeerFinished: "peer_finished",
 	EventHandshakeDone: "handshake_done", EventSessionTicket: "session_ticket",
-	EventKeyUpdate: "key_update",
+	EventKeyUpdate: "key_update", EventPeerKeyUpdate: "peer_key_update",
 }
 
 func (e Event) String() string {
@@ -647,6 +651,7 @@ func (e *engine) handleKeyUpdate(msg []byte) error {
 	if err := e.setReadKey(e.inSecret); err != nil {
 		return err
 	}
+	e.event(EventPeerKeyUpdate)
 	if ku.UpdateRequested && !e.sentClose && !e.kuReplyQueued {
 		// One reply answers every request that arrives before it leaves.
 		e.kuReplyQueued = true

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -412,4 +413,45 @@ func TestSharedConfigConcurrentHandshakes(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestPeerKeyUpdateEvent: a KeyUpdate received shows in the trace as
+// peer_key_update, before the key_update that answers a request for one.
+func TestPeerKeyUpdateEvent(t *testing.T) {
+	if got := EventPeerKeyUpdate.String(); got != "peer_key_update" {
+		t.Fatalf("EventPeerKeyUpdate.String() = %q", got)
+	}
+	p := getPKI(t, "ecdsa-p256")
+	c, s, cerr, serr := pair(t, clientConfig(p), serverConfig(p))
+	if cerr != nil || serr != nil {
+		t.Fatal(cerr, serr)
+	}
+	go echo(s)
+	if err := c.KeyUpdate(true); err != nil {
+		t.Fatal(err)
+	}
+	roundTrip(t, c, "after a requested update")
+	if err := c.KeyUpdate(false); err != nil {
+		t.Fatal(err)
+	}
+	roundTrip(t, c, "after an unrequested update")
+	keyUpdates := func(tr []TraceEvent) (evs []string) {
+		for _, e := range tr {
+			if e.Event == EventKeyUpdate || e.Event == EventPeerKeyUpdate {
+				evs = append(evs, e.Event.String())
+			}
+		}
+		return evs
+	}
+	// The echo's answer follows the server's reply, so both traces are
+	// complete once the round trip is.
+	want := map[string][]string{
+		"client": {"key_update", "peer_key_update", "key_update"},
+		"server": {"peer_key_update", "key_update", "peer_key_update"},
+	}
+	for side, conn := range map[string]*Conn{"client": c, "server": s} {
+		if got := keyUpdates(conn.Trace()); !slices.Equal(got, want[side]) {
+			t.Errorf("%s trace: %v, want %v", side, got, want[side])
+		}
+	}
 }

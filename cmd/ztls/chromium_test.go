@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -67,13 +68,15 @@ func chromiumBackend(t *testing.T) string {
 	return srv.URL
 }
 
-// chromiumFetch loads url in headless Chromium and returns the DOM.
-func chromiumFetch(t *testing.T, chromium, spki, url string) string {
+// chromiumFetch loads url in headless Chromium and returns the DOM. flags
+// go before the URL (e.g. --enable-features=...).
+func chromiumFetch(t *testing.T, chromium, spki, url string, flags ...string) string {
 	t.Helper()
-	cmd := exec.Command(chromium, "--headless=new", "--no-sandbox", "--disable-gpu",
+	args := []string{"--headless=new", "--no-sandbox", "--disable-gpu",
 		"--no-first-run", "--disable-extensions", "--disable-background-networking",
-		"--user-data-dir="+t.TempDir(), "--ignore-certificate-errors-spki-list="+spki,
-		"--virtual-time-budget=10000", "--timeout=20000", "--dump-dom", url)
+		"--user-data-dir=" + t.TempDir(), "--ignore-certificate-errors-spki-list=" + spki,
+		"--virtual-time-budget=10000", "--timeout=20000", "--dump-dom"}
+	cmd := exec.Command(chromium, append(append(args, flags...), url)...)
 	out, err := runBounded(cmd, 60*time.Second)
 	if err != nil {
 		t.Fatalf("chromium: %v\n%s", err, out)
@@ -82,37 +85,61 @@ func chromiumFetch(t *testing.T, chromium, spki, url string) string {
 }
 
 // runBounded runs cmd, killing it after limit; a hung browser fails the
-// test instead of holding it.
+// test instead of holding it. cmd runs in a process group of its own,
+// which is killed when cmd ends too, so no helper process (renderer,
+// crash handler) outlives it.
 func runBounded(cmd *exec.Cmd, limit time.Duration) (string, error) {
 	var buf strings.Builder
 	cmd.Stdout = &buf
 	cmd.Stderr = &buf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return "", err
 	}
+	pgid := cmd.Process.Pid
+	defer syscall.Kill(-pgid, syscall.SIGKILL)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
 		return buf.String(), err
 	case <-time.After(limit):
-		cmd.Process.Kill()
+		syscall.Kill(-pgid, syscall.SIGKILL)
 		<-done
 		return buf.String(), fmt.Errorf("killed after %v", limit)
 	}
 }
 
-func TestChromium(t *testing.T) {
+// lookChromium returns the chromium binary or skips the test.
+func lookChromium(t *testing.T) string {
+	t.Helper()
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Skipf("chromium is not installed (Debian package chromium): %v", err)
 	}
-	dir := t.TempDir()
+	return chromium
+}
+
+// chromiumPKI is a server certificate for localhost that Chromium trusts
+// only through its SPKI hash.
+type chromiumPKI struct {
+	certFile, keyFile string
+	spki              string // base64 SHA-256 of the leaf's SubjectPublicKeyInfo
+}
+
+func newChromiumPKI(t *testing.T) chromiumPKI {
+	t.Helper()
 	ca := testpki.NewCA(t, "ecdsa-p256")
 	leaf := ca.Issue(t, testpki.LeafOpts{KeyType: "ecdsa-p256", DNSNames: []string{"localhost"}})
-	cert, key := leaf.WritePEM(t, dir)
+	cert, key := leaf.WritePEM(t, t.TempDir())
 	sum := sha256.Sum256(leaf.Cert.RawSubjectPublicKeyInfo)
-	spki := base64.StdEncoding.EncodeToString(sum[:])
+	return chromiumPKI{certFile: cert, keyFile: key, spki: base64.StdEncoding.EncodeToString(sum[:])}
+}
+
+func TestChromium(t *testing.T) {
+	chromium := lookChromium(t)
+	pki := newChromiumPKI(t)
+	cert, key, spki := pki.certFile, pki.keyFile, pki.spki
 	backend := chromiumBackend(t)
 
 	suites := []uint16{tls13.TLS_AES_128_GCM_SHA256, tls13.TLS_AES_256_GCM_SHA384, tls13.TLS_CHACHA20_POLY1305_SHA256}

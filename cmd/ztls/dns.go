@@ -236,23 +236,13 @@ func runDNSServe(ctx context.Context, out io.Writer, f *dnsServeFlags) error {
 	}
 	// SIGHUP reads the zone files and the Z-data again and swaps each
 	// zone's data at once; a file that no longer loads keeps the old data.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-			}
-			if err := reloadZones(f, zs, dirs); err != nil {
-				log.Error("SIGHUP: keeping the zones as they are", "err", err)
-				continue
-			}
-			log.Info("SIGHUP: reloaded the zones and Z-data", "zones", len(zs), "zdata", len(dirs))
+	defer onHUP(ctx, func() {
+		if err := reloadZones(f, zs, dirs); err != nil {
+			log.Error("SIGHUP: keeping the zones as they are", "err", err)
+			return
 		}
-	}()
+		log.Info("SIGHUP: reloaded the zones and Z-data", "zones", len(zs), "zdata", len(dirs))
+	})()
 	if len(dirs) > 0 {
 		go refreshZData(ctx, zones, dirs, f.verboseLogs, log)
 	}
@@ -503,4 +493,25 @@ func keepCurrent(d *zdata.Dir, now time.Time) error {
 	}
 	_, err := d.Reload()
 	return err
+}
+
+// onHUP calls fn on each SIGHUP until ctx is done or the returned stop
+// is called.
+func onHUP(ctx context.Context, fn func()) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-done:
+				return
+			case <-hup:
+				fn()
+			}
+		}
+	}()
+	return func() { signal.Stop(hup); close(done) }
 }

@@ -306,36 +306,26 @@ func runServe(f *serveFlags) error {
 	// handshakes that start from then on, and the Z-data keys now.
 	var cur atomic.Pointer[tls13.Config]
 	cur.Store(cfg)
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
+	defer onHUP(ctx, func() {
+		n, err := reloadServerConfig(f, cur.Load())
+		if err != nil {
+			log.Error("SIGHUP: keeping the current certificate", "err", err)
+		} else {
+			cur.Store(n)
+			if tsrv != nil {
+				tsrv.SetConfig(n)
 			}
-			n, err := reloadServerConfig(f, cur.Load())
-			if err != nil {
-				log.Error("SIGHUP: keeping the current certificate", "err", err)
+			leaf := n.Certificates[0].Leaf
+			log.Info("SIGHUP: reloaded the certificate", "subject", leaf.Subject.CommonName, "not_after", leaf.NotAfter.UTC().Format(time.RFC3339))
+		}
+		if zdir != nil {
+			if _, err := zdir.Reload(); err != nil {
+				log.Error("SIGHUP: Z-data", "err", err)
 			} else {
-				cur.Store(n)
-				if tsrv != nil {
-					tsrv.SetConfig(n)
-				}
-				leaf := n.Certificates[0].Leaf
-				log.Info("SIGHUP: reloaded the certificate", "subject", leaf.Subject.CommonName, "not_after", leaf.NotAfter.UTC().Format(time.RFC3339))
-			}
-			if zdir != nil {
-				if _, err := zdir.Reload(); err != nil {
-					log.Error("SIGHUP: Z-data", "err", err)
-				} else {
-					log.Info("SIGHUP: reloaded Z-data", "dir", zdir.Path, "live_keys", len(zdir.Keyring.Live(time.Now())))
-				}
+				log.Info("SIGHUP: reloaded Z-data", "dir", zdir.Path, "live_keys", len(zdir.Keyring.Live(time.Now())))
 			}
 		}
-	}()
+	})()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {

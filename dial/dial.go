@@ -53,7 +53,24 @@ type Options struct {
 	// early request is reported and not resent.
 	ReplaySafe bool
 	// ReadResponse reads up to this many bytes of response (0: don't read).
+	// Without HTTP the response ends when the server closes the
+	// connection (or at this many bytes, see Report.ResponseLimited).
 	ReadResponse int
+	// HTTP reads the response as one HTTP/1.1 response to a GET (RFC 9112,
+	// Section 6): reading stops at its end (Content-Length, chunked or the
+	// server's close), whether or not the server keeps the connection
+	// open, and a response cut short is an error (Result.Err). Out then
+	// receives the status line and header as received and the body
+	// decoded.
+	HTTP bool
+	// Input, if set, is sent after Request as it is read, while the
+	// response is read; at its end the connection is half-closed
+	// (close_notify, RFC 8446, Section 6.1), so a server that answers
+	// until the client is done (an echo) ends the response. The response
+	// read has no deadline until Input ends (a person may be typing it),
+	// then ctx's deadline or, if that passed, as long again as ctx
+	// allowed from the start.
+	Input io.Reader
 	// Out receives the response bytes as they arrive (may be nil).
 	Out io.Writer
 	// Memory remembers servers that abort on a ztls ClientHello; nil
@@ -73,6 +90,10 @@ type Result struct {
 	Report  Report
 	Conn    *tls13.Conn
 	Session *tls13.ClientSession // the newest ticket, if the server sent one
+	// Err is what went wrong after the handshake (the request lost, the
+	// response timed out or cut short), as Report.Error says; nil when
+	// the exchange completed.
+	Err error
 }
 
 // Fallback reasons that are not Z-data verification failures.
@@ -97,13 +118,29 @@ type zresult struct {
 
 // Connect looks addr up, connects, runs the handshake, sends the request
 // and reads the response, timing each step from the start of the lookup.
+// When it fails it returns the report so far, its Error set, with the
+// error (and no Conn); a failure after the handshake is the Result's Err.
 func Connect(ctx context.Context, addr string, o Options) (*Result, error) {
 	start := time.Now()
+	res := &Result{Report: Report{Mode: "tls", Transport: "tcp"}}
+	if _, err := attempt(ctx, addr, o, res, start); err != nil {
+		if res.Conn != nil {
+			res.Conn.Close()
+			res.Conn = nil
+		}
+		res.Report.Error = err.Error()
+		res.Report.Timing.Total = ms(time.Since(start))
+		return res, err
+	}
+	return res, nil
+}
+
+// attempt is Connect's work; res is filled as it goes.
+func attempt(ctx context.Context, addr string, o Options, res *Result, start time.Time) (*Result, error) {
 	now := o.Now
 	if now == nil {
 		now = time.Now
 	}
-	res := &Result{Report: Report{Mode: "tls", Transport: "tcp"}}
 	r := &res.Report
 	step := func(name string) { r.Trace = append(r.Trace, TraceStep{Step: name, AtMS: ms(time.Since(start))}) }
 	switch o.Mode {
@@ -264,11 +301,13 @@ func Connect(ctx context.Context, addr string, o Options) (*Result, error) {
 }
 
 // finish fills the report from the handshake, sends the request if it did
-// not go early and reads the response.
+// not go early, and reads the response; what goes wrong after the
+// handshake is res.Err, not an error return.
 func finish(ctx context.Context, c *tls13.Conn, offer *tls13.ZDataOffer, reason string, o Options, res *Result, start time.Time, step func(string)) (*Result, error) {
 	r := &res.Report
 	res.Conn = c
-	if deadline, ok := ctx.Deadline(); ok {
+	deadline, hasDeadline := ctx.Deadline()
+	if hasDeadline && o.Input == nil {
 		c.SetDeadline(deadline) // the response read is bounded too
 	}
 	st := c.ConnectionState()
@@ -288,18 +327,53 @@ func finish(ctx context.Context, c *tls13.Conn, offer *tls13.ZDataOffer, reason 
 			return nil, err
 		}
 	} else if st.EarlyDataOffered && !st.EarlyDataAccepted && c.EarlyDataLost() {
-		r.Error = "early request rejected and not resent (not marked replay-safe)"
+		res.Err = ErrEarlyRequestLost
+	}
+	if o.Input != nil {
+		go func() {
+			io.Copy(c, o.Input)
+			if hasDeadline {
+				// The rest is bounded by ctx's deadline or, when the input
+				// outlasted it (typing), as long again from now.
+				d := deadline
+				if now := time.Now(); now.After(d) {
+					d = now.Add(deadline.Sub(start))
+				}
+				c.SetDeadline(d)
+			}
+			c.CloseWrite()
+		}()
 	}
 	if o.ReadResponse > 0 {
-		readResponse(c, o, r, start, step)
+		rr := &responseReader{c: c, max: o.ReadResponse, out: o.Out, r: r, start: start, step: step}
+		var err error
+		if o.HTTP {
+			err = rr.readHTTP()
+		} else {
+			err = rr.readAll()
+		}
+		if err != nil && res.Err == nil {
+			res.Err = err
+		}
+	}
+	if res.Err != nil {
+		r.Error = res.Err.Error()
 	}
 	res.Session = c.Session()
 	r.Timing.Total = ms(time.Since(start))
 	return res, nil
 }
 
-func handshake(ctx context.Context, raw net.Conn, cfg *tls13.Config, offer *tls13.ZDataOffer, o Options, r *Report, start time.Time) (*tls13.Conn, error) {
-	c := tls13.Client(raw, cfg)
+func handshake(ctx context.Context, raw net.Conn, cfg *tls13.Config, offer *tls13.ZDataOffer, o Options, r *Report, start time.Time) (c *tls13.Conn, err error) {
+	sniff := &firstBytes{Conn: raw}
+	c = tls13.Client(sniff, cfg)
+	defer func() {
+		// A server that does not speak TLS at all (plain HTTP) fails the
+		// handshake with a record error: say what it sent instead.
+		if err != nil {
+			err = sniff.notTLS(err)
+		}
+	}()
 	if offer != nil {
 		c.SetZData(offer)
 	} else if o.Session != nil {
@@ -348,31 +422,6 @@ func abortedOnHello(c *tls13.Conn, err error) bool {
 	var ae *tls13.AlertError
 	return errors.As(err, &ae) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		isReset(err) || (err != nil && errors.Is(err, tls13.ErrClosedDuringHandshake))
-}
-
-func readResponse(c *tls13.Conn, o Options, r *Report, start time.Time, step func(string)) {
-	buf := make([]byte, 32*1024)
-	first := true
-	for r.ResponseBytes < o.ReadResponse {
-		n, err := c.Read(buf)
-		if n > 0 {
-			if first {
-				r.Timing.FirstByte = ms(time.Since(start))
-				step("first_byte")
-				first = false
-			}
-			r.ResponseBytes += n
-			if o.Out != nil {
-				o.Out.Write(buf[:n])
-			}
-		}
-		if err != nil {
-			if err != io.EOF {
-				r.Error = err.Error()
-			}
-			return
-		}
-	}
 }
 
 func dialFirst(ctx context.Context, ips []netip.Addr, port int) (net.Conn, error) {

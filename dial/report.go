@@ -30,10 +30,13 @@ type Report struct {
 	Address       string       `json:"address,omitempty"`
 	PeerChain     []string     `json:"peer_chain,omitempty"` // subjects, leaf first
 	Trace         []TraceStep  `json:"trace,omitempty"`
-	Error         string       `json:"error,omitempty"`
+	Error         string       `json:"error,omitempty"` // why it failed; the report is as far as it got
 	// AnswerInFirstFlight: the response arrived with the server's first
 	// flight, before the client's Finished left (ZTLS's one round trip).
 	AnswerInFirstFlight bool `json:"answer_in_first_flight"`
+	// ResponseLimited: reading stopped at Options.ReadResponse bytes
+	// before the server closed the connection.
+	ResponseLimited bool `json:"response_limited,omitempty"`
 }
 
 // TurboReport is the UDP side of a TurboTLS attempt.
@@ -69,6 +72,7 @@ type TLSReport struct {
 
 // Timing holds milliseconds since the start of the DNS lookup, except
 // dns, tcp_connect and handshake, which are durations of those steps.
+// FirstByte is 0 when no response byte came.
 type Timing struct {
 	DNS        float64 `json:"dns"`
 	TCPConnect float64 `json:"tcp_connect"`
@@ -154,8 +158,12 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(w, ", waited %.1f ms after TCP connected\n", u.WaitedMS)
 	}
 	t := r.Timing
-	fmt.Fprintf(w, "  time: dns %.1f ms, tcp connect %.1f ms, handshake %.1f ms, first byte at %.1f ms, total %.1f ms\n",
-		t.DNS, t.TCPConnect, t.Handshake, t.FirstByte, t.Total)
+	first := "no response byte"
+	if r.ResponseBytes > 0 {
+		first = fmt.Sprintf("first byte at %.1f ms", t.FirstByte)
+	}
+	fmt.Fprintf(w, "  time: dns %.1f ms, tcp connect %.1f ms, handshake %.1f ms, %s, total %.1f ms\n",
+		t.DNS, t.TCPConnect, t.Handshake, first, t.Total)
 	if len(r.Trace) > 0 {
 		// The steps in the order they happened (the trace is appended
 		// by several parts of dial, not in time order).
@@ -181,7 +189,11 @@ func (r *Report) WriteText(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "  response: %d bytes\n", r.ResponseBytes)
+	limited := ""
+	if r.ResponseLimited {
+		limited = " (stopped there: the most asked for)"
+	}
+	fmt.Fprintf(w, "  response: %d bytes%s\n", r.ResponseBytes, limited)
 }
 
 func orNone(s, none string) string {

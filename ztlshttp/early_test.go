@@ -65,7 +65,7 @@ func TestSendEarlyNoTruncatedPrefix(t *testing.T) {
 // A GET larger than net/http's 4 KiB write buffer reaches the connection
 // in several writes: none of it goes early, all of it after the handshake.
 func TestTransportSplitRequestNotEarly(t *testing.T) {
-	w, be, client, _ := setup(t)
+	w, be, client := setup(t)
 	req, _ := http.NewRequest("GET", "https://"+w.HostPort()+"/big", nil)
 	pad := strings.Repeat("p", 6000)
 	req.Header.Set("X-Pad", pad)

@@ -4,7 +4,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/ztls-project/ztls/dns/resolver"
 	"github.com/ztls-project/ztls/internal/lab"
 	"github.com/ztls-project/ztls/tls13"
+	"github.com/ztls-project/ztls/zdata"
 )
 
 // backend records what it saw and refuses early requests to /too-early.
@@ -55,17 +55,23 @@ func (b *backend) seenBodies() []string {
 	return append([]string(nil), b.bodies...)
 }
 
-func setup(t *testing.T) (*lab.World, *backend, *http.Client, chan *dial.Report) {
+func setup(t *testing.T) (*lab.World, *backend, *http.Client) {
 	w, be, opts := setupWorld(t)
 	tr := NewTransport(opts)
 	t.Cleanup(tr.CloseIdleConnections)
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	return w, be, client, make(chan *dial.Report, 10)
+	return w, be, client
 }
 
 // setupWorld starts a lab world whose server is a Proxy to a recording
 // backend, and returns dial options that reach it with ZTLS.
 func setupWorld(t *testing.T) (*lab.World, *backend, dial.Options) {
+	return setupWorldALPN(t, zdataALPN().ALPN, "http/1.1")
+}
+
+// setupWorldALPN is setupWorld with the Z-data's early ALPN and the
+// server's ALPN protocols given.
+func setupWorldALPN(t *testing.T, early string, protos ...string) (*lab.World, *backend, dial.Options) {
 	be := &backend{}
 	origin := httptest.NewServer(be)
 	t.Cleanup(origin.Close)
@@ -73,13 +79,13 @@ func setupWorld(t *testing.T) (*lab.World, *backend, dial.Options) {
 	proxy := &Proxy{Backend: u}
 	w, err := lab.Start(lab.Options{
 		Handler:      func(c *tls13.Conn) { proxy.ServeConn(c) },
-		ZDataOptions: zdataALPN(),
+		ZDataOptions: zdata.Options{ALPN: early},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Close)
-	w.ServerTLS.NextProtos = []string{"http/1.1"}
+	w.ServerTLS.NextProtos = protos
 	// A register whose memory covers all time: this server has no restart
 	// to guard against (the default refuses early data for a while).
 	w.ServerTLS.StrikeRegister = tls13.NewMemoryStrikeRegister(1000, time.Time{})
@@ -91,17 +97,10 @@ func setupWorld(t *testing.T) (*lab.World, *backend, dial.Options) {
 	return w, be, dial.Options{Mode: "auto", TLS: w.ClientTLS(), Resolver: res, ZDataBudget: time.Second}
 }
 
-func do(t *testing.T, client *http.Client, method, url string, reports chan *dial.Report) string {
+// do sends a request and returns the body and the connection report.
+func do(t *testing.T, client *http.Client, method, url string) (string, *dial.Report) {
+	t.Helper()
 	req, _ := http.NewRequest(method, url, strings.NewReader(""))
-	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
-		if lc, ok := info.Conn.(*lazyConn); ok {
-			go func() {
-				<-lc.ready
-				reports <- lc.Report()
-			}()
-		}
-	}}
-	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -111,26 +110,30 @@ func do(t *testing.T, client *http.Client, method, url string, reports chan *dia
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d: %s", resp.StatusCode, body)
 	}
-	return string(body)
+	rep := ReportOf(resp)
+	if rep == nil {
+		t.Fatal("no report")
+	}
+	return string(body), rep
 }
 
 func TestTransportAndProxyEarlyRequest(t *testing.T) {
-	w, be, client, reports := setup(t)
-	body := do(t, client, "GET", "https://"+w.HostPort()+"/index.html", reports)
+	w, be, client := setup(t)
+	body, r := do(t, client, "GET", "https://"+w.HostPort()+"/index.html")
 	if body != "page /index.html" {
 		t.Fatalf("body %q", body)
 	}
 	if got := be.seen(); len(got) != 1 || got[0] != "1" {
 		t.Fatalf("backend saw Early-Data %q, want one early request", got)
 	}
-	if r := <-reports; r.Mode != "ztls" || !r.EarlyData.Accepted || !r.AnswerInFirstFlight {
+	if r.Mode != "ztls" || !r.EarlyData.Accepted || !r.AnswerInFirstFlight {
 		t.Fatalf("report %+v", r)
 	}
 }
 
 func TestProxyHonours425(t *testing.T) {
-	w, be, client, reports := setup(t)
-	body := do(t, client, "GET", "https://"+w.HostPort()+"/too-early", reports)
+	w, be, client := setup(t)
+	body, _ := do(t, client, "GET", "https://"+w.HostPort()+"/too-early")
 	if body != "page /too-early" {
 		t.Fatalf("body %q", body)
 	}
@@ -141,14 +144,15 @@ func TestProxyHonours425(t *testing.T) {
 }
 
 func TestPostNeverEarly(t *testing.T) {
-	w, be, client, reports := setup(t)
-	if body := do(t, client, "POST", "https://"+w.HostPort()+"/buy", reports); body != "page /buy" {
+	w, be, client := setup(t)
+	body, r := do(t, client, "POST", "https://"+w.HostPort()+"/buy")
+	if body != "page /buy" {
 		t.Fatalf("body %q", body)
 	}
 	if got := be.seen(); len(got) != 1 || got[0] != "" {
 		t.Fatalf("backend saw Early-Data %q for a POST", got)
 	}
-	if r := <-reports; r.EarlyData.Offered {
+	if r.EarlyData.Offered {
 		t.Fatalf("POST offered as early data: %+v", r.EarlyData)
 	}
 }

@@ -16,7 +16,8 @@ import (
 	"github.com/ztls-project/ztls/tls13"
 )
 
-// Proxy forwards HTTP/1.1 requests arriving on ztls connections to Backend.
+// Proxy forwards the HTTP requests arriving on ztls connections to
+// Backend: HTTP/2 when the connection negotiated ALPN "h2", else HTTP/1.1.
 type Proxy struct {
 	// Backend is the origin, e.g. http://127.0.0.1:8080.
 	Backend *url.URL
@@ -46,6 +47,9 @@ func (p *Proxy) ServeConn(c *tls13.Conn) error {
 	if err := c.HandshakeEarly(ctx); err != nil {
 		return err
 	}
+	if st := c.ConnectionState(); st.NegotiatedProtocol == "h2" {
+		return p.serveH2(ctx, c, timeout)
+	}
 	var rest io.Reader = c
 	if st := c.ConnectionState(); st.EarlyDataAccepted {
 		r, done, err := p.serveEarly(ctx, c)
@@ -65,6 +69,9 @@ func (p *Proxy) ServeConn(c *tls13.Conn) error {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				return nil
 			}
+			return err
+		}
+		if err := p.checkHTTP1(c, req); err != nil {
 			return err
 		}
 		resp, err := p.send(ctx, c, req, false)
@@ -107,6 +114,9 @@ func (p *Proxy) serveEarly(ctx context.Context, c *tls13.Conn) (rest io.Reader, 
 		return nil, true, fmt.Errorf("ztlshttp: early request: %w", err)
 	}
 	src.record, src.rec = false, nil
+	if err := p.checkHTTP1(c, req); err != nil {
+		return nil, true, err
+	}
 	if err := p.forwardEarly(ctx, c, req, body); err != nil {
 		return nil, true, err
 	}
@@ -114,6 +124,16 @@ func (p *Proxy) serveEarly(ctx context.Context, c *tls13.Conn) (rest io.Reader, 
 		return nil, true, c.HandshakeContext(ctx)
 	}
 	return io.MultiReader(br, c), false, nil
+}
+
+// checkHTTP1 refuses what is not HTTP/1.x, notably an HTTP/2 client's
+// preface ("PRI * HTTP/2.0") on a connection that did not negotiate h2.
+func (p *Proxy) checkHTTP1(c *tls13.Conn, req *http.Request) error {
+	if req.ProtoMajor == 1 {
+		return nil
+	}
+	p.writeError(c, http.StatusHTTPVersionNotSupported, "HTTP/2 needs ALPN h2")
+	return fmt.Errorf("ztlshttp: %s request without ALPN h2", req.Proto)
 }
 
 func (p *Proxy) client() *http.Client {
@@ -158,24 +178,31 @@ func (p *Proxy) forwardEarly(ctx context.Context, c *tls13.Conn, req *http.Reque
 
 // send forwards req to the backend; when it can't, it answers 502.
 func (p *Proxy) send(ctx context.Context, c *tls13.Conn, req *http.Request, early bool) (*http.Response, error) {
-	out := req.Clone(ctx)
-	out.RequestURI = ""
-	out.URL.Scheme, out.URL.Host = p.Backend.Scheme, p.Backend.Host
-	out.URL.Path = singleJoin(p.Backend.Path, req.URL.Path)
-	out.Header.Del("Early-Data") // only we may say it (RFC 8470, Section 5.1)
-	if early {
-		out.Header.Set("Early-Data", "1")
-	}
-	out.Header.Set("X-Forwarded-Proto", "https")
-	if host, _, err := net.SplitHostPort(c.RemoteAddr().String()); err == nil {
-		out.Header.Set("X-Forwarded-For", host)
-	}
-	resp, err := p.client().Do(out)
+	resp, err := p.client().Do(p.outbound(ctx, req, c.RemoteAddr(), early))
 	if err != nil {
 		p.writeError(c, http.StatusBadGateway, "backend unreachable")
 		return nil, fmt.Errorf("ztlshttp: backend: %w", err)
 	}
 	return resp, nil
+}
+
+// outbound is req as it goes to the backend: marked Early-Data: 1 when
+// early, and by no one else (RFC 8470, Section 5.1).
+func (p *Proxy) outbound(ctx context.Context, req *http.Request, remote net.Addr, early bool) *http.Request {
+	out := req.Clone(ctx)
+	out.RequestURI = ""
+	out.URL.Scheme, out.URL.Host = p.Backend.Scheme, p.Backend.Host
+	out.URL.Path = singleJoin(p.Backend.Path, req.URL.Path)
+	out.Header.Del("Early-Data") // only we may say it (RFC 8470, Section 5.1)
+	out.Header.Del(earlyMarker)
+	if early {
+		out.Header.Set("Early-Data", "1")
+	}
+	out.Header.Set("X-Forwarded-Proto", "https")
+	if host, _, err := net.SplitHostPort(remote.String()); err == nil {
+		out.Header.Set("X-Forwarded-For", host)
+	}
+	return out
 }
 
 // reply writes the backend's response to c.

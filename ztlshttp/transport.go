@@ -251,8 +251,11 @@ type reportKey struct{}
 // parameters and timings. The report describes how the connection was
 // opened: only its first request can have gone as early data, so with
 // HTTP/2 (several requests on one connection) and keep-alive it is the
-// same for each response on the connection. nil when resp did not come
-// from a Transport, or not over TLS.
+// same for each response on the connection. Over HTTP/2 the server's
+// SETTINGS frame is application data too, so AnswerInFirstFlight then
+// says that the server spoke in its first flight, not that the response
+// came in it. nil when resp did not come from a Transport, or not over
+// TLS.
 func ReportOf(resp *http.Response) *dial.Report {
 	if resp == nil || resp.Request == nil {
 		return nil

@@ -63,6 +63,15 @@ func setup(t *testing.T) (*lab.World, *backend, *http.Client) {
 	return w, be, client
 }
 
+// proxyTo is a server handler: a Proxy to be.
+func proxyTo(t *testing.T, be *backend) func(*tls13.Conn) {
+	origin := httptest.NewServer(be)
+	t.Cleanup(origin.Close)
+	u, _ := url.Parse(origin.URL)
+	proxy := &Proxy{Backend: u}
+	return func(c *tls13.Conn) { proxy.ServeConn(c) }
+}
+
 // setupWorld starts a lab world whose server is a Proxy to a recording
 // backend, and returns dial options that reach it with ZTLS.
 func setupWorld(t *testing.T) (*lab.World, *backend, dial.Options) {
@@ -73,12 +82,8 @@ func setupWorld(t *testing.T) (*lab.World, *backend, dial.Options) {
 // server's ALPN protocols given.
 func setupWorldALPN(t *testing.T, early string, protos ...string) (*lab.World, *backend, dial.Options) {
 	be := &backend{}
-	origin := httptest.NewServer(be)
-	t.Cleanup(origin.Close)
-	u, _ := url.Parse(origin.URL)
-	proxy := &Proxy{Backend: u}
 	w, err := lab.Start(lab.Options{
-		Handler:      func(c *tls13.Conn) { proxy.ServeConn(c) },
+		Handler:      proxyTo(t, be),
 		ZDataOptions: zdata.Options{ALPN: early},
 	})
 	if err != nil {

@@ -4,27 +4,29 @@
 //
 // # Client
 //
-// NewTransport is an http.Transport whose connections are opened by
+// NewTransport is an http.RoundTripper whose connections are opened by
 // package dial: with ZTLS when the server publishes Z-data, else TLS 1.3.
-// dial.Options says how (a resolver for the Z-data, the TLS
-// configuration, the mode):
+// With no resolver in the options it fetches the Z-data through
+// DefaultResolver (the server in the ZTLS_RESOLVER environment variable,
+// else /etc/resolv.conf's), so one line does ZTLS:
 //
-//	client := &http.Client{Transport: ztlshttp.NewTransport(dial.Options{Resolver: res})}
+//	client := &http.Client{Transport: ztlshttp.NewTransport(dial.Options{})}
 //	resp, err := client.Get("https://www.example.com/")
 //
-// DialTLSContext is the same dialer for an http.Transport of your own. The
-// connection is opened when net/http writes its first request, so a GET,
-// HEAD or OPTIONS request written whole in one piece goes as early data
-// and its response can come in the server's first flight; any other
-// request waits for the handshake. The connections it returns have a
-// method Report() *dial.Report, the connection report (ztls or TLS 1.3,
-// the fallback reason, whether the early data was accepted, timings),
-// available once the request was written; httptrace's GotConn hands you
-// the connection.
+// It speaks HTTP/2 first (ALPN h2) and HTTP/1.1 when the server does not
+// select h2. resp.TLS is filled as crypto/tls would, and ReportOf(resp)
+// returns the connection report (ztls or TLS 1.3, the fallback reason,
+// whether the early data was accepted, timings). The connection is opened
+// when the request is written, so one bodyless GET, HEAD or OPTIONS request
+// (over HTTP/2: the preface, SETTINGS and that request's HEADERS) goes as
+// early data and its response can come in the server's first flight; any
+// other request waits for the handshake. DialTLSContext is the HTTP/1.1
+// dialer for an http.Transport of your own.
 //
 // # Server
 //
-// A Proxy forwards the HTTP/1.1 requests of each tls13.Conn to a backend:
+// A Proxy forwards the requests of each tls13.Conn to a backend, over
+// HTTP/1.1 or HTTP/2 (as the connection negotiated):
 //
 //	ln, err := tls13.Listen("tcp", ":443", cfg) // cfg.ZData: the Z-data keys
 //	for {
@@ -35,10 +37,9 @@
 //		go proxy.ServeConn(c.(*tls13.Conn))
 //	}
 //
-// The transport offers the ALPN protocol "http/1.1" (unless the TLS
-// configuration lists others); the Z-data's early ALPN
-// (zdata.Options.ALPN) must be the protocol the server then negotiates, or
-// the server refuses the early data.
+// The Z-data's early ALPN (zdata.Options.ALPN) must be the protocol the
+// server then negotiates, or the server refuses the early data; the
+// transport offers one protocol per ClientHello for that reason.
 //
 // # Early data
 //
@@ -47,6 +48,7 @@
 // backend answers 425 (Too Early), waits for the handshake to complete and
 // sends the request again (with its body); the client sends early only a
 // whole idempotent request, and the proxy forwards as early only a request
-// the early data holds whole. EarlySafe is that test for clients of your
+// the early data holds whole (over HTTP/2: all of its frames).
+// EarlySafe is that test for clients of your
 // own (it also lets a one-line "GET /path" through).
 package ztlshttp

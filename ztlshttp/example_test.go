@@ -15,8 +15,8 @@ import (
 	"github.com/ztls-project/ztls/dns/resolver"
 	"github.com/ztls-project/ztls/internal/lab"
 	"github.com/ztls-project/ztls/tls13"
-	"github.com/ztls-project/ztls/ztlshttp"
 	"github.com/ztls-project/ztls/zdata"
+	"github.com/ztls-project/ztls/ztlshttp"
 )
 
 // An HTTP client gets ZTLS from NewTransport: its first GET to a server

@@ -8,6 +8,8 @@ JDK_PKG   := $(if $(shell command -v javac 2>/dev/null),,default-jdk-headless)
 # The interop peers from PyPI and crates.io (tls13/testdata/peers/), pinned.
 PIP_PEERS := tlslite-ng==0.8.2 kyber-py==1.2.0
 PEERS_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ztls-peers
+# rustup's cargo, when a non-login shell left it off the PATH.
+export PATH := $(PATH):$(HOME)/.cargo/bin
 
 .PHONY: all build deps peers demo test fuzz fuzz-long bench bench-tls bench-dns-auth bench-dns-resolver bench-turbo testbed-paper testbed-turbo
 

@@ -4,12 +4,19 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -48,8 +55,8 @@ func (f *connectFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.earlyFile, "early-data", "", "send FILE as 0-RTT early data, whatever it holds (needs --sess-in with a ticket that allows it; resent after the handshake if rejected). Early data can be replayed by an attacker: only for requests that are safe to repeat")
 	fs.StringVar(&f.sessIn, "sess-in", "", "resume the session stored in FILE")
 	fs.StringVar(&f.sessOut, "sess-out", "", "store the server's session ticket in FILE (it holds a secret: keep it private)")
-	fs.DurationVar(&f.timeout, "timeout", 15*time.Second, "give up after this long")
-	fs.IntVar(&f.maxBytes, "max-bytes", 1<<20, "stop reading the response after N bytes")
+	fs.DurationVar(&f.timeout, "timeout", 15*time.Second, "give up after this long (a response not finished by then is an error); typing on a terminal does not count")
+	fs.IntVar(&f.maxBytes, "max-bytes", 1<<20, "read at most N bytes of response")
 	fs.StringVar(&f.resolver, "resolver", "", "DNS server for addresses and Z-data, HOST[:PORT] (default: the first nameserver of /etc/resolv.conf)")
 	fs.StringVar(&f.transport, "dns-transport", "udp", "DNS transport: udp, tcp or tls (DNS over TLS, RFC 7858)")
 	fs.StringVar(&f.dnsCA, "dns-ca", "", "PEM roots for the DNS-over-TLS server (default: the system's)")
@@ -90,7 +97,20 @@ use it only when a replay is harmless or the server refuses replays itself
 Resumption and 0-RTT: the first run stores the server's ticket with
 --sess-out; a second run with --sess-in resumes, and with --early-data
 sends the file with its ClientHello (0-RTT), whatever it holds: the same
-replay risk, taken on explicitly.`,
+replay risk, taken on explicitly.
+
+The end: once the request is sent (--data, or standard input up to its
+end) connect sends close_notify, closing its side only (a TLS half-close,
+RFC 8446, Section 6.1), and reads until the server closes: an echo server
+ends there too. On a terminal connect is interactive: each line typed is
+sent, what comes back is printed, Ctrl-D ends the input (the half-close)
+and Ctrl-C quits; --timeout then bounds the connecting and the wait after
+Ctrl-D, not the typing.
+
+Exit status: 0 when the response ended as it should, 1 otherwise (no
+connection, a failed handshake, a response cut short or not finished
+within --timeout), with or without --json; --json prints the report, its
+"error" field set, in both cases.`,
 		Example: `  ztls connect 127.0.0.1:8443 --ca cert.pem --servername localhost --data 'ping'
   ztls connect example.test:443 --json
   # a POST goes after the handshake; to accept that it may be replayed:
@@ -100,15 +120,25 @@ replay risk, taken on explicitly.`,
   ztls connect 127.0.0.1:8443 --ca ca.pem --sess-out sess.bin --data hi
   printf 'GET / HTTP/1.0\r\n\r\n' > req.txt
   ztls connect 127.0.0.1:8443 --ca ca.pem --sess-in sess.bin --early-data req.txt --json`,
-		Args: cobra.ExactArgs(1),
+		Args: oneArg("HOST[:PORT]", "example.com:443"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var req []byte
-			if f.data != "" {
-				req = []byte(f.data)
-			} else if st, err := os.Stdin.Stat(); err == nil && st.Mode()&os.ModeCharDevice == 0 {
-				req, _ = io.ReadAll(io.LimitReader(os.Stdin, 1<<20))
+			addr, err := connectAddr(args[0])
+			if err != nil {
+				return err
 			}
-			return runConnect(&f, args[0], req)
+			var req []byte
+			var input io.Reader
+			switch {
+			case f.data != "":
+				req, input = []byte(f.data), strings.NewReader("")
+			case isTerminal(os.Stdin):
+				input = &prompt{r: os.Stdin}
+			default:
+				// The first MiB can go as early data; the rest follows.
+				req, _ = io.ReadAll(io.LimitReader(os.Stdin, 1<<20))
+				input = os.Stdin
+			}
+			return runConnect(&f, addr, req, input)
 		},
 	}
 	cmd.Flags().StringVar(&f.data, "data", "", "request to send (default: standard input when it is a pipe or file); early data only if it is a GET, HEAD or OPTIONS request")
@@ -121,14 +151,22 @@ replay risk, taken on explicitly.`,
 		Use:   "get URL",
 		Short: "HTTP GET over TLS 1.3 and print the response",
 		Long: `Fetch URL (https://HOST[:PORT]/PATH) with HTTP/1.1 over a ztls connection
-and print the response; --json prints the connection report instead.`,
+and print the response (status line and header as received, then the
+body); --json prints the connection report on standard output and the
+response on standard error.
+
+get stops at the response's end (its Content-Length or last chunk),
+whether or not the server then closes the connection. Exit status: 0 for
+a whole response (whatever its HTTP status), 1 otherwise (no connection,
+a failed handshake, a response cut short, longer than --max-bytes or not
+finished within --timeout), with or without --json.`,
 		Example: `  ztls get https://localhost:8443/ --ca cert.pem
   ztls get https://localhost:8443/index.html --ca cert.pem --json`,
-		Args: cobra.ExactArgs(1),
+		Args: oneArg("URL", "https://example.com/"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			u, err := url.Parse(args[0])
-			if err != nil || u.Scheme != "https" || u.Host == "" {
-				return fmt.Errorf("want an https:// URL, got %q", args[0])
+			u, err := getURL(args[0])
+			if err != nil {
+				return err
 			}
 			host := u.Host
 			if u.Port() == "" {
@@ -139,14 +177,20 @@ and print the response; --json prints the connection report instead.`,
 			if len(g.tls.alpn) == 0 {
 				g.tls.alpn = []string{"http/1.1"}
 			}
-			return runConnect(&g, host, req)
+			return runConnect(&g, host, req, nil)
 		},
 	}
 	g.register(get)
 	rootCmd.AddCommand(get)
 }
 
-func runConnect(f *connectFlags, addr string, req []byte) error {
+// runConnect connects to addr, sends req and then input (nil: the
+// response is one HTTP/1.1 response, as for get) and prints the response
+// and the report. Its error, if any, says what to do about it.
+func runConnect(f *connectFlags, addr string, req []byte, input io.Reader) error {
+	if err := f.check(); err != nil {
+		return err
+	}
 	cfg, err := f.tls.config(false)
 	if err != nil {
 		return err
@@ -156,7 +200,8 @@ func runConnect(f *connectFlags, addr string, req []byte) error {
 		return fmt.Errorf("--mode ztls sends the request as early data, but %s: pass --early-unsafe to send it early anyway (an attacker may replay it), or use --mode auto to send it after the handshake", notEarly)
 	}
 	opts := dial.Options{Mode: f.mode, TLS: cfg, Request: req, ReadResponse: f.maxBytes, Out: os.Stdout,
-		ZDataBudget: f.budget, ReplaySafe: safe, Turbo: f.turbo || f.turboPort != 0}
+		ZDataBudget: f.budget, ReplaySafe: safe, Turbo: f.turbo || f.turboPort != 0,
+		HTTP: input == nil, Input: input}
 	opts.TurboPort, opts.TurboWait = f.turboPort, f.turboWait
 	if path := dial.DefaultMemoryPath(); path != "" {
 		// Servers that aborted on ztls are remembered for 24 h across runs.
@@ -207,6 +252,11 @@ func runConnect(f *connectFlags, addr string, req []byte) error {
 	defer cancel()
 	res, err := dial.Connect(ctx, addr, opts)
 	if err != nil {
+		err = f.cure(err, addr)
+		if f.json && res != nil {
+			res.Report.Error = err.Error()
+			writeJSON(res.Report)
+		}
 		return err
 	}
 	defer res.Conn.Close()
@@ -227,16 +277,166 @@ func runConnect(f *connectFlags, addr string, req []byte) error {
 			}
 		}
 	}
+	if res.Err != nil {
+		err = f.cure(res.Err, addr)
+		res.Report.Error = err.Error()
+	}
 	if f.json {
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetIndent("", "  ")
-		enc.Encode(res.Report)
-		os.Stdout.Write(buf.Bytes())
-		return nil
+		writeJSON(res.Report)
+		return err
 	}
 	res.Report.WriteText(os.Stderr)
+	return err
+}
+
+// writeJSON prints the report on standard output.
+func writeJSON(r dial.Report) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.Encode(r)
+	os.Stdout.Write(buf.Bytes())
+}
+
+// check refuses flag values no connection can use, saying which work.
+func (f *connectFlags) check() error {
+	switch {
+	case f.maxBytes <= 0:
+		return fmt.Errorf("--max-bytes %d: want the most response bytes to read, at least 1 (default 1048576, 1 MiB)", f.maxBytes)
+	case f.timeout <= 0:
+		return fmt.Errorf("--timeout %v: want a duration above zero, e.g. 15s or 1m", f.timeout)
+	case f.budget < 0:
+		return fmt.Errorf("--zdata-budget %v: want a duration of zero or more, e.g. 20ms (0: the default, 20ms)", f.budget)
+	case f.turboPort < 0 || f.turboPort > 65535:
+		return fmt.Errorf("--turbo-port %d: want a UDP port from 1 to 65535 (0: from the server's HTTPS record)", f.turboPort)
+	case f.turboWait < 0:
+		return fmt.Errorf("--turbo-wait %v: want a duration of zero or more, e.g. 5ms (0: half the TCP connect time)", f.turboWait)
+	}
 	return nil
+}
+
+// cure adds to a failure what the user can do about it, when the failure
+// says so: the symptom stays first, the cure follows.
+func (f *connectFlags) cure(err error, addr string) error {
+	var (
+		notTLS *dial.NotTLSError
+		cve    *tls13.CertificateVerificationError
+		unkCA  x509.UnknownAuthorityError
+		name   x509.HostnameError
+		alert  *tls13.AlertError
+		local  *tls13.LocalError
+	)
+	switch {
+	case errors.As(err, &notTLS) && notTLS.HTTP():
+		return fmt.Errorf("%w: not a TLS server? for plain HTTP use http:// (e.g. curl http://%s/)", err, addr)
+	case errors.As(err, &notTLS):
+		return fmt.Errorf("%w: not a TLS server? check the port", err)
+	case errors.As(err, &alert) && alert.Alert == tls13.AlertProtocolVersion,
+		errors.As(err, &local) && local.Alert == tls13.AlertProtocolVersion:
+		return fmt.Errorf("%w: the server speaks only TLS 1.2 or older, and ztls only TLS 1.3; enable TLS 1.3 on the server (e.g. nginx: ssl_protocols TLSv1.2 TLSv1.3;), or reach it with a TLS 1.2 client such as curl or openssl s_client", err)
+	case errors.As(err, &cve) && errors.As(err, &unkCA):
+		if f.tls.ca != "" {
+			return fmt.Errorf("%w: the server's certificate does not chain to the roots in --ca %s; pass the CA that issued it with --ca FILE (PEM), or --insecure for a test server", err, f.tls.ca)
+		}
+		return fmt.Errorf("%w: the server's certificate does not chain to the system's roots; pass the CA that issued it with --ca FILE (PEM), or --insecure for a test server", err)
+	case errors.As(err, &cve) && errors.As(err, &name):
+		return fmt.Errorf("%w: connect by a name the certificate holds, or pass it with --servername NAME", err)
+	case errors.Is(err, dial.ErrResponseTimeout):
+		return fmt.Errorf("%w: the server neither finished the response nor closed the connection within --timeout %v (raise it for a slow server)", err, f.timeout)
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Errorf("%w: gave up after --timeout %v", err, f.timeout)
+	case errors.Is(err, dial.ErrResponseTooLong):
+		return fmt.Errorf("%w: raise --max-bytes (now %d) to read it whole", err, f.maxBytes)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("%w: is a server listening on %s?", err, addr)
+	}
+	return err
+}
+
+// connectAddr is connect's HOST[:PORT] argument as HOST:PORT: port 443
+// when none is given; a URL is refused, pointing to get.
+func connectAddr(arg string) (string, error) {
+	if scheme, rest, ok := strings.Cut(arg, "://"); ok {
+		hostport, _, _ := strings.Cut(rest, "/")
+		if strings.EqualFold(scheme, "https") {
+			if u, err := getURL(arg); err == nil {
+				hostport = u.Host
+				if u.Port() == "" {
+					hostport = net.JoinHostPort(u.Hostname(), "443")
+				}
+			}
+			return "", fmt.Errorf("connect takes HOST[:PORT], not a URL: to fetch %s use 'ztls get %s', or 'ztls connect %s' to talk to the server yourself", arg, arg, hostport)
+		}
+		return "", fmt.Errorf("connect takes HOST[:PORT] (e.g. %s:443), not a %s:// URL", hostport, scheme)
+	}
+	if ip, err := netip.ParseAddr(strings.Trim(arg, "[]")); err == nil {
+		// An IP without a port (an IPv6 literal has colons of its own).
+		return net.JoinHostPort(ip.String(), "443"), nil
+	}
+	host, port, err := net.SplitHostPort(arg)
+	if err != nil {
+		if strings.Contains(err.Error(), "missing port") {
+			return net.JoinHostPort(arg, "443"), nil
+		}
+		return "", fmt.Errorf("%q is not HOST[:PORT] (e.g. example.com:443, [2001:db8::1]:443): %w", arg, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("%q: the port %q is not a number from 1 to 65535", arg, port)
+	}
+	if host == "" {
+		return "", fmt.Errorf("%q: no host before the port (e.g. localhost%s)", arg, arg)
+	}
+	return arg, nil
+}
+
+// getURL parses get's URL argument: https:// only, with a host.
+func getURL(arg string) (*url.URL, error) {
+	if !strings.Contains(arg, "://") {
+		return nil, fmt.Errorf("want an https:// URL, got %q: did you mean https://%s ?", arg, arg)
+	}
+	u, err := url.Parse(arg)
+	if err != nil {
+		return nil, fmt.Errorf("want an https:// URL, got %q: %w", arg, err)
+	}
+	switch {
+	case strings.EqualFold(u.Scheme, "http"):
+		return nil, fmt.Errorf("%q is plain HTTP: ztls speaks TLS, so give https://%s, or use curl for http://", arg, strings.TrimPrefix(arg, u.Scheme+"://"))
+	case !strings.EqualFold(u.Scheme, "https"):
+		return nil, fmt.Errorf("want an https:// URL, got a %s:// one (%q)", u.Scheme, arg)
+	case u.Host == "":
+		return nil, fmt.Errorf("want an https:// URL with a host, e.g. https://example.com/, got %q", arg)
+	}
+	return u, nil
+}
+
+// oneArg accepts exactly one argument, what (e.g. "URL"), and else says
+// what to pass.
+func oneArg(what, example string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == 1 {
+			return nil
+		}
+		got := "nothing"
+		if len(args) > 1 {
+			got = fmt.Sprintf("%d arguments (%s)", len(args), strings.Join(args, " "))
+		}
+		return fmt.Errorf("%s takes one %s, e.g. '%s %s', got %s; see '%s --help'",
+			cmd.Name(), what, cmd.CommandPath(), example, got, cmd.CommandPath())
+	}
+}
+
+// prompt is a terminal's input: it says how the session works when it is
+// first read, which dial does once the connection is up.
+type prompt struct {
+	r    io.Reader
+	once sync.Once
+}
+
+func (p *prompt) Read(b []byte) (int, error) {
+	p.once.Do(func() {
+		fmt.Fprintln(os.Stderr, "ztls: connected: type lines to send; Ctrl-D ends the input (the server sees close_notify), Ctrl-C quits")
+	})
+	return p.r.Read(b)
 }
 
 // earlyPolicy says whether req may go as early data (dial's ReplaySafe)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/x509"
+	"os"
 	"path/filepath"
 
 	"github.com/ztls-project/ztls/tls13"
@@ -18,3 +19,14 @@ func tlsRoots(file string) (*x509.CertPool, error) {
 }
 
 func absPath(p string) (string, error) { return filepath.Abs(p) }
+
+// isTerminal reports whether f is a terminal: a character device other
+// than the null device (which is one too, e.g. a command run from cron).
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	if err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err != nil || !os.SameFile(st, null)
+}

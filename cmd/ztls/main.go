@@ -9,6 +9,9 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -29,9 +32,52 @@ Start with 'ztls demo' to see it on this machine, then 'ztls serve' and
 	SilenceErrors: true,
 }
 
+func init() {
+	rootCmd.Version = version()
+	rootCmd.SetVersionTemplate("{{.Version}}\n")
+	rootCmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		// Inherited by every subcommand: a mistyped flag points to the list.
+		return fmt.Errorf("%w; see '%s --help' for its flags", err, cmd.CommandPath())
+	})
+}
+
+// version is what --version prints: the module's version and the commit
+// it was built from, as the Go toolchain recorded them in the binary.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "ztls: no build information in this binary"
+	}
+	settings := map[string]string{}
+	for _, s := range info.Settings {
+		settings[s.Key] = s.Value
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "ztls %s (module %s)\n", info.Main.Version, info.Main.Path)
+	if rev := settings["vcs.revision"]; rev != "" {
+		fmt.Fprintf(&b, "commit %s", rev)
+		if t := settings["vcs.time"]; t != "" {
+			fmt.Fprintf(&b, " of %s", t)
+		}
+		if settings["vcs.modified"] == "true" {
+			b.WriteString(", with uncommitted changes")
+		}
+		b.WriteString("\n")
+	} else {
+		b.WriteString("commit unknown (built outside a git checkout, or with -buildvcs=false)\n")
+	}
+	fmt.Fprintf(&b, "built with %s for %s/%s", info.GoVersion, runtime.GOOS, runtime.GOARCH)
+	return b.String()
+}
+
 func main() {
 	if err := rootCmd.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "ztls:", err)
+		msg := err.Error()
+		if strings.HasPrefix(msg, "unknown command") {
+			// Cobra's own words, with its suggestions, and where to look.
+			msg = strings.TrimRight(msg, "\n") + "\nsee 'ztls --help' for the commands"
+		}
+		fmt.Fprintln(os.Stderr, "ztls:", msg)
 		os.Exit(1)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -256,6 +257,11 @@ func TestUXErrorsSayTheCure(t *testing.T) {
 	port := strconv.Itoa(freePort(t))
 	start(t, "serving TLS 1.3", "serve", "--listen", "127.0.0.1:"+port, "--cert", p.cert, "--key", p.key, "--respond", "hi")
 	ztlsAddr := "127.0.0.1:" + port
+	silent, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
 	plainAddr := plain.Listener.Addr().String()
 	noCA := []string{"--resolver", "127.0.0.1:9", "--mode", "tls", "--timeout", "10s"}
 
@@ -273,6 +279,10 @@ func TestUXErrorsSayTheCure(t *testing.T) {
 			[]string{"protocol_version", "speaks only TLS 1.2 or older", "enable TLS 1.3 on the server"}, true},
 		{"unknown CA", append([]string{"connect", ztlsAddr, "--data", "x"}, noCA...),
 			[]string{"unknown authority", "pass the CA that issued it with --ca FILE"}, true},
+		{"wrong name", append([]string{"connect", ztlsAddr, "--data", "x", "--servername", "wrong.example"}, p.client()...),
+			[]string{"wrong.example", "pass it with --servername NAME"}, true},
+		{"handshake timeout", append([]string{"connect", silent.Addr().String(), "--data", "x"}, p.client("--timeout", "1s")...),
+			[]string{"gave up after --timeout 1s"}, true},
 		{"connection refused", append([]string{"connect", "127.0.0.1:1", "--data", "x"}, noCA...),
 			[]string{"connection refused", "is a server listening on 127.0.0.1:1?"}, true},
 		{"https:// to connect", []string{"connect", "https://" + ztlsAddr + "/x"},

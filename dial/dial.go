@@ -56,12 +56,14 @@ type Options struct {
 	// Without HTTP the response ends when the server closes the
 	// connection (or at this many bytes, see Report.ResponseLimited).
 	ReadResponse int
-	// HTTP reads the response as one HTTP/1.1 response to a GET (RFC 9112,
-	// Section 6): reading stops at its end (Content-Length, chunked or the
-	// server's close), whether or not the server keeps the connection
-	// open, and a response cut short is an error (Result.Err). Out then
-	// receives the status line and header as received and the body
-	// decoded.
+	// HTTP reads the response as one HTTP/1.1 response to Request, an
+	// HTTP/1.x request (its method decides whether a body follows; GET if
+	// it has none) (RFC 9112, Section 6): reading stops at its end
+	// (Content-Length, chunked or the server's close), whether or not the
+	// server keeps the connection open, and a response cut short is an
+	// error (Result.Err). Out then receives the status line and header as
+	// received and the body decoded; after a 101 (Switching Protocols)
+	// the rest as it comes, until the server closes.
 	HTTP bool
 	// Input, if set, is sent after Request as it is read, while the
 	// response is read; at its end the connection is half-closed
@@ -348,7 +350,7 @@ func finish(ctx context.Context, c *tls13.Conn, offer *tls13.ZDataOffer, reason 
 		rr := &responseReader{c: c, max: o.ReadResponse, out: o.Out, r: r, start: start, step: step}
 		var err error
 		if o.HTTP {
-			err = rr.readHTTP()
+			err = rr.readHTTP(requestMethod(o.Request))
 		} else {
 			err = rr.readAll()
 		}

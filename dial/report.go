@@ -12,7 +12,7 @@ import (
 	"github.com/ztls-project/ztls/tls13"
 )
 
-// Report is the connection report of `ztls connect --json` (DESIGN.md):
+// Report is the connection report of `ztls connect --json`:
 // what was negotiated, whether early data went through, and where the
 // time went, measured from the start of the DNS lookup.
 type Report struct {

@@ -89,10 +89,10 @@ func (rr *responseReader) readAll() error {
 	}
 }
 
-// readHTTP reads one HTTP/1.1 response to a GET and stops at its end
-// (RFC 9112, Section 6.3), sending its header as received and its body
-// decoded to out.
-func (rr *responseReader) readHTTP() error {
+// readHTTP reads one HTTP/1.1 response to a request with this method and
+// stops at its end (RFC 9112, Section 6.3), sending its header as
+// received and its body decoded to out.
+func (rr *responseReader) readHTTP(method string) error {
 	out := rr.out
 	if out == nil {
 		out = io.Discard
@@ -101,7 +101,7 @@ func (rr *responseReader) readHTTP() error {
 	// The bytes read while the header is parsed, to print it as sent.
 	rec := &recorder{buf: new(bytes.Buffer)}
 	br := bufio.NewReader(io.TeeReader(rr, rec))
-	req := &http.Request{Method: http.MethodGet}
+	req := &http.Request{Method: method}
 	for {
 		resp, err := http.ReadResponse(br, req)
 		if err != nil {
@@ -110,7 +110,15 @@ func (rr *responseReader) readHTTP() error {
 		// What the header parse read and did not use is the body's start.
 		head := rec.buf.Len() - br.Buffered()
 		out.Write(rec.buf.Next(head))
-		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+		if resp.StatusCode == http.StatusSwitchingProtocols {
+			// Another protocol from here on: whatever it sends, until
+			// the server closes.
+			rest, _ := br.Peek(br.Buffered())
+			out.Write(rest)
+			rr.out = out
+			return rr.readAll()
+		}
+		if resp.StatusCode >= 100 && resp.StatusCode < 200 {
 			continue // an interim response: the final one follows
 		}
 		rec.buf = nil
@@ -130,6 +138,16 @@ func (rr *responseReader) readHTTP() error {
 		}
 		return nil
 	}
+}
+
+// requestMethod is the method of an HTTP/1.x request, GET when req is
+// not one.
+func requestMethod(req []byte) string {
+	method, _, ok := bytes.Cut(req, []byte(" "))
+	if !ok || len(method) == 0 || len(method) > 20 {
+		return http.MethodGet
+	}
+	return string(method)
 }
 
 // recorder keeps what is written to it while buf is set.

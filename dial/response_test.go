@@ -23,6 +23,7 @@ import (
 func TestReadHTTPStopsAtEnd(t *testing.T) {
 	for _, tc := range []struct {
 		name, sent string
+		method     string // "": GET
 		keepOpen   bool   // the server holds the connection after sending
 		unclean    bool   // it closes TCP without close_notify
 		max        int    // 0: 1 MiB
@@ -36,6 +37,10 @@ func TestReadHTTPStopsAtEnd(t *testing.T) {
 			want: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nhello"},
 		{name: "interim then final", sent: "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n", keepOpen: true,
 			want: "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n"},
+		{name: "HEAD", method: "HEAD", sent: "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n", keepOpen: true,
+			want: "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"},
+		{name: "switching protocols", sent: "HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\n\r\nanything goes",
+			want: "HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\n\r\nanything goes"},
 		{name: "until close", sent: "HTTP/1.0 200 OK\r\n\r\nall of it",
 			want: "HTTP/1.0 200 OK\r\n\r\nall of it"},
 		{name: "until close without close_notify", sent: "HTTP/1.0 200 OK\r\n\r\nall of it", unclean: true,
@@ -71,12 +76,15 @@ func TestReadHTTPStopsAtEnd(t *testing.T) {
 			if max == 0 {
 				max = 1 << 20
 			}
+			if tc.method == "" {
+				tc.method = "GET"
+			}
 			var c io.Reader = client
 			if tc.unclean {
 				c = &eofReader{client}
 			}
 			rr := &responseReader{c: c, max: max, out: &out, r: &r, start: time.Now(), step: func(string) {}}
-			err := rr.readHTTP()
+			err := rr.readHTTP(tc.method)
 			if tc.err == nil {
 				if err != nil || out.String() != tc.want {
 					t.Fatalf("got %q, %v; want %q", out.String(), err, tc.want)
@@ -136,8 +144,8 @@ func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 type timeoutErr struct{}
 
-func (timeoutErr) Error() string { return "i/o timeout" }
-func (timeoutErr) Timeout() bool { return true }
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
 func (timeoutErr) Temporary() bool { return true }
 
 // TestConnectHTTPResponseOnOpenConnection: with HTTP, Connect returns at

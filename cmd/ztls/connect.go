@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,15 +103,19 @@ replay risk, taken on explicitly.
 The end: once the request is sent (--data, or standard input up to its
 end) connect sends close_notify, closing its side only (a TLS half-close,
 RFC 8446, Section 6.1), and reads until the server closes: an echo server
-ends there too. On a terminal connect is interactive: each line typed is
-sent, what comes back is printed, Ctrl-D ends the input (the half-close)
-and Ctrl-C quits; --timeout then bounds the connecting and the wait after
-Ctrl-D, not the typing.
+ends there too. An HTTP/1.x request (e.g. --data $'GET / HTTP/1.1\r\n...')
+is different: its response has its own end (Content-Length, chunked),
+where connect stops as get does, without the half-close (which HTTP
+servers may take for the client going away). On a terminal connect is
+interactive: each line typed is sent, what comes back is printed, Ctrl-D
+ends the input (the half-close) and Ctrl-C quits; --timeout then bounds
+the connecting and the wait after Ctrl-D, not the typing.
 
 Exit status: 0 when the response ended as it should, 1 otherwise (no
 connection, a failed handshake, a response cut short or not finished
-within --timeout), with or without --json; --json prints the report, its
-"error" field set, in both cases.`,
+within --timeout), with or without --json; once a connection is tried,
+--json prints the report, its "error" field set when it failed (a flag
+refused before that prints no report).`,
 		Example: `  ztls connect 127.0.0.1:8443 --ca cert.pem --servername localhost --data 'ping'
   ztls connect example.test:443 --json
   # a POST goes after the handshake; to accept that it may be replayed:
@@ -130,13 +135,16 @@ within --timeout), with or without --json; --json prints the report, its
 			var input io.Reader
 			switch {
 			case f.data != "":
-				req, input = []byte(f.data), strings.NewReader("")
+				req, input = []byte(f.data), noMoreInput
 			case isTerminal(os.Stdin):
 				input = &prompt{r: os.Stdin}
 			default:
 				// The first MiB can go as early data; the rest follows.
 				req, _ = io.ReadAll(io.LimitReader(os.Stdin, 1<<20))
-				input = os.Stdin
+				input = noMoreInput
+				if len(req) == 1<<20 {
+					input = os.Stdin
+				}
 			}
 			return runConnect(&f, addr, req, input)
 		},
@@ -184,9 +192,10 @@ finished within --timeout), with or without --json.`,
 	rootCmd.AddCommand(get)
 }
 
-// runConnect connects to addr, sends req and then input (nil: the
-// response is one HTTP/1.1 response, as for get) and prints the response
-// and the report. Its error, if any, says what to do about it.
+// runConnect connects to addr, sends req and then input, and prints the
+// response and the report. A nil input (get) or an HTTP/1.x req with no
+// more input has one HTTP/1.1 response, read to its end; other input is
+// half-closed at its end. The error, if any, says what to do about it.
 func runConnect(f *connectFlags, addr string, req []byte, input io.Reader) error {
 	if err := f.check(); err != nil {
 		return err
@@ -248,6 +257,11 @@ func runConnect(f *connectFlags, addr string, req []byte, input io.Reader) error
 		opts.Request, opts.ResumeEarly, opts.ReplaySafe = data, true, true
 		notEarly = ""
 	}
+	if input == noMoreInput && httpRequest.Match(opts.Request) {
+		// The response has its own end; a half-close now may read as
+		// the client leaving (Go's net/http cancels the request).
+		opts.HTTP, opts.Input = true, nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
 	res, err := dial.Connect(ctx, addr, opts)
@@ -288,6 +302,17 @@ func runConnect(f *connectFlags, addr string, req []byte, input io.Reader) error
 	res.Report.WriteText(os.Stderr)
 	return err
 }
+
+// noMoreInput is connect's input when the request is all there is.
+var noMoreInput io.Reader = endOfInput{}
+
+type endOfInput struct{}
+
+func (endOfInput) Read([]byte) (int, error) { return 0, io.EOF }
+
+// httpRequest matches the request line of an HTTP/1.x request (RFC 9112,
+// Section 3).
+var httpRequest = regexp.MustCompile(`^[A-Z]+ [^ \r\n]+ HTTP/1\.[01]\r?\n`)
 
 // writeJSON prints the report on standard output.
 func writeJSON(r dial.Report) {

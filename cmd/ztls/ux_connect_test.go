@@ -156,6 +156,13 @@ func TestUXGetStopsAtResponseEnd(t *testing.T) {
 			t.Fatalf("get %s printed the chunk framing: %q", path, r.stdout)
 		}
 	}
+	// connect with an HTTP request stops at the response's end too, and
+	// does not half-close (HTTP servers may take that for the client leaving).
+	r := uxRun(t, nil, append([]string{"connect", addr, "--data", "GET /length HTTP/1.1\r\nHost: localhost\r\n\r\n"},
+		p.client("--timeout", "20s")...)...)
+	if r.code != 0 || !strings.HasSuffix(r.stdout, "\r\n\r\nhello\n") || r.took > 10*time.Second {
+		t.Fatalf("connect --data 'GET /length HTTP/1.1...': exit %d after %v\nstdout: %q\nstderr: %s", r.code, r.took, r.stdout, r.stderr)
+	}
 	for _, tc := range []struct{ path, says string }{
 		{"/cut", "cut short: the connection ended (46 bytes received, after 6 of its 100 body bytes (Content-Length))"},
 		{"/late", "timed out waiting for the response (46 bytes received, after 6 of its 100 body bytes (Content-Length)): the server neither finished the response nor closed the connection within --timeout 1s"},

@@ -63,7 +63,8 @@ type Options struct {
 	// server keeps the connection open, and a response cut short is an
 	// error (Result.Err). Out then receives the status line and header as
 	// received and the body decoded; after a 101 (Switching Protocols)
-	// the rest as it comes, until the server closes.
+	// the rest as it comes, until the server closes, and so an answer
+	// that is no HTTP response (a server that does not speak HTTP).
 	HTTP bool
 	// Input, if set, is sent after Request as it is read, while the
 	// response is read; at its end the connection is half-closed

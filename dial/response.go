@@ -91,7 +91,8 @@ func (rr *responseReader) readAll() error {
 
 // readHTTP reads one HTTP/1.1 response to a request with this method and
 // stops at its end (RFC 9112, Section 6.3), sending its header as
-// received and its body decoded to out.
+// received and its body decoded to out. An answer that does not start as
+// an HTTP response does is read as readAll does.
 func (rr *responseReader) readHTTP(method string) error {
 	out := rr.out
 	if out == nil {
@@ -102,6 +103,17 @@ func (rr *responseReader) readHTTP(method string) error {
 	rec := &recorder{buf: new(bytes.Buffer)}
 	br := bufio.NewReader(io.TeeReader(rr, rec))
 	req := &http.Request{Method: method}
+	if start, err := br.Peek(len("HTTP/")); string(start) != "HTTP/" {
+		if len(start) == 0 {
+			return rr.failed(err, "before the end of the response's header")
+		}
+		// Not an HTTP response (a server that does not speak HTTP
+		// answered): as it comes, until the server closes.
+		rest, _ := br.Peek(br.Buffered())
+		out.Write(rest)
+		rr.out = out
+		return rr.readAll()
+	}
 	for {
 		resp, err := http.ReadResponse(br, req)
 		if err != nil {

@@ -41,6 +41,8 @@ func TestReadHTTPStopsAtEnd(t *testing.T) {
 			want: "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"},
 		{name: "switching protocols", sent: "HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\n\r\nanything goes",
 			want: "HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\n\r\nanything goes"},
+		{name: "not HTTP", sent: "pong", want: "pong"},
+		{name: "not HTTP, held open", sent: "pong", keepOpen: true, err: ErrResponseTimeout, says: "4 bytes received"},
 		{name: "until close", sent: "HTTP/1.0 200 OK\r\n\r\nall of it",
 			want: "HTTP/1.0 200 OK\r\n\r\nall of it"},
 		{name: "until close without close_notify", sent: "HTTP/1.0 200 OK\r\n\r\nall of it", unclean: true,

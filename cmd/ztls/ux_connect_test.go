@@ -271,6 +271,11 @@ func TestUXErrorsSayTheCure(t *testing.T) {
 	defer silent.Close()
 	plainAddr := plain.Listener.Addr().String()
 	noCA := []string{"--resolver", "127.0.0.1:9", "--mode", "tls", "--timeout", "10s"}
+	// Not an error: an HTTP request to a server that does not answer in
+	// HTTP gets its answer as it comes.
+	if r := uxRun(t, nil, append([]string{"connect", ztlsAddr, "--data", "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"}, p.client()...)...); r.code != 0 || r.stdout != "hi" {
+		t.Fatalf("HTTP request to --respond hi: exit %d, stdout %q\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
 
 	for _, tc := range []struct {
 		name string

@@ -155,6 +155,7 @@ refused before that prints no report).`,
 	rootCmd.AddCommand(cmd)
 
 	var g connectFlags
+	var http2 bool
 	get := &cobra.Command{
 		Use:   "get URL",
 		Short: "HTTP GET over TLS 1.3 and print the response",
@@ -169,7 +170,8 @@ a whole response (whatever its HTTP status), 1 otherwise (no connection,
 a failed handshake, a response cut short, longer than --max-bytes or not
 finished within --timeout), with or without --json.`,
 		Example: `  ztls get https://localhost:8443/ --ca cert.pem
-  ztls get https://localhost:8443/index.html --ca cert.pem --json`,
+  ztls get https://localhost:8443/index.html --ca cert.pem --json
+  ztls get https://localhost:8443/ --ca cert.pem --http2   # HTTP/2, as browsers speak it`,
 		Args: oneArg("URL", "https://example.com/"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			u, err := getURL(args[0])
@@ -180,6 +182,9 @@ finished within --timeout), with or without --json.`,
 			if u.Port() == "" {
 				host = net.JoinHostPort(u.Hostname(), "443")
 			}
+			if http2 {
+				return runGetHTTP2(&g, u)
+			}
 			path := u.RequestURI()
 			req := []byte(fmt.Sprintf("GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: ztls\r\nConnection: close\r\n\r\n", path, u.Host))
 			if len(g.tls.alpn) == 0 {
@@ -189,6 +194,7 @@ finished within --timeout), with or without --json.`,
 		},
 	}
 	g.register(get)
+	get.Flags().BoolVar(&http2, "http2", false, "speak HTTP/2 (ALPN h2, the request's frames as early data) through the ztlshttp transport, falling back to HTTP/1.1 when the server does not select h2")
 	rootCmd.AddCommand(get)
 }
 

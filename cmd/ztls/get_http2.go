@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/ztls-project/ztls/dial"
+	"github.com/ztls-project/ztls/ztlshttp"
+)
+
+// runGetHTTP2 is get over ztlshttp's transport: HTTP/2 when the server
+// selects h2 (the preface, SETTINGS and the GET's HEADERS as early data),
+// else HTTP/1.1. It prints the response (status line, header, body) and
+// the connection report like get does, with the first byte and the
+// response size measured here (the transport reads the response, not
+// package dial).
+func runGetHTTP2(f *connectFlags, u *url.URL) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	cfg, err := f.tls.config(false)
+	if err != nil {
+		return err
+	}
+	res, err := newResolver(f.resolver, f.transport, f.dnsCA)
+	if err != nil {
+		return err
+	}
+	defer res.Close()
+	opts := dial.Options{Mode: f.mode, TLS: cfg, Resolver: res, ZDataBudget: f.budget, Turbo: f.turbo || f.turboPort != 0}
+	opts.TurboPort, opts.TurboWait = f.turboPort, f.turboWait
+	if path := dial.DefaultMemoryPath(); path != "" {
+		opts.Memory = dial.OpenMemory(path)
+	}
+	tr := ztlshttp.NewTransport(opts)
+	defer tr.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("User-Agent", "ztls")
+	start := time.Now()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		return f.cure(err, u.Host)
+	}
+	defer resp.Body.Close()
+	firstByte := time.Since(start)
+	out := io.Writer(os.Stdout)
+	if f.json {
+		out = os.Stderr
+	}
+	fmt.Fprintf(out, "%s %s\r\n", resp.Proto, resp.Status)
+	keys := make([]string, 0, len(resp.Header))
+	for k := range resp.Header {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		for _, v := range resp.Header[k] {
+			fmt.Fprintf(out, "%s: %s\r\n", k, v)
+		}
+	}
+	fmt.Fprint(out, "\r\n")
+	n, rerr := io.Copy(out, io.LimitReader(resp.Body, int64(f.maxBytes)+1))
+	var rep dial.Report
+	if r := ztlshttp.ReportOf(resp); r != nil {
+		rep = *r
+	}
+	rep.Timing.FirstByte = math.Round(float64(firstByte.Microseconds())) / 1000
+	rep.Timing.Total = math.Round(float64(time.Since(start).Microseconds())) / 1000
+	rep.ResponseBytes = int(min(n, int64(f.maxBytes)))
+	switch {
+	case rerr != nil:
+		err = fmt.Errorf("reading the response (%d bytes received): %w", n, f.cure(rerr, u.Host))
+	case n > int64(f.maxBytes):
+		err = fmt.Errorf("the response is longer than --max-bytes %d", f.maxBytes)
+	}
+	if err != nil {
+		rep.Error = err.Error()
+	}
+	if f.json {
+		writeJSON(rep)
+		return err
+	}
+	rep.WriteText(os.Stderr)
+	return err
+}

@@ -46,6 +46,7 @@ type dnsServeFlags struct {
 	maxUDPSize  int
 	verboseLogs bool
 	metrics     string
+	rotate      bool
 
 	// Limits under abuse.
 	maxConnsPerAddr, maxConnsPerPrefix int
@@ -145,6 +146,7 @@ Under abuse (defaults in brackets):
 	fs.BoolVar(&f.noCookies, "no-cookies", false, "turn DNS cookies (RFC 7873) off")
 	fs.DurationVar(&f.cookieRotate, "cookie-rotate", 0, "replace the DNS cookie secret this often (0: one random secret for the process)")
 	fs.BoolVarP(&f.verboseLogs, "verbose", "v", false, "log socket and connection errors")
+	fs.BoolVar(&f.rotate, "rotate", true, "rotate each --zdata directory's keys when no other process does (the first to claim DIR/rotate.lock rotates: ztls serve or this server); off: only reload")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9181): queries by type and rcode, UDP bytes, RRL drops and slips, cookies, connections, live Z-data keys")
 	dnsCmd.AddCommand(serve)
 	rootCmd.AddCommand(dnsCmd)
@@ -206,12 +208,28 @@ func runDNSServe(ctx context.Context, out io.Writer, f *dnsServeFlags) error {
 		return err
 	}
 	var dirs []*zdata.Dir
+	rotating := map[*zdata.Dir]bool{}
 	for _, path := range f.zdata {
 		d, err := zdata.LoadDir(path)
 		if err != nil {
 			return fmt.Errorf("dns serve: --zdata: %w", err)
 		}
 		dirs = append(dirs, d)
+		// One process per directory rotates (ztls serve, or this one if
+		// it claims the directory first); a fleet derives its keys.
+		if f.rotate && !d.Fleet() {
+			release, ok, err := d.ClaimRotation()
+			if err != nil {
+				return fmt.Errorf("dns serve: --zdata: %w", err)
+			}
+			if ok {
+				defer release()
+				rotating[d] = true
+				if _, err := d.Rotate(time.Now()); err != nil {
+					return fmt.Errorf("dns serve: --zdata %s: rotating: %w", d.Path, err)
+				}
+			}
+		}
 	}
 	var zs []*authority.Zone
 	for _, arg := range f.zones {
@@ -244,7 +262,7 @@ func runDNSServe(ctx context.Context, out io.Writer, f *dnsServeFlags) error {
 		log.Info("SIGHUP: reloaded the zones and Z-data", "zones", len(zs), "zdata", len(dirs))
 	})()
 	if len(dirs) > 0 {
-		go refreshZData(ctx, zones, dirs, f.verboseLogs, log)
+		go refreshZData(ctx, zones, dirs, rotating, f.verboseLogs, log)
 	}
 	var mt *metrics.Registry
 	if f.metrics != "" {
@@ -440,7 +458,7 @@ func serveZData(zones *authority.Zones, d *zdata.Dir, now time.Time) error {
 // refreshZData re-reads the directories and swaps the records every 10 s,
 // saying loudly when a directory has no live key (its service's clients
 // then fall back to TLS 1.3) and when it has one again.
-func refreshZData(ctx context.Context, zones *authority.Zones, dirs []*zdata.Dir, verbose bool, log *slog.Logger) {
+func refreshZData(ctx context.Context, zones *authority.Zones, dirs []*zdata.Dir, rotating map[*zdata.Dir]bool, verbose bool, log *slog.Logger) {
 	empty := map[*zdata.Dir]bool{}
 	check := func(d *zdata.Dir) {
 		live := len(d.Keyring.Live(time.Now())) > 0
@@ -458,7 +476,15 @@ func refreshZData(ctx context.Context, zones *authority.Zones, dirs []*zdata.Dir
 	}
 	every(ctx, 10*time.Second, func() {
 		for _, d := range dirs {
-			err := keepCurrent(d, time.Now())
+			var err error
+			if rotating[d] {
+				var added []*zdata.Key
+				if added, err = d.Rotate(time.Now()); len(added) > 0 {
+					log.Info("Z-data: added keys", "dir", d.Path, "keys", len(added))
+				}
+			} else {
+				err = keepCurrent(d, time.Now())
+			}
 			if err == nil {
 				err = serveZData(zones, d, time.Now())
 			}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/ztls-project/ztls/internal/dnstest"
@@ -76,4 +77,25 @@ func TestCLIServeWarnsOtherPort(t *testing.T) {
 	other := freePort(t)
 	_, _, cmd := startProc(t, "differs from the Z-data's port", "serve", "--listen", "127.0.0.1:"+strconv.Itoa(other), "--zdata", s.zd, "--respond", "hello")
 	stopCmd(cmd)
+}
+
+// dns serve alone on a Z-data directory rotates it too: keys that ran
+// out are replaced at start, and the records it serves are on disk for
+// the server to load.
+func TestCLIDNSServeRotatesAlone(t *testing.T) {
+	s := newSite(t)
+	emptyKeys(t, s.zd)
+	zone := filepath.Join(s.dir, "ztls.test.zone")
+	writeFile(t, zone, testZone)
+	line, _, cmd := startProc(t, "serving udp on", "dns", "serve", "--zone", zone, "--zdata", s.zd, "--listen", "127.0.0.1:0")
+	defer stopCmd(cmd)
+	addr := strings.TrimPrefix(line, "serving udp on ")
+	got := run(t, "lookup", "_ztls._"+strconv.Itoa(s.port)+"._tcp.www.ztls.test", "--resolver", addr, "--type", "TXT", "+short")
+	if !strings.Contains(got, "v=ztls1") {
+		t.Fatalf("no Z-data served: %q", got)
+	}
+	keys, _ := filepath.Glob(filepath.Join(s.zd, "keys", "*.json"))
+	if len(keys) == 0 {
+		t.Fatal("the rotated keys are not on disk")
+	}
 }

@@ -376,10 +376,18 @@ func (c *Conn) afterClientHandshake() error {
 func (c *Conn) collectEvents() {
 	now := time.Now()
 	for _, ev := range c.e.events {
-		c.trace = append(c.trace, TraceEvent{Event: ev, At: now})
+		// The handshake's events always fit; KeyUpdates go on for the
+		// connection's life, so the trace stops growing at maxTrace.
+		if len(c.trace) < maxTrace {
+			c.trace = append(c.trace, TraceEvent{Event: ev, At: now})
+		}
 	}
 	c.e.events = c.e.events[:0]
 }
+
+// maxTrace bounds a connection's trace: a peer sending KeyUpdates with
+// a byte of data between them would otherwise grow it without end.
+const maxTrace = 256
 
 // flush writes the engine's pending output to the network, in order.
 func (c *Conn) flush() error {
@@ -587,7 +595,8 @@ func (c *Conn) ConnectionState() ConnectionState {
 }
 
 // Trace returns the events seen so far with their times: the handshake's,
-// then KeyUpdates sent (EventKeyUpdate) and received (EventPeerKeyUpdate).
+// then KeyUpdates sent (EventKeyUpdate) and received (EventPeerKeyUpdate),
+// up to 256 events in all.
 func (c *Conn) Trace() []TraceEvent {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -573,6 +573,10 @@ func (e *engine) startServerCertificateCheck(c *wire.Certificate) (*chainCheck, 
 		return nil, nil, err
 	}
 	cc := &chainCheck{raws: raws, done: make(chan struct{})}
+	if e.cfg.InsecureSkipVerify { // nothing to check: no goroutine
+		close(cc.done)
+		return cc, pub, nil
+	}
 	go func() {
 		defer close(cc.done)
 		cc.chains, cc.err = e.cfg.checkServerChain(certs)
@@ -919,10 +923,6 @@ func nextTrafficSecret(h crypto.Hash, secret []byte) []byte {
 // why it can't be used (the caller records that as the reason).
 func (e *engine) offerZTLS(p *clientHelloParams, ch *wire.ClientHello, z *ZDataOffer, earlyLen int) error {
 	cfg := e.cfg
-	v, err := cfg.zdataVerdict(z)
-	if err != nil {
-		return fmt.Errorf("the Z-data leaf fails the certificate policy: %v", err)
-	}
 	if z.Group != X25519 && z.Group != P256 {
 		return fmt.Errorf("Z-data group %s is not usable for ztls v1", kex.Name(z.Group))
 	}
@@ -939,10 +939,17 @@ func (e *engine) offerZTLS(p *clientHelloParams, ch *wire.ClientHello, z *ZDataO
 	if early == nil {
 		return errors.New("no cipher suite in common with the Z-data's server")
 	}
+	if z.ALPN != "" && !contains(ch.ALPN, z.ALPN) {
+		return fmt.Errorf("Z-data's early ALPN %q is not among ours", z.ALPN)
+	}
+	// The certificate policy last of the checks (it is x509 work unless
+	// the offer was verified ahead, as package dial does), and before
+	// the ClientHello is changed for ztls.
+	v, err := cfg.zdataVerdict(z)
+	if err != nil {
+		return fmt.Errorf("the Z-data leaf fails the certificate policy: %v", err)
+	}
 	if z.ALPN != "" {
-		if !contains(ch.ALPN, z.ALPN) {
-			return fmt.Errorf("Z-data's early ALPN %q is not among ours", z.ALPN)
-		}
 		// Offer the early protocol first so the server can select it.
 		alpn := []string{z.ALPN}
 		for _, a := range ch.ALPN {

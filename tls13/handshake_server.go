@@ -320,7 +320,7 @@ func (e *engine) choosePSK(p *serverParams, hrr *serverHRR) error {
 		if now.Sub(created) > time.Duration(t.LifetimeS)*time.Second || now.Before(created.Add(-time.Minute)) {
 			continue
 		}
-		if t.SNI != ch.ServerName || !e.resumeClientChain(t, p) {
+		if t.SNI != ch.ServerName {
 			continue
 		}
 		// Verify the binder over the ClientHello up to the binders.
@@ -334,6 +334,12 @@ func (e *engine) choosePSK(p *serverParams, hrr *serverHRR) error {
 		es := keyschedule.NewEarlySecret(p.suite.Hash, t.PSK)
 		if !keyschedule.VerifyFinished(p.suite.Hash, es.ResumptionBinderKey(), th, ch.PSKBinders[i]) {
 			return errPeerBadBinder
+		}
+		// Only a client that proved it holds the ticket gets its chain
+		// re-checked (x509 work and the application's hook); a chain that
+		// no longer passes means a full handshake.
+		if !e.resumeClientChain(t, p) {
+			continue
 		}
 		p.psk, p.pskIndex, p.ticket = t.PSK, i, t
 		// 0-RTT (RFC 8446, Sections 4.2.10 and 8): first identity only, no

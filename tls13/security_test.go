@@ -490,3 +490,16 @@ func TestMemoryStrikeRegisterSaveLoad(t *testing.T) {
 		t.Fatalf("zero start: %v %v", z, err)
 	}
 }
+
+// A connection's trace stops at maxTrace events, however many KeyUpdates
+// the peer sends over the connection's life.
+func TestTraceBounded(t *testing.T) {
+	c := &Conn{e: newEngine(&Config{InsecureSkipVerify: true}, true)}
+	for range 10 * maxTrace {
+		c.e.event(EventPeerKeyUpdate)
+		c.collectEvents()
+	}
+	if n := len(c.Trace()); n != maxTrace {
+		t.Fatalf("trace of %d events, want %d", n, maxTrace)
+	}
+}

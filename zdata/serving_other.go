@@ -32,3 +32,6 @@ func (s *Serving) Close(now time.Time) error { return nil }
 
 // ClaimRotation cannot lock here: the caller only reloads.
 func (d *Dir) ClaimRotation() (release func(), ok bool, err error) { return nil, false, nil }
+
+// MarkSharedServing has nothing to record here (ServeAlone refuses).
+func (d *Dir) MarkSharedServing() error { return nil }

@@ -142,3 +142,21 @@ func (d *Dir) ClaimRotation() (release func(), ok bool, err error) {
 	}
 	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, true, nil
 }
+
+// MarkSharedServing records that a server uses the directory's keys with
+// a shared strike register: what it accepts is in that register, not in
+// DIR/strike.state, so the directory counts as served and any saved
+// private register is dropped. A server that later serves the directory
+// alone (ServeAlone) then starts its memory at its own start instead of
+// trusting a state that misses what the fleet accepted.
+func (d *Dir) MarkSharedServing() error {
+	f, err := os.OpenFile(filepath.Join(d.Path, ServingLockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("zdata: %v", err)
+	}
+	f.Close()
+	if err := os.Remove(filepath.Join(d.Path, StrikeStateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("zdata: %v", err)
+	}
+	return nil
+}

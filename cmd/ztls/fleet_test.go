@@ -119,3 +119,16 @@ func TestCLIFleetSharedStrikeRegister(t *testing.T) {
 	}
 	logA.waitFor(t, "strike register unavailable")
 }
+
+// A directory served with a shared register (Redis) counts as served:
+// a server that later serves it alone does not take its memory as
+// complete (the fleet's acceptances are in Redis, not on disk).
+func TestCLISharedServingThenAlone(t *testing.T) {
+	s := newSite(t)
+	redis, _ := startRedis(t)
+	p := strconv.Itoa(s.port)
+	_, _, cmd := startProc(t, "ZTLS on", "serve", "--listen", "127.0.0.1:"+p, "--zdata", s.zd, "--respond", "hello", "--strike-register", "redis://"+redis)
+	stopCmd(cmd)
+	_, _, cmd = startProc(t, "did not stop cleanly", "serve", "--listen", "127.0.0.1:"+p, "--zdata", s.zd, "--respond", "hello")
+	stopCmd(cmd)
+}

@@ -206,6 +206,13 @@ func runServe(f *serveFlags) error {
 		}
 		defer reg.Close()
 		cfg.StrikeRegister = reg
+		if zdir != nil {
+			// What this server accepts is in Redis: a server that later
+			// serves the directory alone must not trust an older saved state.
+			if err := zdir.MarkSharedServing(); err != nil {
+				return err
+			}
+		}
 	}
 	cfg.MaxEarlyData = f.maxEarly
 	cfg.EarlyDataWindow = f.window

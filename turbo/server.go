@@ -297,16 +297,17 @@ func (s *Server) handle(pc net.PacketConn, from netip.AddrPort, b []byte) {
 		if len(s.entries) >= s.cfg.MaxEntries && now.Sub(s.lastSweep) > s.cfg.TTL/8 {
 			s.sweepLocked(now) // expired entries first, before evicting live ones
 		}
-		p := s.prefixLocked(from.Addr())
-		if len(s.entries) >= s.cfg.MaxEntries && !s.evictForLocked(p) {
-			s.dropPrefixIfEmptyLocked(p)
+		key := sourcePrefix(from.Addr())
+		if len(s.entries) >= s.cfg.MaxEntries && !s.evictForLocked(s.prefixes[key]) {
 			s.stats.Full++
 			s.stats.Dropped++
 			return
 		}
 		e = &entry{id: d.ID, from: from, pc: pc, created: now}
 		e.asm.Max = s.cfg.MaxClientFlight
-		s.addLocked(e, p)
+		// Looked up after the eviction, which may have dropped the
+		// prefix's last entry and with it the prefix's state.
+		s.addLocked(e, s.prefixLocked(key))
 	}
 	if e.failed {
 		s.stats.Dropped++
@@ -457,26 +458,21 @@ func (s *Server) dropLocked(id ConnID, e *entry) {
 		e.prefix = nil
 		p.entries--
 		s.notePrefixLocked(p)
-		s.dropPrefixIfEmptyLocked(p)
+		if p.entries == 0 {
+			delete(s.prefixes, p.key)
+		}
 	}
 }
 
-// prefixLocked returns the state of a's prefix, made if needed (the
-// caller adds an entry or calls dropPrefixIfEmptyLocked).
-func (s *Server) prefixLocked(a netip.Addr) *prefixState {
-	key := sourcePrefix(a)
+// prefixLocked returns the state of prefix key, made if needed; the
+// caller adds an entry to it.
+func (s *Server) prefixLocked(key netip.Prefix) *prefixState {
 	p := s.prefixes[key]
 	if p == nil {
 		p = &prefixState{key: key}
 		s.prefixes[key] = p
 	}
 	return p
-}
-
-func (s *Server) dropPrefixIfEmptyLocked(p *prefixState) {
-	if p.entries == 0 && s.prefixes[p.key] == p {
-		delete(s.prefixes, p.key)
-	}
 }
 
 // notePrefixLocked keeps the set of prefixes over their share current.
@@ -510,7 +506,8 @@ func (s *Server) queueLocked(e *entry, q *list.List) {
 }
 
 // evictForLocked makes room in a full table for a new entry from prefix
-// p, in the order the Server documents, and reports whether it did.
+// p (nil: a prefix with no entries), in the order the Server documents,
+// and reports whether it did.
 func (s *Server) evictForLocked(p *prefixState) bool {
 	var victim *entry
 	switch {
@@ -518,7 +515,7 @@ func (s *Server) evictForLocked(p *prefixState) bool {
 		victim = s.failed.Front().Value.(*entry)
 	case s.incomplete.Len() > 0:
 		victim = s.incomplete.Front().Value.(*entry)
-	case p.entries < s.cfg.PrefixEntries:
+	case p == nil || p.entries < s.cfg.PrefixEntries:
 		var worst *prefixState
 		for q := range s.over {
 			if q.ready.Len() > 0 && (worst == nil || q.entries > worst.entries) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"crypto/tls"
 	"encoding/hex"
 	"errors"
@@ -379,12 +380,14 @@ func withField(fh h2Header, f []byte, name, value string) []byte {
 }
 
 // marked reads the marker: the stream whose headers came as early data.
+// The secret is compared in constant time: a client timing the proxy's
+// answers to forged markers must learn nothing of it.
 func (h *h2Conn) marked(values []string) (uint32, bool) {
 	if len(values) != 1 {
 		return 0, false
 	}
 	secret, id, ok := strings.Cut(values[0], " ")
-	if !ok || secret != h.secret {
+	if !ok || subtle.ConstantTimeCompare([]byte(secret), []byte(h.secret)) != 1 {
 		return 0, false
 	}
 	n, err := strconv.ParseUint(id, 10, 31)

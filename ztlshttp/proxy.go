@@ -149,14 +149,8 @@ func (p *Proxy) client() *http.Client {
 // (RFC 8470, Section 5.2). The body is bounded by the early data limit
 // the handshake enforced (max_early_data_size).
 func (p *Proxy) forwardEarly(ctx context.Context, c *tls13.Conn, req *http.Request, body []byte) error {
-	req.ContentLength, req.TransferEncoding, req.Trailer = int64(len(body)), nil, nil
-	req.GetBody = func() (io.ReadCloser, error) {
-		if len(body) == 0 {
-			return http.NoBody, nil
-		}
-		return io.NopCloser(bytes.NewReader(body)), nil
-	}
-	req.Body, _ = req.GetBody()
+	setBody(req, body)
+	req.Trailer = nil
 	resp, err := p.send(ctx, c, req, true)
 	if err != nil {
 		return err
@@ -174,6 +168,19 @@ func (p *Proxy) forwardEarly(ctx context.Context, c *tls13.Conn, req *http.Reque
 		return err
 	}
 	return p.reply(c, req, resp, false)
+}
+
+// setBody makes body, read whole, req's body, one that can be sent again
+// (GetBody) for the retry after a 425.
+func setBody(req *http.Request, body []byte) {
+	req.ContentLength, req.TransferEncoding = int64(len(body)), nil
+	req.GetBody = func() (io.ReadCloser, error) {
+		if len(body) == 0 {
+			return http.NoBody, nil
+		}
+		return io.NopCloser(bytes.NewReader(body)), nil
+	}
+	req.Body, _ = req.GetBody()
 }
 
 // send forwards req to the backend; when it can't, it answers 502.

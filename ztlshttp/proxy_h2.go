@@ -80,47 +80,43 @@ func (p *Proxy) serveH2Request(hc *h2Conn, w http.ResponseWriter, r *http.Reques
 	if !hc.waitHandshake(ctx) {
 		return
 	}
-	resp, err := p.client().Do(p.outbound(ctx, r, hc.RemoteAddr(), false))
-	if err != nil {
-		http.Error(w, "backend unreachable", http.StatusBadGateway)
-		p.logf("%s %s: backend: %v", r.Method, r.URL.Path, err)
-		return
+	if resp, ok := p.sendH2(w, r, hc.RemoteAddr(), false); ok {
+		p.replyH2(w, r, resp, false)
 	}
-	p.replyH2(w, r, resp, false)
 }
 
 // forwardH2Early forwards a request that came whole as early data, with
 // its body in hand, as forwardEarly does for HTTP/1.1.
 func (p *Proxy) forwardH2Early(hc *h2Conn, w http.ResponseWriter, r *http.Request, body []byte) {
-	ctx := r.Context()
-	r.ContentLength, r.TransferEncoding = int64(len(body)), nil
-	r.GetBody = func() (io.ReadCloser, error) {
-		if len(body) == 0 {
-			return http.NoBody, nil
-		}
-		return io.NopCloser(bytes.NewReader(body)), nil
+	setBody(r, body)
+	resp, ok := p.sendH2(w, r, hc.RemoteAddr(), true)
+	if !ok {
+		return
 	}
+	if resp.StatusCode != http.StatusTooEarly {
+		p.replyH2(w, r, resp, true)
+		return
+	}
+	resp.Body.Close()
+	if !hc.waitHandshake(r.Context()) {
+		return
+	}
+	p.logf("%s %s: backend said 425 Too Early; retrying after the handshake", r.Method, r.URL.Path)
 	r.Body, _ = r.GetBody()
-	resp, err := p.client().Do(p.outbound(ctx, r, hc.RemoteAddr(), true))
-	if err == nil && resp.StatusCode == http.StatusTooEarly {
-		resp.Body.Close()
-		if !hc.waitHandshake(ctx) {
-			return
-		}
-		p.logf("%s %s: backend said 425 Too Early; retrying after the handshake", r.Method, r.URL.Path)
-		r.Body, _ = r.GetBody()
-		resp, err = p.client().Do(p.outbound(ctx, r, hc.RemoteAddr(), false))
-		if err == nil {
-			p.replyH2(w, r, resp, false)
-			return
-		}
+	if resp, ok = p.sendH2(w, r, hc.RemoteAddr(), false); ok {
+		p.replyH2(w, r, resp, false)
 	}
+}
+
+// sendH2 forwards r to the backend; when it can't, it answers 502.
+func (p *Proxy) sendH2(w http.ResponseWriter, r *http.Request, remote net.Addr, early bool) (*http.Response, bool) {
+	resp, err := p.client().Do(p.outbound(r.Context(), r, remote, early))
 	if err != nil {
 		http.Error(w, "backend unreachable", http.StatusBadGateway)
 		p.logf("%s %s: backend: %v", r.Method, r.URL.Path, err)
-		return
+		return nil, false
 	}
-	p.replyH2(w, r, resp, true)
+	return resp, true
 }
 
 // hopHeaders are connection-specific: not forwarded, and not allowed in

@@ -134,20 +134,25 @@ func New(opts Options) (*Register, error) {
 // where run_id is the Redis process's (INFO server). A missing marker, an
 // unreadable one, or one naming another run_id (a restart, maybe from an
 // older snapshot, or a failover) means entries may have been lost.
+//
+// The scripts get the run_id as an argument: each connection reads it
+// once, when dialled. That is as atomic as reading INFO in the script, at
+// a fraction of the cost per call: a TCP connection never outlives the
+// Redis process that accepted it, so every script sent on it runs in the
+// process whose run_id it read.
 
 // insertScript checks the marker and, when Redis's memory covers the
 // ClientHello, inserts the entry.
 //
 // KEYS[1] entry, KEYS[2] marker; ARGV[1] the latest acceptable "since"
 // (notBefore - MaxClockSkew, Unix ms), ARGV[2] the entry's PX, ARGV[3] a
-// pending token, ARGV[4] the pending marker's PX.
+// pending token, ARGV[4] the pending marker's PX, ARGV[5] the run_id.
 // Reply: {0} replayed, {1} inserted, {2, since} memory too young, {3} a
 // loss is being recorded by another server, {4} a loss found: the marker
 // is now pending with ARGV[3].
 const insertScript = `
 if redis.replicate_commands then redis.replicate_commands() end
-local run = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
-if not run then return redis.error_reply('ERR redisreg: no run_id in INFO server') end
+local run = ARGV[5]
 local m = redis.call('GET', KEYS[2])
 if m then
   local since, mrun = string.match(m, '^since (%-?%d+) (%x+)$')
@@ -164,11 +169,12 @@ return {4}
 
 // sinceScript completes the recording of a loss: if the marker still is
 // the pending one this server wrote, under the same Redis process, it
-// becomes "since ARGV[2]". KEYS[1] marker; ARGV[1] token; reply 1 or 0.
+// becomes "since ARGV[2]". KEYS[1] marker; ARGV[1] token; ARGV[3] the
+// run_id; reply 1 or 0.
 const sinceScript = `
 if redis.replicate_commands then redis.replicate_commands() end
-local run = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
-if not run or redis.call('GET', KEYS[1]) ~= 'pending ' .. ARGV[1] .. ' ' .. run then return 0 end
+local run = ARGV[3]
+if redis.call('GET', KEYS[1]) ~= 'pending ' .. ARGV[1] .. ' ' .. run then return 0 end
 redis.call('SET', KEYS[1], 'since ' .. ARGV[2] .. ' ' .. run)
 return 1
 `
@@ -237,7 +243,7 @@ func (r *Register) checkAndInsert(c *conn, key []byte, now, notBefore, expires t
 		token := r.id + strconv.FormatUint(r.seq.Add(1), 16)
 		rep, err := c.eval(r.opts.Timeout, insertScript, insertSHA, [][]byte{k, r.marker},
 			strconv.AppendInt(nil, latestSince, 10), strconv.AppendInt(nil, ttl, 10),
-			[]byte(token), strconv.AppendInt(nil, 2*ceilMS(r.opts.Timeout), 10))
+			[]byte(token), strconv.AppendInt(nil, 2*ceilMS(r.opts.Timeout), 10), c.run)
 		if err != nil {
 			return false, err
 		}
@@ -277,7 +283,7 @@ func (r *Register) recordLoss(c *conn, token string) error {
 	if now.After(time.UnixMilli(since)) {
 		since++
 	}
-	rep, err := c.eval(r.opts.Timeout, sinceScript, sinceSHA, [][]byte{r.marker}, []byte(token), strconv.AppendInt(nil, since, 10))
+	rep, err := c.eval(r.opts.Timeout, sinceScript, sinceSHA, [][]byte{r.marker}, []byte(token), strconv.AppendInt(nil, since, 10), c.run)
 	if err != nil {
 		return err
 	}
@@ -405,6 +411,10 @@ func (r *Register) dial() (*conn, error) {
 			return nil, err
 		}
 	}
+	if err := c.readRunID(r.opts.Timeout); err != nil {
+		c.close()
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -429,6 +439,7 @@ type conn struct {
 	br     *bufio.Reader
 	buf    []byte
 	broken bool
+	run    []byte // the run_id of the Redis process at the other end
 }
 
 func (c *conn) close() { c.nc.Close() }
@@ -474,6 +485,23 @@ func (c *conn) eval(timeout time.Duration, script, sha string, keys [][]byte, ar
 	return rep, err
 }
 
+// readRunID reads the run_id of the Redis process c is connected to.
+func (c *conn) readRunID(timeout time.Duration) error {
+	rep, err := c.do(timeout, []byte("INFO"), []byte("server"))
+	if err != nil {
+		return err
+	}
+	// Hex only, as the scripts' patterns for the marker expect.
+	if v := infoField(rep, "run_id"); v != "" && strings.Trim(v, "0123456789abcdefABCDEF") == "" {
+		c.run = []byte(v)
+		return nil
+	}
+	if rep.kind == '-' {
+		return fmt.Errorf("redisreg: INFO server refused: %s", rep.str)
+	}
+	return protoErr("no run_id in INFO server")
+}
+
 // readPolicy reads maxmemory-policy with CONFIG GET or, where CONFIG is
 // renamed away or not permitted, from INFO memory.
 func (c *conn) readPolicy(timeout time.Duration) (string, error) {
@@ -492,18 +520,27 @@ func (c *conn) readPolicy(timeout time.Duration) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if rep.kind == '$' {
-		for _, line := range strings.Split(rep.str, "\n") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "maxmemory_policy:"); ok && v != "" {
-				return v, nil
-			}
-		}
+	if v := infoField(rep, "maxmemory_policy"); v != "" {
+		return v, nil
 	}
 	infoErr := "no maxmemory_policy"
 	if rep.kind == '-' {
 		infoErr = rep.str
 	}
 	return "", fmt.Errorf("redisreg: cannot read Redis's maxmemory-policy (CONFIG GET: %s; INFO memory: %s): allow one of them to this user; early data refused", configErr, infoErr)
+}
+
+// infoField is the value of field name in an INFO reply, "" if none.
+func infoField(rep reply, name string) string {
+	if rep.kind != '$' {
+		return ""
+	}
+	for _, line := range strings.Split(rep.str, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // expectOK runs a command whose only good reply is +OK. The error names

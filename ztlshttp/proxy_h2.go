@@ -57,7 +57,14 @@ func (p *Proxy) serveH2(ctx context.Context, c *tls13.Conn, timeout time.Duratio
 	srv.ServeConn(hc, &http2.ServeConnOpts{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { p.serveH2Request(hc, w, r) }),
 	})
-	return hc.hsErr
+	// ServeConn does not wait for its reader, which may still be
+	// completing the handshake: hsErr is read only once it is set.
+	select {
+	case <-hc.handshook:
+		return hc.hsErr
+	default:
+		return nil
+	}
 }
 
 // serveH2Request forwards one request of an HTTP/2 connection.

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -234,25 +235,27 @@ func (h *h2Conn) Read(p []byte) (int, error) {
 }
 
 // fill reads more: early data, or after its end the rest of the
-// connection (the handshake completed first).
+// connection (the handshake completed first). It reads into in's spare
+// room, not a fresh buffer each time.
 func (h *h2Conn) fill() error {
-	buf := make([]byte, 32<<10)
-	if h.early {
-		n, err := h.Conn.ReadEarlyData(buf)
-		h.in = append(h.in, buf[:n]...)
-		h.earlyIn += n
-		if errors.Is(err, io.EOF) {
-			h.early = false
-			h.finishHandshake()
-			return h.hsErr
-		}
+	h.in = slices.Grow(h.in, 32<<10)
+	buf := h.in[len(h.in):cap(h.in)]
+	if !h.early {
+		n, err := h.Conn.Read(buf)
+		h.in = h.in[:len(h.in)+n]
 		if n > 0 {
 			return nil
 		}
 		return err
 	}
-	n, err := h.Conn.Read(buf)
-	h.in = append(h.in, buf[:n]...)
+	n, err := h.Conn.ReadEarlyData(buf)
+	h.in = h.in[:len(h.in)+n]
+	h.earlyIn += n
+	if errors.Is(err, io.EOF) {
+		h.early = false
+		h.finishHandshake()
+		return h.hsErr
+	}
 	if n > 0 {
 		return nil
 	}

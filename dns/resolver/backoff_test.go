@@ -194,3 +194,18 @@ func TestStreamClosedBeforeReplyNoStorm(t *testing.T) {
 		t.Fatalf("a reply left %d failures counted", failures)
 	}
 }
+
+// TestBackoffLongFirstWait: a first wait above 2^34 ns (17 s) once
+// overflowed when doubled 29 times, into a negative wait and a panic in
+// the jitter; the wait stays within MaxReconnectBackoff however many
+// failures in a row.
+func TestBackoffLongFirstWait(t *testing.T) {
+	u := &streamUpstream{backoff: 20 * time.Second, maxBackoff: time.Hour}
+	for i := range 64 {
+		start := time.Now()
+		u.noteFailureLocked(errConnLost, false)
+		if wait := u.retryAt.Sub(start); wait < 0 || wait > time.Hour {
+			t.Fatalf("failure %d: wait %v", i+1, wait)
+		}
+	}
+}

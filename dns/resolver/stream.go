@@ -192,8 +192,10 @@ func (u *streamUpstream) noteFailureLocked(err error, lost bool) {
 		return
 	}
 	u.failures++
+	// backoff × 2^(failures-1), capped; compared as maxBackoff >> shift
+	// so that a long first wait cannot overflow into a negative one.
 	d := u.maxBackoff
-	if shift := u.failures - 1; shift < 30 && u.backoff<<shift < u.maxBackoff {
+	if shift := u.failures - 1; shift < 63 && u.backoff < u.maxBackoff>>shift {
 		d = u.backoff << shift
 	}
 	// Jitter down by up to half, so that clients that failed together do

@@ -3,10 +3,8 @@ package turbo_test
 import (
 	"crypto/x509"
 	"fmt"
-	"net"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -36,46 +34,10 @@ func newCompressChain(t testing.TB, keyType string, intermediates int) compressC
 // with cfg; each TCP connection gets its handshake and an echo of one read.
 func startCompressServer(t *testing.T, cfg *tls13.Config) (tcp, udp netip.AddrPort, srv *turbo.TLSServer) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pc, err := net.ListenPacket("udp", ln.Addr().String())
-	if err != nil {
-		ln.Close()
-		t.Fatal(err)
-	}
 	srv = turbo.NewTLSServer(cfg, nil, turbo.Config{})
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); srv.ServeUDP(pc) }()
-	go func() {
-		defer wg.Done()
-		for {
-			raw, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				sc, err := srv.Accept(raw)
-				if err != nil {
-					raw.Close()
-					return
-				}
-				defer sc.Close()
-				sc.SetDeadline(time.Now().Add(10 * time.Second))
-				buf := make([]byte, 100)
-				if n, _ := sc.Read(buf); n > 0 {
-					sc.Write(buf[:n])
-				}
-			}()
-		}
-	}()
-	t.Cleanup(func() { ln.Close(); srv.Close(); wg.Wait() })
-	tcp = netip.MustParseAddrPort(ln.Addr().String())
-	return tcp, netip.AddrPortFrom(tcp.Addr(), tcp.Port()), srv
+	tcp, stop := serveTurbo(t, srv, nil, echoOnce)
+	t.Cleanup(stop)
+	return tcp, tcp, srv
 }
 
 // TestTurboCertCompression: a TurboTLS handshake whose server flight is

@@ -37,23 +37,43 @@ func startWorld(t *testing.T, opt turbo.Config) *world {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Close)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	pc, err := net.ListenPacket("udp", ln.Addr().String())
-	if err != nil {
-		ln.Close()
-		t.Fatal(err)
-	}
-	tw := &world{w: w, tcp: netip.MustParseAddrPort(ln.Addr().String()), udp: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))}
+	tw := &world{w: w}
 	tw.srv = turbo.NewTLSServer(w.ServerTLS, func(early []byte, st tls13.ConnectionState) []byte {
 		return []byte(answer)
 	}, opt)
+	var stop func()
+	tw.tcp, stop = serveTurbo(t, tw.srv, nil, func(sc *turbo.ServerConn) {
+		tw.mu.Lock()
+		tw.conns = append(tw.conns, sc)
+		tw.mu.Unlock()
+		serve(sc)
+	})
+	tw.udp = tw.tcp
+	t.Cleanup(stop)
+	return tw
+}
+
+// serveTurbo serves srv on loopback, TCP and UDP on one port number: the
+// UDP table on the socket (wrapped by wrap, if not nil), and each TCP
+// connection srv accepts handed to serve. stop closes the listener and
+// srv and waits for every goroutine.
+func serveTurbo(tb testing.TB, srv *turbo.TLSServer, wrap func(net.PacketConn) net.PacketConn, serve func(*turbo.ServerConn)) (addr netip.AddrPort, stop func()) {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pc, err := net.ListenPacket("udp", ln.Addr().String())
+	if err != nil {
+		ln.Close()
+		tb.Fatal(err)
+	}
+	if wrap != nil {
+		pc = wrap(pc)
+	}
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); tw.srv.ServeUDP(pc) }()
+	go func() { defer wg.Done(); srv.ServeUDP(pc) }()
 	go func() {
 		defer wg.Done()
 		for {
@@ -64,20 +84,16 @@ func startWorld(t *testing.T, opt turbo.Config) *world {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				sc, err := tw.srv.Accept(raw)
+				sc, err := srv.Accept(raw)
 				if err != nil {
 					raw.Close()
 					return
 				}
-				tw.mu.Lock()
-				tw.conns = append(tw.conns, sc)
-				tw.mu.Unlock()
 				serve(sc)
 			}()
 		}
 	}()
-	t.Cleanup(func() { ln.Close(); tw.srv.Close(); wg.Wait() })
-	return tw
+	return netip.MustParseAddrPort(ln.Addr().String()), func() { ln.Close(); srv.Close(); wg.Wait() }
 }
 
 // serve answers one request: the UDP flight already did when EarlyAnswered.

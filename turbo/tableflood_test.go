@@ -27,41 +27,12 @@ type tableWorld struct {
 
 func startTableWorld(tb testing.TB, w *lab.World, opt turbo.Config) *tableWorld {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	pc, err := net.ListenPacket("udp", ln.Addr().String())
-	if err != nil {
-		ln.Close()
-		tb.Fatal(err)
-	}
-	tw := &tableWorld{w: w, cpc: newCountingPC(pc), tcp: netip.MustParseAddrPort(ln.Addr().String())}
-	tw.udp = netip.MustParseAddrPort(pc.LocalAddr().String())
-	tw.srv = turbo.NewTLSServer(w.ServerTLS, nil, opt)
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); tw.srv.ServeUDP(tw.cpc) }()
-	go func() {
-		defer wg.Done()
-		for {
-			raw, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				sc, err := tw.srv.Accept(raw)
-				if err != nil {
-					raw.Close()
-					return
-				}
-				echoOnce(sc)
-			}()
-		}
-	}()
-	tw.stop = func() { ln.Close(); tw.srv.Close(); wg.Wait() }
+	tw := &tableWorld{w: w, srv: turbo.NewTLSServer(w.ServerTLS, nil, opt)}
+	tw.tcp, tw.stop = serveTurbo(tb, tw.srv, func(pc net.PacketConn) net.PacketConn {
+		tw.cpc = newCountingPC(pc)
+		return tw.cpc
+	}, echoOnce)
+	tw.udp = tw.tcp
 	return tw
 }
 

@@ -264,11 +264,13 @@ func (s *Server) Stats() Stats {
 
 func (s *Server) handle(pc net.PacketConn, from netip.AddrPort, b []byte) {
 	from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
+	// Parsed and checked before taking the table's lock: neither needs it.
+	d, err := ParseDatagram(b)
+	opening := err == nil && CheckOpening(d, len(b)) == nil
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stats.DatagramsIn++
 	s.stats.BytesIn += int64(len(b))
-	d, err := ParseDatagram(b)
 	if err != nil || d.Type != TypeRequest {
 		s.stats.Dropped++ // never answer what cannot be parsed
 		return
@@ -284,7 +286,7 @@ func (s *Server) handle(pc net.PacketConn, from netip.AddrPort, b []byte) {
 		e = nil
 	}
 	if e == nil {
-		if CheckOpening(d, len(b)) != nil {
+		if !opening {
 			s.stats.Unqualified++ // no state for what costs a spoofer 21 bytes
 			s.stats.Dropped++
 			return

@@ -101,21 +101,31 @@ func withConn(ctx context.Context, lc **lazyConn) context.Context {
 	}})
 }
 
+// dialEarly connects to w over ZTLS, offering ALPN proto only, and sends
+// early as 0-RTT data (the caller opted in: ReplaySafe). The connection
+// is closed when the test ends.
+func dialEarly(t *testing.T, w interface{ HostPort() string }, opts dial.Options, proto string, early []byte) *dial.Result {
+	t.Helper()
+	o := opts
+	o.Mode, o.Request, o.ReplaySafe = "ztls", early, true
+	o.TLS = o.TLS.Clone()
+	o.TLS.NextProtos = []string{proto}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	res, err := dial.Connect(ctx, w.HostPort(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { res.Conn.Close() })
+	return res
+}
+
 // earlyClient sends early as 0-RTT data over ZTLS (the caller opted in:
 // ReplaySafe), then after the handshake writes later, and returns the
 // response and the connection report.
 func earlyClient(t *testing.T, w interface{ HostPort() string }, opts dial.Options, early, later string) (*http.Response, string, dial.Report) {
 	t.Helper()
-	o := opts
-	o.Mode, o.Request, o.ReplaySafe = "ztls", []byte(early), true
-	o.TLS = o.TLS.Clone()
-	o.TLS.NextProtos = []string{"http/1.1"}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	res, err := dial.Connect(ctx, w.HostPort(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := dialEarly(t, w, opts, "http/1.1", []byte(early))
 	defer res.Conn.Close()
 	if later != "" {
 		if _, err := io.WriteString(res.Conn, later); err != nil {
@@ -204,17 +214,7 @@ func TestProxyPipelinedEarlyRequestAfterHandshake(t *testing.T) {
 	w, be, opts := setupWorld(t)
 	first := "GET /first HTTP/1.1\r\nHost: " + w.Host + "\r\n\r\n"
 	second := postRequest(w.Host, "/second", "pay=1")
-	o := opts
-	o.Mode, o.Request, o.ReplaySafe = "ztls", []byte(first+second[:10]), true
-	o.TLS = o.TLS.Clone()
-	o.TLS.NextProtos = []string{"http/1.1"}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	res, err := dial.Connect(ctx, w.HostPort(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Conn.Close()
+	res := dialEarly(t, w, opts, "http/1.1", []byte(first+second[:10]))
 	if !res.Report.EarlyData.Accepted {
 		t.Fatalf("early data not accepted: %+v (%s)", res.Report.EarlyData, res.Report.FallbackReason)
 	}

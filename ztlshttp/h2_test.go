@@ -2,8 +2,6 @@ package ztlshttp
 
 import (
 	"bytes"
-	"context"
-	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -241,17 +239,7 @@ func TestH2ProxyStraddlingRequestNotEarly(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			n := len(be.seen())
 			early, later := tc.send(newRawH2())
-			o := opts
-			o.Mode, o.Request, o.ReplaySafe = "ztls", early, true
-			o.TLS = o.TLS.Clone()
-			o.TLS.NextProtos = []string{"h2"}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			res, err := dial.Connect(ctx, w.HostPort(), o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer res.Conn.Close()
+			res := dialEarly(t, w, opts, "h2", early)
 			if !res.Report.EarlyData.Accepted {
 				t.Fatalf("early data not accepted: %+v (%s)", res.Report.EarlyData, res.Report.FallbackReason)
 			}
@@ -278,17 +266,9 @@ func TestH2ProxyStraddlingRequestNotEarly(t *testing.T) {
 // marker itself: it carries a secret of the connection.
 func TestH2ProxyMarkerNotForgeable(t *testing.T) {
 	w, be, _, _ := setupH2(t)
-	tr := &http.Transport{
-		TLSClientConfig:   &tls.Config{RootCAs: w.Roots, ServerName: w.Host},
-		ForceAttemptHTTP2: true,
-		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, network, w.ServerAddr)
-		},
-	}
-	defer tr.CloseIdleConnections()
 	req, _ := http.NewRequest("GET", "https://"+w.HostPort()+"/forged", nil)
 	req.Header.Set(earlyMarker, "00000000000000000000000000000000 1")
-	resp, err := tr.RoundTrip(req)
+	resp, err := stdClient(t, w).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

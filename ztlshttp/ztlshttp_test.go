@@ -105,13 +105,7 @@ func setupWorldALPN(t *testing.T, early string, protos ...string) (*lab.World, *
 // do sends a request and returns the body and the connection report.
 func do(t *testing.T, client *http.Client, method, url string) (string, *dial.Report) {
 	t.Helper()
-	req, _ := http.NewRequest(method, url, strings.NewReader(""))
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	resp, body := get(t, client, method, url, "")
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d: %s", resp.StatusCode, body)
 	}
@@ -119,7 +113,7 @@ func do(t *testing.T, client *http.Client, method, url string) (string, *dial.Re
 	if rep == nil {
 		t.Fatal("no report")
 	}
-	return string(body), rep
+	return body, rep
 }
 
 func TestTransportAndProxyEarlyRequest(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"sort"
 	"time"
 
 	"github.com/ztls-project/ztls/dial"
@@ -60,16 +59,7 @@ func runGetHTTP2(f *connectFlags, u *url.URL) error {
 		out = os.Stderr
 	}
 	fmt.Fprintf(out, "%s %s\r\n", resp.Proto, resp.Status)
-	keys := make([]string, 0, len(resp.Header))
-	for k := range resp.Header {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		for _, v := range resp.Header[k] {
-			fmt.Fprintf(out, "%s: %s\r\n", k, v)
-		}
-	}
+	resp.Header.Write(out) // sorted by name, as on the wire
 	fmt.Fprint(out, "\r\n")
 	n, rerr := io.Copy(out, io.LimitReader(resp.Body, int64(f.maxBytes)+1))
 	var rep dial.Report

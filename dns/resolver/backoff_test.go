@@ -2,14 +2,9 @@ package resolver
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
-	"math/big"
 	"net"
 	"strings"
 	"sync"
@@ -21,39 +16,24 @@ import (
 	"github.com/miekg/dns"
 )
 
-// selfSignedDoT is a DNS over TLS server on loopback whose certificate
-// is self-signed, so no client trusts it. It counts the connections it
+// untrustedDoT is a DNS over TLS server on loopback whose certificate
+// comes from a throwaway CA, so no client trusts it. It counts the connections it
 // accepts and runs each handshake until the client gives up.
-type selfSignedDoT struct {
+type untrustedDoT struct {
 	addr     string
 	accepted atomic.Int64
 }
 
-func startSelfSignedDoT(t *testing.T) *selfSignedDoT {
+func startUntrustedDoT(t *testing.T) *untrustedDoT {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "server.test"},
-		DNSNames:     []string{"server.test"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}})
-	s := &selfSignedDoT{addr: ln.Addr().String()}
+	// A certificate of a throwaway CA that no client trusts.
+	untrusted := newTestPKI(t).Cert
+	ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{untrusted}})
+	s := &untrustedDoT{addr: ln.Addr().String()}
 	var wg sync.WaitGroup
 	var open sync.Map
 	wg.Add(1)
@@ -91,7 +71,7 @@ func startSelfSignedDoT(t *testing.T) *selfSignedDoT {
 // and 500 ms apart with these settings: at most 4 connects in the 1 s
 // budget), and the lookup fails with the certificate's error.
 func TestDoTUntrustedCertificateNoStorm(t *testing.T) {
-	srv := startSelfSignedDoT(t)
+	srv := startUntrustedDoT(t)
 	pki := newTestPKI(t) // a CA that did not sign the server's certificate
 	r := dotResolver(t, pki, srv.addr, func(c *Config) {
 		c.Timeout = time.Second

@@ -2,16 +2,10 @@ package authority
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"strings"
 	"sync"
@@ -20,37 +14,17 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/ztls-project/ztls/dns/dnsstream"
+	"github.com/ztls-project/ztls/internal/testpki"
 )
 
 // testCert returns a server certificate for "dns.test" and 127.0.0.1 and
 // a client config that trusts it.
 func testCert(t testing.TB) (tls.Certificate, *tls.Config) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "dns.test"},
-		DNSNames:              []string{"dns.test"},
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key},
-		&tls.Config{RootCAs: pool, ServerName: "dns.test", MinVersion: tls.VersionTLS13}
+	ca := testpki.NewCA(t, "ecdsa-p256")
+	leaf := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{"dns.test"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
+	return tls.Certificate{Certificate: leaf.Chain, PrivateKey: leaf.Key, Leaf: leaf.Cert},
+		&tls.Config{RootCAs: ca.Pool(), ServerName: "dns.test", MinVersion: tls.VersionTLS13}
 }
 
 // addrs are where a started test server listens.

@@ -171,12 +171,7 @@ func (t *Transport) useH2(addr string) bool {
 	if t.h2 == nil {
 		return false
 	}
-	if !slices.Contains(t.protos, "http/1.1") {
-		return true
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return !t.noH2[addr]
+	return !slices.Contains(t.protos, "http/1.1") || !t.fellBack(addr)
 }
 
 // RoundTrip sends req over a ZTLS or TLS 1.3 connection and fills
@@ -209,6 +204,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.roundTrip(t.h1, req)
 }
 
+// fellBack: the server at addr did not select h2.
 func (t *Transport) fellBack(addr string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()

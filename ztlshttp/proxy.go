@@ -47,11 +47,12 @@ func (p *Proxy) ServeConn(c *tls13.Conn) error {
 	if err := c.HandshakeEarly(ctx); err != nil {
 		return err
 	}
-	if st := c.ConnectionState(); st.NegotiatedProtocol == "h2" {
+	st := c.ConnectionState()
+	if st.NegotiatedProtocol == "h2" {
 		return p.serveH2(ctx, c, timeout)
 	}
 	var rest io.Reader = c
-	if st := c.ConnectionState(); st.EarlyDataAccepted {
+	if st.EarlyDataAccepted {
 		r, done, err := p.serveEarly(ctx, c)
 		if err != nil || done {
 			return err

@@ -110,23 +110,35 @@ func (rw *responder) amplificationCap() int {
 // limit runs a UDP answer past Response Rate Limiting: it reports
 // whether to send m, which it may have turned into an empty TC=1 reply.
 func (rw *responder) limit(m *dns.Msg) bool {
-	s := rw.srv
-	if s == nil || rw.t != TransportUDP || rw.cookieOK || s.rrl == nil {
-		return true
-	}
-	ip := rw.out.remoteIP()
-	if !ip.IsValid() {
-		return true
-	}
-	switch s.rrl.decide(s.rrl.key(ip, m), s.now().UnixNano()) {
+	switch rw.rateLimit(m) {
 	case rrlDrop:
-		s.counters.rrlDropped.Add(1)
 		return false
 	case rrlSlip:
-		s.counters.rrlSlipped.Add(1)
 		stripToTC(m)
 	}
 	return true
+}
+
+// rateLimit counts the answer m (only its header and sections matter) in
+// Response Rate Limiting and Stats. Answers over a stream, to a client
+// with a valid server cookie or without an IP address are always sent.
+func (rw *responder) rateLimit(m *dns.Msg) rrlVerdict {
+	s := rw.srv
+	if s == nil || rw.t != TransportUDP || rw.cookieOK || s.rrl == nil {
+		return rrlSend
+	}
+	ip := rw.out.remoteIP()
+	if !ip.IsValid() {
+		return rrlSend
+	}
+	v := s.rrl.decide(s.rrl.key(ip, m), s.now().UnixNano())
+	switch v {
+	case rrlDrop:
+		s.counters.rrlDropped.Add(1)
+	case rrlSlip:
+		s.counters.rrlSlipped.Add(1)
+	}
+	return v
 }
 
 // stripToTC leaves the header, the question and the OPT record, with TC
@@ -304,17 +316,12 @@ func (rw *responder) writeFormErr(raw []byte) error {
 	h[3] = byte(dns.RcodeFormatError) & 0xF // RA=0, Z=0, RCODE
 	rw.written = true
 	if !rw.t.Stream() {
-		if s := rw.srv; s != nil && s.rrl != nil {
-			if ip := rw.out.remoteIP(); ip.IsValid() {
-				switch s.rrl.decide(s.rrl.errorKey(ip, dns.RcodeFormatError), s.now().UnixNano()) {
-				case rrlDrop:
-					s.counters.rrlDropped.Add(1)
-					return nil
-				case rrlSlip:
-					s.counters.rrlSlipped.Add(1)
-					h[2] |= 0x02 // TC: the header is all there is anyway
-				}
-			}
+		// Counted with the other FORMERR answers to the client's network.
+		switch rw.rateLimit(&dns.Msg{MsgHdr: dns.MsgHdr{Rcode: dns.RcodeFormatError}}) {
+		case rrlDrop:
+			return nil
+		case rrlSlip:
+			h[2] |= 0x02 // TC: the header is all there is anyway
 		}
 		return rw.send(h[:])
 	}

@@ -6,9 +6,7 @@ package main
 // with a private CA, publish's help example with the default port 53.
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -26,25 +24,12 @@ import (
 	"github.com/ztls-project/ztls/internal/testpki"
 )
 
-// runCode runs the binary to completion and returns stdout, stderr and
-// the exit status.
+// runCode runs the binary to completion, stdin the null device, and
+// returns stdout, stderr and the exit status.
 func runCode(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, ztlsBinary(t), args...)
-	var o, e strings.Builder
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	default:
-		t.Fatalf("ztls %s: %v", strings.Join(args, " "), err)
-	}
-	return o.String(), e.String(), code
+	r := uxRun(t, nil, args...)
+	return r.stdout, r.stderr, r.code
 }
 
 // dirNames lists a directory's entries.

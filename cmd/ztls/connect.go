@@ -292,7 +292,7 @@ func runConnect(f *connectFlags, addr string, req []byte, input io.Reader) error
 			if err != nil {
 				return err
 			}
-			if err := os.WriteFile(f.sessOut, data, 0o600); err != nil {
+			if err := writePrivate(f.sessOut, data); err != nil {
 				return err
 			}
 		}
@@ -307,6 +307,25 @@ func runConnect(f *connectFlags, addr string, req []byte, input io.Reader) error
 	}
 	res.Report.WriteText(os.Stderr)
 	return err
+}
+
+// writePrivate writes a file only its owner may read: also one that
+// already existed with a looser mode (os.WriteFile keeps that mode), as a
+// session ticket's resumption secret decrypts the sessions resumed with it.
+func writePrivate(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // noMoreInput is connect's input when the request is all there is.

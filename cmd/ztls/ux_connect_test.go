@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -374,5 +375,23 @@ func TestUXVersion(t *testing.T) {
 	// Without VCS stamping it still names the module and says why no commit.
 	if r := uxRun(t, nil, "--version"); r.code != 0 || !strings.Contains(r.stdout, "github.com/ztls-project/ztls") {
 		t.Fatalf("--version: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// --sess-out over an existing file readable by others leaves it 0600.
+func TestUXSessOutPrivate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sess.bin")
+	if err := os.WriteFile(path, []byte("an older, longer ticket"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := writePrivate(path, []byte("ticket")); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); st.Mode().Perm() != 0o600 || string(b) != "ticket" {
+		t.Fatalf("mode %v, content %q; want 0600 and \"ticket\"", st.Mode().Perm(), b)
 	}
 }

@@ -126,7 +126,7 @@ type zresult struct {
 func Connect(ctx context.Context, addr string, o Options) (*Result, error) {
 	start := time.Now()
 	res := &Result{Report: Report{Mode: "tls", Transport: "tcp"}}
-	if _, err := attempt(ctx, addr, o, res, start); err != nil {
+	if err := attempt(ctx, addr, o, res, start); err != nil {
 		if res.Conn != nil {
 			res.Conn.Close()
 			res.Conn = nil
@@ -139,7 +139,7 @@ func Connect(ctx context.Context, addr string, o Options) (*Result, error) {
 }
 
 // attempt is Connect's work; res is filled as it goes.
-func attempt(ctx context.Context, addr string, o Options, res *Result, start time.Time) (*Result, error) {
+func attempt(ctx context.Context, addr string, o Options, res *Result, start time.Time) error {
 	now := o.Now
 	if now == nil {
 		now = time.Now
@@ -149,15 +149,15 @@ func attempt(ctx context.Context, addr string, o Options, res *Result, start tim
 	switch o.Mode {
 	case "", "auto", "ztls", "tls":
 	default:
-		return nil, fmt.Errorf("dial: unknown mode %q (want auto, ztls or tls)", o.Mode)
+		return fmt.Errorf("dial: unknown mode %q (want auto, ztls or tls)", o.Mode)
 	}
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, fmt.Errorf("dial: %q is not HOST:PORT: %w", addr, err)
+		return fmt.Errorf("dial: %q is not HOST:PORT: %w", addr, err)
 	}
 	port, err := strconv.Atoi(portStr)
 	if err != nil || port < 1 || port > 65535 {
-		return nil, fmt.Errorf("dial: bad port in %q", addr)
+		return fmt.Errorf("dial: bad port in %q", addr)
 	}
 	cfg := o.TLS
 	if cfg == nil {
@@ -193,7 +193,7 @@ func attempt(ctx context.Context, addr string, o Options, res *Result, start tim
 		reason, wantZ = ReasonRemembered, false
 	}
 	if o.Mode == "ztls" && !wantZ {
-		return nil, fmt.Errorf("dial: --mode ztls impossible: %s", reason)
+		return fmt.Errorf("dial: --mode ztls impossible: %s", reason)
 	}
 
 	lctx, cancelLookups := context.WithCancel(ctx)
@@ -227,9 +227,9 @@ func attempt(ctx context.Context, addr string, o Options, res *Result, start tim
 	select {
 	case ips = <-addrs:
 	case err := <-lookupErr:
-		return nil, err
+		return err
 	case <-ctx.Done():
-		return nil, fmt.Errorf("dial: looking up %s: %w", host, ctx.Err())
+		return fmt.Errorf("dial: looking up %s: %w", host, ctx.Err())
 	}
 	tcpStart := time.Now()
 	r.Timing.DNS = ms(tcpStart.Sub(start))
@@ -240,7 +240,7 @@ func attempt(ctx context.Context, addr string, o Options, res *Result, start tim
 		t := &turboDial{o: o, cfg: cfg, r: r, res: res, start: start, host: host, port: port, ips: ips,
 			wantZ: wantZ, reason: reason, zdone: zdone, likely: likely, https: httpsAns, isIP: isIP == nil, mem: mem, now: now}
 		if used, err := t.connect(ctx); used || err != nil {
-			return res, err
+			return err
 		}
 		earlyConn, earlyConnect = t.plainConn()
 		tcpStart = time.Now()
@@ -249,7 +249,7 @@ func attempt(ctx context.Context, addr string, o Options, res *Result, start tim
 	if raw == nil {
 		var err error
 		if raw, err = dialFirst(ctx, ips, port); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	r.Address = raw.RemoteAddr().String()
@@ -279,7 +279,7 @@ func attempt(ctx context.Context, addr string, o Options, res *Result, start tim
 		timer.Stop()
 		if offer == nil && o.Mode == "ztls" {
 			raw.Close()
-			return nil, fmt.Errorf("dial: --mode ztls impossible: %s", reason)
+			return fmt.Errorf("dial: --mode ztls impossible: %s", reason)
 		}
 	}
 
@@ -291,16 +291,17 @@ func attempt(ctx context.Context, addr string, o Options, res *Result, start tim
 		raw.Close()
 		raw, err = dialFirst(ctx, ips, port)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		offer, reason = nil, ReasonServerAborted
 		c, err = handshake(ctx, raw, cfg, nil, o, r, start)
 	}
 	if err != nil {
 		raw.Close()
-		return nil, err
+		return err
 	}
-	return finish(ctx, c, offer, reason, o, res, start, step)
+	_, err = finish(ctx, c, offer, reason, o, res, start, step)
+	return err
 }
 
 // finish fills the report from the handshake, sends the request if it did

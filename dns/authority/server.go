@@ -334,7 +334,7 @@ func (s *Server) ServeStream(l net.Listener, t Transport) error {
 		s.counters.connsAccepted.Add(1)
 		if victim != nil {
 			s.counters.connsEvicted.Add(1)
-			victim.c.Close()
+			victim.evict()
 		}
 		if !s.track(c) {
 			c.Close()
@@ -483,6 +483,18 @@ func newStreamConn(s *Server, c net.Conn, t Transport) *streamConn {
 func (sc *streamConn) localAddr() net.Addr  { return sc.local }
 func (sc *streamConn) remoteAddr() net.Addr { return sc.remote }
 func (sc *streamConn) remoteIP() netip.Addr { return sc.addr }
+
+// evict closes sc for a newcomer, from the accept loop. Under TLS it
+// closes the socket beneath: a TLS Close first writes close_notify, which
+// waits up to seconds on a client that does not read, and every accept
+// would wait with it. sc's serveConn then ends on the closed socket.
+func (sc *streamConn) evict() {
+	if tc, ok := sc.c.(interface{ NetConn() net.Conn }); ok {
+		tc.NetConn().Close()
+		return
+	}
+	sc.c.Close()
+}
 
 // send writes one framed answer.
 func (sc *streamConn) send(frame []byte) error {

@@ -109,10 +109,7 @@ func (rr *responseReader) readHTTP(method string) error {
 		}
 		// Not an HTTP response (a server that does not speak HTTP
 		// answered): as it comes, until the server closes.
-		rest, _ := br.Peek(br.Buffered())
-		out.Write(rest)
-		rr.out = out
-		return rr.readAll()
+		return rr.readRest(br, out)
 	}
 	for {
 		resp, err := http.ReadResponse(br, req)
@@ -125,10 +122,7 @@ func (rr *responseReader) readHTTP(method string) error {
 		if resp.StatusCode == http.StatusSwitchingProtocols {
 			// Another protocol from here on: whatever it sends, until
 			// the server closes.
-			rest, _ := br.Peek(br.Buffered())
-			out.Write(rest)
-			rr.out = out
-			return rr.readAll()
+			return rr.readRest(br, out)
 		}
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 {
 			continue // an interim response: the final one follows
@@ -150,6 +144,15 @@ func (rr *responseReader) readHTTP(method string) error {
 		}
 		return nil
 	}
+}
+
+// readRest sends to out what br holds and then the rest as readAll
+// reads it: the answer is no (longer) HTTP.
+func (rr *responseReader) readRest(br *bufio.Reader, out io.Writer) error {
+	rest, _ := br.Peek(br.Buffered())
+	out.Write(rest)
+	rr.out = out
+	return rr.readAll()
 }
 
 // requestMethod is the method of an HTTP/1.x request, GET when req is

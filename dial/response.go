@@ -37,7 +37,6 @@ type responseReader struct {
 	r     *Report
 	start time.Time
 	step  func(string)
-	first bool  // a byte came
 	err   error // what ended the reading from c, if it ended
 }
 
@@ -55,8 +54,7 @@ func (rr *responseReader) Read(p []byte) (int, error) {
 		rr.err = err
 	}
 	if n > 0 {
-		if !rr.first {
-			rr.first = true
+		if rr.r.ResponseBytes == 0 {
 			rr.r.Timing.FirstByte = ms(time.Since(rr.start))
 			rr.step("first_byte")
 		}

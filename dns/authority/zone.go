@@ -451,7 +451,7 @@ func minimalANY(qname string, sets map[uint16][]dns.RR, soa *dns.SOA) []dns.RR {
 	}
 	return []dns.RR{&dns.HINFO{
 		Hdr: dns.RR_Header{Name: qname, Rrtype: dns.TypeHINFO, Class: dns.ClassINET,
-			Ttl: negativeSOA(soa).Header().Ttl},
+			Ttl: min(soa.Hdr.Ttl, soa.Minttl)}, // negativeSOA's TTL (RFC 2308, Section 5)
 		Cpu: "RFC8482",
 	}}
 }

@@ -50,7 +50,11 @@ func runGetHTTP2(f *connectFlags, u *url.URL) error {
 	start := time.Now()
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
-		return f.cure(err, u.Host)
+		err = f.cure(err, u.Host)
+		if f.json { // a report on failure too, as get prints one
+			writeJSON(dial.Report{Error: err.Error()})
+		}
+		return err
 	}
 	defer resp.Body.Close()
 	firstByte := time.Since(start)

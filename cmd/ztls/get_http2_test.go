@@ -64,3 +64,19 @@ func TestCLIGetHTTP2OverZTLS(t *testing.T) {
 		t.Fatalf("the backend saw Early-Data %q, want 1", got)
 	}
 }
+
+// get --http2 --json prints a report with its error when no connection
+// can be made, and exits 1, as get does.
+func TestCLIGetHTTP2JSONOnFailure(t *testing.T) {
+	port := freePort(t) // nothing listens there
+	cmd := exec.Command(ztlsBinary(t), "get", "https://127.0.0.1:"+strconv.Itoa(port)+"/", "--insecure", "--http2", "--json", "--mode", "tls", "--timeout", "5s")
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	out, err := cmd.Output()
+	if err == nil {
+		t.Fatal("get --http2 to a closed port succeeded")
+	}
+	var rep dial.Report
+	if jerr := json.Unmarshal(out, &rep); jerr != nil || rep.Error == "" {
+		t.Fatalf("no JSON report with an error: %v %q", jerr, out)
+	}
+}

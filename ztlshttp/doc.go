@@ -17,7 +17,7 @@
 // select h2. resp.TLS is filled as crypto/tls would, and ReportOf(resp)
 // returns the connection report (ztls or TLS 1.3, the fallback reason,
 // whether the early data was accepted, timings). The connection is opened
-// when the request is written, so one bodyless GET, HEAD or OPTIONS request
+// when the request is written, so one complete GET, HEAD or OPTIONS request
 // (over HTTP/2: the preface, SETTINGS and that request's HEADERS) goes as
 // early data and its response can come in the server's first flight; any
 // other request waits for the handshake. DialTLSContext is the HTTP/1.1

@@ -52,8 +52,10 @@ type RateLimit struct {
 	// 0 means 24 and 56.
 	IPv4PrefixLen, IPv6PrefixLen int
 	// TableSize bounds the number of counts kept; when full, counts that
-	// have recovered are swept, and answers that find no room are not
-	// limited (Stats.RRLTableFull). 0 means DefaultRRLTableSize.
+	// have recovered are swept, and an answer that finds no room goes out
+	// as an empty TC=1 reply (Stats.RRLTableFull): a spoofer who keeps the
+	// table full gets no amplification, a real client retries over TCP.
+	// 0 means DefaultRRLTableSize.
 	TableSize int
 }
 
@@ -184,7 +186,7 @@ func (l *rrl) decide(k rrlKey, now int64) rrlVerdict {
 	if a == nil {
 		if len(l.table) >= l.size && !l.sweep(now) {
 			l.tableFulls++
-			return rrlSend
+			return rrlSlip // fail closed: never amplify for an uncounted client
 		}
 		a = &rrlAccount{balance: l.rate, last: now}
 		l.table[k] = a

@@ -105,7 +105,8 @@ func TestRRLTableFull(t *testing.T) {
 	ip := netip.MustParseAddr("192.0.2.1")
 	l.decide(l.errorKey(ip, 1), 0)
 	l.decide(l.errorKey(ip, 2), 0)
-	if v := l.decide(l.errorKey(ip, 3), 0); v != rrlSend || l.tableFulls != 1 {
+	// No room: an empty TC=1 reply, never an unlimited answer.
+	if v := l.decide(l.errorKey(ip, 3), 0); v != rrlSlip || l.tableFulls != 1 {
 		t.Fatalf("full table: %v, %d", v, l.tableFulls)
 	}
 	// Two seconds on, both counts have recovered and are swept.

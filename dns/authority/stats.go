@@ -10,7 +10,7 @@ type Stats struct {
 	UDPResponses, UDPBytesOut uint64
 	// RRLDropped answers were not sent; RRLSlipped were sent as empty
 	// TC=1 replies; RRLTableFull answers found no room in the rate table
-	// and were sent unlimited.
+	// and were sent as empty TC=1 replies too.
 	RRLDropped, RRLSlipped, RRLTableFull uint64
 	// AmplificationTruncated UDP answers were cut to MaxUDPAmplification
 	// times the query's size (TC=1) because the client had no valid

@@ -338,6 +338,17 @@ func commitStaged(stage, path string, existed bool) (undo func(), err error) {
 			// An empty keys directory left by an earlier attempt.
 			os.Remove(to)
 		}
+		if name == SeedFile {
+			// A seed already there is the user's: the same one stays as it
+			// is (and an undo leaves it), another one is not overwritten.
+			if old, err := os.ReadFile(to); err == nil {
+				if staged, _ := os.ReadFile(from); !bytes.Equal(old, staged) {
+					undo()
+					return nil, fmt.Errorf("zdata: %s holds another fleet seed: move it away first", to)
+				}
+				continue
+			}
+		}
 		if err := os.Rename(from, to); err != nil {
 			undo()
 			return nil, fmt.Errorf("zdata: %v", err)

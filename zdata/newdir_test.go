@@ -177,3 +177,31 @@ func TestCheckLeaf(t *testing.T) {
 		}
 	}
 }
+
+// A fleet seed already in the directory is the user's: NewDir with the
+// same seed keeps it, with another one refuses and leaves it untouched.
+func TestNewDirKeepsExistingSeed(t *testing.T) {
+	ca := testpki.NewCA(t, "ecdsa-p256")
+	now := time.Now()
+	path := filepath.Join(t.TempDir(), "zd")
+	os.MkdirAll(path, 0o700)
+	good := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{testHost}})
+	cert, key := good.WritePEM(t, path)
+	cfg := ServiceConfig{Host: testHost, Port: testPort, Cert: filepath.Base(cert), Key: filepath.Base(key)}
+	mine := []byte("0123456789abcdef0123456789abcdef")
+	if err := os.WriteFile(filepath.Join(path, SeedFile), mine, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewDir(path, cfg, []byte("fedcba9876543210fedcba9876543210"), now); err == nil || !strings.Contains(err.Error(), "another fleet seed") {
+		t.Fatalf("another seed over the user's: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(path, SeedFile)); string(b) != string(mine) {
+		t.Fatalf("the user's seed changed: %q", b)
+	}
+	if _, err := NewDir(path, cfg, mine, now); err != nil {
+		t.Fatalf("the same seed: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(path, SeedFile)); string(b) != string(mine) {
+		t.Fatalf("the user's seed changed: %q", b)
+	}
+}

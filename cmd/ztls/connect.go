@@ -214,23 +214,13 @@ func runConnect(f *connectFlags, addr string, req []byte, input io.Reader) error
 	if !safe && notEarly != "" && f.mode == "ztls" {
 		return fmt.Errorf("--mode ztls sends the request as early data, but %s: pass --early-unsafe to send it early anyway (an attacker may replay it), or use --mode auto to send it after the handshake", notEarly)
 	}
-	opts := dial.Options{Mode: f.mode, TLS: cfg, Request: req, ReadResponse: f.maxBytes, Out: os.Stdout,
-		ZDataBudget: f.budget, ReplaySafe: safe, Turbo: f.turbo || f.turboPort != 0,
-		HTTP: input == nil, Input: input}
-	opts.TurboPort, opts.TurboWait = f.turboPort, f.turboWait
-	if path := dial.DefaultMemoryPath(); path != "" {
-		// Servers that aborted on ztls are remembered for 24 h across runs.
-		opts.Memory = dial.OpenMemory(path)
+	opts, closeRes, err := f.dialOptions(cfg)
+	if err != nil {
+		return err
 	}
-	{
-		// The T-DNS resolver also finds the address in --mode tls.
-		res, err := newResolver(f.resolver, f.transport, f.dnsCA)
-		if err != nil {
-			return err
-		}
-		defer res.Close()
-		opts.Resolver = res
-	}
+	defer closeRes()
+	opts.Request, opts.ReadResponse, opts.Out, opts.ReplaySafe = req, f.maxBytes, os.Stdout, safe
+	opts.HTTP, opts.Input = input == nil, input
 	if f.json {
 		opts.Out = os.Stderr
 	}
@@ -326,6 +316,24 @@ func writePrivate(path string, data []byte) error {
 		return err
 	}
 	return f.Close()
+}
+
+// dialOptions are the options connect, get and get --http2 share: the
+// mode, the TLS configuration, the T-DNS resolver (which also finds the
+// address in --mode tls; close it with the returned func), the Z-data
+// budget, TurboTLS, and the memory of servers that aborted on ztls.
+func (f *connectFlags) dialOptions(cfg *tls13.Config) (dial.Options, func(), error) {
+	res, err := newResolver(f.resolver, f.transport, f.dnsCA)
+	if err != nil {
+		return dial.Options{}, nil, err
+	}
+	opts := dial.Options{Mode: f.mode, TLS: cfg, Resolver: res, ZDataBudget: f.budget, Turbo: f.turbo || f.turboPort != 0}
+	opts.TurboPort, opts.TurboWait = f.turboPort, f.turboWait
+	if path := dial.DefaultMemoryPath(); path != "" {
+		// Servers that aborted on ztls are remembered for 24 h across runs.
+		opts.Memory = dial.OpenMemory(path)
+	}
+	return opts, func() { res.Close() }, nil
 }
 
 // noMoreInput is connect's input when the request is all there is.

@@ -28,16 +28,11 @@ func runGetHTTP2(f *connectFlags, u *url.URL) error {
 	if err != nil {
 		return err
 	}
-	res, err := newResolver(f.resolver, f.transport, f.dnsCA)
+	opts, closeRes, err := f.dialOptions(cfg)
 	if err != nil {
 		return err
 	}
-	defer res.Close()
-	opts := dial.Options{Mode: f.mode, TLS: cfg, Resolver: res, ZDataBudget: f.budget, Turbo: f.turbo || f.turboPort != 0}
-	opts.TurboPort, opts.TurboWait = f.turboPort, f.turboWait
-	if path := dial.DefaultMemoryPath(); path != "" {
-		opts.Memory = dial.OpenMemory(path)
-	}
+	defer closeRes()
 	tr := ztlshttp.NewTransport(opts)
 	defer tr.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)

@@ -389,6 +389,10 @@ func TestMaxConns(t *testing.T) {
 	if err := ask(first, "www.example.org."); err != nil {
 		t.Fatal(err)
 	}
+	// The answer is on the wire a moment before its query stops counting
+	// as in progress: wait until first is idle, as a later client would
+	// find it.
+	waitIdle(t, s)
 	second := dialStream(t, a.tcp)
 	if err := ask(second, "www.example.org."); err != nil {
 		t.Fatalf("a newcomer at MaxConns with an idle connection open: %v", err)
@@ -408,6 +412,24 @@ func TestMaxConns(t *testing.T) {
 	if _, err := dnsstream.ReadFrame(second, make([]byte, 1024)); err != nil {
 		t.Fatalf("the held answer: %v", err)
 	}
+}
+
+// waitIdle waits until no stream connection of s has a query in progress.
+func waitIdle(t *testing.T, s *Server) {
+	t.Helper()
+	for range 5000 {
+		s.conns.mu.Lock()
+		busy := 0
+		for sc := range s.conns.conns {
+			busy += int(sc.busy.Load())
+		}
+		s.conns.mu.Unlock()
+		if busy == 0 {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatal("a stream connection stayed busy after its answer")
 }
 
 func TestCloseCancelsHandlers(t *testing.T) {

@@ -15,8 +15,9 @@ export PATH := $(PATH):$(HOME)/.cargo/bin
 
 all: build
 
+# ztls, and ztls-bench (the testbed: 'ztls bench' and 'ztls demo' run it).
 build:
-	$(GO) build -o bin/ztls ./cmd/ztls
+	$(GO) build -o bin/ ./cmd/ztls ./cmd/ztls-bench
 
 # Installs the peers the interop tests drive (Debian and PyPI packages, the
 # rustls program) and the Go modules.

@@ -29,7 +29,8 @@ var (
 	binErr  error
 )
 
-// ztlsBinary builds cmd/ztls once per test process.
+// ztlsBinary builds cmd/ztls (and cmd/ztls-bench beside it) once per test
+// process.
 func ztlsBinary(t *testing.T) string {
 	binOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "ztls-bin")
@@ -38,7 +39,8 @@ func ztlsBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "ztls")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		// ztls-bench beside it: 'ztls bench' and 'ztls demo' run it.
+		out, err := exec.Command("go", "build", "-o", dir+string(filepath.Separator), ".", "../ztls-bench").CombinedOutput()
 		if err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

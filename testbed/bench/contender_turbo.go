@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"math/rand"
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"sync"
 	"syscall"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/ztls-project/ztls/dial"
 	dnsresolver "github.com/ztls-project/ztls/dns/resolver"
+	"github.com/ztls-project/ztls/testbed/child"
 	"github.com/ztls-project/ztls/testbed/hosts"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
@@ -46,14 +45,26 @@ import (
 // every completed visit, falling back or not.
 //
 // Like the engine contenders, the client runs in a worker process in the
-// client's namespace: this binary re-executed with ZTLS_BENCH_TURBO_WORKER=1.
+// client's namespace: this executable run again as TurboWorkerRole.
 
-const envTurboWorker = "ZTLS_BENCH_TURBO_WORKER"
+// TurboWorkerRole is the turbo contenders' client worker (see
+// ClientWorkerRole).
+var TurboWorkerRole = child.Role{
+	Name:  "bench-turbo-worker",
+	Short: "the testbed's client worker for turbo and ztls-turbo (started by bench, not by hand)",
+	Main:  func(args []string) int { return serveJobs(args, os.Stdin, os.Stdout, serveTurboJob) },
+}
+
+// serveTurboJob runs one turbo contender's visit.
+func serveTurboJob(st *workerState, line []byte) (uint64, *workerResult) {
+	j, err := parseTurboJob(line)
+	if err != nil {
+		return j.ID, &workerResult{Err: err.Error()}
+	}
+	return j.ID, st.turboVisit(j)
+}
 
 func init() {
-	if os.Getenv(envTurboWorker) == "1" {
-		os.Exit(turboWorkerMain(os.Stdin, os.Stdout))
-	}
 	for _, v := range []struct {
 		suffix string
 		drop   float64
@@ -347,40 +358,7 @@ func rawConnOf(c net.Conn) (syscall.RawConn, error) {
 }
 
 // turboWorker is a worker process running turbo jobs (same line protocol).
-type turboWorker struct{ worker }
-
-func startTurboWorker(h *hosts.Host) (*turboWorker, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("bench: cannot find own executable: %w", err)
-	}
-	var cmd *exec.Cmd
-	if h != nil {
-		cmd = h.Command(context.Background(), exe)
-	} else {
-		cmd = exec.Command(exe)
-	}
-	cmd.Env = append(os.Environ(), envTurboWorker+"=1")
-	if rt, _ := currentlyRealtime(); rt {
-		cmd.Env = append(cmd.Env, envWorkerRT+"=1")
-	}
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, fmt.Errorf("bench: turbo worker: %w", err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("bench: turbo worker: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("bench: starting the turbo worker: %w", err)
-	}
-	w := &turboWorker{worker{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 64<<10), done: make(chan struct{})}}
-	go func() { cmd.Wait(); close(w.done) }()
-	return w, nil
-}
+type turboWorker struct{ *worker }
 
 func (w *turboWorker) do(ctx context.Context, j turboJob) (*workerResult, error) {
 	w.nextID++
@@ -395,11 +373,11 @@ func (e *turboContender) call(ctx context.Context, c *Client) (*workerResult, er
 		if e.worker != nil {
 			e.worker.close()
 		}
-		w, err := startTurboWorker(c.Host)
+		w, err := startWorker(c.Host, TurboWorkerRole)
 		if err != nil {
 			return nil, err
 		}
-		e.worker, e.host = w, c.Host
+		e.worker, e.host = &turboWorker{w}, c.Host
 	}
 	e.runs++
 	j := turboJob{Addr: net.JoinHostPort(c.ServerName, strconv.Itoa(int(c.Port))), Mode: e.mode,
@@ -428,30 +406,6 @@ func (e *turboContender) stopWorker() {
 		e.worker.close()
 		e.worker = nil
 	}
-}
-
-func turboWorkerMain(in io.Reader, out io.Writer) int {
-	if os.Getenv(envWorkerRT) == "1" {
-		hosts.SetProcessRealtime(40)
-	}
-	st := &workerState{}
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	enc := json.NewEncoder(out)
-	for sc.Scan() {
-		j, err := parseTurboJob(sc.Bytes())
-		var res *workerResult
-		if err != nil {
-			res = &workerResult{Err: err.Error()}
-		} else {
-			res = st.turboVisit(j)
-		}
-		res.ID = j.ID
-		if err := enc.Encode(res); err != nil {
-			return 1
-		}
-	}
-	return 0
 }
 
 // turboVisit is workerState.visit with TurboTLS on: a fresh resolver

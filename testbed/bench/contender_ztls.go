@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -24,7 +25,9 @@ import (
 
 	"github.com/ztls-project/ztls/dial"
 	dnsresolver "github.com/ztls-project/ztls/dns/resolver"
+	"github.com/ztls-project/ztls/testbed/child"
 	"github.com/ztls-project/ztls/testbed/hosts"
+	"github.com/ztls-project/ztls/testbed/netem"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/zdata"
 )
@@ -47,20 +50,39 @@ import (
 // first response byte, the same span the other contenders measure.
 
 func init() {
-	if os.Getenv(envWorker) == "1" {
-		os.Exit(workerMain(os.Stdin, os.Stdout))
-	}
 	Register("tls", func() Contender { return &engineContender{name: "tls", mode: "tls"} })
 	Register("ztls", func() Contender { return &engineContender{name: "ztls", mode: "ztls"} })
 	Register("tls-0rtt", func() Contender { return &engineContender{name: "tls-0rtt", mode: "tls", resume: true} })
 }
 
-// envWorker marks the client worker process; envWorkerRT asks it to run at
-// real-time priority like the measuring process.
-const (
-	envWorker   = "ZTLS_BENCH_CLIENT_WORKER"
-	envWorkerRT = "ZTLS_BENCH_CLIENT_WORKER_RT"
-)
+// ClientWorkerRole is the engine contenders' client worker: this
+// executable run again inside the client's namespace, serving visits as
+// JSON lines on stdin and stdout. The program that runs the testbed must
+// dispatch it (cmd/ztls-bench does; tests call child.Dispatch(Roles()...)).
+var ClientWorkerRole = child.Role{
+	Name:  "bench-client-worker",
+	Short: "the testbed's client worker for tls, ztls and tls-0rtt (started by bench, not by hand)",
+	Main:  func(args []string) int { return serveJobs(args, os.Stdin, os.Stdout, serveClientJob) },
+}
+
+// serveClientJob runs one engine contender's visit.
+func serveClientJob(st *workerState, line []byte) (uint64, *workerResult) {
+	j, err := parseJob(line)
+	if err != nil {
+		return j.ID, &workerResult{Err: err.Error()}
+	}
+	return j.ID, st.visit(j)
+}
+
+// Roles are every helper process the testbed starts from its own
+// executable: the link relay and the client workers.
+func Roles() []child.Role {
+	return []child.Role{netem.RelayRole, ClientWorkerRole, TurboWorkerRole}
+}
+
+// realtimeArg asks a worker to run at real-time priority like the
+// measuring process.
+const realtimeArg = "--realtime"
 
 // engineContender is one of tls, ztls and tls-0rtt.
 type engineContender struct {
@@ -352,7 +374,7 @@ func (e *engineContender) call(ctx context.Context, c *Client, j job) (*workerRe
 		if e.worker != nil {
 			e.worker.close()
 		}
-		w, err := startWorker(c.Host)
+		w, err := startWorker(c.Host, ClientWorkerRole)
 		if err != nil {
 			return nil, err
 		}
@@ -457,33 +479,32 @@ type worker struct {
 	done   chan struct{}
 }
 
-func startWorker(h *hosts.Host) (*worker, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("bench: cannot find own executable: %w", err)
-	}
-	var cmd *exec.Cmd
+// startWorker starts role in h's namespace (nil: here, for loopback tests).
+func startWorker(h *hosts.Host, role child.Role) (*worker, error) {
+	var wrap func(string, ...string) *exec.Cmd
 	if h != nil {
-		cmd = h.Command(context.Background(), exe)
-	} else {
-		cmd = exec.Command(exe) // loopback tests
+		wrap = func(name string, arg ...string) *exec.Cmd { return h.Command(context.Background(), name, arg...) }
 	}
-	cmd.Env = append(os.Environ(), envWorker+"=1")
+	var args []string
 	if rt, _ := currentlyRealtime(); rt {
-		cmd.Env = append(cmd.Env, envWorkerRT+"=1")
+		args = append(args, realtimeArg)
+	}
+	cmd, err := child.Command(role, args, wrap)
+	if err != nil {
+		return nil, err
 	}
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	in, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, fmt.Errorf("bench: worker: %w", err)
+		return nil, fmt.Errorf("bench: %s: %w", role.Name, err)
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, fmt.Errorf("bench: worker: %w", err)
+		return nil, fmt.Errorf("bench: %s: %w", role.Name, err)
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("bench: starting client worker: %w", err)
+		return nil, fmt.Errorf("bench: starting %s: %w", role.Name, err)
 	}
 	w := &worker{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 64<<10), done: make(chan struct{})}
 	go func() {
@@ -552,9 +573,10 @@ func (w *worker) close() {
 	}
 }
 
-// workerMain serves jobs until stdin closes.
-func workerMain(in io.Reader, out io.Writer) int {
-	if os.Getenv(envWorkerRT) == "1" {
+// serveJobs serves a worker's job lines until stdin closes: serve reads
+// one job and returns its id and result.
+func serveJobs(args []string, in io.Reader, out io.Writer, serve func(st *workerState, line []byte) (uint64, *workerResult)) int {
+	if slices.Contains(args, realtimeArg) {
 		hosts.SetProcessRealtime(40)
 	}
 	st := &workerState{}
@@ -562,14 +584,8 @@ func workerMain(in io.Reader, out io.Writer) int {
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	enc := json.NewEncoder(out)
 	for sc.Scan() {
-		j, err := parseJob(sc.Bytes())
-		var res *workerResult
-		if err != nil {
-			res = &workerResult{Err: err.Error()}
-		} else {
-			res = st.visit(j)
-		}
-		res.ID = j.ID
+		id, res := serve(st, sc.Bytes())
+		res.ID = id
 		if err := enc.Encode(res); err != nil {
 			return 1
 		}

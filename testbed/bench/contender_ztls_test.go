@@ -226,7 +226,7 @@ func TestWorkerMainBadInput(t *testing.T) {
 	r, w := io.Pipe()
 	out, outW := io.Pipe()
 	done := make(chan int, 1)
-	go func() { done <- workerMain(r, outW); outW.Close() }()
+	go func() { done <- serveJobs(nil, r, outW, serveClientJob); outW.Close() }()
 	go func() { w.Write([]byte("not json\n")); w.Close() }()
 	got, _ := io.ReadAll(out)
 	if !strings.Contains(string(got), `"error":"bench: worker job`) {

@@ -13,15 +13,17 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/ztls-project/ztls/testbed/child"
 )
 
-// envChild marks a process started by StartRelay; init hands it to the relay.
-const envChild = "ZTLS_NETEM_RELAY_CHILD"
-
-func init() {
-	if os.Getenv(envChild) == "1" {
-		os.Exit(childMain())
-	}
+// RelayRole is the relay's helper process: StartRelay runs this executable
+// again with it, so the program that calls StartRelay must dispatch it (a
+// hidden subcommand of cmd/ztls-bench, child.Dispatch in a test's TestMain).
+var RelayRole = child.Role{
+	Name:  "netem-relay",
+	Short: "the link emulator's relay (started by the testbed, not by hand)",
+	Main:  func([]string) int { return childMain() },
 }
 
 // Port is one host's attachment to the relay.
@@ -70,10 +72,6 @@ func StartRelay(ports []Port, opt Options) (*Relay, error) {
 	if len(ports) == 0 || len(ports) > maxPorts {
 		return nil, fmt.Errorf("netem: need 1 to %d ports, got %d", maxPorts, len(ports))
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("netem: cannot find own executable: %w", err)
-	}
 	first := command{Op: "init", Seed: opt.Seed, RT: opt.RTPriority}
 	if first.RT == 0 {
 		first.RT = 50
@@ -84,8 +82,10 @@ func StartRelay(ports []Port, opt Options) (*Relay, error) {
 	if first.Seed == 0 {
 		first.Seed = 0x5eed
 	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), envChild+"=1")
+	cmd, err := child.Command(RelayRole, nil, nil)
+	if err != nil {
+		return nil, err
+	}
 	for _, p := range ports {
 		if p.File == nil {
 			return nil, errors.New("netem: port without TUN file")

@@ -24,7 +24,8 @@
 //	r.SetLink(0, 1, netem.Link{Delay: 20 * time.Millisecond})
 //	r.SetLink(1, 0, netem.Link{Delay: 20 * time.Millisecond})
 //
-// A binary that imports this package can act as the relay: the package's
-// init function takes over when the process was started by StartRelay (an
-// environment variable says so) and exits when the relay ends.
+// StartRelay runs the calling executable again as the relay, with
+// RelayRole's name as its first argument: the program must dispatch that
+// role (cmd/ztls-bench has it as a hidden subcommand; a test binary calls
+// child.Dispatch(netem.RelayRole) in its TestMain).
 package netem

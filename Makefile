@@ -7,11 +7,13 @@ DEB_PKGS  := openssl gnutls-bin bind9 bind9-utils bind9-dnsutils unbound dnsperf
 JDK_PKG   := $(if $(shell command -v javac 2>/dev/null),,default-jdk-headless)
 # The interop peers from PyPI and crates.io (tls13/testdata/peers/), pinned.
 PIP_PEERS := tlslite-ng==0.8.2 kyber-py==1.2.0
+# The linter CI runs beside go vet, pinned.
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PEERS_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ztls-peers
 # rustup's cargo, when a non-login shell left it off the PATH.
 export PATH := $(PATH):$(HOME)/.cargo/bin
 
-.PHONY: all build deps peers demo test fuzz fuzz-long bench bench-tls bench-dns-auth bench-dns-resolver bench-turbo testbed-paper testbed-turbo
+.PHONY: all build deps peers demo test lint fuzz fuzz-long bench bench-tls bench-dns-auth bench-dns-resolver bench-turbo testbed-paper testbed-turbo
 
 all: build
 
@@ -30,6 +32,7 @@ deps:
 	@python3 -m pip freeze 2>/dev/null | grep -qix 'tlslite-ng==0.8.2' && python3 -m pip freeze | grep -qix 'kyber-py==1.2.0' || \
 		python3 -m pip install -q --disable-pip-version-check $(PIP_PEERS)
 	$(GO) mod download
+	$(GO) install $(STATICCHECK)
 	$(MAKE) --no-print-directory peers
 
 # Builds the rustls peer from crates.io with its Cargo.lock (a minute the first
@@ -46,9 +49,14 @@ demo: build
 # The default test run: unit, known-answer, interop and integration tests, then
 # each fuzz target briefly.  Keep it under ~10 minutes.
 test: deps
-	$(GO) vet $(PKGS)
+	$(MAKE) --no-print-directory lint
 	$(GO) test -count=1 -timeout 15m $(PKGS)
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
+
+# go vet and staticcheck (installed by deps into $(go env GOPATH)/bin).
+lint:
+	$(GO) vet $(PKGS)
+	"$$($(GO) env GOPATH)/bin/staticcheck" $(PKGS)
 
 # Runs every native fuzz target for FUZZTIME each.  Go 1.26's fuzz
 # coordinator can report a bare "context deadline exceeded" at the end of

@@ -546,7 +546,7 @@ func lookupService(ctx context.Context, res *resolver.Resolver, host string, por
 		report(lookupErr, fmt.Errorf("dial: looking up %s: %w", host, err))
 	}
 	if !verified && wantZ {
-		zdone <- zresult{err: &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New("Z-data lookups did not complete")}}
+		zdone <- zresult{err: &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New("the Z-data lookups did not complete")}}
 	}
 }
 

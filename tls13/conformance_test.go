@@ -219,12 +219,11 @@ func (a *epochAEAD) nonce() []byte {
 // protected ones by trial with its epochs' keys, and splits handshake
 // records into messages (one rec each).
 type recordReader struct {
-	keys    epochKeys
-	d       record.Deframer
-	epoch   int
-	open    map[int]*epochAEAD
-	hs      []byte // handshake bytes not yet a whole message
-	hsEpoch int
+	keys  epochKeys
+	d     record.Deframer
+	epoch int
+	open  map[int]*epochAEAD
+	hs    []byte // handshake bytes not yet a whole message
 }
 
 func newRecordReader(log *keyLog, prefix string, s func() *suite.Suite) *recordReader {

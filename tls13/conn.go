@@ -65,7 +65,6 @@ type Conn struct {
 	mu        sync.Mutex // guards e and the fields below
 	e         *engine
 	started   bool
-	flightOut bool // server: first flight sent
 	trace     []TraceEvent
 	session   *ClientSession
 	early     []byte

@@ -126,7 +126,6 @@ type engine struct {
 	sawAppData    bool // client: application data has arrived
 	finishedTaken bool // client: our Finished was handed out by takeOutput
 	ticketsSent   uint32
-	nstCount      int
 
 	// KeyUpdate flood bounds: a requested update is answered by one
 	// KeyUpdate before our next output, however many requests came

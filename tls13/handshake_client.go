@@ -924,7 +924,7 @@ func nextTrafficSecret(h crypto.Hash, secret []byte) []byte {
 func (e *engine) offerZTLS(p *clientHelloParams, ch *wire.ClientHello, z *ZDataOffer, earlyLen int) error {
 	cfg := e.cfg
 	if z.Group != X25519 && z.Group != P256 {
-		return fmt.Errorf("Z-data group %s is not usable for ztls v1", kex.Name(z.Group))
+		return fmt.Errorf("tls13: Z-data group %s is not usable for ztls v1", kex.Name(z.Group))
 	}
 	if earlyLen > int(z.MaxEarlyData) {
 		return fmt.Errorf("request of %d bytes exceeds the Z-data's max_early_data_size %d", earlyLen, z.MaxEarlyData)
@@ -940,7 +940,7 @@ func (e *engine) offerZTLS(p *clientHelloParams, ch *wire.ClientHello, z *ZDataO
 		return errors.New("no cipher suite in common with the Z-data's server")
 	}
 	if z.ALPN != "" && !contains(ch.ALPN, z.ALPN) {
-		return fmt.Errorf("Z-data's early ALPN %q is not among ours", z.ALPN)
+		return fmt.Errorf("tls13: the Z-data's early ALPN %q is not among ours", z.ALPN)
 	}
 	// The certificate policy last of the checks (it is x509 work unless
 	// the offer was verified ahead, as package dial does), and before

@@ -139,7 +139,7 @@ type ZDataKeyShare struct {
 func NewZDataKeyShare(group uint16, rand io.Reader) *ZDataKeyShare {
 	ks := &ZDataKeyShare{group: group}
 	if group != X25519 && group != P256 {
-		ks.err = fmt.Errorf("Z-data group %s is not usable for ztls v1", kex.Name(group))
+		ks.err = fmt.Errorf("tls13: Z-data group %s is not usable for ztls v1", kex.Name(group))
 		return ks
 	}
 	ks.share, ks.err = kex.GenerateClientShare(group, rand)
@@ -151,7 +151,7 @@ func NewZDataKeyShare(group uint16, rand io.Reader) *ZDataKeyShare {
 func (ks *ZDataKeyShare) Prepare(group uint16, zshare []byte, rand io.Reader) *ZDataPrepared {
 	p := &ZDataPrepared{group: group, zshare: bytes.Clone(zshare)}
 	if group != X25519 && group != P256 {
-		p.err = fmt.Errorf("Z-data group %s is not usable for ztls v1", kex.Name(group))
+		p.err = fmt.Errorf("tls13: Z-data group %s is not usable for ztls v1", kex.Name(group))
 		return p
 	}
 	if ks != nil && ks.err == nil && ks.group == group && ks.taken.CompareAndSwap(false, true) {

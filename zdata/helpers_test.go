@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/hex"
 	"testing"
 	"time"
 
@@ -97,14 +96,6 @@ func clientSecret(t testing.TB, group uint16, share []byte) (ours []byte, secret
 		t.Fatal(err)
 	}
 	return priv.PublicKey().Bytes(), s
-}
-
-func mustHex(s string) []byte {
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		panic(err)
-	}
-	return b
 }
 
 var _ = ecdh.X25519

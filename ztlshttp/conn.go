@@ -162,16 +162,15 @@ func (l *lazyConn) ConnectionState() tls.ConnectionState {
 // name sent (a client) or received (a server) as SNI.
 func stdState(st tls13.ConnectionState, serverName string) tls.ConnectionState {
 	return tls.ConnectionState{
-		Version:                    tls.VersionTLS13,
-		HandshakeComplete:          st.HandshakeComplete,
-		DidResume:                  st.DidResume,
-		CipherSuite:                st.CipherSuite,
-		CurveID:                    tls.CurveID(st.Group),
-		NegotiatedProtocol:         st.NegotiatedProtocol,
-		NegotiatedProtocolIsMutual: true, // TLS 1.3 has no NPN
-		ServerName:                 serverName,
-		PeerCertificates:           st.PeerCertificates,
-		VerifiedChains:             st.VerifiedChains,
+		Version:            tls.VersionTLS13,
+		HandshakeComplete:  st.HandshakeComplete,
+		DidResume:          st.DidResume,
+		CipherSuite:        st.CipherSuite,
+		CurveID:            tls.CurveID(st.Group),
+		NegotiatedProtocol: st.NegotiatedProtocol,
+		ServerName:         serverName,
+		PeerCertificates:   st.PeerCertificates,
+		VerifiedChains:     st.VerifiedChains,
 	}
 }
 

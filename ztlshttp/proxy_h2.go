@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 net/http speaks HTTP/2 only over its own *tls.Conn; over a tls13.Conn x/net/http2 is the way (its Server.ServeConn and Transport.DialTLSContext)
+
 package ztlshttp
 
 import (

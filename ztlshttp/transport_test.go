@@ -73,7 +73,7 @@ func TestRespTLS(t *testing.T) {
 			if st.CipherSuite != want.CipherSuite || tls.CipherSuiteName(st.CipherSuite) != r.TLS.CipherSuite {
 				t.Errorf("CipherSuite %s, crypto/tls %s, report %s", tls.CipherSuiteName(st.CipherSuite), tls.CipherSuiteName(want.CipherSuite), r.TLS.CipherSuite)
 			}
-			if st.NegotiatedProtocol != want.NegotiatedProtocol || st.NegotiatedProtocol != r.TLS.ALPN || !st.NegotiatedProtocolIsMutual {
+			if st.NegotiatedProtocol != want.NegotiatedProtocol || st.NegotiatedProtocol != r.TLS.ALPN {
 				t.Errorf("NegotiatedProtocol %q, crypto/tls %q, report %q", st.NegotiatedProtocol, want.NegotiatedProtocol, r.TLS.ALPN)
 			}
 			if st.ServerName != w.Host || st.ServerName != want.ServerName {

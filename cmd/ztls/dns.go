@@ -449,7 +449,7 @@ func reloadZones(f *dnsServeFlags, served []*authority.Zone, dirs []*zdata.Dir) 
 func serveZData(zones *authority.Zones, d *zdata.Dir, now time.Time) error {
 	for _, set := range zdataSets(d, now, 5*time.Minute) {
 		if err := zones.ReplaceRRset(set.Name, set.Type, set.Records); err != nil {
-			return fmt.Errorf("Z-data of %s: %w (is %s inside a --zone?)", d.Path, err, set.Name)
+			return fmt.Errorf("the Z-data of %s: %w (is %s inside a --zone?)", d.Path, err, set.Name)
 		}
 	}
 	return nil

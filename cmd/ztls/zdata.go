@@ -358,7 +358,7 @@ DNS is reached as by 'ztls lookup': --resolver (default /etc/resolv.conf),
 			}
 			if !rep.Valid {
 				// The same exit status with and without --json.
-				return fmt.Errorf("Z-data for %s port %d is not usable: %s", args[0], port, rep.Reason)
+				return fmt.Errorf("the Z-data for %s port %d is not usable: %s", args[0], port, rep.Reason)
 			}
 			return nil
 		},

@@ -17,8 +17,6 @@ var (
 	errNotResponse    = errors.New("resolver: packet is not a response")
 	errIDMismatch     = errors.New("resolver: reply ID does not match the query")
 	errQuestionDiffer = errors.New("resolver: reply question does not match the query")
-	errOversized      = errors.New("resolver: reply larger than the advertised buffer")
-	errWrongSource    = errors.New("resolver: reply from an address the query was not sent to")
 )
 
 // maxChain bounds the CNAME chain followed inside one answer.

@@ -66,7 +66,6 @@ type loop struct {
 	bufs    [][]byte
 	free    []int32
 	base    time.Time
-	seed    uint64
 	lead    int64 // learned wake-up lead
 	devEW   int64 // smoothed mean deviation of oversleep
 	meanEW  int64 // smoothed mean oversleep

@@ -72,7 +72,7 @@ func lossAttack(t *testing.T, lose func(s *redisServer) *redisServer, samePool b
 	mustFresh(t, "first use", fresh, err)
 	c := pooled(t, r)
 
-	s = lose(s)
+	lose(s)              // the server it returns (a restarted one) serves the same address
 	clk.Add(time.Second) // the replay comes while the ClientHello is still fresh
 	fresh, err = victim.check(r, clk.Now())
 	mustRefuseTooYoung(t, "replay after the loss", fresh, err)
@@ -304,7 +304,7 @@ func TestAttackClockAheadExpiry(t *testing.T) {
 	// The entry outlives B's window: its remaining life exceeds what is
 	// left of the window (read after PTTL answered, so only smaller).
 	rep := s.raw(t, "PTTL", DefaultPrefix+fmt.Sprintf("%x", victim.key))
-	if left := expires.Sub(time.Now()); rep.kind != ':' || time.Duration(rep.num)*time.Millisecond <= left {
+	if left := time.Until(expires); rep.kind != ':' || time.Duration(rep.num)*time.Millisecond <= left {
 		t.Fatalf("PTTL %+v, want more than %v", rep, left)
 	}
 }

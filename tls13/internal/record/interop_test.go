@@ -81,9 +81,8 @@ type interopRun struct {
 // recordingConn copies what crosses a net.Conn.
 type recordingConn struct {
 	net.Conn
-	mu       sync.Mutex
-	in, out  []byte
-	inNotify chan struct{}
+	mu      sync.Mutex
+	in, out []byte
 }
 
 func (c *recordingConn) Read(p []byte) (int, error) {

@@ -45,12 +45,13 @@ type Options struct {
 	// ResumeEarly the Request goes as 0-RTT data when the ticket allows.
 	Session     *tls13.ClientSession
 	ResumeEarly bool
-	// Request is sent as early data when ZTLS or a 0-RTT session allows,
-	// else after the handshake.
+	// Request is sent as early data when it is ReplaySafe and ZTLS or a
+	// 0-RTT session allows; otherwise after the handshake.
 	Request []byte
-	// ReplaySafe marks Request as idempotent: when the server rejects the
-	// early data it is resent after the handshake. Without it a rejected
-	// early request is reported and not resent.
+	// ReplaySafe marks Request as idempotent, so it may go as early data:
+	// early data is replayable (an attacker can deliver it twice) and not
+	// client-authenticated. When the server rejects it, it is resent after
+	// the handshake. Without ReplaySafe, Request never goes early.
 	ReplaySafe bool
 	// ReadResponse reads up to this many bytes of response (0: don't read).
 	// Without HTTP the response ends when the server closes the

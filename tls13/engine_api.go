@@ -52,7 +52,9 @@ func (x *Engine) ConnectionState() ConnectionState { st := x.e.info; st.Version 
 // Write protects application data (0.5-RTT on a server after its flight).
 func (x *Engine) Write(p []byte) (int, error) { return x.e.writeApp(p) }
 
-// ReadEarly reads accepted 0-RTT data on a server.
+// ReadEarly reads accepted 0-RTT data on a server. Like Conn.ReadEarlyData,
+// what it returns is not client-authenticated and may be a replay within
+// the anti-replay window's limits: act on it only as a replay-safe request.
 func (x *Engine) ReadEarly(p []byte) int { return x.e.readEarly(p) }
 
 // Conn continues the connection over c. Output not yet taken is sent

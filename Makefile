@@ -6,7 +6,9 @@ DEB_PKGS  := openssl gnutls-bin bind9 bind9-utils bind9-dnsutils unbound dnsperf
 # A JDK for the JSSE peer, unless one is on the PATH already.
 JDK_PKG   := $(if $(shell command -v javac 2>/dev/null),,default-jdk-headless)
 # The interop peers from PyPI and crates.io (tls13/testdata/peers/), pinned.
-PIP_PEERS := tlslite-ng==0.8.2 kyber-py==1.2.0
+# tlslite-ng compresses certificates with brotli and zstd (RFC 8879) when the
+# PyPI brotli and zstandard packages are importable.
+PIP_PEERS := tlslite-ng==0.8.2 kyber-py==1.2.0 zstandard==0.25.0 brotli==1.2.1
 # The linter CI runs beside go vet, pinned.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PEERS_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ztls-peers
@@ -29,8 +31,9 @@ deps:
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 		else echo "missing Debian packages:$$missing (run 'sudo make deps')"; exit 1; fi; \
 	fi
-	@python3 -m pip freeze 2>/dev/null | grep -qix 'tlslite-ng==0.8.2' && python3 -m pip freeze | grep -qix 'kyber-py==1.2.0' || \
-		python3 -m pip install -q --disable-pip-version-check $(PIP_PEERS)
+	@frozen="$$(python3 -m pip freeze 2>/dev/null)"; for p in $(PIP_PEERS); do \
+		echo "$$frozen" | grep -qix "$$p" || { python3 -m pip install -q --disable-pip-version-check $(PIP_PEERS); break; }; \
+	done
 	$(GO) mod download
 	$(GO) install $(STATICCHECK)
 	$(MAKE) --no-print-directory peers

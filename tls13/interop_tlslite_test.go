@@ -2,12 +2,15 @@
 
 package tls13
 
-// Interop with tlslite-ng (pure Python, from PyPI; ML-KEM from kyber-py),
-// both roles: testdata/peers/tlslite/peer.py. tlslite-ng has no 0-RTT.
+// Interop with tlslite-ng (pure Python, from PyPI; ML-KEM from kyber-py,
+// brotli and zstd certificate compression from the brotli and zstandard
+// packages), both roles: testdata/peers/tlslite/peer.py. tlslite-ng has no
+// 0-RTT.
 
 import (
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -32,13 +35,36 @@ var tlslitePeer = &linePeer{
 	groups: map[uint16]string{
 		X25519: "x25519", P256: "secp256r1", P384: "secp384r1", P521: "secp521r1", X25519MLKEM768: "x25519mlkem768",
 	},
-	// tlslite-ng always has zlib; brotli and zstd need more PyPI packages.
-	compress:  map[CertCompressionAlgorithm]string{CertCompressionZlib: "zlib"},
+	// tlslite-ng always has zlib; brotli and zstd when the PyPI brotli and
+	// zstandard packages are importable (tlsliteCompression).
+	compress: map[CertCompressionAlgorithm]string{
+		CertCompressionZlib: "zlib", CertCompressionBrotli: "brotli", CertCompressionZstd: "zstd",
+	},
 	hrrClient: []uint16{X25519},
 	hrrServer: P256,
 }
 
 func TestTLSLite(t *testing.T) {
 	t.Parallel()
-	tlslitePeer.runMatrix(t)
+	lp := *tlslitePeer
+	lp.compress = tlsliteCompression(t)
+	lp.runMatrix(t)
+}
+
+// tlsliteCompression is tlslitePeer.compress without the algorithms whose
+// Python module is missing: tlslite-ng offers only what it can import, so
+// without it those rows would test nothing (make deps installs both).
+func tlsliteCompression(t *testing.T) map[CertCompressionAlgorithm]string {
+	modules := map[CertCompressionAlgorithm]string{CertCompressionBrotli: "brotli", CertCompressionZstd: "zstandard"}
+	out := map[CertCompressionAlgorithm]string{}
+	for alg, name := range tlslitePeer.compress {
+		if mod, ok := modules[alg]; ok {
+			if b, err := exec.Command("python3", "-c", "import "+mod).CombinedOutput(); err != nil {
+				t.Logf("tlslite: no %v certificate compression (PyPI %s is not installed: make deps): %s", alg, mod, strings.TrimSpace(string(b)))
+				continue
+			}
+		}
+		out[alg] = name
+	}
+	return out
 }

@@ -95,10 +95,10 @@ type KeyState struct {
 	points g1Source
 
 	mu        sync.Mutex
-	file      slotFile  // guarded by mu for writes and for slot reads
-	punctured []uint64  // bitmap of punctured slots, guarded by mu
-	count     int       // set bits in punctured, guarded by mu
-	closed    bool      // guarded by mu
+	file      slotFile // guarded by mu for writes and for slot reads
+	punctured []uint64 // bitmap of punctured slots, guarded by mu
+	count     int      // set bits in punctured, guarded by mu
+	closed    bool     // guarded by mu
 
 	// hook, when tests set it, is called at each step of Decapsulate's
 	// write-ahead protocol; a test crashes the process there by panicking.

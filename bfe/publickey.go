@@ -193,7 +193,11 @@ func (pk *PublicKey) encrypt(out []byte, key *[KeySize]byte, r *fr.Element, skip
 	pkr.ScalarMultiplication(&pk.point, rb)
 	pkrLines := bls.PrecomputeLines(pkr)
 	lines := make([][2][len(bls.LoopCounter) - 1]bls.LineEvaluationAff, 1)
-	defer func() { pkr = bls.G2Affine{}; pkrLines = [2][len(bls.LoopCounter) - 1]bls.LineEvaluationAff{}; clear(lines) }()
+	defer func() {
+		pkr = bls.G2Affine{}
+		pkrLines = [2][len(bls.LoopCounter) - 1]bls.LineEvaluationAff{}
+		clear(lines)
+	}()
 
 	P := make([]bls.G1Affine, 1)
 	for j, i := range pos {

@@ -1,0 +1,105 @@
+package bfe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// The benchmarks of the targets. Run them alone (other benchmarks
+// running at the same time distort them), e.g.
+//
+//	go test -run '^$' -bench . -cpu 1 ./bfe/
+//	go test -run '^$' -bench 'KeyGen/n=16384' -benchtime 1x -cpu 1 ./bfe/
+//
+// Decapsulate includes the puncture (zeros written and fsync'd) on the file
+// system of the test's temporary directory.
+
+func BenchmarkEncapsulate(b *testing.B) {
+	params := smallParams(b, 1<<14, DefaultFalsePositiveRate)
+	ks, _ := newTestKeyState(b, Params{M: 64, K: params.K}, nil) // encapsulation does not depend on m
+	pk := ks.PublicKey()
+	b.ReportMetric(float64(params.CiphertextSize()), "ct-bytes")
+	for b.Loop() {
+		if _, _, err := pk.Encapsulate(nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecapsulate is decapsulation plus puncture, on a key with room
+// for the benchmark's ciphertexts (k = 10 as at p = 2^-10; the work does not
+// depend on m but for the false positives it avoids).
+func BenchmarkDecapsulate(b *testing.B) {
+	for _, sync := range []bool{true, false} {
+		name := "fsync"
+		if !sync {
+			name = "no-fsync" // the cryptography alone
+		}
+		b.Run(name, func(b *testing.B) {
+			params := smallParams(b, 1<<11, DefaultFalsePositiveRate)
+			ks, _ := newTestKeyState(b, params, nil)
+			if !sync {
+				ks.file = noSyncFile{ks.file}
+			}
+			pk := ks.PublicKey()
+			cts := make([][]byte, 0, 256)
+			refill := func() {
+				cts = cts[:0]
+				for range cap(cts) {
+					ct, _, err := pk.Encapsulate(nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					cts = append(cts, ct)
+				}
+			}
+			fp := 0
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if i%cap(cts) == 0 {
+					b.StopTimer()
+					refill()
+					b.StartTimer()
+				}
+				_, err := ks.Decapsulate(context.Background(), cts[i%cap(cts)])
+				if errors.Is(err, ErrPunctured) {
+					fp++
+				} else if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(fp), "false-positives")
+		})
+	}
+}
+
+type noSyncFile struct{ slotFile }
+
+func (noSyncFile) Sync() error { return nil }
+
+// BenchmarkKeyGen generates one epoch key. n=16384 takes minutes; run it
+// with -benchtime 1x.
+func BenchmarkKeyGen(b *testing.B) {
+	for _, n := range []int{1 << 10, 1 << 14} {
+		for _, workers := range []int{1, 2} {
+			b.Run(fmt.Sprintf("n=%d/workers=%d", n, workers), func(b *testing.B) {
+				params := smallParams(b, n, DefaultFalsePositiveRate)
+				b.ReportMetric(float64(params.SecretKeySize()), "sk-bytes/epoch")
+				b.ReportMetric(float64(params.M), "slots")
+				dir := b.TempDir()
+				start := time.Now()
+				for i := 0; i < b.N; i++ {
+					path := filepath.Join(dir, fmt.Sprintf("%d.key", i))
+					if _, err := GenerateKey(context.Background(), path, KeyGenConfig{Epoch: uint64(i), Params: params, Workers: workers}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N)/float64(params.M), "µs/slot")
+			})
+		}
+	}
+}

@@ -1,0 +1,221 @@
+package bfe
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// memFile is a key file in memory that models a crash: writes are held
+// until Sync makes them durable, and a crash loses the ones not synced
+// (keepUnsynced=false) or keeps them all (true).
+type memFile struct {
+	mu      sync.Mutex
+	durable []byte
+	pending []memWrite
+	syncErr error
+}
+
+type memWrite struct {
+	off  int64
+	data []byte
+}
+
+func newMemFile(b []byte) *memFile { return &memFile{durable: bytes.Clone(b)} }
+
+func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if off >= int64(len(f.durable)) {
+		return 0, fmt.Errorf("read at %d: end of file", off)
+	}
+	n := copy(p, f.durable[off:])
+	for _, w := range f.pending { // what the OS would show: unsynced writes too
+		lo, hi := max(off, w.off), min(off+int64(n), w.off+int64(len(w.data)))
+		if lo < hi {
+			copy(p[lo-off:hi-off], w.data[lo-w.off:hi-w.off])
+		}
+	}
+	if n < len(p) {
+		return n, fmt.Errorf("read at %d: short", off)
+	}
+	return n, nil
+}
+
+func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pending = append(f.pending, memWrite{off, bytes.Clone(p)})
+	return len(p), nil
+}
+
+func (f *memFile) Sync() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.syncErr != nil {
+		return f.syncErr
+	}
+	f.applyPending()
+	return nil
+}
+
+func (f *memFile) applyPending() {
+	for _, w := range f.pending {
+		copy(f.durable[w.off:], w.data)
+	}
+	f.pending = nil
+}
+
+func (f *memFile) Close() error { return nil }
+
+// afterCrash is the file a restarted process finds.
+func (f *memFile) afterCrash(keepUnsynced bool) *memFile {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	g := &memFile{durable: bytes.Clone(f.durable)}
+	if keepUnsynced {
+		g.pending = slices.Clone(f.pending)
+		g.applyPending()
+	}
+	return g
+}
+
+type crash struct{ step string }
+
+// openMem opens a KeyState on an in-memory copy of a key file.
+func openMem(t testing.TB, file []byte) (*KeyState, *memFile) {
+	t.Helper()
+	f := newMemFile(file)
+	ks, err := openKeyState(f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ks, f
+}
+
+func keyFile(t testing.TB, params Params) []byte {
+	t.Helper()
+	_, path := newTestKeyState(t, params, nil)
+	return readFile(t, path)
+}
+
+// TestWriteAheadOrder: the slot is read, all positions erased and synced,
+// and only then is anything computed with it.
+func TestWriteAheadOrder(t *testing.T) {
+	ks, _ := openMem(t, keyFile(t, defaultTestParams))
+	var steps []string
+	ks.hook = func(s string) { steps = append(steps, s) }
+	ct, _, err := ks.PublicKey().Encapsulate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ks.Decapsulate(context.Background(), ct); err != nil {
+		t.Fatal(err)
+	}
+	i := slices.Index(steps, "compute")
+	if i < 0 || i == 0 || steps[i-1] != "synced" || slices.Index(steps, "read") > slices.Index(steps, "erase") {
+		t.Fatalf("steps %v: want read, erase..., sync, synced, compute", steps)
+	}
+}
+
+// TestCrashNeverUnpunctures simulates a crash at every step of
+// Decapsulate, losing or keeping the writes not yet synced, and restarts
+// from what is on disk. A crash from the moment the key could have been
+// computed on must leave the ciphertext unusable; a crash before the erasure
+// was durable may leave it decapsulable once, which is safe because no key
+// was computed from it before the crash.
+func TestCrashNeverUnpunctures(t *testing.T) {
+	file := keyFile(t, defaultTestParams)
+	steps := []string{"read", "erase", "sync", "synced", "compute", "verified"}
+	for _, step := range steps {
+		for _, keep := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/keepUnsynced=%v", step, keep), func(t *testing.T) {
+				ks, f := openMem(t, file)
+				ct, _, err := ks.PublicKey().Encapsulate(nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				computed := false
+				ks.hook = func(s string) {
+					if s == "compute" {
+						computed = true
+					}
+					if s == step {
+						panic(crash{s})
+					}
+				}
+				key, crashed := decapsulateUntilCrash(ks, ct)
+				if !crashed || key != nil {
+					t.Fatalf("no crash at %s (key %x)", step, key)
+				}
+
+				restarted, err := openKeyState(f.afterCrash(keep), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = restarted.Decapsulate(context.Background(), ct)
+				switch {
+				case computed && !errors.Is(err, ErrPunctured):
+					t.Fatalf("crash after the key was computed: restarted Decapsulate = %v, want ErrPunctured", err)
+				case err == nil:
+					// Before durability: allowed once, never twice.
+					if _, err := restarted.Decapsulate(context.Background(), ct); !errors.Is(err, ErrPunctured) {
+						t.Fatalf("second decapsulation after restart: %v", err)
+					}
+				}
+				if computed {
+					assertErased(t, restarted, ct)
+				}
+			})
+		}
+	}
+}
+
+func decapsulateUntilCrash(ks *KeyState, ct []byte) (key []byte, crashed bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(crash); !ok {
+				panic(r)
+			}
+			crashed = true
+		}
+	}()
+	key, _ = ks.Decapsulate(context.Background(), ct)
+	return key, false
+}
+
+// assertErased checks on disk that every position of ct is zeros.
+func assertErased(t *testing.T, ks *KeyState, ct []byte) {
+	t.Helper()
+	for _, i := range positions(&ks.pk.digest, ks.pk.params, ct[:g2Compressed], nil) {
+		var slot [SlotSize]byte
+		if _, err := ks.file.ReadAt(slot[:], slotOffset(i)); err != nil {
+			t.Fatal(err)
+		}
+		if !allZero(slot[:]) {
+			t.Fatalf("slot %d of the ciphertext is still on disk", i)
+		}
+	}
+}
+
+// TestSyncFailureRefuses: when the erasure cannot be made durable no key
+// is returned, and the positions are not used again by this process.
+func TestSyncFailureRefuses(t *testing.T) {
+	ks, f := openMem(t, keyFile(t, defaultTestParams))
+	f.syncErr = errors.New("EIO")
+	ct, _, err := ks.PublicKey().Encapsulate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key, err := ks.Decapsulate(context.Background(), ct); err == nil || key != nil {
+		t.Fatalf("Decapsulate with a failing fsync = %x, %v", key, err)
+	}
+	f.syncErr = nil
+	if _, err := ks.Decapsulate(context.Background(), ct); !errors.Is(err, ErrPunctured) {
+		t.Fatalf("retry after a failed fsync: %v, want ErrPunctured", err)
+	}
+}

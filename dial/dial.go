@@ -463,7 +463,8 @@ func lookupService(ctx context.Context, res *resolver.Resolver, host string, por
 	// have landed; the records' signatures when all three are in.
 	var keyShare chan *tls13.ZDataKeyShare
 	var prepared *preparedShare
-	var chains *zdata.Chains
+	sel := zdata.NewSelector(host, port, zdata.SelectOptions{Now: now(), Policy: trust.check})
+	chains := false
 	if wantZ {
 		keyShare = make(chan *tls13.ZDataKeyShare, 1)
 		go func() { keyShare <- tls13.NewZDataKeyShare(tls13.X25519, nil) }()
@@ -472,22 +473,22 @@ func lookupService(ctx context.Context, res *resolver.Resolver, host string, por
 		if !wantZ {
 			return
 		}
-		if chains == nil && tlsa != nil && cert != nil {
-			chains = zdata.StartChains(rrsOf[*dns.TLSA](tlsa), rrsOf[*dns.CERT](cert), host, port,
-				zdata.SelectOptions{Now: now(), Policy: trust.check})
+		if !chains && tlsa != nil && cert != nil {
+			sel.StartChains(rrsOf[*dns.TLSA](tlsa), rrsOf[*dns.CERT](cert))
+			chains = true
 		}
-		if verified || txt == nil || chains == nil {
+		if verified || txt == nil || !chains {
 			return
 		}
 		verified = true
 		txts := txtStrings(txt)
 		if likely != nil {
-			if rec, leaf := chains.Likely(txts); rec != nil {
+			if rec, leaf := sel.Likely(txts); leaf != nil {
 				likely <- likelyOffer{offer: rec.Offer(leaf), prepared: prepared}
 			}
 		}
 		check := func() {
-			offer, err := verifyZData(txts, chains, trust, prepared)
+			offer, err := verifyZData(txts, sel, trust, prepared)
 			zdone <- zresult{offer: offer, err: err, at: time.Since(start)}
 		}
 		if sentAddr {
@@ -526,13 +527,14 @@ func lookupService(ctx context.Context, res *resolver.Resolver, host string, por
 			txt = &a2
 			if wantZ {
 				prepared = &preparedShare{done: make(chan struct{})}
-				go func(ps *preparedShare, txts [][]string, at time.Time) {
+				rec, _ := sel.Likely(txtStrings(txt))
+				go func(ps *preparedShare, rec *zdata.Record) {
 					ks := <-keyShare
-					if r := zdata.Likeliest(txts, at); r != nil {
-						ps.p = ks.Prepare(r.Group, r.KeyShare, nil)
+					if rec != nil {
+						ps.p = ks.Prepare(rec.Group, rec.KeyShare, nil)
 					}
 					close(ps.done)
-				}(prepared, txtStrings(txt), now())
+				}(prepared, rec)
 			}
 		case dns.TypeTLSA:
 			tlsa = &a2
@@ -571,8 +573,8 @@ func rcodeText(a resolver.Answer) string {
 // offer the engine uses. prepared delivers the key share and ZS made for
 // the likeliest record (or nil) meanwhile; the engine uses them only if
 // that record is the one selected.
-func verifyZData(txts [][]string, chains *zdata.Chains, trust *policy, prepared *preparedShare) (*tls13.ZDataOffer, error) {
-	rec, leaf, err := chains.Select(txts)
+func verifyZData(txts [][]string, sel *zdata.Selector, trust *policy, prepared *preparedShare) (*tls13.ZDataOffer, error) {
+	rec, leaf, err := sel.Select(txts)
 	if err != nil {
 		return nil, err
 	}
@@ -629,7 +631,7 @@ func (s *preparedShare) get() *tls13.ZDataPrepared {
 }
 
 // likelyOffer is the offer of the likeliest record, unverified, and its
-// prepared share (see zdata.Chains.Likely).
+// prepared share (see zdata.Selector.Likely).
 type likelyOffer struct {
 	offer    *tls13.ZDataOffer
 	prepared *preparedShare

@@ -25,7 +25,7 @@ func BenchmarkSelect(b *testing.B) {
 			k := f.issue(b, t0)
 			txt, tlsa, roots := txtOf(k), f.tlsa(), f.roots()
 			for b.Loop() {
-				if _, _, err := Select(txt, tlsa, nil, testHost, testPort, roots, t0); err != nil {
+				if _, _, err := selectOne(txt, tlsa, nil, testHost, testPort, roots, t0); err != nil {
 					b.Fatal(err)
 				}
 			}

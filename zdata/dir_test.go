@@ -109,7 +109,7 @@ func TestDirSurvivesRestart(t *testing.T) {
 	if len(txt) != 2 || len(tlsa) != 1 || len(certs) != 1 {
 		t.Fatalf("RRs: %d TXT, %d TLSA, %d CERT", len(txt), len(tlsa), len(certs))
 	}
-	r, _, err := Select(txt, tlsa, certs, testHost, testPort, ca.Pool(), now)
+	r, _, err := selectOne(txt, tlsa, certs, testHost, testPort, ca.Pool(), now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,13 +33,15 @@
 // optional seed. LoadDir, Dir.Rotate (which saves and erases expired keys),
 // Dir.Reload or Dir.Watch to pick up rotations, Dir.RRs for a DNS server.
 //
-// Client side: Select takes the TXT, TLSA and CERT answers, checks syntax,
-// group, share, validity window, signature, chain and name, and returns the
-// record to use and its leaf; Record.Offer turns it into the engine's
-// tls13.ZDataOffer. On failure ReasonOf(err) is the fallback reason for the
-// connection report:
+// Client side: a Selector takes the TXT, TLSA and CERT answers, checks
+// syntax, group, share, validity window, signature, chain and name, and
+// returns the record to use and its leaf; Record.Offer turns it into the
+// engine's tls13.ZDataOffer. On failure ReasonOf(err) is the fallback
+// reason for the connection report:
 //
-//	rec, leaf, err := zdata.Select(txt, tlsa, certs, host, port, roots, time.Now())
+//	sel := zdata.NewSelector(host, port, zdata.SelectOptions{Roots: roots, Now: time.Now()})
+//	sel.StartChains(tlsa, certs)
+//	rec, leaf, err := sel.Select(txt)
 //	if err != nil {
 //		report.FallbackReason = string(zdata.ReasonOf(err)) // plain TLS 1.3
 //	} else {

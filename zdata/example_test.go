@@ -123,9 +123,10 @@ func ExampleParseTXT() {
 	// malformed Z-data
 }
 
-// A client's side: Select takes the DNS answers for a service and returns
-// the record to use and its leaf, or the reason to fall back to TLS 1.3.
-func ExampleSelect() {
+// A client's side: a Selector takes the DNS answers for a service and
+// returns the record to use and its leaf, or the reason to fall back to
+// TLS 1.3.
+func ExampleSelector() {
 	cert, roots := newCertificate("www.example.com")
 	svc, err := zdata.NewService("www.example.com", 443, cert, zdata.Options{}, nil)
 	if err != nil {
@@ -152,7 +153,11 @@ func ExampleSelect() {
 		}
 	}
 
-	rec, leaf, err := zdata.Select(txt, tlsa, certs, "www.example.com", 443, roots, now)
+	// The chain checks start as soon as the TLSA and CERT answers are in;
+	// Select, given the TXT answer, waits for them.
+	sel := zdata.NewSelector("www.example.com", 443, zdata.SelectOptions{Roots: roots, Now: now})
+	sel.StartChains(tlsa, certs)
+	rec, leaf, err := sel.Select(txt)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -162,10 +167,12 @@ func ExampleSelect() {
 
 	// Three hours later both records have expired: plain TLS 1.3, and
 	// ReasonOf says why for the connection report.
-	_, _, err = zdata.Select(txt, tlsa, certs, "www.example.com", 443, roots, now.Add(3*time.Hour))
+	later := zdata.NewSelector("www.example.com", 443, zdata.SelectOptions{Roots: roots, Now: now.Add(3 * time.Hour)})
+	later.StartChains(tlsa, certs)
+	_, _, err = later.Select(txt)
 	fmt.Println("fallback:", zdata.ReasonOf(err))
 	// A service that publishes no Z-data: no TXT answer.
-	_, _, err = zdata.Select(nil, tlsa, certs, "www.example.com", 443, roots, now)
+	_, _, err = sel.Select(nil)
 	fmt.Println("fallback:", zdata.ReasonOf(err))
 	// Output:
 	// use the record valid until 1:00PM signed by www.example.com

@@ -14,6 +14,14 @@ import (
 	"github.com/ztls-project/ztls/tls13"
 )
 
+// selectOne is a Selector used once: the TLSA and CERT records, then
+// the TXT records, with roots at now.
+func selectOne(txt [][]string, tlsa []*dns.TLSA, cert []*dns.CERT, host string, port int, roots *x509.CertPool, now time.Time) (*Record, *x509.Certificate, error) {
+	sel := NewSelector(host, port, SelectOptions{Roots: roots, Now: now})
+	sel.StartChains(tlsa, cert)
+	return sel.Select(txt)
+}
+
 const (
 	testHost = "server.test"
 	testPort = 443

@@ -50,24 +50,11 @@ func stage(r Reason) int {
 // falls back, and a copy from an unlisted port reports "bad signature".
 var diagnosticPorts = []int{443, 8443, 853, 4433, 444, 8080, 80}
 
-// Select picks the Z-data a client should use (docs/ztls-spec.md, Sections 1
-// and 6). txt holds the TXT RRs at TXTName(host, port) (each as its
-// character-strings), tlsa and cert the TLSA and CERT RRs of the service.
-// Among ztls1 records that parse, use a known group and scheme, carry a
-// valid share, are valid at now and verify with a TLSA 3 0 0 leaf whose
-// chain leads to roots (through CERT intermediates) and whose name
-// matches host, it returns the one with the latest not-after, with Host,
-// Port and LeafHash set, and its leaf. Otherwise the error's ReasonOf
-// names why, taken from the record that got furthest. Select checks no
-// revocation; SelectWith does, given CRLs.
-func Select(txt [][]string, tlsa []*dns.TLSA, cert []*dns.CERT, host string, port int, roots *x509.CertPool, now time.Time) (*Record, *x509.Certificate, error) {
-	return SelectWith(txt, tlsa, cert, host, port, SelectOptions{Roots: roots, Now: now})
-}
-
-// SelectOptions are the trust inputs of SelectWith.
+// SelectOptions are a Selector's trust inputs.
 type SelectOptions struct {
 	Roots *x509.CertPool // nil: the system's roots
-	Now   time.Time
+	// Now is the instant the records must be valid at (and the chains).
+	Now time.Time
 	// Revocation, if set, must pass every leaf's verified chains: a
 	// revoked leaf (or intermediate) is ReasonRevoked (ZTLS-SPEC §6).
 	Revocation *revocation.Checker
@@ -80,38 +67,59 @@ type SelectOptions struct {
 	Policy func(leaf *x509.Certificate, intermediates []*x509.Certificate) error
 }
 
-// SelectWith is Select with revocation checking (SelectOptions).
-func SelectWith(txt [][]string, tlsa []*dns.TLSA, cert []*dns.CERT, host string, port int, o SelectOptions) (*Record, *x509.Certificate, error) {
-	return StartChains(tlsa, cert, host, port, o).Select(txt)
-}
-
-// Chains is the trust half of SelectWith, started before the TXT records
-// are in: the TLSA leaves and CERT intermediates parsed, and each leaf's
-// chain, name and revocation check running in the background. On a first
-// connection the TXT answer may land after the TLSA and CERT answers; the
-// chain checks, public-key operations on the critical path of TurboTLS
-// (which sends nothing before they are done), then overlap the wait.
-type Chains struct {
+// Selector picks the Z-data a client should use for one service
+// (docs/ztls-spec.md, Sections 1 and 6) from its DNS answers: the TXT
+// records at TXTName (to Select and Likely) and the TLSA and CERT records
+// at TLSAName (to StartChains). Among ztls1 records that parse, use a
+// known group and scheme, carry a valid share, are valid at Now and
+// verify with a TLSA 3 0 0 leaf whose chain leads to the roots (through
+// CERT intermediates) and whose name matches the host, Select returns the
+// one with the latest not-after, with Host, Port and LeafHash set, and
+// its leaf; otherwise the error's ReasonOf names why, taken from the
+// record that got furthest.
+//
+// The answers may land in any order, and the checks are public-key work
+// on a first connection's critical path, so each starts as soon as its
+// input is in: StartChains runs each leaf's chain check in the background
+// while the TXT answer is awaited, and Likely names the record Select
+// will most likely return before any signature is checked, so that work
+// made with it (a key share, a first flight) is ready when the verdict
+// is. One-shot use:
+//
+//	sel := zdata.NewSelector(host, port, zdata.SelectOptions{Roots: roots, Now: time.Now()})
+//	sel.StartChains(tlsa, certs)
+//	rec, leaf, err := sel.Select(txt)
+//
+// StartChains must not run concurrently with the other methods, nor
+// Select with itself; Likely may run concurrently with Select.
+type Selector struct {
 	host   string // canonical
 	port   int
-	now    time.Time
+	o      SelectOptions
 	err    error // the host is not a name
 	leaves []*x509.Certificate
-	inter  []*x509.Certificate // from the CERT records
-	checks *chainChecks
+	checks *chainChecks // nil until StartChains
 }
 
-// Intermediates are the CA certificates parsed from the CERT records.
-func (c *Chains) Intermediates() []*x509.Certificate { return c.inter }
-
-// StartChains starts the chain checks of a service's TLSA 3 0 0 leaves
-// (through its CERT intermediates) as SelectWith would make them.
-func StartChains(tlsa []*dns.TLSA, cert []*dns.CERT, host string, port int, o SelectOptions) *Chains {
+// NewSelector returns the Selector of host:port's Z-data.
+func NewSelector(host string, port int, o SelectOptions) *Selector {
 	chost, err := CanonicalHost(host)
 	if err != nil {
-		return &Chains{err: reasonErr(ReasonNoZData, err)}
+		return &Selector{port: port, o: o, err: reasonErr(ReasonNoZData, err)}
 	}
-	c := &Chains{host: chost, port: port, now: o.Now, leaves: tlsaLeaves(tlsa, chost, port)}
+	return &Selector{host: chost, port: port, o: o}
+}
+
+// StartChains takes the service's TLSA and CERT records and starts the
+// chain, name and revocation checks of its TLSA 3 0 0 leaves (through
+// the CERT intermediates) in the background. Select waits for them; a
+// Selector that was given no TLSA leaf selects nothing (ReasonNoLeaf).
+func (s *Selector) StartChains(tlsa []*dns.TLSA, cert []*dns.CERT) {
+	if s.err != nil {
+		return
+	}
+	s.leaves = tlsaLeaves(tlsa, s.host, s.port)
+	var inter []*x509.Certificate
 	for _, rr := range cert {
 		if rr == nil || rr.Type != dns.CertPKIX {
 			continue
@@ -121,41 +129,109 @@ func StartChains(tlsa []*dns.TLSA, cert []*dns.CERT, host string, port int, o Se
 			continue
 		}
 		if ic, err := x509.ParseCertificate(der); err == nil {
-			c.inter = append(c.inter, ic)
+			inter = append(inter, ic)
 		}
 	}
-	policy := o.Policy
+	policy := s.o.Policy
 	if policy == nil {
 		policy = func(leaf *x509.Certificate, inter []*x509.Certificate) error {
-			return checkLeaf(leaf, chost, o.Roots, inter, o.Now, o.Revocation)
+			return checkLeaf(leaf, s.host, s.o.Roots, inter, s.o.Now, s.o.Revocation)
 		}
 	}
-	c.checks = startChainChecks(c.leaves, c.inter, policy)
-	return c
+	s.checks = startChainChecks(s.leaves, inter, policy)
 }
 
-// Likeliest returns the record Select tries first among txt, unverified:
-// of those that parse, use a known group and scheme, carry a valid share
-// and are valid at now, the one with the latest not-after (nil: none).
-// Nothing about it is trusted; it serves to prepare work (a key share, a
-// first flight) while the checks run, and the work is used only if Select
-// returns the same record.
-func Likeliest(txt [][]string, now time.Time) *Record {
-	var best *Record
-	for _, strs := range txt {
-		r, err := ParseTXT(strs)
-		if err != nil || usable(r, now) != nil {
+// Likely returns the record Select tries first among txt, unverified,
+// with Host and Port set and, once StartChains found a leaf, the
+// service's first TLSA leaf (and LeafHash): what Select most likely
+// returns, known before the signature and chain checks are done. rec is
+// nil when no record passes the checks made before the signature; leaf is
+// nil before StartChains or without a TLSA leaf. Nothing about them is
+// trusted: they serve to prepare work while the checks run, used only if
+// Select returns the same record.
+func (s *Selector) Likely(txt [][]string) (rec *Record, leaf *x509.Certificate) {
+	if s.err != nil {
+		return nil, nil
+	}
+	recs, _ := screen(txt, s.o.Now)
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	rec = recs[0]
+	rec.Host, rec.Port = s.host, s.port
+	if len(s.leaves) > 0 {
+		leaf = s.leaves[0]
+		rec.LeafHash = sha256.Sum256(leaf.Raw)
+	}
+	return rec, leaf
+}
+
+// Select picks the record to use among the TXT records txt (each as its
+// character-strings), with the chains StartChains checks, and returns it
+// with its leaf; see Selector.
+func (s *Selector) Select(txt [][]string) (*Record, *x509.Certificate, error) {
+	if s.err != nil {
+		return nil, nil, s.err
+	}
+	recs, worst := screen(txt, s.o.Now)
+	fail := func(err error) {
+		if worst == nil || stage(ReasonOf(err)) > stage(ReasonOf(worst)) {
+			worst = err
+		}
+	}
+	if len(recs) == 0 && worst == nil {
+		return nil, nil, reasonErr(ReasonNoZData, fmt.Errorf("zdata: no ztls1 TXT record for %s", TXTName(s.host, s.port)))
+	}
+	// Latest not-after first; the first fully valid record wins.
+	for _, r := range recs {
+		if len(s.leaves) == 0 {
+			fail(reasonErr(ReasonNoLeaf, fmt.Errorf("zdata: no TLSA 3 0 0 record at %s", TLSAName(s.host, s.port))))
 			continue
 		}
-		if best == nil || r.NotAfter.After(best.NotAfter) {
-			best = r
+		leaf := verifyAny(r, s.leaves, s.host, s.port)
+		if leaf == nil {
+			fail(diagnose(r, s.leaves, s.host, s.port))
+			continue
 		}
+		if err := s.checks.result(leaf); err != nil {
+			fail(err)
+			continue
+		}
+		return r, leaf, nil
 	}
-	return best
+	return nil, nil, worst
 }
 
-// usable is what Select checks of a record before its signature: known
-// group and scheme, a valid share, valid at now.
+// screen makes the checks of a record that come before its signature:
+// of the ztls1 records in txt, it returns those that parse, use a known
+// group and scheme, carry a valid share and are valid at now, latest
+// not-after first (Select's order: Likely is its first), and the failure
+// of the others that got furthest (nil: none failed).
+func screen(txt [][]string, now time.Time) ([]*Record, error) {
+	var recs []*Record
+	var worst error
+	for _, strs := range txt {
+		r, err := ParseTXT(strs)
+		if errors.Is(err, ErrNotZTLS) {
+			continue
+		}
+		if err == nil {
+			err = usable(r, now)
+		}
+		if err != nil {
+			if worst == nil || stage(ReasonOf(err)) > stage(ReasonOf(worst)) {
+				worst = err
+			}
+			continue
+		}
+		recs = append(recs, r)
+	}
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].NotAfter.After(recs[j].NotAfter) })
+	return recs, worst
+}
+
+// usable is what screen checks of a parsed record: known group and
+// scheme, a valid share, valid at now.
 func usable(r *Record, now time.Time) error {
 	if !KnownGroup(r.Group) {
 		return reasonErr(ReasonUnknownGroup, fmt.Errorf("%w %d", ErrUnknownGroup, r.Group))
@@ -171,79 +247,6 @@ func usable(r *Record, now time.Time) error {
 			formatTime(r.NotBefore), formatTime(r.NotAfter), formatTime(now)))
 	}
 	return nil
-}
-
-// Likely is Likeliest completed as Select would complete it, with the
-// service's first TLSA leaf (host, port and leaf hash set), unverified:
-// what Select most likely returns, known before the signature and chain
-// checks are done (nil: nothing likely).
-func (c *Chains) Likely(txt [][]string) (*Record, *x509.Certificate) {
-	if c.err != nil || len(c.leaves) == 0 {
-		return nil, nil
-	}
-	r := Likeliest(txt, c.now)
-	if r == nil {
-		return nil, nil
-	}
-	leaf := c.leaves[0]
-	r.Host, r.Port, r.LeafHash = c.host, c.port, sha256.Sum256(leaf.Raw)
-	return r, leaf
-}
-
-// Select is SelectWith's choice among the TXT records txt, with these
-// chains. It is not safe for concurrent use.
-func (c *Chains) Select(txt [][]string) (*Record, *x509.Certificate, error) {
-	if c.err != nil {
-		return nil, nil, c.err
-	}
-	chost, port, now, leaves, chains := c.host, c.port, c.now, c.leaves, c.checks
-	var recs []*Record
-	var worst error
-	fail := func(err error) {
-		if worst == nil || stage(ReasonOf(err)) > stage(ReasonOf(worst)) {
-			worst = err
-		}
-	}
-	for _, strs := range txt {
-		r, err := ParseTXT(strs)
-		if errors.Is(err, ErrNotZTLS) {
-			continue
-		}
-		if err != nil {
-			fail(err)
-			continue
-		}
-		recs = append(recs, r)
-	}
-	if len(recs) == 0 {
-		if worst != nil {
-			return nil, nil, worst
-		}
-		return nil, nil, reasonErr(ReasonNoZData, fmt.Errorf("zdata: no ztls1 TXT record for %s", TXTName(chost, port)))
-	}
-	// Latest not-after first; the first fully valid record wins.
-	sort.SliceStable(recs, func(i, j int) bool { return recs[i].NotAfter.After(recs[j].NotAfter) })
-	for _, r := range recs {
-		if err := usable(r, now); err != nil {
-			fail(err)
-			continue
-		}
-		if len(leaves) == 0 {
-			fail(reasonErr(ReasonNoLeaf, fmt.Errorf("zdata: no TLSA 3 0 0 record at %s", TLSAName(chost, port))))
-			continue
-		}
-		leaf := verifyAny(r, leaves, chost, port)
-		if leaf == nil {
-			fail(diagnose(r, leaves, chost, port))
-			continue
-		}
-		if err := chains.result(leaf); err != nil {
-			fail(err)
-			continue
-		}
-		return r, leaf, nil
-	}
-	return nil, nil, worst
 }
 
 // tlsaLeaves returns the parsed certificates of the TLSA 3 0 0 records

@@ -231,7 +231,7 @@ func TestRotationSimulated(t *testing.T) {
 						continue
 					}
 					seen[id] = true
-					r, _, err := Select(fe.txt, f.tlsa(), nil, testHost, testPort, f.roots(), now)
+					r, _, err := selectOne(fe.txt, f.tlsa(), nil, testHost, testPort, f.roots(), now)
 					if err != nil {
 						t.Fatalf("client that fetched at %v fails at %v: %v", fe.at, now, err)
 					}
@@ -333,7 +333,7 @@ func TestZoneLines(t *testing.T) {
 	if err := zp.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := Select(txt, tlsa, certs, testHost, testPort, ca.Pool(), t0); err != nil {
+	if _, _, err := selectOne(txt, tlsa, certs, testHost, testPort, ca.Pool(), t0); err != nil {
 		t.Fatalf("zone lines do not select: %v", err)
 	}
 	if got := TLSARecordData(leaf.Chain[0]); got != "3 0 0 "+tlsa[0].Certificate {

@@ -132,12 +132,12 @@ func TestVerifyAttacks(t *testing.T) {
 	ef := newFixtureWith(t, evilCA, evil, Options{}, nil)
 	ek := ef.issue(t, t0)
 	// Forged with the attacker's key, served with the genuine TLSA: bad signature.
-	_, _, err := Select(txtOf(ek), f.tlsa(), nil, testHost, testPort, f.roots(), t0)
+	_, _, err := selectOne(txtOf(ek), f.tlsa(), nil, testHost, testPort, f.roots(), t0)
 	if ReasonOf(err) != ReasonBadSignature {
 		t.Fatalf("forged record: %v", err)
 	}
 	// Forged with the attacker's TLSA too: untrusted chain.
-	_, _, err = Select(txtOf(ek), ef.tlsa(), nil, testHost, testPort, f.roots(), t0)
+	_, _, err = selectOne(txtOf(ek), ef.tlsa(), nil, testHost, testPort, f.roots(), t0)
 	if ReasonOf(err) != ReasonUntrustedChain {
 		t.Fatalf("spoofed record and TLSA: %v", err)
 	}
@@ -248,7 +248,7 @@ func TestSelectReasons(t *testing.T) {
 			if !c.roots {
 				roots = otherRoots
 			}
-			r, leaf, err := Select(c.txt, c.tlsa, nil, testHost, testPort, roots, c.now)
+			r, leaf, err := selectOne(c.txt, c.tlsa, nil, testHost, testPort, roots, c.now)
 			if got := ReasonOf(err); got != c.want {
 				t.Fatalf("reason %q (%v), want %q", got, err, c.want)
 			}
@@ -284,7 +284,7 @@ func TestSelectPrefersLatestValid(t *testing.T) {
 		{t0.Add(29 * time.Minute), newer}, // within 60 s of newer's not-before
 		{t0.Add(80 * time.Minute), newer},
 	} {
-		r, _, err := Select(txt, tlsa, nil, "SERVER.test.", testPort, f.roots(), c.now)
+		r, _, err := selectOne(txt, tlsa, nil, "SERVER.test.", testPort, f.roots(), c.now)
 		if err != nil {
 			t.Fatalf("at %v: %v", c.now, err)
 		}
@@ -293,12 +293,12 @@ func TestSelectPrefersLatestValid(t *testing.T) {
 		}
 	}
 	// The older record verifies with the decoy TLSA listed first too.
-	if _, leaf, err := Select(txtOf(older), tlsa, nil, testHost, testPort, f.roots(), t0); err != nil || !leaf.Equal(f.leaf.Cert) {
+	if _, leaf, err := selectOne(txtOf(older), tlsa, nil, testHost, testPort, f.roots(), t0); err != nil || !leaf.Equal(f.leaf.Cert) {
 		t.Fatalf("leaf among several TLSA: %v", err)
 	}
 	// A TLSA record owned by another name is ignored.
 	misplaced := TLSA("other.test", testPort, f.leaf.Chain[0], 0)
-	if _, _, err := Select(txtOf(older), []*dns.TLSA{misplaced}, nil, testHost, testPort, f.roots(), t0); ReasonOf(err) != ReasonNoLeaf {
+	if _, _, err := selectOne(txtOf(older), []*dns.TLSA{misplaced}, nil, testHost, testPort, f.roots(), t0); ReasonOf(err) != ReasonNoLeaf {
 		t.Fatalf("TLSA at another name: %v", err)
 	}
 }
@@ -316,9 +316,14 @@ func TestLikelyIsWhatSelectPicks(t *testing.T) {
 	o := SelectOptions{Roots: f.roots()}
 	for _, now := range []time.Time{t0.Add(10 * time.Minute), t0.Add(40 * time.Minute)} {
 		o.Now = now
-		c := StartChains(f.tlsa(), f.certs(), "SERVER.test.", testPort, o)
-		likely, lleaf := c.Likely(txt)
-		got, leaf, err := c.Select(txt)
+		sel := NewSelector("SERVER.test.", testPort, o)
+		// Before the TLSA answer: the record, no leaf yet.
+		if early, leaf := sel.Likely(txt); early == nil || leaf != nil {
+			t.Fatalf("at %v: likely before StartChains %v, leaf %v", now, early, leaf)
+		}
+		sel.StartChains(f.tlsa(), f.certs())
+		likely, lleaf := sel.Likely(txt)
+		got, leaf, err := sel.Select(txt)
 		if err != nil || likely == nil {
 			t.Fatalf("at %v: likely %v, select %v", now, likely, err)
 		}
@@ -326,20 +331,23 @@ func TestLikelyIsWhatSelectPicks(t *testing.T) {
 			t.Fatalf("at %v: likely id %d, Select picked id %d", now, likely.ID, got.ID)
 		}
 	}
-	if r := Likeliest(txtOf(expired), t0); r != nil {
+	o.Now = t0
+	if r, _ := NewSelector(testHost, testPort, o).Likely(txtOf(expired)); r != nil {
 		t.Fatalf("an expired record is likely: id %d", r.ID)
 	}
-	o.Now = t0
-	if r, _ := StartChains(nil, nil, testHost, testPort, o).Likely(txtOf(older)); r != nil {
-		t.Fatal("likely without a TLSA leaf")
+	sel := NewSelector(testHost, testPort, o)
+	sel.StartChains(nil, nil)
+	if _, leaf := sel.Likely(txtOf(older)); leaf != nil {
+		t.Fatal("a likely leaf without a TLSA record")
 	}
 	forged := older.Record.Clone()
 	forged.Signature[len(forged.Signature)/2] ^= 1
-	c := StartChains(f.tlsa(), f.certs(), testHost, testPort, o)
-	if r, _ := c.Likely([][]string{forged.TXT()}); r == nil {
+	sel = NewSelector(testHost, testPort, o)
+	sel.StartChains(f.tlsa(), f.certs())
+	if r, _ := sel.Likely([][]string{forged.TXT()}); r == nil {
 		t.Fatal("Likely checks signatures: it must not, it is only a guess")
 	}
-	if _, _, err := c.Select([][]string{forged.TXT()}); ReasonOf(err) != ReasonBadSignature {
+	if _, _, err := sel.Select([][]string{forged.TXT()}); ReasonOf(err) != ReasonBadSignature {
 		t.Fatalf("Select of the forged record: %v", err)
 	}
 }
@@ -349,13 +357,13 @@ func TestSelectIntermediatesFromCERT(t *testing.T) {
 	leaf := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{testHost}, Intermediate: true})
 	f := newFixtureWith(t, ca, leaf, Options{}, nil)
 	k := f.issue(t, t0)
-	if _, _, err := Select(txtOf(k), f.tlsa(), nil, testHost, testPort, f.roots(), t0); ReasonOf(err) != ReasonUntrustedChain {
+	if _, _, err := selectOne(txtOf(k), f.tlsa(), nil, testHost, testPort, f.roots(), t0); ReasonOf(err) != ReasonUntrustedChain {
 		t.Fatalf("without CERT intermediates: %v", err)
 	}
 	if len(f.certs()) != 1 {
 		t.Fatal("want one CERT record")
 	}
-	if _, _, err := Select(txtOf(k), f.tlsa(), f.certs(), testHost, testPort, f.roots(), t0); err != nil {
+	if _, _, err := selectOne(txtOf(k), f.tlsa(), f.certs(), testHost, testPort, f.roots(), t0); err != nil {
 		t.Fatalf("with CERT intermediates: %v", err)
 	}
 }
@@ -363,7 +371,7 @@ func TestSelectIntermediatesFromCERT(t *testing.T) {
 func TestOffer(t *testing.T) {
 	f := newFixture(t, "ecdsa-p256", Options{ALPN: "h2", NSC: []uint16{0x1303}, MaxEarlyData: 4096}, nil)
 	k := f.issue(t, t0)
-	r, leaf, err := Select(txtOf(k), f.tlsa(), nil, testHost, testPort, f.roots(), t0)
+	r, leaf, err := selectOne(txtOf(k), f.tlsa(), nil, testHost, testPort, f.roots(), t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,7 +416,9 @@ func TestSelectRevoked(t *testing.T) {
 	f := newFixture(t, "ecdsa-p256", Options{}, nil)
 	k := f.issue(t, t0)
 	sel := func(f *fixture, rev *revocation.Checker) error {
-		_, _, err := SelectWith(txtOf(k), f.tlsa(), f.certs(), testHost, testPort, SelectOptions{Roots: f.roots(), Now: t0, Revocation: rev})
+		sel := NewSelector(testHost, testPort, SelectOptions{Roots: f.roots(), Now: t0, Revocation: rev})
+		sel.StartChains(f.tlsa(), f.certs())
+		_, _, err := sel.Select(txtOf(k))
 		return err
 	}
 	if err := sel(f, crl(f.ca, f.leaf.Cert.SerialNumber)); ReasonOf(err) != ReasonRevoked || !errors.Is(err, revocation.ErrRevoked) {

@@ -471,7 +471,9 @@ func checkZData(ctx context.Context, res *resolver.Resolver, host string, port i
 			}
 		}
 	}
-	rec, leaf, err := zdata.Select(txts, tlsas, certs, host, port, roots, now)
+	sel := zdata.NewSelector(host, port, zdata.SelectOptions{Roots: roots, Now: now})
+	sel.StartChains(tlsas, certs)
+	rec, leaf, err := sel.Select(txts)
 	if err != nil {
 		rep.Reason = err.Error()
 		return rep, nil

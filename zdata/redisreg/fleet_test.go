@@ -145,7 +145,9 @@ func TestFleetReplayAndFailClosed(t *testing.T) {
 			tlsa = append(tlsa, v)
 		}
 	}
-	rec, rleaf, err := zdata.Select(txt, tlsa, nil, "server.test", 443, ca.Pool(), now)
+	sel := zdata.NewSelector("server.test", 443, zdata.SelectOptions{Roots: ca.Pool(), Now: now})
+	sel.StartChains(tlsa, nil)
+	rec, rleaf, err := sel.Select(txt)
 	if err != nil {
 		t.Fatal(err)
 	}

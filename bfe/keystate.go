@@ -221,14 +221,11 @@ func (ks *KeyState) step(name string) {
 // erasure could not be made durable (the ciphertext is refused).
 func (ks *KeyState) Decapsulate(ctx context.Context, ciphertext []byte) ([]byte, error) {
 	pk := ks.pk
-	if len(ciphertext) != pk.params.CiphertextSize() {
-		return nil, fmt.Errorf("%w: length %d, want %d", ErrInvalidCiphertext, len(ciphertext), pk.params.CiphertextSize())
+	c0, err := pk.parseCiphertext(ciphertext)
+	if err != nil {
+		return nil, err
 	}
 	tag := ciphertext[:g2Compressed]
-	c0, err := parseG2(tag)
-	if err != nil {
-		return nil, fmt.Errorf("%w: c0: %v", ErrInvalidCiphertext, err)
-	}
 	var posBuf [MaxHashes]uint32
 	pos := positions(&pk.digest, pk.params, tag, posBuf[:0])
 

@@ -106,6 +106,23 @@ func parseG2(b []byte) (bls.G2Affine, error) {
 	return q, nil
 }
 
+// parseCiphertext checks a ciphertext's form and returns its tag c0:
+//
+//	struct {
+//	    opaque c0[96];               /* g2^r, compressed G2, not the identity */
+//	    opaque c[k][KeySize];        /* key XOR G'(y_j), j = 0..k-1 */
+//	} BFECiphertext;                 /* exactly 96 + 32k bytes */
+func (pk *PublicKey) parseCiphertext(b []byte) (bls.G2Affine, error) {
+	if len(b) != pk.params.CiphertextSize() {
+		return bls.G2Affine{}, fmt.Errorf("%w: length %d, want %d", ErrInvalidCiphertext, len(b), pk.params.CiphertextSize())
+	}
+	c0, err := parseG2(b[:g2Compressed])
+	if err != nil {
+		return bls.G2Affine{}, fmt.Errorf("%w: c0: %v", ErrInvalidCiphertext, err)
+	}
+	return c0, nil
+}
+
 // Bytes returns the wire encoding.
 func (pk *PublicKey) Bytes() []byte { return append([]byte(nil), pk.enc...) }
 

@@ -640,6 +640,15 @@ func conformanceTable() []conformanceRow {
 	add(conformanceRow{id: "hello/client-legacy-version-ssl3", section: secD5, roles: asServer,
 		rule: "a ClientHello with legacy_version 0x0300 or less is a protocol_version",
 		run:  rewriteCH(func(ch *wire.ClientHello) { ch.LegacyVersion = 0x0300 }), want: sends(AlertProtocolVersion)})
+	for _, v := range []uint16{0x0000, 0x0200} {
+		add(conformanceRow{id: fmt.Sprintf("hello/client-legacy-version-%#04x", v), section: secD5, roles: asServer,
+			rule: fmt.Sprintf("a ClientHello with legacy_version %#04x (below SSL 3.0) is a protocol_version", v),
+			run: rewriteFlight(func(c *conv, recs []*rec) []*rec {
+				ch := c.must(recs, wire.TypeClientHello)
+				ch.data[4], ch.data[5] = byte(v>>8), byte(v) // the raw field: 0x0000 has no struct value
+				return recs
+			}), want: sends(AlertProtocolVersion)})
+	}
 	add(conformanceRow{id: "hello/server-legacy-version-ssl3", section: secD5, roles: asClient,
 		rule: "a ServerHello with legacy_version 0x0300 is a protocol_version",
 		run: rewriteFlight(func(c *conv, recs []*rec) []*rec {

@@ -97,10 +97,8 @@ func (s *serverExpectClientHello) handle(e *engine, typ uint8, msg []byte) (stat
 	if !contains(ch.SupportedVersions, wire.VersionTLS13) {
 		return nil, errPeerTLS12Only
 	}
-	if ch.LegacyVersion != 0 && ch.LegacyVersion <= 0x0300 {
-		// RFC 8446, Appendix D.5: SSL 3.0 or older in legacy_version.
-		return nil, errorf(AlertProtocolVersion, "ClientHello with legacy_version 0x%04x", ch.LegacyVersion)
-	}
+	// A legacy_version of 0x0300 or lower (RFC 8446, Appendix D.5) was
+	// refused with protocol_version by the parser, on the wire value.
 	if !bytes.Equal(ch.CompressionMethods, []byte{0}) {
 		return nil, errorf(AlertIllegalParameter, "ClientHello offers compression")
 	}

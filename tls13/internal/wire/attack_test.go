@@ -169,6 +169,11 @@ func TestAttacks(t *testing.T) {
 
 		// Versions and required extensions.
 		{"CH without extensions", setLen(bytes.Clone(ch3[:4+2+32+1+8+2])), AlertProtocolVersion},
+		// RFC 8446, Appendix D.5: SSL 3.0 or lower, 0x0000 included (it
+		// must not read as LegacyVersion 0, which stands for 0x0303).
+		{"CH legacy_version 0x0000", withCHVersion(ch3, 0x0000), AlertProtocolVersion},
+		{"CH legacy_version 0x0200", withCHVersion(ch3, 0x0200), AlertProtocolVersion},
+		{"CH legacy_version 0x0300", withCHVersion(ch3, 0x0300), AlertProtocolVersion},
 		{"SH legacy_version 0x0301", func() []byte {
 			b := bytes.Clone(vec(t, v, "[3] server.hello"))
 			b[5] = 1
@@ -431,4 +436,11 @@ func TestZTLSCodepoint(t *testing.T) {
 	if err != nil || pd.HasZTLS || len(pd.Extra) != 1 || pd.Extra[0].Type != cp {
 		t.Fatalf("ServerHello read at the default codepoint: %+v, %v", pd, err)
 	}
+}
+
+// withCHVersion returns a copy of the ClientHello msg with legacy_version v.
+func withCHVersion(msg []byte, v uint16) []byte {
+	b := bytes.Clone(msg)
+	b[4], b[5] = byte(v>>8), byte(v)
+	return b
 }

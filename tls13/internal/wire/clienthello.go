@@ -35,7 +35,8 @@ type ClientHello struct {
 
 	// LegacyVersion is ProtocolVersion legacy_version. 0 stands for 0x0303,
 	// which is what every TLS 1.3 client sends: Marshal writes 0x0303 for 0,
-	// and ParseClientHello leaves 0 when it reads 0x0303.
+	// and ParseClientHello leaves 0 when it reads 0x0303. ParseClientHello
+	// refuses 0x0300 and below (so a wire 0x0000 never reads as 0).
 	LegacyVersion uint16
 	// Random is opaque Random[32].
 	Random [32]byte
@@ -134,6 +135,12 @@ func ParseClientHelloZTLS(msg []byte, cp uint16) (*ClientHello, error) {
 		!s.ReadUint8LengthPrefixed(&sid) || !s.ReadUint16LengthPrefixed(&suites) ||
 		!s.ReadUint8LengthPrefixed(&comp) {
 		return nil, decodeErr("ClientHello: truncated")
+	}
+	if vers <= 0x0300 {
+		// RFC 8446, Appendix D.5: a ClientHello.legacy_version of SSL 3.0
+		// (0x0300) or lower is a protocol_version. Checked here, on the
+		// wire value, because 0 in LegacyVersion means 0x0303.
+		return nil, Errorf(AlertProtocolVersion, "wire: ClientHello legacy_version 0x%04x", vers)
 	}
 	if vers != VersionTLS12 {
 		m.LegacyVersion = vers

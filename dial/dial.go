@@ -109,10 +109,14 @@ const (
 	ReasonRejected      = "server rejected the ztls early data (a server without these Z-data keys ignores ztls; a ztls server refuses early data that may be a replay, after a restart that lost its anti-replay memory or while that memory is unavailable, and when it requires client certificates; its log (ztls serve -v) says which)"
 	ReasonRemembered    = "server aborted on ztls before (remembered)"
 	ReasonServerAborted = "server aborted on the ztls ClientHello; retried without"
-	ReasonHRR           = "server asked for a HelloRetryRequest"
 	ReasonNoEarly       = "no replay-safe request to send as early data"
 	ReasonServerName    = "TLS ServerName differs from the dialled host (Z-data is signed for the dialled host)"
 )
+
+// ErrZTLSImpossible is what Connect's error wraps when Options.Mode is
+// "ztls" and ZTLS cannot be used; the error goes on with the reason, one
+// that would have been Report.FallbackReason in Mode "auto".
+var ErrZTLSImpossible = errors.New(`dial: mode "ztls" impossible`)
 
 type zresult struct {
 	offer *tls13.ZDataOffer
@@ -194,7 +198,7 @@ func attempt(ctx context.Context, addr string, o Options, res *Result, start tim
 		reason, wantZ = ReasonRemembered, false
 	}
 	if o.Mode == "ztls" && !wantZ {
-		return fmt.Errorf("dial: --mode ztls impossible: %s", reason)
+		return fmt.Errorf("%w: %s", ErrZTLSImpossible, reason)
 	}
 
 	lctx, cancelLookups := context.WithCancel(ctx)
@@ -280,7 +284,7 @@ func attempt(ctx context.Context, addr string, o Options, res *Result, start tim
 		timer.Stop()
 		if offer == nil && o.Mode == "ztls" {
 			raw.Close()
-			return fmt.Errorf("dial: --mode ztls impossible: %s", reason)
+			return fmt.Errorf("%w: %s", ErrZTLSImpossible, reason)
 		}
 	}
 

@@ -3,6 +3,7 @@ package dial
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -140,8 +141,8 @@ func TestConnectForgedZData(t *testing.T) {
 
 func TestConnectModeZTLSRefusesFallback(t *testing.T) {
 	w := startWorld(t, lab.Options{NoZData: true})
-	if _, err := connect(t, w, func(o *Options) { o.Mode = "ztls" }); err == nil || !strings.Contains(err.Error(), "ztls impossible") {
-		t.Fatalf("--mode ztls without Z-data: %v", err)
+	if _, err := connect(t, w, func(o *Options) { o.Mode = "ztls" }); !errors.Is(err, ErrZTLSImpossible) {
+		t.Fatalf("Mode ztls without Z-data: %v", err)
 	}
 }
 

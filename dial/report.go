@@ -140,7 +140,7 @@ func (r *Report) WriteText(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  verified chain: %s%s\n", strings.Join(r.PeerChain, " <- "), from)
 	} else if !r.TLS.Resumed {
-		fmt.Fprintln(w, "  certificate NOT verified (--insecure)")
+		fmt.Fprintln(w, "  certificate NOT verified (InsecureSkipVerify)")
 	}
 	if r.EarlyData.Offered {
 		state := "rejected"

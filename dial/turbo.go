@@ -45,7 +45,7 @@ type TurboOptions struct {
 const (
 	ReasonTurboNoAdvert = "no TurboTLS advertisement (HTTPS key65280)"
 	ReasonTurboNoHTTPS  = "HTTPS record not answered within the budget after the address"
-	ReasonTurboNoDNS    = "no DNS resolver and no --turbo-port: UDP port unknown"
+	ReasonTurboNoDNS    = "UDP port unknown: no TurboPort, and no HTTPS record to look up (no DNS resolver, or an IP address)"
 )
 
 var defaultSizes = &turbo.SizeCache{}
@@ -226,7 +226,7 @@ func (t *turboDial) connect(ctx context.Context) (bool, error) {
 		}
 		timer.Stop()
 		if offer == nil && t.o.Mode == "ztls" {
-			return true, fmt.Errorf("dial: --mode ztls impossible: %s", reason)
+			return true, fmt.Errorf("%w: %s", ErrZTLSImpossible, reason)
 		}
 	}
 	hello := early

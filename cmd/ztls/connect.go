@@ -270,6 +270,7 @@ func runConnect(f *connectFlags, addr string, req []byte, input io.Reader) error
 		return err
 	}
 	defer res.Conn.Close()
+	flagHints(&res.Report)
 	if res.Report.FallbackReason == dial.ReasonNoEarly && notEarly != "" {
 		res.Report.FallbackReason = "request sent after the handshake, not as early data: " + notEarly +
 			" (--early-unsafe sends it early, accepting that it may be replayed)"
@@ -373,6 +374,14 @@ func (f *connectFlags) check() error {
 	return nil
 }
 
+// flagHints adds to the report's reasons, which name dial's options, the
+// flag that sets the option.
+func flagHints(r *dial.Report) {
+	if r.TurboFallback == dial.ReasonTurboNoDNS {
+		r.TurboFallback += "; --turbo-port gives it"
+	}
+}
+
 // cure adds to a failure what the user can do about it, when the failure
 // says so: the symptom stays first, the cure follows.
 func (f *connectFlags) cure(err error, addr string) error {
@@ -399,6 +408,8 @@ func (f *connectFlags) cure(err error, addr string) error {
 		return fmt.Errorf("%w: the server's certificate does not chain to the system's roots; pass the CA that issued it with --ca FILE (PEM), or --insecure for a test server", err)
 	case errors.As(err, &cve) && errors.As(err, &name):
 		return fmt.Errorf("%w: connect by a name the certificate holds, or pass it with --servername NAME", err)
+	case errors.Is(err, dial.ErrZTLSImpossible):
+		return fmt.Errorf("%w (--mode ztls; --mode auto falls back to TLS 1.3)", err)
 	case errors.Is(err, dial.ErrResponseTimeout):
 		return fmt.Errorf("%w: the server neither finished the response nor closed the connection within --timeout %v (raise it for a slow server)", err, f.timeout)
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded):

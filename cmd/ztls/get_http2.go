@@ -68,6 +68,7 @@ func runGetHTTP2(f *connectFlags, u *url.URL) error {
 	rep.Timing.FirstByte = math.Round(float64(firstByte.Microseconds())) / 1000
 	rep.Timing.Total = math.Round(float64(time.Since(start).Microseconds())) / 1000
 	rep.ResponseBytes = int(min(n, int64(f.maxBytes)))
+	flagHints(&rep)
 	switch {
 	case rerr != nil:
 		err = fmt.Errorf("reading the response (%d bytes received): %w", n, f.cure(rerr, u.Host))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/dns/resolver"
+	"github.com/ztls-project/ztls/internal/dialhook"
 	"github.com/ztls-project/ztls/internal/lab"
 	"github.com/ztls-project/ztls/zdata"
 )
@@ -27,6 +29,17 @@ func startWorld(t *testing.T, o lab.Options) *lab.World {
 
 func connect(t *testing.T, w *lab.World, mutate func(*Options)) (*Result, error) {
 	t.Helper()
+	return connectCtx(t, context.Background(), w, mutate)
+}
+
+// wrapUDP is a context with which Connect wraps its TurboTLS UDP sockets.
+func wrapUDP(wrap func(net.Conn) net.Conn) context.Context {
+	return dialhook.WithWrapUDP(context.Background(), wrap)
+}
+
+// connectCtx is connect within ctx (at most 10 s).
+func connectCtx(t *testing.T, ctx context.Context, w *lab.World, mutate func(*Options)) (*Result, error) {
+	t.Helper()
 	res, err := w.Resolver(resolver.UDP)
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +51,7 @@ func connect(t *testing.T, w *lab.World, mutate func(*Options)) (*Result, error)
 	if mutate != nil {
 		mutate(&o)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	r, err := Connect(ctx, w.HostPort(), o)
 	if err == nil {

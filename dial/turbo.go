@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ztls-project/ztls/dns/resolver"
+	"github.com/ztls-project/ztls/internal/dialhook"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
 	"github.com/ztls-project/ztls/zdata"
@@ -35,9 +36,6 @@ type TurboOptions struct {
 	// TurboSizes remembers servers' flight sizes; nil means a
 	// process-wide cache.
 	TurboSizes *turbo.SizeCache
-	// TurboWrapUDP wraps the client's UDP socket (the testbed's UDP loss
-	// and blocking emulation; tests).
-	TurboWrapUDP func(net.Conn) net.Conn
 }
 
 // Reasons TurboTLS was not tried (Report.TurboFallback); the reasons it
@@ -68,6 +66,9 @@ type turboDial struct {
 	https  <-chan *resolver.Answer
 	mem    *Memory // remembers servers that abort on ztls
 	now    func() time.Time
+	// wrapUDP wraps the UDP socket (internal/dialhook: the testbed's
+	// loss emulation, tests).
+	wrapUDP func(net.Conn) net.Conn
 
 	// When TurboTLS is not used after all, the TCP connection whose SYN
 	// left at address time is handed to Connect's plain path.
@@ -102,6 +103,7 @@ func (t *turboDial) plainConn() (net.Conn, time.Duration) {
 // used reports whether it did (then res is complete or err is set).
 func (t *turboDial) connect(ctx context.Context) (bool, error) {
 	r := t.r
+	t.wrapUDP = dialhook.WrapUDP(ctx)
 	budget := t.o.ZDataBudget
 	if budget <= 0 {
 		budget = 20 * time.Millisecond
@@ -333,7 +335,7 @@ func (t *turboDial) connect(ctx context.Context) (bool, error) {
 // turboConfig is the TurboTLS client configuration for ZTLS with offer
 // (nil: TLS 1.3, resuming Options.Session if set), early data included.
 func (t *turboDial) turboConfig(offer *tls13.ZDataOffer) *turbo.ClientConfig {
-	cc := &turbo.ClientConfig{TLS: t.cfg, Wait: t.o.TurboWait, Sizes: t.o.TurboSizes, WrapUDP: t.o.TurboWrapUDP, ReplaySafe: t.o.ReplaySafe}
+	cc := &turbo.ClientConfig{TLS: t.cfg, Wait: t.o.TurboWait, Sizes: t.o.TurboSizes, WrapUDP: t.wrapUDP, ReplaySafe: t.o.ReplaySafe}
 	if cc.Sizes == nil {
 		cc.Sizes = defaultSizes
 	}

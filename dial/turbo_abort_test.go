@@ -7,6 +7,7 @@ package dial
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"errors"
 	"net"
@@ -122,10 +123,10 @@ func startServerProxy(t *testing.T, w *lab.World, backend string) *turbo.ServerP
 }
 
 // turboAgainst connects to the world with TurboTLS and mem, sending ping.
-func turboAgainst(t *testing.T, w *lab.World, mem *Memory, mutate func(*Options)) (*Result, string, error) {
+func turboAgainst(t *testing.T, ctx context.Context, w *lab.World, mem *Memory, mutate func(*Options)) (*Result, string, error) {
 	t.Helper()
 	var out bytes.Buffer
-	r, err := connect(t, w, func(o *Options) {
+	r, err := connectCtx(t, ctx, w, func(o *Options) {
 		o.Turbo, o.TurboWait, o.Memory = true, 5*time.Second, mem
 		o.Request, o.ReadResponse, o.Out = []byte("ping\n"), 5, &out
 		if mutate != nil {
@@ -147,7 +148,7 @@ func TestTurboAbortOverUDPRetriedAndRemembered(t *testing.T) {
 	startServerProxy(t, w, be.addr)
 	mem := NewMemory()
 
-	r, got, err := turboAgainst(t, w, mem, nil)
+	r, got, err := turboAgainst(t, context.Background(), w, mem, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func TestTurboAbortOverUDPRetriedAndRemembered(t *testing.T) {
 	}
 
 	// The next connection goes straight to TLS 1.3, and TurboTLS works.
-	r, got, err = turboAgainst(t, w, mem, nil)
+	r, got, err = turboAgainst(t, context.Background(), w, mem, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,10 +196,7 @@ func TestTurboAbortOverTCPRetriedAndRemembered(t *testing.T) {
 	be := startGoBackend(t, w, 0)
 	startServerProxy(t, w, be.addr)
 	mem := NewMemory()
-	r, got, err := turboAgainst(t, w, mem, func(o *Options) {
-		o.TurboWait = 30 * time.Millisecond
-		o.TurboWrapUDP = func(c net.Conn) net.Conn { return blackHole{c} }
-	})
+	r, got, err := turboAgainst(t, wrapUDP(blackHoled), w, mem, func(o *Options) { o.TurboWait = 30 * time.Millisecond })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +224,7 @@ func TestTurboPlainFailureIsNoZTLSAbort(t *testing.T) {
 	be := startGoBackend(t, w, tls.VersionTLS12)
 	startServerProxy(t, w, be.addr)
 	mem := NewMemory()
-	_, _, err := turboAgainst(t, w, mem, func(o *Options) { o.Mode = "tls" })
+	_, _, err := turboAgainst(t, context.Background(), w, mem, func(o *Options) { o.Mode = "tls" })
 	var ae *tls13.AlertError
 	if !errors.As(err, &ae) {
 		t.Fatalf("err %v, want the server's alert", err)
@@ -250,10 +248,13 @@ func TestTurboAbortRetriedOnlyOnce(t *testing.T) {
 	for _, udp := range []bool{true, false} {
 		mem := NewMemory()
 		before := len(be.hellos())
-		_, _, err := turboAgainst(t, w, mem, func(o *Options) {
+		ctx := context.Background()
+		if !udp {
+			ctx = wrapUDP(blackHoled)
+		}
+		_, _, err := turboAgainst(t, ctx, w, mem, func(o *Options) {
 			if !udp {
 				o.TurboWait = 30 * time.Millisecond
-				o.TurboWrapUDP = func(c net.Conn) net.Conn { return blackHole{c} }
 			}
 		})
 		var ae *tls13.AlertError

@@ -71,14 +71,12 @@ func TestConnectZTLSTurboEarlyHelloOfAForgedRecordIsNotSent(t *testing.T) {
 		t.Fatal(err)
 	}
 	var sockets, writers []*atomic.Int32
-	r, err := connect(t, w, func(o *Options) {
-		o.Turbo, o.TurboWait = true, 5*time.Second
-		o.TurboWrapUDP = func(c net.Conn) net.Conn {
-			n := new(atomic.Int32)
-			sockets = append(sockets, n)
-			return writeCounter{c, n}
-		}
+	ctx := wrapUDP(func(c net.Conn) net.Conn {
+		n := new(atomic.Int32)
+		sockets = append(sockets, n)
+		return writeCounter{c, n}
 	})
+	r, err := connectCtx(t, ctx, w, func(o *Options) { o.Turbo, o.TurboWait = true, 5*time.Second })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,10 +113,8 @@ func TestConnectTurboTLS(t *testing.T) {
 func TestConnectTurboNotAdvertised(t *testing.T) {
 	w := startWorld(t, lab.Options{})
 	sent := 0
-	r, err := connect(t, w, func(o *Options) {
-		o.Turbo = true
-		o.TurboWrapUDP = func(c net.Conn) net.Conn { sent++; return c }
-	})
+	ctx := wrapUDP(func(c net.Conn) net.Conn { sent++; return c })
+	r, err := connectCtx(t, ctx, w, func(o *Options) { o.Turbo = true })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,14 +128,15 @@ type blackHole struct{ net.Conn }
 
 func (b blackHole) Write(p []byte) (int, error) { return len(p), nil }
 
+func blackHoled(c net.Conn) net.Conn { return blackHole{c} }
+
 // UDP blocked on the path: after the wait, ZTLS over the TCP connection
 // already open, and the answer still comes.
 func TestConnectTurboBlockedFallsBack(t *testing.T) {
 	w := startWorld(t, lab.Options{Turbo: true})
 	for _, mode := range []string{"auto", "tls"} {
-		r, err := connect(t, w, func(o *Options) {
+		r, err := connectCtx(t, wrapUDP(blackHoled), w, func(o *Options) {
 			o.Mode, o.Turbo, o.TurboWait = mode, true, 30*time.Millisecond
-			o.TurboWrapUDP = func(c net.Conn) net.Conn { return blackHole{c} }
 		})
 		if err != nil {
 			t.Fatal(err)

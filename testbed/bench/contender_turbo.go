@@ -20,6 +20,7 @@ import (
 
 	"github.com/ztls-project/ztls/dial"
 	dnsresolver "github.com/ztls-project/ztls/dns/resolver"
+	"github.com/ztls-project/ztls/internal/dialhook"
 	"github.com/ztls-project/ztls/testbed/child"
 	"github.com/ztls-project/ztls/testbed/hosts"
 	"github.com/ztls-project/ztls/tls13"
@@ -458,10 +459,10 @@ func (st *workerState) turboVisit(j turboJob) *workerResult {
 	o.TurboSizes = &turbo.SizeCache{}
 	switch {
 	case j.Drop >= 1:
-		o.TurboWrapUDP = func(c net.Conn) net.Conn { return blockedUDP{c} }
+		ctx = dialhook.WithWrapUDP(ctx, func(c net.Conn) net.Conn { return blockedUDP{c} })
 	case j.Drop > 0:
 		rng := rand.New(rand.NewSource(j.Seed))
-		o.TurboWrapUDP = func(c net.Conn) net.Conn { return &lossyUDP{Conn: c, p: j.Drop, rng: rng} }
+		ctx = dialhook.WithWrapUDP(ctx, func(c net.Conn) net.Conn { return &lossyUDP{Conn: c, p: j.Drop, rng: rng} })
 	}
 	r, err := dial.Connect(ctx, j.Addr, o)
 	if err != nil {

@@ -11,7 +11,9 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"sync"
 	"testing"
@@ -30,6 +32,7 @@ const (
 	sec61   = "RFC 8446, Section 6.1"
 	sec62   = "RFC 8446, Section 6.2"
 	secD4   = "RFC 8446, Appendix D.4"
+	secD    = "RFC 8446, Appendix D"
 	secD5   = "RFC 8446, Appendix D.5"
 	sec4    = "RFC 8446, Section 4"
 	sec412  = "RFC 8446, Section 4.1.2"
@@ -472,6 +475,8 @@ func conformanceTable() []conformanceRow {
 			ee.RecordSizeLimit = 0
 			ee.Extra = append(ee.Extra, wire.Extension{Type: wire.ExtRecordSizeLimit, Data: []byte{0, 63}})
 		}), want: sends(AlertIllegalParameter)})
+
+	hostilePeerRows(add)
 
 	// change_cipher_spec (Section 5, Appendix D.4).
 	add(conformanceRow{id: "ccs/dropped", section: secD4, roles: bothRoles,
@@ -1019,4 +1024,275 @@ func conformanceTable() []conformanceRow {
 				&rec{ct: record.TypeApplicationData, epoch: ep, data: []byte("old")})
 		}, want: sends(AlertBadRecordMAC)})
 	return rows
+}
+
+// Raw message surgery, for rows that lie about lengths: offsets into a
+// whole ClientHello or ServerHello message, header included.
+
+func get16(b []byte, off int) int { return int(b[off])<<8 | int(b[off+1]) }
+
+func put16(b []byte, off, n int) { b[off], b[off+1] = byte(n>>8), byte(n) }
+
+// setBodyLen rewrites a handshake message's uint24 length.
+func setBodyLen(msg []byte, n int) { msg[1], msg[2], msg[3] = byte(n>>16), byte(n>>8), byte(n) }
+
+// helloExtensions returns the offsets of a hello's extensions block (its
+// uint16 length) and of the header of its last extension.
+func helloExtensions(msg []byte) (block, last int) {
+	off := 4 + 2 + 32
+	off += 1 + int(msg[off]) // legacy_session_id
+	if msg[0] == wire.TypeClientHello {
+		off += 2 + get16(msg, off) // cipher_suites
+		off += 1 + int(msg[off])   // legacy_compression_methods
+	} else {
+		off += 2 + 1 // cipher_suite, legacy_compression_method
+	}
+	for p := off + 2; p < len(msg); p += 4 + get16(msg, p+2) {
+		last = p
+	}
+	return off, last
+}
+
+// peerHello rewrites the raw hello the peer sends first: the ClientHello
+// to a server under test, the ServerHello to a client.
+func peerHello(f func(msg []byte) []byte) func(c *conv) {
+	return rewriteFlight(func(c *conv, recs []*rec) []*rec {
+		typ := wire.TypeServerHello
+		if !c.sutClient {
+			typ = wire.TypeClientHello
+		}
+		r := c.must(recs, typ)
+		r.data = f(bytes.Clone(r.data))
+		return recs
+	})
+}
+
+// swapMsgs exchanges the first handshake messages of types a and b.
+func swapMsgs(a, b uint8) func(c *conv, recs []*rec) []*rec {
+	return func(c *conv, recs []*rec) []*rec {
+		i, j := find(recs, a), find(recs, b)
+		if i < 0 || j < 0 {
+			c.t.Fatalf("the peer's flight lacks message %d or %d", a, b)
+		}
+		recs[i], recs[j] = recs[j], recs[i]
+		return recs
+	}
+}
+
+// truncated delivers the peer's next flight (a server's first, a
+// client's second) cut by cut, then ends the transport.
+func truncated(cut func(c *conv, recs []*rec) []byte) func(c *conv) {
+	return func(c *conv) {
+		if !c.sutClient {
+			c.relay() // the ClientHello; the client's second flight is cut
+		}
+		c.deliverBytes(cut(c, c.peerRecs()))
+		c.closed = c.eof()
+	}
+}
+
+// closedDuringHandshake is the outcome of a transport that ends in the
+// middle of the handshake: the partial input is not acted on, the
+// handshake does not complete and the application hears of the close.
+var closedDuringHandshake = behaves("handshake not complete; Handshake reports ErrClosedDuringHandshake", func(c *conv) error {
+	switch {
+	case c.err != nil:
+		return fmt.Errorf("the engine failed (%v) on a truncated but well-formed stream", c.err)
+	case c.sut.done:
+		return fmt.Errorf("the handshake completed")
+	case !errors.Is(c.closed, ErrClosedDuringHandshake):
+		return fmt.Errorf("Handshake returned %v at EOF, want ErrClosedDuringHandshake", c.closed)
+	}
+	return nil
+})
+
+// hostilePeerRows are the hostile peer's conversations that reorder,
+// truncate, lie about lengths and vary legacy_record_version.
+func hostilePeerRows(add func(conformanceRow)) {
+	certRoles := func(o *convOpts) { withClientCert(o) }
+
+	// Reordered messages (Section 4: each message in its order).
+	add(conformanceRow{id: "order/certificate-verify-before-certificate", section: sec4, roles: bothRoles, setup: certRoles,
+		rule: "CertificateVerify before Certificate (swapped) is an unexpected_message",
+		run:  peerFlight(swapMsgs(wire.TypeCertificate, wire.TypeCertificateVerify)), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "order/finished-before-certificate-verify", section: sec4, roles: bothRoles, setup: certRoles,
+		rule: "Finished before CertificateVerify (swapped) is an unexpected_message",
+		run:  peerFlight(swapMsgs(wire.TypeCertificateVerify, wire.TypeFinished)), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "order/certificate-before-encrypted-extensions", section: sec4, roles: asClient,
+		rule: "Certificate before EncryptedExtensions (swapped) is an unexpected_message",
+		run:  rewriteFlight(swapMsgs(wire.TypeEncryptedExtensions, wire.TypeCertificate)), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "order/certificate-request-after-certificate", section: sec4, roles: asClient, setup: certRoles,
+		rule: "CertificateRequest after Certificate (swapped) is an unexpected_message",
+		run:  rewriteFlight(swapMsgs(wire.TypeCertificateRequest, wire.TypeCertificate)), want: sends(AlertUnexpectedMessage)})
+
+	// Truncation: the transport ends inside a record or a message.
+	add(conformanceRow{id: "truncate/partial-record-eof", section: sec51, roles: bothRoles,
+		rule: "a flight cut inside its last record, then EOF: the partial record is not processed, the handshake fails",
+		run: truncated(func(c *conv, recs []*rec) []byte {
+			var b []byte
+			for _, r := range recs {
+				b = c.toSUT.write(c.t, b, r)
+			}
+			return b[:len(b)-5]
+		}), want: closedDuringHandshake})
+	add(conformanceRow{id: "truncate/partial-message-eof", section: sec51, roles: bothRoles,
+		rule: "a flight whose last record holds half the Finished, then EOF: the handshake fails",
+		run: truncated(func(c *conv, recs []*rec) []byte {
+			fin := c.must(recs, wire.TypeFinished)
+			fin.data = fin.data[:len(fin.data)/2]
+			var b []byte
+			for _, r := range recs {
+				b = c.toSUT.write(c.t, b, r)
+			}
+			return b
+		}), want: closedDuringHandshake})
+	add(conformanceRow{id: "truncate/no-close-notify", section: sec61, roles: bothRoles,
+		rule: "application data then EOF without close_notify: the data is read, then the end is reported as truncation",
+		run: func(c *conv) {
+			afterHandshake(sealed(record.TypeApplicationData, []byte("hello")))(c)
+			if c.sut.appBuffered() != 5 {
+				c.t.Fatalf("%d bytes buffered before EOF, want 5", c.sut.appBuffered())
+			}
+			c.closed = c.eof()
+		},
+		want: behaves("Read returns the data, then io.ErrUnexpectedEOF", func(c *conv) error {
+			if c.err != nil || c.closed != io.ErrUnexpectedEOF {
+				return fmt.Errorf("engine error %v; at EOF Read returned %v, want io.ErrUnexpectedEOF", c.err, c.closed)
+			}
+			return nil
+		})})
+	add(conformanceRow{id: "truncate/partial-appdata-record", section: sec61, roles: bothRoles,
+		rule: "half an application data record then EOF: nothing is delivered, the end is reported as truncation",
+		run: func(c *conv) {
+			if c.handshake() != nil {
+				return
+			}
+			b := c.toSUT.write(c.t, nil, &rec{ct: record.TypeApplicationData, epoch: c.epoch(), data: []byte("hello")})
+			c.deliverBytes(b[:len(b)/2])
+			c.closed = c.eof()
+		},
+		want: behaves("nothing read; Read returns io.ErrUnexpectedEOF", func(c *conv) error {
+			if c.err != nil || c.closed != io.ErrUnexpectedEOF || c.sut.appBuffered() != 0 {
+				return fmt.Errorf("engine error %v, %d bytes delivered; at EOF Read returned %v, want io.ErrUnexpectedEOF", c.err, c.sut.appBuffered(), c.closed)
+			}
+			return nil
+		})})
+
+	// A message cut at a key change (Section 5.1: handshake messages MUST
+	// NOT span key changes; the record that ends before one ends there).
+	add(conformanceRow{id: "record/partial-message-after-server-hello", section: sec51, roles: asClient,
+		rule: "the first bytes of EncryptedExtensions in the ServerHello's record (cut at the key change) are an unexpected_message",
+		run: rewriteFlight(func(c *conv, recs []*rec) []*rec {
+			sh := c.must(recs, wire.TypeServerHello)
+			ee := c.must(recs, wire.TypeEncryptedExtensions)
+			return []*rec{plain(record.TypeHandshake, append(bytes.Clone(sh.data), ee.data[:6]...))}
+		}), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "record/partial-message-after-finished", section: sec51, roles: bothRoles,
+		rule: "the first bytes of a next message in the Finished's record (cut at the key change) are an unexpected_message",
+		run: peerFlight(func(c *conv, recs []*rec) []*rec {
+			fin := c.must(recs, wire.TypeFinished)
+			fin.data = append(bytes.Clone(fin.data), hsMsg(wire.TypeKeyUpdate, []byte{0})[:3]...)
+			return recs
+		}), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "record/partial-message-after-keyupdate", section: sec51, roles: bothRoles,
+		rule: "half a KeyUpdate after a whole one in one record (cut at the key change) is an unexpected_message",
+		run:  afterHandshake(sealed(record.TypeHandshake, append(hsMsg(wire.TypeKeyUpdate, []byte{0}), hsMsg(wire.TypeKeyUpdate, []byte{0})[:2]...))),
+		want: sends(AlertUnexpectedMessage)})
+
+	// Lengths that lie (Section 4: uint24 length; Section 4.2:
+	// extension_data<0..2^16-1>): decode_error (Section 6).
+	add(conformanceRow{id: "length/handshake-header-longer", section: sec4, roles: bothRoles, setup: certRoles,
+		rule: "a Certificate whose header claims one byte more (taking the next message's first) is a decode_error",
+		run: peerFlight(func(c *conv, recs []*rec) []*rec {
+			r := c.must(recs, wire.TypeCertificate)
+			r.data = bytes.Clone(r.data)
+			setBodyLen(r.data, len(r.data)-4+1)
+			return recs
+		}), want: sends(AlertDecodeError)})
+	add(conformanceRow{id: "length/handshake-header-shorter", section: sec4, roles: bothRoles, setup: certRoles,
+		rule: "a Certificate whose header claims one byte less than its body is a decode_error",
+		run: peerFlight(func(c *conv, recs []*rec) []*rec {
+			r := c.must(recs, wire.TypeCertificate)
+			r.data = bytes.Clone(r.data)
+			setBodyLen(r.data, len(r.data)-4-1)
+			return recs
+		}), want: sends(AlertDecodeError)})
+	add(conformanceRow{id: "length/extension-past-block", section: sec42, roles: bothRoles,
+		rule: "a hello whose last extension's length runs past the extensions block is a decode_error",
+		run: peerHello(func(msg []byte) []byte {
+			_, last := helloExtensions(msg)
+			put16(msg, last+2, get16(msg, last+2)+1)
+			return msg
+		}), want: sends(AlertDecodeError)})
+	add(conformanceRow{id: "length/extensions-block-past-message", section: sec42, roles: bothRoles,
+		rule: "a hello whose extensions block runs past the message is a decode_error",
+		run: peerHello(func(msg []byte) []byte {
+			block, _ := helloExtensions(msg)
+			put16(msg, block, get16(msg, block)+1)
+			return msg
+		}), want: sends(AlertDecodeError)})
+	add(conformanceRow{id: "length/extensions-block-short", section: sec42, roles: bothRoles,
+		rule: "a hello whose extensions block ends before its last extension (trailing bytes) is a decode_error",
+		run: peerHello(func(msg []byte) []byte {
+			block, last := helloExtensions(msg)
+			put16(msg, block, last-block-2)
+			return msg
+		}), want: sends(AlertDecodeError)})
+	add(conformanceRow{id: "length/hello-trailing-byte", section: sec4, roles: bothRoles,
+		rule: "a hello with a byte after its extensions (header counting it) is a decode_error",
+		run: peerHello(func(msg []byte) []byte {
+			msg = append(msg, 0)
+			setBodyLen(msg, len(msg)-4)
+			return msg
+		}), want: sends(AlertDecodeError)})
+	add(conformanceRow{id: "length/certificate-verify-trailing-byte", section: sec4, roles: bothRoles, setup: certRoles,
+		rule: "a CertificateVerify with a byte after its signature is a decode_error",
+		run: peerFlight(func(c *conv, recs []*rec) []*rec {
+			r := c.must(recs, wire.TypeCertificateVerify)
+			r.data = append(bytes.Clone(r.data), 0)
+			setBodyLen(r.data, len(r.data)-4)
+			return recs
+		}), want: sends(AlertDecodeError)})
+	add(conformanceRow{id: "length/keyupdate-trailing-byte", section: sec4, roles: bothRoles,
+		rule: "a KeyUpdate of two bytes is a decode_error",
+		run:  afterHandshake(sealed(record.TypeHandshake, hsMsg(wire.TypeKeyUpdate, []byte{0, 0}))), want: sends(AlertDecodeError)})
+
+	// legacy_record_version (Section 5.1: "MUST be ignored for all
+	// purposes"; Appendix D: TLSPlaintext's MUST be ignored, TLSCiphertext's
+	// is in the additional data and MAY be validated).
+	plainVersion := func(v uint16) func(c *conv) {
+		return func(c *conv) {
+			recs := c.peerRecs()
+			for _, r := range recs {
+				if r.epoch < 0 {
+					r.ver, r.verSet = v, true
+				}
+			}
+			c.deliver(recs...)
+			c.completeHandshake()
+		}
+	}
+	add(conformanceRow{id: "record/legacy-version-initial-client-hello-0x0301", section: sec51, roles: asServer,
+		rule: "an initial ClientHello in a record of legacy_record_version 0x0301 is accepted",
+		run:  plainVersion(0x0301), want: handshakeCompletes})
+	for _, v := range []uint16{0x0000, 0x0300, 0x0302, 0xffff} {
+		add(conformanceRow{id: fmt.Sprintf("record/legacy-version-ignored-%#04x", v), section: sec51, roles: bothRoles,
+			rule: fmt.Sprintf("unprotected records with legacy_record_version %#04x are accepted (the field is ignored)", v),
+			run:  plainVersion(v), want: handshakeCompletes})
+	}
+	add(conformanceRow{id: "record/legacy-version-second-client-hello-0x0301", section: sec51, roles: asServer, setup: hrrSetup,
+		rule: "a second ClientHello in a record of 0x0301 (a sender MUST NOT; the receiver ignores the field) is accepted",
+		run: func(c *conv) {
+			c.relay() // ClientHello; HelloRetryRequest back
+			recs := c.peerRecs()
+			c.must(recs, wire.TypeClientHello).ver = 0x0301
+			c.deliver(recs...)
+			c.completeHandshake()
+		}, want: handshakeCompletes})
+	add(conformanceRow{id: "record/legacy-version-ciphertext", section: secD, roles: bothRoles,
+		rule: "a protected record of legacy_record_version 0x0301 (in its additional data too) is a decode_error (validated, as Appendix D allows)",
+		run:  afterHandshake(&rec{ct: record.TypeApplicationData, data: []byte("x"), ver: 0x0301}), want: sends(AlertDecodeError)})
+	add(conformanceRow{id: "record/legacy-version-ciphertext-aad", section: sec52, roles: bothRoles,
+		rule: "a protected record whose header says 0x0301 but whose additional data says 0x0303 is refused (decode_error): the additional data is the header",
+		run:  afterHandshake(&rec{ct: record.TypeApplicationData, data: []byte("x"), ver: 0x0301, aadVer: 0x0303}), want: sends(AlertDecodeError)})
 }

@@ -27,11 +27,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ztls-project/ztls/tls13/internal/keyschedule"
 	"github.com/ztls-project/ztls/tls13/internal/record"
@@ -113,19 +116,24 @@ type conv struct {
 	toSUT      *recordWriter
 	sutOut     []byte // everything the engine under test sent
 	err        error  // its first error
+	closed     error  // what its Conn reported when the transport ended (eof)
 }
 
 // rec is one record, or one handshake message in its own record, as the
 // hostile peer sees and writes it.
 type rec struct {
-	ct    record.ContentType // the real (inner) content type
-	epoch int                // -1: unprotected; else the index of the peer's write key
-	data  []byte
-	ver   uint16 // legacy_record_version of an unprotected record (0: 0x0303)
-	pad   int    // zero bytes after the inner content type
-	inner []byte // protected records: this exact TLSInnerPlaintext instead
-	raw   []byte // these exact bytes on the wire instead of a record
-	flip  bool   // corrupt the ciphertext
+	ct     record.ContentType // the real (inner) content type
+	epoch  int                // -1: unprotected; else the index of the peer's write key
+	data   []byte
+	ver    uint16 // legacy_record_version in the header (0: 0x0303, unless verSet)
+	verSet bool   // ver is the header's value even when 0
+	// aadVer is the legacy_record_version a protected record's additional
+	// data carries (0: the header's, as RFC 8446, Section 5.2 has it).
+	aadVer uint16
+	pad    int    // zero bytes after the inner content type
+	inner  []byte // protected records: this exact TLSInnerPlaintext instead
+	raw    []byte // these exact bytes on the wire instead of a record
+	flip   bool   // corrupt the ciphertext
 }
 
 func (r *rec) isMsg(typ uint8) bool {
@@ -308,11 +316,11 @@ func (w *recordWriter) write(t *testing.T, out []byte, r *rec) []byte {
 	if r.raw != nil {
 		return append(out, r.raw...)
 	}
+	v := r.ver
+	if v == 0 && !r.verSet {
+		v = 0x0303
+	}
 	if r.epoch < 0 {
-		v := r.ver
-		if v == 0 {
-			v = 0x0303
-		}
 		out = append(out, byte(r.ct), byte(v>>8), byte(v), byte(len(r.data)>>8), byte(len(r.data)))
 		return append(out, r.data...)
 	}
@@ -328,8 +336,12 @@ func (w *recordWriter) write(t *testing.T, out []byte, r *rec) []byte {
 		inner = append(append(bytes.Clone(r.data), byte(r.ct)), make([]byte, r.pad)...)
 	}
 	n := len(inner) + a.aead.Overhead()
-	hdr := []byte{23, 3, 3, byte(n >> 8), byte(n)}
-	ct := a.aead.Seal(nil, a.nonce(), inner, hdr)
+	hdr := []byte{23, byte(v >> 8), byte(v), byte(n >> 8), byte(n)}
+	aad := hdr
+	if r.aadVer != 0 {
+		aad = []byte{23, byte(r.aadVer >> 8), byte(r.aadVer), byte(n >> 8), byte(n)}
+	}
+	ct := a.aead.Seal(nil, a.nonce(), inner, aad)
 	a.seq++
 	if r.flip {
 		ct[len(ct)/2] ^= 0x20
@@ -426,6 +438,45 @@ func (c *conv) handshake() error {
 	}
 	return c.relay() // tickets
 }
+
+// eof closes the transport after what was delivered and returns what the
+// engine under test's Conn reports: Handshake's error while the handshake
+// is not done, else Read's once the buffered data is read (io.EOF for a
+// clean close).
+func (c *conv) eof() error {
+	conn := c.sutConn()
+	if !c.sut.done {
+		return conn.Handshake()
+	}
+	buf := make([]byte, 1024)
+	for {
+		if _, err := conn.Read(buf); err != nil {
+			return err
+		}
+	}
+}
+
+// sutConn wraps the engine under test in a Conn whose transport has
+// nothing more to read (EOF) and records what is written to it.
+func (c *conv) sutConn() *Conn {
+	return &Conn{conn: &eofConn{c: c}, cfg: c.sut.cfg, isClient: c.sutClient, e: c.sut, started: true}
+}
+
+// eofConn is a transport at its end: reads return io.EOF, writes go to
+// the conversation's record of what the engine under test sent.
+type eofConn struct{ c *conv }
+
+func (e *eofConn) Read([]byte) (int, error) { return 0, io.EOF }
+func (e *eofConn) Write(p []byte) (int, error) {
+	e.c.sutOut = append(e.c.sutOut, p...)
+	return len(p), nil
+}
+func (e *eofConn) Close() error                     { return nil }
+func (e *eofConn) LocalAddr() net.Addr              { return nil }
+func (e *eofConn) RemoteAddr() net.Addr             { return nil }
+func (e *eofConn) SetDeadline(time.Time) error      { return nil }
+func (e *eofConn) SetReadDeadline(time.Time) error  { return nil }
+func (e *eofConn) SetWriteDeadline(time.Time) error { return nil }
 
 // epoch is the peer's current write epoch for records the row makes up.
 func (c *conv) epoch() int {

@@ -5,8 +5,9 @@ package record
 //
 // It checks each header as soon as its five bytes arrive: a content type
 // other than the four of TLS 1.3 is an unexpected_message (RFC 8446,
-// Section 5), a legacy_record_version whose major byte is not 3 a
-// decode_error; a length over MaxCiphertext, or over
+// Section 5), a protected record (application_data) whose
+// legacy_record_version is not 0x0303 a decode_error (an unprotected
+// record's is ignored); a length over MaxCiphertext, or over
 // MaxPlaintext for the types that TLS 1.3 never protects (handshake, alert,
 // change_cipher_spec), is a record_overflow. Errors are sticky: after one,
 // Next keeps returning it and Write discards its input.
@@ -84,7 +85,7 @@ func (d *Deframer) fail(e *Error) {
 
 var (
 	errBadType    = &Error{Alert: AlertUnexpectedMessage, Msg: "record has an unknown content type"}
-	errBadVersion = &Error{Alert: AlertDecodeError, Msg: "record has a legacy_record_version other than 0x03xx"}
+	errBadVersion = &Error{Alert: AlertDecodeError, Msg: "protected record has a legacy_record_version other than 0x0303"}
 )
 
 // checkHeader validates the bytes of a record header that have arrived
@@ -96,10 +97,13 @@ func checkHeader(h []byte) *Error {
 	default:
 		return errBadType
 	}
-	// RFC 8446, Section 5.1: legacy_record_version is 0x0303, or 0x0301 in
-	// an initial ClientHello, and is otherwise to be ignored; anything
-	// that is not TLS at all is rejected.
-	if len(h) >= 2 && h[1] != 3 {
+	// RFC 8446, Section 5.1 and Appendix D: an unprotected record's
+	// legacy_record_version "MUST be ignored", whatever its value. A
+	// protected record's (TLSCiphertext: in TLS 1.3 every application_data
+	// record) is always 0x0303 (Section 5.2) and is part of the additional
+	// data, which HalfConn.Open builds with 0x0303: Appendix D lets it be
+	// validated, so it is, as OpenSSL does (decode_error).
+	if typ == TypeApplicationData && (len(h) >= 2 && h[1] != 3 || len(h) >= 3 && h[2] != 3) {
 		return errBadVersion
 	}
 	if len(h) < HeaderLen {

@@ -102,8 +102,10 @@ func TestDeframerErrors(t *testing.T) {
 		{"type 24 (heartbeat)", []byte{24, 3, 3, 0, 0}, AlertUnexpectedMessage},    // RFC 8446, Section 5
 		{"type 0x80 (SSLv2)", []byte{0x80, 0x2e, 1, 3, 1}, AlertUnexpectedMessage}, // RFC 8446, Section 5
 		{"HTTP", []byte("GET / HTTP/1.1\r\n"), AlertUnexpectedMessage},             // RFC 8446, Section 5
-		{"major 2", []byte{22, 2}, AlertDecodeError},
-		{"major 0xfe (DTLS)", []byte{22, 0xfe, 0xfd, 0, 1, 0}, AlertDecodeError},
+		// RFC 8446, Appendix D: a TLSCiphertext's version is validated.
+		{"ciphertext major 2", []byte{23, 2}, AlertDecodeError},
+		{"ciphertext 0x0301", []byte{23, 3, 1}, AlertDecodeError},
+		{"ciphertext 0xfefd (DTLS)", []byte{23, 0xfe, 0xfd, 0, 1, 0}, AlertDecodeError},
 		{"ciphertext over 2^14+256", []byte{23, 3, 3, 0x41, 0x01}, AlertRecordOverflow},
 		{"length 0xffff", []byte{23, 3, 3, 0xff, 0xff}, AlertRecordOverflow},
 		{"handshake over 2^14", []byte{22, 3, 3, 0x40, 0x01}, AlertRecordOverflow},
@@ -124,13 +126,18 @@ func TestDeframerErrors(t *testing.T) {
 			t.Errorf("%s: error not sticky (%v, %d buffered)", tt.name, err2, d.Buffered())
 		}
 	}
-	// Accepted limits and versions.
+	// Accepted limits and versions: an unprotected record's
+	// legacy_record_version is ignored (RFC 8446, Section 5.1).
 	for _, in := range [][]byte{
 		{23, 3, 3, byte(MaxCiphertext >> 8), byte(MaxCiphertext & 0xff)},
 		{22, 3, 3, 0x40, 0x00},
 		{22, 3, 1, 0, 0},
 		{22, 3, 0, 0, 0},
 		{21, 3, 4, 0, 0},
+		{22, 0, 0, 0, 0},
+		{22, 2, 0, 0, 0},
+		{21, 0xff, 0xff, 0, 0},
+		{20, 0xfe, 0xfd, 0, 0},
 	} {
 		var d Deframer
 		d.Write(in)

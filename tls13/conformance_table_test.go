@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ztls-project/ztls/tls13/internal/record"
+	"github.com/ztls-project/ztls/tls13/internal/suite"
 	"github.com/ztls-project/ztls/tls13/internal/wire"
 )
 
@@ -55,6 +56,7 @@ const (
 	sec463  = "RFC 8446, Section 4.6.3"
 	sec92   = "RFC 8446, Section 9.2"
 	rfc8449 = "RFC 8449, Section 4"
+	rfc7301 = "RFC 7301, Section 3.2"
 	bounds  = "RFC 8446, Section 5 (bound as OpenSSL/BoringSSL)"
 )
 
@@ -575,6 +577,8 @@ func conformanceTable() []conformanceRow {
 	add(conformanceRow{id: "alert/plaintext-after-handshake", section: sec6, roles: bothRoles,
 		rule: "alerts after the handshake are protected: an unprotected one is unexpected",
 		run:  afterHandshake(&rec{raw: []byte{21, 3, 3, 0, 2, 2, 40}}), want: sends(AlertUnexpectedMessage)})
+
+	alertRuleRows(add)
 
 	// Handshake messages at each state (Section 4).
 	add(conformanceRow{id: "hs/unknown-type", section: sec4, roles: bothRoles,
@@ -1106,6 +1110,15 @@ var closedDuringHandshake = behaves("handshake not complete; Handshake reports E
 	return nil
 })
 
+// sutRecords returns the records the engine under test sent, opened.
+func (c *conv) sutRecords() []*rec {
+	prefix := "CLIENT_"
+	if !c.sutClient {
+		prefix = "SERVER_"
+	}
+	return newRecordReader(c.sutLog, prefix, func() *suite.Suite { return c.sut.suite }).read(c.t, c.sutOut)
+}
+
 // hostilePeerRows are the hostile peer's conversations that reorder,
 // truncate, lie about lengths and vary legacy_record_version.
 func hostilePeerRows(add func(conformanceRow)) {
@@ -1295,4 +1308,120 @@ func hostilePeerRows(add func(conformanceRow)) {
 	add(conformanceRow{id: "record/legacy-version-ciphertext-aad", section: sec52, roles: bothRoles,
 		rule: "a protected record whose header says 0x0301 but whose additional data says 0x0303 is refused (decode_error): the additional data is the header",
 		run:  afterHandshake(&rec{ct: record.TypeApplicationData, data: []byte("x"), ver: 0x0301, aadVer: 0x0303}), want: sends(AlertDecodeError)})
+}
+
+// lastSent checks the engine under test's last record: an alert of that
+// level and description, protected or not.
+func (c *conv) lastSent(level byte, a Alert, protected bool) error {
+	recs := c.sutRecords()
+	if len(recs) == 0 {
+		return fmt.Errorf("nothing sent")
+	}
+	last := recs[len(recs)-1]
+	if last.ct != record.TypeAlert || !bytes.Equal(last.data, []byte{level, byte(a)}) {
+		return fmt.Errorf("last record is type %d % x, want alert %d/%s", last.ct, last.data, level, a)
+	}
+	if protected != (last.epoch >= 0) {
+		return fmt.Errorf("the %s alert is protected: %v, want %v", a, last.epoch >= 0, protected)
+	}
+	return nil
+}
+
+// alertRuleRows cover the alerts of Section 6 that other rows do not:
+// negotiation failures, certificate chain failures, ALPN, and closure.
+func alertRuleRows(add func(conformanceRow)) {
+	serverGets := func(c *conv) { c.relay() } // the ClientHello
+	add(conformanceRow{id: "alert/no-common-suite", section: sec62, roles: asServer,
+		rule: "no cipher suite in common is a handshake_failure",
+		setup: func(o *convOpts) {
+			o.ccfg.CipherSuites = []uint16{TLS_AES_256_GCM_SHA384}
+			o.scfg.CipherSuites = []uint16{TLS_AES_128_GCM_SHA256}
+		},
+		run: serverGets, want: sends(AlertHandshakeFailure)})
+	add(conformanceRow{id: "alert/no-common-group", section: sec62, roles: asServer,
+		rule: "no group in common (so no HelloRetryRequest can help) is a handshake_failure",
+		setup: func(o *convOpts) {
+			o.ccfg.Groups, o.ccfg.KeyShareGroups = []uint16{X25519}, []uint16{X25519}
+			o.scfg.Groups = []uint16{P256}
+		},
+		run: serverGets, want: sends(AlertHandshakeFailure)})
+	add(conformanceRow{id: "alert/no-common-signature-scheme", section: sec62, roles: asServer,
+		rule:  "no signature scheme in common with the server's certificate (the client offers ed25519 only) is a handshake_failure",
+		setup: func(o *convOpts) { o.ccfg.SignatureSchemes = []uint16{0x0807} },
+		run:   serverGets, want: sends(AlertHandshakeFailure)})
+	add(conformanceRow{id: "alert/no-application-protocol", section: rfc7301, roles: asServer,
+		rule: "a server with ALPN that supports none of the client's protocols sends no_application_protocol",
+		setup: func(o *convOpts) {
+			o.ccfg.NextProtos = []string{"http/1.1"}
+			o.scfg.NextProtos = []string{"h2"}
+		},
+		run: serverGets, want: sends(AlertNoApplicationProto)})
+	add(conformanceRow{id: "alert/unknown-ca", section: sec62, roles: bothRoles,
+		rule: "a valid chain whose CA is not a trust anchor is an unknown_ca",
+		setup: func(o *convOpts) {
+			other := getPKI(o.t, "ed25519") // its own CA, unknown to the other PKI's pool
+			if o.sutClient {
+				o.scfg.Certificates = []Certificate{other.server}
+				return
+			}
+			o.scfg.ClientAuth, o.scfg.ClientCAs = RequireAndVerifyClientCert, getPKI(o.t, "ecdsa-p256").pool()
+			o.ccfg.Certificates = []Certificate{other.client}
+		},
+		run: func(c *conv) { c.completeHandshake() }, want: sends(AlertUnknownCA)})
+	add(conformanceRow{id: "alert/certificate-expired", section: sec62, roles: bothRoles,
+		rule: "a peer certificate past its notAfter is a certificate_expired",
+		setup: func(o *convOpts) {
+			withClientCert(o)
+			later := func() time.Time { return time.Now().Add(48 * time.Hour) } // test leaves live 24 h
+			if o.sutClient {
+				o.ccfg.Time = later
+			} else {
+				o.scfg.Time = later
+			}
+		},
+		run: func(c *conv) { c.completeHandshake() }, want: sends(AlertCertificateExpired)})
+
+	// Closure (Section 6.1).
+	add(conformanceRow{id: "close/close-notify-on-close", section: sec61, roles: bothRoles,
+		rule: "Close sends close_notify (level warning) before closing the write side, under the application key",
+		run: func(c *conv) {
+			if c.handshake() == nil {
+				c.sutConn().Close()
+			}
+		},
+		want: behaves("the last record is a protected close_notify", func(c *conv) error {
+			return c.lastSent(1, AlertCloseNotify, true)
+		})})
+	add(conformanceRow{id: "close/close-notify-mid-handshake", section: sec61, roles: bothRoles,
+		rule: "Close during the handshake sends close_notify too (the client's in the clear before any key)",
+		run: func(c *conv) {
+			if !c.sutClient {
+				c.relay() // the server has sent its flight and writes under its application key
+			}
+			c.sutConn().Close()
+		},
+		want: behaves("the last record is close_notify", func(c *conv) error {
+			return c.lastSent(1, AlertCloseNotify, !c.sutClient)
+		})})
+	add(conformanceRow{id: "close/no-close-notify-after-error", section: sec61, roles: bothRoles,
+		rule: "no close_notify after an error alert was sent",
+		run: func(c *conv) {
+			first(plain(0, []byte{1}))(c)
+			c.sutConn().Close()
+		},
+		want: behaves("the fatal alert is the last record", func(c *conv) error {
+			return c.lastSent(2, AlertUnexpectedMessage, false)
+		})})
+	add(conformanceRow{id: "close/close-notify-then-eof", section: sec61, roles: bothRoles,
+		rule: "close_notify then the end of the transport is a clean end of data",
+		run: func(c *conv) {
+			afterHandshake(sealed(record.TypeAlert, []byte{1, 0}))(c)
+			c.closed = c.eof()
+		},
+		want: behaves("Read returns io.EOF", func(c *conv) error {
+			if c.err != nil || c.closed != io.EOF {
+				return fmt.Errorf("engine error %v; Read at the end returned %v, want io.EOF", c.err, c.closed)
+			}
+			return nil
+		})})
 }

@@ -52,6 +52,7 @@ const (
 	sec443  = "RFC 8446, Section 4.4.3"
 	sec444  = "RFC 8446, Section 4.4.4"
 	sec45   = "RFC 8446, Section 4.5"
+	secA2   = "RFC 8446, Appendix A.2"
 	sec461  = "RFC 8446, Section 4.6.1"
 	sec463  = "RFC 8446, Section 4.6.3"
 	sec92   = "RFC 8446, Section 9.2"
@@ -630,6 +631,8 @@ func conformanceTable() []conformanceRow {
 	add(conformanceRow{id: "hs/client-hello-after-handshake", section: sec4, roles: bothRoles,
 		rule: "no renegotiation: a ClientHello after the handshake is an unexpected_message",
 		run:  afterHandshake(sealed(record.TypeHandshake, hsMsg(wire.TypeClientHello, make([]byte, 40)))), want: sends(AlertUnexpectedMessage)})
+
+	serverStateRows(add)
 
 	// Finished (Section 4.4.4).
 	add(conformanceRow{id: "finished/wrong-length", section: sec444, roles: bothRoles,
@@ -1424,4 +1427,64 @@ func alertRuleRows(add func(conformanceRow)) {
 			}
 			return nil
 		})})
+}
+
+// withEarlyData makes the peer client resume with 0-RTT data that the
+// server under test accepts.
+func withEarlyData(o *convOpts) {
+	o.scfg.MaxEarlyData = 1000
+	o.early = []byte("early data")
+}
+
+// afterAcceptedEarlyData delivers the ClientHello and its 0-RTT data and
+// returns the client's second flight (EndOfEarlyData under the early key,
+// then Finished under the handshake key) undelivered.
+func (c *conv) afterAcceptedEarlyData() (eoed, fin *rec) {
+	c.relay()
+	if !c.sut.info.EarlyDataAccepted {
+		c.t.Fatal("the server under test did not accept 0-RTT")
+	}
+	recs := c.peerRecs()
+	return c.must(recs, wire.TypeEndOfEarlyData), c.must(recs, wire.TypeFinished)
+}
+
+// serverStateRows send the server under test, in the states of RFC 8446,
+// Appendix A.2 that wait for the client, a message it is not waiting for.
+func serverStateRows(add func(conformanceRow)) {
+	add(conformanceRow{id: "state/server-wait-cert", section: secA2, roles: asServer, setup: withClientCert,
+		rule: "WAIT_CERT: a client Finished without the Certificate the server requested (Section 4.4.2) is an unexpected_message",
+		run: rewriteClientSecondFlight(func(c *conv, recs []*rec) []*rec {
+			return without(without(recs, wire.TypeCertificate), wire.TypeCertificateVerify)
+		}), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "state/server-wait-cv", section: secA2, roles: asServer, setup: withClientCert,
+		rule: "WAIT_CV: after a non-empty client Certificate, a Finished without CertificateVerify (Section 4.4.3) is an unexpected_message",
+		run: rewriteClientSecondFlight(func(c *conv, recs []*rec) []*rec {
+			return without(recs, wire.TypeCertificateVerify)
+		}), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "state/server-wait-eoed-finished", section: secA2, roles: asServer, setup: withEarlyData,
+		rule: "WAIT_EOED: a Finished under the early key where EndOfEarlyData (Section 4.5) is due is an unexpected_message",
+		run: func(c *conv) {
+			eoed, fin := c.afterAcceptedEarlyData()
+			fin.epoch = eoed.epoch
+			c.deliver(fin)
+		}, want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "state/server-wait-eoed-skipped", section: secA2, roles: asServer, setup: withEarlyData,
+		rule: "WAIT_EOED: the client's Finished under the handshake key without EndOfEarlyData does not open under the early key: bad_record_mac",
+		run: func(c *conv) {
+			_, fin := c.afterAcceptedEarlyData()
+			c.deliver(fin)
+		}, want: sends(AlertBadRecordMAC)})
+	add(conformanceRow{id: "state/server-wait-eoed-appdata", section: secA2, roles: asServer, setup: withEarlyData,
+		rule: "WAIT_EOED: application data under the handshake key where EndOfEarlyData is due is a bad_record_mac",
+		run: func(c *conv) {
+			_, fin := c.afterAcceptedEarlyData()
+			c.deliver(&rec{ct: record.TypeApplicationData, epoch: fin.epoch, data: []byte("x")})
+		}, want: sends(AlertBadRecordMAC)})
+	add(conformanceRow{id: "record/end-of-early-data-spans-key-change", section: sec51, roles: asServer, setup: withEarlyData,
+		rule: "the first bytes of Finished in EndOfEarlyData's record (cut at the key change) are an unexpected_message",
+		run: func(c *conv) {
+			eoed, fin := c.afterAcceptedEarlyData()
+			eoed.data = append(bytes.Clone(eoed.data), fin.data[:5]...)
+			c.deliver(eoed)
+		}, want: sends(AlertUnexpectedMessage)})
 }

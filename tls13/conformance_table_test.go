@@ -22,6 +22,7 @@ import (
 	"github.com/ztls-project/ztls/tls13/internal/record"
 	"github.com/ztls-project/ztls/tls13/internal/suite"
 	"github.com/ztls-project/ztls/tls13/internal/wire"
+	"golang.org/x/crypto/cryptobyte"
 )
 
 const (
@@ -58,7 +59,11 @@ const (
 	sec92   = "RFC 8446, Section 9.2"
 	rfc8449 = "RFC 8449, Section 4"
 	rfc7301 = "RFC 7301, Section 3.2"
-	bounds  = "RFC 8446, Section 5 (bound as OpenSSL/BoringSSL)"
+	// Errata of RFC 8446 (https://www.rfc-editor.org/errata/rfc8446) a
+	// row's rule comes from.
+	sec42e6820  = "RFC 8446, Section 4.2 (Erratum 6820)"
+	sec461e7250 = "RFC 8446, Section 4.6.1 (Erratum 7250)"
+	bounds      = "RFC 8446, Section 5 (bound as OpenSSL/BoringSSL)"
 )
 
 // first delivers one made-up record as the first thing the engine under
@@ -687,7 +692,7 @@ func conformanceTable() []conformanceRow {
 		run: rewriteSH(func(sh *wire.ServerHello) {
 			sh.Extra = append(sh.Extra, wire.Extension{Type: wire.ExtSupportedVersions, Data: []byte{3, 4}})
 		}), want: sends(AlertIllegalParameter)})
-	add(conformanceRow{id: "hello/forbidden-extension-sh", section: sec42, roles: asClient,
+	add(conformanceRow{id: "hello/forbidden-extension-sh", section: sec42e6820, roles: asClient,
 		rule: "an extension in a message it is not defined for is an illegal_parameter",
 		run: rewriteSH(func(sh *wire.ServerHello) {
 			sh.Extra = append(sh.Extra, wire.Extension{Type: wire.ExtSupportedGroups, Data: []byte{0, 2, 0, 0x1d}})
@@ -742,7 +747,7 @@ func conformanceTable() []conformanceRow {
 		run: rewriteEE(func(ee *wire.EncryptedExtensions) {
 			ee.Extra = append(ee.Extra, wire.Extension{Type: wire.ExtALPN, Data: []byte{0, 3, 2, 'h', '2'}})
 		}), want: sends(AlertIllegalParameter)})
-	add(conformanceRow{id: "ee/forbidden-extension", section: sec42, roles: asClient,
+	add(conformanceRow{id: "ee/forbidden-extension", section: sec42e6820, roles: asClient,
 		rule: "an extension in a message it is not defined for is an illegal_parameter",
 		run: rewriteEE(func(ee *wire.EncryptedExtensions) {
 			ee.Extra = append(ee.Extra, wire.Extension{Type: wire.ExtKeyShare, Data: []byte{0, 0x1d, 0, 1, 1}})
@@ -985,6 +990,8 @@ func conformanceTable() []conformanceRow {
 			c.completeHandshake()
 		}, want: handshakeCompletes})
 
+	pskEarlyRetryRows(add)
+
 	// KeyUpdate (Section 4.6.3).
 	add(conformanceRow{id: "keyupdate/bad-request", section: sec463, roles: bothRoles,
 		rule: "request_update other than 0 or 1 is an illegal_parameter",
@@ -1058,6 +1065,17 @@ func helloExtensions(msg []byte) (block, last int) {
 		last = p
 	}
 	return off, last
+}
+
+// replaceLastExtension returns msg with the data of its last extension
+// replaced, every length around it fixed.
+func replaceLastExtension(msg, data []byte) []byte {
+	block, last := helloExtensions(msg)
+	out := append(bytes.Clone(msg[:last+4]), data...)
+	put16(out, last+2, len(data))
+	put16(out, block, len(out)-block-2)
+	setBodyLen(out, len(out)-4)
+	return out
 }
 
 // peerHello rewrites the raw hello the peer sends first: the ClientHello
@@ -1487,4 +1505,228 @@ func serverStateRows(add func(conformanceRow)) {
 			eoed.data = append(bytes.Clone(eoed.data), fin.data[:5]...)
 			c.deliver(eoed)
 		}, want: sends(AlertUnexpectedMessage)})
+}
+
+// offeredPSKs encodes OfferedPsks (RFC 8446, Section 4.2.11) as it is,
+// even with a binder count or length the syntax forbids.
+func offeredPSKs(ids []wire.PSKIdentity, binders [][]byte) []byte {
+	var b cryptobyte.Builder
+	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) {
+		for _, id := range ids {
+			b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(id.Identity) })
+			b.AddUint32(id.ObfuscatedTicketAge)
+		}
+	})
+	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) {
+		for _, bd := range binders {
+			b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(bd) })
+		}
+	})
+	return b.BytesOrPanic()
+}
+
+// rewriteBinders delivers the peer's resuming ClientHello with its
+// pre_shared_key rewritten to the identities and binders f returns.
+func rewriteBinders(f func(ids []wire.PSKIdentity, binders [][]byte) ([]wire.PSKIdentity, [][]byte)) func(c *conv) {
+	return rewriteCH0(func(c *conv, raw []byte) []byte {
+		ch, err := wire.ParseClientHello(raw)
+		if err != nil || len(ch.PSKIdentities) == 0 {
+			c.t.Fatalf("no resuming ClientHello: %v", err)
+		}
+		return replaceLastExtension(raw, offeredPSKs(f(ch.PSKIdentities, ch.PSKBinders)))
+	})
+}
+
+// rewriteCH0 rewrites the raw first ClientHello.
+func rewriteCH0(f func(c *conv, raw []byte) []byte) func(c *conv) {
+	return rewriteFlight(func(c *conv, recs []*rec) []*rec {
+		r := c.must(recs, wire.TypeClientHello)
+		r.data = f(c, r.data)
+		return recs
+	})
+}
+
+// rewriteCR rewrites the server's CertificateRequest.
+func rewriteCR(f func(cr *wire.CertificateRequest)) func(c *conv) {
+	return rewriteFlight(func(c *conv, recs []*rec) []*rec {
+		r := c.must(recs, wire.TypeCertificateRequest)
+		cr, err := wire.ParseCertificateRequest(r.data)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		cr.Order = nil
+		f(cr)
+		r.data = c.marshal(cr)
+		return recs
+	})
+}
+
+// rewriteTicket completes the handshake and delivers the server's
+// NewSessionTicket after f.
+func rewriteTicket(f func(nst *wire.NewSessionTicket)) func(c *conv) {
+	return func(c *conv) {
+		c.completeHandshake()
+		recs := c.peerRecs()
+		r := c.must(recs, wire.TypeNewSessionTicket)
+		nst, err := wire.ParseNewSessionTicket(r.data)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		f(nst)
+		r.data = c.marshal(nst)
+		c.deliver(recs...)
+	}
+}
+
+// resumed is the outcome of a legal resumption.
+var resumed = behaves("handshake completes, resumed", func(c *conv) error {
+	if err := handshakeCompletes.check(c); err != nil {
+		return err
+	}
+	if !c.sut.info.DidResume {
+		return fmt.Errorf("not resumed")
+	}
+	return nil
+})
+
+// pskEarlyRetryRows are the rules of 0-RTT on the client, of PSK binders
+// and identities, of what a second ClientHello may change, and of the
+// extensions each message may carry (Section 4.2's table).
+func pskEarlyRetryRows(add func(conformanceRow)) {
+	resume := func(o *convOpts) { o.resume = true }
+	clientEarly := func(o *convOpts) {
+		o.scfg.MaxEarlyData = 1000
+		o.early = []byte("early data")
+	}
+
+	// 0-RTT on the client (Section 4.2.10).
+	add(conformanceRow{id: "early/not-offered", section: sec42, roles: asClient,
+		rule: "early_data in EncryptedExtensions when the client offered none is an unsupported_extension",
+		run:  rewriteEE(func(ee *wire.EncryptedExtensions) { ee.EarlyData = true }), want: sends(AlertUnsupportedExtension)})
+	add(conformanceRow{id: "early/selected-identity-nonzero", section: sec4210, roles: asClient, setup: clientEarly,
+		rule: "a server answering 0-RTT MUST select identity 0: selected_identity 1 is an illegal_parameter",
+		run: rewriteSH(func(sh *wire.ServerHello) {
+			if !sh.HasPSK {
+				panic("the server did not resume")
+			}
+			sh.PSKIdentity = 1
+		}), want: sends(AlertIllegalParameter)})
+
+	// PSK identities and binders (Section 4.2.11).
+	add(conformanceRow{id: "psk/selected-identity-out-of-range", section: sec4211, roles: asClient, setup: resume,
+		rule: "a selected_identity beyond the identities offered is an illegal_parameter",
+		run:  rewriteSH(func(sh *wire.ServerHello) { sh.PSKIdentity = 5 }), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "psk/binder-count-mismatch", section: sec4211, roles: asServer, setup: resume,
+		rule: "one binder per identity: two binders for one identity are an illegal_parameter (inconsistent fields, Section 6.2)",
+		run: rewriteBinders(func(ids []wire.PSKIdentity, bs [][]byte) ([]wire.PSKIdentity, [][]byte) {
+			return ids, [][]byte{bs[0], bs[0]}
+		}), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "psk/binder-too-short", section: sec4211, roles: asServer, setup: resume,
+		rule: "a binder of 31 bytes (PskBinderEntry<32..255>) is a decode_error",
+		run: rewriteBinders(func(ids []wire.PSKIdentity, bs [][]byte) ([]wire.PSKIdentity, [][]byte) {
+			return ids, [][]byte{bs[0][:31]}
+		}), want: sends(AlertDecodeError)})
+	add(conformanceRow{id: "psk/binder-wrong-length", section: sec4211, roles: asServer, setup: resume,
+		rule: "a 48-byte binder for a SHA-256 PSK does not validate: decrypt_error (Section 6.2)",
+		run:  rewriteCH(func(ch *wire.ClientHello) { ch.PSKBinders = [][]byte{make([]byte, 48)} }), want: sends(AlertDecryptError)})
+
+	// What a second ClientHello may change (Section 4.1.2).
+	add(conformanceRow{id: "hrr/psk-updated", section: sec412, roles: asServer,
+		setup: func(o *convOpts) { hrrSetup(o); o.resume = true },
+		rule:  "a second ClientHello with pre_shared_key updated (age, binder over the HelloRetryRequest transcript) resumes",
+		run: func(c *conv) {
+			first := c.peerRecs()
+			c.deliver(first...) // HelloRetryRequest back to the peer
+			second := c.peerRecs()
+			ch1, _ := wire.ParseClientHello(c.must(first, wire.TypeClientHello).data)
+			ch2, _ := wire.ParseClientHello(c.must(second, wire.TypeClientHello).data)
+			if ch1 == nil || ch2 == nil || len(ch2.PSKBinders) != 1 || bytes.Equal(ch1.PSKBinders[0], ch2.PSKBinders[0]) {
+				c.t.Fatal("the second ClientHello does not carry an updated pre_shared_key")
+			}
+			c.deliver(second...)
+			c.completeHandshake()
+		}, want: resumed})
+	add(conformanceRow{id: "hrr/padding-changed", section: sec412, roles: asServer,
+		setup: func(o *convOpts) {
+			hrrSetup(o)
+			o.ccfg.testHookClientHello = func(ch *wire.ClientHello) {
+				ch.Extra = append(ch.Extra, wire.Extension{Type: wire.ExtPadding, Data: make([]byte, 50)})
+			}
+		},
+		rule: "a second ClientHello whose padding changed (50 to 200 bytes) is accepted",
+		run: func(c *conv) {
+			// The peer builds its second ClientHello from this one.
+			ch := c.peer.st.(*clientExpectServerHello).p.hello
+			for i, x := range ch.Extra {
+				if x.Type == wire.ExtPadding {
+					ch.Extra[i].Data = make([]byte, 200)
+				}
+			}
+			c.relay() // HelloRetryRequest back to the peer
+			second := c.peerRecs()
+			ch2, err := wire.ParseClientHello(c.must(second, wire.TypeClientHello).data)
+			if err != nil || len(ch2.Extra) != 1 || ch2.Extra[0].Type != wire.ExtPadding || len(ch2.Extra[0].Data) != 200 {
+				c.t.Fatalf("the second ClientHello does not carry 200 bytes of padding: %v", err)
+			}
+			c.deliver(second...)
+			c.completeHandshake()
+		}, want: handshakeCompletes})
+
+	// Extensions a message may not carry twice or at all (Section 4.2;
+	// Erratum 6820 makes a prohibited one an illegal_parameter, as Section
+	// 4.2 has it, not the unsupported_extension Section 6.2 said).
+	add(conformanceRow{id: "hrr/duplicate-extension", section: sec42, roles: asClient, setup: hrrSetup,
+		rule: "a HelloRetryRequest with two cookie extensions is an illegal_parameter",
+		run: rewriteSH(func(sh *wire.ServerHello) {
+			sh.Extra = append(sh.Extra, wire.Extension{Type: wire.ExtCookie, Data: []byte{0, 1, 1}})
+		}), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "hrr/forbidden-extension", section: sec42e6820, roles: asClient, setup: hrrSetup,
+		rule: "a HelloRetryRequest with pre_shared_key (ServerHello only) is an illegal_parameter",
+		run: rewriteSH(func(sh *wire.ServerHello) {
+			sh.Extra = append(sh.Extra, wire.Extension{Type: wire.ExtPreSharedKey, Data: []byte{0, 0}})
+		}), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "cr/duplicate-extension", section: sec42, roles: asClient, setup: withClientCert,
+		rule: "a CertificateRequest with two signature_algorithms is an illegal_parameter",
+		run: rewriteCR(func(cr *wire.CertificateRequest) {
+			cr.Extra = append(cr.Extra, wire.Extension{Type: wire.ExtSignatureAlgorithms, Data: []byte{0, 2, 4, 3}})
+		}), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "cr/forbidden-extension", section: sec42e6820, roles: asClient, setup: withClientCert,
+		rule: "a CertificateRequest with key_share is an illegal_parameter",
+		run: rewriteCR(func(cr *wire.CertificateRequest) {
+			cr.Extra = append(cr.Extra, wire.Extension{Type: wire.ExtKeyShare, Data: []byte{0, 0x1d, 0, 1, 1}})
+		}), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "nst/duplicate-extension", section: sec42, roles: asClient,
+		rule: "a NewSessionTicket with two early_data extensions is an illegal_parameter",
+		run: rewriteTicket(func(nst *wire.NewSessionTicket) {
+			nst.HasEarlyData = true
+			nst.Extra = append(nst.Extra, wire.Extension{Type: wire.ExtEarlyData, Data: []byte{0, 0, 0, 1}})
+		}), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "nst/forbidden-extension", section: sec42e6820, roles: asClient,
+		rule: "a NewSessionTicket with key_share is an illegal_parameter",
+		run: rewriteTicket(func(nst *wire.NewSessionTicket) {
+			nst.Extra = append(nst.Extra, wire.Extension{Type: wire.ExtKeyShare, Data: []byte{0, 0x1d, 0, 1, 1}})
+		}), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "cert/duplicate-extension", section: sec42, roles: bothRoles, setup: withClientCert,
+		rule: "a CertificateEntry with two signed_certificate_timestamp extensions is an illegal_parameter",
+		run: rewritePeerCertificate(func(cm *wire.Certificate) {
+			sct := wire.Extension{Type: wire.ExtSCT, Data: []byte{0, 3, 0, 1, 1}}
+			cm.Entries[0].Extra = append(cm.Entries[0].Extra, sct, sct)
+		}), want: sends(AlertIllegalParameter)})
+	add(conformanceRow{id: "cert/forbidden-extension", section: sec42e6820, roles: bothRoles, setup: withClientCert,
+		rule: "a CertificateEntry with key_share is an illegal_parameter",
+		run: rewritePeerCertificate(func(cm *wire.Certificate) {
+			cm.Entries[0].Extra = append(cm.Entries[0].Extra, wire.Extension{Type: wire.ExtKeyShare, Data: []byte{0, 0x1d, 0, 1, 1}})
+		}), want: sends(AlertIllegalParameter)})
+
+	// Tickets (Section 4.6.1).
+	add(conformanceRow{id: "nst/ignored-without-resumption", section: sec461e7250, roles: asClient,
+		rule:  "a client that does not resume (tickets disabled) MUST ignore a NewSessionTicket",
+		setup: func(o *convOpts) { o.ccfg.SessionTicketsDisabled = true },
+		run:   afterHandshake(sealed(record.TypeHandshake, hsMsg(wire.TypeNewSessionTicket, []byte{0, 0, 0, 60, 0, 0, 0, 0, 1, 1, 0, 1, 1, 0, 0}))),
+		want: behaves("no error, no session kept", func(c *conv) error {
+			if c.err != nil || c.sut.newSession != nil {
+				return fmt.Errorf("error %v, session kept: %v", c.err, c.sut.newSession != nil)
+			}
+			return nil
+		})})
 }

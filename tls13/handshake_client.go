@@ -469,8 +469,13 @@ func (s *clientExpectEncryptedExtensions) handle(e *engine, typ uint8, msg []byt
 	}
 	if ee.EarlyData {
 		switch {
-		case !p.earlyData || (!s.resumed && !s.ztls):
-			return nil, errorf(AlertIllegalParameter, "server accepted early data the client did not send")
+		case !p.earlyData:
+			// RFC 8446, Section 4.2: an extension the client did not send
+			// is an unsupported_extension.
+			return nil, errorf(AlertUnsupportedExtension, "server sent early_data, which the client did not offer")
+		case !s.resumed && !s.ztls:
+			// Section 4.2.10: early data is accepted with the PSK it was sent under.
+			return nil, errorf(AlertIllegalParameter, "server accepted early data without selecting the PSK it was sent under")
 		case s.resumed && (p.session.Suite != e.suite.ID || p.session.ALPN != e.info.NegotiatedProtocol):
 			return nil, errorf(AlertIllegalParameter, "server accepted early data with another suite or ALPN")
 		case s.ztls && p.ztls.ALPN != e.info.NegotiatedProtocol:

@@ -164,36 +164,41 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  time: dns %.1f ms, tcp connect %.1f ms, handshake %.1f ms, %s, total %.1f ms\n",
 		t.DNS, t.TCPConnect, t.Handshake, first, t.Total)
-	if len(r.Trace) > 0 {
-		// The steps in the order they happened (the trace is appended
-		// by several parts of dial, not in time order).
-		steps := slices.Clone(r.Trace)
-		slices.SortStableFunc(steps, func(a, b TraceStep) int { return cmp.Compare(a.AtMS, b.AtMS) })
-		fmt.Fprint(w, "  steps (ms from the start):")
-		for i := 0; i < len(steps); {
-			// Steps at the same moment (one record batch) share a time.
-			j := i + 1
-			for j < len(steps) && steps[j].AtMS == steps[i].AtMS {
-				j++
-			}
-			names := make([]string, 0, j-i)
-			for _, s := range steps[i:j] {
-				names = append(names, s.Step)
-			}
-			sep := ","
-			if i == 0 {
-				sep = ""
-			}
-			fmt.Fprintf(w, "%s %s %.2f", sep, strings.Join(names, "+"), steps[i].AtMS)
-			i = j
-		}
-		fmt.Fprintln(w)
-	}
+	r.writeSteps(w)
 	limited := ""
 	if r.ResponseLimited {
 		limited = " (stopped there: the most asked for)"
 	}
 	fmt.Fprintf(w, "  response: %d bytes%s\n", r.ResponseBytes, limited)
+}
+
+// writeSteps prints the trace in the order the steps happened (several
+// parts of dial append to it, not in time order), those of one moment
+// (one record batch) together.
+func (r *Report) writeSteps(w io.Writer) {
+	if len(r.Trace) == 0 {
+		return
+	}
+	steps := slices.Clone(r.Trace)
+	slices.SortStableFunc(steps, func(a, b TraceStep) int { return cmp.Compare(a.AtMS, b.AtMS) })
+	fmt.Fprint(w, "  steps (ms from the start):")
+	for i := 0; i < len(steps); {
+		j := i + 1
+		for j < len(steps) && steps[j].AtMS == steps[i].AtMS {
+			j++
+		}
+		names := make([]string, 0, j-i)
+		for _, s := range steps[i:j] {
+			names = append(names, s.Step)
+		}
+		sep := ","
+		if i == 0 {
+			sep = ""
+		}
+		fmt.Fprintf(w, "%s %s %.2f", sep, strings.Join(names, "+"), steps[i].AtMS)
+		i = j
+	}
+	fmt.Fprintln(w)
 }
 
 func orNone(s, none string) string {

@@ -1,18 +1,17 @@
 package dial
 
 import (
+	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"time"
 
-	"github.com/ztls-project/ztls/dns/resolver"
 	"github.com/ztls-project/ztls/internal/dialhook"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
-	"github.com/ztls-project/ztls/zdata"
 )
 
 // TurboOptions tune TurboTLS (Options.Turbo).
@@ -38,277 +37,151 @@ type TurboOptions struct {
 	TurboSizes *turbo.SizeCache
 }
 
-// Reasons TurboTLS was not tried (Report.TurboFallback); the reasons it
-// was tried and fell back come from package turbo.
-const (
-	ReasonTurboNoAdvert = "no TurboTLS advertisement (HTTPS key65280)"
-	ReasonTurboNoHTTPS  = "HTTPS record not answered within the budget after the address"
-	ReasonTurboNoDNS    = "UDP port unknown: no TurboPort, and no HTTPS record to look up (no DNS resolver, or an IP address)"
-)
-
 var defaultSizes = &turbo.SizeCache{}
 
-// turboDial is one TurboTLS attempt inside Connect.
-type turboDial struct {
-	o      Options
-	cfg    *tls13.Config
-	r      *Report
-	res    *Result
-	start  time.Time
-	host   string
-	port   int
-	ips    []netip.Addr
-	wantZ  bool
-	isIP   bool
-	reason string // the ZTLS fallback reason so far
-	zdone  <-chan zresult
-	likely <-chan likelyOffer // nil without ZTLS
-	https  <-chan *resolver.Answer
-	mem    *Memory // remembers servers that abort on ztls
-	now    func() time.Time
-	// wrapUDP wraps the UDP socket (internal/dialhook: the testbed's
-	// loss emulation, tests).
-	wrapUDP func(net.Conn) net.Conn
-
-	// When TurboTLS is not used after all, the TCP connection whose SYN
-	// left at address time is handed to Connect's plain path.
-	syn       chan dialed
-	synStart  time.Time
-	cancelSyn context.CancelFunc
-}
-
-// dialed is the outcome of the TCP connect started at address time.
-type dialed struct {
-	c   net.Conn
-	err error
-	at  time.Time // when the connect finished
-}
-
-// plainConn returns the TCP connection started at address time (nil
-// if there is none or it failed: Connect then dials as usual) and how
-// long its connect took.
-func (t *turboDial) plainConn() (net.Conn, time.Duration) {
-	if t.syn == nil {
-		return nil, 0
-	}
-	d := <-t.syn
-	t.cancelSyn()
-	if d.err != nil {
-		return nil, 0
-	}
-	return d.c, d.at.Sub(t.synStart)
-}
-
-// connect runs the TurboTLS handshake when the server advertises it:
-// used reports whether it did (then res is complete or err is set).
-func (t *turboDial) connect(ctx context.Context) (bool, error) {
-	r := t.r
-	t.wrapUDP = dialhook.WrapUDP(ctx)
-	budget := t.o.ZDataBudget
-	if budget <= 0 {
-		budget = 20 * time.Millisecond
-	}
-	step := func(name string) { r.Trace = append(r.Trace, TraceStep{Step: name, AtMS: ms(time.Since(t.start))}) }
-	// TCP's SYN leaves now, at address time as without TurboTLS: the
-	// HTTPS answer that says whether to use UDP may land a little later,
-	// and TCP is needed either way. The UDP flight follows as soon as
-	// the advertisement (and, for ZTLS, the verified Z-data) is in hand,
-	// which then overlaps the SYN's round trip.
-	ip := t.ips[0]
-	t.synStart = time.Now()
-	synCtx, cancelSyn := context.WithCancel(ctx)
-	t.syn, t.cancelSyn = make(chan dialed, 1), cancelSyn
-	go func() {
-		var d net.Dialer
-		c, err := d.DialContext(synCtx, "tcp", netip.AddrPortFrom(ip, uint16(t.port)).String())
-		t.syn <- dialed{c, err, time.Now()}
-	}()
-	handOver := false
-	defer func() {
-		if handOver {
-			return
-		}
-		// Nobody takes the connection: close it once it is made.
-		cancelSyn()
-		select {
-		case d := <-t.syn:
-			if d.c != nil {
-				d.c.Close()
-			}
-		default:
-			go func(ch chan dialed) {
-				if d := <-ch; d.c != nil {
-					d.c.Close()
-				}
-			}(t.syn)
-		}
-		t.syn = nil
-	}()
-	udpPort := t.o.TurboPort
-	if udpPort == 0 {
-		if t.o.Resolver == nil || t.isIP {
-			r.TurboFallback = ReasonTurboNoDNS
-			handOver = true
-			return false, nil
-		}
-		timer := time.NewTimer(budget)
-		select {
-		case a := <-t.https:
-			p, err := turbo.UDPPortFrom(a.RRs)
-			if err != nil {
-				r.TurboFallback = ReasonTurboNoAdvert
-				if !errors.Is(err, turbo.ErrNoAdvert) {
-					r.TurboFallback += ": " + err.Error()
-				}
-			}
-			udpPort = int(p)
-		case <-timer.C:
-			r.TurboFallback = ReasonTurboNoHTTPS
-		}
-		timer.Stop()
-		if udpPort == 0 {
-			handOver = true
-			return false, nil
-		}
-		step("turbo_advert")
-	}
-	if udpPort < 1 || udpPort > 65535 {
-		return false, fmt.Errorf("dial: bad TurboTLS UDP port %d", udpPort)
-	}
-	udpAddr := netip.AddrPortFrom(ip, uint16(udpPort))
-	var offer *tls13.ZDataOffer
-	reason := t.reason
+// turboTransport is TurboTLS (package turbo): the first flights over UDP
+// while TCP connects. TCP's SYN leaves at address time as without
+// TurboTLS: the HTTPS answer that says whether to use UDP may land a
+// little later, and TCP is needed either way. The UDP flight follows as
+// soon as the advertisement (and, for ZTLS, the verified Z-data) is in
+// hand, which then overlaps the SYN's round trip.
+type turboTransport struct {
+	a       *attempt
+	wrapUDP func(net.Conn) net.Conn // internal/dialhook
+	syn     *synConn                // the TCP connect begun at address time
+	udp     netip.AddrPort          // the server's TurboTLS port
 	// With ZTLS the first flight is made from the likeliest Z-data record
 	// while the lookup goroutine checks the records (both are public-key
 	// and cold-cache work on the critical path, here on two cores); it is
 	// sent only if the checks select that very record.
-	var early *turbo.Hello
-	var earlyCfg *turbo.ClientConfig // early's, with the likely offer as ZData
+	early    *turbo.Hello
+	earlyCfg *turbo.ClientConfig // early's, with the likely offer as ZData
+}
+
+func newTurboTransport(ctx context.Context, a *attempt) *turboTransport {
+	return &turboTransport{a: a, wrapUDP: dialhook.WrapUDP(ctx)}
+}
+
+func (t *turboTransport) connect(ctx context.Context) (*tls13.Conn, error) {
+	a := t.a
+	tcpAddr := netip.AddrPortFrom(a.ips[0], uint16(a.port))
+	t.syn = startSYN(ctx, tcpAddr)
+	defer t.syn.release()
+	port, err := a.turboPort()
+	if err != nil {
+		return nil, err
+	}
+	if port == 0 {
+		// TurboTLS is not used after all: TCP alone, on the connection
+		// already begun.
+		return (&tcpTransport{a: a, syn: t.syn}).connect(ctx)
+	}
+	t.udp = netip.AddrPortFrom(a.ips[0], uint16(port))
 	defer func() {
-		if early != nil {
-			early.Close()
+		if t.early != nil {
+			t.early.Close()
 		}
 	}()
-	if t.wantZ {
-		timer := time.NewTimer(budget)
-		likely := t.likely
-		makeEarly := func(l likelyOffer) {
-			l.offer.Prepared = l.prepared.get()
-			cc := t.turboConfig(l.offer)
-			if h, err := turbo.NewHello(udpAddr, cc); err == nil {
-				early, earlyCfg = h, cc
-			}
-		}
-	wait:
-		for {
-			// The likely offer is sent before the verdict: take it first
-			// when both are in.
-			select {
-			case l := <-likely:
-				likely = nil
-				makeEarly(l)
-				continue
-			default:
-			}
-			select {
-			case l := <-likely:
-				likely = nil
-				makeEarly(l)
-			case z := <-t.zdone:
-				offer = z.offer
-				if z.err != nil {
-					reason = string(zdata.ReasonOf(z.err)) + ": " + z.err.Error()
-				}
-				r.Trace = append(r.Trace, TraceStep{Step: "zdata_verified", AtMS: ms(z.at)})
-				break wait
-			case <-timer.C:
-				reason = ReasonBudget
-				break wait
-			}
-		}
-		timer.Stop()
-		if offer == nil && t.o.Mode == "ztls" {
-			return true, fmt.Errorf("%w: %s", ErrZTLSImpossible, reason)
-		}
+	if err := a.awaitZData(t.makeEarly); err != nil {
+		return nil, err
 	}
-	hello := early
-	cc := earlyCfg
-	if early != nil && offer != nil && sameOffer(offer, earlyCfg.ZData) {
-		early = nil // sent below
+	hello, err := t.hello()
+	if err != nil {
+		return nil, err
+	}
+	a.step("turbo_udp_sent")
+	dialAt := time.Since(a.start)
+	tr, err := hello.Dial(ctx, tcpAddr)
+	if err != nil {
+		return nil, fmt.Errorf("dial: %w", err)
+	}
+	t.report(tr, dialAt, port)
+	return tr.Conn, nil
+}
+
+// makeEarly makes the first flight from the likeliest record's offer.
+func (t *turboTransport) makeEarly(l likelyOffer) {
+	l.offer.Prepared = l.prepared.get()
+	cc := t.config(l.offer)
+	if h, err := turbo.NewHello(t.udp, cc); err == nil {
+		t.early, t.earlyCfg = h, cc
+	}
+}
+
+// hello is the first flight to send: the one made early when the
+// verified offer is the likely one it was made from, else a new one.
+func (t *turboTransport) hello() (*turbo.Hello, error) {
+	a := t.a
+	h, cc := t.early, t.earlyCfg
+	if h != nil && a.offer != nil && sameOffer(a.offer, cc.ZData) {
+		t.early = nil // sent
 	} else {
-		hello, cc = nil, t.turboConfig(offer)
+		h, cc = nil, t.config(a.offer)
 	}
 	if len(cc.Early) > 0 {
-		r.EarlyData.Bytes = len(cc.Early)
+		a.r.EarlyData.Bytes = len(cc.Early)
 	}
-	syn := t.syn
+	t.setFallback(cc)
+	if h != nil {
+		a.step("turbo_hello_made_early")
+		return h, nil
+	}
+	h, err := turbo.NewHello(t.udp, cc)
+	if err != nil {
+		return nil, fmt.Errorf("dial: %w", err)
+	}
+	return h, nil
+}
+
+// config is the TurboTLS client configuration for ZTLS with offer (nil:
+// TLS 1.3, resuming Options.Session if set), early data included.
+func (t *turboTransport) config(offer *tls13.ZDataOffer) *turbo.ClientConfig {
+	o := &t.a.o
+	cc := &turbo.ClientConfig{TLS: t.a.cfg, Wait: o.TurboWait, Sizes: o.TurboSizes, WrapUDP: t.wrapUDP, ReplaySafe: o.ReplaySafe}
+	if cc.Sizes == nil {
+		cc.Sizes = defaultSizes
+	}
+	if offer != nil {
+		cc.ZData = offer
+	} else if o.Session != nil {
+		cc.Session = o.Session
+	}
+	if o.sendsEarly(offer) {
+		cc.Early = o.Request
+	}
+	return cc
+}
+
+// setFallback has turbo.Dial take the TCP connection begun at address
+// time and, when the UDP flight does not make it, finish over that
+// connection as TCP alone would.
+func (t *turboTransport) setFallback(cc *turbo.ClientConfig) {
+	a := t.a
 	cc.DialTCP = func(ctx context.Context, _ netip.AddrPort) (net.Conn, error) {
-		select {
-		case d := <-syn:
-			// turbo.Dial owns the connection now; the deferred cleanup
-			// finds the channel empty and leaves it alone.
-			syn <- dialed{err: errTaken}
-			return d.c, d.err
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+		c, _, err := t.syn.take(ctx)
+		return c, err
 	}
 	udpAborted := false
 	cc.Refused = func(_ error, aborted bool) { udpAborted = aborted }
 	cc.Fallback = func(ctx context.Context, tcp net.Conn, same *tls13.Conn) (*tls13.Conn, error) {
-		if udpAborted && offer != nil {
+		if udpAborted && a.offer != nil {
 			// The server answered the ztls ClientHello sent over UDP with
 			// an alert (ZTLS-SPEC §6): the one retry without ztls runs as
 			// TLS 1.3 on the TCP connection already open, which has
 			// carried nothing yet.
-			t.aborted()
-			offer, reason = nil, ReasonServerAborted
-			return handshake(ctx, tcp, t.cfg, nil, t.o, r, t.start)
+			a.dropZTLS()
+			return a.handshake(ctx, tcp)
 		}
-		// TLS (or ZTLS) over the TCP connection already open, as Connect
-		// does without TurboTLS: the handshake already begun when the
-		// flight just did not come, else a new one.
-		var c *tls13.Conn
-		var err error
-		if same != nil {
-			c, err = same, runHandshake(ctx, same, r, t.start)
-		} else {
-			c, err = handshake(ctx, tcp, t.cfg, offer, t.o, r, t.start)
-		}
-		if err == nil || offer == nil || !abortedOnHello(c, err) {
-			return c, err
-		}
-		// The UDP flight did not come and the server aborted on the ztls
-		// ClientHello over TCP: the one retry without ztls goes on a new
-		// TCP connection, without UDP (it just failed to arrive in time).
-		tcp.Close()
-		t.aborted()
-		offer, reason = nil, ReasonServerAborted
-		raw, err := dialFirst(ctx, t.ips, t.port)
-		if err != nil {
-			return nil, err
-		}
-		c, err = handshake(ctx, raw, t.cfg, nil, t.o, r, t.start)
-		if err != nil {
-			raw.Close()
-		}
-		return c, err
+		// The handshake already begun when the flight just did not come,
+		// else a new one; a ztls abort there is retried on a new TCP
+		// connection, without UDP (it just failed to arrive in time).
+		return a.handshakeTCP(ctx, tcp, same)
 	}
-	if hello == nil {
-		h, err := turbo.NewHello(udpAddr, cc)
-		if err != nil {
-			return true, fmt.Errorf("dial: %w", err)
-		}
-		hello = h
-	} else {
-		step("turbo_hello_made_early")
-	}
-	step("turbo_udp_sent")
-	dialAt := time.Since(t.start)
-	tr, err := hello.Dial(ctx, netip.AddrPortFrom(ip, uint16(t.port)))
-	if err != nil {
-		return true, fmt.Errorf("dial: %w", err)
-	}
+}
+
+// report puts what TurboTLS did in the report.
+func (t *turboTransport) report(tr *turbo.ClientResult, dialAt time.Duration, udpPort int) {
+	a, r := t.a, t.a.r
 	r.Address = tr.Conn.RemoteAddr().String()
 	r.Timing.TCPConnect = ms(tr.TCPConnected)
 	r.Timing.Handshake = ms(tr.Done - tr.TCPConnected)
@@ -320,43 +193,16 @@ func (t *turboDial) connect(ctx context.Context) (bool, error) {
 		BytesReceived: tr.BytesReceived, ServerFlight: tr.ServerFlight, UDPPort: udpPort, WaitedMS: ms(tr.Waited)}
 	if tr.Turbo {
 		r.Transport = "turbo"
-		for _, ev := range tr.Conn.Trace() {
-			r.Trace = append(r.Trace, TraceStep{Step: ev.Event.String(), AtMS: ms(ev.At.Sub(t.start))})
-		}
+		a.traceConn(tr.Conn)
 	} else {
 		r.TurboFallback = tr.FallbackReason
 	}
-	_, err = finish(ctx, tr.Conn, offer, reason, t.o, t.res, t.start, func(name string) {
-		r.Trace = append(r.Trace, TraceStep{Step: name, AtMS: ms(time.Since(t.start))})
-	})
-	return true, err
 }
 
-// turboConfig is the TurboTLS client configuration for ZTLS with offer
-// (nil: TLS 1.3, resuming Options.Session if set), early data included.
-func (t *turboDial) turboConfig(offer *tls13.ZDataOffer) *turbo.ClientConfig {
-	cc := &turbo.ClientConfig{TLS: t.cfg, Wait: t.o.TurboWait, Sizes: t.o.TurboSizes, WrapUDP: t.wrapUDP, ReplaySafe: t.o.ReplaySafe}
-	if cc.Sizes == nil {
-		cc.Sizes = defaultSizes
-	}
-	if offer != nil {
-		cc.ZData = offer
-	} else if t.o.Session != nil {
-		cc.Session = t.o.Session
-	}
-	if t.o.sendsEarly(offer) {
-		cc.Early = t.o.Request
-	}
-	return cc
-}
-
-// errTaken marks the address-time connection as taken by turbo.Dial.
-var errTaken = errors.New("dial: connection taken by TurboTLS")
-
-// aborted remembers that the server aborted on the ztls ClientHello and
-// clears what the report said about the early data of that attempt.
-func (t *turboDial) aborted() {
-	t.mem.RememberAbort(t.host, t.port, t.now())
-	t.r.EarlyData.Bytes = 0
-	t.r.Trace = append(t.r.Trace, TraceStep{Step: "ztls_aborted_retry", AtMS: ms(time.Since(t.start))})
+// sameOffer reports whether a and b offer the same Z-data with the same
+// leaf (so a first flight made for one is the one the other would make).
+func sameOffer(a, b *tls13.ZDataOffer) bool {
+	return a.ID == b.ID && a.Hash == b.Hash && a.Group == b.Group && bytes.Equal(a.Share, b.Share) &&
+		a.MaxEarlyData == b.MaxEarlyData && a.ALPN == b.ALPN && slices.Equal(a.NSC, b.NSC) &&
+		a.Leaf != nil && b.Leaf != nil && bytes.Equal(a.Leaf.Raw, b.Leaf.Raw)
 }

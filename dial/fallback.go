@@ -1,0 +1,202 @@
+package dial
+
+// Every decision to fall back, from ZTLS to TLS 1.3 (ZTLS-SPEC §6) and
+// from TurboTLS to TCP alone, and the reason the report gives for it.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/ztls-project/ztls/tls13"
+	"github.com/ztls-project/ztls/turbo"
+	"github.com/ztls-project/ztls/zdata"
+)
+
+// Fallback reasons that are not Z-data verification failures.
+const (
+	ReasonModeTLS       = "mode tls"
+	ReasonNoResolver    = "no DNS resolver for Z-data"
+	ReasonIPLiteral     = "address given as an IP: no name to look Z-data up"
+	ReasonBudget        = "Z-data not answered within the budget after TCP connected"
+	ReasonRejected      = "server rejected the ztls early data (a server without these Z-data keys ignores ztls; a ztls server refuses early data that may be a replay, after a restart that lost its anti-replay memory or while that memory is unavailable, and when it requires client certificates; its log (ztls serve -v) says which)"
+	ReasonRemembered    = "server aborted on ztls before (remembered)"
+	ReasonServerAborted = "server aborted on the ztls ClientHello; retried without"
+	ReasonNoEarly       = "no replay-safe request to send as early data"
+	ReasonServerName    = "TLS ServerName differs from the dialled host (Z-data is signed for the dialled host)"
+)
+
+// Reasons TurboTLS was not tried (Report.TurboFallback); the reasons it
+// was tried and fell back come from package turbo.
+const (
+	ReasonTurboNoAdvert = "no TurboTLS advertisement (HTTPS key65280)"
+	ReasonTurboNoHTTPS  = "HTTPS record not answered within the budget after the address"
+	ReasonTurboNoDNS    = "UDP port unknown: no TurboPort, and no HTTPS record to look up (no DNS resolver, or an IP address)"
+)
+
+// ErrZTLSImpossible is what Connect's error wraps when Options.Mode is
+// "ztls" and ZTLS cannot be used; the error goes on with the reason, one
+// that would have been Report.FallbackReason in Mode "auto".
+var ErrZTLSImpossible = errors.New(`dial: mode "ztls" impossible`)
+
+// planZTLS decides, before any lookup, whether ZTLS may be tried at all.
+func (a *attempt) planZTLS() error {
+	a.wantZ = a.o.Mode != "tls"
+	switch {
+	case !a.wantZ:
+		a.reason = ReasonModeTLS
+	case a.ip.IsValid():
+		a.reason, a.wantZ = ReasonIPLiteral, false
+	case a.o.Resolver == nil:
+		a.reason, a.wantZ = ReasonNoResolver, false
+	case len(a.o.Request) == 0 || !a.o.ReplaySafe:
+		// ZTLS's gain is the answer to an early request; a request that
+		// must not be replayed never goes early (RFC 8470).
+		a.reason, a.wantZ = ReasonNoEarly, false
+	case !strings.EqualFold(strings.TrimSuffix(a.cfg.ServerName, "."), strings.TrimSuffix(a.host, ".")):
+		// The certificate is checked against ServerName, the Z-data and
+		// the SNI it needs against the host: one name must serve both.
+		a.reason, a.wantZ = ReasonServerName, false
+	case a.mem.Aborted(a.host, a.port, a.now()):
+		a.reason, a.wantZ = ReasonRemembered, false
+	}
+	if !a.wantZ {
+		return a.requireZTLS()
+	}
+	return nil
+}
+
+// requireZTLS fails an attempt in Mode "ztls" once it is settled that it
+// has no verified offer to make, saying why.
+func (a *attempt) requireZTLS() error {
+	if a.o.Mode == "ztls" && a.offer == nil {
+		return fmt.Errorf("%w: %s", ErrZTLSImpossible, a.reason)
+	}
+	return nil
+}
+
+// awaitZData waits, when ZTLS is wanted, at most the budget for the
+// Z-data verdict, and settles what the handshake offers: the verified
+// offer, or the reason there is none. onLikely, if set, takes the
+// likeliest record's offer, unverified, which comes before the verdict
+// (TurboTLS makes its first flight with it meanwhile).
+func (a *attempt) awaitZData(onLikely func(likelyOffer)) error {
+	if !a.wantZ {
+		return nil
+	}
+	var likely <-chan likelyOffer
+	if onLikely != nil {
+		likely = a.look.likely
+	}
+	timer := time.NewTimer(a.budget())
+	defer timer.Stop()
+	for {
+		// The likely offer is sent before the verdict: take it first
+		// when both are in.
+		select {
+		case l := <-likely:
+			likely = nil
+			onLikely(l)
+			continue
+		default:
+		}
+		select {
+		case l := <-likely:
+			likely = nil
+			onLikely(l)
+		case z := <-a.look.zdata:
+			a.offer = z.offer
+			if z.err != nil {
+				a.reason = string(zdata.ReasonOf(z.err)) + ": " + z.err.Error()
+			}
+			a.r.Trace = append(a.r.Trace, TraceStep{Step: "zdata_verified", AtMS: ms(z.at)})
+			return a.requireZTLS()
+		case <-timer.C:
+			a.reason = ReasonBudget
+			return a.requireZTLS()
+		}
+	}
+}
+
+// abortedOnZTLS reports whether the handshake c failed with err because
+// the server aborted on the ztls ClientHello: an alert, or a closed or
+// reset connection, before any ServerHello byte. A server that does not
+// know ztls may abort on early_data without a PSK (ZTLS-SPEC §6); it gets
+// one retry without ztls (dropZTLS).
+func (a *attempt) abortedOnZTLS(c *tls13.Conn, err error) bool {
+	if err == nil || a.offer == nil {
+		return false
+	}
+	for _, ev := range c.Trace() {
+		if ev.Event == tls13.EventServerHelloReceived {
+			return false
+		}
+	}
+	var ae *tls13.AlertError
+	return errors.As(err, &ae) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		isReset(err) || errors.Is(err, tls13.ErrClosedDuringHandshake)
+}
+
+// dropZTLS makes the retry after an abort on ztls plain TLS 1.3: the
+// server is remembered (ReasonRemembered from now on), and what the
+// report said about the aborted attempt's early data is cleared.
+func (a *attempt) dropZTLS() {
+	a.mem.RememberAbort(a.host, a.port, a.now())
+	a.offer, a.reason = nil, ReasonServerAborted
+	a.r.EarlyData.Bytes = 0
+	a.step("ztls_aborted_retry")
+}
+
+// settleReason sets the report's mode and fallback reason from what the
+// finished handshake did with the offer.
+func (a *attempt) settleReason(st tls13.ConnectionState) {
+	reason := a.reason
+	if st.ZTLS {
+		a.r.Mode, reason = "ztls", ""
+	} else if a.offer != nil {
+		reason = ReasonRejected
+		if st.ZTLSSkipped != "" {
+			reason = "Z-data not usable: " + st.ZTLSSkipped
+		}
+	}
+	a.r.FallbackReason = reason
+}
+
+// turboPort is the server's TurboTLS UDP port: Options.TurboPort, else
+// the HTTPS record's advertisement (key65280) when it lands within the
+// budget after the address. 0, with the reason in Report.TurboFallback,
+// means TurboTLS is not tried: TCP goes on alone.
+func (a *attempt) turboPort() (int, error) {
+	port := a.o.TurboPort
+	if port == 0 {
+		if a.o.Resolver == nil || a.ip.IsValid() {
+			a.r.TurboFallback = ReasonTurboNoDNS
+			return 0, nil
+		}
+		timer := time.NewTimer(a.budget())
+		select {
+		case ans := <-a.look.https:
+			p, err := turbo.UDPPortFrom(ans.RRs)
+			if err != nil {
+				a.r.TurboFallback = ReasonTurboNoAdvert
+				if !errors.Is(err, turbo.ErrNoAdvert) {
+					a.r.TurboFallback += ": " + err.Error()
+				}
+			}
+			port = int(p)
+		case <-timer.C:
+			a.r.TurboFallback = ReasonTurboNoHTTPS
+		}
+		timer.Stop()
+		if port == 0 {
+			return 0, nil
+		}
+		a.step("turbo_advert")
+	}
+	if port < 1 || port > 65535 {
+		return 0, fmt.Errorf("dial: bad TurboTLS UDP port %d", port)
+	}
+	return port, nil
+}

@@ -1,0 +1,337 @@
+package dial
+
+// The lookup phase, and the Z-data verification that runs in it while
+// the transport connects.
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/ztls-project/ztls/dns/resolver"
+	"github.com/ztls-project/ztls/tls13"
+	"github.com/ztls-project/ztls/zdata"
+)
+
+// lookups is what the lookup phase delivers, each as it lands: the first
+// address answer (or why there is none), the HTTPS record (TurboTLS's
+// advertisement), the Z-data verdict and, before it, the likeliest
+// record's offer. Every channel is buffered for all that is ever sent on
+// it, so the lookup goroutine never blocks after Connect has returned.
+type lookups struct {
+	addrs  chan []netip.Addr
+	err    chan error
+	https  chan *resolver.Answer
+	zdata  chan zresult     // with ZTLS wanted
+	likely chan likelyOffer // TurboTLS with ZTLS; nil otherwise
+}
+
+// zresult is the Z-data verdict: the offer to make, or why there is none.
+type zresult struct {
+	offer *tls13.ZDataOffer
+	err   error
+	at    time.Duration // since the start
+}
+
+// startLookups starts the lookup phase: the address of an IP given as the
+// host is in at once; without a resolver the system's finds the address
+// (and there is no Z-data); else every record type is asked at once.
+func (a *attempt) startLookups(ctx context.Context) {
+	l := &lookups{addrs: make(chan []netip.Addr, 2), err: make(chan error, 1),
+		https: make(chan *resolver.Answer, 1), zdata: make(chan zresult, 1)}
+	if a.o.Turbo && a.wantZ {
+		l.likely = make(chan likelyOffer, 1)
+	}
+	a.look = l
+	switch {
+	case a.ip.IsValid():
+		l.addrs <- []netip.Addr{a.ip}
+	case a.o.Resolver == nil:
+		go func(host string) {
+			ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+			if err != nil {
+				l.fail(fmt.Errorf("dial: looking up %s: %w", host, err))
+				return
+			}
+			l.addrs <- ips
+		}(a.host)
+	default:
+		s := &serviceLookup{out: l, host: a.host, port: a.port, pendingAddr: 2}
+		if a.wantZ {
+			s.z = newZDataCheck(a.host, a.port, a.cfg, a.now(), a.start, l)
+		}
+		go s.run(ctx, a.o.Resolver)
+	}
+}
+
+// fail delivers the first lookup error; later ones are dropped.
+func (l *lookups) fail(err error) {
+	select {
+	case l.err <- err:
+	default:
+	}
+}
+
+// serviceLookup is the lookup goroutine with a resolver: the first
+// address answer goes out at once, the TXT, TLSA and CERT answers to the
+// Z-data check.
+type serviceLookup struct {
+	out         *lookups
+	host        string
+	port        int
+	sentAddr    bool
+	pendingAddr int         // A and AAAA answers still to land
+	z           *zdataCheck // nil without ZTLS
+}
+
+func (s *serviceLookup) run(ctx context.Context, res *resolver.Resolver) {
+	_, err := res.LookupService(ctx, s.host, s.port, s.onAnswer)
+	if err != nil && !s.sentAddr {
+		s.out.fail(fmt.Errorf("dial: looking up %s: %w", s.host, err))
+	}
+	if s.z != nil {
+		s.z.giveUp()
+	}
+}
+
+// onAnswer takes each answer as it lands (on one goroutine).
+func (s *serviceLookup) onAnswer(a resolver.Answer) {
+	switch a.Qtype {
+	case dns.TypeA, dns.TypeAAAA:
+		s.onAddress(a)
+	case dns.TypeHTTPS:
+		s.out.https <- &a
+	case dns.TypeTXT, dns.TypeTLSA, dns.TypeCERT:
+		if s.z != nil {
+			s.z.onAnswer(&a)
+		}
+	}
+	if s.z != nil {
+		s.z.advance(s.sentAddr)
+	}
+}
+
+func (s *serviceLookup) onAddress(a resolver.Answer) {
+	s.pendingAddr--
+	var ips []netip.Addr
+	for _, rr := range a.RRs {
+		switch v := rr.(type) {
+		case *dns.A:
+			if ip, ok := netip.AddrFromSlice(v.A.To4()); ok {
+				ips = append(ips, ip)
+			}
+		case *dns.AAAA:
+			if ip, ok := netip.AddrFromSlice(v.AAAA); ok {
+				ips = append(ips, ip)
+			}
+		}
+	}
+	switch {
+	case s.sentAddr:
+	case len(ips) > 0:
+		s.sentAddr = true
+		s.out.addrs <- ips
+	case s.pendingAddr == 0:
+		s.out.fail(fmt.Errorf("dial: %s has no address (A/AAAA): %s", s.host, rcodeText(a)))
+	}
+}
+
+func rcodeText(a resolver.Answer) string {
+	if a.Err != nil {
+		return a.Err.Error()
+	}
+	return dns.RcodeToString[a.Rcode]
+}
+
+// zdataCheck is the Z-data verification, on the lookup goroutine while
+// TCP connects: the records' signature, validity, chain and name
+// (zdata.Selector, with the TLS client's certificate policy). Its
+// public-key work starts as early as its inputs allow, so little is left
+// when the last answer lands (TurboTLS sends nothing before the check is
+// done): the client's key share at once, the DNS round trip being idle
+// time; the ECDH with the likeliest record's share when the TXT answer
+// lands; the chain checks when TLSA and CERT have landed; the records'
+// signatures when all three are in.
+type zdataCheck struct {
+	sel        *zdata.Selector
+	trust      *policy
+	start      time.Time
+	out        *lookups
+	keyShare   chan *tls13.ZDataKeyShare
+	prepared   *preparedShare // from the TXT answer on
+	txt        [][]string
+	haveTXT    bool
+	tlsa, cert *resolver.Answer
+	chains     bool // started
+	done       bool // the verdict is under way
+}
+
+func newZDataCheck(host string, port int, cfg *tls13.Config, now, start time.Time, out *lookups) *zdataCheck {
+	trust := newPolicy(cfg)
+	z := &zdataCheck{sel: zdata.NewSelector(host, port, zdata.SelectOptions{Now: now, Policy: trust.check}),
+		trust: trust, start: start, out: out, keyShare: make(chan *tls13.ZDataKeyShare, 1)}
+	go func() { z.keyShare <- tls13.NewZDataKeyShare(tls13.X25519, nil) }()
+	return z
+}
+
+// onAnswer takes the TXT, TLSA or CERT answer.
+func (z *zdataCheck) onAnswer(a *resolver.Answer) {
+	switch a.Qtype {
+	case dns.TypeTXT:
+		z.txt, z.haveTXT = txtStrings(a), true
+		z.prepare()
+	case dns.TypeTLSA:
+		z.tlsa = a
+	case dns.TypeCERT:
+		z.cert = a
+	}
+}
+
+// prepare starts the ECDH with the likeliest record's share.
+func (z *zdataCheck) prepare() {
+	ps := &preparedShare{done: make(chan struct{})}
+	z.prepared = ps
+	rec, _ := z.sel.Likely(z.txt)
+	go func() {
+		ks := <-z.keyShare
+		if rec != nil {
+			ps.p = ks.Prepare(rec.Group, rec.KeyShare, nil)
+		}
+		close(ps.done)
+	}()
+}
+
+// advance starts what the answers in hand allow: the chain checks once
+// TLSA and CERT are in, the verdict once TXT is too. Once the address is
+// out the verdict runs on the lookup goroutine (what may still land, AAAA
+// or HTTPS, can wait for it, which a new goroutine would only start
+// later); before, on its own.
+func (z *zdataCheck) advance(sentAddr bool) {
+	if !z.chains && z.tlsa != nil && z.cert != nil {
+		z.sel.StartChains(rrsOf[*dns.TLSA](z.tlsa), rrsOf[*dns.CERT](z.cert))
+		z.chains = true
+	}
+	if z.done || !z.haveTXT || !z.chains {
+		return
+	}
+	z.done = true
+	if z.out.likely != nil {
+		if rec, leaf := z.sel.Likely(z.txt); rec != nil && leaf != nil {
+			z.out.likely <- likelyOffer{offer: rec.Offer(leaf), prepared: z.prepared}
+		}
+	}
+	if sentAddr {
+		z.check()
+	} else {
+		go z.check()
+	}
+}
+
+// check delivers the verdict.
+func (z *zdataCheck) check() {
+	offer, err := z.verify()
+	z.out.zdata <- zresult{offer: offer, err: err, at: time.Since(z.start)}
+}
+
+// giveUp delivers the verdict of lookups that ended without all three
+// answers.
+func (z *zdataCheck) giveUp() {
+	if !z.done {
+		z.out.zdata <- zresult{err: &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New("the Z-data lookups did not complete")}}
+	}
+}
+
+// verify selects among the TXT records and makes the offer the engine
+// uses, with the policy's verdict on its leaf and the key share and ZS
+// prepared for the likeliest record (the engine uses them only if that
+// record is the one selected).
+func (z *zdataCheck) verify() (*tls13.ZDataOffer, error) {
+	rec, leaf, err := z.sel.Select(z.txt)
+	if err != nil {
+		return nil, err
+	}
+	offer := z.trust.offer(leaf)
+	if offer == nil {
+		return nil, errors.New("dial: internal error: selected leaf without a policy verdict")
+	}
+	rec.FillOffer(offer)
+	offer.Prepared = z.prepared.get()
+	return offer, nil
+}
+
+// policy is the TLS client's certificate policy applied to Z-data leaves
+// (tls13.Config.VerifyZDataOffer): each leaf's check leaves an offer that
+// carries the verdict, so the handshake does not repeat the check.
+type policy struct {
+	cfg *tls13.Config
+	mu  sync.Mutex
+	ok  map[*x509.Certificate]*tls13.ZDataOffer
+}
+
+func newPolicy(cfg *tls13.Config) *policy {
+	return &policy{cfg: cfg, ok: map[*x509.Certificate]*tls13.ZDataOffer{}}
+}
+
+func (p *policy) check(leaf *x509.Certificate, inter []*x509.Certificate) error {
+	z := &tls13.ZDataOffer{Leaf: leaf, Intermediates: inter}
+	if err := p.cfg.VerifyZDataOffer(z); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.ok[leaf] = z
+	p.mu.Unlock()
+	return nil
+}
+
+func (p *policy) offer(leaf *x509.Certificate) *tls13.ZDataOffer {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ok[leaf]
+}
+
+// preparedShare is the key share and ZS made for the likeliest record
+// (tls13.ZDataPrepared, single-use), for any number of readers: the
+// verified offer and TurboTLS's early first flight share it.
+type preparedShare struct {
+	done chan struct{}
+	p    *tls13.ZDataPrepared // nil: no likely record
+}
+
+func (s *preparedShare) get() *tls13.ZDataPrepared {
+	<-s.done
+	return s.p
+}
+
+// likelyOffer is the offer of the likeliest record, unverified, and its
+// prepared share (see zdata.Selector.Likely).
+type likelyOffer struct {
+	offer    *tls13.ZDataOffer
+	prepared *preparedShare
+}
+
+// rrsOf returns the records of type T in a.
+func rrsOf[T dns.RR](a *resolver.Answer) []T {
+	var out []T
+	for _, rr := range a.RRs {
+		if t, ok := rr.(T); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// txtStrings returns the strings of each TXT record in a.
+func txtStrings(a *resolver.Answer) [][]string {
+	var txts [][]string
+	for _, t := range rrsOf[*dns.TXT](a) {
+		txts = append(txts, t.Txt)
+	}
+	return txts
+}

@@ -1,11 +1,20 @@
 package turbo_test
 
 import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"fmt"
+	"math/big"
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
+	"testing/cryptotest"
 	"time"
 
 	"github.com/ztls-project/ztls/internal/testpki"
@@ -19,6 +28,7 @@ import (
 type compressChain struct {
 	pool *x509.CertPool
 	cert tls13.Certificate
+	now  time.Time // when the chain is valid; zero: time.Now()
 }
 
 // newCompressChain issues a server chain of intermediates+1 certificates,
@@ -28,6 +38,106 @@ func newCompressChain(t testing.TB, keyType string, intermediates int) compressC
 	ca := testpki.NewCA(t, keyType)
 	l := ca.Issue(t, testpki.LeafOpts{KeyType: keyType, Intermediates: intermediates, IntermediateKeyType: keyType})
 	return compressChain{pool: ca.Pool(), cert: tls13.Certificate{Chain: l.Chain, PrivateKey: l.Key, Leaf: l.Cert}}
+}
+
+// fixedChain is newCompressChain with the same bytes on every run, so
+// that the flight table's figures are too: keys and signatures from a
+// deterministic random source (testing/cryptotest, seeded per chain),
+// fixed validity, names as testpki gives them. Random chains move a
+// flight by a few bytes from run to run (an ECDSA signature's DER length
+// varies, a serial's, and what the compressors find to match), which is
+// enough to cross a datagram boundary (a multiple of 1179 bytes).
+func fixedChain(t *testing.T, keyType string, intermediates int) compressChain {
+	t.Helper()
+	cryptotest.SetGlobalRandom(t, chainSeed(keyType, intermediates))
+	notBefore := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	newKey := func() crypto.Signer {
+		var k crypto.Signer
+		var err error
+		if keyType == "rsa2048" {
+			k, err = rsa.GenerateKey(rand.Reader, 2048)
+		} else {
+			k, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	serial := func() *big.Int { // 127 bits, as testpki's
+		n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.Add(n, big.NewInt(1))
+	}
+	issue := func(tmpl, parent *x509.Certificate, pub crypto.PublicKey, signer crypto.Signer) (*x509.Certificate, []byte) {
+		tmpl.SerialNumber = serial()
+		tmpl.NotBefore, tmpl.NotAfter = notBefore, notBefore.AddDate(10, 0, 0)
+		tmpl.BasicConstraintsValid = true
+		if parent == nil {
+			parent = tmpl
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, signer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := x509.ParseCertificate(der)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, der
+	}
+	caTmpl := func(cn string, pathLen int) *x509.Certificate {
+		return &x509.Certificate{
+			Subject:  pkix.Name{CommonName: cn, Organization: []string{"ztls tests"}},
+			KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
+			IsCA:     true, MaxPathLen: pathLen, MaxPathLenZero: pathLen == 0,
+		}
+	}
+	rootKey := newKey()
+	root, _ := issue(caTmpl("ztls test CA ("+keyType+")", 3), nil, rootKey.Public(), rootKey)
+	issuer, issuerKey := root, rootKey
+	var inters [][]byte // root side first
+	for i := range intermediates {
+		cn := "ztls test intermediate CA"
+		if i > 0 {
+			cn = fmt.Sprintf("ztls test intermediate CA %d", i+1)
+		}
+		k := newKey()
+		var der []byte
+		issuer, der = issue(caTmpl(cn, intermediates-1-i), issuer, k.Public(), issuerKey)
+		issuerKey = k
+		inters = append(inters, der)
+	}
+	leafKey := newKey()
+	usage := x509.KeyUsageDigitalSignature
+	if keyType == "rsa2048" {
+		usage |= x509.KeyUsageKeyEncipherment
+	}
+	leaf, der := issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: "localhost", Organization: []string{"ztls tests"}},
+		KeyUsage:    usage,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:    []string{"localhost", "server.test"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}, issuer, leafKey.Public(), issuerKey)
+	chain := [][]byte{der}
+	for i := len(inters) - 1; i >= 0; i-- {
+		chain = append(chain, inters[i])
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(root)
+	return compressChain{pool: pool, cert: tls13.Certificate{Chain: chain, PrivateKey: leafKey, Leaf: leaf}, now: notBefore.AddDate(1, 0, 0)}
+}
+
+// chainSeed names a deterministic random stream after what it makes.
+func chainSeed(parts ...any) uint64 {
+	var h uint64 = 14695981039346656037 // FNV-1a
+	for _, c := range fmt.Sprint(parts...) {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	return h
 }
 
 // startCompressServer serves TurboTLS (UDP and TCP on one port number)
@@ -96,6 +206,9 @@ func TestTurboCertCompression(t *testing.T) {
 func firstFlight(t testing.TB, ch compressChain, group uint16, alg tls13.CertCompressionAlgorithm) int {
 	t.Helper()
 	ccfg := &tls13.Config{RootCAs: ch.pool, ServerName: "localhost", Groups: []uint16{group}}
+	if !ch.now.IsZero() {
+		ccfg.Time = func() time.Time { return ch.now }
+	}
 	scfg := &tls13.Config{Certificates: []tls13.Certificate{ch.cert}}
 	if alg != 0 {
 		ccfg.CertificateCompression = []tls13.CertCompressionAlgorithm{alg}
@@ -127,7 +240,9 @@ func firstFlight(t testing.TB, ch compressChain, group uint16, alg tls13.CertCom
 // its TurboTLS datagrams for RSA-2048 and ECDSA P-256 chains of 2 and 3
 // certificates, with each algorithm and without. Every algorithm must
 // shrink every flight. With -v it prints the table of docs/benchmarks.md
-// ("Certificate compression").
+// ("Certificate compression"). Chains, keys and every handshake's
+// randomness are deterministic (fixedChain; each flight reseeds), so the
+// table is the same on every run of one Go version.
 func TestCertCompressionFlightTable(t *testing.T) {
 	algs := []tls13.CertCompressionAlgorithm{0, tls13.CertCompressionZlib, tls13.CertCompressionBrotli, tls13.CertCompressionZstd}
 	var b strings.Builder
@@ -138,7 +253,7 @@ func TestCertCompressionFlightTable(t *testing.T) {
 	b.WriteString("\n")
 	for _, kt := range []string{"rsa2048", "ecdsa-p256"} {
 		for _, inter := range []int{1, 2} {
-			ch := newCompressChain(t, kt, inter)
+			ch := fixedChain(t, kt, inter)
 			chainBytes := 0
 			for _, der := range ch.cert.Chain {
 				chainBytes += len(der)
@@ -147,6 +262,7 @@ func TestCertCompressionFlightTable(t *testing.T) {
 				fmt.Fprintf(&b, "| %s, %d certs (%d B DER) | %s |", kt, inter+1, chainBytes, tls13.GroupName(g))
 				var plain int
 				for _, a := range algs {
+					cryptotest.SetGlobalRandom(t, chainSeed(kt, inter, g, a))
 					n := firstFlight(t, ch, g, a)
 					if a == 0 {
 						plain = n

@@ -163,18 +163,23 @@ func ParseKey(data []byte) (*Key, error) {
 //	DIR/keys/<id>.json  one signed record and its private key each (0600)
 //	DIR/seed            optional fleet seed (0600): enables fleet mode
 //
-// Save, Rotate and Reload may be called from one goroutine at a time;
-// Keyring serves lookups concurrently throughout.
+// The methods of a Dir may be called concurrently (a server's SIGHUP
+// reload, its rotation and its DNS answers); Keyring serves lookups
+// concurrently throughout. Read Service's certificate through Leaf and
+// RRs while a Reload may run: Reload replaces it in place.
 type Dir struct {
 	Path    string
 	Config  ServiceConfig
 	Service *Service
 	Keyring *Keyring // Service.Keyring
-	// Skipped lists key files the last load or reload ignored, with why
-	// (for example records signed by a previous certificate).
+	// Skipped lists key files the load ignored, with why (for example
+	// records signed by a previous certificate); SkippedFiles is its
+	// current value once reloads run.
 	Skipped []string
 
-	mu sync.Mutex
+	mu       sync.Mutex
+	rotating bool   // this process rotates the directory (SetRotating)
+	stamp    string // what Changed last saw
 }
 
 func (d *Dir) file(name string) string {
@@ -365,22 +370,18 @@ func commitStaged(stage, path string, existed bool) (undo func(), err error) {
 // listed in Skipped.
 func LoadDir(path string) (*Dir, error) {
 	d := &Dir{Path: path}
-	b, err := os.ReadFile(filepath.Join(path, ServiceFile))
+	cfg, err := readConfig(path)
 	if err != nil {
-		return nil, fmt.Errorf("zdata: %v", err)
+		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&d.Config); err != nil {
-		return nil, fmt.Errorf("zdata: %s: %v", ServiceFile, err)
-	}
+	d.Config = cfg
 	opts, err := d.Config.Options()
 	if err != nil {
 		return nil, err
 	}
-	cert, err := tls13.LoadX509KeyPair(d.file(d.Config.Cert), d.file(d.Config.Key))
+	cert, err := d.loadCert(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("zdata: load certificate: %v", err)
+		return nil, err
 	}
 	seed, err := readSeed(filepath.Join(path, SeedFile))
 	if err != nil {
@@ -390,13 +391,38 @@ func LoadDir(path string) (*Dir, error) {
 		return nil, err
 	}
 	d.Keyring = d.Service.Keyring
-	keys, skipped, err := d.readKeys()
+	keys, skipped, _, err := d.readKeys(d.Service.Leaf())
 	if err != nil {
 		return nil, err
 	}
 	d.Skipped = skipped
 	d.Keyring.replace(keys)
+	d.stamp = d.readStamp()
 	return d, nil
+}
+
+// readConfig reads DIR/service.json.
+func readConfig(path string) (ServiceConfig, error) {
+	var cfg ServiceConfig
+	b, err := os.ReadFile(filepath.Join(path, ServiceFile))
+	if err != nil {
+		return cfg, fmt.Errorf("zdata: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return cfg, fmt.Errorf("zdata: %s: %v", ServiceFile, err)
+	}
+	return cfg, nil
+}
+
+// loadCert loads the certificate and key cfg names.
+func (d *Dir) loadCert(cfg ServiceConfig) (tls13.Certificate, error) {
+	cert, err := tls13.LoadX509KeyPair(d.file(cfg.Cert), d.file(cfg.Key))
+	if err != nil {
+		return cert, fmt.Errorf("zdata: load certificate: %v", err)
+	}
+	return cert, nil
 }
 
 // readSeed reads a fleet seed file; a missing file means no fleet.
@@ -422,17 +448,18 @@ func readSeed(path string) ([]byte, error) {
 	return b, nil
 }
 
-// readKeys loads every keys/<id>.json that belongs to the service.
-func (d *Dir) readKeys() (keys []*Key, skipped []string, err error) {
+// readKeys loads every keys/<id>.json that belongs to the service and is
+// signed by leaf. Keys signed by another leaf are skipped: listed in
+// skipped, and counted by that leaf's SHA-256 in others.
+func (d *Dir) readKeys(leaf *x509.Certificate) (keys []*Key, skipped []string, others map[[32]byte]int, err error) {
 	dir := filepath.Join(d.Path, KeysDir)
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("zdata: %v", err)
+		return nil, nil, nil, fmt.Errorf("zdata: %v", err)
 	}
-	leaf := d.Service.Leaf()
 	leafHash := sha256.Sum256(leaf.Raw)
 	for _, e := range ents {
 		name := e.Name()
@@ -441,50 +468,65 @@ func (d *Dir) readKeys() (keys []*Key, skipped []string, err error) {
 		}
 		p := filepath.Join(dir, name)
 		info, err := e.Info()
+		if errors.Is(err, os.ErrNotExist) {
+			continue // erased by a rotation since the listing
+		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("zdata: %v", err)
+			return nil, nil, nil, fmt.Errorf("zdata: %v", err)
 		}
 		if info.Mode().Perm()&0o077 != 0 {
-			return nil, nil, fmt.Errorf("zdata: %s is readable by others (chmod 600)", p)
+			return nil, nil, nil, fmt.Errorf("zdata: %s is readable by others (chmod 600)", p)
 		}
 		b, err := os.ReadFile(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("zdata: %v", err)
+			return nil, nil, nil, fmt.Errorf("zdata: %v", err)
 		}
 		k, err := ParseKey(b)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", p, err)
+			return nil, nil, nil, fmt.Errorf("%s: %w", p, err)
 		}
 		r := k.Record
 		if name != strconv.FormatUint(uint64(r.ID), 10)+".json" {
-			return nil, nil, fmt.Errorf("zdata: %s holds Zdata_id %d", p, r.ID)
+			return nil, nil, nil, fmt.Errorf("zdata: %s holds Zdata_id %d", p, r.ID)
 		}
 		if r.Host != d.Service.Host || r.Port != d.Service.Port {
-			return nil, nil, fmt.Errorf("zdata: %s is for %s port %d, not %s port %d", p, r.Host, r.Port, d.Service.Host, d.Service.Port)
+			return nil, nil, nil, fmt.Errorf("zdata: %s is for %s port %d, not %s port %d", p, r.Host, r.Port, d.Service.Host, d.Service.Port)
 		}
 		if r.LeafHash != leafHash {
 			skipped = append(skipped, filepath.Join(KeysDir, name)+": signed by another certificate")
+			if others == nil {
+				others = map[[32]byte]int{}
+			}
+			others[r.LeafHash]++
 			continue
 		}
 		if err := r.Verify(leaf, r.Host, r.Port); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", p, err)
+			return nil, nil, nil, fmt.Errorf("%s: %w", p, err)
 		}
 		keys = append(keys, k)
 	}
-	return keys, skipped, nil
+	return keys, skipped, others, nil
 }
 
 // Save writes service.json and one file per key in the keyring, and
 // deletes key files of keys no longer in it (pruned keys are erased from
-// disk too). Files are replaced atomically.
+// disk too). Files are replaced atomically, and only when they change, so
+// readers watching the directory see writes only when there is news.
 func (d *Dir) Save() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.save()
+}
+
+func (d *Dir) save() error {
 	b, err := json.MarshalIndent(d.Config, "", "  ")
 	if err != nil {
 		return fmt.Errorf("zdata: %v", err)
 	}
-	if err := writeFileAtomic(filepath.Join(d.Path, ServiceFile), append(b, '\n'), 0o644); err != nil {
+	if err := writeIfChanged(filepath.Join(d.Path, ServiceFile), append(b, '\n'), 0o644); err != nil {
 		return err
 	}
 	dir := filepath.Join(d.Path, KeysDir)
@@ -499,10 +541,7 @@ func (d *Dir) Save() error {
 		if err != nil {
 			return err
 		}
-		if old, err := os.ReadFile(filepath.Join(dir, name)); err == nil && bytes.Equal(old, kb) {
-			continue
-		}
-		if err := writeFileAtomic(filepath.Join(dir, name), kb, 0o600); err != nil {
+		if err := writeIfChanged(filepath.Join(dir, name), kb, 0o600); err != nil {
 			return err
 		}
 	}
@@ -512,7 +551,7 @@ func (d *Dir) Save() error {
 	}
 	for _, e := range ents {
 		if strings.HasSuffix(e.Name(), ".json") && !keep[e.Name()] {
-			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("zdata: %v", err)
 			}
 		}
@@ -520,42 +559,225 @@ func (d *Dir) Save() error {
 	return nil
 }
 
+// writeIfChanged is writeFileAtomic unless path already holds data.
+func writeIfChanged(path string, data []byte, mode os.FileMode) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		if st, err := os.Stat(path); err == nil && st.Mode().Perm() == mode {
+			return nil
+		}
+	}
+	return writeFileAtomic(path, data, mode)
+}
+
 // Rotate runs Service.Rotate at now and saves the directory.
 func (d *Dir) Rotate(now time.Time) ([]*Key, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	added, err := d.Service.Rotate(now)
 	if err != nil {
 		return added, err
 	}
-	return added, d.Save()
+	return added, d.save()
 }
 
-// Reload re-reads the key files into the keyring (the same Keyring, so
-// servers holding it see the change) and reports whether the key set
-// changed. The directory is the source of truth: keys added to the
-// keyring in memory but never saved are dropped. On error the keyring is
-// left as it was.
+// SetRotating tells the directory whether this process rotates it (holds
+// ClaimRotation's claim): Reload then issues, at once, the keys a new
+// certificate needs and saves them, so the processes that only read the
+// directory pick them up.
+func (d *Dir) SetRotating(on bool) {
+	d.mu.Lock()
+	d.rotating = on
+	d.mu.Unlock()
+}
+
+// Leaf returns the leaf certificate the directory's records are signed
+// with now.
+func (d *Dir) Leaf() *x509.Certificate {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Service.Leaf()
+}
+
+// SkippedFiles is Skipped as of the last load, reload or refresh.
+func (d *Dir) SkippedFiles() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.Skipped...)
+}
+
+// Reload re-reads the directory: the certificate and key service.json
+// names (a replaced certificate is taken, after the checks CheckLeaf
+// makes) and the key files, into the same Keyring, so servers holding it
+// see the change. Keys signed by another certificate than the one loaded
+// are skipped (Skipped). When this process rotates the directory
+// (SetRotating) or derives a fleet's keys, the keys the certificate needs
+// are made at once: a new certificate gets keys signed for its leaf
+// without waiting for the next rotation, and saved for the others. It
+// reports whether the certificate or the key set changed. The host, port
+// and record options are those of the load: changing them takes a
+// restart. On error nothing changes.
 func (d *Dir) Reload() (bool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	keys, skipped, err := d.readKeys()
+	cfg, err := readConfig(d.Path)
 	if err != nil {
 		return false, err
+	}
+	if h, _ := CanonicalHost(cfg.Host); h != d.Service.Host || cfg.Port != d.Service.Port {
+		return false, fmt.Errorf("zdata: %s now names %s port %d, not %s port %d: restart to serve another service", filepath.Join(d.Path, ServiceFile), cfg.Host, cfg.Port, d.Service.Host, d.Service.Port)
+	}
+	cert, err := d.loadCert(cfg)
+	if err != nil {
+		return false, err
+	}
+	return d.adopt(cfg, cert, time.Now())
+}
+
+// adopt makes cert the service's certificate (when it differs) and loads
+// the keys signed by it. d.mu is held.
+func (d *Dir) adopt(cfg ServiceConfig, cert tls13.Certificate, now time.Time) (bool, error) {
+	leaf, certChanged, err := d.checkCert(cert, now)
+	if err != nil {
+		return false, err
+	}
+	keys, skipped, _, err := d.readKeys(leaf)
+	if err != nil {
+		return false, err
+	}
+	fleet := d.Service.Seed != nil
+	if d.rotating || fleet {
+		// Make the keys this certificate needs on a copy, so that servers
+		// never see a keyring without them.
+		svc := *d.Service
+		svc.Cert, svc.leaf = cert, leaf
+		svc.Keyring = NewKeyring(d.Keyring.Window())
+		svc.Keyring.replace(keys)
+		if _, err := svc.Rotate(now); err != nil {
+			return false, err
+		}
+		keys = svc.Keyring.All()
+	}
+	if certChanged {
+		d.Service.Cert, d.Service.leaf = cert, leaf
+		d.Config.Cert, d.Config.Key = cfg.Cert, cfg.Key
+	}
+	d.Skipped = skipped
+	keysChanged := d.Keyring.replace(keys)
+	if d.rotating && !fleet {
+		if err := d.save(); err != nil {
+			return true, err
+		}
+	}
+	return certChanged || keysChanged, nil
+}
+
+// checkCert parses cert's leaf and says whether it differs from the
+// service's; a new one must be usable for the service at now.
+func (d *Dir) checkCert(cert tls13.Certificate, now time.Time) (*x509.Certificate, bool, error) {
+	cur := d.Service.Cert.Chain
+	if len(cert.Chain) == len(cur) {
+		same := true
+		for i := range cur {
+			same = same && bytes.Equal(cert.Chain[i], cur[i])
+		}
+		if same {
+			return d.Service.Leaf(), false, nil
+		}
+	}
+	if len(cert.Chain) == 0 || cert.PrivateKey == nil {
+		return nil, false, errors.New("zdata: certificate chain and private key required")
+	}
+	leaf := cert.Leaf
+	if leaf == nil {
+		var err error
+		if leaf, err = x509.ParseCertificate(cert.Chain[0]); err != nil {
+			return nil, false, fmt.Errorf("zdata: parse leaf: %v", err)
+		}
+	}
+	if _, err := SchemeFor(leaf.PublicKey); err != nil {
+		return nil, false, err
+	}
+	if err := CheckLeaf(leaf, d.Service.Host, now); err != nil {
+		return nil, false, fmt.Errorf("%v (the Z-data keeps the certificate it has)", err)
+	}
+	return leaf, true, nil
+}
+
+// Refresh picks up what other processes changed in the directory, for a
+// process that does not rotate it: the key files the rotating process
+// wrote, and, when it signed them with the certificate now on disk (it
+// reloaded a replaced certificate), that certificate too. A fleet derives
+// its keys for now instead. It reports whether anything changed.
+func (d *Dir) Refresh(now time.Time) (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.Service.Seed != nil {
+		added, err := d.Service.Rotate(now)
+		return len(added) > 0, err
+	}
+	keys, skipped, others, err := d.readKeys(d.Service.Leaf())
+	if err != nil {
+		return false, err
+	}
+	if len(others) > 0 {
+		// Keys signed by another leaf: follow them when it is the
+		// certificate on disk now.
+		cfg, err := readConfig(d.Path)
+		if err == nil && cfg.Host == d.Config.Host && cfg.Port == d.Config.Port {
+			if cert, err := d.loadCert(cfg); err == nil && others[sha256.Sum256(cert.Chain[0])] > 0 {
+				return d.adopt(cfg, cert, now)
+			}
+		}
 	}
 	d.Skipped = skipped
 	return d.Keyring.replace(keys), nil
 }
 
-// Watch reloads the directory every interval until ctx is done, calling
-// fn after each reload that changed the keys or failed. It blocks.
+// Changed reports whether the directory's files (service.json, the key
+// files, the certificate and key it names) changed since the last call or
+// load, by their modification times and sizes: a cheap test to call
+// often, to Refresh soon after another process writes.
+func (d *Dir) Changed() bool {
+	st := d.readStamp()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	changed := st != d.stamp
+	d.stamp = st
+	return changed
+}
+
+// readStamp sums up the modification times and sizes Changed compares.
+func (d *Dir) readStamp() string {
+	d.mu.Lock()
+	files := []string{filepath.Join(d.Path, ServiceFile), filepath.Join(d.Path, KeysDir), d.file(d.Config.Cert), d.file(d.Config.Key)}
+	d.mu.Unlock()
+	var b strings.Builder
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil {
+			fmt.Fprintf(&b, "%d/%d;", st.ModTime().UnixNano(), st.Size())
+		} else {
+			b.WriteString("-;")
+		}
+	}
+	return b.String()
+}
+
+// Watch picks up other processes' changes (Refresh) until ctx is done:
+// soon after the directory changes (checked every interval) and at least
+// every ten intervals. It calls fn after each refresh that changed the
+// keys or failed. It blocks.
 func (d *Dir) Watch(ctx context.Context, interval time.Duration, fn func(*Dir, error)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	for {
+	for n := 1; ; n++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			changed, err := d.Reload()
+			if !d.Changed() && n%10 != 0 {
+				continue
+			}
+			changed, err := d.Refresh(time.Now())
 			if (changed || err != nil) && fn != nil {
 				fn(d, err)
 			}
@@ -570,11 +792,13 @@ func (d *Dir) Records(now time.Time) []*Record { return d.Service.Records(now) }
 // CERT intermediates and the TLSA leaf, with a TTL ending before the
 // earliest not-after (at most maxTTL). Nil when nothing is published.
 func (d *Dir) RRs(now time.Time, maxTTL time.Duration) []dns.RR {
+	d.mu.Lock() // the records and the leaf they are signed with, as one
+	chain := d.Service.Cert.Chain
 	recs := d.Records(now)
+	d.mu.Unlock()
 	if len(recs) == 0 {
 		return nil
 	}
-	chain := d.Service.Cert.Chain
 	return ZoneRRs(recs, chain[0], chain[1:], TTLFor(recs, now, maxTTL))
 }
 

@@ -30,7 +30,10 @@ type Options struct {
 	// Resolver is the T-DNS resolver used for addresses and Z-data; nil
 	// means the system resolver for addresses and no Z-data.
 	Resolver *resolver.Resolver
-	// ZDataBudget is how long to wait for Z-data once TCP is up; 0 means 20 ms.
+	// ZDataBudget is how long to wait for Z-data once TCP is up (with
+	// TurboTLS: once the UDP port is known, before the UDP flight; and
+	// for the HTTPS record that advertises it, after the address); 0
+	// means 20 ms.
 	ZDataBudget time.Duration
 	// Session, if set, is offered for resumption in TLS mode; with
 	// ResumeEarly the Request goes as 0-RTT data when the ticket allows.

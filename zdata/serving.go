@@ -2,11 +2,17 @@ package zdata
 
 import "errors"
 
-// ServingLockFile is the file ClaimServing locks in a Z-data directory.
+// ServingLockFile is the file ClaimServing (exclusive) and ShareServing
+// (shared) lock in a Z-data directory.
 const ServingLockFile = "serving.lock"
 
-// ErrDirServed is ClaimServing's error when another live process serves
-// the directory.
+// StrikeStateFile is where ServeAlone keeps the strike register between
+// two runs of the server that claims the directory.
+const StrikeStateFile = "strike.state"
+
+// ErrDirServed is the error of ClaimServing and ShareServing when a live
+// process serves the directory in a way that excludes the caller's: a
+// server with a private strike register excludes every other server.
 var ErrDirServed = errors.New("zdata: another server already serves this Z-data directory")
 
 // Fleet reports whether other servers may hold this directory's keys by

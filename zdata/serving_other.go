@@ -4,6 +4,9 @@ package zdata
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/ztls-project/ztls/tls13"
@@ -33,5 +36,11 @@ func (s *Serving) Close(now time.Time) error { return nil }
 // ClaimRotation cannot lock here: the caller only reloads.
 func (d *Dir) ClaimRotation() (release func(), ok bool, err error) { return nil, false, nil }
 
-// MarkSharedServing has nothing to record here (ServeAlone refuses).
-func (d *Dir) MarkSharedServing() error { return nil }
+// ShareServing has nothing to lock here (ClaimServing refuses, so every
+// server shares a register); it drops a saved private register.
+func (d *Dir) ShareServing() (release func(), err error) {
+	if err := os.Remove(filepath.Join(d.Path, StrikeStateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("zdata: %v", err)
+	}
+	return func() {}, nil
+}

@@ -22,9 +22,9 @@ import (
 // release is called) and writes its pid there. Two servers holding the
 // same Z-data keys, each with a register of its own, both accept one
 // captured first flight (ZTLS-SPEC §5); a server that finds the lock held
-// gets ErrDirServed with the other's pid, and should either share one
-// strike register with it or not take early data. Servers sharing a
-// register need no claim.
+// (by another private server, or by servers sharing a register, which
+// hold it shared: ShareServing) gets ErrDirServed, and should either share
+// one strike register with the others or not take early data.
 func (d *Dir) ClaimServing() (release func(), err error) {
 	path := filepath.Join(d.Path, ServingLockFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
@@ -35,11 +35,12 @@ func (d *Dir) ClaimServing() (release func(), err error) {
 		pid, _ := os.ReadFile(path)
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			who := strings.TrimSpace(string(pid))
-			if who == "" {
-				who = "unknown"
+			// Servers sharing a register hold the lock shared and
+			// write no pid; a private server writes its own.
+			if who := strings.TrimSpace(string(pid)); who != "" {
+				return nil, fmt.Errorf("%w with a private strike register (pid %s, lock %s)", ErrDirServed, who, path)
 			}
-			return nil, fmt.Errorf("%w (pid %s, lock %s)", ErrDirServed, who, path)
+			return nil, fmt.Errorf("%w with a shared strike register (lock %s held shared)", ErrDirServed, path)
 		}
 		return nil, fmt.Errorf("zdata: locking %s: %v", path, err)
 	}
@@ -51,10 +52,6 @@ func (d *Dir) ClaimServing() (release func(), err error) {
 		f.Close()
 	}, nil
 }
-
-// StrikeStateFile is where ServeAlone keeps the strike register between
-// two runs of the server that claims the directory.
-const StrikeStateFile = "strike.state"
 
 // Serving is the claim of the one server using a Z-data directory's keys
 // with a private strike register (ServeAlone).
@@ -143,20 +140,49 @@ func (d *Dir) ClaimRotation() (release func(), ok bool, err error) {
 	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, true, nil
 }
 
-// MarkSharedServing records that a server uses the directory's keys with
-// a shared strike register: what it accepts is in that register, not in
+// ShareServing marks this process as one of the servers using the
+// directory's keys with a shared strike register, for as long as it
+// lives (or until release is called): it holds a shared advisory lock on
+// DIR/serving.lock, so any number of servers sharing a register run
+// together, while ClaimServing (a server with a private register) fails
+// until the last of them stops; and it fails with ErrDirServed, holding
+// nothing, while a server with a private register holds the claim: that
+// server would accept a flight the shared register has seen, and this
+// one a flight only that server has seen.
+//
+// What a shared server accepts is in its register, not in
 // DIR/strike.state, so the directory counts as served and any saved
-// private register is dropped. A server that later serves the directory
-// alone (ServeAlone) then starts its memory at its own start instead of
+// private register is dropped: a server that later serves the directory
+// alone (ServeAlone) starts its memory at its own start instead of
 // trusting a state that misses what the fleet accepted.
-func (d *Dir) MarkSharedServing() error {
-	f, err := os.OpenFile(filepath.Join(d.Path, ServingLockFile), os.O_RDWR|os.O_CREATE, 0o600)
+func (d *Dir) ShareServing() (release func(), err error) {
+	path := filepath.Join(d.Path, ServingLockFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return fmt.Errorf("zdata: %v", err)
+		return nil, fmt.Errorf("zdata: %v", err)
 	}
-	f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		pid, _ := os.ReadFile(path)
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			who := strings.TrimSpace(string(pid))
+			if who == "" {
+				who = "unknown"
+			}
+			return nil, fmt.Errorf("%w with a private strike register (pid %s, lock %s)", ErrDirServed, who, path)
+		}
+		return nil, fmt.Errorf("zdata: locking %s: %v", path, err)
+	}
+	// No private server holds the claim: a pid left by one that crashed
+	// is stale, and would name the wrong holder in ClaimServing's error.
+	f.Truncate(0)
 	if err := os.Remove(filepath.Join(d.Path, StrikeStateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("zdata: %v", err)
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+		return nil, fmt.Errorf("zdata: %v", err)
 	}
-	return nil
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
 }

@@ -6,6 +6,7 @@ package main
 // that send nothing.
 
 import (
+	"bufio"
 	"crypto/tls"
 	"io"
 	"net"
@@ -33,6 +34,37 @@ func runFail(t *testing.T, args ...string) string {
 		t.Fatalf("ztls %s succeeded, want a refusal:\n%s", strings.Join(args, " "), out)
 	}
 	return string(out)
+}
+
+// serveRefused runs `ztls serve` and wants it to refuse to start: it
+// returns what the server said before exiting, and fails the test (and
+// stops the server) if the server starts serving instead.
+func serveRefused(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(ztlsBinary(t), args...)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	var out strings.Builder
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), "serving TLS 1.3 on") {
+			stopCmd(cmd)
+			t.Fatalf("ztls %s started, want a refusal:\n%s", strings.Join(args, " "), out.String())
+		}
+	}
+	if err := cmd.Wait(); err == nil {
+		t.Fatalf("ztls %s exited cleanly, want a refusal:\n%s", strings.Join(args, " "), out.String())
+	}
+	return out.String()
 }
 
 // clientCert writes a client certificate and its CA; the server trusts the CA.
@@ -142,6 +174,40 @@ func TestCLIServeRefusesPrivateRegistersOnSharedKeys(t *testing.T) {
 	if !strings.Contains(out, "fleet seed") || !strings.Contains(out, "--strike-register") {
 		t.Fatalf("fleet without a shared register:\n%s", out)
 	}
+}
+
+// Point 7, mixed registers: a server sharing a register (Redis) and one
+// with a private register on the same Z-data directory would each accept
+// a captured flight the other has seen. Whichever starts second is
+// refused, saying why and what to do, in both orders.
+func TestCLIServeRefusesMixedRegistersOnOneDirectory(t *testing.T) {
+	s := newSite(t)
+	redis, _ := startRedis(t)
+	p := strconv.Itoa(s.port)
+	private := []string{"serve", "--listen", "127.0.0.1:" + p, "--zdata", s.zd, "--respond", "hello"}
+	shared := []string{"serve", "--listen", "127.0.0.2:" + p, "--zdata", s.zd, "--respond", "hello", "--strike-register", "redis://" + redis}
+
+	// Shared first: the private server is refused while it runs.
+	cmd, _ := startLogCmd(t, "ZTLS on", shared...)
+	out := serveRefused(t, private...)
+	if !strings.Contains(out, "already serves this Z-data directory with a shared strike register") ||
+		!strings.Contains(out, "--strike-register redis://") {
+		t.Fatalf("private server beside a shared one:\n%s", out)
+	}
+	stopCmd(cmd)
+
+	// Private first: the shared server is refused while it runs, and
+	// told which process to restart with the register.
+	cmd, _ = startLogCmd(t, "ZTLS on", private...)
+	out = serveRefused(t, shared...)
+	if !strings.Contains(out, "already serves this Z-data directory with a private strike register") ||
+		!strings.Contains(out, "pid "+strconv.Itoa(cmd.Process.Pid)) || !strings.Contains(out, "restart it with the same --strike-register") {
+		t.Fatalf("shared server beside a private one:\n%s", out)
+	}
+	stopCmd(cmd)
+	// Each alone is fine.
+	cmd, _ = startLogCmd(t, "ZTLS on", shared...)
+	stopCmd(cmd)
 }
 
 // Point 15: connections that send nothing hold no slot past

@@ -171,7 +171,7 @@ func runServe(f *serveFlags) error {
 		}
 		sv, err := zdir.ServeAlone(1<<20, time.Now())
 		if err != nil {
-			return fmt.Errorf("%v: two servers with the same Z-data keys and private registers would both accept a replayed early request; share one register (--strike-register redis://HOST:PORT on every server) or give each server its own Z-data directory", err)
+			return fmt.Errorf("%v: two servers with the same Z-data keys and separate anti-replay registers would both accept a replayed early request; share one register (--strike-register redis://HOST:PORT on every server) or give each server its own Z-data directory", err)
 		}
 		// Saved when the server stops cleanly (after its connections),
 		// so the next start continues this memory.
@@ -207,11 +207,19 @@ func runServe(f *serveFlags) error {
 		defer reg.Close()
 		cfg.StrikeRegister = reg
 		if zdir != nil {
-			// What this server accepts is in Redis: a server that later
-			// serves the directory alone must not trust an older saved state.
-			if err := zdir.MarkSharedServing(); err != nil {
+			// Held shared while this server runs: a server with a private
+			// register on the directory is refused meanwhile, and one
+			// already running refuses this one. What this server accepts
+			// is in Redis, so a server that later serves the directory
+			// alone does not trust an older saved state.
+			release, err := zdir.ShareServing()
+			if errors.Is(err, zdata.ErrDirServed) {
+				return fmt.Errorf("%v: it keeps its own anti-replay register, so it would accept an early request this fleet's register has seen, and this server one that only it has seen; restart it with the same --strike-register, or give this server its own Z-data directory", err)
+			}
+			if err != nil {
 				return err
 			}
+			defer release()
 		}
 	}
 	cfg.MaxEarlyData = f.maxEarly

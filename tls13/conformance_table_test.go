@@ -1214,9 +1214,13 @@ func hostilePeerRows(add func(conformanceRow)) {
 
 	// A message cut at a key change (Section 5.1: handshake messages MUST
 	// NOT span key changes; the record that ends before one ends there).
-	add(conformanceRow{id: "record/partial-message-after-server-hello", section: sec51, roles: asClient,
-		rule: "the first bytes of EncryptedExtensions in the ServerHello's record (cut at the key change) are an unexpected_message",
+	add(conformanceRow{id: "record/partial-message-after-hello", section: sec51, roles: bothRoles,
+		rule: "the first bytes of the next message in the hello's record (cut at the key change) are an unexpected_message",
 		run: rewriteFlight(func(c *conv, recs []*rec) []*rec {
+			if !c.sutClient { // the ClientHello, then the start of a Finished
+				ch := c.must(recs, wire.TypeClientHello)
+				return []*rec{plain(record.TypeHandshake, append(bytes.Clone(ch.data), hsMsg(wire.TypeFinished, make([]byte, 32))[:6]...))}
+			}
 			sh := c.must(recs, wire.TypeServerHello)
 			ee := c.must(recs, wire.TypeEncryptedExtensions)
 			return []*rec{plain(record.TypeHandshake, append(bytes.Clone(sh.data), ee.data[:6]...))}

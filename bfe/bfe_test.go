@@ -26,8 +26,8 @@ func (d *detRand) Read(p []byte) (int, error) { return d.r.Read(p) }
 var testKeys sync.Map
 
 type testKey struct {
-	pk   *PublicKey
-	file []byte
+	pk           *PublicKey
+	file, points []byte
 }
 
 func smallParams(t testing.TB, n int, p float64) Params {
@@ -39,8 +39,10 @@ func smallParams(t testing.TB, n int, p float64) Params {
 	return params
 }
 
-// newTestKeyState generates (once per params and seed) a key and opens a
-// fresh copy of its file in t's temporary directory.
+// newTestKeyState generates (once per params) a key and opens a fresh copy
+// of its file and point table in t's temporary directory. (openMem opens
+// the key file alone, so the tests cover decapsulation with and without
+// the table.)
 func newTestKeyState(t testing.TB, params Params, opts *Options) (*KeyState, string) {
 	t.Helper()
 	type id struct{ p Params }
@@ -51,12 +53,12 @@ func newTestKeyState(t testing.TB, params Params, opts *Options) (*KeyState, str
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := readFile(t, path)
-		v, _ = testKeys.LoadOrStore(id{params}, &testKey{pk, b})
+		v, _ = testKeys.LoadOrStore(id{params}, &testKey{pk, readFile(t, path), readFile(t, PointTablePath(path))})
 	}
 	tk := v.(*testKey)
 	path := filepath.Join(t.TempDir(), "epoch.key")
 	writeFile(t, path, tk.file)
+	writeFile(t, PointTablePath(path), tk.points)
 	ks, err := OpenKeyState(path, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -39,7 +39,8 @@ type KeyGenConfig struct {
 // on a handshake's path. ctx cancels it (no file is left behind).
 //
 // The file is written under a temporary name, synced and then linked to
-// path, which must not exist: a key file is never overwritten. The master
+// path, which must not exist: a key file is never overwritten. The public
+// point table goes to PointTablePath(path). The master
 // secret alpha is zeroed before GenerateKey returns; see the package doc for
 // what Go cannot promise about copies of it.
 func GenerateKey(ctx context.Context, path string, cfg KeyGenConfig) (*PublicKey, error) {
@@ -82,23 +83,43 @@ func GenerateKey(ctx context.Context, path string, cfg KeyGenConfig) (*PublicKey
 			os.Remove(tmp)
 		}
 	}()
+	pf, err := os.CreateTemp(dir, base+".points.tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("bfe: create point table: %w", err)
+	}
+	ptmp := pf.Name()
+	defer func() {
+		pf.Close()
+		os.Remove(ptmp)
+	}()
 	if _, err := f.WriteAt(encodeKeyFileHeader(pk), 0); err != nil {
 		return nil, fmt.Errorf("bfe: write key file: %w", err)
 	}
 	if err := f.Truncate(cfg.Params.SecretKeySize()); err != nil {
 		return nil, fmt.Errorf("bfe: write key file: %w", err)
 	}
+	if _, err := pf.WriteAt(encodePointFileHeader(pk), 0); err != nil {
+		return nil, fmt.Errorf("bfe: write point table: %w", err)
+	}
 
-	if err := generateSlots(ctx, f, pk, alphaInt, workers, cfg.Progress); err != nil {
+	if err := generateSlots(ctx, f, pf, pk, alphaInt, workers, cfg.Progress); err != nil {
 		return nil, err
 	}
-	if err := f.Sync(); err != nil {
-		return nil, fmt.Errorf("bfe: sync key file: %w", err)
+	for _, file := range []*os.File{pf, f} {
+		if err := file.Sync(); err != nil {
+			return nil, fmt.Errorf("bfe: sync key file: %w", err)
+		}
+		if err := file.Close(); err != nil {
+			return nil, fmt.Errorf("bfe: close key file: %w", err)
+		}
 	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("bfe: close key file: %w", err)
+	// The point table goes first (replacing a stale one: it is public and
+	// derived from the key); the key file last, so that a key file in
+	// place means a complete generation. Link, unlike rename, fails if
+	// path appeared meanwhile.
+	if err := os.Rename(ptmp, PointTablePath(path)); err != nil {
+		return nil, fmt.Errorf("bfe: install point table: %w", err)
 	}
-	// Link, unlike rename, fails if path appeared meanwhile.
 	if err := os.Link(tmp, path); err != nil {
 		return nil, fmt.Errorf("bfe: install key file: %w", err)
 	}
@@ -130,7 +151,7 @@ func randomScalar(rand io.Reader) (fr.Element, error) {
 
 const keyGenBatch = 256
 
-func generateSlots(ctx context.Context, f *os.File, pk *PublicKey, alpha *big.Int, workers int, progress func(done, total int)) error {
+func generateSlots(ctx context.Context, f, pf *os.File, pk *PublicKey, alpha *big.Int, workers int, progress func(done, total int)) error {
 	m := pk.params.M
 	var next, done atomic.Uint32
 	var progressMu sync.Mutex
@@ -139,6 +160,7 @@ func generateSlots(ctx context.Context, f *os.File, pk *PublicKey, alpha *big.In
 		go func() {
 			buf := make([]byte, keyGenBatch*SlotSize)
 			defer clear(buf)
+			pbuf := make([]byte, keyGenBatch*pointSize)
 			for {
 				if err := ctx.Err(); err != nil {
 					errs <- err
@@ -152,6 +174,7 @@ func generateSlots(ctx context.Context, f *os.File, pk *PublicKey, alpha *big.In
 				n := min(keyGenBatch, m-first)
 				for i := range n {
 					h := hashToG1(&pk.digest, first+i)
+					encodePoint(pbuf[i*pointSize:], &h)
 					var hj, skj bls.G1Jac
 					hj.FromAffine(&h)
 					skj.ScalarMultiplication(&hj, alpha)
@@ -164,6 +187,10 @@ func generateSlots(ctx context.Context, f *os.File, pk *PublicKey, alpha *big.In
 				}
 				if _, err := f.WriteAt(buf[:n*SlotSize], slotOffset(first)); err != nil {
 					errs <- fmt.Errorf("bfe: write key file: %w", err)
+					return
+				}
+				if _, err := pf.WriteAt(pbuf[:n*pointSize], pointOffset(first)); err != nil {
+					errs <- fmt.Errorf("bfe: write point table: %w", err)
 					return
 				}
 				if progress != nil {

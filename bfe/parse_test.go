@@ -243,7 +243,7 @@ func TestGenerateKey(t *testing.T) {
 		t.Fatalf("canceled GenerateKey: %v", err)
 	}
 	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 {
+	if len(entries) != 2 { // a.key and its point table
 		t.Fatalf("a canceled generation left files: %v", entries)
 	}
 }
@@ -262,4 +262,50 @@ func TestOpenKeyStateRejects(t *testing.T) {
 			t.Errorf("%s: opened", name)
 		}
 	}
+}
+
+// TestPointTable: GenerateKey's table holds H_G1(pk, i); a key state with
+// it decapsulates like one without; a table of another key or a damaged one
+// is refused.
+func TestPointTable(t *testing.T) {
+	ks, path := newTestKeyState(t, defaultTestParams, nil)
+	pk := ks.PublicKey()
+	points, err := loadPointTable(PointTablePath(path), pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []uint32{0, 1, 399} {
+		if h := hashToG1(&pk.digest, i); !points[i].Equal(&h) {
+			t.Fatalf("table entry %d is not H_G1(pk, %d)", i, i)
+		}
+	}
+	ct, key, err := pk.Encapsulate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ks.Decapsulate(context.Background(), ct); err != nil || !bytes.Equal(got, key) {
+		t.Fatalf("with the table: %x, %v", got, err)
+	}
+	ks.Close()
+
+	table := readFile(t, PointTablePath(path))
+	for name, b := range map[string][]byte{
+		"other key": keyFileOf(t, Params{M: 400, K: 5}, true),
+		"short":     table[:len(table)-1],
+		"off curve": func() []byte { b := bytes.Clone(table); b[pointFileHeaderSize+10] ^= 1; return b }(),
+	} {
+		writeFile(t, PointTablePath(path), b)
+		if ks, err := OpenKeyState(path, nil); err == nil {
+			ks.Close()
+			t.Errorf("%s: opened", name)
+		}
+	}
+}
+
+func keyFileOf(t *testing.T, params Params, table bool) []byte {
+	_, path := newTestKeyState(t, params, nil)
+	if table {
+		return readFile(t, PointTablePath(path))
+	}
+	return readFile(t, path)
 }

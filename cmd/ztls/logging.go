@@ -1,10 +1,16 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
 )
 
 // The servers (serve, dns serve) log through log/slog in one format,
@@ -32,4 +38,82 @@ func newLogger(w io.Writer) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want text or json", logOpts.format)
+}
+
+// daemons are the long-running commands. Each logs when it is asked to
+// stop and when it stopped, and one that reloads on SIGHUP drops a SIGHUP
+// that comes before its own handler is set (a reload right after start)
+// instead of being ended by it.
+var daemons = []struct {
+	path    []string
+	reloads bool
+}{{[]string{"serve"}, true}, {[]string{"dns", "serve"}, true}, {[]string{"turbo-proxy"}, false}}
+
+// loggedError is an error a daemon already logged: in the JSON log format
+// main does not print it again as text.
+type loggedError struct{ error }
+
+func (e loggedError) Unwrap() error { return e.error }
+
+// wrapDaemons adds the stop lines and the early SIGHUP guard to the
+// daemons' RunE.
+func wrapDaemons() {
+	for _, d := range daemons {
+		c, _, err := rootCmd.Find(d.path)
+		if err != nil || c.RunE == nil {
+			continue
+		}
+		run, reloads := c.RunE, d.reloads
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if reloads {
+				early := make(chan os.Signal, 1)
+				signal.Notify(early, syscall.SIGHUP)
+				defer signal.Stop(early)
+			}
+			log, lerr := newLogger(os.Stderr)
+			if lerr != nil {
+				return lerr
+			}
+			name := cmd.CommandPath()
+			sig := make(chan os.Signal, 1)
+			signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() {
+				select {
+				case s := <-sig:
+					log.Info("stopping: finishing the work in flight", "command", name, "signal", s.String())
+				case <-done:
+				}
+			}()
+			err := run(cmd, args)
+			close(done)
+			signal.Stop(sig)
+			if err != nil && strings.EqualFold(logOpts.format, "json") {
+				// As text, main prints the error; as JSON it is a log line.
+				log.Error("stopped", "command", name, "err", err)
+				return loggedError{err}
+			}
+			if err != nil {
+				return err
+			}
+			log.Info("stopped", "command", name)
+			return nil
+		}
+	}
+}
+
+// printError prints what main reports for a failed command: every error
+// as text, except a daemon's in the JSON log format, which its log line
+// said already.
+func printError(w io.Writer, err error) {
+	var logged loggedError
+	if errors.As(err, &logged) && strings.EqualFold(logOpts.format, "json") {
+		return
+	}
+	msg := err.Error()
+	if strings.HasPrefix(msg, "unknown command") && !strings.Contains(msg, "--help") {
+		// Cobra's own words, with its suggestions, and where to look.
+		msg = strings.TrimRight(msg, "\n") + "\nsee 'ztls --help' for the commands"
+	}
+	fmt.Fprintln(w, "ztls:", msg)
 }

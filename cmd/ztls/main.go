@@ -71,13 +71,10 @@ func version() string {
 }
 
 func main() {
+	// After every init: the commands are all registered.
+	wrapDaemons()
 	if err := rootCmd.Execute(); err != nil {
-		msg := err.Error()
-		if strings.HasPrefix(msg, "unknown command") {
-			// Cobra's own words, with its suggestions, and where to look.
-			msg = strings.TrimRight(msg, "\n") + "\nsee 'ztls --help' for the commands"
-		}
-		fmt.Fprintln(os.Stderr, "ztls:", msg)
+		printError(os.Stderr, err)
 		os.Exit(1)
 	}
 }

@@ -25,6 +25,14 @@ type Proxy struct {
 	Client *http.Client
 	// Timeout bounds each connection's idle time; 0 means 60 s.
 	Timeout time.Duration
+	// HandshakeTimeout bounds the time from ServeConn's start until the
+	// client's Finished has arrived (the early data, and an early
+	// request's round trip to the backend, included), so that a client
+	// that sends its ClientHello and then nothing holds the connection
+	// that long, not Timeout; 0 means Timeout. A caller that already
+	// spent some of a handshake bound (it ran HandshakeEarly itself)
+	// passes what is left of it.
+	HandshakeTimeout time.Duration
 	// Logf, if set, receives one line per request.
 	Logf func(format string, args ...any)
 }
@@ -37,34 +45,40 @@ func (r earlyReader) Read(p []byte) (int, error) { return r.c.ReadEarlyData(p) }
 // ServeConn handles one connection until the client or the backend is done.
 func (p *Proxy) ServeConn(c *tls13.Conn) error {
 	defer c.Close()
-	timeout := p.Timeout
-	if timeout <= 0 {
-		timeout = 60 * time.Second
+	hsTimeout := p.HandshakeTimeout
+	if hsTimeout <= 0 {
+		hsTimeout = p.timeout()
 	}
-	c.SetDeadline(time.Now().Add(timeout))
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	// The handshake's calls take hs (tls13 bounds a handshake by its
+	// context's deadline, and clears the socket's when it returns); the
+	// early data between them is read under the same deadline.
+	hsDeadline := time.Now().Add(hsTimeout)
+	hs, hsCancel := context.WithDeadline(context.Background(), hsDeadline)
+	defer hsCancel()
+	ctx, cancel := context.WithTimeout(context.Background(), p.timeout())
 	defer cancel()
-	if err := c.HandshakeEarly(ctx); err != nil {
+	if err := c.HandshakeEarly(hs); err != nil {
 		return err
 	}
+	c.SetDeadline(hsDeadline)
 	st := c.ConnectionState()
 	if st.NegotiatedProtocol == "h2" {
-		return p.serveH2(ctx, c, timeout)
+		return p.serveH2(hs, c)
 	}
 	var rest io.Reader = c
 	if st.EarlyDataAccepted {
-		r, done, err := p.serveEarly(ctx, c)
+		r, done, err := p.serveEarly(ctx, hs, c)
 		if err != nil || done {
 			return err
 		}
 		rest = r
 	}
-	if err := c.HandshakeContext(ctx); err != nil {
+	if err := p.completeHandshake(hs, c); err != nil {
 		return err
 	}
 	br := bufio.NewReader(rest)
 	for {
-		c.SetDeadline(time.Now().Add(timeout))
+		c.SetDeadline(time.Now().Add(p.timeout()))
 		req, err := http.ReadRequest(br)
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -88,6 +102,23 @@ func (p *Proxy) ServeConn(c *tls13.Conn) error {
 	}
 }
 
+// timeout is Timeout or its default.
+func (p *Proxy) timeout() time.Duration {
+	if p.Timeout <= 0 {
+		return 60 * time.Second
+	}
+	return p.Timeout
+}
+
+// completeHandshake waits for the client's Finished within the
+// handshake's deadline (hs), then gives c its idle bound.
+func (p *Proxy) completeHandshake(hs context.Context, c *tls13.Conn) error {
+	if err := c.HandshakeContext(hs); err != nil {
+		return err
+	}
+	return c.SetDeadline(time.Now().Add(p.timeout()))
+}
+
 // serveEarly answers the request that came as early data, in the server's
 // first flight, when the early data holds it whole. It returns what the
 // connection's next requests are read from once the handshake is done,
@@ -99,7 +130,9 @@ func (p *Proxy) ServeConn(c *tls13.Conn) error {
 // after the handshake, which proves it is no replay, and forwarded as an
 // ordinary one. Early bytes after a whole first request are likewise read
 // after the handshake.
-func (p *Proxy) serveEarly(ctx context.Context, c *tls13.Conn) (rest io.Reader, done bool, err error) {
+//
+// ctx bounds the backend's answer, hs the handshake.
+func (p *Proxy) serveEarly(ctx, hs context.Context, c *tls13.Conn) (rest io.Reader, done bool, err error) {
 	src := &endReader{r: earlyReader{c}, record: true}
 	br := bufio.NewReader(src)
 	req, body, err := readWhole(br, src)
@@ -118,11 +151,11 @@ func (p *Proxy) serveEarly(ctx context.Context, c *tls13.Conn) (rest io.Reader, 
 	if err := p.checkHTTP1(c, req); err != nil {
 		return nil, true, err
 	}
-	if err := p.forwardEarly(ctx, c, req, body); err != nil {
+	if err := p.forwardEarly(ctx, hs, c, req, body); err != nil {
 		return nil, true, err
 	}
 	if req.Close {
-		return nil, true, c.HandshakeContext(ctx)
+		return nil, true, p.completeHandshake(hs, c)
 	}
 	return io.MultiReader(br, c), false, nil
 }
@@ -149,7 +182,7 @@ func (p *Proxy) client() *http.Client {
 // the handshake and sends the request again, with the same body
 // (RFC 8470, Section 5.2). The body is bounded by the early data limit
 // the handshake enforced (max_early_data_size).
-func (p *Proxy) forwardEarly(ctx context.Context, c *tls13.Conn, req *http.Request, body []byte) error {
+func (p *Proxy) forwardEarly(ctx, hs context.Context, c *tls13.Conn, req *http.Request, body []byte) error {
 	setBody(req, body)
 	req.Trailer = nil
 	resp, err := p.send(ctx, c, req, true)
@@ -160,7 +193,7 @@ func (p *Proxy) forwardEarly(ctx context.Context, c *tls13.Conn, req *http.Reque
 		return p.reply(c, req, resp, true)
 	}
 	resp.Body.Close()
-	if err := c.HandshakeContext(ctx); err != nil {
+	if err := p.completeHandshake(hs, c); err != nil {
 		return err
 	}
 	p.logf("%s %s: backend said 425 Too Early; retrying after the handshake", req.Method, req.URL.Path)

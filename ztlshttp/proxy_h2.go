@@ -47,9 +47,11 @@ const earlyMarker = "ztls-early-stream"
 // error for the server to report.
 const maxH2Frame = 1<<20 + h2FrameHeaderLen
 
-// serveH2 serves a connection that negotiated h2.
-func (p *Proxy) serveH2(ctx context.Context, c *tls13.Conn, timeout time.Duration) error {
-	hc := newH2Conn(ctx, c)
+// serveH2 serves a connection that negotiated h2; hs bounds the rest of
+// its handshake.
+func (p *Proxy) serveH2(hs context.Context, c *tls13.Conn) error {
+	timeout := p.timeout()
+	hc := newH2Conn(hs, c, timeout)
 	if !c.ConnectionState().EarlyDataAccepted {
 		hc.finishHandshake()
 		if hc.hsErr != nil {
@@ -158,8 +160,9 @@ type readCloser struct {
 // server's); handlers ask about streams concurrently.
 type h2Conn struct {
 	*tls13.Conn
-	hsCtx  context.Context
-	secret string
+	hsCtx   context.Context
+	timeout time.Duration // the connection's deadline once the handshake is done
+	secret  string
 
 	handshook chan struct{} // closed when the handshake is over; hsErr then says how
 	hsErr     error
@@ -185,18 +188,23 @@ type earlyStream struct {
 	late  bool // a frame of it came after the early data
 }
 
-func newH2Conn(ctx context.Context, c *tls13.Conn) *h2Conn {
+func newH2Conn(ctx context.Context, c *tls13.Conn, timeout time.Duration) *h2Conn {
 	var b [16]byte
 	rand.Read(b[:])
 	return &h2Conn{
-		Conn: c, hsCtx: ctx, secret: hex.EncodeToString(b[:]),
+		Conn: c, hsCtx: ctx, timeout: timeout, secret: hex.EncodeToString(b[:]),
 		handshook: make(chan struct{}), early: c.ConnectionState().EarlyDataAccepted,
 		prefaceLeft: len(http2.ClientPreface), streams: map[uint32]*earlyStream{},
 	}
 }
 
+// finishHandshake reads the client's Finished within the handshake's
+// deadline (ServeConn's), then gives the connection its idle bound.
 func (h *h2Conn) finishHandshake() {
 	h.hsErr = h.Conn.HandshakeContext(h.hsCtx)
+	if h.hsErr == nil {
+		h.Conn.SetDeadline(time.Now().Add(h.timeout))
+	}
 	close(h.handshook)
 }
 

@@ -8,6 +8,7 @@ package main
 import (
 	"bufio"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/ztls-project/ztls/internal/testpki"
 	"github.com/ztls-project/ztls/tls13"
+	"github.com/ztls-project/ztls/turbo"
 	"github.com/ztls-project/ztls/zdata"
 )
 
@@ -266,6 +268,131 @@ func TestCLIServeBoundsIdleConnections(t *testing.T) {
 	if closed != len(idle) {
 		t.Fatalf("%d of %d silent connections closed by the server", closed, len(idle))
 	}
+}
+
+// Point 15, handshake bound on every path of serve: a client that
+// connects and sends nothing, one that sends its ClientHello (with or
+// without ALPN h2, or a ZTLS first flight with an early request) and
+// then nothing, and on --turbo one that links a TCP connection to its
+// UDP flight and then sends nothing, are each closed by the server at
+// --handshake-timeout (1 s), not at the idle --timeout (5 min) nor
+// TurboTLS's default link timeout (10 s): on --respond, on --backend
+// (HTTP/1.1 and HTTP/2), and on both over TurboTLS's TCP leg. Each
+// connection is watched until the server closes it; 6 s without a close
+// (six times the bound) counts as held.
+func TestCLIServeBoundsStalledHandshakes(t *testing.T) {
+	s := newSite(t)
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello") }))
+	defer backend.Close()
+	addr := "127.0.0.1:" + strconv.Itoa(s.port)
+	hello := func(protos ...string) []byte {
+		e := tls13.NewClientEngine(&tls13.Config{ServerName: s.host, InsecureSkipVerify: true, NextProtos: protos})
+		if err := e.Start(nil, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		return append([]byte(nil), e.Output()...)
+	}
+	for _, path := range []struct {
+		name  string
+		args  []string
+		turbo bool
+	}{
+		{"respond", []string{"--respond", "hello"}, false},
+		{"backend", []string{"--backend", backend.URL}, false},
+		{"turbo-respond", []string{"--respond", "hello", "--turbo"}, true},
+		{"turbo-backend", []string{"--backend", backend.URL, "--turbo"}, true},
+	} {
+		t.Run(path.name, func(t *testing.T) {
+			args := append([]string{"serve", "--listen", addr, "--zdata", s.zd, "--handshake-timeout", "1s", "--timeout", "5m"}, path.args...)
+			cmd, _ := startLogCmd(t, "ZTLS on", args...)
+			defer stopCmd(cmd)
+			stalled := map[string]net.Conn{}
+			for name, first := range map[string][]byte{
+				"silent":               nil,
+				"ClientHello":          hello(),
+				"ClientHello, ALPN h2": hello("h2", "http/1.1"),
+				"ZTLS early request":   firstFlight(t, s),
+			} {
+				c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				if _, err := c.Write(first); err != nil {
+					t.Fatal(err)
+				}
+				stalled[name] = c
+			}
+			if path.turbo {
+				c := turboLinkThenStall(t, addr, hello())
+				defer c.Close()
+				stalled["TurboTLS link"] = c
+			}
+			held := make(chan string, len(stalled))
+			for name, c := range stalled {
+				go func() {
+					c.SetReadDeadline(time.Now().Add(6 * time.Second))
+					// The server's flight (and an alert) may come first.
+					if _, err := io.Copy(io.Discard, c); err != nil && !isReset(err) {
+						held <- fmt.Sprintf("%s: %v", name, err)
+						return
+					}
+					held <- ""
+				}()
+			}
+			for range stalled {
+				if h := <-held; h != "" {
+					t.Errorf("a stalled handshake was not closed at --handshake-timeout: %s", h)
+				}
+			}
+		})
+	}
+}
+
+// turboLinkThenStall sends hello as a TurboTLS UDP flight to addr, waits
+// for the server's first response datagram (the server's flight is
+// ready), links a TCP connection to it, and sends nothing more: the
+// handshake waits for a Finished that never comes.
+func turboLinkThenStall(t *testing.T, addr string, hello []byte) net.Conn {
+	t.Helper()
+	id, err := turbo.NewConnID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dgrams, err := turbo.Fragment(turbo.TypeRequest, id, hello)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(dgrams) < 4 { // room for the server's flight
+		dgrams = append(dgrams, turbo.PaddingRequest(id, len(hello)))
+	}
+	u, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	for _, d := range dgrams {
+		if _, err := u.Write(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 2048)
+	n, err := u.Read(buf)
+	if err != nil {
+		t.Fatalf("no TurboTLS answer: %v", err)
+	}
+	if d, err := turbo.ParseDatagram(buf[:n]); err != nil || d.Type != turbo.TypeResponse || d.ID != id {
+		t.Fatalf("TurboTLS answer %+v: %v", d, err)
+	}
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write(turbo.AppendLink(nil, id)); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func isReset(err error) bool {

@@ -303,6 +303,7 @@ func runServe(f *serveFlags) error {
 			}
 		}
 		tsrv = turbo.NewTLSServer(cfg, answer, turbo.Config{})
+		tsrv.LinkTimeout = f.hsTimeout
 		defer tsrv.Close()
 		if mt != nil {
 			turboMetrics(mt, tsrv.Server)
@@ -368,6 +369,7 @@ func runServe(f *serveFlags) error {
 				}
 				c, answered, turboConn = sc.Conn, sc.EarlyAnswered, sc.Turbo
 				earlyUDP = len(sc.Early)
+				c.SetDeadline(hsDeadline) // reading the link record cleared it
 			} else {
 				c = tls13.Server(raw, cur.Load())
 			}
@@ -383,8 +385,13 @@ func runServe(f *serveFlags) error {
 				if f.verbose && err == nil {
 					log.Info("connection", "remote", c.RemoteAddr().String(), "state", describeServerState(c.ConnectionState()))
 				}
-				if err == nil {
-					err = proxy.ServeConn(c)
+				// What is left of the handshake time bounds the rest of
+				// the handshake in the proxy (the client's Finished),
+				// not the proxy's idle --timeout.
+				p := *proxy
+				p.HandshakeTimeout = time.Until(hsDeadline)
+				if err == nil && p.HandshakeTimeout > 0 {
+					err = p.ServeConn(c)
 				} else {
 					c.Close()
 				}

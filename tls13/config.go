@@ -162,6 +162,14 @@ type Config struct {
 	// VerifyPeerCertificate, if set, runs after the normal checks (or
 	// instead of them with InsecureSkipVerify).
 	VerifyPeerCertificate func(rawCerts [][]byte, verifiedChains [][]*x509.Certificate) error
+	// VerifiedChains, if set, is asked first whenever the client would
+	// verify a server's chain (leaf first: a Certificate message, or a
+	// Z-data leaf with its intermediates): chains it returns were verified
+	// earlier under this Config's RootCAs, ServerName and Revocation, and
+	// are taken as they are (VerifyPeerCertificate still runs); nil or no
+	// chains means verify now. Package dial sets it from its cache of
+	// prevalidated services. See prevalidated.go.
+	VerifiedChains func(certs []*x509.Certificate) [][]*x509.Certificate
 
 	// ClientAuth is the server's client-certificate policy; ClientCAs its roots.
 	ClientAuth ClientAuthType

@@ -609,6 +609,10 @@ func (c *Config) checkServerChain(certs []*x509.Certificate) ([][]*x509.Certific
 	if c.InsecureSkipVerify {
 		return nil, nil
 	}
+	if chains := c.prevalidated(certs); chains != nil {
+		return chains, nil
+	}
+	chainVerifications.Add(1)
 	opts := x509.VerifyOptions{
 		Roots:         c.RootCAs,
 		DNSName:       c.ServerName,

@@ -89,7 +89,7 @@ func TestCLIClientAuthRequiredRefusesEarlyData(t *testing.T) {
 	zone := filepath.Join(s.dir, "ztls.test.zone")
 	writeFile(t, zone, testZone)
 	line := start(t, "serving udp on", "dns", "serve", "--zone", zone, "--zdata", s.zd, "--turbo", "--listen", "127.0.0.1:0")
-	dnsAddr := strings.TrimPrefix(line, "serving udp on ")
+	dnsAddr := logAttr(line, "addr")
 	cca, ccert, ckey := clientCert(t, s.dir)
 
 	var backendHits atomic.Int64
@@ -267,6 +267,62 @@ func TestCLIServeBoundsIdleConnections(t *testing.T) {
 	}
 	if closed != len(idle) {
 		t.Fatalf("%d of %d silent connections closed by the server", closed, len(idle))
+	}
+}
+
+// Point 15, per network: the addresses of one /24 (127.0.0.1 to .3, two
+// connections each, within --max-conns-per-ip 2) hold at most
+// --max-conns-per-net 4 connections: the two over it are closed at once,
+// a client from another /24 (127.0.1.1) is still served, and the metrics
+// count the refusals. (IPv6 networks: connlimit's TestPerNetworkIPv6.)
+func TestCLIServeCapsConnectionsPerNetwork(t *testing.T) {
+	s := newSite(t)
+	addr := "127.0.0.1:" + strconv.Itoa(s.port)
+	ready, _, cmd := startProc(t, "metrics on", "serve", "--listen", addr, "--zdata", s.zd, "--respond", "hello",
+		"--max-conns-per-ip", "2", "--max-conns-per-net", "4", "--handshake-timeout", "1m", "--metrics", "127.0.0.1:0")
+	defer stopCmd(cmd)
+	metricsURL := strings.TrimSpace(ready[strings.Index(ready, "http://"):])
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for _, src := range []string{"127.0.0.1", "127.0.0.1", "127.0.0.2", "127.0.0.2", "127.0.0.3", "127.0.0.3"} {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: 5 * time.Second}
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	// The server accepts in arrival order: 127.0.0.3's two are over the
+	// network's share, and closed without a byte.
+	for _, c := range conns[4:] {
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if n, err := c.Read(make([]byte, 1)); n != 0 || (err != io.EOF && !isReset(err)) {
+			t.Fatalf("a connection over the network's share: %d bytes, %v; want it closed", n, err)
+		}
+	}
+	roots, err := tls13.LoadCertPool(s.ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &tls.Dialer{NetDialer: &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 1, 1)}, Timeout: 5 * time.Second},
+		Config: &tls.Config{ServerName: s.host, RootCAs: roots, MinVersion: tls.VersionTLS13}}
+	other, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("a client from another network: %v", err)
+	}
+	other.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(other, "GET /")
+	if b, _ := io.ReadAll(other); string(b) != "hello" {
+		t.Fatalf("a client from another network got %q", b)
+	}
+	other.Close()
+	m := scrape(t, metricsURL)
+	if m["ztls_conns_refused_per_net_total"] != 2 || m["ztls_conns_refused_per_ip_total"] != 0 {
+		t.Fatalf("refusals counted: per net %v, per ip %v; want 2 and 0", m["ztls_conns_refused_per_net_total"], m["ztls_conns_refused_per_ip_total"])
 	}
 }
 

@@ -45,6 +45,7 @@ type serveFlags struct {
 	hsTimeout  time.Duration
 	maxConns   int
 	maxPerIP   int
+	maxPerNet  int
 	skew       time.Duration
 	metrics    string
 	log        *slog.Logger // made by runServe from --log-format and --log-level
@@ -91,10 +92,11 @@ Servers sharing Z-data keys must share --strike-register (docs/security.md).`,
 	fs.DurationVar(&f.hsTimeout, "handshake-timeout", 10*time.Second, "time a connection has to complete its handshake (a client that sends nothing is closed after it)")
 	fs.IntVar(&f.maxConns, "max-conns", 4096, "most connections held at once; more wait in the kernel's backlog (0: no limit; the process may hold at most its open-files limit)")
 	fs.IntVar(&f.maxPerIP, "max-conns-per-ip", 256, "most connections held at once from one IP address; more are closed at once (0: no limit)")
+	fs.IntVar(&f.maxPerNet, "max-conns-per-net", 1024, "most connections held at once from one client network, a /24 for IPv4 and a /56 for IPv6 (a host with many addresses would otherwise take --max-conns-per-ip on each); more are closed at once (0: no limit)")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print one line per connection")
 	fs.StringVar(&f.backend, "backend", "", "reverse-proxy HTTP/1.1 to URL (early requests get Early-Data: 1; a 425 answer is retried after the handshake)")
 	fs.StringVar(&f.strike, "strike-register", "", "share 0-RTT and ZTLS anti-replay state with a fleet: redis://HOST:PORT; required when servers share Z-data keys (a --seed-file fleet, or one Z-data directory). Redis must run with maxmemory-policy noeviction; it fails closed: early data is refused while Redis is unreachable, and after it lost data (docs/security.md)")
-	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9180): handshakes by mode, ZTLS accepted/rejected by reason, early bytes, strike-register errors, TurboTLS datagrams, Z-data key expiry")
+	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9180): handshakes by mode, ZTLS accepted/rejected by reason, early bytes, strike-register errors, TurboTLS datagrams, Z-data key expiry, connections open and closed by --max-conns-per-ip and --max-conns-per-net")
 	fs.BoolVar(&f.rotate, "rotate", true, "with --zdata: add each period's Z-data key before it is due and drop expired ones (what 'ztls zdata rotate' does from cron); one process per directory rotates, the others reload")
 	fs.StringVar(&f.publish.server, "publish", "", "with --zdata: push the Z-data records to this RFC 2136 primary (HOST[:PORT]) at start and whenever they change (see 'ztls zdata publish')")
 	fs.StringVar(&f.publish.zone, "publish-zone", "", "with --publish: the zone holding the service's names")
@@ -249,7 +251,7 @@ func runServe(f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	ln := connlimit.New(inner, connlimit.Limits{Max: f.maxConns, PerSource: f.maxPerIP})
+	ln := connlimit.New(inner, connlimit.Limits{Max: f.maxConns, PerSource: f.maxPerIP, PerNetwork: f.maxPerNet})
 	log.Info("serving TLS 1.3 on", "addr", ln.Addr().String())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -278,6 +280,11 @@ func runServe(f *serveFlags) error {
 	var mt *metrics.Registry
 	if f.metrics != "" {
 		mt = metrics.New()
+		mt.GaugeFunc("ztls_conns_open", "TCP connections held now.", func() float64 { return float64(ln.Stats().Open) })
+		mt.CounterFunc("ztls_conns_refused_per_ip_total", "TCP connections closed at accept: their address held --max-conns-per-ip.",
+			func() float64 { return float64(ln.Stats().RefusedSource) })
+		mt.CounterFunc("ztls_conns_refused_per_net_total", "TCP connections closed at accept: their network (/24, /56) held --max-conns-per-net.",
+			func() float64 { return float64(ln.Stats().RefusedNetwork) })
 		if zdir != nil {
 			mt.GaugeFunc("ztls_zdata_live_keys", "Z-data keys live now (0: ZTLS clients fall back to TLS 1.3).",
 				func() float64 { return float64(len(zdir.Keyring.Live(time.Now()))) })

@@ -2,41 +2,35 @@ package tls13
 
 import (
 	"errors"
-	"fmt"
 
-	"github.com/ztls-project/ztls/tls13/internal/kex"
-	"github.com/ztls-project/ztls/tls13/internal/record"
-	"github.com/ztls-project/ztls/tls13/internal/sig"
-	"github.com/ztls-project/ztls/tls13/internal/wire"
+	"github.com/ztls-project/ztls/tls13/internal/alert"
 )
 
-// Alert is a TLS alert description (RFC 8446, Section 6).
-type Alert uint8
-
-// String returns the RFC's name of the alert, such as "handshake_failure".
-func (a Alert) String() string { return wire.Alert(a).String() }
+// Alert is a TLS alert description (RFC 8446, Section 6). Its String
+// method returns the RFC's name, such as "handshake_failure".
+type Alert = alert.Alert
 
 // Alerts the application may want to compare with.
 const (
-	AlertCloseNotify          = Alert(wire.AlertCloseNotify)
-	AlertUnexpectedMessage    = Alert(wire.AlertUnexpectedMessage)
-	AlertBadRecordMAC         = Alert(wire.AlertBadRecordMAC)
-	AlertRecordOverflow       = Alert(wire.AlertRecordOverflow)
-	AlertHandshakeFailure     = Alert(wire.AlertHandshakeFailure)
-	AlertBadCertificate       = Alert(wire.AlertBadCertificate)
-	AlertCertificateExpired   = Alert(wire.AlertCertificateExpired)
-	AlertCertificateRevoked   = Alert(wire.AlertCertificateRevoked)
-	AlertIllegalParameter     = Alert(wire.AlertIllegalParameter)
-	AlertUnknownCA            = Alert(wire.AlertUnknownCA)
-	AlertDecodeError          = Alert(wire.AlertDecodeError)
-	AlertDecryptError         = Alert(wire.AlertDecryptError)
-	AlertProtocolVersion      = Alert(wire.AlertProtocolVersion)
-	AlertCertificateRequired  = Alert(wire.AlertCertificateRequired)
-	AlertNoApplicationProto   = Alert(wire.AlertNoApplicationProtocol)
-	AlertMissingExtension     = Alert(wire.AlertMissingExtension)
-	AlertUnsupportedExtension = Alert(wire.AlertUnsupportedExtension)
-	AlertUnsupportedCert      = Alert(wire.AlertUnsupportedCertificate)
-	AlertInternalError        = Alert(wire.AlertInternalError)
+	AlertCloseNotify          = alert.CloseNotify
+	AlertUnexpectedMessage    = alert.UnexpectedMessage
+	AlertBadRecordMAC         = alert.BadRecordMAC
+	AlertRecordOverflow       = alert.RecordOverflow
+	AlertHandshakeFailure     = alert.HandshakeFailure
+	AlertBadCertificate       = alert.BadCertificate
+	AlertCertificateExpired   = alert.CertificateExpired
+	AlertCertificateRevoked   = alert.CertificateRevoked
+	AlertIllegalParameter     = alert.IllegalParameter
+	AlertUnknownCA            = alert.UnknownCA
+	AlertDecodeError          = alert.DecodeError
+	AlertDecryptError         = alert.DecryptError
+	AlertProtocolVersion      = alert.ProtocolVersion
+	AlertCertificateRequired  = alert.CertificateRequired
+	AlertNoApplicationProto   = alert.NoApplicationProtocol
+	AlertMissingExtension     = alert.MissingExtension
+	AlertUnsupportedExtension = alert.UnsupportedExtension
+	AlertUnsupportedCert      = alert.UnsupportedCertificate
+	AlertInternalError        = alert.InternalError
 )
 
 // AlertError is a fatal alert received from the peer.
@@ -44,47 +38,15 @@ type AlertError struct{ Alert Alert }
 
 func (e *AlertError) Error() string { return "tls13: peer sent alert " + e.Alert.String() }
 
-// LocalError is a failure found on this side; Alert is what was sent to the peer.
-type LocalError struct {
-	Alert Alert
-	Err   error
-}
-
-func (e *LocalError) Error() string {
-	return fmt.Sprintf("%v (sent %s alert)", e.Err, e.Alert)
-}
-
-func (e *LocalError) Unwrap() error { return e.Err }
-
-// alertFor finds the alert an error from one of the internal packages
-// carries; other errors map to internal_error.
-func alertFor(err error) Alert {
-	var we *wire.Error
-	if errors.As(err, &we) {
-		return Alert(we.Alert)
-	}
-	var re *record.Error
-	if errors.As(err, &re) {
-		return Alert(re.Alert)
-	}
-	var ke *kex.Error
-	if errors.As(err, &ke) {
-		return Alert(ke.Alert)
-	}
-	var se *sig.Error
-	if errors.As(err, &se) {
-		return Alert(se.Alert)
-	}
-	var le *LocalError
-	if errors.As(err, &le) {
-		return le.Alert
-	}
-	return Alert(wire.AlertInternalError)
-}
+// LocalError is a failure found on this side: its Alert field is the alert
+// sent to the peer, its Err field the cause (Unwrap returns it). The
+// engine and its internal packages (parsers, record layer, key exchange,
+// signatures) all report failures with this one type.
+type LocalError = alert.Error
 
 // errorf makes a local protocol error with its alert.
 func errorf(a Alert, format string, args ...any) error {
-	return &LocalError{Alert: a, Err: fmt.Errorf("tls13: "+format, args...)}
+	return alert.Errorf(a, format, args...)
 }
 
 // Sentinel errors named after what the peer did.

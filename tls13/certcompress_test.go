@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/tls13/internal/alert"
 	"github.com/ztls-project/ztls/tls13/internal/keyschedule"
 	"github.com/ztls-project/ztls/tls13/internal/record"
 	"github.com/ztls-project/ztls/tls13/internal/sig"
@@ -314,8 +315,8 @@ func TestReadCompressedCertificateRejects(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEngine(&Config{MaxHandshakeMessage: tc.max}, true)
 			c, err := e.readCertificateMessage(wire.TypeCompressedCertificate, tc.msg, tc.ours)
-			if c != nil || alertFor(err) != tc.alert {
-				t.Fatalf("got %v, %v (alert %v); want alert %v", c, err, alertFor(err), tc.alert)
+			if c != nil || alert.Of(err) != tc.alert {
+				t.Fatalf("got %v, %v (alert %v); want alert %v", c, err, alert.Of(err), tc.alert)
 			}
 		})
 	}
@@ -401,7 +402,7 @@ func FuzzDecompressCertificate(f *testing.F) {
 		a := CertCompressionAlgorithm(alg % 4)
 		out, err := decompressCertificate(a, data, int(n), 1<<16)
 		if err != nil {
-			if out != nil || alertFor(err) == AlertInternalError {
+			if out != nil || alert.Of(err) == AlertInternalError {
 				t.Fatalf("%v with %v", out, err)
 			}
 			return
@@ -444,7 +445,7 @@ func FuzzReadCertificateMessage(f *testing.F) {
 		e := newEngine(&Config{MaxHandshakeMessage: 1 << 16}, true)
 		c, err := e.readCertificateMessage(wire.TypeCompressedCertificate, msg, []wire.Extension{offer})
 		if err != nil {
-			if c != nil || alertFor(err) == AlertInternalError {
+			if c != nil || alert.Of(err) == AlertInternalError {
 				t.Fatalf("%v with %v", c, err)
 			}
 			return

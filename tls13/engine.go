@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"fmt"
 
+	"github.com/ztls-project/ztls/tls13/internal/alert"
 	"github.com/ztls-project/ztls/tls13/internal/keyschedule"
 	"github.com/ztls-project/ztls/tls13/internal/record"
 	"github.com/ztls-project/ztls/tls13/internal/sig"
@@ -176,19 +177,19 @@ func (e *engine) fail(err error) error {
 	if e.err != nil {
 		return e.err
 	}
-	a := alertFor(err)
+	a := alert.Of(err)
 	if _, ok := err.(*LocalError); !ok {
 		err = &LocalError{Alert: a, Err: err}
 	}
 	e.err = err
 	e.hsOut = nil
-	e.sendAlert(wire.Alert(a))
+	e.sendAlert(a)
 	return err
 }
 
-func (e *engine) sendAlert(a wire.Alert) {
+func (e *engine) sendAlert(a Alert) {
 	level := byte(2)
-	if a == wire.AlertCloseNotify || a == wire.AlertUserCanceled {
+	if a == alert.CloseNotify || a == alert.UserCanceled {
 		level = 1
 	}
 	e.writeRecord(record.TypeAlert, []byte{level, byte(a)})
@@ -469,7 +470,7 @@ func (e *engine) handleAlert(p []byte) error {
 		e.peerClosed = true
 		return nil
 	}
-	if a == Alert(wire.AlertUserCanceled) {
+	if a == alert.UserCanceled {
 		// A warning; close_notify follows.
 		if e.warningAlerts++; e.warningAlerts > maxWarningAlerts {
 			return errorf(AlertUnexpectedMessage, "peer sent %d warning alerts in a row", e.warningAlerts)
@@ -666,5 +667,5 @@ func (e *engine) close() {
 	}
 	e.sentClose = true
 	e.flushHandshake()
-	e.sendAlert(wire.AlertCloseNotify)
+	e.sendAlert(alert.CloseNotify)
 }

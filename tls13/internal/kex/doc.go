@@ -18,6 +18,6 @@
 // StaticKey is the long-lived ECDH key a ZTLS server publishes in its Z-data;
 // it computes the same kind of secret as an ephemeral share.
 //
-// Errors caused by the peer's bytes are *Error values that carry the TLS alert
+// Errors caused by the peer's bytes are *alert.Error values that carry the TLS alert
 // to send (illegal_parameter for a malformed or weak share).
 package kex

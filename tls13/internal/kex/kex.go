@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/ztls-project/ztls/tls13/internal/alert"
 )
 
 // Named groups (RFC 8446, Section 4.2.7: enum NamedGroup; the hybrid's
@@ -19,10 +21,6 @@ const (
 	P521           uint16 = 0x0019
 	X25519MLKEM768 uint16 = 0x11ec
 )
-
-// alertIllegalParameter is the TLS alert for a malformed or weak key share
-// (RFC 8446, Section 4.2.8 and 7.4).
-const alertIllegalParameter uint8 = 47
 
 // Sizes of key_exchange values.
 const (
@@ -40,19 +38,10 @@ const (
 // broken reader (all zeros, all ones) fails instead of looping forever.
 const maxScalarTries = 64
 
-// Error is a key exchange failure caused by the peer's bytes. Alert is the TLS
-// alert the handshake must send (illegal_parameter, 47).
-type Error struct {
-	Alert uint8
-	Msg   string
-}
-
-// Error returns the message with the "tls13: " prefix, the package the peer
-// talks to.
-func (e *Error) Error() string { return "tls13: " + e.Msg }
-
+// illegal is the error for a key share the peer got wrong: RFC 8446,
+// Sections 4.2.8 and 7.4 make a malformed or weak share an illegal_parameter.
 func illegal(format string, args ...any) error {
-	return &Error{Alert: alertIllegalParameter, Msg: fmt.Sprintf(format, args...)}
+	return alert.Errorf(alert.IllegalParameter, format, args...)
 }
 
 // Supported reports whether this package implements group.
@@ -99,7 +88,7 @@ type ClientShare interface {
 	Public() []byte
 	// Shared computes the shared secret with a peer's key_exchange bytes (the
 	// ServerHello share; ZTLS also uses it with the Z-data share, so it may be
-	// called more than once). An invalid share returns an *Error with alert
+	// called more than once). An invalid share returns an *alert.Error with alert
 	// illegal_parameter, as does an all-zero x25519 result.
 	Shared(peer []byte) ([]byte, error)
 }
@@ -321,7 +310,7 @@ func GenerateClientShare(group uint16, rand io.Reader) (ClientShare, error) {
 // key_exchange bytes for the ServerHello and the shared secret. rand supplies
 // the server's ephemeral key the way GenerateClientShare does; for
 // X25519MLKEM768 it first supplies the 32 bytes of ML-KEM encapsulation
-// randomness, then the x25519 key. A malformed client share returns an *Error
+// randomness, then the x25519 key. A malformed client share returns an *alert.Error
 // with alert illegal_parameter.
 func ServerShare(group uint16, clientShare []byte, rand io.Reader) (serverPublic, shared []byte, err error) {
 	rand = randOrDefault(rand)

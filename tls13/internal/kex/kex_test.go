@@ -10,6 +10,8 @@ import (
 	mathrand "math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/ztls-project/ztls/tls13/internal/alert"
 )
 
 var allGroups = []uint16{X25519, P256, P384, P521, X25519MLKEM768}
@@ -29,14 +31,14 @@ func unhex(t testing.TB, s string) []byte {
 	return b
 }
 
-// wantIllegal checks that err is an *Error carrying illegal_parameter.
+// wantIllegal checks that err is an *alert.Error carrying illegal_parameter.
 func wantIllegal(t *testing.T, err error, what string) {
 	t.Helper()
-	var ke *Error
+	var ke *alert.Error
 	if !errors.As(err, &ke) {
-		t.Fatalf("%s: got %v, want *kex.Error", what, err)
+		t.Fatalf("%s: got %v, want *alert.Error", what, err)
 	}
-	if ke.Alert != 47 {
+	if ke.Alert != alert.IllegalParameter {
 		t.Fatalf("%s: alert %d, want 47 (illegal_parameter)", what, ke.Alert)
 	}
 	if !strings.HasPrefix(err.Error(), "tls13: ") {
@@ -498,8 +500,8 @@ func FuzzValidateShare(f *testing.F) {
 	f.Fuzz(func(t *testing.T, group uint16, share []byte, fromServer bool) {
 		verr := ValidateShare(group, share, fromServer)
 		if verr != nil {
-			var ke *Error
-			if !errors.As(verr, &ke) || ke.Alert != 47 {
+			var ke *alert.Error
+			if !errors.As(verr, &ke) || ke.Alert != alert.IllegalParameter {
 				t.Fatalf("ValidateShare error %v is not illegal_parameter", verr)
 			}
 		}

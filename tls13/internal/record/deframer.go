@@ -1,5 +1,7 @@
 package record
 
+import "github.com/ztls-project/ztls/tls13/internal/alert"
+
 // Deframer splits a received byte stream into records, RFC 8446,
 // Section 5.1. The zero value is ready to use.
 //
@@ -19,7 +21,7 @@ package record
 type Deframer struct {
 	buf   []byte // buf[start:] is unconsumed
 	start int
-	err   *Error
+	err   *alert.Error
 }
 
 // Write appends bytes received from the transport; p is copied.
@@ -43,7 +45,7 @@ func (d *Deframer) Buffered() int { return len(d.buf) - d.start }
 // Next returns the next complete record: its content type and fragment.
 // ok is false when no complete record is buffered yet. payload aliases the
 // Deframer's buffer and stays valid until the next call to Write or Next; the
-// caller may decrypt it in place. err is a *Error carrying the alert to send.
+// caller may decrypt it in place. err is a *alert.Error carrying the alert to send.
 func (d *Deframer) Next() (typ ContentType, payload []byte, ok bool, err error) {
 	if d.err != nil {
 		return 0, nil, false, d.err
@@ -77,20 +79,20 @@ func (d *Deframer) Next() (typ ContentType, payload []byte, ok bool, err error) 
 	return ContentType(avail[0]), avail[HeaderLen : HeaderLen+n : HeaderLen+n], true, nil
 }
 
-func (d *Deframer) fail(e *Error) {
+func (d *Deframer) fail(e *alert.Error) {
 	d.err = e
 	clear(d.buf)
 	d.buf, d.start = nil, 0
 }
 
 var (
-	errBadType    = &Error{Alert: AlertUnexpectedMessage, Msg: "record has an unknown content type"}
-	errBadVersion = &Error{Alert: AlertDecodeError, Msg: "protected record has a legacy_record_version other than 0x0303"}
+	errBadType    = alert.New(alert.UnexpectedMessage, "record has an unknown content type")
+	errBadVersion = alert.New(alert.DecodeError, "protected record has a legacy_record_version other than 0x0303")
 )
 
 // checkHeader validates the bytes of a record header that have arrived
 // (one to five).
-func checkHeader(h []byte) *Error {
+func checkHeader(h []byte) *alert.Error {
 	typ := ContentType(h[0])
 	switch typ {
 	case TypeChangeCipherSpec, TypeAlert, TypeHandshake, TypeApplicationData:
@@ -111,11 +113,11 @@ func checkHeader(h []byte) *Error {
 	}
 	n := int(h[3])<<8 | int(h[4])
 	if n > MaxCiphertext {
-		return errorf(AlertRecordOverflow, "record length %d exceeds %d", n, MaxCiphertext)
+		return alert.Errorf(alert.RecordOverflow, "record length %d exceeds %d", n, MaxCiphertext)
 	}
 	if typ != TypeApplicationData && n > MaxPlaintext {
 		// Only application_data records can be protected in TLS 1.3.
-		return errorf(AlertRecordOverflow, "%v record length %d exceeds %d", typ, n, MaxPlaintext)
+		return alert.Errorf(alert.RecordOverflow, "%v record length %d exceeds %d", typ, n, MaxPlaintext)
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/ztls-project/ztls/tls13/internal/alert"
 )
 
 func TestDeframerSplits(t *testing.T) {
@@ -96,21 +98,21 @@ func TestDeframerErrors(t *testing.T) {
 	tests := []struct {
 		name  string
 		in    []byte
-		alert uint8
+		alert alert.Alert
 	}{
-		{"type 0", []byte{0}, AlertUnexpectedMessage},                              // RFC 8446, Section 5
-		{"type 24 (heartbeat)", []byte{24, 3, 3, 0, 0}, AlertUnexpectedMessage},    // RFC 8446, Section 5
-		{"type 0x80 (SSLv2)", []byte{0x80, 0x2e, 1, 3, 1}, AlertUnexpectedMessage}, // RFC 8446, Section 5
-		{"HTTP", []byte("GET / HTTP/1.1\r\n"), AlertUnexpectedMessage},             // RFC 8446, Section 5
+		{"type 0", []byte{0}, alert.UnexpectedMessage},                              // RFC 8446, Section 5
+		{"type 24 (heartbeat)", []byte{24, 3, 3, 0, 0}, alert.UnexpectedMessage},    // RFC 8446, Section 5
+		{"type 0x80 (SSLv2)", []byte{0x80, 0x2e, 1, 3, 1}, alert.UnexpectedMessage}, // RFC 8446, Section 5
+		{"HTTP", []byte("GET / HTTP/1.1\r\n"), alert.UnexpectedMessage},             // RFC 8446, Section 5
 		// RFC 8446, Appendix D: a TLSCiphertext's version is validated.
-		{"ciphertext major 2", []byte{23, 2}, AlertDecodeError},
-		{"ciphertext 0x0301", []byte{23, 3, 1}, AlertDecodeError},
-		{"ciphertext 0xfefd (DTLS)", []byte{23, 0xfe, 0xfd, 0, 1, 0}, AlertDecodeError},
-		{"ciphertext over 2^14+256", []byte{23, 3, 3, 0x41, 0x01}, AlertRecordOverflow},
-		{"length 0xffff", []byte{23, 3, 3, 0xff, 0xff}, AlertRecordOverflow},
-		{"handshake over 2^14", []byte{22, 3, 3, 0x40, 0x01}, AlertRecordOverflow},
-		{"alert over 2^14", []byte{21, 3, 1, 0x40, 0x01}, AlertRecordOverflow},
-		{"CCS over 2^14", []byte{20, 3, 3, 0x41, 0x00}, AlertRecordOverflow},
+		{"ciphertext major 2", []byte{23, 2}, alert.DecodeError},
+		{"ciphertext 0x0301", []byte{23, 3, 1}, alert.DecodeError},
+		{"ciphertext 0xfefd (DTLS)", []byte{23, 0xfe, 0xfd, 0, 1, 0}, alert.DecodeError},
+		{"ciphertext over 2^14+256", []byte{23, 3, 3, 0x41, 0x01}, alert.RecordOverflow},
+		{"length 0xffff", []byte{23, 3, 3, 0xff, 0xff}, alert.RecordOverflow},
+		{"handshake over 2^14", []byte{22, 3, 3, 0x40, 0x01}, alert.RecordOverflow},
+		{"alert over 2^14", []byte{21, 3, 1, 0x40, 0x01}, alert.RecordOverflow},
+		{"CCS over 2^14", []byte{20, 3, 3, 0x41, 0x00}, alert.RecordOverflow},
 	}
 	for _, tt := range tests {
 		var d Deframer

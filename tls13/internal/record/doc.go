@@ -9,7 +9,7 @@
 //	d.Write(p)
 //	for {
 //		typ, payload, ok, err := d.Next()
-//		if err != nil { /* send the alert in err.(*record.Error).Alert */ }
+//		if err != nil { /* send the alert in err.(*alert.Error).Alert */ }
 //		if !ok { break }
 //		if typ == record.TypeApplicationData && in != nil {
 //			inner, plain, err := in.Open(payload, record.MaxPlaintext)
@@ -19,7 +19,7 @@
 //
 // Sending: out, err = hc.Seal(out, record.TypeHandshake, msg, 0).
 //
-// Errors are *Error and carry the alert the caller must send. Payloads and
+// Errors are *alert.Error (package tls13/internal/alert) and carry the alert the caller must send. Payloads and
 // plaintexts returned by Next and Open alias the Deframer's buffer and are
 // valid until the next call into it; once the buffers have grown to their
 // working size nothing here allocates. Neither type is safe for concurrent

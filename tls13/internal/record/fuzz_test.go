@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/ztls-project/ztls/tls13/internal/alert"
 	"github.com/ztls-project/ztls/tls13/internal/rfc8448"
 )
 
@@ -107,13 +108,13 @@ func FuzzOpen(f *testing.F) {
 			if alertOf(err) == 0 {
 				t.Fatalf("error without alert: %v", err)
 			}
-			if h.Seq() != seq && alertOf(err) == AlertBadRecordMAC {
+			if h.Seq() != seq && alertOf(err) == alert.BadRecordMAC {
 				t.Fatal("failed authentication advanced the sequence number")
 			}
 			// The genuine record holds a 36-byte Finished: it fails only
 			// under a smaller limit, and then with record_overflow.
 			small := limit > 0 && limit < 36
-			if isGenuine && !(small && alertOf(err) == AlertRecordOverflow) {
+			if isGenuine && !(small && alertOf(err) == alert.RecordOverflow) {
 				t.Fatalf("genuine record rejected: %v", err)
 			}
 			return

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/ztls-project/ztls/tls13/internal/alert"
 	"github.com/ztls-project/ztls/tls13/internal/keyschedule"
 	"github.com/ztls-project/ztls/tls13/internal/suite"
 )
@@ -35,22 +36,22 @@ type halfKeys struct {
 // secret is copied.
 func NewHalfConn(s *suite.Suite, trafficSecret []byte) (*HalfConn, error) {
 	if s == nil || s.NewAEAD == nil {
-		return nil, errorf(AlertInternalError, "record: no cipher suite")
+		return nil, alert.Errorf(alert.InternalError, "record: no cipher suite")
 	}
 	if len(trafficSecret) != s.Hash.Size() {
-		return nil, errorf(AlertInternalError, "record: traffic secret is %d bytes, %s needs %d", len(trafficSecret), s.Name, s.Hash.Size())
+		return nil, alert.Errorf(alert.InternalError, "record: traffic secret is %d bytes, %s needs %d", len(trafficSecret), s.Name, s.Hash.Size())
 	}
 	key, iv := keyschedule.TrafficKeys(s.Hash, s.KeyLen, trafficSecret)
 	if key == nil || len(iv) != 12 {
-		return nil, errorf(AlertInternalError, "record: cannot derive %s traffic keys", s.Name)
+		return nil, alert.Errorf(alert.InternalError, "record: cannot derive %s traffic keys", s.Name)
 	}
 	aead, err := s.NewAEAD(key)
 	clear(key)
 	if err != nil {
-		return nil, errorf(AlertInternalError, "record: %v", err)
+		return nil, alert.Errorf(alert.InternalError, "record: %v", err)
 	}
 	if aead.NonceSize() != 12 {
-		return nil, errorf(AlertInternalError, "record: %s AEAD nonce is %d bytes, want 12", s.Name, aead.NonceSize())
+		return nil, alert.Errorf(alert.InternalError, "record: %s AEAD nonce is %d bytes, want 12", s.Name, aead.NonceSize())
 	}
 	k := &halfKeys{secret: slices.Clone(trafficSecret), aead: aead}
 	copy(k.iv[:], iv)
@@ -104,14 +105,14 @@ func (h *HalfConn) Seal(dst []byte, typ ContentType, plaintext []byte, padding i
 	switch typ {
 	case TypeAlert, TypeHandshake, TypeApplicationData:
 	default:
-		return dst, errorf(AlertInternalError, "record: cannot protect a %v record", typ)
+		return dst, alert.Errorf(alert.InternalError, "record: cannot protect a %v record", typ)
 	}
 	if padding < 0 || len(plaintext) > MaxPlaintext || padding > MaxPlaintext-len(plaintext) {
-		return dst, errorf(AlertInternalError, "record: %d content bytes and %d padding exceed %d", len(plaintext), padding, MaxPlaintext)
+		return dst, alert.Errorf(alert.InternalError, "record: %d content bytes and %d padding exceed %d", len(plaintext), padding, MaxPlaintext)
 	}
 	if h.seq == math.MaxUint64 {
 		// RFC 8446, Section 5.3: the sequence number must not wrap.
-		return dst, errorf(AlertInternalError, "record: sequence number exhausted, keys must be updated")
+		return dst, alert.Errorf(alert.InternalError, "record: sequence number exhausted, keys must be updated")
 	}
 	k := h.keys()
 	inner := len(plaintext) + 1 + padding
@@ -147,14 +148,14 @@ func (h *HalfConn) Open(payload []byte, maxPlaintext int) (ContentType, []byte, 
 		maxPlaintext = MaxPlaintext
 	}
 	if len(payload) > MaxCiphertext {
-		return 0, nil, errorf(AlertRecordOverflow, "protected record of %d bytes exceeds %d", len(payload), MaxCiphertext)
+		return 0, nil, alert.Errorf(alert.RecordOverflow, "protected record of %d bytes exceeds %d", len(payload), MaxCiphertext)
 	}
 	k := h.keys()
 	if len(payload) < k.aead.Overhead() {
 		return 0, nil, errBadRecordMAC
 	}
 	if h.seq == math.MaxUint64 {
-		return 0, nil, errorf(AlertInternalError, "record: sequence number exhausted, keys must be updated")
+		return 0, nil, alert.Errorf(alert.InternalError, "record: sequence number exhausted, keys must be updated")
 	}
 	// RFC 8446, Section 5.2: additional_data is the record header.
 	k.hdr = [HeaderLen]byte{byte(TypeApplicationData), 3, 3, byte(len(payload) >> 8), byte(len(payload))}
@@ -166,7 +167,7 @@ func (h *HalfConn) Open(payload []byte, maxPlaintext int) (ContentType, []byte, 
 	// The padding is zeros after the content type; the type is the last
 	// non-zero byte (RFC 8446, Section 5.4).
 	if len(plain) > maxPlaintext+1 {
-		return 0, nil, errorf(AlertRecordOverflow, "record plaintext of %d bytes exceeds %d", len(plain), maxPlaintext+1)
+		return 0, nil, alert.Errorf(alert.RecordOverflow, "record plaintext of %d bytes exceeds %d", len(plain), maxPlaintext+1)
 	}
 	i := len(plain) - 1
 	for i >= 0 && plain[i] == 0 {
@@ -179,7 +180,7 @@ func (h *HalfConn) Open(payload []byte, maxPlaintext int) (ContentType, []byte, 
 	switch typ {
 	case TypeAlert, TypeHandshake, TypeApplicationData:
 	default:
-		return 0, nil, errorf(AlertUnexpectedMessage, "protected record with content type %v", typ)
+		return 0, nil, alert.Errorf(alert.UnexpectedMessage, "protected record with content type %v", typ)
 	}
 	return typ, plain[:i:i], nil
 }

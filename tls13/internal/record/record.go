@@ -1,6 +1,10 @@
 package record
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/ztls-project/ztls/tls13/internal/alert"
+)
 
 // ContentType is the record content type, RFC 8446, Section 5.1.
 type ContentType uint8
@@ -38,32 +42,10 @@ const (
 	HeaderLen = 5
 )
 
-// Alert codes this package reports (RFC 8446, Section 6).
-const (
-	AlertUnexpectedMessage uint8 = 10
-	AlertBadRecordMAC      uint8 = 20
-	AlertRecordOverflow    uint8 = 22
-	AlertDecodeError       uint8 = 50
-	AlertInternalError     uint8 = 80
-)
-
-// Error is a record layer failure together with the alert to send to the
-// peer. Functions of this package return it as *Error.
-type Error struct {
-	Alert uint8
-	Msg   string
-}
-
-func (e *Error) Error() string { return "tls13: " + e.Msg }
-
-func errorf(alert uint8, format string, args ...any) *Error {
-	return &Error{Alert: alert, Msg: fmt.Sprintf(format, args...)}
-}
-
 // Sentinel errors, preallocated so the data path does not allocate to fail.
 var (
-	errBadRecordMAC = &Error{Alert: AlertBadRecordMAC, Msg: "record authentication failed (bad_record_mac)"}
-	errNoContent    = &Error{Alert: AlertUnexpectedMessage, Msg: "protected record has no content type (all-zero plaintext)"}
+	errBadRecordMAC = alert.New(alert.BadRecordMAC, "record authentication failed")
+	errNoContent    = alert.New(alert.UnexpectedMessage, "protected record has no content type (all-zero plaintext)")
 )
 
 // AppendPlain appends an unprotected record (TLSPlaintext, RFC 8446,

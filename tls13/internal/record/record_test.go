@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ztls-project/ztls/tls13/internal/alert"
 	"github.com/ztls-project/ztls/tls13/internal/keyschedule"
 	"github.com/ztls-project/ztls/tls13/internal/suite"
 )
@@ -97,10 +98,10 @@ func TestTrafficKeysPerSuite(t *testing.T) {
 }
 
 func TestNewHalfConnErrors(t *testing.T) {
-	if _, err := NewHalfConn(nil, make([]byte, 32)); alertOf(err) != AlertInternalError {
+	if _, err := NewHalfConn(nil, make([]byte, 32)); alertOf(err) != alert.InternalError {
 		t.Errorf("nil suite: %v", err)
 	}
-	if _, err := NewHalfConn(aes128, make([]byte, 48)); alertOf(err) != AlertInternalError {
+	if _, err := NewHalfConn(aes128, make([]byte, 48)); alertOf(err) != alert.InternalError {
 		t.Errorf("wrong secret length: %v", err)
 	}
 	aes256 := suite.Lookup(suite.TLS_AES_256_GCM_SHA384)
@@ -164,15 +165,15 @@ func TestOpenErrors(t *testing.T) {
 			name  string
 			inner []byte
 			max   int
-			alert uint8
+			alert alert.Alert
 		}{
-			{"all zero", make([]byte, 20), 0, AlertUnexpectedMessage},
-			{"empty inner", nil, 0, AlertUnexpectedMessage},
-			{"protected CCS", []byte{1, 20}, 0, AlertUnexpectedMessage},
-			{"unknown type", []byte{1, 99, 0}, 0, AlertUnexpectedMessage},
-			{"over 2^14", append(make([]byte, MaxPlaintext+1), 23), 0, AlertRecordOverflow},
-			{"padding over 2^14", append(append([]byte{1}, 23), make([]byte, MaxPlaintext)...), 0, AlertRecordOverflow},
-			{"over record_size_limit", append(make([]byte, 64), 23), 63, AlertRecordOverflow},
+			{"all zero", make([]byte, 20), 0, alert.UnexpectedMessage},
+			{"empty inner", nil, 0, alert.UnexpectedMessage},
+			{"protected CCS", []byte{1, 20}, 0, alert.UnexpectedMessage},
+			{"unknown type", []byte{1, 99, 0}, 0, alert.UnexpectedMessage},
+			{"over 2^14", append(make([]byte, MaxPlaintext+1), 23), 0, alert.RecordOverflow},
+			{"padding over 2^14", append(append([]byte{1}, 23), make([]byte, MaxPlaintext)...), 0, alert.RecordOverflow},
+			{"over record_size_limit", append(make([]byte, 64), 23), 63, alert.RecordOverflow},
 			{"at record_size_limit", append(make([]byte, 63), 23), 63, 0},
 			{"at 2^14", append(make([]byte, MaxPlaintext), 23), 0, 0},
 		}
@@ -189,11 +190,11 @@ func TestOpenErrors(t *testing.T) {
 		}
 		// Too short to hold a tag, and too long to be a record.
 		for _, n := range []int{0, 1, 15, 16} {
-			if _, _, err := in.Open(make([]byte, n), 0); alertOf(err) != AlertBadRecordMAC {
+			if _, _, err := in.Open(make([]byte, n), 0); alertOf(err) != alert.BadRecordMAC {
 				t.Errorf("%d-byte payload: %v", n, err)
 			}
 		}
-		if _, _, err := in.Open(make([]byte, MaxCiphertext+1), 0); alertOf(err) != AlertRecordOverflow {
+		if _, _, err := in.Open(make([]byte, MaxCiphertext+1), 0); alertOf(err) != alert.RecordOverflow {
 			t.Errorf("oversized payload: %v", err)
 		}
 	}
@@ -217,7 +218,7 @@ func TestSealErrors(t *testing.T) {
 	} {
 		dst := []byte("keep")
 		got, err := out.Seal(dst, tt.typ, make([]byte, tt.n), tt.pad)
-		if alertOf(err) != AlertInternalError || string(got) != "keep" {
+		if alertOf(err) != alert.InternalError || string(got) != "keep" {
 			t.Errorf("Seal(%v, %d bytes, pad %d) = %d bytes, %v", tt.typ, tt.n, tt.pad, len(got), err)
 		}
 	}

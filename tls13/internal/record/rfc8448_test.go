@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/ztls-project/ztls/tls13/internal/alert"
 	"github.com/ztls-project/ztls/tls13/internal/rfc8448"
 	"github.com/ztls-project/ztls/tls13/internal/suite"
 )
@@ -173,8 +174,8 @@ func TestRFC8448Tampered(t *testing.T) {
 		bad[i-HeaderLen] ^= 0x01
 		h := mustHalfConn(t, aes128, secret, 0)
 		_, _, err := h.Open(bad, MaxPlaintext)
-		var re *Error
-		if !errors.As(err, &re) || re.Alert != AlertBadRecordMAC {
+		var re *alert.Error
+		if !errors.As(err, &re) || re.Alert != alert.BadRecordMAC {
 			t.Fatalf("byte %d flipped: err = %v", i, err)
 		}
 		if h.Seq() != 0 {
@@ -186,7 +187,7 @@ func TestRFC8448Tampered(t *testing.T) {
 		mustHalfConn(t, aes128, secret, 1),
 		mustHalfConn(t, aes128, rfc8448.Must(t, "3/server.hs_traffic_secret"), 0),
 	} {
-		if _, _, err := h.Open(bytes.Clone(rec[HeaderLen:]), MaxPlaintext); alertOf(err) != AlertBadRecordMAC {
+		if _, _, err := h.Open(bytes.Clone(rec[HeaderLen:]), MaxPlaintext); alertOf(err) != alert.BadRecordMAC {
 			t.Errorf("wrong key or sequence: err = %v", err)
 		}
 	}
@@ -197,8 +198,8 @@ func TestRFC8448Tampered(t *testing.T) {
 	}
 }
 
-func alertOf(err error) uint8 {
-	var re *Error
+func alertOf(err error) alert.Alert {
+	var re *alert.Error
 	if errors.As(err, &re) {
 		return re.Alert
 	}

@@ -13,7 +13,7 @@
 //	pub, err := sig.ParsePublicKey(leaf)
 //	err = sig.Verify(pub, scheme, sig.ServerContext, transcriptHash, signature)
 //
-// Verification failures are *Error values carrying the TLS alert to send:
+// Verification failures are *alert.Error values carrying the TLS alert to send:
 // decrypt_error for a bad signature, illegal_parameter for a scheme that does
 // not fit the key or is forbidden in TLS 1.3.
 //

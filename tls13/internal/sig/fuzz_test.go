@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/tls13/internal/alert"
 )
 
 func FuzzParsePublicKeySPKI(f *testing.F) {
@@ -63,7 +64,7 @@ func FuzzParsePSSPrivateKey(f *testing.F) {
 }
 
 // FuzzVerify feeds arbitrary schemes and signatures to Verify for each key
-// type: it must return an *Error, never panic.
+// type: it must return an *alert.Error, never panic.
 func FuzzVerify(f *testing.F) {
 	var keys []namedKey
 	for _, kt := range testpki.KeyTypes {
@@ -85,7 +86,7 @@ func FuzzVerify(f *testing.F) {
 		if err == nil {
 			return
 		}
-		if _, ok := err.(*Error); !ok {
+		if _, ok := err.(*alert.Error); !ok {
 			t.Fatalf("Verify returned %T: %v", err, err)
 		}
 	})

@@ -12,6 +12,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/ztls-project/ztls/tls13/internal/alert"
 )
 
 // Signature schemes (RFC 8446, Section 4.2.3: enum SignatureScheme).
@@ -39,36 +41,18 @@ const (
 	ClientContext = "TLS 1.3, client CertificateVerify"
 )
 
-// TLS alerts this package reports (RFC 8446, Section 6.2).
-const (
-	alertHandshakeFailure       uint8 = 40
-	alertBadCertificate         uint8 = 42
-	alertUnsupportedCertificate uint8 = 43
-	alertIllegalParameter       uint8 = 47
-	alertDecryptError           uint8 = 51
-)
-
 // minRSABits is the smallest RSA modulus Verify and Sign accept. RFC 8448's
 // example server key has 1024 bits, so the floor is 1024, not 2048.
 const minRSABits = 1024
 
-// Error is a signature failure the peer caused. Alert is the TLS alert to send:
-// decrypt_error (51) for a signature that does not verify, illegal_parameter
-// (47) for a scheme that does not match the key or is not allowed in TLS 1.3,
-// handshake_failure (40) when no common scheme exists, bad_certificate (42) for
-// an RSA key below 1024 bits, unsupported_certificate (43) for a key type
-// this package does not know.
-type Error struct {
-	Alert uint8
-	Msg   string
-}
-
-// Error returns the message with the "tls13: " prefix, like the handshake's
-// own errors.
-func (e *Error) Error() string { return "tls13: " + e.Msg }
-
-func alertf(alert uint8, format string, args ...any) error {
-	return &Error{Alert: alert, Msg: fmt.Sprintf(format, args...)}
+// alertf is a signature failure the peer caused, with the alert to send:
+// decrypt_error for a signature that does not verify, illegal_parameter
+// for a scheme that does not match the key or is not allowed in TLS 1.3,
+// handshake_failure when no common scheme exists, bad_certificate for an
+// RSA key below 1024 bits, unsupported_certificate for a key type this
+// package does not know.
+func alertf(a alert.Alert, format string, args ...any) error {
+	return alert.Errorf(a, format, args...)
 }
 
 type kind uint8
@@ -242,7 +226,7 @@ func keyName(pub crypto.PublicKey) string {
 }
 
 // Select picks our most preferred scheme for pub among those the peer offered
-// in signature_algorithms. With no overlap it returns an *Error with alert
+// in signature_algorithms. With no overlap it returns an *alert.Error with alert
 // handshake_failure.
 func Select(pub crypto.PublicKey, peer []uint16) (uint16, error) {
 	ours := SchemesForKey(pub)
@@ -251,7 +235,7 @@ func Select(pub crypto.PublicKey, peer []uint16) (uint16, error) {
 			return s, nil
 		}
 	}
-	return 0, alertf(alertHandshakeFailure, "peer offered no signature scheme our %s key can make (peer: %s; key: %s)",
+	return 0, alertf(alert.HandshakeFailure, "peer offered no signature scheme our %s key can make (peer: %s; key: %s)",
 		keyName(pub), names(peer), names(ours))
 }
 
@@ -320,17 +304,17 @@ func Sign(rand io.Reader, key crypto.Signer, scheme uint16, context string, tran
 func Verify(pub crypto.PublicKey, scheme uint16, context string, transcriptHash, signature []byte) error {
 	info, ok := schemes[scheme]
 	if !ok {
-		return alertf(alertIllegalParameter, "CertificateVerify uses unknown signature scheme %s", Name(scheme))
+		return alertf(alert.IllegalParameter, "CertificateVerify uses unknown signature scheme %s", Name(scheme))
 	}
 	if !allowedInCertificateVerify(info) {
-		return alertf(alertIllegalParameter, "CertificateVerify uses %s, which TLS 1.3 forbids there (RFC 8446, Section 4.4.3)", info.name)
+		return alertf(alert.IllegalParameter, "CertificateVerify uses %s, which TLS 1.3 forbids there (RFC 8446, Section 4.4.3)", info.name)
 	}
 	content := SignedContent(context, transcriptHash)
 	mismatch := func() error {
-		return alertf(alertIllegalParameter, "CertificateVerify scheme %s does not match the certificate's %s key", info.name, keyName(pub))
+		return alertf(alert.IllegalParameter, "CertificateVerify scheme %s does not match the certificate's %s key", info.name, keyName(pub))
 	}
 	bad := func() error {
-		return alertf(alertDecryptError, "invalid %s signature in CertificateVerify", info.name)
+		return alertf(alert.DecryptError, "invalid %s signature in CertificateVerify", info.name)
 	}
 
 	switch p := pub.(type) {
@@ -352,7 +336,7 @@ func Verify(pub crypto.PublicKey, scheme uint16, context string, transcriptHash,
 			return mismatch()
 		}
 		if len(p) != ed25519.PublicKeySize {
-			return alertf(alertBadCertificate, "Ed25519 public key is %d bytes, want %d", len(p), ed25519.PublicKeySize)
+			return alertf(alert.BadCertificate, "Ed25519 public key is %d bytes, want %d", len(p), ed25519.PublicKeySize)
 		}
 		if !ed25519.Verify(p, content, signature) {
 			return bad()
@@ -362,13 +346,13 @@ func Verify(pub crypto.PublicKey, scheme uint16, context string, transcriptHash,
 
 	k, pss := rsaPublic(pub)
 	if k == nil || k.N == nil {
-		return alertf(alertUnsupportedCertificate, "cannot verify CertificateVerify with a %s public key", keyName(pub))
+		return alertf(alert.UnsupportedCertificate, "cannot verify CertificateVerify with a %s public key", keyName(pub))
 	}
 	if (pss && info.kind != kindPSSPSS) || (!pss && info.kind != kindRSAE) {
 		return mismatch()
 	}
 	if k.N.BitLen() < minRSABits {
-		return alertf(alertBadCertificate, "certificate's RSA key has %d bits, fewer than the %d required", k.N.BitLen(), minRSABits)
+		return alertf(alert.BadCertificate, "certificate's RSA key has %d bits, fewer than the %d required", k.N.BitLen(), minRSABits)
 	}
 	h := info.hash.New()
 	h.Write(content)

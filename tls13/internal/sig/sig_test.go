@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/tls13/internal/alert"
 )
 
 func seeded(seed byte) io.Reader {
@@ -24,15 +25,15 @@ func seeded(seed byte) io.Reader {
 	return mathrand.NewChaCha8(s)
 }
 
-// wantAlert checks err is an *Error with alert.
-func wantAlert(t *testing.T, err error, alert uint8, what string) {
+// wantAlert checks err is an *alert.Error carrying a.
+func wantAlert(t *testing.T, err error, a alert.Alert, what string) {
 	t.Helper()
-	var se *Error
+	var se *alert.Error
 	if !errors.As(err, &se) {
-		t.Fatalf("%s: got %v, want *sig.Error with alert %d", what, err, alert)
+		t.Fatalf("%s: got %v, want *alert.Error with alert %v", what, err, a)
 	}
-	if se.Alert != alert {
-		t.Fatalf("%s: alert %d (%v), want %d", what, se.Alert, err, alert)
+	if se.Alert != a {
+		t.Fatalf("%s: alert %v (%v), want %v", what, se.Alert, err, a)
 	}
 	if !strings.HasPrefix(err.Error(), "tls13: ") {
 		t.Fatalf("%s: %q lacks the tls13: prefix", what, err)

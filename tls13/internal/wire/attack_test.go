@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/ztls-project/ztls/tls13/internal/alert"
 )
 
 func ext(typ uint16, hexData string) Extension {
@@ -68,126 +70,126 @@ func TestAttacks(t *testing.T) {
 	cases := []struct {
 		name  string
 		msg   []byte
-		alert Alert
+		alert alert.Alert
 	}{
 		// RFC 8446, Section 4.2: no two extensions of one type.
-		{"CH duplicate unknown extension", ch(t, ext(0x1234, ""), ext(0x1234, "00")), AlertIllegalParameter},
-		{"CH duplicate supported_versions", ch(t, ext(ExtSupportedVersions, "020304"), ext(ExtSupportedVersions, "020304")), AlertIllegalParameter},
-		{"SH duplicate key_share", sh(t, zeroRandom, ext(ExtKeyShare, "001d000101"), ext(ExtKeyShare, "001d000101")), AlertIllegalParameter},
-		{"EE duplicate early_data", ee(t, ext(ExtEarlyData, ""), ext(ExtEarlyData, "")), AlertIllegalParameter},
-		{"CR duplicate signature_algorithms", mustMarshal(t, &CertificateRequest{Extra: []Extension{sigAlgs, sigAlgs}}), AlertIllegalParameter},
-		{"NST duplicate early_data", mustMarshal(t, &NewSessionTicket{Ticket: []byte{1}, Extra: []Extension{ext(ExtEarlyData, "00000001"), ext(ExtEarlyData, "00000001")}}), AlertIllegalParameter},
-		{"Certificate entry duplicate extension", mustMarshal(t, &Certificate{Entries: []CertificateEntry{{Data: []byte{1}, Extra: []Extension{ext(0x1234, ""), ext(0x1234, "")}}}}), AlertIllegalParameter},
+		{"CH duplicate unknown extension", ch(t, ext(0x1234, ""), ext(0x1234, "00")), alert.IllegalParameter},
+		{"CH duplicate supported_versions", ch(t, ext(ExtSupportedVersions, "020304"), ext(ExtSupportedVersions, "020304")), alert.IllegalParameter},
+		{"SH duplicate key_share", sh(t, zeroRandom, ext(ExtKeyShare, "001d000101"), ext(ExtKeyShare, "001d000101")), alert.IllegalParameter},
+		{"EE duplicate early_data", ee(t, ext(ExtEarlyData, ""), ext(ExtEarlyData, "")), alert.IllegalParameter},
+		{"CR duplicate signature_algorithms", mustMarshal(t, &CertificateRequest{Extra: []Extension{sigAlgs, sigAlgs}}), alert.IllegalParameter},
+		{"NST duplicate early_data", mustMarshal(t, &NewSessionTicket{Ticket: []byte{1}, Extra: []Extension{ext(ExtEarlyData, "00000001"), ext(ExtEarlyData, "00000001")}}), alert.IllegalParameter},
+		{"Certificate entry duplicate extension", mustMarshal(t, &Certificate{Entries: []CertificateEntry{{Data: []byte{1}, Extra: []Extension{ext(0x1234, ""), ext(0x1234, "")}}}}), alert.IllegalParameter},
 
 		// RFC 8446, Section 4.2.11 and ZTLS-SPEC Section 2: last extension.
-		{"CH pre_shared_key not last", ch(t, ext(ExtPreSharedKey, "0007000101"+"00000000"+"0021"+"20"+strings.Repeat("00", 32)), ext(0x1234, "")), AlertIllegalParameter},
-		{"CH ztls not last", ch(t, ext(ExtZTLS, ztlsBody(0, 32)), ext(ExtEarlyData, "")), AlertIllegalParameter},
-		{"CH ztls before pre_shared_key", ch(t, ext(ExtZTLS, ztlsBody(0, 32)), ext(ExtPreSharedKey, "0007000101"+"00000000"+"0021"+"20"+strings.Repeat("00", 32))), AlertIllegalParameter},
-		{"CH PSK identities and binders differ in number", ch(t, ext(ExtPreSharedKey, "000e000101"+"00000000"+"000102"+"00000000"+"0021"+"20"+strings.Repeat("00", 32))), AlertIllegalParameter},
+		{"CH pre_shared_key not last", ch(t, ext(ExtPreSharedKey, "0007000101"+"00000000"+"0021"+"20"+strings.Repeat("00", 32)), ext(0x1234, "")), alert.IllegalParameter},
+		{"CH ztls not last", ch(t, ext(ExtZTLS, ztlsBody(0, 32)), ext(ExtEarlyData, "")), alert.IllegalParameter},
+		{"CH ztls before pre_shared_key", ch(t, ext(ExtZTLS, ztlsBody(0, 32)), ext(ExtPreSharedKey, "0007000101"+"00000000"+"0021"+"20"+strings.Repeat("00", 32))), alert.IllegalParameter},
+		{"CH PSK identities and binders differ in number", ch(t, ext(ExtPreSharedKey, "000e000101"+"00000000"+"000102"+"00000000"+"0021"+"20"+strings.Repeat("00", 32))), alert.IllegalParameter},
 
 		// Trailing bytes: after the message body and inside an extension.
-		{"CH trailing byte", setLen(append(bytes.Clone(ch3), 0)), AlertDecodeError},
-		{"CH trailing byte in supported_versions", ch(t, ext(ExtSupportedVersions, "02030400")), AlertDecodeError},
-		{"CH trailing byte in key_share", ch(t, ext(ExtKeyShare, "0005001d00010100")), AlertDecodeError},
-		{"SH trailing byte in supported_versions", sh(t, zeroRandom, ext(ExtSupportedVersions, "030400")), AlertDecodeError},
-		{"EE trailing byte in record_size_limit", ee(t, ext(ExtRecordSizeLimit, "400100")), AlertDecodeError},
-		{"KeyUpdate trailing byte", []byte{TypeKeyUpdate, 0, 0, 2, 0, 0}, AlertDecodeError},
-		{"EndOfEarlyData with a body", []byte{TypeEndOfEarlyData, 0, 0, 1, 0}, AlertDecodeError},
+		{"CH trailing byte", setLen(append(bytes.Clone(ch3), 0)), alert.DecodeError},
+		{"CH trailing byte in supported_versions", ch(t, ext(ExtSupportedVersions, "02030400")), alert.DecodeError},
+		{"CH trailing byte in key_share", ch(t, ext(ExtKeyShare, "0005001d00010100")), alert.DecodeError},
+		{"SH trailing byte in supported_versions", sh(t, zeroRandom, ext(ExtSupportedVersions, "030400")), alert.DecodeError},
+		{"EE trailing byte in record_size_limit", ee(t, ext(ExtRecordSizeLimit, "400100")), alert.DecodeError},
+		{"KeyUpdate trailing byte", []byte{TypeKeyUpdate, 0, 0, 2, 0, 0}, alert.DecodeError},
+		{"EndOfEarlyData with a body", []byte{TypeEndOfEarlyData, 0, 0, 1, 0}, alert.DecodeError},
 
 		// Oversized lengths.
-		{"header longer than the message", append([]byte{TypeClientHello, 0, 1, 0}, ch3[4:]...), AlertDecodeError},
-		{"header shorter than the message", append([]byte{TypeFinished, 0, 0, 1}, 1, 2), AlertDecodeError},
+		{"header longer than the message", append([]byte{TypeClientHello, 0, 1, 0}, ch3[4:]...), alert.DecodeError},
+		{"header shorter than the message", append([]byte{TypeFinished, 0, 0, 1}, 1, 2), alert.DecodeError},
 		{"CH extension length past its block", func() []byte {
 			b := bytes.Clone(ch3)
 			i := bytes.Index(b, []byte{0, 0, 0, 0x0b, 0, 0x09}) // server_name
 			b[i+2], b[i+3] = 0xff, 0xff
 			return b
-		}(), AlertDecodeError},
+		}(), alert.DecodeError},
 		{"CH legacy_session_id of 33 bytes", func() []byte {
 			b := append(bytes.Clone(ch3[:38]), 33)
 			b = append(b, make([]byte, 33)...)
 			return setLen(append(b, ch3[39:]...))
-		}(), AlertDecodeError},
+		}(), alert.DecodeError},
 		{"CH cipher_suites length past the message", func() []byte {
 			b := bytes.Clone(ch3)
 			b[39], b[40] = 0xff, 0xfe
 			return b
-		}(), AlertDecodeError},
-		{"CH cert_hash of 5 bytes", ch(t, ext(ExtEarlyData, ""), ext(ExtZTLS, ztlsBody(5, 32))), AlertDecodeError},
-		{"CH cert_hash of 33 bytes", ch(t, ext(ExtZTLS, ztlsBody(33, 32))), AlertDecodeError},
-		{"CH ztls binder of 31 bytes", ch(t, ext(ExtZTLS, ztlsBody(32, 31))), AlertDecodeError},
-		{"CH ztls trailing byte", ch(t, ext(ExtZTLS, ztlsBody(0, 32)+"00")), AlertDecodeError},
-		{"CH PSK binder of 31 bytes", ch(t, ext(ExtPreSharedKey, "0007000101"+"00000000"+"0020"+"1f"+strings.Repeat("00", 31))), AlertDecodeError},
-		{"Certificate cert_data past the list", []byte{TypeCertificate, 0, 0, 8, 0, 0, 0, 4, 0, 0, 9, 1}, AlertDecodeError},
-		{"NST ticket length past the message", []byte{TypeNewSessionTicket, 0, 0, 11, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0xff, 0xff}, AlertDecodeError},
+		}(), alert.DecodeError},
+		{"CH cert_hash of 5 bytes", ch(t, ext(ExtEarlyData, ""), ext(ExtZTLS, ztlsBody(5, 32))), alert.DecodeError},
+		{"CH cert_hash of 33 bytes", ch(t, ext(ExtZTLS, ztlsBody(33, 32))), alert.DecodeError},
+		{"CH ztls binder of 31 bytes", ch(t, ext(ExtZTLS, ztlsBody(32, 31))), alert.DecodeError},
+		{"CH ztls trailing byte", ch(t, ext(ExtZTLS, ztlsBody(0, 32)+"00")), alert.DecodeError},
+		{"CH PSK binder of 31 bytes", ch(t, ext(ExtPreSharedKey, "0007000101"+"00000000"+"0020"+"1f"+strings.Repeat("00", 31))), alert.DecodeError},
+		{"Certificate cert_data past the list", []byte{TypeCertificate, 0, 0, 8, 0, 0, 0, 4, 0, 0, 9, 1}, alert.DecodeError},
+		{"NST ticket length past the message", []byte{TypeNewSessionTicket, 0, 0, 11, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0xff, 0xff}, alert.DecodeError},
 
 		// Empty lists where the RFC says <2..> or <1..>.
-		{"CH empty supported_groups", ch(t, ext(ExtSupportedGroups, "0000")), AlertDecodeError},
-		{"CH empty supported_versions", ch(t, ext(ExtSupportedVersions, "00")), AlertDecodeError},
-		{"CH odd supported_groups", ch(t, ext(ExtSupportedGroups, "0003001d00")), AlertDecodeError},
-		{"CH empty ALPN list", ch(t, ext(ExtALPN, "0000")), AlertDecodeError},
-		{"CH empty ALPN name", ch(t, ext(ExtALPN, "000100")), AlertDecodeError},
-		{"CH empty key_exchange", ch(t, ext(ExtKeyShare, "0004001d0000")), AlertDecodeError},
-		{"CH empty cookie", ch(t, ext(ExtCookie, "0000")), AlertDecodeError},
-		{"CH empty psk_key_exchange_modes", ch(t, ext(ExtPSKModes, "00")), AlertDecodeError},
-		{"CH empty server_name host", ch(t, ext(ExtServerName, "0003000000")), AlertDecodeError},
-		{"CH early_data with a body", ch(t, ext(ExtEarlyData, "00")), AlertDecodeError},
+		{"CH empty supported_groups", ch(t, ext(ExtSupportedGroups, "0000")), alert.DecodeError},
+		{"CH empty supported_versions", ch(t, ext(ExtSupportedVersions, "00")), alert.DecodeError},
+		{"CH odd supported_groups", ch(t, ext(ExtSupportedGroups, "0003001d00")), alert.DecodeError},
+		{"CH empty ALPN list", ch(t, ext(ExtALPN, "0000")), alert.DecodeError},
+		{"CH empty ALPN name", ch(t, ext(ExtALPN, "000100")), alert.DecodeError},
+		{"CH empty key_exchange", ch(t, ext(ExtKeyShare, "0004001d0000")), alert.DecodeError},
+		{"CH empty cookie", ch(t, ext(ExtCookie, "0000")), alert.DecodeError},
+		{"CH empty psk_key_exchange_modes", ch(t, ext(ExtPSKModes, "00")), alert.DecodeError},
+		{"CH empty server_name host", ch(t, ext(ExtServerName, "0003000000")), alert.DecodeError},
+		{"CH early_data with a body", ch(t, ext(ExtEarlyData, "00")), alert.DecodeError},
 		{"CH empty cipher_suites", func() []byte {
 			b := append(bytes.Clone(ch3[:39]), 0, 0)
 			return setLen(append(b, ch3[47:]...))
-		}(), AlertDecodeError},
-		{"CR empty certificate_authorities", mustMarshal(t, &CertificateRequest{SignatureAlgorithms: []uint16{0x0804}, Extra: []Extension{ext(ExtCertificateAuthorities, "0000")}}), AlertDecodeError},
-		{"NST empty ticket", []byte{TypeNewSessionTicket, 0, 0, 13, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0}, AlertDecodeError},
-		{"Certificate empty OCSP response", mustMarshal(t, &Certificate{Entries: []CertificateEntry{{Data: []byte{1}, Extra: []Extension{ext(ExtStatusRequest, "01000000")}}}}), AlertDecodeError},
-		{"Certificate empty cert_data", []byte{TypeCertificate, 0, 0, 9, 0, 0, 0, 5, 0, 0, 0, 0, 0}, AlertDecodeError},
+		}(), alert.DecodeError},
+		{"CR empty certificate_authorities", mustMarshal(t, &CertificateRequest{SignatureAlgorithms: []uint16{0x0804}, Extra: []Extension{ext(ExtCertificateAuthorities, "0000")}}), alert.DecodeError},
+		{"NST empty ticket", []byte{TypeNewSessionTicket, 0, 0, 13, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0}, alert.DecodeError},
+		{"Certificate empty OCSP response", mustMarshal(t, &Certificate{Entries: []CertificateEntry{{Data: []byte{1}, Extra: []Extension{ext(ExtStatusRequest, "01000000")}}}}), alert.DecodeError},
+		{"Certificate empty cert_data", []byte{TypeCertificate, 0, 0, 9, 0, 0, 0, 5, 0, 0, 0, 0, 0}, alert.DecodeError},
 
 		// Values that parse but are forbidden.
-		{"CH two key shares for one group", ch(t, ext(ExtKeyShare, "000a001d000101001d000102")), AlertIllegalParameter},
-		{"CH record_size_limit 63", ch(t, ext(ExtRecordSizeLimit, "003f")), AlertIllegalParameter},
-		{"EE record_size_limit 0", ee(t, ext(ExtRecordSizeLimit, "0000")), AlertIllegalParameter},
-		{"KeyUpdate request_update 2", []byte{TypeKeyUpdate, 0, 0, 1, 2}, AlertIllegalParameter},
+		{"CH two key shares for one group", ch(t, ext(ExtKeyShare, "000a001d000101001d000102")), alert.IllegalParameter},
+		{"CH record_size_limit 63", ch(t, ext(ExtRecordSizeLimit, "003f")), alert.IllegalParameter},
+		{"EE record_size_limit 0", ee(t, ext(ExtRecordSizeLimit, "0000")), alert.IllegalParameter},
+		{"KeyUpdate request_update 2", []byte{TypeKeyUpdate, 0, 0, 1, 2}, alert.IllegalParameter},
 		{"SH legacy_compression_method 1", func() []byte {
 			b := bytes.Clone(vec(t, v, "[3] server.hello"))
 			b[4+2+32+1+2] = 1
 			return b
-		}(), AlertIllegalParameter},
-		{"SH selected_version 0", sh(t, zeroRandom, ext(ExtSupportedVersions, "0000")), AlertIllegalParameter},
-		{"HRR selected_group 0", sh(t, HelloRetryRequestRandom, ext(ExtKeyShare, "0000")), AlertIllegalParameter},
-		{"Certificate OCSP status_type 2", mustMarshal(t, &Certificate{Entries: []CertificateEntry{{Data: []byte{1}, Extra: []Extension{ext(ExtStatusRequest, "0200000101")}}}}), AlertIllegalParameter},
+		}(), alert.IllegalParameter},
+		{"SH selected_version 0", sh(t, zeroRandom, ext(ExtSupportedVersions, "0000")), alert.IllegalParameter},
+		{"HRR selected_group 0", sh(t, HelloRetryRequestRandom, ext(ExtKeyShare, "0000")), alert.IllegalParameter},
+		{"Certificate OCSP status_type 2", mustMarshal(t, &Certificate{Entries: []CertificateEntry{{Data: []byte{1}, Extra: []Extension{ext(ExtStatusRequest, "0200000101")}}}}), alert.IllegalParameter},
 
 		// RFC 8446, Section 4.2: a known extension where it does not belong.
-		{"SH cookie", sh(t, zeroRandom, ext(ExtCookie, "000101")), AlertIllegalParameter},
-		{"SH server_name", sh(t, zeroRandom, ext(ExtServerName, "")), AlertIllegalParameter},
-		{"HRR pre_shared_key", sh(t, HelloRetryRequestRandom, ext(ExtPreSharedKey, "0000")), AlertIllegalParameter},
-		{"HRR ztls", sh(t, HelloRetryRequestRandom, ext(ExtZTLS, "00000001")), AlertIllegalParameter},
-		{"EE key_share", ee(t, ext(ExtKeyShare, "001d000101")), AlertIllegalParameter},
-		{"EE supported_versions", ee(t, ext(ExtSupportedVersions, "0304")), AlertIllegalParameter},
-		{"EE pre_shared_key", ee(t, ext(ExtPreSharedKey, "0000")), AlertIllegalParameter},
-		{"CR key_share", mustMarshal(t, &CertificateRequest{SignatureAlgorithms: []uint16{0x0804}, Extra: []Extension{ext(ExtKeyShare, "")}}), AlertIllegalParameter},
-		{"NST supported_groups", mustMarshal(t, &NewSessionTicket{Ticket: []byte{1}, Extra: []Extension{ext(ExtSupportedGroups, "0002001d")}}), AlertIllegalParameter},
-		{"Certificate entry early_data", mustMarshal(t, &Certificate{Entries: []CertificateEntry{{Data: []byte{1}, Extra: []Extension{ext(ExtEarlyData, "")}}}}), AlertIllegalParameter},
+		{"SH cookie", sh(t, zeroRandom, ext(ExtCookie, "000101")), alert.IllegalParameter},
+		{"SH server_name", sh(t, zeroRandom, ext(ExtServerName, "")), alert.IllegalParameter},
+		{"HRR pre_shared_key", sh(t, HelloRetryRequestRandom, ext(ExtPreSharedKey, "0000")), alert.IllegalParameter},
+		{"HRR ztls", sh(t, HelloRetryRequestRandom, ext(ExtZTLS, "00000001")), alert.IllegalParameter},
+		{"EE key_share", ee(t, ext(ExtKeyShare, "001d000101")), alert.IllegalParameter},
+		{"EE supported_versions", ee(t, ext(ExtSupportedVersions, "0304")), alert.IllegalParameter},
+		{"EE pre_shared_key", ee(t, ext(ExtPreSharedKey, "0000")), alert.IllegalParameter},
+		{"CR key_share", mustMarshal(t, &CertificateRequest{SignatureAlgorithms: []uint16{0x0804}, Extra: []Extension{ext(ExtKeyShare, "")}}), alert.IllegalParameter},
+		{"NST supported_groups", mustMarshal(t, &NewSessionTicket{Ticket: []byte{1}, Extra: []Extension{ext(ExtSupportedGroups, "0002001d")}}), alert.IllegalParameter},
+		{"Certificate entry early_data", mustMarshal(t, &Certificate{Entries: []CertificateEntry{{Data: []byte{1}, Extra: []Extension{ext(ExtEarlyData, "")}}}}), alert.IllegalParameter},
 
 		// Versions and required extensions.
-		{"CH without extensions", setLen(bytes.Clone(ch3[:4+2+32+1+8+2])), AlertProtocolVersion},
+		{"CH without extensions", setLen(bytes.Clone(ch3[:4+2+32+1+8+2])), alert.ProtocolVersion},
 		// RFC 8446, Appendix D.5: SSL 3.0 or lower, 0x0000 included (it
 		// must not read as LegacyVersion 0, which stands for 0x0303).
-		{"CH legacy_version 0x0000", withCHVersion(ch3, 0x0000), AlertProtocolVersion},
-		{"CH legacy_version 0x0200", withCHVersion(ch3, 0x0200), AlertProtocolVersion},
-		{"CH legacy_version 0x0300", withCHVersion(ch3, 0x0300), AlertProtocolVersion},
+		{"CH legacy_version 0x0000", withCHVersion(ch3, 0x0000), alert.ProtocolVersion},
+		{"CH legacy_version 0x0200", withCHVersion(ch3, 0x0200), alert.ProtocolVersion},
+		{"CH legacy_version 0x0300", withCHVersion(ch3, 0x0300), alert.ProtocolVersion},
 		{"SH legacy_version 0x0301", func() []byte {
 			b := bytes.Clone(vec(t, v, "[3] server.hello"))
 			b[5] = 1
 			return b
-		}(), AlertProtocolVersion},
-		{"SH without extensions", setLen(bytes.Clone(vec(t, v, "[3] server.hello")[:4+2+32+1+2+1])), AlertProtocolVersion},
-		{"CR without signature_algorithms", []byte{TypeCertificateRequest, 0, 0, 11, 0, 0, 8, 0, 0x32, 0, 4, 0, 2, 8, 4}, AlertMissingExtension},
-		{"wrong type for the parser", append([]byte{TypeServerHello}, ch3[1:]...), AlertDecodeError},
+		}(), alert.ProtocolVersion},
+		{"SH without extensions", setLen(bytes.Clone(vec(t, v, "[3] server.hello")[:4+2+32+1+2+1])), alert.ProtocolVersion},
+		{"CR without signature_algorithms", []byte{TypeCertificateRequest, 0, 0, 11, 0, 0, 8, 0, 0x32, 0, 4, 0, 2, 8, 4}, alert.MissingExtension},
+		{"wrong type for the parser", append([]byte{TypeServerHello}, ch3[1:]...), alert.DecodeError},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if c.name == "wrong type for the parser" {
 				_, err := ParseClientHello(c.msg)
-				wantAlert(t, err, AlertUnexpectedMessage)
+				wantAlert(t, err, alert.UnexpectedMessage)
 				return
 			}
 			m, err := Parse(c.msg)
@@ -204,10 +206,10 @@ func TestAttacks(t *testing.T) {
 	exact := []struct {
 		name  string
 		msg   []byte
-		alert Alert
+		alert alert.Alert
 	}{
-		{"CH two host names", ch(t, Extension{ExtServerName, []byte{0, 8, 0, 0, 1, 'a', 0, 0, 1, 'b'}}), AlertIllegalParameter},
-		{"EE two ALPN protocols", ee(t, Extension{ExtALPN, []byte{0, 6, 2, 'h', '2', 2, 'h', '3'}}), AlertIllegalParameter},
+		{"CH two host names", ch(t, Extension{ExtServerName, []byte{0, 8, 0, 0, 1, 'a', 0, 0, 1, 'b'}}), alert.IllegalParameter},
+		{"EE two ALPN protocols", ee(t, Extension{ExtALPN, []byte{0, 6, 2, 'h', '2', 2, 'h', '3'}}), alert.IllegalParameter},
 	}
 	for _, c := range exact {
 		_, err := Parse(c.msg)
@@ -226,7 +228,7 @@ func TestTrailingBytes(t *testing.T) {
 		for _, tail := range [][]byte{{0}, {0, 0, 0, 0}, {0xff}} {
 			b := setLen(append(bytes.Clone(msg), tail...))
 			_, err := Parse(b)
-			wantAlert(t, err, AlertDecodeError)
+			wantAlert(t, err, alert.DecodeError)
 		}
 	}
 }
@@ -316,7 +318,7 @@ func TestMarshalErrors(t *testing.T) {
 			t.Errorf("%s: Marshal = %x, want an error", c.name, b)
 			continue
 		}
-		wantAlert(t, err, AlertInternalError)
+		wantAlert(t, err, alert.InternalError)
 	}
 }
 
@@ -337,7 +339,7 @@ func TestUpdateBindersErrors(t *testing.T) {
 			t.Errorf("%s: UpdateBinders succeeded", name)
 			continue
 		}
-		wantAlert(t, err, AlertInternalError)
+		wantAlert(t, err, alert.InternalError)
 	}
 	if !bytes.Equal(msg, orig) {
 		t.Fatal("a failed UpdateBinders changed the message")

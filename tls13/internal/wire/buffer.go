@@ -1,5 +1,7 @@
 package wire
 
+import "github.com/ztls-project/ztls/tls13/internal/alert"
+
 // HandshakeBuffer reassembles handshake messages from record payloads
 // (RFC 8446, Section 5.1: a message may span records, and one record may
 // hold several messages). The zero value is ready to use with the default
@@ -35,7 +37,7 @@ func (b *HandshakeBuffer) Len() int {
 
 // Next returns the next complete handshake message, header included, in a
 // fresh slice the caller owns. ok is false when no whole message is buffered
-// yet. err is an *Error, and stays set for every later call: unexpected_message
+// yet. err is an *alert.Error, and stays set for every later call: unexpected_message
 // for a handshake type TLS 1.3 does not send, decode_error for a declared
 // length above the limit (checked as soon as the header is in, so a peer
 // cannot make the buffer grow to 16 MiB).
@@ -49,7 +51,7 @@ func (b *HandshakeBuffer) Next() (typ uint8, msg []byte, ok bool, err error) {
 	}
 	typ = rest[0]
 	if !wireType(typ) {
-		b.err = Errorf(AlertUnexpectedMessage, "wire: handshake message of unknown type %d", typ)
+		b.err = alert.Errorf(alert.UnexpectedMessage, "wire: handshake message of unknown type %d", typ)
 		return 0, nil, false, b.err
 	}
 	n := int(rest[1])<<16 | int(rest[2])<<8 | int(rest[3])
@@ -118,7 +120,7 @@ func Parse(msg []byte) (any, error) {
 	case TypeCompressedCertificate:
 		return asAny(ParseCompressedCertificate(msg))
 	}
-	return nil, Errorf(AlertUnexpectedMessage, "wire: handshake message of unknown type %d", msg[0])
+	return nil, alert.Errorf(alert.UnexpectedMessage, "wire: handshake message of unknown type %d", msg[0])
 }
 
 // asAny keeps a failed parse from returning a typed nil inside a non-nil any.

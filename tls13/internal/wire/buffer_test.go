@@ -4,34 +4,9 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"testing"
-)
 
-func TestAlertStrings(t *testing.T) {
-	for a, want := range map[Alert]string{
-		AlertCloseNotify: "close_notify", AlertHandshakeFailure: "handshake_failure",
-		AlertDecodeError: "decode_error", AlertIllegalParameter: "illegal_parameter",
-		AlertNoApplicationProtocol: "no_application_protocol", AlertMissingExtension: "missing_extension",
-		AlertBadCertificateStatusResponse: "bad_certificate_status_response",
-		Alert(1):                          "alert(1)", Alert(255): "alert(255)",
-	} {
-		if got := a.String(); got != want {
-			t.Errorf("Alert(%d).String() = %q, want %q", uint8(a), got, want)
-		}
-	}
-	// Every named constant has a name.
-	for a := range 256 {
-		if name, ok := alertNames[Alert(a)]; ok && Alert(a).String() != name {
-			t.Errorf("alert %d", a)
-		}
-	}
-	if len(alertNames) != 27 {
-		t.Fatalf("%d alert names, want the 27 of RFC 8446, Section 6", len(alertNames))
-	}
-	err := Errorf(AlertDecodeError, "wire: bad %s", "thing")
-	if got := err.Error(); got != "tls13: wire: bad thing (decode_error)" {
-		t.Fatalf("Error() = %q", got)
-	}
-}
+	"github.com/ztls-project/ztls/tls13/internal/alert"
+)
 
 func TestHandshakeBufferSplits(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 5))
@@ -120,7 +95,7 @@ func TestHandshakeBufferLimits(t *testing.T) {
 	hb = HandshakeBuffer{}
 	hb.Write([]byte{TypeCertificate, 0x02, 0x00, 0x01})
 	_, _, _, err := hb.Next()
-	wantAlert(t, err, AlertDecodeError)
+	wantAlert(t, err, alert.DecodeError)
 	// The error is sticky and later bytes are dropped.
 	hb.Write([]byte{1, 2, 3})
 	_, _, _, err2 := hb.Next()
@@ -139,7 +114,7 @@ func TestHandshakeBufferLimits(t *testing.T) {
 	hb = HandshakeBuffer{Max: 10}
 	hb.Write([]byte{TypeFinished, 0, 0, 11})
 	_, _, _, err = hb.Next()
-	wantAlert(t, err, AlertDecodeError)
+	wantAlert(t, err, alert.DecodeError)
 
 	// Types TLS 1.3 never sends: unexpected_message, before the body arrives.
 	for _, typ := range []uint8{0, 3, 6, 12, TypeMessageHash} {
@@ -150,7 +125,7 @@ func TestHandshakeBufferLimits(t *testing.T) {
 		}
 		hb.Write([]byte{200})
 		_, _, _, err := hb.Next()
-		wantAlert(t, err, AlertUnexpectedMessage)
+		wantAlert(t, err, alert.UnexpectedMessage)
 	}
 }
 

@@ -2,6 +2,8 @@ package wire
 
 import (
 	"golang.org/x/crypto/cryptobyte"
+
+	"github.com/ztls-project/ztls/tls13/internal/alert"
 )
 
 // CertificateEntry is one CertificateEntry of a Certificate message
@@ -209,7 +211,7 @@ func ParseCertificateRequest(msg []byte) (*CertificateRequest, error) {
 		}
 	}
 	if m.SignatureAlgorithms == nil {
-		return nil, Errorf(AlertMissingExtension, "wire: %s without signature_algorithms", name)
+		return nil, alert.Errorf(alert.MissingExtension, "wire: %s without signature_algorithms", name)
 	}
 	return m, nil
 }

@@ -2,6 +2,8 @@ package wire
 
 import (
 	"golang.org/x/crypto/cryptobyte"
+
+	"github.com/ztls-project/ztls/tls13/internal/alert"
 )
 
 // PSKIdentity is a PskIdentity (RFC 8446, Section 4.2.11):
@@ -140,7 +142,7 @@ func ParseClientHelloZTLS(msg []byte, cp uint16) (*ClientHello, error) {
 		// RFC 8446, Appendix D.5: a ClientHello.legacy_version of SSL 3.0
 		// (0x0300) or lower is a protocol_version. Checked here, on the
 		// wire value, because 0 in LegacyVersion means 0x0303.
-		return nil, Errorf(AlertProtocolVersion, "wire: ClientHello legacy_version 0x%04x", vers)
+		return nil, alert.Errorf(alert.ProtocolVersion, "wire: ClientHello legacy_version 0x%04x", vers)
 	}
 	if vers != VersionTLS12 {
 		m.LegacyVersion = vers
@@ -157,7 +159,7 @@ func ParseClientHelloZTLS(msg []byte, cp uint16) (*ClientHello, error) {
 	}
 	m.CompressionMethods = bytesOf(comp)
 	if s.Empty() {
-		return nil, Errorf(AlertProtocolVersion, "wire: ClientHello without extensions is older than TLS 1.3")
+		return nil, alert.Errorf(alert.ProtocolVersion, "wire: ClientHello without extensions is older than TLS 1.3")
 	}
 	exts, order, err := readLastExtensions(&s, "ClientHello", inCH)
 	if err != nil {

@@ -2,6 +2,8 @@ package wire
 
 import (
 	"golang.org/x/crypto/cryptobyte"
+
+	"github.com/ztls-project/ztls/tls13/internal/alert"
 )
 
 // Certificate compression (RFC 8879). The extension travels in
@@ -50,7 +52,7 @@ func ParseCompressedCertificate(msg []byte) (*CompressedCertificate, error) {
 	}
 	if m.UncompressedLength == 0 {
 		// A Certificate body has at least its context and list lengths.
-		return nil, Errorf(AlertBadCertificate, "wire: %s: uncompressed_length 0", name)
+		return nil, alert.Errorf(alert.BadCertificate, "wire: %s: uncompressed_length 0", name)
 	}
 	m.Compressed = bytesOf(data)
 	return m, nil

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+
+	"github.com/ztls-project/ztls/tls13/internal/alert"
 )
 
 func randCompressedCertificate(r *rand.Rand) *CompressedCertificate {
@@ -65,13 +67,13 @@ func TestCompressedCertificateRejects(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		msg  []byte
-		want Alert
+		want alert.Alert
 	}{
-		{"empty compressed data", msg(0, 1, 0, 0, 9, 0, 0, 0), AlertDecodeError},
-		{"zero uncompressed_length", msg(0, 1, 0, 0, 0, 0, 0, 1, 0xaa), AlertBadCertificate},
-		{"trailing byte", msg(0, 1, 0, 0, 9, 0, 0, 1, 0xaa, 0), AlertDecodeError},
-		{"length beyond the body", msg(0, 1, 0, 0, 9, 0, 0, 2, 0xaa), AlertDecodeError},
-		{"wrong type", append([]byte{TypeCertificate}, msg(0, 1, 0, 0, 9, 0, 0, 1, 0xaa)[1:]...), AlertUnexpectedMessage},
+		{"empty compressed data", msg(0, 1, 0, 0, 9, 0, 0, 0), alert.DecodeError},
+		{"zero uncompressed_length", msg(0, 1, 0, 0, 0, 0, 0, 1, 0xaa), alert.BadCertificate},
+		{"trailing byte", msg(0, 1, 0, 0, 9, 0, 0, 1, 0xaa, 0), alert.DecodeError},
+		{"length beyond the body", msg(0, 1, 0, 0, 9, 0, 0, 2, 0xaa), alert.DecodeError},
+		{"wrong type", append([]byte{TypeCertificate}, msg(0, 1, 0, 0, 9, 0, 0, 1, 0xaa)[1:]...), alert.UnexpectedMessage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := ParseCompressedCertificate(tc.msg)
@@ -106,14 +108,14 @@ func TestCompressCertificateExtension(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		data []byte
-		want Alert
+		want alert.Alert
 	}{
-		{"no data", nil, AlertDecodeError},
-		{"empty list", []byte{0}, AlertDecodeError},
-		{"odd length", []byte{3, 0, 1, 0}, AlertDecodeError},
-		{"length beyond data", []byte{4, 0, 1}, AlertDecodeError},
-		{"trailing byte", []byte{2, 0, 1, 0}, AlertDecodeError},
-		{"duplicate algorithm", []byte{4, 0, 2, 0, 2}, AlertIllegalParameter},
+		{"no data", nil, alert.DecodeError},
+		{"empty list", []byte{0}, alert.DecodeError},
+		{"odd length", []byte{3, 0, 1, 0}, alert.DecodeError},
+		{"length beyond data", []byte{4, 0, 1}, alert.DecodeError},
+		{"trailing byte", []byte{2, 0, 1, 0}, alert.DecodeError},
+		{"duplicate algorithm", []byte{4, 0, 2, 0, 2}, alert.IllegalParameter},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			algs, err := ReadCompressCertificate(tc.data)
@@ -162,18 +164,18 @@ func TestCompressCertificatePlacement(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = ParseClientHello(b)
-	wantAlert(t, err, AlertIllegalParameter)
+	wantAlert(t, err, alert.IllegalParameter)
 
 	ee := &EncryptedExtensions{Extra: []Extension{ext}}
 	if b, err = ee.Marshal(); err != nil {
 		t.Fatal(err)
 	}
 	_, err = ParseEncryptedExtensions(b)
-	wantAlert(t, err, AlertIllegalParameter)
+	wantAlert(t, err, alert.IllegalParameter)
 }
 
 // FuzzParseCompressedCertificate: whatever parses re-marshals to the same
-// bytes and value; failures are *Error.
+// bytes and value; failures are *alert.Error.
 func FuzzParseCompressedCertificate(f *testing.F) {
 	r := rand.New(rand.NewPCG(8879, 4))
 	for range 8 {
@@ -200,7 +202,7 @@ func FuzzReadCompressCertificate(f *testing.F) {
 			if algs != nil {
 				t.Fatalf("%v with error %v", algs, err)
 			}
-			if _, ok := err.(*Error); !ok {
+			if _, ok := err.(*alert.Error); !ok {
 				t.Fatalf("error %v is not a *wire.Error", err)
 			}
 			return

@@ -14,11 +14,11 @@
 // decode_error; duplicate extensions, a known extension in a message it
 // does not belong to, pre_shared_key or ztls anywhere but last, and other
 // values that parse but are forbidden are an illegal_parameter. Every
-// failure is an *Error that names the alert to send:
+// failure is an *alert.Error that names the alert to send:
 //
 //	if err != nil {
-//		var we *wire.Error
-//		errors.As(err, &we) // we.Alert is the alert for the peer
+//		var ae *alert.Error
+//		errors.As(err, &ae) // ae.Alert is the alert for the peer
 //	}
 //
 // Extensions this package understands are typed fields; the rest are kept

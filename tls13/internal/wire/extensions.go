@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"golang.org/x/crypto/cryptobyte"
+
+	"github.com/ztls-project/ztls/tls13/internal/alert"
 )
 
 // Extension is an extension this package keeps opaque: its type and the
@@ -28,7 +30,7 @@ func readHeader(msg []byte, typ uint8, name string) ([]byte, cryptobyte.String, 
 		return nil, nil, decodeErr("%s: %d bytes cannot hold a handshake header", name, len(msg))
 	}
 	if msg[0] != typ {
-		return nil, nil, Errorf(AlertUnexpectedMessage, "wire: %s expected, got handshake type %d", name, msg[0])
+		return nil, nil, alert.Errorf(alert.UnexpectedMessage, "wire: %s expected, got handshake type %d", name, msg[0])
 	}
 	n := int(msg[1])<<16 | int(msg[2])<<8 | int(msg[3])
 	if n != len(msg)-4 {
@@ -226,7 +228,7 @@ func marshalMsg(typ uint8, name string, fill func(b *cryptobyte.Builder)) ([]byt
 	b.AddUint24LengthPrefixed(fill)
 	out, err := b.Bytes()
 	if err != nil {
-		var we *Error
+		var we *alert.Error
 		if errors.As(err, &we) {
 			return nil, we
 		}

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+
+	"github.com/ztls-project/ztls/tls13/internal/alert"
 )
 
 // addSeeds seeds a fuzz target with the RFC 8448 messages and random
@@ -29,11 +31,11 @@ func addSeeds(f *testing.F) {
 
 // checkReparse parses data; whatever parses must keep data as Raw,
 // re-marshal, and re-parse to the same value, and marshalling is stable.
-// Failures must be *Error with a nil message.
+// Failures must be *alert.Error with a nil message.
 func checkReparse(t *testing.T, data []byte, parse func([]byte) (any, error)) {
 	m, err := parse(data)
 	if err != nil {
-		var we *Error
+		var we *alert.Error
 		if !errors.As(err, &we) {
 			t.Fatalf("error %v is not a *wire.Error", err)
 		}
@@ -145,7 +147,7 @@ func FuzzHandshakeBuffer(f *testing.F) {
 				for {
 					typ, msg, ok, e := hb.Next()
 					if e != nil {
-						var we *Error
+						var we *alert.Error
 						if !errors.As(e, &we) {
 							t.Fatalf("error %v is not a *wire.Error", e)
 						}
@@ -188,7 +190,7 @@ func FuzzHandshakeBuffer(f *testing.F) {
 			t.Fatalf("split feeding returned %d messages, whole %d", len(split), len(whole))
 		}
 		if (wholeErr == nil) != (splitErr == nil) ||
-			(wholeErr != nil && wholeErr.(*Error).Alert != splitErr.(*Error).Alert) {
+			(wholeErr != nil && wholeErr.(*alert.Error).Alert != splitErr.(*alert.Error).Alert) {
 			t.Fatalf("errors differ: whole %v, split %v", wholeErr, splitErr)
 		}
 		if !bytes.HasPrefix(stream, bytes.Join(whole, nil)) {
@@ -201,7 +203,7 @@ func FuzzHandshakeBuffer(f *testing.F) {
 }
 
 // FuzzCheckRetryClientHello: for any two ClientHellos that parse, the
-// retry check never panics, fails only with a *Error, and accepts a
+// retry check never panics, fails only with a *alert.Error, and accepts a
 // ClientHello compared with itself.
 func FuzzCheckRetryClientHello(f *testing.F) {
 	r := rand.New(rand.NewPCG(12, 12))
@@ -229,8 +231,8 @@ func FuzzCheckRetryClientHello(f *testing.F) {
 			t.Fatalf("a ClientHello differs from itself: %v", err)
 		}
 		if err := CheckRetryClientHello(first, second); err != nil {
-			var we *Error
-			if !errors.As(err, &we) || we.Alert != AlertIllegalParameter && we.Alert != AlertDecodeError {
+			var we *alert.Error
+			if !errors.As(err, &we) || we.Alert != alert.IllegalParameter && we.Alert != alert.DecodeError {
 				t.Fatalf("error %v", err)
 			}
 		}

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/ztls-project/ztls/tls13/internal/alert"
 )
 
 // rfc8448 loads the RFC 8448 trace values, keyed "[section] label".
@@ -62,10 +64,10 @@ var rfcMessages = []string{
 	"[4] server.finished", "[4] client.end_of_early_data", "[4] client.finished",
 }
 
-// wantAlert fails unless err is an *Error carrying alert a.
-func wantAlert(tb testing.TB, err error, a Alert) {
+// wantAlert fails unless err is an *alert.Error carrying alert a.
+func wantAlert(tb testing.TB, err error, a alert.Alert) {
 	tb.Helper()
-	var we *Error
+	var we *alert.Error
 	if !errors.As(err, &we) {
 		tb.Fatalf("error %v is not a *wire.Error (want %v)", err, a)
 	}

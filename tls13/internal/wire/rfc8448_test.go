@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"reflect"
 	"testing"
+
+	"github.com/ztls-project/ztls/tls13/internal/alert"
 )
 
 func unhex(t *testing.T, s string) []byte {
@@ -313,7 +315,7 @@ func TestParseDispatch(t *testing.T) {
 	}
 	for _, typ := range []uint8{0, 3, 6, TypeMessageHash, 255} {
 		m, err := Parse([]byte{typ, 0, 0, 0})
-		wantAlert(t, err, AlertUnexpectedMessage)
+		wantAlert(t, err, alert.UnexpectedMessage)
 		if m != nil {
 			t.Fatalf("Parse of type %d returned %v with its error", typ, m)
 		}

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/ztls-project/ztls/tls13/internal/alert"
 )
 
 // orderOf returns a pointer to the Order field of m, or nil if it has none.
@@ -175,7 +177,7 @@ func TestNoTruncatedPrefixParses(t *testing.T) {
 			if v, err := Parse(msg[:i]); err == nil {
 				t.Fatalf("prefix %x of %x parsed as %+v", msg[:i], msg, v)
 			} else {
-				wantAlert(t, err, AlertDecodeError)
+				wantAlert(t, err, alert.DecodeError)
 			}
 			// A Finished's body is whatever length it has: the engine, which
 			// knows the hash, checks it.
@@ -187,7 +189,7 @@ func TestNoTruncatedPrefixParses(t *testing.T) {
 			fixed[1], fixed[2], fixed[3] = byte(n>>16), byte(n>>8), byte(n)
 			if v, err := Parse(fixed); err == nil {
 				t.Fatalf("prefix %x (header fixed) of %x parsed as %+v", fixed, msg, v)
-			} else if we := err.(*Error); we.Alert != AlertDecodeError && we.Alert != AlertProtocolVersion {
+			} else if we := err.(*alert.Error); we.Alert != alert.DecodeError && we.Alert != alert.ProtocolVersion {
 				// Cutting off a hello's whole extensions block leaves a
 				// pre-TLS 1.3 hello: protocol_version.
 				t.Fatalf("prefix %x (header fixed): %v", fixed, err)

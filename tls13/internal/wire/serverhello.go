@@ -2,6 +2,8 @@ package wire
 
 import (
 	"golang.org/x/crypto/cryptobyte"
+
+	"github.com/ztls-project/ztls/tls13/internal/alert"
 )
 
 // ServerHello is the ServerHello message (RFC 8446, Section 4.1.3), which is
@@ -92,7 +94,7 @@ func ParseServerHelloZTLS(msg []byte, cp uint16) (*ServerHello, error) {
 	}
 	name := m.name()
 	if vers != VersionTLS12 {
-		return nil, Errorf(AlertProtocolVersion, "wire: %s legacy_version 0x%04x", name, vers)
+		return nil, alert.Errorf(alert.ProtocolVersion, "wire: %s legacy_version 0x%04x", name, vers)
 	}
 	if len(sid) > 32 {
 		return nil, decodeErr("%s: legacy_session_id_echo of %d bytes", name, len(sid))
@@ -103,7 +105,7 @@ func ParseServerHelloZTLS(msg []byte, cp uint16) (*ServerHello, error) {
 	}
 	if s.Empty() {
 		// A TLS 1.2 or older server: no supported_versions, so no TLS 1.3.
-		return nil, Errorf(AlertProtocolVersion, "wire: %s without extensions is older than TLS 1.3", name)
+		return nil, alert.Errorf(alert.ProtocolVersion, "wire: %s without extensions is older than TLS 1.3", name)
 	}
 	where := inSH
 	if m.IsHelloRetryRequest() {

@@ -64,6 +64,13 @@
 //
 // # Operator's duties
 //
+//   - Redis on a trusted network (loopback, or one only the fleet
+//     reaches) or behind a tunnel: the client speaks plaintext RESP and
+//     has no TLS, so the password and every answer travel in the clear,
+//     and whoever is on the path can answer "fresh" for a replay.
+//   - A password, and a Redis user that may run only what is listed
+//     below, on the register's keys; no other client deletes or rewrites
+//     them (see "Not covered").
 //   - maxmemory-policy noeviction (Redis's default). Any other policy
 //     may drop entries (volatile-* ones drop exactly the keys with an
 //     expiry, which all entries have); then every CheckAndInsert fails

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -25,11 +26,15 @@ func BenchmarkEncapsulate(b *testing.B) {
 	ks, _ := newTestKeyState(b, Params{M: 64, K: params.K}, nil) // encapsulation does not depend on m
 	pk := ks.PublicKey()
 	b.ReportMetric(float64(params.CiphertextSize()), "ct-bytes")
+	cpu := newCPUMeter()
+	cpu.begin()
 	for b.Loop() {
 		if _, _, err := pk.Encapsulate(nil); err != nil {
 			b.Fatal(err)
 		}
 	}
+	cpu.end()
+	cpu.report(b, b.N)
 }
 
 // BenchmarkDecapsulate is decapsulation plus puncture, on a key with room
@@ -66,6 +71,7 @@ func BenchmarkDecapsulate(b *testing.B) {
 				}
 			}
 			fp := 0
+			cpu := newCPUMeter()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if i%cap(cts) == 0 {
@@ -73,19 +79,51 @@ func BenchmarkDecapsulate(b *testing.B) {
 					refill()
 					b.StartTimer()
 				}
+				cpu.begin()
 				_, err := ks.Decapsulate(context.Background(), cts[i%cap(cts)])
+				cpu.end()
 				if errors.Is(err, ErrPunctured) {
 					fp++
 				} else if err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.StopTimer()
+			cpu.report(b, b.N)
 			b.ReportMetric(float64(fp), "false-positives")
 		})
 	}
 }
 
 type noSyncFile struct{ slotFile }
+
+// cpuMeter adds up the thread CPU time of timed sections and reports it
+// per operation as cpu-ms/op, next to the wall-clock ns/op.
+type cpuMeter struct {
+	total time.Duration
+	start time.Duration
+	ok    bool
+}
+
+func newCPUMeter() *cpuMeter {
+	runtime.LockOSThread()
+	_, ok := threadCPU()
+	return &cpuMeter{ok: ok}
+}
+
+func (m *cpuMeter) begin() { m.start, _ = threadCPU() }
+
+func (m *cpuMeter) end() {
+	t, _ := threadCPU()
+	m.total += t - m.start
+}
+
+func (m *cpuMeter) report(b *testing.B, ops int) {
+	runtime.UnlockOSThread()
+	if m.ok && ops > 0 {
+		b.ReportMetric(float64(m.total.Microseconds())/1000/float64(ops), "cpu-ms/op")
+	}
+}
 
 func (noSyncFile) Sync() error { return nil }
 
@@ -100,6 +138,7 @@ func BenchmarkKeyGen(b *testing.B) {
 				b.ReportMetric(float64(params.M), "slots")
 				dir := b.TempDir()
 				start := time.Now()
+				cpu0, cpuOK := processCPU()
 				for i := 0; i < b.N; i++ {
 					path := filepath.Join(dir, fmt.Sprintf("%d.key", i))
 					if _, err := GenerateKey(context.Background(), path, KeyGenConfig{Epoch: uint64(i), Params: params, Workers: workers}); err != nil {
@@ -107,6 +146,9 @@ func BenchmarkKeyGen(b *testing.B) {
 					}
 				}
 				b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N)/float64(params.M), "µs/slot")
+				if cpu1, _ := processCPU(); cpuOK {
+					b.ReportMetric((cpu1-cpu0).Seconds()/float64(b.N), "cpu-s/op")
+				}
 			})
 		}
 	}
@@ -118,9 +160,13 @@ func BenchmarkKeyGen(b *testing.B) {
 func BenchmarkPairingReference(b *testing.B) {
 	_, _, g1, g2 := bls.Generators()
 	P, Q := []bls.G1Affine{g1}, []bls.G2Affine{g2}
+	cpu := newCPUMeter()
+	cpu.begin()
 	for b.Loop() {
 		if _, err := bls.Pair(P, Q); err != nil {
 			b.Fatal(err)
 		}
 	}
+	cpu.end()
+	cpu.report(b, b.N)
 }

@@ -127,7 +127,7 @@ func (e *engine) readCertificateMessage(typ uint8, msg []byte, ourExts []wire.Ex
 		return wire.ParseCertificate(msg)
 	}
 	if typ != wire.TypeCompressedCertificate {
-		return nil, errPeerSentUnexpectedMessage
+		return nil, unexpectedMessage(typ, wire.TypeCertificate, wire.TypeCompressedCertificate)
 	}
 	cc, err := wire.ParseCompressedCertificate(msg)
 	if err != nil {

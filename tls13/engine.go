@@ -493,7 +493,7 @@ func (e *engine) handleHandshake(p []byte) error {
 		}
 		msg = append([]byte(nil), msg...)
 		if e.st == nil {
-			return errPeerSentUnexpectedMessage
+			return errorf(AlertUnexpectedMessage, "unexpected message: got %s before the handshake started", wire.TypeName(typ))
 		}
 		e.readKeyChanged = false
 		next, err := e.st.handle(e, typ, msg)

@@ -10,11 +10,13 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ztls-project/ztls/tls13/internal/record"
+	"github.com/ztls-project/ztls/tls13/internal/wire"
 )
 
 func TestSelfAllSuitesAndGroups(t *testing.T) {
@@ -452,6 +454,37 @@ func TestPeerKeyUpdateEvent(t *testing.T) {
 	for side, conn := range map[string]*Conn{"client": c, "server": s} {
 		if got := keyUpdates(conn.Trace()); !slices.Equal(got, want[side]) {
 			t.Errorf("%s trace: %v, want %v", side, got, want[side])
+		}
+	}
+}
+
+// An unexpected message names what arrived and what the state expected
+// (unexpected_message, RFC 8446, Section 6.2).
+func TestUnexpectedMessageSaysWhatWasExpected(t *testing.T) {
+	e := newEngine(&Config{InsecureSkipVerify: true}, true)
+	cert, err := (&wire.Certificate{}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		st   state
+		want string
+	}{
+		{&clientExpectEncryptedExtensions{}, "unexpected message: got Certificate, want EncryptedExtensions"},
+		{&clientExpectCertificate{keys: &clientKeys{p: &clientHelloParams{}}}, "unexpected message: got Finished, want CertificateRequest, Certificate or CompressedCertificate"},
+		{&serverConnected{}, "unexpected message: got ClientHello, want KeyUpdate"},
+		{&clientConnected{}, "unexpected message: got Certificate, want NewSessionTicket or KeyUpdate"},
+	} {
+		typ, msg := uint8(cert[0]), cert
+		switch c.st.(type) {
+		case *clientExpectCertificate:
+			typ = wire.TypeFinished
+		case *serverConnected:
+			typ = wire.TypeClientHello
+		}
+		_, err := c.st.handle(e, typ, msg)
+		if alertOf(err) != int(AlertUnexpectedMessage) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%T: %v, want unexpected_message saying %q", c.st, err, c.want)
 		}
 	}
 }

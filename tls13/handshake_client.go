@@ -230,7 +230,7 @@ type clientExpectServerHello struct{ p *clientHelloParams }
 func (s *clientExpectServerHello) handle(e *engine, typ uint8, msg []byte) (state, error) {
 	p := s.p
 	if typ != wire.TypeServerHello {
-		return nil, errPeerSentUnexpectedMessage
+		return nil, unexpectedMessage(typ, wire.TypeServerHello)
 	}
 	cp, err := e.cfg.ztlsCodepoint()
 	if err != nil {
@@ -436,7 +436,7 @@ type clientExpectEncryptedExtensions clientKeys
 
 func (s *clientExpectEncryptedExtensions) handle(e *engine, typ uint8, msg []byte) (state, error) {
 	if typ != wire.TypeEncryptedExtensions {
-		return nil, errPeerSentUnexpectedMessage
+		return nil, unexpectedMessage(typ, wire.TypeEncryptedExtensions)
 	}
 	ee, err := wire.ParseEncryptedExtensions(msg)
 	if err != nil {
@@ -545,7 +545,10 @@ func (s *clientExpectCertificate) handle(e *engine, typ uint8, msg []byte) (stat
 		p.transcript.Write(c.Raw)
 		return &clientExpectCertificateVerify{keys: s.keys, certReq: s.certReq, pub: pub, chain: chain}, nil
 	}
-	return nil, errPeerSentUnexpectedMessage
+	if s.certReq == nil {
+		return nil, unexpectedMessage(typ, wire.TypeCertificateRequest, wire.TypeCertificate, wire.TypeCompressedCertificate)
+	}
+	return nil, unexpectedMessage(typ, wire.TypeCertificate, wire.TypeCompressedCertificate)
 }
 
 // chainCheck is the server certificate's chain, name and validity check,
@@ -718,7 +721,7 @@ func (s *clientExpectCertificateVerify) handle(e *engine, typ uint8, msg []byte)
 // verify checks the CertificateVerify message against the leaf's key.
 func (s *clientExpectCertificateVerify) verify(e *engine, typ uint8, msg []byte) error {
 	if typ != wire.TypeCertificateVerify {
-		return errPeerSentUnexpectedMessage
+		return unexpectedMessage(typ, wire.TypeCertificateVerify)
 	}
 	cv, err := wire.ParseCertificateVerify(msg)
 	if err != nil {
@@ -742,7 +745,7 @@ type clientExpectFinished struct {
 
 func (s *clientExpectFinished) handle(e *engine, typ uint8, msg []byte) (state, error) {
 	if typ != wire.TypeFinished {
-		return nil, errPeerSentUnexpectedMessage
+		return nil, unexpectedMessage(typ, wire.TypeFinished)
 	}
 	fin, err := wire.ParseFinished(msg)
 	if err != nil {
@@ -915,7 +918,7 @@ func (s *clientConnected) handle(e *engine, typ uint8, msg []byte) (state, error
 	case wire.TypeKeyUpdate:
 		return s, e.handleKeyUpdate(msg)
 	}
-	return nil, errorf(AlertUnexpectedMessage, "unexpected post-handshake message type %d", typ)
+	return nil, unexpectedMessage(typ, wire.TypeNewSessionTicket, wire.TypeKeyUpdate)
 }
 
 func hashOf(h crypto.Hash, data []byte) []byte {

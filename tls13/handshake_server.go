@@ -83,7 +83,7 @@ type serverParams struct {
 
 func (s *serverExpectClientHello) handle(e *engine, typ uint8, msg []byte) (state, error) {
 	if typ != wire.TypeClientHello {
-		return nil, errPeerSentUnexpectedMessage
+		return nil, unexpectedMessage(typ, wire.TypeClientHello)
 	}
 	cp, err := e.cfg.ztlsCodepoint()
 	if err != nil {
@@ -634,7 +634,7 @@ type serverExpectEndOfEarlyData struct{ keys *serverKeys }
 
 func (s *serverExpectEndOfEarlyData) handle(e *engine, typ uint8, msg []byte) (state, error) {
 	if typ != wire.TypeEndOfEarlyData {
-		return nil, errPeerSentUnexpectedMessage
+		return nil, unexpectedMessage(typ, wire.TypeEndOfEarlyData)
 	}
 	eoed, err := wire.ParseEndOfEarlyData(msg)
 	if err != nil {
@@ -653,7 +653,7 @@ type serverExpectClientCertificate struct{ keys *serverKeys }
 
 func (s *serverExpectClientCertificate) handle(e *engine, typ uint8, msg []byte) (state, error) {
 	if typ != wire.TypeCertificate && typ != wire.TypeCompressedCertificate {
-		return nil, errPeerSentUnexpectedMessage
+		return nil, unexpectedMessage(typ, wire.TypeCertificate, wire.TypeCompressedCertificate)
 	}
 	c, err := e.readCertificateMessage(typ, msg, s.keys.certReq.Extra) // RFC 8879
 	if err != nil {
@@ -758,7 +758,7 @@ type serverExpectClientCertificateVerify struct {
 
 func (s *serverExpectClientCertificateVerify) handle(e *engine, typ uint8, msg []byte) (state, error) {
 	if typ != wire.TypeCertificateVerify {
-		return nil, errPeerSentUnexpectedMessage
+		return nil, unexpectedMessage(typ, wire.TypeCertificateVerify)
 	}
 	cv, err := wire.ParseCertificateVerify(msg)
 	if err != nil {
@@ -779,7 +779,7 @@ type serverExpectClientFinished struct{ keys *serverKeys }
 
 func (s *serverExpectClientFinished) handle(e *engine, typ uint8, msg []byte) (state, error) {
 	if typ != wire.TypeFinished {
-		return nil, errPeerSentUnexpectedMessage
+		return nil, unexpectedMessage(typ, wire.TypeFinished)
 	}
 	fin, err := wire.ParseFinished(msg)
 	if err != nil {
@@ -853,7 +853,7 @@ func (s *serverConnected) handle(e *engine, typ uint8, msg []byte) (state, error
 	if typ == wire.TypeKeyUpdate {
 		return s, e.handleKeyUpdate(msg)
 	}
-	return nil, errorf(AlertUnexpectedMessage, "unexpected post-handshake message type %d", typ)
+	return nil, unexpectedMessage(typ, wire.TypeKeyUpdate)
 }
 
 // acceptZTLS applies the acceptance rules of ZTLS-SPEC §5 before the

@@ -1,5 +1,7 @@
 package wire
 
+import "fmt"
+
 // Handshake message types (RFC 8446, Section 4: HandshakeType).
 const (
 	TypeClientHello         uint8 = 1
@@ -18,6 +20,31 @@ const (
 	// the transcript after a HelloRetryRequest (RFC 8446, Section 4.4.1).
 	TypeMessageHash uint8 = 254
 )
+
+var typeNames = map[uint8]string{
+	TypeClientHello:           "ClientHello",
+	TypeServerHello:           "ServerHello",
+	TypeNewSessionTicket:      "NewSessionTicket",
+	TypeEndOfEarlyData:        "EndOfEarlyData",
+	TypeEncryptedExtensions:   "EncryptedExtensions",
+	TypeCertificate:           "Certificate",
+	TypeCertificateRequest:    "CertificateRequest",
+	TypeCertificateVerify:     "CertificateVerify",
+	TypeFinished:              "Finished",
+	TypeKeyUpdate:             "KeyUpdate",
+	TypeCompressedCertificate: "CompressedCertificate",
+	TypeMessageHash:           "message_hash",
+}
+
+// TypeName returns the name of a handshake message type as the RFCs write
+// it in prose ("EncryptedExtensions"), or "handshake type N" for a type
+// this package does not know.
+func TypeName(typ uint8) string {
+	if name, ok := typeNames[typ]; ok {
+		return name
+	}
+	return fmt.Sprintf("handshake type %d", typ)
+}
 
 // Extension types (RFC 8446, Section 4.2; RFC 6066; RFC 6962; RFC 7301;
 // RFC 7685; RFC 8449; RFC 5746; ZTLS-SPEC Section 2).

@@ -30,7 +30,7 @@ func readHeader(msg []byte, typ uint8, name string) ([]byte, cryptobyte.String, 
 		return nil, nil, decodeErr("%s: %d bytes cannot hold a handshake header", name, len(msg))
 	}
 	if msg[0] != typ {
-		return nil, nil, alert.Errorf(alert.UnexpectedMessage, "wire: %s expected, got handshake type %d", name, msg[0])
+		return nil, nil, alert.Errorf(alert.UnexpectedMessage, "wire: unexpected message: got %s, want %s", TypeName(msg[0]), name)
 	}
 	n := int(msg[1])<<16 | int(msg[2])<<8 | int(msg[3])
 	if n != len(msg)-4 {

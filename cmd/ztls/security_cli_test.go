@@ -8,6 +8,7 @@ package main
 import (
 	"bufio"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -22,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/dial"
 	"github.com/ztls-project/ztls/internal/testpki"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
@@ -82,8 +84,11 @@ func clientCert(t *testing.T, dir string) (caFile, certFile, keyFile string) {
 // Point 1: `serve --client-auth require` must not act on early data,
 // which no certificate covers, in any path that can answer early: the
 // --respond answer, the --backend proxy and the TurboTLS UDP flight. An
-// anonymous captured-style flight gets nothing; a client with a
-// certificate gets its answer after the handshake.
+// anonymous attacker's early request gets nothing: a captured-style ZTLS
+// flight over TCP, and on --turbo a ZTLS early request that travels over
+// UDP. A client with a certificate gets its answer after the handshake.
+// PSK 0-RTT too: a ticket from an authenticated connection carries no
+// early data that is acted on before the handshake completes.
 func TestCLIClientAuthRequiredRefusesEarlyData(t *testing.T) {
 	s := newSite(t)
 	zone := filepath.Join(s.dir, "ztls.test.zone")
@@ -92,12 +97,17 @@ func TestCLIClientAuthRequiredRefusesEarlyData(t *testing.T) {
 	dnsAddr := logAttr(line, "addr")
 	cca, ccert, ckey := clientCert(t, s.dir)
 
-	var backendHits atomic.Int64
+	var backendHits, backendEarly atomic.Int64
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		backendHits.Add(1)
+		if r.Header.Get("Early-Data") == "1" {
+			backendEarly.Add(1)
+		}
 		io.WriteString(w, "hello")
 	}))
 	defer backend.Close()
+	httpGet := "GET / HTTP/1.1\r\nHost: " + s.host + "\r\nConnection: close\r\n\r\n"
+	hostPort := s.host + ":" + strconv.Itoa(s.port)
 
 	for _, path := range []struct {
 		name string
@@ -111,15 +121,37 @@ func TestCLIClientAuthRequiredRefusesEarlyData(t *testing.T) {
 			// A new directory claim per server: each subtest's server is
 			// the only one on the Z-data directory while it runs.
 			args := append([]string{"serve", "--listen", "127.0.0.1:" + strconv.Itoa(s.port), "--zdata", s.zd,
-				"--early-window", "300ms", "--client-auth", "require", "--client-ca", cca, "-v"}, path.args...)
+				"--early-window", "300ms", "--early-data", "16384", "--client-auth", "require", "--client-ca", cca, "-v"}, path.args...)
 			cmd, log := startLogCmd(t, "ZTLS on", args...)
 			defer stopCmd(cmd)
 			time.Sleep(350 * time.Millisecond) // past the restart guard: a refusal below is the policy's
 			hits := backendHits.Load()
 
-			// The attacker's flight: a genuine ZTLS ClientHello and early
-			// request, no certificate to follow.
-			deliver(t, "127.0.0.1:"+strconv.Itoa(s.port), firstFlight(t, s))
+			if path.name == "turbo" {
+				// The attacker's early request over UDP: a ZTLS
+				// ClientHello and early request as TurboTLS datagrams,
+				// no certificate to follow. The server's flight comes
+				// back over UDP, rejecting the early data (the report's
+				// mode is then tls), without an answer.
+				out, stderr, code := runCode(t, "connect", hostPort, "--resolver", dnsAddr, "--ca", s.ca, "--data", "GET /",
+					"--json", "--zdata-budget", "2s", "--turbo", "--turbo-wait", "5s")
+				var rep dial.Report
+				if err := json.Unmarshal([]byte(out), &rep); err != nil {
+					t.Fatalf("anonymous turbo client (exit %d): %v\n%s\n%s", code, err, out, stderr)
+				}
+				if rep.Transport != "turbo" || !rep.EarlyData.Offered {
+					t.Fatalf("the attacker's early request did not go over UDP: transport %s (%s), mode %s (%s), early %+v",
+						rep.Transport, rep.TurboFallback, rep.Mode, rep.FallbackReason, rep.EarlyData)
+				}
+				if rep.EarlyData.Accepted || rep.AnswerInFirstFlight || rep.ResponseBytes != 0 || code == 0 {
+					t.Fatalf("a client without a certificate was answered: early %+v, first flight %v, %d bytes, exit %d (%s)",
+						rep.EarlyData, rep.AnswerInFirstFlight, rep.ResponseBytes, code, rep.Error)
+				}
+			} else {
+				// The attacker's flight: a genuine ZTLS ClientHello and
+				// early request, no certificate to follow.
+				deliver(t, "127.0.0.1:"+strconv.Itoa(s.port), firstFlight(t, s))
+			}
 			log.waitFor(t, "early data is not client-authenticated")
 			if got := backendHits.Load(); got != hits {
 				t.Fatalf("the backend saw %d requests from a client without a certificate", got-hits)
@@ -131,7 +163,7 @@ func TestCLIClientAuthRequiredRefusesEarlyData(t *testing.T) {
 				extra = append(extra, "--turbo", "--turbo-wait", "5s")
 			}
 			if path.name == "backend" {
-				extra = append(extra, "--data", "GET / HTTP/1.1\r\nHost: "+s.host+"\r\nConnection: close\r\n\r\n")
+				extra = append(extra, "--data", httpGet)
 			}
 			rep := s.connect(t, dnsAddr, extra...)
 			if rep.EarlyData.Accepted || rep.AnswerInFirstFlight || rep.ResponseBytes == 0 {
@@ -139,6 +171,44 @@ func TestCLIClientAuthRequiredRefusesEarlyData(t *testing.T) {
 					rep.Mode, rep.FallbackReason, rep.EarlyData, rep.AnswerInFirstFlight, rep.ResponseBytes)
 			}
 			log.waitFor(t, "early data is not client-authenticated")
+			if path.name == "turbo" {
+				return
+			}
+
+			// PSK 0-RTT: a ticket from an authenticated connection, then
+			// a resumption with the request as 0-RTT data. Refused early
+			// (no answer in the first flight, nothing to the backend
+			// marked Early-Data: 1), answered after the handshake.
+			dir := t.TempDir()
+			sess, req := filepath.Join(dir, "sess.bin"), filepath.Join(dir, "req.txt")
+			request := "GET /"
+			if path.name == "backend" {
+				request = httpGet
+			}
+			writeFile(t, req, request)
+			base := []string{"connect", hostPort, "--resolver", dnsAddr, "--ca", s.ca, "--mode", "tls", "--json",
+				"--cert", ccert, "--key", ckey}
+			var first, resumed dial.Report
+			if err := json.Unmarshal([]byte(run(t, append(base, "--data", request, "--sess-out", sess)...)), &first); err != nil {
+				t.Fatal(err)
+			}
+			if first.ResponseBytes == 0 {
+				t.Fatalf("the authenticated connection got no answer: %+v", first)
+			}
+			early := backendEarly.Load()
+			if err := json.Unmarshal([]byte(run(t, append(base, "--sess-in", sess, "--early-data", req)...)), &resumed); err != nil {
+				t.Fatal(err)
+			}
+			if !resumed.TLS.Resumed || !resumed.EarlyData.Offered {
+				t.Fatalf("the attack was not tried: resumed %v, 0-RTT offered %v", resumed.TLS.Resumed, resumed.EarlyData.Offered)
+			}
+			if resumed.EarlyData.Accepted || resumed.AnswerInFirstFlight || resumed.ResponseBytes == 0 {
+				t.Fatalf("PSK 0-RTT with client certificates required: early %+v, first flight %v, %d bytes",
+					resumed.EarlyData, resumed.AnswerInFirstFlight, resumed.ResponseBytes)
+			}
+			if got := backendEarly.Load(); got != early {
+				t.Fatalf("the backend saw %d requests marked Early-Data: 1", got-early)
+			}
 		})
 	}
 }

@@ -74,6 +74,22 @@ type Options struct {
 	// Memory remembers servers that abort on a ztls ClientHello; nil
 	// means a process-wide default.
 	Memory *Memory
+	// Cache holds prevalidated services (filled by Prefetch): a
+	// connection that finds its host and port there, validated under
+	// its certificate policy, sends its first flight without a DNS
+	// lookup or a certificate verification (Report.Prefetch). nil means
+	// the process-wide DefaultCache, empty until a Prefetch with a nil
+	// Cache fills it, so a program that never prefetches connects as
+	// without a cache.
+	Cache *Cache
+	// OCSP asks the server leaf's OCSP responder (its authority
+	// information access) about it, soft- or hard-fail, before the leaf
+	// is trusted: with ZTLS before the Z-data is used, else during the
+	// handshake (on the critical path, unless Prefetch asked already:
+	// answers are kept in the Cache until their nextUpdate). The zero
+	// value asks nothing.
+	OCSP OCSPPolicy
+	PrefetchOptions
 	// Now is the clock for Z-data validity; nil means time.Now.
 	Now func() time.Time
 	// Turbo sends the first flights over UDP while TCP connects
@@ -131,6 +147,9 @@ type attempt struct {
 	res   *Result
 	r     *Report // &res.Report
 
+	cache *Cache
+	hit   *hit // the cache's entry for host:port, or nil
+
 	look *lookups     // what the lookup phase delivers
 	ips  []netip.Addr // the first address answer
 
@@ -147,6 +166,7 @@ func (a *attempt) run(ctx context.Context, addr string) error {
 	if err := a.configure(addr); err != nil {
 		return err
 	}
+	a.consultCache(ctx) // prefetched and prevalidated inputs, if any
 	if err := a.planZTLS(); err != nil {
 		return err
 	}
@@ -199,11 +219,25 @@ func (a *attempt) configure(addr string) error {
 	if a.mem == nil {
 		a.mem = defaultMemory
 	}
-	a.now = a.o.Now
-	if a.now == nil {
-		a.now = time.Now
-	}
+	a.now = a.o.clock()
+	a.cache = a.o.cacheOrDefault()
 	return nil
+}
+
+// clock is Options.Now, or time.Now.
+func (o *Options) clock() func() time.Time {
+	if o.Now != nil {
+		return o.Now
+	}
+	return time.Now
+}
+
+// cacheOrDefault is Options.Cache, or the process default.
+func (o *Options) cacheOrDefault() *Cache {
+	if o.Cache != nil {
+		return o.Cache
+	}
+	return defaultCache
 }
 
 // awaitAddress waits for the first address answer, which starts the

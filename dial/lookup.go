@@ -41,8 +41,9 @@ type zresult struct {
 }
 
 // startLookups starts the lookup phase: the address of an IP given as the
-// host is in at once; without a resolver the system's finds the address
-// (and there is no Z-data); else every record type is asked at once.
+// host is in at once; so is what a cache entry holds (cached.go);
+// without a resolver the system's finds the address (and there is no
+// Z-data); else every record type is asked at once.
 func (a *attempt) startLookups(ctx context.Context) {
 	l := &lookups{addrs: make(chan []netip.Addr, 2), err: make(chan error, 1),
 		https: make(chan *resolver.Answer, 1), zdata: make(chan zresult, 1)}
@@ -53,6 +54,10 @@ func (a *attempt) startLookups(ctx context.Context) {
 	switch {
 	case a.ip.IsValid():
 		l.addrs <- []netip.Addr{a.ip}
+	case a.hit != nil && (a.hit.validated || len(a.hit.answers) == 0):
+		a.landCached(l) // Prefetch's results, as already landed
+	case a.hit != nil:
+		a.replayAnswers(l)
 	case a.o.Resolver == nil:
 		go func(host string) {
 			ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)

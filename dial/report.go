@@ -37,6 +37,13 @@ type Report struct {
 	// ResponseLimited: reading stopped at Options.ReadResponse bytes
 	// before the server closed the connection.
 	ResponseLimited bool `json:"response_limited,omitempty"`
+	// Prefetch says what came from the Cache: PrefetchValidated (no DNS
+	// lookup, no certificate verification before the first flight),
+	// PrefetchDNS (the DNS answers only) or "" (nothing).
+	Prefetch string `json:"prefetch,omitempty"`
+	// PrefetchDropped: the server refused the cached Z-data, and the
+	// entry was dropped from the cache.
+	PrefetchDropped bool `json:"prefetch_dropped,omitempty"`
 }
 
 // TurboReport is the UDP side of a TurboTLS attempt.
@@ -148,6 +155,15 @@ func (r *Report) WriteText(w io.Writer) {
 			state = "accepted"
 		}
 		fmt.Fprintf(w, "  early data: %d bytes offered, %s\n", r.EarlyData.Bytes, state)
+	}
+	switch r.Prefetch {
+	case PrefetchValidated:
+		fmt.Fprintln(w, "  prefetched: addresses, Z-data and chain validated ahead (no lookup, no verification before the first flight)")
+	case PrefetchDNS:
+		fmt.Fprintln(w, "  prefetched: the DNS answers (no lookup); verified on connecting")
+	}
+	if r.PrefetchDropped {
+		fmt.Fprintln(w, "  the server refused the prefetched Z-data: dropped from the cache")
 	}
 	if u := r.Turbo; u != nil {
 		fmt.Fprintf(w, "  TurboTLS: UDP port %d, %d request datagrams (%d bytes) out, %d (%d bytes) back", u.UDPPort,

@@ -1,0 +1,431 @@
+package dial
+
+// The cache of prevalidated services (Stark et al., "The Case for
+// Prefetching and Prevalidating TLS Server Certificates", NDSS 2012): what
+// a connection needs before its first flight, fetched and checked ahead
+// of need (Prefetch), so that Connect spends no DNS round trip and no
+// certificate verification before it sends.
+
+import (
+	"container/list"
+	"context"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/ztls-project/ztls/dns/resolver"
+	"github.com/ztls-project/ztls/revocation"
+	"github.com/ztls-project/ztls/tls13"
+	"github.com/ztls-project/ztls/zdata"
+)
+
+// Cache holds prevalidated services, one entry per host and port: the
+// addresses, the HTTPS record (TurboTLS's advertisement), the Z-data
+// record selected with its signature, validity, chain, name and
+// revocation verified, and the verified chain of each leaf seen (the
+// Z-data's TLSA leaf, or the certificate a truncated handshake fetched
+// from a host without Z-data), with the OCSP answers that went into it.
+// An entry expires at the earliest of its DNS TTLs, the Z-data's
+// not_after, its certificates' NotAfter and the nextUpdate of the CRLs
+// and OCSP answers it rests on (Prefetched.Expires says which); the least
+// recently used entries go when the cache is full.
+//
+// A verdict holds for the certificate policy it was reached under (the
+// TLS Config's RootCAs, ServerName, Revocation and InsecureSkipVerify,
+// and Options.OCSP): a Connect under another policy uses the entry's
+// DNS answers only, and verifies as it does without a cache.
+// VerifyPeerCertificate is not part of that policy: it runs on every
+// connection, on the prevalidated chains.
+//
+// A cache made by OpenCache keeps its entries' DNS answers in a file,
+// so another process skips the lookups too; verdicts are never read from
+// the file (a file is no verifier): a process verifies what it loaded
+// when it first uses it, or at once with Prefetch. Clear forgets
+// everything, like other per-site data. A Cache is safe for concurrent
+// use; Close stops its refresher.
+type Cache struct {
+	mu      sync.Mutex
+	max     int
+	path    string
+	ll      *list.List               // of *service, most recently used first
+	m       map[string]*list.Element // by cacheKey
+	ocsp    map[ocspKey]*ocspAnswer
+	refresh *refresher // nil: no background renewal
+
+	// now is the refresher's clock (time.Now); tests move it.
+	now func() time.Time
+	// dialer opens the TCP connections of prefetching (truncated
+	// handshakes, OCSP); nil means a net.Dialer. Tests reach servers
+	// in other network namespaces through it.
+	dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+	// ocspFetches counts OCSP requests sent (tests).
+	ocspFetches int
+}
+
+// CacheOptions configure a Cache.
+type CacheOptions struct {
+	// MaxEntries bounds the services held; 0 means 256.
+	MaxEntries int
+	// Path, if set, is the file the entries' DNS answers are kept in
+	// (created when first needed): see Cache.
+	Path string
+	// Refresh renews, in the background, entries that were used by a
+	// Connect and are in the last tenth of their life, fetching and
+	// validating them again as Prefetch did (with its Options); entries
+	// nobody used are left to expire. Close stops it.
+	Refresh bool
+}
+
+// DefaultCacheEntries is the size of a Cache whose MaxEntries is 0.
+const DefaultCacheEntries = 256
+
+// NewCache returns an empty cache.
+func NewCache(o CacheOptions) *Cache {
+	if o.MaxEntries <= 0 {
+		o.MaxEntries = DefaultCacheEntries
+	}
+	c := &Cache{max: o.MaxEntries, path: o.Path, ll: list.New(), m: map[string]*list.Element{},
+		ocsp: map[ocspKey]*ocspAnswer{}, now: time.Now}
+	if o.Refresh {
+		c.refresh = newRefresher(c)
+	}
+	return c
+}
+
+// OpenCache returns a cache kept in o.Path, with the unexpired entries
+// already there (their DNS answers only: see Cache). An unreadable or
+// malformed file starts empty: forgetting costs only lookups.
+func OpenCache(o CacheOptions) *Cache {
+	c := NewCache(o)
+	if o.Path != "" {
+		c.load()
+	}
+	return c
+}
+
+// DefaultCachePath is where the CLI keeps its cache:
+// $XDG_CACHE_HOME/ztls/prefetch.json or ~/.cache/ztls/prefetch.json.
+func DefaultCachePath() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "ztls", "prefetch.json")
+}
+
+// defaultCache is the cache of Options with a nil Cache: empty until a
+// Prefetch with a nil Cache fills it, so Connect is unchanged without one.
+var defaultCache = NewCache(CacheOptions{Refresh: true})
+
+// DefaultCache returns the process-wide cache that Options with a nil
+// Cache use.
+func DefaultCache() *Cache { return defaultCache }
+
+// service is one cache entry.
+type service struct {
+	host    string
+	port    int
+	fetched time.Time
+	expires time.Time
+	why     string // what sets expires
+	// answers are the DNS answers in the order LookupService lands
+	// them (A, AAAA, HTTPS, TXT, CERT, TLSA); none without a resolver.
+	answers []*resolver.Answer
+	addrs   []netip.Addr
+	https   *resolver.Answer // nil: not looked up
+	v       *verdict         // nil: fetched, not validated (loaded from a file)
+	used    bool             // by a Connect since it was fetched
+	opts    *Options         // how Prefetch fetched it, for the refresher
+	// handshake is the chain a truncated handshake fetched (DER, leaf
+	// first), kept so a file holds it.
+	handshake [][]byte
+}
+
+// verdict is what Prefetch validated, under one policy.
+type verdict struct {
+	policy policyKey
+	// The Z-data record selected and its TLSA leaf and CERT
+	// intermediates, or why there is none (zerr, a *zdata.Error).
+	rec   *zdata.Record
+	leaf  *x509.Certificate
+	inter []*x509.Certificate
+	zerr  error
+	// chains are the verified chains by leaf DER.
+	chains map[string][][]*x509.Certificate
+	// prepared is the key share and Z-data ECDH made for rec, for one
+	// connection (the next one takes it, see take).
+	prepared *tls13.ZDataPrepared
+}
+
+// policyKey is what a verdict depends on: the certificate policy of
+// tls13's checkServerChain and dial's OCSP check.
+type policyKey struct {
+	roots    *x509.CertPool
+	name     string
+	insecure bool
+	rev      *revocation.Checker
+	ocsp     OCSPPolicy
+}
+
+func policyOf(cfg *tls13.Config, ocsp OCSPPolicy) policyKey {
+	return policyKey{roots: cfg.RootCAs, name: canonicalName(cfg.ServerName), insecure: cfg.InsecureSkipVerify,
+		rev: cfg.Revocation, ocsp: ocsp}
+}
+
+func canonicalName(host string) string { return strings.ToLower(strings.TrimSuffix(host, ".")) }
+
+func cacheKey(host string, port int) string { return key(canonicalName(host), port) }
+
+// hit is what a Connect takes from the cache: a snapshot of an entry,
+// with the verdict when it holds under the connection's policy.
+type hit struct {
+	addrs     []netip.Addr
+	https     *resolver.Answer
+	answers   []*resolver.Answer
+	validated bool
+	rec       *zdata.Record
+	leaf      *x509.Certificate
+	inter     []*x509.Certificate
+	zerr      error
+	chains    map[string][][]*x509.Certificate
+	prepared  *tls13.ZDataPrepared // this connection's alone
+}
+
+// verifiedChains is tls13.Config.VerifiedChains for a validated hit.
+func (h *hit) verifiedChains(certs []*x509.Certificate) [][]*x509.Certificate {
+	return h.chains[string(certs[0].Raw)]
+}
+
+// lookup returns host:port's entry unexpired at now, marked used, or nil.
+// A verdict under pk comes with it, and its prepared key share, which no
+// later lookup gets (a new one is made in the background).
+func (c *Cache) lookup(host string, port int, pk policyKey, now time.Time) *hit {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := cacheKey(host, port)
+	el, ok := c.m[k]
+	if !ok {
+		return nil
+	}
+	s := el.Value.(*service)
+	if !now.Before(s.expires) {
+		c.removeLocked(el)
+		c.saveLocked(now)
+		return nil
+	}
+	c.ll.MoveToFront(el)
+	s.used = true
+	if c.refresh != nil && s.opts != nil && !now.Before(refreshAt(s)) {
+		c.refresh.wake() // used in its last tenth: renew it now
+	}
+	h := &hit{addrs: s.addrs, https: s.https, answers: s.answers}
+	if v := s.v; v != nil && v.policy == pk {
+		h.validated = true
+		h.rec, h.leaf, h.inter, h.zerr, h.chains = v.rec, v.leaf, v.inter, v.zerr, v.chains
+		h.prepared, v.prepared = v.prepared, nil
+		if h.prepared != nil {
+			go c.prepareNext(s, v)
+		}
+	}
+	return h
+}
+
+// prepareNext makes the key share and Z-data ECDH for the next
+// connection to s under v (each is used once).
+func (c *Cache) prepareNext(s *service, v *verdict) {
+	p := tls13.PrepareZData(v.rec.Group, v.rec.KeyShare, nil)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.m[cacheKey(s.host, s.port)]; ok && el.Value.(*service) == s && s.v == v && v.prepared == nil {
+		v.prepared = p
+	}
+}
+
+// store puts s in the cache (replacing the entry for its host and
+// port), evicting the least recently used beyond the bound.
+func (c *Cache) store(s *service) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := cacheKey(s.host, s.port)
+	if el, ok := c.m[k]; ok {
+		c.removeLocked(el)
+	}
+	c.m[k] = c.ll.PushFront(s)
+	for c.ll.Len() > c.max {
+		c.removeLocked(c.ll.Back())
+	}
+	c.saveLocked(s.fetched)
+	if c.refresh != nil && s.opts != nil {
+		c.refresh.wake()
+	}
+}
+
+// Forget drops host:port's entry (a Connect does so when the server
+// refused what the entry held, e.g. Z-data rotated away).
+func (c *Cache) Forget(host string, port int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.m[cacheKey(host, port)]; ok {
+		c.removeLocked(el)
+		c.saveLocked(time.Now())
+	}
+}
+
+func (c *Cache) removeLocked(el *list.Element) {
+	s := c.ll.Remove(el).(*service)
+	delete(c.m, cacheKey(s.host, s.port))
+}
+
+// Len returns the number of entries (expired ones included until used).
+func (c *Cache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ll.Len()
+}
+
+// Clear forgets every entry and OCSP answer, and removes the file.
+func (c *Cache) Clear() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ll.Init()
+	c.m = map[string]*list.Element{}
+	c.ocsp = map[ocspKey]*ocspAnswer{}
+	if c.path == "" {
+		return nil
+	}
+	if err := os.Remove(c.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// Close stops the refresher (a refresh under way finishes first). The
+// cache stays usable, without background renewal.
+func (c *Cache) Close() error {
+	if c.refresh != nil {
+		c.refresh.stop()
+	}
+	return nil
+}
+
+// The file: each entry's DNS answers as zone-file lines, and the chain a
+// truncated handshake fetched; no verdict.
+type diskEntry struct {
+	Host      string       `json:"host"`
+	Port      int          `json:"port"`
+	Fetched   time.Time    `json:"fetched"`
+	Expires   time.Time    `json:"expires"`
+	Why       string       `json:"expires_by"`
+	Addresses []string     `json:"addresses"`
+	Answers   []diskAnswer `json:"answers,omitempty"`
+	Handshake []string     `json:"handshake_chain,omitempty"` // base64 DER, leaf first
+}
+
+type diskAnswer struct {
+	Name  string   `json:"name"`
+	Type  uint16   `json:"type"`
+	Rcode int      `json:"rcode"`
+	RRs   []string `json:"rrs,omitempty"`
+}
+
+// saveLocked writes the unexpired entries (best effort).
+func (c *Cache) saveLocked(now time.Time) {
+	if c.path == "" {
+		return
+	}
+	var out []diskEntry
+	for el := c.ll.Front(); el != nil; el = el.Next() {
+		s := el.Value.(*service)
+		if !now.Before(s.expires) {
+			continue
+		}
+		d := diskEntry{Host: s.host, Port: s.port, Fetched: s.fetched, Expires: s.expires, Why: s.why}
+		for _, ip := range s.addrs {
+			d.Addresses = append(d.Addresses, ip.String())
+		}
+		for _, a := range s.answers {
+			da := diskAnswer{Name: a.Name, Type: a.Qtype, Rcode: a.Rcode}
+			for _, rr := range a.RRs {
+				da.RRs = append(da.RRs, rr.String())
+			}
+			d.Answers = append(d.Answers, da)
+		}
+		for _, der := range s.handshake {
+			d.Handshake = append(d.Handshake, base64.StdEncoding.EncodeToString(der))
+		}
+		out = append(out, d)
+	}
+	data, err := json.Marshal(out)
+	if err != nil {
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(c.path), 0o700); err != nil {
+		return
+	}
+	tmp := c.path + ".tmp"
+	if os.WriteFile(tmp, data, 0o600) == nil {
+		os.Rename(tmp, c.path)
+	}
+}
+
+// load reads the file's unexpired entries, least recently used last.
+func (c *Cache) load() {
+	data, err := os.ReadFile(c.path)
+	if err != nil {
+		return
+	}
+	var in []diskEntry
+	if json.Unmarshal(data, &in) != nil {
+		return
+	}
+	now := time.Now()
+	for i := len(in) - 1; i >= 0; i-- {
+		d := in[i]
+		if !now.Before(d.Expires) || d.Port < 1 || d.Port > 65535 || d.Host == "" {
+			continue
+		}
+		s := &service{host: d.Host, port: d.Port, fetched: d.Fetched, expires: d.Expires, why: d.Why}
+		for _, a := range d.Addresses {
+			if ip, err := netip.ParseAddr(a); err == nil {
+				s.addrs = append(s.addrs, ip)
+			}
+		}
+		for _, da := range d.Answers {
+			a := &resolver.Answer{Name: da.Name, Qtype: da.Type, Rcode: da.Rcode, FromCache: true}
+			for _, text := range da.RRs {
+				if rr, err := dns.NewRR(text); err == nil && rr != nil {
+					a.RRs = append(a.RRs, rr)
+				}
+			}
+			s.answers = append(s.answers, a)
+			if a.Qtype == dns.TypeHTTPS {
+				s.https = a
+			}
+		}
+		for _, b := range d.Handshake {
+			if der, err := base64.StdEncoding.DecodeString(b); err == nil {
+				s.handshake = append(s.handshake, der)
+			}
+		}
+		if len(s.addrs) == 0 {
+			continue
+		}
+		if el, ok := c.m[cacheKey(s.host, s.port)]; ok {
+			c.removeLocked(el)
+		}
+		c.m[cacheKey(s.host, s.port)] = c.ll.PushFront(s)
+	}
+	for c.ll.Len() > c.max {
+		c.removeLocked(c.ll.Back())
+	}
+}

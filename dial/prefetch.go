@@ -1,0 +1,463 @@
+package dial
+
+// Prefetch: everything a connection checks before its first flight,
+// fetched and checked ahead of need into the Cache.
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/ztls-project/ztls/dns/resolver"
+	"github.com/ztls-project/ztls/tls13"
+	"github.com/ztls-project/ztls/turbo"
+	"github.com/ztls-project/ztls/zdata"
+)
+
+// PrefetchOptions tune Prefetch (embedded in Options).
+type PrefetchOptions struct {
+	// PrefetchConcurrency bounds the targets fetched at once; 0 means 4.
+	PrefetchConcurrency int
+	// PrefetchNoHandshake: for a host without Z-data, fetch no
+	// certificate (a truncated handshake contacts the server; see the
+	// package documentation): its DNS answers are cached, and its
+	// certificate is verified on the connection.
+	PrefetchNoHandshake bool
+}
+
+// DefaultPrefetchConcurrency is PrefetchOptions.PrefetchConcurrency's 0.
+const DefaultPrefetchConcurrency = 4
+
+// systemAddrTTL is how long addresses from the system resolver (which
+// tells no TTL) are kept.
+const systemAddrTTL = 30 * time.Second
+
+// failedAnswerTTL caps the life of an entry one of whose lookups failed
+// (timed out, SERVFAIL): it is tried again soon.
+const failedAnswerTTL = 30 * time.Second
+
+// Prefetched is what Prefetch fetched and validated for one target.
+type Prefetched struct {
+	Target    string   `json:"target"` // HOST:PORT
+	Addresses []string `json:"addresses,omitempty"`
+	// TurboPort is the TurboTLS UDP port the HTTPS record advertises.
+	TurboPort int `json:"turbo_port,omitempty"`
+	// ZData is the record selected, verified (signature, validity,
+	// chain, name, revocation); ZDataReason says why there is none.
+	ZData       *PrefetchedZData `json:"zdata,omitempty"`
+	ZDataReason string           `json:"zdata_reason,omitempty"`
+	// Chain is the verified chain (subjects, leaf first); ChainFrom is
+	// where its leaf came from: "zdata" (the TLSA record) or "handshake"
+	// (a truncated handshake with the server).
+	Chain     []string `json:"verified_chain,omitempty"`
+	ChainFrom string   `json:"chain_from,omitempty"`
+	// ChainError is why the chain a truncated handshake fetched was not
+	// validated (the connection will then fail the same way).
+	ChainError string `json:"chain_error,omitempty"`
+	// OCSP is the responder's answer on the leaf under Options.OCSP
+	// ("good", "unknown", "unavailable"; "" when not asked).
+	OCSP string `json:"ocsp,omitempty"`
+	// Precomputed: the key share and the Z-data ECDH for the next
+	// connection are made.
+	Precomputed bool `json:"precomputed"`
+	// ServerContacted: a truncated handshake reached the server (the
+	// prefetch's only cost to it; Z-data comes from DNS).
+	ServerContacted bool `json:"server_contacted"`
+	// DNSQuestions is how many questions went to the resolver (0 with
+	// an IP address or the system resolver).
+	DNSQuestions int `json:"dns_questions"`
+	// Expires is when the entry expires, and ExpiresBy what sets it:
+	// "DNS TTL (A)", "Z-data not_after", "certificate NotAfter", "CRL
+	// nextUpdate", "OCSP nextUpdate", ...
+	Expires   time.Time `json:"expires"`
+	ExpiresBy string    `json:"expires_by"`
+	TookMS    float64   `json:"took_ms"`
+	// Error is why nothing was cached (Err, as text).
+	Error string `json:"error,omitempty"`
+	Err   error  `json:"-"`
+}
+
+// PrefetchedZData is the Z-data record a Prefetch validated.
+type PrefetchedZData struct {
+	ID        uint32    `json:"id"`
+	Group     string    `json:"group"`
+	NotBefore time.Time `json:"not_before"`
+	NotAfter  time.Time `json:"not_after"`
+}
+
+// Prefetch fetches and validates, for each target (HOST:PORT, or HOST
+// for port 443), what Connect with o would otherwise fetch and check
+// before its first flight, and keeps it in o.Cache (nil: the process
+// default), so that a later Connect to that target with o's certificate
+// policy sends its first flight without a DNS lookup or a certificate
+// verification:
+//
+//   - the addresses, the HTTPS record (TurboTLS's port), the Z-data TXT,
+//     TLSA and CERT records, with o.Resolver (all at once, as Connect);
+//   - the Z-data record Connect would select, its signature, validity,
+//     chain, name and revocation (o.TLS's Revocation CRLs, and OCSP under
+//     o.OCSP) checked, and the key share and Z-data ECDH for the next
+//     connection made (used by one connection only);
+//   - for a host without Z-data, its certificate, by
+//     a truncated TLS 1.3 handshake (unless PrefetchNoHandshake), checked
+//     the same way.
+//
+// Targets are fetched at most PrefetchConcurrency at once; the results
+// are in the order of targets, and a failed target has its Err set
+// (nothing is cached for it). Request, Input, Out, Session and the
+// other options of one connection are not used.
+func Prefetch(ctx context.Context, o Options, targets ...string) []*Prefetched {
+	out := make([]*Prefetched, len(targets))
+	n := o.PrefetchConcurrency
+	if n <= 0 {
+		n = DefaultPrefetchConcurrency
+	}
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			out[i] = prefetchOne(ctx, o, t)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// PrefetchTarget turns HOST, HOST:PORT or an https:// URL into the
+// HOST:PORT Prefetch and Connect take (port 443 by default).
+func PrefetchTarget(s string) (string, error) {
+	if rest, ok := strings.CutPrefix(s, "https://"); ok {
+		s, _, _ = strings.Cut(rest, "/")
+	}
+	if ip, err := netip.ParseAddr(strings.Trim(s, "[]")); err == nil {
+		return net.JoinHostPort(ip.String(), "443"), nil
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		if strings.Contains(err.Error(), "missing port") {
+			host, port = s, "443"
+		} else {
+			return "", fmt.Errorf("dial: %q is not HOST[:PORT]: %w", s, err)
+		}
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("dial: bad port in %q", s)
+	}
+	if host == "" {
+		return "", fmt.Errorf("dial: no host in %q", s)
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// expiry is the earliest of several deadlines, and what set it.
+type expiry struct {
+	at  time.Time
+	why string
+}
+
+func (e *expiry) cap(t time.Time, why string) {
+	if t.IsZero() {
+		return
+	}
+	if e.at.IsZero() || t.Before(e.at) {
+		e.at, e.why = t, why
+	}
+}
+
+// prefetcher is one target's Prefetch.
+type prefetcher struct {
+	o     Options
+	cache *Cache
+	host  string
+	port  int
+	now   time.Time
+	cfg   *tls13.Config // the connection's (ServerName settled)
+	vcfg  *tls13.Config // cfg verifying: OCSP noted into note
+	note  *ocspNote
+	p     *Prefetched
+	s     *service
+	v     *verdict
+	exp   expiry
+
+	mu      sync.Mutex // the Z-data chain checks run concurrently
+	checked map[*x509.Certificate][]*x509.Certificate
+}
+
+func prefetchOne(ctx context.Context, o Options, target string) *Prefetched {
+	start := time.Now()
+	p := &Prefetched{Target: target}
+	f := &prefetcher{o: o, p: p}
+	if err := f.run(ctx, target); err != nil {
+		p.Err, p.Error = err, err.Error()
+	}
+	p.TookMS = ms(time.Since(start))
+	return p
+}
+
+func (f *prefetcher) run(ctx context.Context, target string) error {
+	addr, err := PrefetchTarget(target)
+	if err != nil {
+		return err
+	}
+	f.p.Target = addr
+	host, portStr, _ := net.SplitHostPort(addr)
+	f.host, f.port = host, atoiPort(portStr)
+	f.cache = f.o.cacheOrDefault()
+	f.now = f.o.clock()()
+	f.cfg = f.o.TLS
+	if f.cfg == nil {
+		f.cfg = &tls13.Config{}
+	}
+	if f.cfg.ServerName == "" {
+		f.cfg = f.cfg.Clone()
+		f.cfg.ServerName = host
+	}
+	f.vcfg = f.cfg.Clone()
+	f.vcfg.VerifiedChains = nil // verify for real
+	if f.o.OCSP != OCSPOff {
+		f.note = &ocspNote{}
+		f.vcfg.VerifyPeerCertificate = f.cache.ocspHook(ctx, f.o.OCSP, f.o.clock(), f.cfg.VerifyPeerCertificate, f.note)
+	}
+	f.s = &service{host: host, port: f.port, fetched: f.now}
+	f.v = &verdict{policy: policyOf(f.cfg, f.o.OCSP), chains: map[string][][]*x509.Certificate{}}
+	f.s.v = f.v
+	if err := f.lookup(ctx); err != nil {
+		return err
+	}
+	f.checkZData()
+	if f.v.rec == nil && !f.o.PrefetchNoHandshake {
+		if err := f.handshake(ctx); err != nil {
+			return err
+		}
+	}
+	f.settleExpiry()
+	if !f.now.Before(f.s.expires) {
+		return fmt.Errorf("dial: nothing to cache for %s: %s ends at once", addr, f.s.why)
+	}
+	opts := f.o
+	opts.Request, opts.Input, opts.Out, opts.Session = nil, nil, nil, nil
+	f.s.opts = &opts
+	f.cache.store(f.s)
+	return nil
+}
+
+func atoiPort(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+// lookup fetches the addresses and the DNS records.
+func (f *prefetcher) lookup(ctx context.Context) error {
+	s, p := f.s, f.p
+	if ip, err := netip.ParseAddr(f.host); err == nil {
+		s.addrs = []netip.Addr{ip}
+	} else if f.o.Resolver == nil {
+		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", f.host)
+		if err != nil {
+			return fmt.Errorf("dial: looking up %s: %w", f.host, err)
+		}
+		s.addrs = ips
+		f.exp.cap(f.now.Add(systemAddrTTL), "system resolver (no TTL)")
+	} else {
+		res, err := f.o.Resolver.LookupService(ctx, f.host, f.port, nil)
+		if res == nil {
+			return fmt.Errorf("dial: looking up %s: %w", f.host, err)
+		}
+		// The order in which LookupService lands its answers, which a
+		// Connect replays.
+		s.answers = []*resolver.Answer{res.A, res.AAAA, res.HTTPS, res.TXT, res.CERT, res.TLSA}
+		p.DNSQuestions = len(s.answers)
+		for _, a := range s.answers {
+			if a == nil {
+				continue
+			}
+			name := dns.TypeToString[a.Qtype]
+			if a.Err != nil {
+				f.exp.cap(f.now.Add(failedAnswerTTL), "failed lookup ("+name+")")
+				continue
+			}
+			f.exp.cap(f.now.Add(answerTTL(a)), "DNS TTL ("+name+")")
+		}
+		for _, a := range []*resolver.Answer{res.A, res.AAAA} {
+			for _, rr := range a.RRs {
+				switch v := rr.(type) {
+				case *dns.A:
+					if ip, ok := netip.AddrFromSlice(v.A.To4()); ok {
+						s.addrs = append(s.addrs, ip)
+					}
+				case *dns.AAAA:
+					if ip, ok := netip.AddrFromSlice(v.AAAA); ok {
+						s.addrs = append(s.addrs, ip)
+					}
+				}
+			}
+		}
+		if len(s.addrs) == 0 {
+			return fmt.Errorf("dial: %s has no address (A/AAAA): %s", f.host, rcodeText(*res.A))
+		}
+		if res.HTTPS != nil && res.HTTPS.Err == nil {
+			s.https = res.HTTPS
+			if port, err := turbo.UDPPortFrom(res.HTTPS.RRs); err == nil {
+				p.TurboPort = int(port)
+			}
+		}
+	}
+	for _, ip := range s.addrs {
+		p.Addresses = append(p.Addresses, ip.String())
+	}
+	return nil
+}
+
+// answerTTL is how long an answer may be kept: its records' smallest
+// TTL, or for a negative answer the SOA's negative TTL (RFC 2308,
+// Section 5; failedAnswerTTL without one).
+func answerTTL(a *resolver.Answer) time.Duration {
+	if len(a.RRs) > 0 {
+		ttl := a.RRs[0].Header().Ttl
+		for _, rr := range a.RRs[1:] {
+			ttl = min(ttl, rr.Header().Ttl)
+		}
+		return time.Duration(ttl) * time.Second
+	}
+	if a.Reply != nil {
+		for _, rr := range a.Reply.Ns {
+			if soa, ok := rr.(*dns.SOA); ok {
+				return time.Duration(min(soa.Hdr.Ttl, soa.Minttl)) * time.Second
+			}
+		}
+	}
+	return failedAnswerTTL
+}
+
+// checkZData selects and verifies the Z-data as Connect would, and
+// precomputes the key share and ECDH for the record selected.
+func (f *prefetcher) checkZData() {
+	v, p := f.v, f.p
+	var answers = map[uint16]*resolver.Answer{}
+	for _, a := range f.s.answers {
+		if a != nil && a.Err == nil {
+			answers[a.Qtype] = a
+		}
+	}
+	txt, tlsa, cert := answers[dns.TypeTXT], answers[dns.TypeTLSA], answers[dns.TypeCERT]
+	switch {
+	case f.o.Resolver == nil || len(f.s.answers) == 0:
+		v.zerr = &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New(ReasonNoResolver)}
+	case !strings.EqualFold(strings.TrimSuffix(f.cfg.ServerName, "."), strings.TrimSuffix(f.host, ".")):
+		v.zerr = &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New(ReasonServerName)}
+	case txt == nil || tlsa == nil || cert == nil:
+		v.zerr = &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New("the Z-data lookups did not complete")}
+	}
+	if v.zerr != nil {
+		p.ZDataReason = v.zerr.Error()
+		return
+	}
+	f.checked = map[*x509.Certificate][]*x509.Certificate{}
+	sel := zdata.NewSelector(f.host, f.port, zdata.SelectOptions{Now: f.now, Policy: f.checkLeaf})
+	sel.StartChains(rrsOf[*dns.TLSA](tlsa), rrsOf[*dns.CERT](cert))
+	rec, leaf, err := sel.Select(txtStrings(txt))
+	if err != nil {
+		v.zerr = err
+		p.ZDataReason = string(zdata.ReasonOf(err)) + ": " + err.Error()
+		return
+	}
+	v.rec, v.leaf = rec, leaf
+	f.mu.Lock()
+	v.inter = f.checked[leaf]
+	f.mu.Unlock()
+	f.exp.cap(rec.NotAfter, "Z-data not_after")
+	p.ZData = &PrefetchedZData{ID: rec.ID, Group: tls13.GroupName(rec.Group), NotBefore: rec.NotBefore, NotAfter: rec.NotAfter}
+	p.ChainFrom = "zdata"
+	v.prepared = tls13.PrepareZData(rec.Group, rec.KeyShare, nil)
+	p.Precomputed = v.prepared.Public() != nil
+}
+
+// checkLeaf is the Selector's policy: the connection's, keeping the
+// chains it verifies.
+func (f *prefetcher) checkLeaf(leaf *x509.Certificate, inter []*x509.Certificate) error {
+	chains, err := f.vcfg.VerifyServerChain(append([]*x509.Certificate{leaf}, inter...))
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.keepChains(leaf, chains)
+	f.checked[leaf] = inter
+	return nil
+}
+
+// keepChains records the verified chains of leaf (f.mu held, or no
+// concurrency).
+func (f *prefetcher) keepChains(leaf *x509.Certificate, chains [][]*x509.Certificate) {
+	if len(chains) == 0 { // InsecureSkipVerify: nothing was verified
+		return
+	}
+	f.v.chains[string(leaf.Raw)] = chains
+}
+
+// handshake fetches the certificate of a host without Z-data by a
+// truncated handshake, and verifies it.
+func (f *prefetcher) handshake(ctx context.Context) error {
+	certs, _, err := f.cache.fetchChain(ctx, f.s.addrs, f.port, f.cfg)
+	if err != nil {
+		return err
+	}
+	f.p.ServerContacted = true
+	for _, c := range certs {
+		f.s.handshake = append(f.s.handshake, c.Raw)
+	}
+	chains, err := f.vcfg.VerifyServerChain(certs)
+	if err != nil {
+		// Not cached as verified: the connection verifies (and fails)
+		// as without a cache; the DNS answers are kept.
+		f.p.ChainError = err.Error()
+		return nil
+	}
+	f.keepChains(certs[0], chains)
+	f.p.ChainFrom = "handshake"
+	return nil
+}
+
+// settleExpiry sets the entry's expiry: the DNS TTLs and the Z-data's
+// not_after (so far), the chains' NotAfter, the CRLs' and OCSP answers'
+// nextUpdate; and the report's chain.
+func (f *prefetcher) settleExpiry() {
+	var first [][]*x509.Certificate
+	for leafDER, chains := range f.v.chains {
+		if first == nil || (f.v.leaf != nil && leafDER == string(f.v.leaf.Raw)) {
+			first = chains
+		}
+		for _, chain := range chains {
+			for _, c := range chain {
+				f.exp.cap(c.NotAfter, "certificate NotAfter")
+			}
+		}
+		f.exp.cap(f.cfg.Revocation.NextUpdate(chains), "CRL nextUpdate")
+	}
+	if f.note != nil {
+		f.note.mu.Lock()
+		f.exp.cap(f.note.next, "OCSP nextUpdate")
+		f.p.OCSP = f.note.status
+		f.note.mu.Unlock()
+	}
+	if len(first) > 0 {
+		for _, c := range first[0] {
+			f.p.Chain = append(f.p.Chain, c.Subject.String())
+		}
+	}
+	f.s.expires, f.s.why = f.exp.at, f.exp.why
+	f.p.Expires, f.p.ExpiresBy = f.exp.at, f.exp.why
+}

@@ -34,8 +34,10 @@ type Config struct {
 	// PrefixEntries is the share of the table a source prefix (/24 for
 	// IPv4, /56 for IPv6) may keep once the table is full; 0 means
 	// MaxEntries/16 (at least 1). A prefix may go over it while the table
-	// has room; when full, a newcomer from a prefix under it evicts the
-	// oldest finished flight of the prefix furthest over it.
+	// has room; when full, a newcomer from a prefix at or over it may
+	// take the place only of an entry of its own prefix (or a failed
+	// one), and a newcomer from a prefix under it evicts an entry of the
+	// prefix furthest over it.
 	PrefixEntries int
 	// SourceRate and SourceBurst rate-limit new entries per source IP
 	// address (a token bucket); 0 means 20 per second and a burst of 40.
@@ -85,10 +87,14 @@ type Stats struct {
 // The table is what a spoofing flood aims at, so only a request that
 // passes CheckOpening (padded to 1200 bytes, the start of a ClientHello)
 // opens an entry, within its source IP's rate. When the table is full a
-// new entry takes the place of, in order: the oldest entry whose flight
-// failed; the oldest entry still reassembling; if its prefix is under
-// Config.PrefixEntries, the oldest finished flight of the prefix furthest
-// over it. An entry whose flight the engine is working on is never
+// new entry takes the place of the oldest entry whose flight failed;
+// else, when its prefix holds Config.PrefixEntries or more, of its own
+// prefix's oldest entry still reassembling (so a prefix that floods
+// churns only itself, not another prefix's flights between their
+// fragments); else of the oldest entry still reassembling of the prefix
+// furthest over its share, or that prefix's oldest finished flight; and
+// when no prefix is over its share, of the oldest entry still
+// reassembling. An entry whose flight the engine is working on is never
 // evicted: that work is spent already.
 type Server struct {
 	cfg Config
@@ -130,13 +136,15 @@ type entry struct {
 	prefix   *prefixState
 	queue    *list.List // the eviction queue e is on (nil: working)
 	elem     *list.Element
+	pelem    *list.Element // e in prefix.incomplete (queue is the table's incomplete)
 }
 
 // prefixState counts the entries of one source prefix.
 type prefixState struct {
-	key     netip.Prefix
-	entries int
-	ready   list.List // *entry with a finished flight, oldest first
+	key        netip.Prefix
+	entries    int
+	ready      list.List // *entry with a finished flight, oldest first
+	incomplete list.List // *entry still reassembling, oldest first
 }
 
 // sourcePrefix is the prefix a source is counted in: /24 for IPv4, /56
@@ -496,14 +504,22 @@ func (s *Server) addLocked(e *entry, p *prefixState) {
 	s.stats.PeakEntries = max(s.stats.PeakEntries, len(s.entries))
 }
 
-// queueLocked moves e to the back of eviction queue q (nil: none).
+// queueLocked moves e to the back of eviction queue q (nil: none). An
+// entry on the table's incomplete queue is on its prefix's too.
 func (s *Server) queueLocked(e *entry, q *list.List) {
 	if e.queue != nil {
 		e.queue.Remove(e.elem)
 		e.queue, e.elem = nil, nil
 	}
+	if e.pelem != nil {
+		e.prefix.incomplete.Remove(e.pelem)
+		e.pelem = nil
+	}
 	if q != nil {
 		e.queue, e.elem = q, q.PushBack(e)
+		if q == &s.incomplete {
+			e.pelem = e.prefix.incomplete.PushBack(e)
+		}
 	}
 }
 
@@ -515,21 +531,21 @@ func (s *Server) evictForLocked(p *prefixState) bool {
 	switch {
 	case s.failed.Len() > 0:
 		victim = s.failed.Front().Value.(*entry)
-	case s.incomplete.Len() > 0:
-		victim = s.incomplete.Front().Value.(*entry)
-	case p == nil || p.entries < s.cfg.PrefixEntries:
-		var worst *prefixState
-		for q := range s.over {
-			if q.ready.Len() > 0 && (worst == nil || q.entries > worst.entries) {
-				worst = q
-			}
-		}
-		if worst == nil {
+	case p != nil && p.entries >= s.cfg.PrefixEntries:
+		// At its share: the prefix's newcomers churn only its own
+		// flights, however many of them it sends.
+		if p.incomplete.Len() == 0 {
 			return false
 		}
-		victim = worst.ready.Front().Value.(*entry)
+		victim = p.incomplete.Front().Value.(*entry)
 	default:
-		return false
+		victim = s.overShareVictimLocked()
+		if victim == nil && s.incomplete.Len() > 0 {
+			victim = s.incomplete.Front().Value.(*entry)
+		}
+		if victim == nil {
+			return false
+		}
 	}
 	s.stats.Evicted++
 	s.dropLocked(victim.id, victim)
@@ -539,6 +555,27 @@ func (s *Server) evictForLocked(p *prefixState) bool {
 		go s.cfg.Release(st)
 	}
 	return true
+}
+
+// overShareVictimLocked is the entry a newcomer from a prefix under its
+// share evicts from the prefix furthest over its share: its oldest entry
+// still reassembling, else its oldest finished flight (nil: no prefix over
+// its share has either).
+func (s *Server) overShareVictimLocked() *entry {
+	var worst *prefixState
+	for q := range s.over {
+		if q.incomplete.Len()+q.ready.Len() > 0 && (worst == nil || q.entries > worst.entries) {
+			worst = q
+		}
+	}
+	switch {
+	case worst == nil:
+		return nil
+	case worst.incomplete.Len() > 0:
+		return worst.incomplete.Front().Value.(*entry)
+	default:
+		return worst.ready.Front().Value.(*entry)
+	}
 }
 
 func (s *Server) expireLocked(e *entry) {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -29,9 +31,13 @@ var dnsCmd = &cobra.Command{
 	Short: "DNS tools: an authoritative server for Z-data",
 	Long: `DNS tools for ztls.
 
-  serve    an authoritative DNS server (UDP, TCP, DNS over TLS) for zone files,
-           with T-DNS stream handling: pipelined queries answered out of order`,
+  serve        an authoritative DNS server (UDP, TCP, DNS over TLS) for zone
+               files and Z-data, with T-DNS stream handling: pipelined queries
+               answered out of order
+  check-zone   check zone files the way serve loads them (like named-checkzone)`,
 }
+
+func init() { groupCommand(dnsCmd) }
 
 type dnsServeFlags struct {
 	zones       []string
@@ -79,8 +85,16 @@ The zone's origin is taken from its SOA record, or given as ORIGIN=FILE when
 the file uses relative names without $ORIGIN.
 
 --zdata DIR serves a Z-data directory's records (TXT, CERT, TLSA; made by
-'ztls zdata new') inside the zones, and keeps them current as 'ztls zdata
-rotate' changes the directory (fleets rotate themselves), without restart.
+'ztls zdata new') inside the zones and keeps them current without restart:
+the first process to claim the directory (DIR/rotate.lock: this server, or
+a 'ztls serve --zdata DIR' started before it) rotates its keys, adding each
+period's key before it is due; the others pick up what it writes within a
+second. --rotate=false only reads, leaving rotation to another process or
+to 'ztls zdata rotate DIR' from cron; a --seed-file fleet derives its keys.
+
+SIGHUP reloads the zone files, the Z-data (a replaced certificate gets new
+keys at once in the rotating process) and the --tls certificate.
+
 With --turbo it also serves, for each --zdata service, the HTTPS record
 advertising TurboTLS (RFC 9460, key65280) on the UDP port with the
 service's TCP port number, where 'ztls serve --turbo' and 'ztls
@@ -121,7 +135,7 @@ Under abuse (defaults in brackets):
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runDNSServe(ctx, cmd.OutOrStdout(), &f)
+			return runDNSServe(ctx, cmd.ErrOrStderr(), &f)
 		},
 	}
 	fs := serve.Flags()
@@ -187,8 +201,9 @@ func soaOwner(text, file string) (string, error) {
 	return "", fmt.Errorf("%s: no SOA with an absolute owner; give the origin as ORIGIN=%s", file, file)
 }
 
-func runDNSServe(ctx context.Context, out io.Writer, f *dnsServeFlags) error {
-	log, err := newLogger(os.Stderr)
+// runDNSServe serves until ctx ends; its log goes to logw.
+func runDNSServe(ctx context.Context, logw io.Writer, f *dnsServeFlags) error {
+	log, err := newLogger(logw)
 	if err != nil {
 		return err
 	}
@@ -225,6 +240,7 @@ func runDNSServe(ctx context.Context, out io.Writer, f *dnsServeFlags) error {
 			if ok {
 				defer release()
 				rotating[d] = true
+				d.SetRotating(true)
 				if _, err := d.Rotate(time.Now()); err != nil {
 					return fmt.Errorf("dns serve: --zdata %s: rotating: %w", d.Path, err)
 				}
@@ -247,14 +263,30 @@ func runDNSServe(ctx context.Context, out io.Writer, f *dnsServeFlags) error {
 		return fmt.Errorf("dns serve: %w", err)
 	}
 	for _, d := range dirs {
-		fmt.Fprintf(out, "serving Z-data for %s port %d from %s\n", d.Config.Host, d.Config.Port, d.Path)
+		log.Info("serving Z-data", "host", d.Config.Host, "port", d.Config.Port, "dir", d.Path, "rotates", rotating[d],
+			"live_keys", len(d.Keyring.Live(time.Now())))
 		if f.turbo {
-			fmt.Fprintf(out, "serving the TurboTLS advertisement for %s port %d (UDP %d)\n", d.Config.Host, d.Config.Port, d.Config.Port)
+			log.Info("serving the TurboTLS advertisement", "host", d.Config.Host, "port", d.Config.Port, "udp_port", d.Config.Port)
 		}
 	}
-	// SIGHUP reads the zone files and the Z-data again and swaps each
+	var dot *reloadableCert
+	if f.tlsListen != "" {
+		if dot, err = loadReloadableCert(f.cert, f.key); err != nil {
+			return fmt.Errorf("dns serve: --cert, --key: %w", err)
+		}
+	}
+	// SIGHUP reads the zone files, the Z-data (a replaced certificate
+	// included) and the DNS-over-TLS certificate again and swaps each
 	// zone's data at once; a file that no longer loads keeps the old data.
 	defer onHUP(ctx, func() {
+		if dot != nil {
+			if err := dot.reload(); err != nil {
+				log.Error("SIGHUP: keeping the DNS-over-TLS certificate", "err", err)
+			} else {
+				leaf := dot.leaf()
+				log.Info("SIGHUP: reloaded the DNS-over-TLS certificate", "subject", leaf.Subject.String(), "not_after", leaf.NotAfter.UTC().Format(time.RFC3339))
+			}
+		}
 		if err := reloadZones(f, zs, dirs); err != nil {
 			log.Error("SIGHUP: keeping the zones as they are", "err", err)
 			return
@@ -268,10 +300,11 @@ func runDNSServe(ctx context.Context, out io.Writer, f *dnsServeFlags) error {
 	if f.metrics != "" {
 		mt = metrics.New()
 		for _, d := range dirs {
-			d := d
+			service := net.JoinHostPort(d.Config.Host, fmt.Sprint(d.Config.Port))
 			mt.GaugeFunc("ztls_zdata_live_keys", "Z-data keys live now (0: ZTLS clients fall back to TLS 1.3).",
-				func() float64 { return float64(len(d.Keyring.Live(time.Now()))) },
-				"service", net.JoinHostPort(d.Config.Host, fmt.Sprint(d.Config.Port)))
+				func() float64 { return float64(len(d.Keyring.Live(time.Now()))) }, "service", service)
+			mt.GaugeFunc("ztls_zdata_expiry_seconds", "Seconds until the last live Z-data key expires (0: none live).",
+				func() float64 { return zdataExpiry(d, time.Now()).Seconds() }, "service", service)
 		}
 	}
 	srv := &authority.Server{
@@ -296,7 +329,7 @@ func runDNSServe(ctx context.Context, out io.Writer, f *dnsServeFlags) error {
 		})
 	}
 	if f.verboseLogs {
-		srv.Logf = func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
+		srv.Logf = structuredLogf(log, authorityLogFormats)
 	}
 	if mt != nil {
 		mt.AuthorityStats(srv.Stats)
@@ -304,14 +337,14 @@ func runDNSServe(ctx context.Context, out io.Writer, f *dnsServeFlags) error {
 		if err != nil {
 			return fmt.Errorf("dns serve: --metrics: %w", err)
 		}
-		fmt.Fprintf(out, "metrics on http://%s/metrics\n", a)
+		log.Info("metrics on", "url", "http://"+a.String()+"/metrics")
 	}
 
 	errs := make(chan error, 3)
 	serving := 0
 	start := func(what string, addr net.Addr, serve func() error) {
 		serving++
-		fmt.Fprintf(out, "serving %s on %s\n", what, addr)
+		log.Info("serving "+what+" on", "addr", addr.String())
 		go func() { errs <- serve() }()
 	}
 	fail := func(err error) error {
@@ -326,23 +359,19 @@ func runDNSServe(ctx context.Context, out io.Writer, f *dnsServeFlags) error {
 		start("udp", pc.LocalAddr(), func() error { return srv.ServeUDP(pc) })
 		start("tcp", ln.Addr(), func() error { return srv.ServeTCP(ln) })
 	}
-	if f.tlsListen != "" {
-		cert, err := tls.LoadX509KeyPair(f.cert, f.key)
-		if err != nil {
-			return fail(err)
-		}
+	if dot != nil {
 		ln, err := net.Listen("tcp", f.tlsListen)
 		if err != nil {
 			return fail(err)
 		}
-		cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"dot"}}
+		cfg := &tls.Config{GetCertificate: dot.get, MinVersion: tls.VersionTLS12, NextProtos: []string{"dot"}}
 		start("tls", ln.Addr(), func() error { return srv.ServeTLS(ln, cfg) })
 	}
 	var origins []string
 	for _, z := range zs {
 		origins = append(origins, z.Origin())
 	}
-	fmt.Fprintf(out, "zones: %s\n", strings.Join(origins, " "))
+	log.Info("zones", "origins", strings.Join(origins, " "))
 
 	select {
 	case <-ctx.Done():
@@ -356,6 +385,34 @@ func runDNSServe(ctx context.Context, out io.Writer, f *dnsServeFlags) error {
 		return fmt.Errorf("dns serve: %w", err)
 	}
 }
+
+// reloadableCert is a TLS certificate that SIGHUP replaces for the
+// handshakes that start afterwards.
+type reloadableCert struct {
+	certFile, keyFile string
+	cur               atomic.Pointer[tls.Certificate]
+}
+
+func loadReloadableCert(certFile, keyFile string) (*reloadableCert, error) {
+	r := &reloadableCert{certFile: certFile, keyFile: keyFile}
+	return r, r.reload()
+}
+
+// reload reads the files again; on error the certificate stays.
+func (r *reloadableCert) reload() error {
+	c, err := tls.LoadX509KeyPair(r.certFile, r.keyFile)
+	if err != nil {
+		return err
+	}
+	r.cur.Store(&c)
+	return nil
+}
+
+func (r *reloadableCert) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return r.cur.Load(), nil
+}
+
+func (r *reloadableCert) leaf() *x509.Certificate { return r.cur.Load().Leaf }
 
 // checkAbuseFlags rejects limits that cannot mean anything, saying which
 // values work.
@@ -426,7 +483,9 @@ func reloadZones(f *dnsServeFlags, served []*authority.Zone, dirs []*zdata.Dir) 
 		fresh = append(fresh, z)
 	}
 	for _, d := range dirs {
-		if err := keepCurrent(d, time.Now()); err != nil {
+		// The certificate too: a rotating directory gets keys for a new
+		// one at once (zdata.Dir.SetRotating).
+		if _, err := d.Reload(); err != nil {
 			return err
 		}
 	}
@@ -455,11 +514,15 @@ func serveZData(zones *authority.Zones, d *zdata.Dir, now time.Time) error {
 	return nil
 }
 
-// refreshZData re-reads the directories and swaps the records every 10 s,
-// saying loudly when a directory has no live key (its service's clients
-// then fall back to TLS 1.3) and when it has one again.
+// refreshZData keeps the served Z-data current: every ten seconds it
+// rotates the directories this process rotates and re-reads the others,
+// and within a second (zdataPoll) of another process writing one it
+// reads it again; each time it swaps the records served. It says loudly
+// when a directory has no live key (its service's clients then fall back
+// to TLS 1.3) and when it has one again, and which key files it cannot use.
 func refreshZData(ctx context.Context, zones *authority.Zones, dirs []*zdata.Dir, rotating map[*zdata.Dir]bool, verbose bool, log *slog.Logger) {
 	empty := map[*zdata.Dir]bool{}
+	skipped := map[*zdata.Dir]string{}
 	check := func(d *zdata.Dir) {
 		live := len(d.Keyring.Live(time.Now())) > 0
 		switch {
@@ -470,28 +533,37 @@ func refreshZData(ctx context.Context, zones *authority.Zones, dirs []*zdata.Dir
 			log.Info("Z-data: live keys again", "dir", d.Path)
 		}
 		empty[d] = !live
+		skipped[d] = sayKeysSkipped(log, d, rotating[d], skipped[d])
 	}
 	for _, d := range dirs {
+		d.Changed() // from now on
 		check(d)
 	}
-	every(ctx, 10*time.Second, func() {
+	refresh := func(d *zdata.Dir) {
+		var err error
+		if rotating[d] {
+			var added []*zdata.Key
+			if added, err = d.Rotate(time.Now()); len(added) > 0 {
+				log.Info("Z-data: added keys", "dir", d.Path, "keys", len(added))
+			}
+		} else {
+			err = keepCurrent(d, time.Now())
+		}
+		if err == nil {
+			err = serveZData(zones, d, time.Now())
+		}
+		if err != nil && verbose {
+			log.Error("Z-data", "dir", d.Path, "err", err)
+		}
+		check(d)
+	}
+	polls, round := 0, int(10*time.Second/zdataPoll)
+	every(ctx, zdataPoll, func() {
+		polls++
 		for _, d := range dirs {
-			var err error
-			if rotating[d] {
-				var added []*zdata.Key
-				if added, err = d.Rotate(time.Now()); len(added) > 0 {
-					log.Info("Z-data: added keys", "dir", d.Path, "keys", len(added))
-				}
-			} else {
-				err = keepCurrent(d, time.Now())
+			if d.Changed() || polls%round == 0 {
+				refresh(d)
 			}
-			if err == nil {
-				err = serveZData(zones, d, time.Now())
-			}
-			if err != nil && verbose {
-				log.Error("Z-data", "err", err)
-			}
-			check(d)
 		}
 	})
 }
@@ -510,14 +582,11 @@ func every(ctx context.Context, interval time.Duration, fn func()) {
 	}
 }
 
-// keepCurrent picks up rotation: a fleet derives its own next keys, others
-// re-read the key files that 'ztls zdata rotate' writes.
+// keepCurrent picks up rotation in a process that does not rotate: a
+// fleet derives its own next keys, others re-read the key files that the
+// rotating process or 'ztls zdata rotate' writes (zdata.Dir.Refresh).
 func keepCurrent(d *zdata.Dir, now time.Time) error {
-	if d.Service.Seed != nil {
-		_, err := d.Service.Rotate(now)
-		return err
-	}
-	_, err := d.Reload()
+	_, err := d.Refresh(now)
 	return err
 }
 

@@ -18,7 +18,12 @@ The origin comes from the SOA record, or is given as ORIGIN=FILE. Prints
 of a bad one, and exits 1 if any is bad.`,
 		Example: `  ztls dns check-zone example.org.zone
   ztls dns check-zone example.net.=net.db example.org.zone`,
-		Args: cobra.MinimumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return fmt.Errorf("check-zone: give the zone files to check, as FILE or ORIGIN=FILE: %s example.org.zone", cmd.CommandPath())
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			bad := 0

@@ -45,12 +45,12 @@ func TestDNSServeCommand(t *testing.T) {
 	addrs := map[string]string{}
 	sc := bufio.NewScanner(pr)
 	for sc.Scan() {
-		line := sc.Text()
-		if what, addr, ok := strings.Cut(strings.TrimPrefix(line, "serving "), " on "); ok {
-			addrs[what] = addr
+		line := sc.Text() // the log: msg="serving udp on" addr=..., msg=zones origins=...
+		if what, ok := strings.CutPrefix(logAttr(line, "msg"), "serving "); ok && strings.HasSuffix(what, " on") {
+			addrs[strings.TrimSuffix(what, " on")] = logAttr(line, "addr")
 		}
-		if strings.HasPrefix(line, "zones: ") {
-			if line != "zones: example.test. other.test." {
+		if logAttr(line, "msg") == "zones" {
+			if got := logAttr(line, "origins"); got != "example.test. other.test." {
 				t.Errorf("zones line %q", line)
 			}
 			break

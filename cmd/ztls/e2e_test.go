@@ -234,7 +234,7 @@ func TestCLIZTLSWithEmbeddedAuthority(t *testing.T) {
 	zone := filepath.Join(s.dir, "ztls.test.zone")
 	os.WriteFile(zone, []byte(testZone), 0o644)
 	line := start(t, "serving udp on", "dns", "serve", "--zone", zone, "--zdata", s.zd, "--listen", "127.0.0.1:0")
-	dnsAddr := strings.TrimPrefix(line, "serving udp on ")
+	dnsAddr := logAttr(line, "addr")
 	s.serve(t)
 	wantZTLS(t, s.connect(t, dnsAddr))
 	if rep := s.connect(t, dnsAddr, "--mode", "tls"); rep.Mode != "tls" || rep.EarlyData.Offered {

@@ -5,7 +5,6 @@ import (
 	"net"
 	"os/exec"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -113,7 +112,7 @@ func TestCLIFleetSharedStrikeRegister(t *testing.T) {
 	zoneFile := s.dir + "/ztls.test.zone"
 	writeFile(t, zoneFile, testZone)
 	line := start(t, "serving udp on", "dns", "serve", "--zone", zoneFile, "--zdata", s.zd, "--listen", "127.0.0.1:0")
-	rep := s.connect(t, strings.TrimPrefix(line, "serving udp on "))
+	rep := s.connect(t, logAttr(line, "addr"))
 	if rep.Mode != "tls" || rep.ResponseBytes != 5 {
 		t.Fatalf("with Redis down: mode %s (%s), %d bytes", rep.Mode, rep.FallbackReason, rep.ResponseBytes)
 	}

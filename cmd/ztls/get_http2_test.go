@@ -31,7 +31,7 @@ func TestCLIGetHTTP2OverZTLS(t *testing.T) {
 	zone := filepath.Join(dir, "ztls.test.zone")
 	writeFile(t, zone, testZone)
 	line := start(t, "serving udp on", "dns", "serve", "--zone", zone, "--zdata", zd, "--listen", "127.0.0.1:0")
-	dnsAddr := strings.TrimPrefix(line, "serving udp on ")
+	dnsAddr := logAttr(line, "addr")
 
 	early := make(chan string, 4)
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

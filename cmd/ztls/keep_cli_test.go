@@ -89,7 +89,7 @@ func TestCLIDNSServeRotatesAlone(t *testing.T) {
 	writeFile(t, zone, testZone)
 	line, _, cmd := startProc(t, "serving udp on", "dns", "serve", "--zone", zone, "--zdata", s.zd, "--listen", "127.0.0.1:0")
 	defer stopCmd(cmd)
-	addr := strings.TrimPrefix(line, "serving udp on ")
+	addr := logAttr(line, "addr")
 	got := run(t, "lookup", "_ztls._"+strconv.Itoa(s.port)+"._tcp.www.ztls.test", "--resolver", addr, "--type", "TXT", "+short")
 	if !strings.Contains(got, "v=ztls1") {
 		t.Fatalf("no Z-data served: %q", got)

@@ -117,3 +117,49 @@ func printError(w io.Writer, err error) {
 	}
 	fmt.Fprintln(w, "ztls:", msg)
 }
+
+// logfFormat is how one Logf format of a package becomes a log record: a
+// fixed message and a name for each argument, in order.
+type logfFormat struct {
+	msg   string
+	attrs []string
+}
+
+// authorityLogFormats are dns/authority's Logf lines (dns serve -v).
+var authorityLogFormats = map[string]logfFormat{
+	"authority: udp %v: %v":                       {"udp read failed", []string{"addr", "err"}},
+	"authority: accept on %v: %v; retrying in %v": {"accept failed, retrying", []string{"addr", "err", "retry_in"}},
+}
+
+// turboLogFormats are the TurboTLS proxies' Logf lines (turbo-proxy -v).
+var turboLogFormats = map[string]logfFormat{
+	"%s: %v": {"connection failed", []string{"remote", "err"}},
+	"%s: turbo, server flight %d bytes over UDP": {"connection: turbo", []string{"remote", "server_flight_bytes"}},
+	"%s: TCP only (%s)":                          {"connection: TCP only", []string{"remote", "fallback_reason"}},
+	"%s: turbo %s":                               {"connection: turbo", []string{"remote", "id"}},
+	"%s: TCP only":                               {"connection: TCP only", []string{"remote"}},
+}
+
+// structuredLogf adapts a package's printf-style Logf to log: a format in
+// formats is logged as its message with the arguments as attributes (an
+// address is an attribute, not part of the message); any other as text.
+func structuredLogf(log *slog.Logger, formats map[string]logfFormat) func(string, ...any) {
+	return func(format string, args ...any) {
+		f, ok := formats[format]
+		if !ok || len(f.attrs) != len(args) {
+			log.Info(fmt.Sprintf(format, args...))
+			return
+		}
+		attrs := make([]any, 0, 2*len(args))
+		for i, a := range args {
+			switch v := a.(type) {
+			case error:
+				a = v.Error()
+			case fmt.Stringer:
+				a = v.String()
+			}
+			attrs = append(attrs, f.attrs[i], a)
+		}
+		log.Info(f.msg, attrs...)
+	}
+}

@@ -7,6 +7,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -73,8 +74,82 @@ func version() string {
 func main() {
 	// After every init: the commands are all registered.
 	wrapDaemons()
+	addSecretFiles(rootCmd)
 	if err := rootCmd.Execute(); err != nil {
 		printError(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// addSecretFiles gives every command that takes --tsig-secret a
+// --tsig-secret-file: a secret on the command line is visible to every
+// user in ps and stays in the shell's history.
+func addSecretFiles(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		addSecretFiles(sub)
+	}
+	if c.Flags().Lookup("tsig-secret") == nil || c.Flags().Lookup("tsig-secret-file") != nil {
+		return
+	}
+	var file string
+	c.Flags().StringVar(&file, "tsig-secret-file", "", "read the TSIG secret (base64) from FILE instead of --tsig-secret, which shows in ps; FILE must not be readable by group or others (chmod 600)")
+	pre := c.PreRunE
+	c.PreRunE = func(cmd *cobra.Command, args []string) error {
+		if file != "" {
+			if cmd.Flags().Changed("tsig-secret") {
+				return errors.New("give --tsig-secret or --tsig-secret-file, not both")
+			}
+			secret, err := readSecretFile(file)
+			if err != nil {
+				return fmt.Errorf("--tsig-secret-file: %w", err)
+			}
+			if err := cmd.Flags().Set("tsig-secret", secret); err != nil {
+				return err
+			}
+		}
+		if pre != nil {
+			return pre(cmd, args)
+		}
+		return nil
+	}
+}
+
+// groupCommand makes c a command that only groups others: alone it
+// prints its help; an unknown subcommand is an error (exit 1) with cobra's
+// suggestions, not its help with exit 0.
+func groupCommand(c *cobra.Command) {
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if cmd.SuggestionsMinimumDistance <= 0 {
+			cmd.SuggestionsMinimumDistance = 2 // cobra's default
+		}
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t") + "\n"
+		}
+		return fmt.Errorf("%s\nsee '%s --help' for its commands", msg, cmd.CommandPath())
+	}
+	c.RunE = func(cmd *cobra.Command, args []string) error { return cmd.Help() }
+}
+
+// readSecretFile reads a secret kept in a file only its owner may read.
+func readSecretFile(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("%s is readable by group or others (mode %04o): chmod 600 %s", path, st.Mode().Perm(), path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	secret := strings.TrimSpace(string(b))
+	if secret == "" {
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	return secret, nil
 }

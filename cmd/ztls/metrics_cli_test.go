@@ -50,7 +50,7 @@ func TestCLIServeMetrics(t *testing.T) {
 	zone := filepath.Join(s.dir, "ztls.test.zone")
 	writeFile(t, zone, testZone)
 	line := start(t, "serving udp on", "dns", "serve", "--zone", zone, "--zdata", s.zd, "--listen", "127.0.0.1:0")
-	dnsAddr := strings.TrimPrefix(line, "serving udp on ")
+	dnsAddr := logAttr(line, "addr")
 	addr := "127.0.0.1:" + strconv.Itoa(s.port)
 	ready, log, cmd := startProc(t, "metrics on", "serve", "--listen", addr, "--zdata", s.zd, "--respond", "hello", "-v",
 		"--metrics", "127.0.0.1:0")
@@ -95,7 +95,7 @@ func TestCLIDNSServeMetrics(t *testing.T) {
 		"--metrics", "127.0.0.1:0")
 	defer stopCmd(cmd)
 	url := strings.TrimSpace(ready[strings.Index(ready, "http://"):])
-	dnsAddr := strings.TrimPrefix(log.waitFor(t, "serving udp on"), "serving udp on ")
+	dnsAddr := logAttr(log.waitFor(t, "serving udp on"), "addr")
 	run(t, "lookup", "www.ztls.test", "--resolver", dnsAddr, "--type", "A")
 	run(t, "lookup", "nothing.ztls.test", "--resolver", dnsAddr, "--type", "A")
 	m := scrape(t, url)

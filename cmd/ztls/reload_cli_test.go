@@ -1,10 +1,17 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/dial"
 	"github.com/ztls-project/ztls/internal/testpki"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/zdata"
@@ -124,7 +132,7 @@ func TestCLIDNSServeSIGHUPReload(t *testing.T) {
 	writeFile(t, zone, testZone)
 	line, log, cmd := startProc(t, "serving udp on", "dns", "serve", "--zone", zone, "--zdata", s.zd, "--listen", "127.0.0.1:0")
 	defer stopCmd(cmd)
-	addr := strings.TrimPrefix(line, "serving udp on ")
+	addr := logAttr(line, "addr")
 	lookup := func(name, typ string) string {
 		return run(t, "lookup", name, "--resolver", addr, "--type", typ, "+short")
 	}
@@ -149,5 +157,280 @@ func TestCLIDNSServeSIGHUPReload(t *testing.T) {
 	log.waitFor(t, "SIGHUP: keeping the zones as they are")
 	if got := lookup("www.ztls.test", "A"); !strings.Contains(got, "127.0.0.9") {
 		t.Fatalf("a bad file changed what is served: %q", got)
+	}
+}
+
+// ztlsConnect runs 'ztls connect --json' once (safe in any goroutine) and
+// returns its report; err says why the connection failed (exit status,
+// no report, or not the expected answer).
+func ztlsConnect(s *site, dnsAddr string) (dial.Report, error) {
+	var rep dial.Report
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binPath, "connect", s.host+":"+strconv.Itoa(s.port), "--resolver", dnsAddr,
+		"--ca", s.ca, "--data", "GET /", "--json", "--zdata-budget", "2s")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if jerr := json.Unmarshal(out, &rep); jerr != nil && err == nil {
+		err = jerr
+	}
+	if err == nil && rep.ResponseBytes != len("hello") {
+		err = fmt.Errorf("answer of %d bytes", rep.ResponseBytes)
+	}
+	if err != nil {
+		return rep, fmt.Errorf("%v: %s %s", err, strings.TrimSpace(stderr.String()), rep.Error)
+	}
+	return rep, nil
+}
+
+// replaceSiteCert writes next's certificate and key over the files the
+// site's Z-data directory names, as a renewal does (rename into place).
+func replaceSiteCert(t *testing.T, s *site, next *testpki.Leaf) {
+	t.Helper()
+	d, err := zdata.LoadDir(s.zd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newCert, newKey := next.WritePEM(t, t.TempDir())
+	for src, dst := range map[string]string{newCert: d.Config.Cert, newKey: d.Config.Key} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst+".tmp", b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(dst+".tmp", dst); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A certificate replaced under a running site reaches ZTLS: with dns serve
+// and serve on one Z-data directory, as the README runs them, ZTLS
+// clients keep connecting while the certificate files are replaced and
+// both servers get SIGHUP. None of the connections fails; afterwards the
+// TLSA record served is the new leaf and ZTLS is negotiated with it (the
+// connection's peer certificate, taken from DNS), and a restarted serve
+// finds live keys.
+func TestCLIZTLSCertificateReloadUnderLoad(t *testing.T) {
+	s := newSite(t)
+	zone := filepath.Join(s.dir, "ztls.test.zone")
+	writeFile(t, zone, testZone)
+	line, dnsLog, dnsCmd := startProc(t, "serving udp on", "dns", "serve", "--zone", zone, "--zdata", s.zd, "--listen", "127.0.0.1:0")
+	defer stopCmd(dnsCmd)
+	dnsAddr := logAttr(line, "addr")
+	addr := "127.0.0.1:" + strconv.Itoa(s.port)
+	serveArgs := []string{"serve", "--listen", addr, "--zdata", s.zd, "--respond", "hello"}
+	_, serveLog, serveCmd := startProc(t, "ZTLS on", serveArgs...)
+	defer func() { stopCmd(serveCmd) }()
+	tlsa := func() string {
+		return strings.TrimSpace(run(t, "lookup", zdata.TLSAName(s.host, s.port), "--resolver", dnsAddr, "--type", "TLSA", "+short"))
+	}
+	oldTLSA := tlsa()
+
+	var mu sync.Mutex
+	var reports []dial.Report
+	var failures []string
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				rep, err := ztlsConnect(s, dnsAddr)
+				mu.Lock()
+				if err != nil {
+					failures = append(failures, err.Error())
+				} else {
+					reports = append(reports, rep)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	// waitZTLS waits for a ZTLS connection whose peer certificate names cn.
+	waitZTLS := func(cn string) dial.Report {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			mu.Lock()
+			for _, r := range reports {
+				if r.Mode == "ztls" && r.EarlyData.Accepted && len(r.PeerChain) > 0 && strings.Contains(r.PeerChain[0], "CN="+cn+",") {
+					mu.Unlock()
+					return r
+				}
+			}
+			mu.Unlock()
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		var modes []string
+		for _, r := range reports {
+			modes = append(modes, r.Mode+" "+r.FallbackReason+" "+strings.Join(r.PeerChain, " <- "))
+		}
+		t.Fatalf("no ZTLS connection with the certificate of %s in %d reports: %q; failures %q", cn, len(reports), modes, failures)
+		return dial.Report{}
+	}
+	waitZTLS(s.host)
+
+	// The renewal: a certificate from the same CA whose subject is another
+	// name (and still covers the host), then both servers reload.
+	next := s.authority.Issue(t, testpki.LeafOpts{KeyType: "ecdsa-p256", DNSNames: []string{"*.ztls.test", s.host}})
+	replaceSiteCert(t, s, next)
+	mu.Lock()
+	reports = nil
+	mu.Unlock()
+	dnsCmd.Process.Signal(syscall.SIGHUP)
+	serveCmd.Process.Signal(syscall.SIGHUP)
+	dnsLog.waitFor(t, "SIGHUP: reloaded the zones and Z-data")
+	serveLog.waitFor(t, "SIGHUP: reloaded Z-data")
+
+	rep := waitZTLS("*.ztls.test")
+	if !rep.TLS.CertificateFromDNS {
+		t.Errorf("ZTLS with the new certificate, but not the TLSA leaf: %+v", rep.TLS)
+	}
+	want := "3 0 0 " + strings.ToUpper(hex.EncodeToString(next.Chain[0]))
+	if got := tlsa(); got == oldTLSA || !strings.EqualFold(strings.ReplaceAll(got, " ", ""), strings.ReplaceAll(want, " ", "")) {
+		t.Errorf("TLSA served after the reload:\n%s\nwant the new leaf:\n%s", got, want)
+	}
+	close(stop)
+	wg.Wait()
+	stop = make(chan struct{})
+	mu.Lock()
+	n, failed := len(reports), failures
+	mu.Unlock()
+	if len(failed) > 0 {
+		t.Fatalf("%d connections failed across the certificate reload: %q", len(failed), failed)
+	}
+	t.Logf("%d connections after the reload, none failed", n)
+
+	// A restart finds the keys of the new certificate.
+	stopCmd(serveCmd)
+	line, _, serveCmd = startProc(t, "ZTLS on", serveArgs...)
+	if live := logAttr(line, "live_keys"); live == "" || live == "0" {
+		t.Fatalf("after a restart: %s", line)
+	}
+}
+
+// The README's walkthrough pasted a second time into the same directory
+// (an interactive shell: the errors of 'zdata new', whose directory
+// exists, do not stop it), after the servers of the first were stopped:
+// the certificate made anew is taken by the Z-data, and ZTLS is shown
+// again.
+func TestREADMEWalkthroughPastedAgain(t *testing.T) {
+	script := readmeBlock(t, "## Using it")
+	script = strings.Replace(script, "make build", ": make build", 1)
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "bin"), 0o755)
+	if err := os.Symlink(ztlsBinary(t), filepath.Join(dir, "bin", "ztls")); err != nil {
+		t.Fatal(err)
+	}
+	paste := func(n int, shell ...string) string {
+		cmd := exec.Command("bash", append(shell, "-c", script)...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "HOME="+dir)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		outFile, err := os.Create(filepath.Join(dir, fmt.Sprintf("output%d.txt", n)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer outFile.Close()
+		cmd.Stdout, cmd.Stderr = outFile, outFile
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		stopGroup := func() {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+			for i := 0; i < 500 && syscall.Kill(-cmd.Process.Pid, 0) == nil; i++ {
+				time.Sleep(10 * time.Millisecond)
+			}
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+		defer stopGroup()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			stopGroup()
+			b, _ := os.ReadFile(outFile.Name())
+			t.Fatalf("paste %d did not finish:\n%s", n, b)
+		}
+		b, _ := os.ReadFile(outFile.Name())
+		return string(b)
+	}
+	report := func(out string) dial.Report {
+		t.Helper()
+		var rep dial.Report
+		i := strings.Index(out, "{\n")
+		if i < 0 {
+			t.Fatalf("no JSON report in:\n%s", out)
+		}
+		if err := json.NewDecoder(strings.NewReader(out[i:])).Decode(&rep); err != nil {
+			t.Fatalf("JSON report: %v\n%s", err, out)
+		}
+		return rep
+	}
+	if rep := report(paste(1, "-e")); rep.Mode != "ztls" {
+		t.Fatalf("first paste: mode %s (%s)", rep.Mode, rep.FallbackReason)
+	}
+	out := paste(2)
+	if rep := report(out); rep.Mode != "ztls" || !rep.EarlyData.Accepted {
+		t.Fatalf("pasted again: mode %s (%s), early %+v\n%s", rep.Mode, rep.FallbackReason, rep.EarlyData, out)
+	}
+}
+
+// dns serve --tls: SIGHUP replaces the DNS-over-TLS certificate for the
+// connections that start afterwards; files that do not load keep it.
+func TestCLIDNSServeSIGHUPReloadsDoTCertificate(t *testing.T) {
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, "ecdsa-p256")
+	opts := testpki.LeafOpts{KeyType: "ecdsa-p256", DNSNames: []string{"ns1.ztls.test"}, IPs: []net.IP{net.ParseIP("127.0.0.1")}}
+	first := ca.Issue(t, opts)
+	certFile, keyFile := first.WritePEM(t, dir)
+	zone := filepath.Join(dir, "ztls.test.zone")
+	writeFile(t, zone, testZone)
+	line, log, cmd := startProc(t, "serving tls on", "dns", "serve", "--zone", zone, "--listen", "", "--tls", "127.0.0.1:0",
+		"--cert", certFile, "--key", keyFile)
+	defer stopCmd(cmd)
+	dot := logAttr(line, "addr")
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Cert)
+	served := func() string {
+		t.Helper()
+		c, err := tls.DialWithDialer(&netDialer, "tcp", dot, &tls.Config{ServerName: "ns1.ztls.test", RootCAs: pool, NextProtos: []string{"dot"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0].SerialNumber.String()
+	}
+	if got := served(); got != first.Cert.SerialNumber.String() {
+		t.Fatalf("serial %s before the reload", got)
+	}
+	next := ca.Issue(t, opts)
+	nextCert, nextKey := next.WritePEM(t, t.TempDir())
+	for src, dst := range map[string]string{nextCert: certFile, nextKey: keyFile} {
+		b, _ := os.ReadFile(src)
+		writeFile(t, dst, string(b))
+	}
+	cmd.Process.Signal(syscall.SIGHUP)
+	log.waitFor(t, "SIGHUP: reloaded the DNS-over-TLS certificate")
+	if got := served(); got != next.Cert.SerialNumber.String() {
+		t.Fatalf("serial %s after the reload, want the new %s", got, next.Cert.SerialNumber)
+	}
+	writeFile(t, certFile, "not a certificate")
+	cmd.Process.Signal(syscall.SIGHUP)
+	log.waitFor(t, "SIGHUP: keeping the DNS-over-TLS certificate")
+	if got := served(); got != next.Cert.SerialNumber.String() {
+		t.Fatalf("serial %s after a failed reload", got)
 	}
 }

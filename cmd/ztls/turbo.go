@@ -59,7 +59,7 @@ microseconds, a shorter wait would always fall back to TCP.`,
   # near the client; point TLS clients at 127.0.0.1:7443
   ztls turbo-proxy --client --listen 127.0.0.1:7443 --to server.example:9443
   openssl s_client -connect 127.0.0.1:7443 -servername server.example`,
-		Args: cobra.NoArgs,
+		Args: func(cmd *cobra.Command, args []string) error { return f.checkArgs(cmd, args) },
 		RunE: func(cmd *cobra.Command, args []string) error { return runTurboProxy(&f) },
 	}
 	fs := cmd.Flags()
@@ -127,6 +127,26 @@ func (f *turboProxyFlags) check() error {
 	return nil
 }
 
+// checkArgs refuses arguments (turbo-proxy takes only flags), with a hint
+// for an address after --client or --server, which are switches: the
+// server proxy's address is --to, the TLS server's --backend.
+func (f *turboProxyFlags) checkArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(args[0]); err == nil {
+		switch {
+		case f.client && cmd.Flags().Changed("server"):
+			return fmt.Errorf("turbo-proxy: --server is a switch (run the server-side proxy), not an address: for the client proxy give the server proxy's address as --to %s", args[0])
+		case f.client:
+			return fmt.Errorf("turbo-proxy --client: %s: give the server proxy's address as --to %s", args[0], args[0])
+		case f.server:
+			return fmt.Errorf("turbo-proxy --server: %s: give the TLS server's address as --backend %s, or the address to listen on as --listen %s", args[0], args[0], args[0])
+		}
+	}
+	return cobra.NoArgs(cmd, args)
+}
+
 // parseUDPPort parses --udp.
 func parseUDPPort(s string) (uint16, error) {
 	p, err := strconv.ParseUint(s, 10, 16)
@@ -146,7 +166,7 @@ func runTurboProxy(f *turboProxyFlags) error {
 	}
 	logf := func(string, ...any) {}
 	if f.verbose {
-		logf = func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
+		logf = structuredLogf(log, turboLogFormats)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

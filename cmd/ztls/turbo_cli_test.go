@@ -37,7 +37,7 @@ func TestCLITurboZTLS(t *testing.T) {
 	zone := filepath.Join(s.dir, "ztls.test.zone")
 	writeFile(t, zone, testZone)
 	line := start(t, "serving udp on", "dns", "serve", "--zone", zone, "--zdata", s.zd, "--turbo", "--listen", "127.0.0.1:0")
-	dnsAddr := strings.TrimPrefix(line, "serving udp on ")
+	dnsAddr := logAttr(line, "addr")
 	port := strconv.Itoa(s.port)
 	_, serveLog := startLog(t, "TurboTLS on UDP", "serve", "--listen", "127.0.0.1:"+port, "--zdata", s.zd,
 		"--respond", "hello", "--early-window", "300ms", "--turbo", "-v")
@@ -199,7 +199,7 @@ func TestCLITurboProxyOpenSSL(t *testing.T) {
 	stdin, out := startOpenSSL(t, "s_client", "-connect", clientProxy, "-servername", "www.ztls.test",
 		"-CAfile", caFile, "-verify_return_error", "-tls1_3", "-quiet")
 	// The flight came over UDP (the client proxy says so), then the data.
-	clientLog.waitFor(t, "turbo, server flight")
+	clientLog.waitFor(t, "connection: turbo")
 	if _, err := io.WriteString(stdin, "hello through the turbo proxies\n"); err != nil {
 		t.Fatal(err)
 	}

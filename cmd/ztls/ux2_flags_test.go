@@ -116,7 +116,7 @@ func TestUX2TurboProxyDefaultWaitOnLoopback(t *testing.T) {
 			t.Fatalf("connect through the proxies: exit %d, %q, %s", code, out, stderr)
 		}
 		l := clientLog.waitFor(t, ": ")
-		if strings.Contains(l, "turbo, server flight") {
+		if strings.Contains(l, "connection: turbo") {
 			overUDP++
 		} else {
 			t.Logf("connection %d: %s", i+1, l)

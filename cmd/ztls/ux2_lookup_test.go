@@ -24,8 +24,8 @@ func TestUX2LookupDigHabits(t *testing.T) {
 	caFile := dnsCA.WritePEM(t, dir)
 	line, log := startLog(t, "serving udp on", "dns", "serve", "--zone", zone, "--listen", "127.0.0.1:0",
 		"--tls", "127.0.0.1:0", "--cert", cert, "--key", key)
-	addr := strings.TrimPrefix(line, "serving udp on ")
-	dot := strings.TrimPrefix(log.waitFor(t, "serving tls on"), "serving tls on ")
+	addr := logAttr(line, "addr")
+	dot := logAttr(log.waitFor(t, "serving tls on"), "addr")
 	host, port, _ := net.SplitHostPort(addr)
 	_, dotPort, _ := net.SplitHostPort(dot)
 

@@ -104,9 +104,9 @@ func TestUX2ZDataCheckJSONExitStatus(t *testing.T) {
 	port := strconv.Itoa(s.port)
 	// One authority without the Z-data, one with it.
 	line := start(t, "serving udp on", "dns", "serve", "--zone", zone, "--listen", "127.0.0.1:0")
-	bare := strings.TrimPrefix(line, "serving udp on ")
+	bare := logAttr(line, "addr")
 	line = start(t, "serving udp on", "dns", "serve", "--zone", zone, "--zdata", s.zd, "--listen", "127.0.0.1:0")
-	full := strings.TrimPrefix(line, "serving udp on ")
+	full := logAttr(line, "addr")
 
 	for _, tc := range []struct {
 		resolver string
@@ -145,7 +145,7 @@ func TestUX2ZDataCheckDNSOverTLSPrivateCA(t *testing.T) {
 	dnsCAFile := dnsCA.WritePEM(t, s.dir)
 	_, log := startLog(t, "serving udp on", "dns", "serve", "--zone", zone, "--zdata", s.zd, "--listen", "127.0.0.1:0",
 		"--tls", "127.0.0.1:0", "--cert", dnsCert, "--key", dnsKey)
-	dot := strings.TrimPrefix(log.waitFor(t, "serving tls on"), "serving tls on ")
+	dot := logAttr(log.waitFor(t, "serving tls on"), "addr")
 	port := strconv.Itoa(s.port)
 
 	base := []string{"zdata", "check", s.host, "--port", port, "--resolver", dot, "--dns-transport", "tls", "--ca", s.ca, "--json"}
@@ -252,12 +252,14 @@ func TestUX2ZDataPublishHelpExampleDefaultPort(t *testing.T) {
 		t.Fatalf("the help's first example changed:\n%s", help)
 	}
 	example := help[i:]
-	example = example[:strings.Index(example, `"$(cat ztls.key)"`)+len(`"$(cat ztls.key)"`)]
+	example = example[:strings.Index(example, "--tsig-secret-file ztls.key")+len("--tsig-secret-file ztls.key")]
 	example = strings.NewReplacer("192.0.2.53", addr, "example.org", "ztls.test").Replace(example)
 
 	// Run where zd/ and ztls.key are, with ztls on PATH.
 	os.Rename(s.zd, filepath.Join(s.dir, "zd"))
-	writeFile(t, filepath.Join(s.dir, "ztls.key"), secret+"\n")
+	if err := os.WriteFile(filepath.Join(s.dir, "ztls.key"), []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command("bash", "-e", "-c", example)
 	cmd.Dir = s.dir
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+":"+os.Getenv("PATH"))

@@ -190,7 +190,7 @@ func TestUXGetZTLSBackend(t *testing.T) {
 	s := newSite(t)
 	zone := filepath.Join(s.dir, "ztls.test.zone")
 	writeFile(t, zone, testZone)
-	dnsAddr := strings.TrimPrefix(start(t, "serving udp on", "dns", "serve", "--zone", zone, "--zdata", s.zd, "--listen", "127.0.0.1:0"), "serving udp on ")
+	dnsAddr := logAttr(start(t, "serving udp on", "dns", "serve", "--zone", zone, "--zdata", s.zd, "--listen", "127.0.0.1:0"), "addr")
 	start(t, "ZTLS on", "serve", "--listen", "127.0.0.1:"+strconv.Itoa(s.port), "--zdata", s.zd,
 		"--backend", backend.URL, "--early-window", "300ms")
 	time.Sleep(350 * time.Millisecond) // early data is refused for one window after start

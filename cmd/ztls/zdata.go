@@ -33,13 +33,24 @@ as CERT records. A Z-data directory holds a service's keys; 'ztls serve
 
 Typical life:
   ztls zdata new --host www.example.org --port 443 --cert cert.pem --key key.pem --out zd/
-  (put the printed lines in your zone, or: ztls zdata publish zd/ --server ... --zone ...)
+  ztls dns serve --zone example.org.zone --zdata zd/ --listen :53
+      (or put the printed lines in your zone: ztls zdata publish, or serve --publish)
   ztls serve --listen :443 --zdata zd/ --backend http://127.0.0.1:8080
-  ztls zdata rotate zd/     # from cron every 10 minutes (fleets with --seed-file need not)
-  ztls zdata check www.example.org --port 443`,
+  ztls zdata check www.example.org --port 443
+
+The servers keep the keys current themselves: the first to claim
+zd/rotate.lock adds each period's key before it is due and drops expired
+ones, the others pick up what it writes. 'ztls zdata rotate zd/' from cron
+is only for a directory no server rotates (--rotate=false); a fleet made
+with --seed-file derives its keys. A renewed certificate: replace its files,
+then reload every server on zd/ (SIGHUP, 'systemctl reload'): the rotating
+one signs new keys with it at once.`,
 }
 
-func init() { rootCmd.AddCommand(zdataCmd) }
+func init() {
+	groupCommand(zdataCmd)
+	rootCmd.AddCommand(zdataCmd)
+}
 
 func init() {
 	var cfg zdata.ServiceConfig
@@ -135,8 +146,10 @@ func init() {
 		Short: "Add the next period's key, drop expired ones, and print the records to publish",
 		Long: `Make sure DIR holds the key of the current validity period and, close to its
 end, the next one; erase keys past not-after plus the freshness window; print
-the records to publish now. Run it every few minutes (cron or a timer);
-servers reading DIR pick the change up without restart.`,
+the records to publish now. 'ztls serve --zdata DIR' and 'ztls dns serve
+--zdata DIR' do this themselves; run it from cron or a timer only for a
+directory none of them rotates (--rotate=false). Servers reading DIR pick
+the change up within a second, without restart.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d, err := zdata.LoadDir(args[0])
@@ -244,14 +257,14 @@ Knot, PowerDNS) must allow updates with that key, e.g. in BIND:
   key "ztls" { algorithm hmac-sha256; secret "BASE64"; };
   zone "example.org" { type primary; file "..."; allow-update { key "ztls"; }; };`,
 		Example: `  ztls zdata publish zd/ --server 192.0.2.53 --zone example.org \
-      --tsig-name ztls --tsig-secret "$(cat ztls.key)"
+      --tsig-name ztls --tsig-secret-file ztls.key     # chmod 600 ztls.key
   # a primary on another port
   ztls zdata publish zd/ --server 127.0.0.1:5300 --zone example.org \
-      --tsig-name ztls --tsig-secret "$(cat ztls.key)"`,
+      --tsig-name ztls --tsig-secret-file ztls.key`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if server == "" || zone == "" || keyName == "" || keySecret == "" {
-				return fmt.Errorf("--server, --zone, --tsig-name and --tsig-secret are required")
+				return fmt.Errorf("--server, --zone, --tsig-name and --tsig-secret (or --tsig-secret-file) are required")
 			}
 			addr, err := publishAddr(server)
 			if err != nil {
@@ -292,7 +305,7 @@ Knot, PowerDNS) must allow updates with that key, e.g. in BIND:
 	fs.StringVar(&server, "server", "", "the primary DNS server, HOST[:PORT] (port 53 when not given)")
 	fs.StringVar(&zone, "zone", "", "the zone holding the service's names")
 	fs.StringVar(&keyName, "tsig-name", "", "TSIG key name")
-	fs.StringVar(&keySecret, "tsig-secret", "", "TSIG secret, base64")
+	fs.StringVar(&keySecret, "tsig-secret", "", "TSIG secret, base64 (visible in ps: prefer --tsig-secret-file)")
 	fs.StringVar(&keyAlg, "tsig-algorithm", "hmac-sha256", "TSIG algorithm")
 	fs.DurationVar(&ttl, "ttl", 5*time.Minute, "largest TTL (the records' TTL also ends before they expire)")
 	fs.IntVar(&turboPort, "turbo-port", 0, "also publish the HTTPS record advertising TurboTLS on this UDP port (key65280; 'ztls serve --turbo' uses the TCP port's number)")

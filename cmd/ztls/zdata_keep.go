@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/miekg/dns"
@@ -29,7 +31,7 @@ func (p *publishTarget) check() error {
 		return nil
 	}
 	if p.zone == "" || p.keyName == "" || p.keySecret == "" {
-		return fmt.Errorf("--publish needs --publish-zone, --tsig-name and --tsig-secret (the primary must allow updates with that key)")
+		return fmt.Errorf("--publish needs --publish-zone, --tsig-name and --tsig-secret or --tsig-secret-file (the primary must allow updates with that key)")
 	}
 	return nil
 }
@@ -57,25 +59,51 @@ func (p *publishTarget) push(ctx context.Context, d *zdata.Dir, now time.Time) (
 
 // zdataKeeper keeps a served Z-data directory current: the process that
 // holds the rotation claim adds the next period's key before it is due
-// and drops expired ones (what 'ztls zdata rotate' does from cron), the
-// others reload what it writes; with a publish target the records are
-// pushed whenever they change; and a directory without a live key is
+// and drops expired ones (what 'ztls zdata rotate' does from cron), and
+// issues keys for a reloaded certificate at once (zdata.Dir.Reload); the
+// others pick up what it writes within a second (zdataPoll); with a
+// publish target the records are pushed whenever they change; and a
+// directory without a live key, or with keys this process cannot use, is
 // said loudly, since ZTLS clients then fall back to TLS 1.3.
+//
+// tick runs from the server's periodic loop; the first tick also starts
+// the watch that ticks as soon as the directory changes.
 type zdataKeeper struct {
-	dir     *zdata.Dir
-	rotate  bool // this process rotates (holds the claim)
-	pub     publishTarget
-	log     *slog.Logger
-	live    int  // live keys at the last check
-	stale   bool // the last publish failed: try again
-	pubDone bool // published at least once
-	checked bool
+	dir    *zdata.Dir
+	rotate bool // this process rotates (holds the claim)
+	pub    publishTarget
+	log    *slog.Logger
+
+	mu        sync.Mutex // one tick at a time
+	watching  sync.Once
+	live      int    // live keys at the last check
+	checked   bool   // live is set
+	stale     bool   // the last publish failed: try again
+	published string // the records last pushed (recordsKey)
+	skipped   string // the skipped key files last said
 }
 
-// tick is one round: rotate or reload, publish if needed, warn.
+// zdataPoll is how often a server looks for another process's changes
+// to a Z-data directory (a cheap stat of its files).
+const zdataPoll = 250 * time.Millisecond
+
+// tick is one round: rotate or pick up changes, publish if needed, warn.
 func (k *zdataKeeper) tick(ctx context.Context, now time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	d := k.dir
-	changed := false
+	k.watching.Do(func() {
+		d.SetRotating(k.rotate)
+		if k.rotate && !k.pub.set() {
+			k.log.Warn("Z-data: this server rotates the keys but publishes none of them (no --publish): each new key must reach DNS through 'ztls dns serve --zdata DIR' on this directory, or 'ztls zdata publish' after each rotation, else ZTLS clients fall back to TLS 1.3 once the published key expires",
+				"dir", d.Path)
+		}
+		go every(ctx, zdataPoll, func() {
+			if d.Changed() {
+				k.tick(ctx, time.Now())
+			}
+		})
+	})
 	if k.rotate {
 		added, err := d.Rotate(now)
 		if err != nil {
@@ -85,11 +113,11 @@ func (k *zdataKeeper) tick(ctx context.Context, now time.Time) {
 			k.log.Info("Z-data: added key", "id", key.Record.ID,
 				"not_before", key.Record.NotBefore.UTC().Format(time.RFC3339), "not_after", key.Record.NotAfter.UTC().Format(time.RFC3339))
 		}
-		changed = len(added) > 0
 	} else if err := keepCurrent(d, now); err != nil {
 		k.log.Error("Z-data: reloading", "dir", d.Path, "err", err)
 	}
 	d.Keyring.Prune(now)
+	k.skipped = sayKeysSkipped(k.log, d, k.rotate, k.skipped)
 	live := len(d.Keyring.Live(now))
 	switch {
 	case live == 0 && (!k.checked || k.live > 0):
@@ -102,16 +130,52 @@ func (k *zdataKeeper) tick(ctx context.Context, now time.Time) {
 		k.log.Info("Z-data: live keys again", "dir", d.Path, "live_keys", live)
 	}
 	k.live, k.checked = live, true
-	if k.pub.set() && (changed || k.stale || !k.pubDone) {
+	if !k.pub.set() {
+		return
+	}
+	if key := recordsKey(d, now); key != k.published || k.stale {
 		n, err := k.pub.push(ctx, d, now)
 		if err != nil {
 			k.stale = true
 			k.log.Error("Z-data: publishing failed, retrying", "server", k.pub.server, "err", err)
 			return
 		}
-		k.stale, k.pubDone = false, true
+		k.stale, k.published = false, key
 		k.log.Info("Z-data: published", "records", n, "host", d.Config.Host, "port", d.Config.Port, "server", k.pub.server)
 	}
+}
+
+// recordsKey names the records d publishes at now (TTLs aside, since they
+// shrink as a record's end nears), to push them only when they change.
+func recordsKey(d *zdata.Dir, now time.Time) string {
+	var b strings.Builder
+	for _, rr := range d.RRs(now, time.Hour) {
+		rr = dns.Copy(rr)
+		rr.Header().Ttl = 0
+		b.WriteString(rr.String())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// sayKeysSkipped logs, once for each new set, the key files of d that this
+// process cannot use because another certificate signed them, with what
+// to do, and returns the set said.
+func sayKeysSkipped(log *slog.Logger, d *zdata.Dir, rotating bool, said string) string {
+	skipped := d.SkippedFiles()
+	now := strings.Join(skipped, "; ")
+	if now == said || len(skipped) == 0 {
+		return now
+	}
+	fix := "the process that rotates " + d.Path + " (it holds " + zdata.RotationLockFile + ") still signs with another certificate than " +
+		"this one: reload it too (SIGHUP, 'systemctl reload'), or run 'ztls zdata rotate " + d.Path + "' if none rotates"
+	if rotating {
+		fix = "they are left from a replaced certificate and are erased at this rotation"
+	}
+	leaf := d.Leaf()
+	log.Warn("Z-data: key files signed by another certificate are not used", "dir", d.Path, "files", len(skipped),
+		"certificate", leaf.Subject.String(), "not_after", leaf.NotAfter.UTC().Format(time.RFC3339), "fix", fix)
+	return now
 }
 
 // zdataExpiry is how long until the last live key of d expires.

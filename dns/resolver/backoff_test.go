@@ -2,12 +2,10 @@ package resolver
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"net"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -15,55 +13,6 @@ import (
 
 	"github.com/miekg/dns"
 )
-
-// untrustedDoT is a DNS over TLS server on loopback whose certificate
-// comes from a throwaway CA, so no client trusts it. It counts the connections it
-// accepts and runs each handshake until the client gives up.
-type untrustedDoT struct {
-	addr     string
-	accepted atomic.Int64
-}
-
-func startUntrustedDoT(t *testing.T) *untrustedDoT {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A certificate of a throwaway CA that no client trusts.
-	untrusted := newTestPKI(t).Cert
-	ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{untrusted}})
-	s := &untrustedDoT{addr: ln.Addr().String()}
-	var wg sync.WaitGroup
-	var open sync.Map
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.accepted.Add(1)
-			open.Store(c, true)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer open.Delete(c)
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(10 * time.Second))
-				c.(*tls.Conn).Handshake() // fails: the client rejects the certificate
-				c.Read(make([]byte, 1))
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		open.Range(func(k, _ any) bool { k.(net.Conn).Close(); return true })
-		wg.Wait()
-	})
-	return s
-}
 
 // TestDoTUntrustedCertificateNoStorm: one lookup to a DNS over TLS server
 // whose certificate does not verify used to connect 722 times in 5 s and

@@ -17,31 +17,6 @@ import (
 	"github.com/ztls-project/ztls/tls13/internal/wire"
 )
 
-// Cipher suites (RFC 8446, Appendix B.4).
-const (
-	TLS_AES_128_GCM_SHA256       uint16 = 0x1301
-	TLS_AES_256_GCM_SHA384       uint16 = 0x1302
-	TLS_CHACHA20_POLY1305_SHA256 uint16 = 0x1303
-)
-
-// Named groups (RFC 8446, Section 4.2.7; X25519MLKEM768 from the IETF hybrid draft).
-const (
-	X25519         uint16 = 0x001d
-	P256           uint16 = 0x0017
-	P384           uint16 = 0x0018
-	P521           uint16 = 0x0019
-	X25519MLKEM768 uint16 = 0x11ec
-)
-
-// CipherSuiteName returns the IANA name of a TLS 1.3 cipher suite.
-func CipherSuiteName(id uint16) string { return suite.Name(id) }
-
-// GroupName returns the IANA name of a named group.
-func GroupName(id uint16) string { return kex.Name(id) }
-
-// SignatureSchemeName returns the IANA name of a signature scheme.
-func SignatureSchemeName(id uint16) string { return sig.Name(id) }
-
 // Certificate is a certificate chain with its private key.
 type Certificate struct {
 	// Chain holds DER certificates, leaf first.

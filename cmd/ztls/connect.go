@@ -47,6 +47,10 @@ type connectFlags struct {
 	turbo       bool
 	turboPort   int
 	turboWait   time.Duration
+	ocsp        string
+	// get --prefetch-links (prefetch.go)
+	prefetchLinks   bool
+	linkConcurrency int
 }
 
 func (f *connectFlags) register(cmd *cobra.Command) {
@@ -65,6 +69,7 @@ func (f *connectFlags) register(cmd *cobra.Command) {
 	fs.BoolVar(&f.turbo, "turbo", false, "TurboTLS: send the first flight over UDP while TCP connects, to servers whose HTTPS record advertises a UDP port (key65280)")
 	fs.IntVar(&f.turboPort, "turbo-port", 0, "the server's TurboTLS UDP port, when not taken from DNS (e.g. connecting to an IP)")
 	fs.DurationVar(&f.turboWait, "turbo-wait", 0, "wait this long for the UDP flight after TCP connects (default: half the TCP connect time, at least 2 ms)")
+	fs.StringVar(&f.ocsp, "ocsp", "off", "ask the certificate's OCSP responder before trusting it: off, soft (no answer passes, as browsers do) or hard (only a good answer passes); answers prefetched ('ztls prefetch') are used until their nextUpdate")
 	f.tls.register(fs, false)
 }
 
@@ -183,6 +188,9 @@ finished within --timeout), with or without --json.`,
 				host = net.JoinHostPort(u.Hostname(), "443")
 			}
 			if http2 {
+				if g.prefetchLinks {
+					return fmt.Errorf("--prefetch-links reads the page over HTTP/1.1: leave out --http2")
+				}
 				return runGetHTTP2(&g, u)
 			}
 			path := u.RequestURI()
@@ -194,6 +202,8 @@ finished within --timeout), with or without --json.`,
 		},
 	}
 	g.register(get)
+	get.Flags().BoolVar(&g.prefetchLinks, "prefetch-links", false, "after the page, prefetch and prevalidate the https hosts it links to (see 'ztls prefetch'), kept for later runs")
+	get.Flags().IntVar(&g.linkConcurrency, "prefetch-concurrency", 4, "with --prefetch-links, prefetch at most N hosts at once")
 	get.Flags().BoolVar(&http2, "http2", false, "speak HTTP/2 (ALPN h2, the request's frames as early data) through the ztlshttp transport, falling back to HTTP/1.1 when the server does not select h2")
 	rootCmd.AddCommand(get)
 }
@@ -224,6 +234,7 @@ func runConnect(f *connectFlags, addr string, req []byte, input io.Reader) error
 	if f.json {
 		opts.Out = os.Stderr
 	}
+	page := f.teeForLinks(&opts)
 	if f.sessIn != "" {
 		data, err := os.ReadFile(f.sessIn)
 		if err != nil {
@@ -270,6 +281,7 @@ func runConnect(f *connectFlags, addr string, req []byte, input io.Reader) error
 		return err
 	}
 	defer res.Conn.Close()
+	defer f.prefetchLinked(opts, addr, page)
 	flagHints(&res.Report)
 	if res.Report.FallbackReason == dial.ReasonNoEarly && notEarly != "" {
 		res.Report.FallbackReason = "request sent after the handshake, not as early data: " + notEarly +
@@ -328,8 +340,16 @@ func (f *connectFlags) dialOptions(cfg *tls13.Config) (dial.Options, func(), err
 	if err != nil {
 		return dial.Options{}, nil, err
 	}
+	ocsp, err := dial.ParseOCSPPolicy(f.ocsp)
+	if err != nil {
+		res.Close()
+		return dial.Options{}, nil, fmt.Errorf("--ocsp: %w", err)
+	}
 	opts := dial.Options{Mode: f.mode, TLS: cfg, Resolver: res, ZDataBudget: f.budget, Turbo: f.turbo || f.turboPort != 0}
-	opts.TurboPort, opts.TurboWait = f.turboPort, f.turboWait
+	opts.TurboPort, opts.TurboWait, opts.OCSP = f.turboPort, f.turboWait, ocsp
+	// What 'ztls prefetch' (or get --prefetch-links) kept: its DNS
+	// answers spare the lookups.
+	opts.Cache = cliCache()
 	if path := dial.DefaultMemoryPath(); path != "" {
 		// Servers that aborted on ztls are remembered for 24 h across runs.
 		opts.Memory = dial.OpenMemory(path)

@@ -207,7 +207,7 @@ func (z *zdataCheck) prepare() {
 	go func() {
 		ks := <-z.keyShare
 		if rec != nil {
-			ps.p = ks.Prepare(rec.Group, rec.KeyShare, nil)
+			ps.p = ks.Prepare(tls13.CurveID(rec.Group), rec.KeyShare, nil)
 		}
 		close(ps.done)
 	}()

@@ -205,7 +205,7 @@ func TestTurboCertCompression(t *testing.T) {
 // server's first flight (ServerHello .. Finished), checked by the client.
 func firstFlight(t testing.TB, ch compressChain, group uint16, alg tls13.CertCompressionAlgorithm) int {
 	t.Helper()
-	ccfg := &tls13.Config{RootCAs: ch.pool, ServerName: "localhost", Groups: []uint16{group}}
+	ccfg := &tls13.Config{RootCAs: ch.pool, ServerName: "localhost", Groups: []tls13.CurveID{tls13.CurveID(group)}}
 	if !ch.now.IsZero() {
 		ccfg.Time = func() time.Time { return ch.now }
 	}
@@ -258,7 +258,7 @@ func TestCertCompressionFlightTable(t *testing.T) {
 			for _, der := range ch.cert.Chain {
 				chainBytes += len(der)
 			}
-			for _, g := range []uint16{tls13.X25519MLKEM768, tls13.X25519} {
+			for _, g := range []uint16{uint16(tls13.X25519MLKEM768), uint16(tls13.X25519)} {
 				fmt.Fprintf(&b, "| %s, %d certs (%d B DER) | %s |", kt, inter+1, chainBytes, tls13.GroupName(g))
 				var plain int
 				for _, a := range algs {

@@ -78,7 +78,7 @@ func flood(t testing.TB, w *lab.World, cfg turbo.Config, addrs, ports, flightsPe
 	hello := append([]byte(nil), eng.Output()...)
 	// A small ClientHello (X25519 only) sent unpadded: three times its
 	// size is less than one full response datagram.
-	small := tls13.NewClientEngine(&tls13.Config{ServerName: w.Host, InsecureSkipVerify: true, KeyShareGroups: []uint16{tls13.X25519}})
+	small := tls13.NewClientEngine(&tls13.Config{ServerName: w.Host, InsecureSkipVerify: true, KeyShareGroups: []tls13.CurveID{tls13.X25519}})
 	if err := small.Start(nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}

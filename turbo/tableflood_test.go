@@ -63,7 +63,7 @@ type tableAttack struct {
 // tableAttacks are the datagrams that must not fill the table: what a
 // spoofer can send cheaply, short of a complete ClientHello.
 func tableAttacks(tb testing.TB, w *lab.World) []tableAttack {
-	eng := tls13.NewClientEngine(&tls13.Config{ServerName: w.Host, InsecureSkipVerify: true, KeyShareGroups: []uint16{tls13.X25519}})
+	eng := tls13.NewClientEngine(&tls13.Config{ServerName: w.Host, InsecureSkipVerify: true, KeyShareGroups: []tls13.CurveID{tls13.X25519}})
 	if err := eng.Start(nil, nil, nil); err != nil {
 		tb.Fatal(err)
 	}

@@ -128,7 +128,7 @@ func (k *Keyring) LookupZData(id uint32, hash [32]byte, now time.Time) *tls13.ZD
 		ID:           r.ID,
 		Hash:         e.hash,
 		Host:         r.Host,
-		Group:        r.Group,
+		Group:        tls13.CurveID(r.Group),
 		MaxEarlyData: r.MaxEarlyData,
 		ALPN:         r.ALPN,
 		NotBefore:    r.NotBefore,

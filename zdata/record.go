@@ -265,11 +265,14 @@ func (r *Record) Offer(leaf *x509.Certificate) *tls13.ZDataOffer {
 func (r *Record) FillOffer(z *tls13.ZDataOffer) {
 	z.ID = r.ID
 	z.Hash = r.ZDataHash()
-	z.Group = r.Group
+	z.Group = tls13.CurveID(r.Group)
 	z.Share = append([]byte(nil), r.KeyShare...)
 	z.MaxEarlyData = r.MaxEarlyData
 	z.ALPN = r.ALPN
-	z.NSC = append([]uint16(nil), r.NSC...)
+	z.NSC = nil
+	for _, s := range r.NSC {
+		z.NSC = append(z.NSC, tls13.CipherSuite(s))
+	}
 }
 
 // Clone returns a deep copy of r.

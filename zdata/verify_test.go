@@ -376,7 +376,7 @@ func TestOffer(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := r.Offer(leaf)
-	if o.ID != k.Record.ID || o.Hash != k.Record.ZDataHash() || o.Group != GroupX25519 || string(o.Share) != string(k.Record.KeyShare) ||
+	if o.ID != k.Record.ID || o.Hash != k.Record.ZDataHash() || uint16(o.Group) != GroupX25519 || string(o.Share) != string(k.Record.KeyShare) ||
 		o.MaxEarlyData != 4096 || o.ALPN != "h2" || len(o.NSC) != 1 || o.NSC[0] != 0x1303 || o.Leaf != leaf {
 		t.Fatalf("offer %+v", o)
 	}
@@ -386,7 +386,7 @@ func TestOffer(t *testing.T) {
 	if zk == nil || zk.Host != testHost {
 		t.Fatal("keyring does not find the offered record")
 	}
-	ours, want := clientSecret(t, o.Group, o.Share)
+	ours, want := clientSecret(t, uint16(o.Group), o.Share)
 	got, err := zk.ECDH(ours)
 	if err != nil || string(got) != string(want) {
 		t.Fatalf("server ZS differs from client ZS: %v", err)

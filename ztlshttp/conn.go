@@ -165,7 +165,7 @@ func stdState(st tls13.ConnectionState, serverName string) tls.ConnectionState {
 		Version:            tls.VersionTLS13,
 		HandshakeComplete:  st.HandshakeComplete,
 		DidResume:          st.DidResume,
-		CipherSuite:        st.CipherSuite,
+		CipherSuite:        uint16(st.CipherSuite),
 		CurveID:            tls.CurveID(st.Group),
 		NegotiatedProtocol: st.NegotiatedProtocol,
 		ServerName:         serverName,

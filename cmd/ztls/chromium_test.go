@@ -142,10 +142,10 @@ func TestChromium(t *testing.T) {
 	cert, key, spki := pki.certFile, pki.keyFile, pki.spki
 	backend := chromiumBackend(t)
 
-	suites := []uint16{tls13.TLS_AES_128_GCM_SHA256, tls13.TLS_AES_256_GCM_SHA384, tls13.TLS_CHACHA20_POLY1305_SHA256}
+	suites := []tls13.CipherSuite{tls13.TLS_AES_128_GCM_SHA256, tls13.TLS_AES_256_GCM_SHA384, tls13.TLS_CHACHA20_POLY1305_SHA256}
 	// Chromium sends shares for X25519MLKEM768 and x25519: the NIST
 	// groups take a HelloRetryRequest.
-	groups := []uint16{tls13.X25519MLKEM768, tls13.X25519, tls13.P256, tls13.P384}
+	groups := []tls13.CurveID{tls13.X25519MLKEM768, tls13.X25519, tls13.P256, tls13.P384}
 	for _, s := range suites {
 		for _, g := range groups {
 			suite, group := tls13.CipherSuiteName(s), tls13.GroupName(g)

@@ -55,7 +55,7 @@ func (f *tlsFlags) register(fs *pflag.FlagSet, server bool) {
 	fs.StringVar(&f.ztlsExt, "ztls-codepoint", "", "TLS extension codepoint of ztls, e.g. 0xff5a (the default, private use); clients and servers must agree")
 }
 
-var groupNames = map[string]uint16{
+var groupNames = map[string]tls13.CurveID{
 	"x25519mlkem768": tls13.X25519MLKEM768, "x25519": tls13.X25519,
 	"secp256r1": tls13.P256, "p-256": tls13.P256, "p256": tls13.P256,
 	"secp384r1": tls13.P384, "p-384": tls13.P384, "p384": tls13.P384,
@@ -68,7 +68,7 @@ const (
 	suiteHelp = "TLS_AES_128_GCM_SHA256 (aes128), TLS_AES_256_GCM_SHA384 (aes256), TLS_CHACHA20_POLY1305_SHA256 (chacha20), or a codepoint in hex such as 0x1301"
 )
 
-var suiteNames = map[string]uint16{
+var suiteNames = map[string]tls13.CipherSuite{
 	"tls_aes_128_gcm_sha256": tls13.TLS_AES_128_GCM_SHA256, "aes128": tls13.TLS_AES_128_GCM_SHA256,
 	"tls_aes_256_gcm_sha384": tls13.TLS_AES_256_GCM_SHA384, "aes256": tls13.TLS_AES_256_GCM_SHA384,
 	"tls_chacha20_poly1305_sha256": tls13.TLS_CHACHA20_POLY1305_SHA256, "chacha20": tls13.TLS_CHACHA20_POLY1305_SHA256,
@@ -81,12 +81,12 @@ const maxPad = 1 << 14
 // parseList parses a comma-separated list of names (case-insensitive)
 // or hex codepoints written 0xNNNN; flag, what and valid are for its
 // errors.
-func parseList(s string, names map[string]uint16, flag, what, valid string) ([]uint16, error) {
+func parseList[T ~uint16](s string, names map[string]T, flag, what, valid string) ([]T, error) {
 	if s == "" {
 		return nil, nil
 	}
-	var out []uint16
-	seen := map[uint16]bool{}
+	var out []T
+	seen := map[T]bool{}
 	for _, n := range strings.Split(s, ",") {
 		n = strings.ToLower(strings.TrimSpace(n))
 		if n == "" {
@@ -99,7 +99,7 @@ func parseList(s string, names map[string]uint16, flag, what, valid string) ([]u
 			if !isHex || err != nil {
 				return nil, fmt.Errorf("%s: unknown %s %q; valid: %s", flag, what, n, valid)
 			}
-			id = uint16(v)
+			id = T(v)
 		}
 		if seen[id] {
 			return nil, fmt.Errorf("%s: %q is listed twice", flag, n)

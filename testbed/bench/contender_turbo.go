@@ -443,7 +443,7 @@ func (st *workerState) turboVisit(j turboJob) *workerResult {
 	var got bytes.Buffer
 	o := dial.Options{
 		Mode:         j.Mode,
-		TLS:          &tls13.Config{RootCAs: roots, ServerName: host, Groups: []uint16{tls13.X25519}},
+		TLS:          &tls13.Config{RootCAs: roots, ServerName: host, Groups: []tls13.CurveID{tls13.X25519}},
 		Resolver:     res,
 		Request:      j.Request,
 		ReplaySafe:   true,

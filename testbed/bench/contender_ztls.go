@@ -136,7 +136,7 @@ func serverCert(cfg ServerConfig) (tls13.Certificate, error) {
 func engineServerConfig(cert tls13.Certificate, svc *zdata.Service) *tls13.Config {
 	cfg := &tls13.Config{
 		Certificates: []tls13.Certificate{cert},
-		Groups:       []uint16{tls13.X25519},
+		Groups:       []tls13.CurveID{tls13.X25519},
 		MaxEarlyData: 16384,
 		// The run's Z-data and ticket keys are made for this server at
 		// its start; no earlier process held them, so its register may
@@ -655,7 +655,7 @@ func (st *workerState) visit(j job) *workerResult {
 	var got bytes.Buffer
 	o := dial.Options{
 		Mode:         j.Mode,
-		TLS:          &tls13.Config{RootCAs: roots, ServerName: host, Groups: []uint16{tls13.X25519}},
+		TLS:          &tls13.Config{RootCAs: roots, ServerName: host, Groups: []tls13.CurveID{tls13.X25519}},
 		Resolver:     res,
 		Request:      j.Request,
 		ReplaySafe:   true,

@@ -290,7 +290,7 @@ func runThroughput(ctx context.Context, cfg ThroughputConfig, progress io.Writer
 
 	cl := &throughputClient{
 		host: client, addr: srv.addr, wait: cfg.TurboWait, timeout: 30*time.Second + 20*cfg.RTT,
-		tls: &tls13.Config{RootCAs: p.pool, ServerName: ServerName, Groups: []uint16{tls13.X25519}, SessionTicketsDisabled: true},
+		tls: &tls13.Config{RootCAs: p.pool, ServerName: ServerName, Groups: []tls13.CurveID{tls13.X25519}, SessionTicketsDisabled: true},
 	}
 	results := map[string]*ThroughputResult{ModeTLS: {Mode: ModeTLS}, ModeTurbo: {Mode: ModeTurbo}}
 	cpuTotal := map[string]time.Duration{}

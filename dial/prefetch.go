@@ -381,7 +381,7 @@ func (f *prefetcher) checkZData() {
 	f.exp.cap(rec.NotAfter, "Z-data not_after")
 	p.ZData = &PrefetchedZData{ID: rec.ID, Group: tls13.GroupName(rec.Group), NotBefore: rec.NotBefore, NotAfter: rec.NotAfter}
 	p.ChainFrom = "zdata"
-	v.prepared = tls13.PrepareZData(rec.Group, rec.KeyShare, nil)
+	v.prepared = tls13.PrepareZData(tls13.CurveID(rec.Group), rec.KeyShare, nil)
 	p.Precomputed = v.prepared.Public() != nil
 }
 

@@ -43,8 +43,8 @@ type Params struct {
 var errParams = errors.New("bfe: invalid parameters")
 
 // NewParams sizes a filter for n insertions (decapsulated ciphertexts per
-// epoch) at false-positive rate p, as for any Bloom filter (Bloom 1970; the
-// paper's Section 2, "Bloom filters"):
+// epoch) at false-positive rate p, as for any Bloom filter (Bloom 1970, and
+// DJSS18's definition of Bloom filters, which BFE inherits):
 //
 //	m = ceil(-n ln p / (ln 2)^2),  k = round(m/n ln 2)
 //

@@ -262,3 +262,25 @@ func raceDecapsulate(t *testing.T, members []*KeyState, ct, key []byte) int {
 	}
 	return wins
 }
+
+type failingLog struct{}
+
+func (failingLog) TestAndSet(context.Context, uint64, []uint32) ([]bool, error) {
+	return nil, errors.New("redis: connection refused")
+}
+
+// TestPunctureLogDownFailsClosed: when the shared log cannot answer, the
+// ciphertext is refused and no key comes back.
+func TestPunctureLogDownFailsClosed(t *testing.T) {
+	ks, err := openKeyState(newMemFile(keyFile(t, defaultTestParams)), &Options{Log: failingLog{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, _, err := ks.PublicKey().Encapsulate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key, err := ks.Decapsulate(context.Background(), ct); err == nil || key != nil {
+		t.Fatalf("with the log down: %x, %v", key, err)
+	}
+}

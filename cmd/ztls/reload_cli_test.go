@@ -213,17 +213,30 @@ func replaceSiteCert(t *testing.T, s *site, next *testpki.Leaf) {
 // both servers get SIGHUP. None of the connections fails; afterwards the
 // TLSA record served is the new leaf and ZTLS is negotiated with it (the
 // connection's peer certificate, taken from DNS), and a restarted serve
-// finds live keys.
+// finds live keys. Either server may be the one that rotates (the first
+// started): dns serve as in the README, or serve.
 func TestCLIZTLSCertificateReloadUnderLoad(t *testing.T) {
+	t.Run("dns serve rotates", func(t *testing.T) { testCertificateReload(t, true) })
+	t.Run("serve rotates", func(t *testing.T) { testCertificateReload(t, false) })
+}
+
+func testCertificateReload(t *testing.T, dnsFirst bool) {
 	s := newSite(t)
 	zone := filepath.Join(s.dir, "ztls.test.zone")
 	writeFile(t, zone, testZone)
+	addr := "127.0.0.1:" + strconv.Itoa(s.port)
+	serveArgs := []string{"serve", "--listen", addr, "--zdata", s.zd, "--respond", "hello"}
+	var serveLog, dnsLog *logLines
+	var serveCmd, dnsCmd *exec.Cmd
+	if !dnsFirst {
+		_, serveLog, serveCmd = startProc(t, "ZTLS on", serveArgs...)
+	}
 	line, dnsLog, dnsCmd := startProc(t, "serving udp on", "dns", "serve", "--zone", zone, "--zdata", s.zd, "--listen", "127.0.0.1:0")
 	defer stopCmd(dnsCmd)
 	dnsAddr := logAttr(line, "addr")
-	addr := "127.0.0.1:" + strconv.Itoa(s.port)
-	serveArgs := []string{"serve", "--listen", addr, "--zdata", s.zd, "--respond", "hello"}
-	_, serveLog, serveCmd := startProc(t, "ZTLS on", serveArgs...)
+	if dnsFirst {
+		_, serveLog, serveCmd = startProc(t, "ZTLS on", serveArgs...)
+	}
 	defer func() { stopCmd(serveCmd) }()
 	tlsa := func() string {
 		return strings.TrimSpace(run(t, "lookup", zdata.TLSAName(s.host, s.port), "--resolver", dnsAddr, "--type", "TLSA", "+short"))

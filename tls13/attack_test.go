@@ -144,7 +144,7 @@ func clientHelloWith(exts func(b *cryptobyte.Builder)) []byte {
 		b.AddUint16(0x0303)
 		b.AddBytes(make([]byte, 32))
 		b.AddUint8(0)
-		b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddUint16(TLS_AES_128_GCM_SHA256) })
+		b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddUint16(uint16(TLS_AES_128_GCM_SHA256)) })
 		b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddUint8(0) })
 		b.AddUint16LengthPrefixed(exts)
 	})

@@ -194,7 +194,7 @@ func connPair(client, server func(net.Conn) interface{ Handshake() error }) (ct,
 // hsCase is one handshake configuration, set up the same way for both stacks.
 type hsCase struct {
 	name  string
-	group uint16
+	group CurveID
 }
 
 var hsCases = []hsCase{
@@ -202,14 +202,14 @@ var hsCases = []hsCase{
 	{"x25519mlkem768-ecdsa-aes128", X25519MLKEM768},
 }
 
-func benchClientConfig(p *testPKI, group uint16) *Config {
+func benchClientConfig(p *testPKI, group CurveID) *Config {
 	c := clientConfig(p)
-	c.CipherSuites = []uint16{TLS_AES_128_GCM_SHA256}
-	c.Groups = []uint16{group}
+	c.CipherSuites = []CipherSuite{TLS_AES_128_GCM_SHA256}
+	c.Groups = []CurveID{group}
 	return c
 }
 
-func goClientConfig(p *testPKI, group uint16) *tls.Config {
+func goClientConfig(p *testPKI, group CurveID) *tls.Config {
 	return &tls.Config{
 		RootCAs: p.pool(), ServerName: "localhost", MinVersion: tls.VersionTLS13,
 		CurvePreferences: []tls.CurveID{goGroups[group]},
@@ -226,14 +226,14 @@ func reportSides(b *testing.B, ct, st time.Duration) {
 }
 
 // checkGoState fails the benchmark unless crypto/tls negotiated what we compare against.
-func checkGoState(b *testing.B, c *tls.Conn, suite, group uint16, resumed bool) {
+func checkGoState(b *testing.B, c *tls.Conn, suite CipherSuite, group CurveID, resumed bool) {
 	st := c.ConnectionState()
-	if st.CipherSuite != suite || uint16(st.CurveID) != group || st.DidResume != resumed {
+	if CipherSuite(st.CipherSuite) != suite || CurveID(st.CurveID) != group || st.DidResume != resumed {
 		b.Fatalf("crypto/tls negotiated %s/%v resumed=%v", tls.CipherSuiteName(st.CipherSuite), st.CurveID, st.DidResume)
 	}
 }
 
-func checkZtlsState(b *testing.B, st ConnectionState, suite, group uint16, resumed bool) {
+func checkZtlsState(b *testing.B, st ConnectionState, suite CipherSuite, group CurveID, resumed bool) {
 	if st.CipherSuite != suite || st.Group != group || st.DidResume != resumed {
 		b.Fatalf("ztls negotiated %s/%s resumed=%v", CipherSuiteName(st.CipherSuite), GroupName(st.Group), st.DidResume)
 	}
@@ -403,7 +403,7 @@ const bulkChunk = 16 * 1024
 
 var bulkSuites = []struct {
 	name string
-	id   uint16
+	id   CipherSuite
 }{
 	{"aes128gcm", TLS_AES_128_GCM_SHA256},
 	{"chacha20poly1305", TLS_CHACHA20_POLY1305_SHA256},
@@ -416,7 +416,7 @@ func BenchmarkBulk(b *testing.B) {
 	for _, s := range bulkSuites {
 		b.Run(s.name+"/ztls", func(b *testing.B) {
 			ccfg, scfg := benchClientConfig(p, X25519), serverConfig(p)
-			ccfg.CipherSuites = []uint16{s.id}
+			ccfg.CipherSuites = []CipherSuite{s.id}
 			scfg.SessionTicketsDisabled = true
 			_, _, cc, sc, err := connPair(
 				func(c net.Conn) interface{ Handshake() error } { return Client(c, ccfg) },
@@ -431,7 +431,7 @@ func BenchmarkBulk(b *testing.B) {
 		})
 		b.Run(s.name+"/ztlsengine", func(b *testing.B) {
 			ccfg, scfg := benchClientConfig(p, X25519), serverConfig(p)
-			ccfg.CipherSuites = []uint16{s.id}
+			ccfg.CipherSuites = []CipherSuite{s.id}
 			scfg.SessionTicketsDisabled = true
 			cli, srv, _, _, err := enginePair(ccfg, scfg, nil)
 			if err != nil {
@@ -445,7 +445,7 @@ func BenchmarkBulk(b *testing.B) {
 		b.Run(s.name+"/gotls", func(b *testing.B) {
 			if s.id == TLS_CHACHA20_POLY1305_SHA256 {
 				saved := goTLS13Suites
-				goTLS13Suites = []uint16{TLS_CHACHA20_POLY1305_SHA256, TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384}
+				goTLS13Suites = []uint16{tls.TLS_CHACHA20_POLY1305_SHA256, tls.TLS_AES_128_GCM_SHA256, tls.TLS_AES_256_GCM_SHA384}
 				defer func() { goTLS13Suites = saved }()
 			}
 			ccfg, scfg := goClientConfig(p, X25519), goServerConfig(p)
@@ -536,7 +536,7 @@ func TestSteadyStateNoAllocs(t *testing.T) {
 	p := getPKI(t, "ecdsa-p256")
 	for _, s := range bulkSuites {
 		ccfg, scfg := benchClientConfig(p, X25519), serverConfig(p)
-		ccfg.CipherSuites = []uint16{s.id}
+		ccfg.CipherSuites = []CipherSuite{s.id}
 		cli, srv, _, _, err := enginePair(ccfg, scfg, nil)
 		if err != nil {
 			t.Fatal(err)

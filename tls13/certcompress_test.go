@@ -170,7 +170,7 @@ func TestCertCompressionTranscript(t *testing.T) {
 	scfg.ClientAuth = NoClientCert
 	var keys bytes.Buffer
 	scfg.KeyLogWriter = &keys
-	scfg.CipherSuites = []uint16{TLS_AES_128_GCM_SHA256}
+	scfg.CipherSuites = []CipherSuite{TLS_AES_128_GCM_SHA256}
 	c, s := newEngine(ccfg, true), newEngine(scfg, false)
 	if err := c.startClient(nil, nil); err != nil {
 		t.Fatal(err)
@@ -188,7 +188,7 @@ func TestCertCompressionTranscript(t *testing.T) {
 			fmt.Sscanf(f[2], "%x", &shs)
 		}
 	}
-	su := suite.Lookup(TLS_AES_128_GCM_SHA256)
+	su := suite.Lookup(uint16(TLS_AES_128_GCM_SHA256))
 	hc, err := record.NewHalfConn(su, shs)
 	if err != nil {
 		t.Fatal(err)

@@ -6,12 +6,12 @@ import (
 	"github.com/ztls-project/ztls/tls13/internal/suite"
 )
 
-// The codepoints a Config chooses among and a ConnectionState reports.
-// For now the type names are aliases of uint16, so that callers can move
-// to them before they become named types with a String method.
+// The codepoints a Config chooses among and a ConnectionState reports are
+// named types whose String method gives the IANA name, so logs and errors
+// print "x25519", not 29 (as crypto/tls's CurveID and SignatureScheme do).
 
 // CipherSuite is a TLS 1.3 cipher suite (RFC 8446, Appendix B.4).
-type CipherSuite = uint16
+type CipherSuite uint16
 
 // Cipher suites (RFC 8446, Appendix B.4).
 const (
@@ -20,9 +20,13 @@ const (
 	TLS_CHACHA20_POLY1305_SHA256 CipherSuite = 0x1303
 )
 
+// String returns the suite's IANA name ("TLS_AES_128_GCM_SHA256"), or its
+// codepoint in hex for a suite this package does not implement.
+func (s CipherSuite) String() string { return suite.Name(uint16(s)) }
+
 // CurveID is a named group for the key exchange (RFC 8446, Section 4.2.7:
 // enum NamedGroup), elliptic curve or not.
-type CurveID = uint16
+type CurveID uint16
 
 // Named groups (RFC 8446, Section 4.2.7; X25519MLKEM768 from the IETF
 // hybrid draft, draft-ietf-tls-ecdhe-mlkem).
@@ -34,15 +38,55 @@ const (
 	X25519MLKEM768 CurveID = 0x11ec
 )
 
+// String returns the group's IANA name ("x25519", "secp256r1"), or its
+// codepoint in hex for a group this package does not implement.
+func (g CurveID) String() string { return kex.Name(uint16(g)) }
+
 // SignatureScheme is a signature algorithm of CertificateVerify and of
 // certificates (RFC 8446, Section 4.2.3: enum SignatureScheme).
-type SignatureScheme = uint16
+type SignatureScheme uint16
 
-// CipherSuiteName returns the IANA name of a TLS 1.3 cipher suite.
-func CipherSuiteName[T ~uint16](id T) string { return suite.Name(uint16(id)) }
+// Signature schemes this package implements (RFC 8446, Section 4.2.3).
+// The PKCS1 ones are for certificates only; TLS 1.3 forbids them in
+// CertificateVerify.
+const (
+	ECDSAWithP256AndSHA256 SignatureScheme = 0x0403
+	ECDSAWithP384AndSHA384 SignatureScheme = 0x0503
+	ECDSAWithP521AndSHA512 SignatureScheme = 0x0603
+	Ed25519                SignatureScheme = 0x0807
+	PSSWithSHA256          SignatureScheme = 0x0804 // rsa_pss_rsae_sha256
+	PSSWithSHA384          SignatureScheme = 0x0805 // rsa_pss_rsae_sha384
+	PSSWithSHA512          SignatureScheme = 0x0806 // rsa_pss_rsae_sha512
+	PSSPSSWithSHA256       SignatureScheme = 0x0809 // rsa_pss_pss_sha256
+	PSSPSSWithSHA384       SignatureScheme = 0x080a // rsa_pss_pss_sha384
+	PSSPSSWithSHA512       SignatureScheme = 0x080b // rsa_pss_pss_sha512
+	PKCS1WithSHA256        SignatureScheme = 0x0401
+	PKCS1WithSHA384        SignatureScheme = 0x0501
+	PKCS1WithSHA512        SignatureScheme = 0x0601
+)
 
-// GroupName returns the IANA name of a named group.
-func GroupName[T ~uint16](id T) string { return kex.Name(uint16(id)) }
+// String returns the scheme's IANA name ("ecdsa_secp256r1_sha256"), or
+// its codepoint in hex for a scheme this package does not implement.
+func (s SignatureScheme) String() string { return sig.Name(uint16(s)) }
 
-// SignatureSchemeName returns the IANA name of a signature scheme.
-func SignatureSchemeName[T ~uint16](id T) string { return sig.Name(uint16(id)) }
+// CipherSuiteName returns the IANA name of a TLS 1.3 cipher suite: it is
+// CipherSuite(id).String(), for a CipherSuite or a plain uint16.
+func CipherSuiteName[T ~uint16](id T) string { return CipherSuite(id).String() }
+
+// GroupName returns the IANA name of a named group: it is
+// CurveID(id).String(), for a CurveID or a plain uint16.
+func GroupName[T ~uint16](id T) string { return CurveID(id).String() }
+
+// SignatureSchemeName returns the IANA name of a signature scheme: it is
+// SignatureScheme(id).String(), for a SignatureScheme or a plain uint16.
+func SignatureSchemeName[T ~uint16](id T) string { return SignatureScheme(id).String() }
+
+// codepoints converts a list of named codepoints to the uint16 values of
+// the wire.
+func codepoints[T ~uint16](list []T) []uint16 {
+	out := make([]uint16, len(list))
+	for i, v := range list {
+		out[i] = uint16(v)
+	}
+	return out
+}

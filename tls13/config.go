@@ -152,17 +152,17 @@ type Config struct {
 
 	// CipherSuites in preference order; nil means the defaults (AES-GCM
 	// first where the CPU has AES instructions).
-	CipherSuites []uint16
+	CipherSuites []CipherSuite
 	// Groups in preference order; nil means X25519MLKEM768, X25519, P-256,
 	// P-384, P-521.
-	Groups []uint16
+	Groups []CurveID
 	// KeyShareGroups: the groups the client sends key shares for in its
 	// first ClientHello; nil means the first of Groups plus X25519 if it is
 	// a hybrid group. A server whose preferred group has no share asks for
 	// it with a HelloRetryRequest.
-	KeyShareGroups []uint16
+	KeyShareGroups []CurveID
 	// SignatureSchemes for CertificateVerify, preference order; nil means all supported.
-	SignatureSchemes []uint16
+	SignatureSchemes []SignatureScheme
 
 	// NextProtos is the ALPN list (RFC 7301), preference order.
 	NextProtos []string
@@ -322,9 +322,11 @@ func (c *Config) strikeRegister() StrikeRegister {
 	return c.defaultReg
 }
 
+// cipherSuites, groups, keyShareGroups and signatureSchemes return the
+// Config's lists, or the defaults, as the uint16 codepoints of the wire.
 func (c *Config) cipherSuites() []uint16 {
 	if len(c.CipherSuites) > 0 {
-		return c.CipherSuites
+		return codepoints(c.CipherSuites)
 	}
 	var ids []uint16
 	for _, s := range suite.All() {
@@ -335,25 +337,25 @@ func (c *Config) cipherSuites() []uint16 {
 
 func (c *Config) groups() []uint16 {
 	if len(c.Groups) > 0 {
-		return c.Groups
+		return codepoints(c.Groups)
 	}
 	return kex.DefaultGroups()
 }
 
 func (c *Config) keyShareGroups() []uint16 {
 	if len(c.KeyShareGroups) > 0 {
-		return c.KeyShareGroups
+		return codepoints(c.KeyShareGroups)
 	}
 	g := c.groups()
-	if g[0] == X25519MLKEM768 && len(g) > 1 && contains(g, X25519) {
-		return []uint16{X25519MLKEM768, X25519}
+	if g[0] == kex.X25519MLKEM768 && len(g) > 1 && contains(g, kex.X25519) {
+		return []uint16{kex.X25519MLKEM768, kex.X25519}
 	}
 	return g[:1]
 }
 
 func (c *Config) signatureSchemes() []uint16 {
 	if len(c.SignatureSchemes) > 0 {
-		return c.SignatureSchemes
+		return codepoints(c.SignatureSchemes)
 	}
 	return sig.SupportedForCertificateVerify()
 }

@@ -251,9 +251,9 @@ func withClientCert(o *convOpts) {
 
 // hrrSetup makes the server ask for P-256 while the client shares X25519 only.
 func hrrSetup(o *convOpts) {
-	o.scfg.Groups = []uint16{P256}
-	o.ccfg.Groups = []uint16{X25519, P256}
-	o.ccfg.KeyShareGroups = []uint16{X25519}
+	o.scfg.Groups = []CurveID{P256}
+	o.ccfg.Groups = []CurveID{X25519, P256}
+	o.ccfg.KeyShareGroups = []CurveID{X25519}
 }
 
 // secondClientHello answers the server's HelloRetryRequest with the peer
@@ -710,7 +710,7 @@ func conformanceTable() []conformanceRow {
 		run:  rewriteSH(func(sh *wire.ServerHello) { sh.SessionID = []byte{1, 2, 3} }), want: sends(AlertIllegalParameter)})
 	add(conformanceRow{id: "hello/unoffered-group", section: sec428, roles: asClient,
 		rule: "a key_share for a group the client did not send a share for is an illegal_parameter",
-		run:  rewriteSH(func(sh *wire.ServerHello) { sh.KeyShare.Group = P256 }), want: sends(AlertIllegalParameter)})
+		run:  rewriteSH(func(sh *wire.ServerHello) { sh.KeyShare.Group = uint16(P256) }), want: sends(AlertIllegalParameter)})
 	add(conformanceRow{id: "hello/duplicate-key-share", section: sec428, roles: asServer,
 		rule: "two key shares for one group are an illegal_parameter",
 		run: rewriteCH(func(ch *wire.ClientHello) {
@@ -719,7 +719,7 @@ func conformanceTable() []conformanceRow {
 	add(conformanceRow{id: "hello/key-share-unsupported-group", section: sec428, roles: asServer,
 		rule: "a key share for a group not in supported_groups is an illegal_parameter",
 		run: rewriteCH(func(ch *wire.ClientHello) {
-			ch.SupportedGroups = []uint16{P256}
+			ch.SupportedGroups = []uint16{uint16(P256)}
 		}), want: sends(AlertIllegalParameter)})
 	add(conformanceRow{id: "hello/no-key-share", section: sec92, roles: asServer,
 		rule: "a ClientHello without key_share (and no PSK) is a missing_extension",
@@ -835,7 +835,7 @@ func conformanceTable() []conformanceRow {
 		setup: func(o *convOpts) {
 			withClientCert(o)
 			o.ccfg.Certificates = []Certificate{getPKI(o.t, "rsa2048").client}
-			o.ccfg.SignatureSchemes = []uint16{0x0806, 0x0804, 0x0403}
+			o.ccfg.SignatureSchemes = []SignatureScheme{0x0806, 0x0804, 0x0403}
 		},
 		run: func(c *conv) { c.completeHandshake() },
 		want: behaves("client signs with rsa_pss_rsae_sha512", func(c *conv) error {
@@ -867,7 +867,7 @@ func conformanceTable() []conformanceRow {
 	}
 	add(conformanceRow{id: "hrr/group-already-shared", section: sec414, roles: asClient, setup: hrrSetup,
 		rule: "a HelloRetryRequest for a group the client already sent a share for is an illegal_parameter",
-		run:  rewriteHRR(func(sh *wire.ServerHello) { sh.SelectedGroup = X25519 }), want: sends(AlertIllegalParameter)})
+		run:  rewriteHRR(func(sh *wire.ServerHello) { sh.SelectedGroup = uint16(X25519) }), want: sends(AlertIllegalParameter)})
 	add(conformanceRow{id: "hrr/group-not-offered", section: sec414, roles: asClient, setup: hrrSetup,
 		rule: "a HelloRetryRequest for a group not in supported_groups is an illegal_parameter",
 		run:  rewriteHRR(func(sh *wire.ServerHello) { sh.SelectedGroup = 0x0018 }), want: sends(AlertIllegalParameter)})
@@ -884,7 +884,7 @@ func conformanceTable() []conformanceRow {
 		rule: "a ServerHello whose cipher suite differs from the HelloRetryRequest's is an illegal_parameter",
 		run: func(c *conv) {
 			c.relay() // HelloRetryRequest; the second ClientHello goes to the peer
-			rewriteSH(func(sh *wire.ServerHello) { sh.CipherSuite = TLS_AES_256_GCM_SHA384 })(c)
+			rewriteSH(func(sh *wire.ServerHello) { sh.CipherSuite = uint16(TLS_AES_256_GCM_SHA384) })(c)
 		}, want: sends(AlertIllegalParameter)})
 	add(conformanceRow{id: "hrr/changed-extension", section: sec412, roles: asServer, setup: hrrSetup,
 		rule: "the second ClientHello changes only what Section 4.1.2 allows: a new record_size_limit is an illegal_parameter",
@@ -904,7 +904,7 @@ func conformanceTable() []conformanceRow {
 	add(conformanceRow{id: "hrr/wrong-share", section: sec414, roles: asServer, setup: hrrSetup,
 		rule: "the second ClientHello's key_share is the group the server selected",
 		run: secondClientHello(func(ch *wire.ClientHello) {
-			ch.KeyShares = []wire.KeyShare{{Group: X25519, Data: bytes.Repeat([]byte{9}, 32)}}
+			ch.KeyShares = []wire.KeyShare{{Group: uint16(X25519), Data: bytes.Repeat([]byte{9}, 32)}}
 		}), want: sends(AlertIllegalParameter)})
 
 	// PSK and tickets (Sections 4.2.9, 4.2.11, 4.6.1).
@@ -1359,20 +1359,20 @@ func alertRuleRows(add func(conformanceRow)) {
 	add(conformanceRow{id: "alert/no-common-suite", section: sec62, roles: asServer,
 		rule: "no cipher suite in common is a handshake_failure",
 		setup: func(o *convOpts) {
-			o.ccfg.CipherSuites = []uint16{TLS_AES_256_GCM_SHA384}
-			o.scfg.CipherSuites = []uint16{TLS_AES_128_GCM_SHA256}
+			o.ccfg.CipherSuites = []CipherSuite{TLS_AES_256_GCM_SHA384}
+			o.scfg.CipherSuites = []CipherSuite{TLS_AES_128_GCM_SHA256}
 		},
 		run: serverGets, want: sends(AlertHandshakeFailure)})
 	add(conformanceRow{id: "alert/no-common-group", section: sec62, roles: asServer,
 		rule: "no group in common (so no HelloRetryRequest can help) is a handshake_failure",
 		setup: func(o *convOpts) {
-			o.ccfg.Groups, o.ccfg.KeyShareGroups = []uint16{X25519}, []uint16{X25519}
-			o.scfg.Groups = []uint16{P256}
+			o.ccfg.Groups, o.ccfg.KeyShareGroups = []CurveID{X25519}, []CurveID{X25519}
+			o.scfg.Groups = []CurveID{P256}
 		},
 		run: serverGets, want: sends(AlertHandshakeFailure)})
 	add(conformanceRow{id: "alert/no-common-signature-scheme", section: sec62, roles: asServer,
 		rule:  "no signature scheme in common with the server's certificate (the client offers ed25519 only) is a handshake_failure",
-		setup: func(o *convOpts) { o.ccfg.SignatureSchemes = []uint16{0x0807} },
+		setup: func(o *convOpts) { o.ccfg.SignatureSchemes = []SignatureScheme{0x0807} },
 		run:   serverGets, want: sends(AlertHandshakeFailure)})
 	add(conformanceRow{id: "alert/no-application-protocol", section: rfc7301, roles: asServer,
 		rule: "a server with ALPN that supports none of the client's protocols sends no_application_protocol",

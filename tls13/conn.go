@@ -18,9 +18,9 @@ type ConnectionState struct {
 	Version            uint16 // always 0x0304
 	HandshakeComplete  bool
 	DidResume          bool
-	CipherSuite        uint16
-	Group              uint16 // 0 when resumed with psk_ke
-	SignatureScheme    uint16 // the peer's CertificateVerify scheme (0 if none)
+	CipherSuite        CipherSuite
+	Group              CurveID         // 0 when resumed with psk_ke
+	SignatureScheme    SignatureScheme // the peer's CertificateVerify scheme (0 if none)
 	NegotiatedProtocol string
 	ServerName         string // server: the SNI the client sent
 	EarlyDataOffered   bool

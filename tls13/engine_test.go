@@ -21,10 +21,10 @@ import (
 
 func TestSelfAllSuitesAndGroups(t *testing.T) {
 	p := getPKI(t, "ecdsa-p256")
-	for _, s := range []uint16{TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384, TLS_CHACHA20_POLY1305_SHA256} {
-		for _, g := range []uint16{X25519, P256, P384, X25519MLKEM768} {
+	for _, s := range []CipherSuite{TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384, TLS_CHACHA20_POLY1305_SHA256} {
+		for _, g := range []CurveID{X25519, P256, P384, X25519MLKEM768} {
 			ccfg := clientConfig(p)
-			ccfg.CipherSuites, ccfg.Groups = []uint16{s}, []uint16{g}
+			ccfg.CipherSuites, ccfg.Groups = []CipherSuite{s}, []CurveID{g}
 			c, sv, cerr, serr := pair(t, ccfg, serverConfig(p))
 			if cerr != nil || serr != nil {
 				t.Fatalf("%s/%s: client %v, server %v", CipherSuiteName(s), GroupName(g), cerr, serr)
@@ -32,7 +32,7 @@ func TestSelfAllSuitesAndGroups(t *testing.T) {
 			go echo(sv)
 			roundTrip(t, c, "self")
 			if st := c.ConnectionState(); st.CipherSuite != s || st.Group != g {
-				t.Fatalf("negotiated %x/%x", st.CipherSuite, st.Group)
+				t.Fatalf("negotiated %v/%v", st.CipherSuite, st.Group)
 			}
 		}
 	}
@@ -200,7 +200,7 @@ func TestSelfPSKKE(t *testing.T) {
 	go echo(s)
 	roundTrip(t, c, "psk_ke")
 	if st := c.ConnectionState(); !st.DidResume || st.Group != 0 {
-		t.Fatalf("resumed=%v group=%x, want psk_ke", st.DidResume, st.Group)
+		t.Fatalf("resumed=%v group=%v, want psk_ke", st.DidResume, st.Group)
 	}
 }
 

@@ -114,13 +114,13 @@ func getFuzzEnv(t testing.TB) *fuzzEnv {
 		pskKE := server()
 		pskKE.PSKModes = []uint8{PSKModeKE, PSKModeDHEKE}
 		p256First := server()
-		p256First.Groups = []uint16{P256, X25519}
+		p256First.Groups = []CurveID{P256, X25519}
 		env.servers = []*Config{plain, auth, pskKE, p256First}
 
 		client := func() *Config {
 			c := clientConfig(ed)
 			c.Time = clock
-			c.Groups = []uint16{X25519, P256}
+			c.Groups = []CurveID{X25519, P256}
 			c.NextProtos = []string{"h2"}
 			return c
 		}
@@ -503,8 +503,8 @@ func TestFuzzSeedsReachHandshakeEnd(t *testing.T) {
 func FuzzParseTicket(f *testing.F) {
 	p := getPKI(f, "ecdsa-p256")
 	for _, t := range []*sessionTicket{
-		{Suite: TLS_AES_128_GCM_SHA256, CreatedMS: 1, PSK: make([]byte, 32), SNI: "localhost"},
-		{Suite: TLS_AES_256_GCM_SHA384, PSK: make([]byte, 48), ALPN: "h2", ClientCerts: [][]byte{p.client.Chain[0], p.ca.DER}},
+		{Suite: uint16(TLS_AES_128_GCM_SHA256), CreatedMS: 1, PSK: make([]byte, 32), SNI: "localhost"},
+		{Suite: uint16(TLS_AES_256_GCM_SHA384), PSK: make([]byte, 48), ALPN: "h2", ClientCerts: [][]byte{p.client.Chain[0], p.ca.DER}},
 	} {
 		b, err := marshalTicket(t)
 		if err != nil {

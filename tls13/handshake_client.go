@@ -96,7 +96,7 @@ func (e *engine) startClient(session *ClientSession, earlyData []byte) error {
 	}
 	for _, g := range cfg.keyShareGroups() {
 		var s kex.ClientShare
-		if zp := p.zprepared; zp != nil && g == zp.group {
+		if zp := p.zprepared; zp != nil && g == uint16(zp.group) {
 			s = zp.share
 		} else {
 			var err error
@@ -152,7 +152,7 @@ func (e *engine) startClient(session *ClientSession, earlyData []byte) error {
 		s, es := p.ztlsSuite, p.ztlsSecret
 		e.earlyMax = int(p.ztls.MaxEarlyDataOr(0))
 		if p.session != nil {
-			s, es = suite.Lookup(p.session.Suite), p.pskSecret
+			s, es = p.session.cipherSuite(), p.pskSecret
 			e.earlyMax = int(p.session.MaxEarlyData)
 		}
 		e.suite = s
@@ -174,7 +174,7 @@ func (e *engine) startClient(session *ClientSession, earlyData []byte) error {
 func (e *engine) sendClientHello(p *clientHelloParams) error {
 	ch := p.hello
 	if p.session != nil {
-		s := suite.Lookup(p.session.Suite)
+		s := p.session.cipherSuite()
 		age := uint32(e.cfg.now().Sub(p.session.ReceivedAt) / time.Millisecond)
 		ch.PSKIdentities = []wire.PSKIdentity{{Identity: p.session.Ticket, ObfuscatedTicketAge: age + p.session.AgeAdd}}
 		ch.PSKBinders = [][]byte{make([]byte, s.Hash.Size())}
@@ -192,7 +192,7 @@ func (e *engine) sendClientHello(p *clientHelloParams) error {
 		return err
 	}
 	if p.session != nil {
-		s := suite.Lookup(p.session.Suite)
+		s := p.session.cipherSuite()
 		es := keyschedule.NewEarlySecret(s.Hash, p.session.PSK)
 		p.pskSecret = &es
 		truncated := raw[:len(raw)-ch.BindersLen()]
@@ -313,7 +313,7 @@ func (e *engine) handleHelloRetryRequest(p *clientHelloParams, hrr *wire.ServerH
 		e.earlyWrite = false
 		e.event(EventEarlyDataRejected)
 	}
-	if p.session != nil && suite.Lookup(p.session.Suite).Hash != s.Hash {
+	if p.session != nil && p.session.cipherSuite().Hash != s.Hash {
 		p.session, p.pskSecret = nil, nil
 		ch.PSKIdentities, ch.PSKBinders = nil, nil
 	}
@@ -343,7 +343,7 @@ func (e *engine) handleServerHello(p *clientHelloParams, sh *wire.ServerHello) (
 		if p.session == nil || sh.PSKIdentity != 0 {
 			return nil, errPeerSelectedUnofferedPSK
 		}
-		if suite.Lookup(p.session.Suite).Hash != h {
+		if p.session.cipherSuite().Hash != h {
 			return nil, errorf(AlertIllegalParameter, "server selected a PSK whose hash does not match the cipher suite")
 		}
 		resumed = true
@@ -363,7 +363,7 @@ func (e *engine) handleServerHello(p *clientHelloParams, sh *wire.ServerHello) (
 		if shared, err = share.Shared(sh.KeyShare.Data); err != nil {
 			return nil, err
 		}
-		e.info.Group = share.Group()
+		e.info.Group = CurveID(share.Group())
 	} else if !resumed || !contains(p.hello.PSKModes, PSKModeKE) {
 		return nil, errorf(AlertMissingExtension, "ServerHello without key_share")
 	}
@@ -415,7 +415,7 @@ func (e *engine) handleServerHello(p *clientHelloParams, sh *wire.ServerHello) (
 			return nil, err
 		}
 	}
-	e.info.CipherSuite = s.ID
+	e.info.CipherSuite = CipherSuite(s.ID)
 	e.info.DidResume = resumed
 	e.info.ZTLS = ztlsAccepted
 	e.event(EventHandshakeKeys)
@@ -476,7 +476,7 @@ func (s *clientExpectEncryptedExtensions) handle(e *engine, typ uint8, msg []byt
 		case !s.resumed && !s.ztls:
 			// Section 4.2.10: early data is accepted with the PSK it was sent under.
 			return nil, errorf(AlertIllegalParameter, "server accepted early data without selecting the PSK it was sent under")
-		case s.resumed && (p.session.Suite != e.suite.ID || p.session.ALPN != e.info.NegotiatedProtocol):
+		case s.resumed && (uint16(p.session.Suite) != e.suite.ID || p.session.ALPN != e.info.NegotiatedProtocol):
 			return nil, errorf(AlertIllegalParameter, "server accepted early data with another suite or ALPN")
 		case s.ztls && p.ztls.ALPN != e.info.NegotiatedProtocol:
 			return nil, errorf(AlertIllegalParameter, "server accepted ztls with ALPN %q, the Z-data names %q", e.info.NegotiatedProtocol, p.ztls.ALPN)
@@ -734,7 +734,7 @@ func (s *clientExpectCertificateVerify) verify(e *engine, typ uint8, msg []byte)
 	if err := sig.Verify(s.pub, cv.Scheme, sig.ServerContext, p.transcript.Sum(), cv.Signature); err != nil {
 		return err
 	}
-	e.info.SignatureScheme = cv.Scheme
+	e.info.SignatureScheme = SignatureScheme(cv.Scheme)
 	return nil
 }
 
@@ -896,7 +896,7 @@ func (s *clientConnected) handle(e *engine, typ uint8, msg []byte) (state, error
 			return s, nil
 		}
 		cs := &ClientSession{
-			Suite:        e.suite.ID,
+			Suite:        CipherSuite(e.suite.ID),
 			PSK:          keyschedule.ResumptionPSK(e.hash, e.resMaster, nst.Nonce),
 			Ticket:       nst.Ticket,
 			AgeAdd:       nst.AgeAdd,
@@ -935,15 +935,15 @@ func nextTrafficSecret(h crypto.Hash, secret []byte) []byte {
 // why it can't be used (the caller records that as the reason).
 func (e *engine) offerZTLS(p *clientHelloParams, ch *wire.ClientHello, z *ZDataOffer, earlyLen int) error {
 	cfg := e.cfg
-	if z.Group != X25519 && z.Group != P256 {
-		return fmt.Errorf("tls13: Z-data group %s is not usable for ztls v1", kex.Name(z.Group))
+	if err := checkZDataGroup(z.Group); err != nil {
+		return err
 	}
 	if earlyLen > int(z.MaxEarlyData) {
 		return fmt.Errorf("request of %d bytes exceeds the Z-data's max_early_data_size %d", earlyLen, z.MaxEarlyData)
 	}
 	var early *suite.Suite
 	for _, id := range cfg.cipherSuites() {
-		if s := suite.Lookup(id); s != nil && !contains(z.NSC, id) {
+		if s := suite.Lookup(id); s != nil && !contains(z.NSC, CipherSuite(id)) {
 			early = s
 			break
 		}
@@ -971,9 +971,10 @@ func (e *engine) offerZTLS(p *clientHelloParams, ch *wire.ClientHello, z *ZDataO
 		}
 		ch.ALPN = alpn
 	}
+	group := uint16(z.Group)
 	var share kex.ClientShare
 	for _, cs := range p.shares {
-		if cs.Group() == z.Group {
+		if cs.Group() == group {
 			share = cs
 		}
 	}
@@ -983,15 +984,15 @@ func (e *engine) offerZTLS(p *clientHelloParams, ch *wire.ClientHello, z *ZDataO
 			cs = zp.share
 		} else {
 			var err error
-			if cs, err = kex.GenerateClientShare(z.Group, cfg.rand()); err != nil {
+			if cs, err = kex.GenerateClientShare(group, cfg.rand()); err != nil {
 				return err
 			}
 		}
 		share = cs
 		p.shares = append(p.shares, cs)
-		ch.KeyShares = append(ch.KeyShares, wire.KeyShare{Group: z.Group, Data: cs.Public()})
-		if !contains(ch.SupportedGroups, z.Group) {
-			ch.SupportedGroups = append(ch.SupportedGroups, z.Group)
+		ch.KeyShares = append(ch.KeyShares, wire.KeyShare{Group: group, Data: cs.Public()})
+		if !contains(ch.SupportedGroups, group) {
+			ch.SupportedGroups = append(ch.SupportedGroups, group)
 		}
 	}
 	var zs []byte

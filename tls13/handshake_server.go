@@ -436,7 +436,7 @@ func (e *engine) sendServerFlight(p *serverParams, hrr *serverHRR) (state, error
 		shared = sec
 		sh.HasKeyShare = true
 		sh.KeyShare = wire.KeyShare{Group: p.group, Data: pub}
-		e.info.Group = p.group
+		e.info.Group = CurveID(p.group)
 	}
 	if p.psk != nil {
 		sh.HasPSK = true
@@ -574,7 +574,7 @@ func (e *engine) sendServerFlight(p *serverParams, hrr *serverHRR) (state, error
 	e.canWriteApp = true // 0.5-RTT data may follow the flight
 	e.event(EventServerFlightSent)
 
-	e.info.CipherSuite = p.suite.ID
+	e.info.CipherSuite = CipherSuite(p.suite.ID)
 	e.info.NegotiatedProtocol = p.alpn
 	e.info.DidResume = p.psk != nil
 	if p.psk != nil {
@@ -770,7 +770,7 @@ func (s *serverExpectClientCertificateVerify) handle(e *engine, typ uint8, msg [
 	if err := sig.Verify(s.pub, cv.Scheme, sig.ClientContext, s.keys.t.Sum(), cv.Signature); err != nil {
 		return nil, err
 	}
-	e.info.SignatureScheme = cv.Scheme // the peer's, as documented
+	e.info.SignatureScheme = SignatureScheme(cv.Scheme) // the peer's, as documented
 	s.keys.t.Write(cv.Raw)
 	return &serverExpectClientFinished{keys: s.keys}, nil
 }
@@ -898,7 +898,7 @@ func (e *engine) acceptZTLS(p *serverParams, afterHRR bool) (string, error) {
 	}
 	var share []byte
 	for _, ks := range ch.KeyShares {
-		if ks.Group == key.Group {
+		if ks.Group == uint16(key.Group) {
 			share = ks.Data
 		}
 	}

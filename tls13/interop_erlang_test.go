@@ -24,14 +24,14 @@ func erlangPeerCommand(t *testing.T) (string, []string) {
 var erlangPeer = &linePeer{
 	name:    "erlang",
 	command: erlangPeerCommand,
-	suites: map[uint16]string{
+	suites: map[CipherSuite]string{
 		TLS_AES_128_GCM_SHA256: "TLS_AES_128_GCM_SHA256", TLS_AES_256_GCM_SHA384: "TLS_AES_256_GCM_SHA384",
 		TLS_CHACHA20_POLY1305_SHA256: "TLS_CHACHA20_POLY1305_SHA256",
 	},
-	groups:      map[uint16]string{X25519: "x25519", P256: "secp256r1", P384: "secp384r1", P521: "secp521r1"},
+	groups:      map[CurveID]string{X25519: "x25519", P256: "secp256r1", P384: "secp384r1", P521: "secp521r1"},
 	earlyServer: true,
 	earlyClient: true,
-	hrrClient:   []uint16{X25519},
+	hrrClient:   []CurveID{X25519},
 	hrrServer:   P384,
 	skip: map[string]string{
 		"client/resumption": erlangNoTicket,

@@ -18,16 +18,16 @@ import (
 	"time"
 )
 
-var gnutlsSuites = map[uint16]string{
+var gnutlsSuites = map[CipherSuite]string{
 	TLS_AES_128_GCM_SHA256:       "AES-128-GCM",
 	TLS_AES_256_GCM_SHA384:       "AES-256-GCM",
 	TLS_CHACHA20_POLY1305_SHA256: "CHACHA20-POLY1305",
 }
 
-var gnutlsGroups = map[uint16]string{X25519: "GROUP-X25519", P256: "GROUP-SECP256R1", P384: "GROUP-SECP384R1"}
+var gnutlsGroups = map[CurveID]string{X25519: "GROUP-X25519", P256: "GROUP-SECP256R1", P384: "GROUP-SECP384R1"}
 
 // gnutlsPriority allows only TLS 1.3 with one suite and one group.
-func gnutlsPriority(s, g uint16) string {
+func gnutlsPriority(s CipherSuite, g CurveID) string {
 	return fmt.Sprintf("NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+%s:-GROUP-ALL:+%s", gnutlsSuites[s], gnutlsGroups[g])
 }
 
@@ -83,8 +83,8 @@ func TestGnuTLSSuitesAndGroups(t *testing.T) {
 				t.Parallel()
 				srv := gnutlsServer(t, f, "--disable-client-cert", prio)
 				cfg := clientConfig(f.p)
-				cfg.CipherSuites = []uint16{s}
-				cfg.Groups = []uint16{g}
+				cfg.CipherSuites = []CipherSuite{s}
+				cfg.Groups = []CurveID{g}
 				c := srv.mustDialZTLS(t, cfg)
 				echoRoundTrip(t, c, srv, "suite")
 				st := c.ConnectionState()
@@ -95,8 +95,8 @@ func TestGnuTLSSuitesAndGroups(t *testing.T) {
 			t.Run("ztls server/"+name, func(t *testing.T) {
 				t.Parallel()
 				scfg := serverConfig(f.p)
-				scfg.CipherSuites = []uint16{s}
-				scfg.Groups = []uint16{g}
+				scfg.CipherSuites = []CipherSuite{s}
+				scfg.Groups = []CurveID{g}
 				addr, results := startZTLSServer(t, scfg)
 				cli := gnutlsClient(t, f, addr, prio)
 				r := nextResult(t, results, cli).mustHandshake(cli)
@@ -119,7 +119,7 @@ func TestGnuTLSHelloRetryRequest(t *testing.T) {
 		// gnutls-serv takes only P-256; ztls sends an x25519 share first.
 		srv := gnutlsServer(t, f, "--disable-client-cert", "--priority=NORMAL:-GROUP-ALL:+GROUP-SECP256R1")
 		cfg := clientConfig(f.p)
-		cfg.Groups = []uint16{X25519, P256}
+		cfg.Groups = []CurveID{X25519, P256}
 		c := srv.mustDialZTLS(t, cfg)
 		echoRoundTrip(t, c, srv, "hrr")
 		if !hasEvent(c.Trace(), EventHelloRetryRequest) || c.ConnectionState().Group != P256 {
@@ -131,7 +131,7 @@ func TestGnuTLSHelloRetryRequest(t *testing.T) {
 		// gnutls-cli sends shares for its first two groups (x25519 first,
 		// then P-256); the ztls server wants P-384.
 		scfg := serverConfig(f.p)
-		scfg.Groups = []uint16{P384}
+		scfg.Groups = []CurveID{P384}
 		addr, results := startZTLSServer(t, scfg)
 		cli := gnutlsClient(t, f, addr, "--priority=NORMAL:-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:+GROUP-SECP384R1")
 		r := nextResult(t, results, cli).mustHandshake(cli)

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-var goGroups = map[uint16]tls.CurveID{
+var goGroups = map[CurveID]tls.CurveID{
 	X25519: tls.X25519, P256: tls.CurveP256, P384: tls.CurveP384, X25519MLKEM768: tls.X25519MLKEM768,
 }
 
@@ -29,16 +29,16 @@ func goEcho(c *tls.Conn) { echo(c) }
 
 func TestGoServerSuitesAndGroups(t *testing.T) {
 	p := getPKI(t, "ecdsa-p256")
-	for _, s := range []uint16{TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384, TLS_CHACHA20_POLY1305_SHA256} {
-		for _, g := range []uint16{X25519, P256, P384, X25519MLKEM768} {
+	for _, s := range []CipherSuite{TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384, TLS_CHACHA20_POLY1305_SHA256} {
+		for _, g := range []CurveID{X25519, P256, P384, X25519MLKEM768} {
 			t.Run(fmt.Sprintf("%s/%s", CipherSuiteName(s), GroupName(g)), func(t *testing.T) {
 				addr := goServer(t, &tls.Config{
 					Certificates: []tls.Certificate{p.goSrv}, MinVersion: tls.VersionTLS13,
 					CurvePreferences: []tls.CurveID{goGroups[g]},
 				}, goEcho)
 				cfg := clientConfig(p)
-				cfg.CipherSuites = []uint16{s}
-				cfg.Groups = []uint16{g}
+				cfg.CipherSuites = []CipherSuite{s}
+				cfg.Groups = []CurveID{g}
 				c, err := Dial("tcp", addr, cfg)
 				if err != nil {
 					t.Fatal(err)
@@ -59,11 +59,11 @@ func TestGoServerSuitesAndGroups(t *testing.T) {
 
 func TestGoClientSuitesAndGroups(t *testing.T) {
 	p := getPKI(t, "ecdsa-p256")
-	for _, s := range []uint16{TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384, TLS_CHACHA20_POLY1305_SHA256} {
-		for _, g := range []uint16{X25519, P256, P384, X25519MLKEM768} {
+	for _, s := range []CipherSuite{TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384, TLS_CHACHA20_POLY1305_SHA256} {
+		for _, g := range []CurveID{X25519, P256, P384, X25519MLKEM768} {
 			t.Run(fmt.Sprintf("%s/%s", CipherSuiteName(s), GroupName(g)), func(t *testing.T) {
 				scfg := serverConfig(p)
-				scfg.CipherSuites = []uint16{s}
+				scfg.CipherSuites = []CipherSuite{s}
 				ln := NewListener(loopback(t), scfg)
 				addr := serve(t, ln, echo)
 				c, err := tls.Dial("tcp", addr, &tls.Config{
@@ -76,7 +76,7 @@ func TestGoClientSuitesAndGroups(t *testing.T) {
 				defer c.Close()
 				roundTrip(t, c, "hello from crypto/tls")
 				st := c.ConnectionState()
-				if st.CipherSuite != s || uint16(st.CurveID) != g {
+				if CipherSuite(st.CipherSuite) != s || CurveID(st.CurveID) != g {
 					t.Fatalf("negotiated %x/%v", st.CipherSuite, st.CurveID)
 				}
 			})
@@ -113,7 +113,7 @@ func TestGoHelloRetryRequest(t *testing.T) {
 	t.Run("ztls client", func(t *testing.T) {
 		addr := goServer(t, &tls.Config{Certificates: []tls.Certificate{p.goSrv}, CurvePreferences: []tls.CurveID{tls.CurveP256}}, goEcho)
 		cfg := clientConfig(p)
-		cfg.Groups = []uint16{X25519, P256}
+		cfg.Groups = []CurveID{X25519, P256}
 		c, err := Dial("tcp", addr, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -126,7 +126,7 @@ func TestGoHelloRetryRequest(t *testing.T) {
 	})
 	t.Run("ztls server", func(t *testing.T) {
 		scfg := serverConfig(p)
-		scfg.Groups = []uint16{P256}
+		scfg.Groups = []CurveID{P256}
 		var srv *Conn
 		done := make(chan struct{})
 		addr := serve(t, loopback(t), func(raw net.Conn) {
@@ -312,7 +312,7 @@ func TestGoP521(t *testing.T) {
 	p := getPKI(t, "ecdsa-p256")
 	addr := goServer(t, &tls.Config{Certificates: []tls.Certificate{p.goSrv}, CurvePreferences: []tls.CurveID{tls.CurveP521}}, goEcho)
 	cfg := clientConfig(p)
-	cfg.Groups = []uint16{P521}
+	cfg.Groups = []CurveID{P521}
 	c, err := Dial("tcp", addr, cfg)
 	if err != nil {
 		t.Fatal(err)

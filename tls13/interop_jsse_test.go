@@ -44,13 +44,13 @@ func jssePeerCommand(t *testing.T) (string, []string) {
 var jssePeer = &linePeer{
 	name:    "jsse",
 	command: jssePeerCommand,
-	suites: map[uint16]string{
+	suites: map[CipherSuite]string{
 		TLS_AES_128_GCM_SHA256: "TLS_AES_128_GCM_SHA256", TLS_AES_256_GCM_SHA384: "TLS_AES_256_GCM_SHA384",
 		TLS_CHACHA20_POLY1305_SHA256: "TLS_CHACHA20_POLY1305_SHA256",
 	},
-	groups: map[uint16]string{X25519: "x25519", P256: "secp256r1", P384: "secp384r1", P521: "secp521r1"},
+	groups: map[CurveID]string{X25519: "x25519", P256: "secp256r1", P384: "secp384r1", P521: "secp521r1"},
 	// JDK 17 sends two shares: the first XDH and the first NIST group.
-	hrrClient: []uint16{X25519, P256},
+	hrrClient: []CurveID{X25519, P256},
 	hrrServer: P384,
 }
 

@@ -15,17 +15,17 @@ import (
 	"time"
 )
 
-var opensslSuites = map[uint16]string{
+var opensslSuites = map[CipherSuite]string{
 	TLS_AES_128_GCM_SHA256:       "TLS_AES_128_GCM_SHA256",
 	TLS_AES_256_GCM_SHA384:       "TLS_AES_256_GCM_SHA384",
 	TLS_CHACHA20_POLY1305_SHA256: "TLS_CHACHA20_POLY1305_SHA256",
 }
 
-var opensslGroups = map[uint16]string{X25519: "X25519", P256: "P-256", P384: "P-384"}
+var opensslGroups = map[CurveID]string{X25519: "X25519", P256: "P-256", P384: "P-384"}
 
-var interopSuites = []uint16{TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384, TLS_CHACHA20_POLY1305_SHA256}
+var interopSuites = []CipherSuite{TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384, TLS_CHACHA20_POLY1305_SHA256}
 
-var interopGroups = []uint16{X25519, P256, P384}
+var interopGroups = []CurveID{X25519, P256, P384}
 
 // opensslServer starts openssl s_server on a free loopback port.
 func opensslServer(t *testing.T, f *interopFiles, extra ...string) *peerProc {
@@ -66,8 +66,8 @@ func TestOpenSSLSuitesAndGroups(t *testing.T) {
 				t.Parallel()
 				srv := opensslServer(t, f, peerArgs...)
 				cfg := clientConfig(f.p)
-				cfg.CipherSuites = []uint16{s}
-				cfg.Groups = []uint16{g}
+				cfg.CipherSuites = []CipherSuite{s}
+				cfg.Groups = []CurveID{g}
 				c := srv.mustDialZTLS(t, cfg)
 				exchangeInteractive(t, c, srv, "suite")
 				st := c.ConnectionState()
@@ -78,8 +78,8 @@ func TestOpenSSLSuitesAndGroups(t *testing.T) {
 			t.Run("ztls server/"+name, func(t *testing.T) {
 				t.Parallel()
 				scfg := serverConfig(f.p)
-				scfg.CipherSuites = []uint16{s}
-				scfg.Groups = []uint16{g}
+				scfg.CipherSuites = []CipherSuite{s}
+				scfg.Groups = []CurveID{g}
 				addr, results := startZTLSServer(t, scfg)
 				cli := opensslClient(t, f, addr, peerArgs...)
 				r := nextResult(t, results, cli)
@@ -105,7 +105,7 @@ func TestOpenSSLHelloRetryRequest(t *testing.T) {
 		// s_server takes only P-256; ztls sends an x25519 share first.
 		srv := opensslServer(t, f, "-groups", "P-256")
 		cfg := clientConfig(f.p)
-		cfg.Groups = []uint16{X25519, P256}
+		cfg.Groups = []CurveID{X25519, P256}
 		c := srv.mustDialZTLS(t, cfg)
 		exchangeInteractive(t, c, srv, "hrr")
 		if !hasEvent(c.Trace(), EventHelloRetryRequest) || c.ConnectionState().Group != P256 {
@@ -116,7 +116,7 @@ func TestOpenSSLHelloRetryRequest(t *testing.T) {
 		t.Parallel()
 		// s_client sends one share, for its first group (x25519).
 		scfg := serverConfig(f.p)
-		scfg.Groups = []uint16{P256}
+		scfg.Groups = []CurveID{P256}
 		addr, results := startZTLSServer(t, scfg)
 		cli := opensslClient(t, f, addr, "-groups", "X25519:P-256")
 		r := nextResult(t, results, cli)
@@ -473,7 +473,7 @@ func TestOpenSSLP521(t *testing.T) {
 		t.Parallel()
 		srv := opensslServer(t, f, "-groups", "P-521")
 		cfg := clientConfig(f.p)
-		cfg.Groups = []uint16{P521}
+		cfg.Groups = []CurveID{P521}
 		c := srv.mustDialZTLS(t, cfg)
 		exchangeInteractive(t, c, srv, "p521")
 		if g := c.ConnectionState().Group; g != P521 {

@@ -38,15 +38,15 @@ type linePeer struct {
 	command func(t *testing.T) (string, []string)
 	// suites and groups map ztls codepoints to the program's names for
 	// them; only what the peer shares with ztls is listed.
-	suites map[uint16]string
-	groups map[uint16]string
+	suites map[CipherSuite]string
+	groups map[CurveID]string
 	// earlyServer/earlyClient: the peer accepts or sends 0-RTT data.
 	earlyServer, earlyClient bool
 	// hrrClient and hrrServer are the groups for the HRR rows: the
 	// client offers hrrClient, and key shares for some of them only (not
 	// for hrrServer, which it lists last); the server takes only hrrServer.
-	hrrClient []uint16
-	hrrServer uint16
+	hrrClient []CurveID
+	hrrServer CurveID
 	// compress maps the RFC 8879 algorithms the peer shares with ztls to
 	// the program's names for them.
 	compress map[CertCompressionAlgorithm]string
@@ -79,8 +79,8 @@ func peerDir(t *testing.T, peer string) string {
 }
 
 // sortedIDs returns a map's keys in the order of list (ztls's order).
-func sortedIDs(m map[uint16]string, list []uint16) []uint16 {
-	var ids []uint16
+func sortedIDs[T comparable](m map[T]string, list []T) []T {
+	var ids []T
 	for _, id := range list {
 		if _, ok := m[id]; ok {
 			ids = append(ids, id)
@@ -91,11 +91,11 @@ func sortedIDs(m map[uint16]string, list []uint16) []uint16 {
 
 // allSuites and allGroups are everything ztls has, in its order.
 var (
-	allSuites = []uint16{TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384, TLS_CHACHA20_POLY1305_SHA256}
-	allGroups = []uint16{X25519, P256, P384, P521, X25519MLKEM768}
+	allSuites = []CipherSuite{TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384, TLS_CHACHA20_POLY1305_SHA256}
+	allGroups = []CurveID{X25519, P256, P384, P521, X25519MLKEM768}
 )
 
-func (lp *linePeer) names(m map[uint16]string, ids ...uint16) string {
+func names[T comparable](m map[T]string, ids ...T) string {
 	var s []string
 	for _, id := range ids {
 		s = append(s, m[id])
@@ -179,15 +179,15 @@ func (lp *linePeer) peerServerRows(t *testing.T, f *interopFiles) {
 	}
 	// One server with everything shared; each ztls client offers one
 	// suite and one group, so the server can only pick those.
-	srv := lp.startServer(t, f, append(srvArgs, "suites="+lp.names(lp.suites, suites...), "groups="+lp.names(lp.groups, groups...))...)
+	srv := lp.startServer(t, f, append(srvArgs, "suites="+names(lp.suites, suites...), "groups="+names(lp.groups, groups...))...)
 	for _, s := range suites {
 		for _, g := range groups {
 			row := CipherSuiteName(s) + "/" + GroupName(g)
 			t.Run(row, func(t *testing.T) {
 				lp.skipKnown(t, "server/"+row)
 				cfg := clientConfig(f.p)
-				cfg.CipherSuites = []uint16{s}
-				cfg.Groups = []uint16{g}
+				cfg.CipherSuites = []CipherSuite{s}
+				cfg.Groups = []CurveID{g}
 				c := srv.mustDialZTLS(t, cfg)
 				lineExchange(t, c, srv, "ping-"+row, "ping-"+row)
 				st := c.ConnectionState()
@@ -201,9 +201,9 @@ func (lp *linePeer) peerServerRows(t *testing.T, f *interopFiles) {
 	t.Run("HRR", func(t *testing.T) {
 		lp.skipKnown(t, "server/HRR")
 		second := lp.hrrServer
-		hs := lp.startServer(t, f, "groups="+lp.names(lp.groups, second))
+		hs := lp.startServer(t, f, "groups="+names(lp.groups, second))
 		cfg := clientConfig(f.p)
-		cfg.Groups = append(append([]uint16(nil), lp.hrrClient...), second)
+		cfg.Groups = append(append([]CurveID(nil), lp.hrrClient...), second)
 		cfg.KeyShareGroups = lp.hrrClient[:1]
 		c := hs.mustDialZTLS(t, cfg)
 		lineExchange(t, c, hs, "ping-hrr", "ping-hrr")
@@ -297,10 +297,10 @@ func (lp *linePeer) peerClientRows(t *testing.T, f *interopFiles) {
 			t.Run(row, func(t *testing.T) {
 				lp.skipKnown(t, "client/"+row)
 				scfg := serverConfig(f.p)
-				scfg.CipherSuites = []uint16{s}
-				scfg.Groups = []uint16{g}
+				scfg.CipherSuites = []CipherSuite{s}
+				scfg.Groups = []CurveID{g}
 				addr, results := startZTLSServer(t, scfg)
-				cli := lp.startClient(t, f, addr, "suites="+lp.names(lp.suites, s), "groups="+lp.names(lp.groups, g))
+				cli := lp.startClient(t, f, addr, "suites="+names(lp.suites, s), "groups="+names(lp.groups, g))
 				r := nextResult(t, results, cli)
 				if r.err != nil {
 					cli.fatalf("ztls server handshake: %v", r.err)
@@ -317,9 +317,9 @@ func (lp *linePeer) peerClientRows(t *testing.T, f *interopFiles) {
 		lp.skipKnown(t, "client/HRR")
 		second := lp.hrrServer
 		scfg := serverConfig(f.p)
-		scfg.Groups = []uint16{second}
+		scfg.Groups = []CurveID{second}
 		addr, results := startZTLSServer(t, scfg)
-		cli := lp.startClient(t, f, addr, "groups="+lp.names(lp.groups, append(append([]uint16(nil), lp.hrrClient...), second)...))
+		cli := lp.startClient(t, f, addr, "groups="+names(lp.groups, append(append([]CurveID(nil), lp.hrrClient...), second)...))
 		r := nextResult(t, results, cli)
 		if r.err != nil {
 			cli.fatalf("ztls server handshake: %v", r.err)

@@ -50,16 +50,16 @@ var rustlsPeer = &linePeer{
 	name:    "rustls",
 	command: rustlsPeerBinary,
 	// The program takes IANA codepoints.
-	suites: map[uint16]string{
+	suites: map[CipherSuite]string{
 		TLS_AES_128_GCM_SHA256: "0x1301", TLS_AES_256_GCM_SHA384: "0x1302", TLS_CHACHA20_POLY1305_SHA256: "0x1303",
 	},
-	groups: map[uint16]string{
+	groups: map[CurveID]string{
 		X25519: "0x001d", P256: "0x0017", P384: "0x0018", X25519MLKEM768: "0x11ec",
 	},
 	compress:    map[CertCompressionAlgorithm]string{CertCompressionZlib: "zlib", CertCompressionBrotli: "brotli"},
 	earlyServer: true,
 	earlyClient: true,
-	hrrClient:   []uint16{X25519},
+	hrrClient:   []CurveID{X25519},
 	hrrServer:   P384,
 }
 

@@ -29,10 +29,10 @@ func tlslitePeerCommand(t *testing.T) (string, []string) {
 var tlslitePeer = &linePeer{
 	name:    "tlslite",
 	command: tlslitePeerCommand,
-	suites: map[uint16]string{
+	suites: map[CipherSuite]string{
 		TLS_AES_128_GCM_SHA256: "aes128gcm", TLS_AES_256_GCM_SHA384: "aes256gcm", TLS_CHACHA20_POLY1305_SHA256: "chacha20-poly1305",
 	},
-	groups: map[uint16]string{
+	groups: map[CurveID]string{
 		X25519: "x25519", P256: "secp256r1", P384: "secp384r1", P521: "secp521r1", X25519MLKEM768: "x25519mlkem768",
 	},
 	// tlslite-ng always has zlib; brotli and zstd when the PyPI brotli and
@@ -40,7 +40,7 @@ var tlslitePeer = &linePeer{
 	compress: map[CertCompressionAlgorithm]string{
 		CertCompressionZlib: "zlib", CertCompressionBrotli: "brotli", CertCompressionZstd: "zstd",
 	},
-	hrrClient: []uint16{X25519},
+	hrrClient: []CurveID{X25519},
 	hrrServer: P256,
 }
 

@@ -13,17 +13,17 @@ func TestP521(t *testing.T) {
 		t.Fatal(err)
 	}
 	ch := c.st.(*clientExpectServerHello).p.hello
-	if !contains(ch.SupportedGroups, P521) {
+	if !contains(ch.SupportedGroups, uint16(P521)) {
 		t.Fatalf("default supported_groups %v lack secp521r1", ch.SupportedGroups)
 	}
 	for _, ks := range ch.KeyShares {
-		if ks.Group == P521 {
+		if ks.Group == uint16(P521) {
 			t.Fatal("a default ClientHello carries a secp521r1 share")
 		}
 	}
 
 	ccfg := clientConfig(p)
-	ccfg.Groups = []uint16{P521}
+	ccfg.Groups = []CurveID{P521}
 	cli, srv, cerr, serr := pair(t, ccfg, serverConfig(p))
 	if cerr != nil || serr != nil {
 		t.Fatalf("client: %v; server: %v", cerr, serr)
@@ -33,7 +33,7 @@ func TestP521(t *testing.T) {
 	}
 
 	scfg := serverConfig(p)
-	scfg.Groups = []uint16{P521}
+	scfg.Groups = []CurveID{P521}
 	cli, _, cerr, serr = pair(t, clientConfig(p), scfg)
 	if cerr != nil || serr != nil {
 		t.Fatalf("client: %v; server: %v", cerr, serr)

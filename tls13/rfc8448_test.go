@@ -70,7 +70,7 @@ func rfcClientConfig(t *testing.T, v func(string) []byte, sect string, now time.
 		Rand:               bytes.NewReader(concat(hello.Random[:], v(sect+"/client.x25519.private"))),
 		Time:               func() time.Time { return now },
 		ServerName:         "server",
-		Groups:             []uint16{X25519},
+		Groups:             []CurveID{X25519},
 		InsecureSkipVerify: true, // the RFC's certificate has no SAN; checked byte for byte instead
 		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
 			if len(raw) != 1 || !bytes.Equal(raw[0], cert) {
@@ -261,7 +261,7 @@ func TestRFC8448Resumed0RTTServer(t *testing.T) {
 			if !bytes.Equal(ticket, sess.Ticket) {
 				return nil
 			}
-			return &sessionTicket{Suite: sess.Suite, CreatedMS: rfcTime.UnixMilli(), AgeAdd: sess.AgeAdd,
+			return &sessionTicket{Suite: uint16(sess.Suite), CreatedMS: rfcTime.UnixMilli(), AgeAdd: sess.AgeAdd,
 				LifetimeS: uint32(sess.Lifetime / time.Second), MaxEarlyData: sess.MaxEarlyData, PSK: sess.PSK, SNI: "server"}
 		},
 	}

@@ -17,7 +17,7 @@ import (
 // ClientSession is what a client keeps from a NewSessionTicket to resume
 // later (RFC 8446, Section 4.6.1). It holds a secret: store it like a key.
 type ClientSession struct {
-	Suite        uint16
+	Suite        CipherSuite
 	PSK          []byte
 	Ticket       []byte
 	AgeAdd       uint32
@@ -28,11 +28,15 @@ type ClientSession struct {
 	MaxEarlyData uint32 // 0: the server takes no 0-RTT data on this ticket
 }
 
+// cipherSuite is the session's suite, or nil for one this package does
+// not implement.
+func (s *ClientSession) cipherSuite() *suite.Suite { return suite.Lookup(uint16(s.Suite)) }
+
 func (s *ClientSession) usable(cfg *Config, serverName string) bool {
-	if s == nil || suite.Lookup(s.Suite) == nil || s.ServerName != serverName {
+	if s == nil || s.cipherSuite() == nil || s.ServerName != serverName {
 		return false
 	}
-	if !contains(cfg.cipherSuites(), s.Suite) {
+	if !contains(cfg.cipherSuites(), uint16(s.Suite)) {
 		return false
 	}
 	now := cfg.now()
@@ -54,7 +58,7 @@ const sessionFormat = 1
 func (s *ClientSession) MarshalBinary() ([]byte, error) {
 	var b cryptobyte.Builder
 	b.AddUint8(sessionFormat)
-	b.AddUint16(s.Suite)
+	b.AddUint16(uint16(s.Suite))
 	b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(s.PSK) })
 	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(s.Ticket) })
 	b.AddUint32(s.AgeAdd)
@@ -70,11 +74,12 @@ func (s *ClientSession) MarshalBinary() ([]byte, error) {
 func (s *ClientSession) UnmarshalBinary(data []byte) error {
 	in := cryptobyte.String(data)
 	var version uint8
+	var cs uint16
 	var psk, ticket, name, alpn cryptobyte.String
 	var received uint64
 	var lifetime uint32
 	if !in.ReadUint8(&version) || version != sessionFormat ||
-		!in.ReadUint16(&s.Suite) ||
+		!in.ReadUint16(&cs) ||
 		!in.ReadUint8LengthPrefixed(&psk) ||
 		!in.ReadUint16LengthPrefixed(&ticket) ||
 		!in.ReadUint32(&s.AgeAdd) ||
@@ -85,7 +90,8 @@ func (s *ClientSession) UnmarshalBinary(data []byte) error {
 		!in.ReadUint32(&s.MaxEarlyData) || !in.Empty() {
 		return errors.New("tls13: malformed session file (made by another version? delete it and connect again)")
 	}
-	if suite.Lookup(s.Suite) == nil || len(psk) != suite.Lookup(s.Suite).Hash.Size() {
+	s.Suite = CipherSuite(cs)
+	if s.cipherSuite() == nil || len(psk) != s.cipherSuite().Hash.Size() {
 		return errors.New("tls13: session file names an unknown cipher suite")
 	}
 	s.PSK, s.Ticket = []byte(psk), []byte(ticket)

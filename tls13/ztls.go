@@ -27,11 +27,11 @@ import (
 type ZDataOffer struct {
 	ID           uint32
 	Hash         [32]byte // zdata_hash: SHA-256 of the record's signature input
-	Group        uint16   // X25519 or P256
+	Group        CurveID  // X25519 or P256
 	Share        []byte   // the server's semi-static key_exchange bytes
 	MaxEarlyData uint32
-	ALPN         string   // the early ALPN protocol; "" means none
-	NSC          []uint16 // cipher suites the server does not support
+	ALPN         string        // the early ALPN protocol; "" means none
+	NSC          []CipherSuite // cipher suites the server does not support
 	// Leaf is the TLSA leaf the record was signed with. With it the client
 	// sends cert_hash and the server may omit its Certificate.
 	Leaf *x509.Certificate
@@ -107,7 +107,7 @@ func (c *Config) zdataVerdict(z *ZDataOffer) (*zdataVerdict, error) {
 // handshake (a key share is never reused) and only for an offer with the
 // same group and share.
 type ZDataPrepared struct {
-	group  uint16
+	group  CurveID
 	zshare []byte
 	share  kex.ClientShare
 	zs     []byte
@@ -118,7 +118,7 @@ type ZDataPrepared struct {
 // PrepareZData makes a key share for group and the ZS between it and the
 // Z-data share zshare (nil rand: crypto/rand). An invalid zshare is
 // reported when the engine would use it.
-func PrepareZData(group uint16, zshare []byte, rand io.Reader) *ZDataPrepared {
+func PrepareZData(group CurveID, zshare []byte, rand io.Reader) *ZDataPrepared {
 	return (*ZDataKeyShare)(nil).Prepare(group, zshare, rand)
 }
 
@@ -127,7 +127,7 @@ func PrepareZData(group uint16, zshare []byte, rand io.Reader) *ZDataPrepared {
 // record lands only the ECDH with its share is left to do. It serves one
 // Prepare at most, and a key share is never used twice.
 type ZDataKeyShare struct {
-	group uint16
+	group CurveID
 	share kex.ClientShare
 	err   error
 	taken atomic.Bool
@@ -136,28 +136,34 @@ type ZDataKeyShare struct {
 // NewZDataKeyShare makes a key share for group, which should be the
 // group the Z-data is expected to use (x25519 in the default profile;
 // nil rand: crypto/rand).
-func NewZDataKeyShare(group uint16, rand io.Reader) *ZDataKeyShare {
+func NewZDataKeyShare(group CurveID, rand io.Reader) *ZDataKeyShare {
 	ks := &ZDataKeyShare{group: group}
-	if group != X25519 && group != P256 {
-		ks.err = fmt.Errorf("tls13: Z-data group %s is not usable for ztls v1", kex.Name(group))
-		return ks
+	if ks.err = checkZDataGroup(group); ks.err == nil {
+		ks.share, ks.err = kex.GenerateClientShare(uint16(group), rand)
 	}
-	ks.share, ks.err = kex.GenerateClientShare(group, rand)
 	return ks
+}
+
+// checkZDataGroup: ztls v1 takes Z-data for x25519 or secp256r1 only
+// (docs/ztls-spec.md, Section 1).
+func checkZDataGroup(g CurveID) error {
+	if g != X25519 && g != P256 {
+		return fmt.Errorf("tls13: Z-data group %s is not usable for ztls v1", g)
+	}
+	return nil
 }
 
 // Prepare is PrepareZData with ks's key share when ks (which may be nil)
 // is for group and unused; otherwise it makes a new share.
-func (ks *ZDataKeyShare) Prepare(group uint16, zshare []byte, rand io.Reader) *ZDataPrepared {
+func (ks *ZDataKeyShare) Prepare(group CurveID, zshare []byte, rand io.Reader) *ZDataPrepared {
 	p := &ZDataPrepared{group: group, zshare: bytes.Clone(zshare)}
-	if group != X25519 && group != P256 {
-		p.err = fmt.Errorf("tls13: Z-data group %s is not usable for ztls v1", kex.Name(group))
+	if p.err = checkZDataGroup(group); p.err != nil {
 		return p
 	}
 	if ks != nil && ks.err == nil && ks.group == group && ks.taken.CompareAndSwap(false, true) {
 		p.share = ks.share
 	} else {
-		p.share, p.err = kex.GenerateClientShare(group, rand)
+		p.share, p.err = kex.GenerateClientShare(uint16(group), rand)
 	}
 	if p.err == nil {
 		p.zs, p.err = p.share.Shared(zshare)
@@ -178,7 +184,7 @@ type ZDataKey struct {
 	ID           uint32
 	Hash         [32]byte
 	Host         string // the signed host: the SNI must equal it
-	Group        uint16
+	Group        CurveID
 	MaxEarlyData uint32
 	ALPN         string
 	NotBefore    time.Time

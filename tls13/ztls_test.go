@@ -34,7 +34,7 @@ func (k *testZKeys) LookupZData(id uint32, hash [32]byte, now time.Time) *ZDataK
 }
 
 // newZData makes a Z-data key for host and the client's offer for it.
-func newZData(t testing.TB, curve ecdh.Curve, group uint16, host, alpn string, p *testPKI) (*ZDataOffer, *ZDataKey) {
+func newZData(t testing.TB, curve ecdh.Curve, group CurveID, host, alpn string, p *testPKI) (*ZDataOffer, *ZDataKey) {
 	priv, err := curve.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -298,7 +298,7 @@ func TestZTLSInvalidShareAborts(t *testing.T) {
 	z := newZTLSSetup(t)
 	z.ccfg.testHookClientHello = func(ch *wire.ClientHello) {
 		for i := range ch.KeyShares {
-			if ch.KeyShares[i].Group == X25519 {
+			if ch.KeyShares[i].Group == uint16(X25519) {
 				ch.KeyShares[i].Data = make([]byte, 32) // low-order point: all-zero ECDH
 			}
 		}
@@ -348,8 +348,8 @@ func TestZTLSStrippedByAttacker(t *testing.T) {
 
 func TestZTLSAfterHelloRetryRequest(t *testing.T) {
 	z := newZTLSSetup(t)
-	z.scfg.Groups = []uint16{P384} // forces a retry: the client sends no P-384 share
-	z.ccfg.Groups = []uint16{X25519, P384}
+	z.scfg.Groups = []CurveID{P384} // forces a retry: the client sends no P-384 share
+	z.ccfg.Groups = []CurveID{X25519, P384}
 	c, s, answer, err := z.run(t, []byte("x"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -430,7 +430,7 @@ func TestZTLSPreparedShare(t *testing.T) {
 		}
 		var share []byte
 		for _, ks := range ch.KeyShares {
-			if ks.Group == X25519 {
+			if ks.Group == uint16(X25519) {
 				share = ks.Data
 			}
 		}

@@ -177,6 +177,19 @@ type policyKey struct {
 	ocsp     OCSPPolicy
 }
 
+// same reports whether p and q are one policy: the same roots (one pool,
+// or pools holding the same certificates), name, revocation checker
+// (one Checker: loaded once and shared) and OCSP policy.
+func (p policyKey) same(q policyKey) bool {
+	if p.name != q.name || p.insecure != q.insecure || p.rev != q.rev || p.ocsp != q.ocsp {
+		return false
+	}
+	if p.roots == q.roots {
+		return true
+	}
+	return p.roots != nil && q.roots != nil && p.roots.Equal(q.roots)
+}
+
 func policyOf(cfg *tls13.Config, ocsp OCSPPolicy) policyKey {
 	return policyKey{roots: cfg.RootCAs, name: canonicalName(cfg.ServerName), insecure: cfg.InsecureSkipVerify,
 		rev: cfg.Revocation, ocsp: ocsp}
@@ -229,7 +242,7 @@ func (c *Cache) lookup(host string, port int, pk policyKey, now time.Time) *hit 
 		c.refresh.wake() // used in its last tenth: renew it now
 	}
 	h := &hit{addrs: s.addrs, https: s.https, answers: s.answers}
-	if v := s.v; v != nil && v.policy == pk {
+	if v := s.v; v != nil && v.policy.same(pk) {
 		h.validated = true
 		h.rec, h.leaf, h.inter, h.zerr, h.chains = v.rec, v.leaf, v.inter, v.zerr, v.chains
 		h.prepared, v.prepared = v.prepared, nil

@@ -245,6 +245,9 @@ func (f *prefetcher) run(ctx context.Context, target string) error {
 	}
 	f.settleExpiry()
 	if !f.now.Before(f.s.expires) {
+		if f.p.ChainError != "" { // an IP address with an invalid certificate
+			return fmt.Errorf("dial: %s not prefetched: %s", addr, f.p.ChainError)
+		}
 		return fmt.Errorf("dial: nothing to cache for %s: %s ends at once", addr, f.s.why)
 	}
 	opts := f.o

@@ -110,6 +110,9 @@ type LeafOpts struct {
 	Intermediates int
 	// IntermediateKeyType is the intermediates' key type; "" means ecdsa-p256.
 	IntermediateKeyType string
+	// OCSPServer are the OCSP responder URLs put in the leaf's authority
+	// information access (RFC 5280, Section 4.2.2.1); nil means none.
+	OCSPServer []string
 }
 
 // maxIntermediates bounds LeafOpts.Intermediates; NewCA's root allows
@@ -238,6 +241,7 @@ func (ca *CA) Issue(t testing.TB, o LeafOpts) *Leaf {
 		BasicConstraintsValid: true,
 		DNSNames:              o.DNSNames,
 		IPAddresses:           o.IPs,
+		OCSPServer:            o.OCSPServer,
 	}
 	cert, der := create(t, tmpl, issuer, key.Public(), issuerKey)
 	chain := [][]byte{der}

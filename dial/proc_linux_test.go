@@ -1,0 +1,172 @@
+//go:build linux
+
+package dial
+
+// Peers that cannot be told to bind loopback only (openssl ocsp takes a
+// port number, gnutls-serv binds every address) run in a network
+// namespace of their own holding only a loopback interface; the tests
+// reach them by opening their sockets inside it. (A copy of the small
+// helpers of tls13's interop tests, tls13/interop_proc_test.go.)
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// nsProc is a process in a network namespace of its own.
+type nsProc struct {
+	cmd   *exec.Cmd
+	netns string // /proc/PID/ns/net
+	out   *lockedBuffer
+	done  chan struct{}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startInNetns starts name with args in a new network namespace whose
+// loopback interface is up, in dir, and waits until it prints ready or,
+// with ready "", until something listens on port there (openssl ocsp
+// must not be probed so: it then waits for that connection's request,
+// and answers nobody else). The process is stopped when the test ends
+// (or by stop).
+func startInNetns(t *testing.T, dir, name string, port int, ready string, args ...string) *nsProc {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		t.Skipf("%s is not installed (make deps installs it): %v", name, err)
+	}
+	ip, err := exec.LookPath("ip")
+	if err != nil {
+		t.Skipf("ip (iproute2) is not installed: %v", err)
+	}
+	// The shell brings lo up, then becomes the tool (same pid).
+	cmd := exec.Command("sh", append([]string{"-c", `"$0" link set lo up && exec "$@"`, ip, path}, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
+	cmd.Dir = dir
+	p := &nsProc{cmd: cmd, out: &lockedBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	if err := cmd.Start(); err != nil {
+		if os.Geteuid() != 0 {
+			t.Skipf("cannot make a network namespace for %s (needs root or CAP_SYS_ADMIN): %v", name, err)
+		}
+		t.Fatalf("start %s: %v", name, err)
+	}
+	p.netns = fmt.Sprintf("/proc/%d/ns/net", cmd.Process.Pid)
+	go func() { cmd.Wait(); close(p.done) }()
+	t.Cleanup(p.stop)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var err error
+		if ready != "" {
+			if strings.Contains(p.out.String(), ready) {
+				return p
+			}
+			err = fmt.Errorf("no %q printed", ready)
+		} else {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			var c net.Conn
+			c, err = p.dial(ctx, addr)
+			cancel()
+			if err == nil {
+				c.Close()
+				return p
+			}
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("%s exited before listening on %s:\n%s", name, addr, p.out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not listen on %s: %v\n%s", name, addr, err, p.out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// stop kills the process and waits for it.
+func (p *nsProc) stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	p.cmd.Process.Kill()
+	<-p.done
+}
+
+// dial connects to addr inside the process's namespace.
+func (p *nsProc) dial(ctx context.Context, addr string) (net.Conn, error) {
+	return dialInNetns(ctx, p.netns, addr)
+}
+
+// dialInNetns connects to addr from inside the network namespace at
+// nsPath: a socket belongs to the namespace of the thread that makes
+// it, so the dial runs on a locked OS thread that enters the namespace
+// and leaves it again (if leaving fails the thread is never unlocked and
+// dies with the goroutine).
+func dialInNetns(ctx context.Context, nsPath, addr string) (net.Conn, error) {
+	type result struct {
+		c   net.Conn
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{err: err}
+			return
+		}
+		defer orig.Close()
+		target, err := os.Open(nsPath)
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{err: err}
+			return
+		}
+		defer target.Close()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{err: fmt.Errorf("setns %s: %w", nsPath, err)}
+			return
+		}
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+		ch <- result{c, err}
+	}()
+	r := <-ch
+	return r.c, r.err
+}

@@ -1,7 +1,6 @@
 package tls13
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/ztls-project/ztls/tls13/internal/alert"
@@ -76,7 +75,3 @@ var (
 	errPeerBadBinder              = errorf(AlertDecryptError, "PSK binder does not verify")
 	errPeerTLS12Only              = errorf(AlertProtocolVersion, "peer does not speak TLS 1.3 (ztls implements TLS 1.3 only)")
 )
-
-// ErrEarlyDataRejected is returned by Write when early data was queued
-// but the server rejected it and the data was not resent (see Conn.SetEarlyData).
-var ErrEarlyDataRejected = errors.New("tls13: the server rejected the early data")

@@ -203,8 +203,9 @@ func (c *Conn) SetZData(z *ZDataOffer) {
 // SetEarlyData queues data to send as 0-RTT early data with the ClientHello
 // (client only; needs a session that allows early data). If the server
 // rejects it and resendIfRejected is true, the handshake resends it as
-// ordinary data; otherwise Write-side users learn of it through
-// ConnectionState().EarlyDataAccepted. Only send replay-safe requests early.
+// ordinary data; otherwise it is dropped, and EarlyDataLost reports so
+// (ConnectionState().EarlyDataAccepted is false either way). Only send
+// replay-safe requests early.
 func (c *Conn) SetEarlyData(data []byte, resendIfRejected bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -57,11 +57,6 @@ func bytesOf(s cryptobyte.String) []byte {
 	return s[:len(s):len(s)]
 }
 
-// readExtensions reads an extensions<0..2^16-1> block and checks, for every
-// message that carries one, the rules RFC 8446, Section 4.2 sets for all of
-// them: no two extensions of one type (illegal_parameter), and no extension
-// this package knows inside a message it is not defined for
-// (illegal_parameter). It returns the extensions in wire order; Data aliases s.
 // swapZTLS maps an extension type between the wire and this package when
 // the ztls extension is configured at codepoint cp instead of ExtZTLS
 // (ZTLS-SPEC Section 2: the codepoint is configurable): cp and ExtZTLS
@@ -119,6 +114,11 @@ func readLastExtensions(s *cryptobyte.String, name string, where placement) ([]E
 	return exts, order, nil
 }
 
+// readExtensions reads an extensions<0..2^16-1> block and checks, for every
+// message that carries one, the rules RFC 8446, Section 4.2 sets for all of
+// them: no two extensions of one type (illegal_parameter), and no extension
+// this package knows inside a message it is not defined for
+// (illegal_parameter). It returns the extensions in wire order; Data aliases s.
 func readExtensions(s *cryptobyte.String, name string, where placement) ([]Extension, error) {
 	var block cryptobyte.String
 	if !s.ReadUint16LengthPrefixed(&block) {

@@ -208,7 +208,8 @@
 // model 1, Zen 3, 2 vCPUs, ADX/BMI2, no AVX-512) shared with other
 // engineers' builds and tests (load average 5-6 on 2 cores), median of
 // three, milliseconds of CPU time of the benchmark's thread per operation
-// (wall-clock figures were 5-50% higher and less stable):
+// (wall-clock figures were mostly 5-30% higher, up to 3 times, and less
+// stable):
 //
 //	                         gnark-crypto   circl
 //	pairing                  0.845          2.32
@@ -259,7 +260,8 @@
 // lines of pk^r. Decapsulation is 53% final exponentiations and 32% Miller
 // loops of the k-1 re-encrypted components, 9% the pairing with the slot,
 // the rest the G2 multiplications, lines, c0 check and slot; without the
-// point table, k-1 hashes to G1 add about 1 ms.
+// point table, k-1 hashes to G1 add about 1 ms by the per-hash figure (2.8 ms
+// in the run above).
 //
 // Key generation for n = 2^14 (236 372 slots; one hash to G1, one G1
 // multiplication and a compression each) took 61.6 s of CPU with one worker

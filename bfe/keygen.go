@@ -14,7 +14,8 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 )
 
-// KeyGenConfig is an epoch key to generate.
+// KeyGenConfig is an epoch key to generate. Params has no usable zero
+// value; the other fields' zero values are the defaults.
 type KeyGenConfig struct {
 	Epoch  uint64
 	Params Params
@@ -40,9 +41,9 @@ type KeyGenConfig struct {
 //
 // The file is written under a temporary name, synced and then linked to
 // path, which must not exist: a key file is never overwritten. The public
-// point table goes to PointTablePath(path). The master
-// secret alpha is zeroed before GenerateKey returns; see the package doc for
-// what Go cannot promise about copies of it.
+// point table goes to PointTablePath(path). The master secret alpha is
+// zeroed before GenerateKey returns; see the package doc for what Go
+// cannot promise about copies of it.
 func GenerateKey(ctx context.Context, path string, cfg KeyGenConfig) (*PublicKey, error) {
 	if err := cfg.Params.check(); err != nil {
 		return nil, err

@@ -47,13 +47,16 @@ func (a *attempt) consultCache(ctx context.Context) {
 		return // nothing, or addresses only where the resolver finds more
 	}
 	a.hit = h
-	a.r.Prefetch = PrefetchDNS
-	if h.validated {
-		a.r.Prefetch = PrefetchValidated
-		if len(h.chains) > 0 {
-			clone()
-			a.cfg.VerifiedChains = h.verifiedChains
-		}
+	if !h.validated {
+		a.r.Prefetch = PrefetchDNS
+		a.step("prefetched_dns")
+		return
+	}
+	a.r.Prefetch = PrefetchValidated
+	a.step("prefetched")
+	if len(h.chains) > 0 {
+		clone()
+		a.cfg.VerifiedChains = h.verifiedChains
 	}
 }
 
@@ -68,7 +71,6 @@ func (a *attempt) landCached(l *lookups) {
 	if a.wantZ {
 		l.zdata <- a.cachedZData()
 	}
-	a.step("prefetched")
 }
 
 // cachedZData is the Z-data verdict of a validated entry: the offer of
@@ -103,7 +105,6 @@ func (a *attempt) replayAnswers(l *lookups) {
 	if a.wantZ {
 		s.z = newZDataCheck(a.host, a.port, a.cfg, a.now(), a.start, l)
 	}
-	a.step("prefetched_dns")
 	answers := a.hit.answers
 	go func() {
 		for _, ans := range answers {

@@ -35,6 +35,10 @@ type Proxy struct {
 	HandshakeTimeout time.Duration
 	// Logf, if set, receives one line per request.
 	Logf func(format string, args ...any)
+	// OnIdle, if set, is called with true when an HTTP/1.1 connection
+	// waits for its next request and with false when one begins to
+	// arrive: a server shutting down closes the idle ones at once.
+	OnIdle func(c *tls13.Conn, idle bool)
 }
 
 // earlyReader reads a server connection's 0-RTT data, then ends.
@@ -44,6 +48,12 @@ func (r earlyReader) Read(p []byte) (int, error) { return r.c.ReadEarlyData(p) }
 
 // ServeConn handles one connection until the client or the backend is done.
 func (p *Proxy) ServeConn(c *tls13.Conn) error {
+	return p.ServeConnContext(context.Background(), c)
+}
+
+// ServeConnContext is ServeConn whose backend requests end when base does
+// (a server that cuts its connections at a shutdown deadline).
+func (p *Proxy) ServeConnContext(base context.Context, c *tls13.Conn) error {
 	defer c.Close()
 	hsTimeout := p.HandshakeTimeout
 	if hsTimeout <= 0 {
@@ -55,7 +65,7 @@ func (p *Proxy) ServeConn(c *tls13.Conn) error {
 	hsDeadline := time.Now().Add(hsTimeout)
 	hs, hsCancel := context.WithDeadline(context.Background(), hsDeadline)
 	defer hsCancel()
-	ctx, cancel := context.WithTimeout(context.Background(), p.timeout())
+	ctx, cancel := context.WithTimeout(base, p.timeout())
 	defer cancel()
 	if err := c.HandshakeEarly(hs); err != nil {
 		return err
@@ -79,6 +89,11 @@ func (p *Proxy) ServeConn(c *tls13.Conn) error {
 	br := bufio.NewReader(rest)
 	for {
 		c.SetDeadline(time.Now().Add(p.timeout()))
+		if p.OnIdle != nil {
+			p.OnIdle(c, true)
+			br.Peek(1)
+			p.OnIdle(c, false)
+		}
 		req, err := http.ReadRequest(br)
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {

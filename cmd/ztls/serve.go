@@ -12,15 +12,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/ztls-project/ztls/internal/connlimit"
 	"github.com/ztls-project/ztls/internal/metrics"
+	"github.com/ztls-project/ztls/server"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
 	"github.com/ztls-project/ztls/zdata"
@@ -43,6 +42,7 @@ type serveFlags struct {
 	window     time.Duration
 	turbo      bool
 	hsTimeout  time.Duration
+	drain      time.Duration
 	maxConns   int
 	maxPerIP   int
 	maxPerNet  int
@@ -90,6 +90,7 @@ Servers sharing Z-data keys must share --strike-register (docs/security.md).`,
 	fs.StringVar(&f.clientAuth, "client-auth", "none", "client certificates: none, request, require (verified against --client-ca)")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "idle timeout per connection")
 	fs.DurationVar(&f.hsTimeout, "handshake-timeout", 10*time.Second, "time a connection has to complete its handshake (a client that sends nothing is closed after it)")
+	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "on SIGTERM or SIGINT: how long connections in flight may take to finish before they are cut (keep it below the unit's TimeoutStopSec; a second signal stops at once)")
 	fs.IntVar(&f.maxConns, "max-conns", 4096, "most connections held at once; more wait in the kernel's backlog (0: no limit; the process may hold at most its open-files limit)")
 	fs.IntVar(&f.maxPerIP, "max-conns-per-ip", 256, "most connections held at once from one IP address; more are closed at once (0: no limit)")
 	fs.IntVar(&f.maxPerNet, "max-conns-per-net", 1024, "most connections held at once from one client network, a /24 for IPv4 and a /56 for IPv6 (a host with many addresses would otherwise take --max-conns-per-ip on each); more are closed at once (0: no limit)")
@@ -112,24 +113,104 @@ Servers sharing Z-data keys must share --strike-register (docs/security.md).`,
 	rootCmd.AddCommand(cmd)
 }
 
-func runServe(f *serveFlags) error {
-	log, err := newLogger(os.Stderr)
+// serving is one run of 'ztls serve': what runServe assembles, and what
+// it undoes when it stops (in reverse order).
+type serving struct {
+	f     *serveFlags
+	log   *slog.Logger
+	zdir  *zdata.Dir
+	proxy *ztlshttp.Proxy
+	cur   atomic.Pointer[tls13.Config] // swapped on SIGHUP
+	tsrv  *turbo.TLSServer
+	mt    *metrics.Registry
+	srv   *server.Server
+	undo  []func()
+}
+
+// runServe: check the flags, build the TLS configuration and its
+// anti-replay register, listen, start what runs beside the server
+// (Z-data keeper, TurboTLS, metrics, SIGHUP reload), serve until a
+// signal, then drain.
+func runServe(f *serveFlags) (err error) {
+	s := &serving{f: f}
+	defer s.cleanup()
+	if s.log, err = newLogger(os.Stderr); err != nil {
+		return err
+	}
+	f.log = s.log
+	if err := s.checkFlags(); err != nil {
+		return err
+	}
+	if err := s.loadZData(); err != nil {
+		return err
+	}
+	cfg, err := s.tlsConfig()
 	if err != nil {
 		return err
 	}
-	f.log = log
+	if err := s.antiReplay(cfg); err != nil {
+		return err
+	}
+	s.cur.Store(cfg)
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return err
+	}
+	s.undo = append(s.undo, func() { ln.Close() })
+	s.log.Info("serving TLS 1.3 on", "addr", ln.Addr().String())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := s.keepZData(ctx, ln.Addr().(*net.TCPAddr).Port); err != nil {
+		return err
+	}
+	if err := s.startTurbo(ln.Addr().String()); err != nil {
+		return err
+	}
+	if err := s.newServer(); err != nil {
+		return err
+	}
+	if err := s.serveMetrics(ctx); err != nil {
+		return err
+	}
+	defer onHUP(ctx, s.reload)()
+	return s.serveUntilSignal(ctx, stop, ln)
+}
+
+// cleanup undoes what runServe set up, last first.
+func (s *serving) cleanup() {
+	for i := len(s.undo) - 1; i >= 0; i-- {
+		s.undo[i]()
+	}
+}
+
+// checkFlags refuses what no server could run with, before anything starts.
+func (s *serving) checkFlags() error {
+	f := s.f
 	if (f.echo && f.respond != "") || (f.backend != "" && (f.echo || f.respond != "")) {
 		return errors.New("choose one of --echo, --respond and --backend")
 	}
-	var proxy *ztlshttp.Proxy
+	for _, l := range []struct {
+		flag string
+		n    int
+	}{{"--max-conns", f.maxConns}, {"--max-conns-per-ip", f.maxPerIP}, {"--max-conns-per-net", f.maxPerNet}} {
+		if l.n < 0 {
+			return fmt.Errorf("%s %d: want 0 (no limit) or more", l.flag, l.n)
+		}
+	}
+	if f.hsTimeout <= 0 {
+		return fmt.Errorf("--handshake-timeout %v: want more than 0", f.hsTimeout)
+	}
+	if f.drain < 0 {
+		return fmt.Errorf("--drain-timeout %v: want 0 (cut connections at once) or more", f.drain)
+	}
 	if f.backend != "" {
 		u, err := url.Parse(f.backend)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("--backend: want http://HOST:PORT[/PATH], got %q", f.backend)
 		}
-		proxy = &ztlshttp.Proxy{Backend: u, Timeout: f.timeout}
+		s.proxy = &ztlshttp.Proxy{Backend: u, Timeout: f.timeout}
 		if f.verbose {
-			proxy.Logf = func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
+			s.proxy.Logf = func(format string, args ...any) { s.log.Info(fmt.Sprintf(format, args...)) }
 		}
 	}
 	if err := f.publish.check(); err != nil {
@@ -138,337 +219,360 @@ func runServe(f *serveFlags) error {
 	if f.publish.set() && f.zdataDir == "" {
 		return errors.New("--publish pushes the Z-data records of --zdata DIR: give --zdata")
 	}
-	var zdir *zdata.Dir
-	if f.zdataDir != "" {
-		d, err := zdata.LoadDir(f.zdataDir)
-		if err != nil {
-			return err
-		}
-		zdir = d
-		if f.tls.cert == "" && f.tls.key == "" {
-			// The certificate the Z-data is signed with.
-			f.tls.cert, f.tls.key = d.Config.Cert, d.Config.Key
-			if !filepath.IsAbs(f.tls.cert) {
-				f.tls.cert, f.tls.key = filepath.Join(d.Path, f.tls.cert), filepath.Join(d.Path, f.tls.key)
-			}
-		}
+	switch f.clientAuth {
+	case "none", "", "request", "require":
+	default:
+		return fmt.Errorf("--client-auth: want none, request or require, got %q", f.clientAuth)
 	}
-	cfg, err := f.tls.config(true)
+	return nil
+}
+
+// loadZData reads --zdata DIR; without --cert and --key the server
+// presents the certificate the Z-data is signed with.
+func (s *serving) loadZData() error {
+	f := s.f
+	if f.zdataDir == "" {
+		return nil
+	}
+	d, err := zdata.LoadDir(f.zdataDir)
 	if err != nil {
 		return err
 	}
-	if zdir != nil {
-		cfg.ZData = zdir.Keyring
-		// A NAT or load balancer may forward the Z-data's port here, so
-		// a different port is said loudly, not refused.
-		if err := checkServePort(zdir.Config.Port, f.listen); err != nil {
-			log.Warn(err.Error())
+	s.zdir = d
+	if f.tls.cert == "" && f.tls.key == "" {
+		f.tls.cert, f.tls.key = d.Config.Cert, d.Config.Key
+		if !filepath.IsAbs(f.tls.cert) {
+			f.tls.cert, f.tls.key = filepath.Join(d.Path, f.tls.cert), filepath.Join(d.Path, f.tls.key)
 		}
 	}
-	if zdir != nil && f.strike == "" {
-		// Two servers holding the same Z-data keys with registers of
-		// their own both accept one captured flight (ZTLS-SPEC §5).
-		if zdir.Fleet() {
-			return fmt.Errorf("%s holds a fleet seed: every server of the fleet derives the same Z-data keys, so they must share one anti-replay register; add --strike-register redis://HOST:PORT (the same for every member)", zdir.Path)
-		}
-		sv, err := zdir.ServeAlone(1<<20, time.Now())
-		if err != nil {
-			return fmt.Errorf("%v: two servers with the same Z-data keys and separate anti-replay registers would both accept a replayed early request; share one register (--strike-register redis://HOST:PORT on every server) or give each server its own Z-data directory", err)
-		}
-		// Saved when the server stops cleanly (after its connections),
-		// so the next start continues this memory.
-		defer func() {
-			if err := sv.Close(time.Now()); err != nil {
-				log.Error("saving the anti-replay register failed: the next start refuses early data that may predate it", "err", err, "for_up_to", 2*f.window)
-			}
-		}()
-		cfg.StrikeRegister = sv.Register
-		switch since := sv.Register.Since(); {
-		case since.IsZero():
-			log.Info("anti-replay memory is complete (no server took early data under these keys without it): early data is taken at once", "dir", zdir.Path)
-		case time.Since(since) > 2*f.window:
-			log.Info("anti-replay memory continues from the last clean stop", "since", since.UTC().Format(time.RFC3339))
-		default:
-			log.Warn("the last server on this directory did not stop cleanly: early data that may predate this start is refused", "dir", zdir.Path, "for_up_to", 2*f.window)
-		}
-	} else if f.strike == "" && f.maxEarly > 0 {
-		// Tickets are sealed with a key made at start: no ticket, and
-		// so no 0-RTT flight, predates this register.
-		cfg.StrikeRegister = tls13.NewMemoryStrikeRegister(1<<20, time.Now())
+	// A NAT or load balancer may forward the Z-data's port here, so a
+	// different port is said loudly, not refused.
+	if err := checkServePort(d.Config.Port, f.listen); err != nil {
+		s.log.Warn(err.Error())
 	}
-	if f.strike != "" {
-		u, err := url.Parse(f.strike)
-		if err != nil || u.Scheme != "redis" || u.Host == "" {
-			return fmt.Errorf("--strike-register: want redis://HOST:PORT, got %q", f.strike)
-		}
-		pass, _ := u.User.Password()
-		reg, err := redisreg.New(redisreg.Options{Addr: u.Host, Password: pass, MaxClockSkew: f.skew})
-		if err != nil {
-			return err
-		}
-		defer reg.Close()
-		cfg.StrikeRegister = reg
-		if zdir != nil {
-			// Held shared while this server runs: a server with a private
-			// register on the directory is refused meanwhile, and one
-			// already running refuses this one. What this server accepts
-			// is in Redis, so a server that later serves the directory
-			// alone does not trust an older saved state.
-			release, err := zdir.ShareServing()
-			if errors.Is(err, zdata.ErrDirServed) {
-				return fmt.Errorf("%v: it keeps its own anti-replay register, so it would accept an early request this fleet's register has seen, and this server one that only it has seen; restart it with the same --strike-register, or give this server its own Z-data directory", err)
-			}
-			if err != nil {
-				return err
-			}
-			defer release()
-		}
+	return nil
+}
+
+// tlsConfig is the server's configuration from the flags, without its
+// anti-replay register.
+func (s *serving) tlsConfig() (*tls13.Config, error) {
+	f := s.f
+	cfg, err := f.tls.config(true)
+	if err != nil {
+		return nil, err
+	}
+	if s.zdir != nil {
+		cfg.ZData = s.zdir.Keyring
 	}
 	cfg.MaxEarlyData = f.maxEarly
 	cfg.EarlyDataWindow = f.window
 	// One ticket key for the process, so that tickets outlive a SIGHUP
 	// reload (a Config makes its own random key otherwise).
 	if _, err := io.ReadFull(rand.Reader, cfg.TicketKey[:]); err != nil {
-		return err
+		return nil, err
 	}
 	switch f.clientAuth {
-	case "none", "":
 	case "request":
 		cfg.ClientAuth = tls13.VerifyClientCertIfGiven
 	case "require":
 		cfg.ClientAuth = tls13.RequireAndVerifyClientCert
-	default:
-		return fmt.Errorf("--client-auth: want none, request or require, got %q", f.clientAuth)
 	}
 	if cfg.ClientAuth != tls13.NoClientCert && cfg.ClientCAs == nil {
-		return errors.New("--client-auth needs --client-ca FILE to verify client certificates against")
+		return nil, errors.New("--client-auth needs --client-ca FILE to verify client certificates against")
 	}
-	respond := f.respond
-	if !f.echo && respond == "" {
-		respond = "hello from ztls\n"
+	return cfg, nil
+}
+
+// antiReplay gives cfg its strike register: shared in Redis
+// (--strike-register), this directory's own (--zdata alone), or one in
+// memory for 0-RTT.
+func (s *serving) antiReplay(cfg *tls13.Config) error {
+	switch f := s.f; {
+	case f.strike != "":
+		return s.sharedRegister(cfg)
+	case s.zdir != nil:
+		return s.ownRegister(cfg)
+	case f.maxEarly > 0:
+		// Tickets are sealed with a key made at start: no ticket, and so
+		// no 0-RTT flight, predates this register.
+		cfg.StrikeRegister = tls13.NewMemoryStrikeRegister(1<<20, time.Now())
 	}
-	inner, err := net.Listen("tcp", f.listen)
+	return nil
+}
+
+// ownRegister is the register of a server alone on its Z-data directory,
+// continued from the state saved at the last clean stop.
+func (s *serving) ownRegister(cfg *tls13.Config) error {
+	zdir, window := s.zdir, s.f.window
+	// Two servers holding the same Z-data keys with registers of their
+	// own both accept one captured flight (ZTLS-SPEC §5).
+	if zdir.Fleet() {
+		return fmt.Errorf("%s holds a fleet seed: every server of the fleet derives the same Z-data keys, so they must share one anti-replay register; add --strike-register redis://HOST:PORT (the same for every member)", zdir.Path)
+	}
+	sv, err := zdir.ServeAlone(1<<20, time.Now())
+	if err != nil {
+		return fmt.Errorf("%v: two servers with the same Z-data keys and separate anti-replay registers would both accept a replayed early request; share one register (--strike-register redis://HOST:PORT on every server) or give each server its own Z-data directory", err)
+	}
+	// Saved when the server stops cleanly (after its connections), so
+	// the next start continues this memory.
+	s.undo = append(s.undo, func() {
+		if err := sv.Close(time.Now()); err != nil {
+			s.log.Error("saving the anti-replay register failed: the next start refuses early data that may predate it", "err", err, "for_up_to", 2*window)
+		}
+	})
+	cfg.StrikeRegister = sv.Register
+	switch since := sv.Register.Since(); {
+	case since.IsZero():
+		s.log.Info("anti-replay memory is complete (no server took early data under these keys without it): early data is taken at once", "dir", zdir.Path)
+	case time.Since(since) > 2*window:
+		s.log.Info("anti-replay memory continues from the last clean stop", "since", since.UTC().Format(time.RFC3339))
+	default:
+		s.log.Warn("the last server on this directory did not stop cleanly: early data that may predate this start is refused", "dir", zdir.Path, "for_up_to", 2*window)
+	}
+	return nil
+}
+
+// sharedRegister is the fleet's register in Redis.
+func (s *serving) sharedRegister(cfg *tls13.Config) error {
+	u, err := url.Parse(s.f.strike)
+	if err != nil || u.Scheme != "redis" || u.Host == "" {
+		return fmt.Errorf("--strike-register: want redis://HOST:PORT, got %q", s.f.strike)
+	}
+	pass, _ := u.User.Password()
+	reg, err := redisreg.New(redisreg.Options{Addr: u.Host, Password: pass, MaxClockSkew: s.f.skew})
 	if err != nil {
 		return err
 	}
-	ln := connlimit.New(inner, connlimit.Limits{Max: f.maxConns, PerSource: f.maxPerIP, PerNetwork: f.maxPerNet})
-	log.Info("serving TLS 1.3 on", "addr", ln.Addr().String())
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if zdir != nil {
-		keeper := &zdataKeeper{dir: zdir, pub: f.publish, log: log}
-		if f.turbo { // the advert of TurboTLS at the TCP port's number
-			keeper.pub.turboPort = inner.Addr().(*net.TCPAddr).Port
-		}
-		if f.rotate && !zdir.Fleet() { // a fleet derives its keys: nothing to write
-			release, ok, err := zdir.ClaimRotation()
-			if err != nil {
-				return err
-			}
-			if ok {
-				defer release()
-				keeper.rotate = true
-			} else {
-				log.Info("another process rotates the Z-data: this server reloads what it writes", "dir", zdir.Path)
-			}
-		}
-		keeper.tick(ctx, time.Now()) // before serving: a key due now exists
-		log.Info("ZTLS on", "host", zdir.Config.Host, "port", zdir.Config.Port, "dir", zdir.Path, "live_keys", len(zdir.Keyring.Live(time.Now())))
-		go every(ctx, 10*time.Second, func() { keeper.tick(ctx, time.Now()) })
+	s.undo = append(s.undo, func() { reg.Close() })
+	cfg.StrikeRegister = reg
+	if s.zdir == nil {
+		return nil
 	}
-	go func() { <-ctx.Done(); ln.Close() }()
-	var mt *metrics.Registry
-	if f.metrics != "" {
-		mt = metrics.New()
-		mt.GaugeFunc("ztls_conns_open", "TCP connections held now.", func() float64 { return float64(ln.Stats().Open) })
-		mt.CounterFunc("ztls_conns_refused_per_ip_total", "TCP connections closed at accept: their address held --max-conns-per-ip.",
-			func() float64 { return float64(ln.Stats().RefusedSource) })
-		mt.CounterFunc("ztls_conns_refused_per_net_total", "TCP connections closed at accept: their network (/24, /56) held --max-conns-per-net.",
-			func() float64 { return float64(ln.Stats().RefusedNetwork) })
-		if zdir != nil {
-			mt.GaugeFunc("ztls_zdata_live_keys", "Z-data keys live now (0: ZTLS clients fall back to TLS 1.3).",
-				func() float64 { return float64(len(zdir.Keyring.Live(time.Now()))) })
-			mt.GaugeFunc("ztls_zdata_expiry_seconds", "Seconds until the last live Z-data key expires (0: none live).",
-				func() float64 { return zdataExpiry(zdir, time.Now()).Seconds() })
-		}
+	// Held shared while this server runs: a server with a private
+	// register on the directory is refused meanwhile, and one already
+	// running refuses this one. What this server accepts is in Redis, so
+	// a server that later serves the directory alone does not trust an
+	// older saved state.
+	release, err := s.zdir.ShareServing()
+	if errors.Is(err, zdata.ErrDirServed) {
+		return fmt.Errorf("%v: it keeps its own anti-replay register, so it would accept an early request this fleet's register has seen, and this server one that only it has seen; restart it with the same --strike-register, or give this server its own Z-data directory", err)
 	}
-	var tsrv *turbo.TLSServer
-	if f.turbo {
-		pc, err := net.ListenPacket("udp", ln.Addr().String())
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("--turbo: %w", err)
-		}
-		var answer turbo.AnswerFunc
-		if proxy == nil {
-			// An early request is answered inside the UDP flight.
-			answer = func(early []byte, _ tls13.ConnectionState) []byte {
-				if f.echo {
-					return early
-				}
-				return []byte(respond)
-			}
-		}
-		tsrv = turbo.NewTLSServer(cfg, answer, turbo.Config{})
-		tsrv.LinkTimeout = f.hsTimeout
-		defer tsrv.Close()
-		if mt != nil {
-			turboMetrics(mt, tsrv.Server)
-		}
-		go tsrv.ServeUDP(pc)
-		log.Info("TurboTLS on UDP", "addr", pc.LocalAddr().String())
+	if err != nil {
+		return err
 	}
-	if mt != nil {
-		a, err := mt.Serve(ctx, f.metrics)
-		if err != nil {
-			return fmt.Errorf("--metrics: %w", err)
-		}
-		log.Info("metrics on", "url", "http://"+a.String()+"/metrics")
+	s.undo = append(s.undo, release)
+	return nil
+}
+
+// keepZData rotates (when this process holds the claim), reloads and
+// publishes the Z-data while the server runs; port is the TCP port, at
+// whose number TurboTLS is advertised.
+func (s *serving) keepZData(ctx context.Context, port int) error {
+	zdir := s.zdir
+	if zdir == nil {
+		return nil
 	}
-	// SIGHUP reloads the certificate (and CAs and CRLs) for the
-	// handshakes that start from then on, and the Z-data keys now.
-	var cur atomic.Pointer[tls13.Config]
-	cur.Store(cfg)
-	defer onHUP(ctx, func() {
-		n, err := reloadServerConfig(f, cur.Load())
+	keeper := &zdataKeeper{dir: zdir, pub: s.f.publish, log: s.log}
+	if s.f.turbo {
+		keeper.pub.turboPort = port
+	}
+	if s.f.rotate && !zdir.Fleet() { // a fleet derives its keys: nothing to write
+		release, ok, err := zdir.ClaimRotation()
 		if err != nil {
-			log.Error("SIGHUP: keeping the current certificate", "err", err)
-		} else {
-			cur.Store(n)
-			if tsrv != nil {
-				tsrv.SetConfig(n)
-			}
-			leaf := n.Certificates[0].Leaf
-			log.Info("SIGHUP: reloaded the certificate", "subject", leaf.Subject.CommonName, "not_after", leaf.NotAfter.UTC().Format(time.RFC3339))
-		}
-		if zdir != nil {
-			if _, err := zdir.Reload(); err != nil {
-				log.Error("SIGHUP: Z-data", "err", err)
-			} else {
-				log.Info("SIGHUP: reloaded Z-data", "dir", zdir.Path, "live_keys", len(zdir.Keyring.Live(time.Now())))
-			}
-		}
-	})()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		raw, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
 			return err
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// Until its handshake is done a connection has
-			// --handshake-timeout, whatever path it takes (slowloris).
-			hsDeadline := time.Now().Add(f.hsTimeout)
-			raw.SetDeadline(hsDeadline)
-			var c *tls13.Conn
-			answered, turboConn, earlyUDP := false, false, 0
-			if tsrv != nil {
-				sc, err := tsrv.Accept(raw)
-				if err != nil {
-					raw.Close()
-					return
-				}
-				c, answered, turboConn = sc.Conn, sc.EarlyAnswered, sc.Turbo
-				earlyUDP = len(sc.Early)
-				c.SetDeadline(hsDeadline) // reading the link record cleared it
-			} else {
-				c = tls13.Server(raw, cur.Load())
+		if ok {
+			s.undo = append(s.undo, release)
+			keeper.rotate = true
+		} else {
+			s.log.Info("another process rotates the Z-data: this server reloads what it writes", "dir", zdir.Path)
+		}
+	}
+	keeper.tick(ctx, time.Now()) // before serving: a key due now exists
+	s.log.Info("ZTLS on", "host", zdir.Config.Host, "port", zdir.Config.Port, "dir", zdir.Path, "live_keys", len(zdir.Keyring.Live(time.Now())))
+	go every(ctx, 10*time.Second, func() { keeper.tick(ctx, time.Now()) })
+	return nil
+}
+
+// startTurbo serves TurboTLS on the UDP port of addr's number (--turbo);
+// without --backend an early request is answered inside the UDP flight.
+func (s *serving) startTurbo(addr string) error {
+	if !s.f.turbo {
+		return nil
+	}
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return fmt.Errorf("--turbo: %w", err)
+	}
+	var answer turbo.AnswerFunc
+	if s.proxy == nil {
+		echo, respond := s.f.echo, s.respondText()
+		answer = func(early []byte, _ tls13.ConnectionState) []byte {
+			if echo {
+				return early
 			}
-			if proxy != nil {
-				ctx, cancel := context.WithDeadline(context.Background(), hsDeadline)
-				err := c.HandshakeEarly(ctx)
-				cancel()
-				if err != nil {
-					mt.HandshakeFailed()
-				} else {
-					mt.Flight(c.ConnectionState(), turboConn)
-				}
-				if f.verbose && err == nil {
-					log.Info("connection", "remote", c.RemoteAddr().String(), "state", describeServerState(c.ConnectionState()))
-				}
-				// What is left of the handshake time bounds the rest of
-				// the handshake in the proxy (the client's Finished),
-				// not the proxy's idle --timeout.
-				p := *proxy
-				p.HandshakeTimeout = time.Until(hsDeadline)
-				if err == nil && p.HandshakeTimeout > 0 {
-					err = p.ServeConn(c)
-				} else {
-					c.Close()
-				}
-				if err != nil && f.verbose {
-					log.Info("connection ended", "remote", raw.RemoteAddr().String(), "err", err)
-				}
-				return
-			}
-			mt.EarlyBytes(earlyUDP)
-			serveConn(c, f, respond, answered, hsDeadline, mt, turboConn)
-		}()
+			return []byte(respond)
+		}
+	}
+	s.tsrv = turbo.NewTLSServer(s.cur.Load(), answer, turbo.Config{})
+	s.tsrv.LinkTimeout = s.f.hsTimeout
+	s.undo = append(s.undo, func() { s.tsrv.Close() })
+	go s.tsrv.ServeUDP(pc)
+	s.log.Info("TurboTLS on UDP", "addr", pc.LocalAddr().String())
+	return nil
+}
+
+// respondText is what --respond answers (its default without --echo).
+func (s *serving) respondText() string {
+	if !s.f.echo && s.f.respond == "" {
+		return "hello from ztls\n"
+	}
+	return s.f.respond
+}
+
+// newServer makes the server that accepts the connections.
+func (s *serving) newServer() error {
+	f := s.f
+	if f.metrics != "" {
+		s.mt = metrics.New()
+	}
+	cfg := server.Config{
+		TLS:              s.cur.Load,
+		HandshakeTimeout: f.hsTimeout,
+		Limits:           server.Limits{Max: f.maxConns, PerSource: f.maxPerIP, PerNetwork: f.maxPerNet},
+		Log:              s.log,
+		LogConns:         f.verbose,
+		Proxy:            s.proxy,
+	}
+	if s.tsrv != nil {
+		cfg.Turbo = s.tsrv
+	}
+	if s.mt != nil {
+		cfg.Metrics = s.mt
+	}
+	if s.proxy == nil {
+		cfg.Handler = answerConn(f.echo, s.respondText(), f.timeout, s.mt)
+	}
+	srv, err := server.New(cfg)
+	if err != nil {
+		return err
+	}
+	s.srv = srv
+	return nil
+}
+
+// serveMetrics serves --metrics: the handshake counters, the
+// connections held and refused, TurboTLS and Z-data.
+func (s *serving) serveMetrics(ctx context.Context) error {
+	mt, srv, zdir := s.mt, s.srv, s.zdir
+	if mt == nil {
+		return nil
+	}
+	mt.GaugeFunc("ztls_conns_open", "TCP connections held now.", func() float64 { return float64(srv.Stats().Open) })
+	mt.CounterFunc("ztls_conns_refused_per_ip_total", "TCP connections closed at accept: their address held --max-conns-per-ip.",
+		func() float64 { return float64(srv.Stats().RefusedSource) })
+	mt.CounterFunc("ztls_conns_refused_per_net_total", "TCP connections closed at accept: their network (/24, /56) held --max-conns-per-net.",
+		func() float64 { return float64(srv.Stats().RefusedNetwork) })
+	if zdir != nil {
+		mt.GaugeFunc("ztls_zdata_live_keys", "Z-data keys live now (0: ZTLS clients fall back to TLS 1.3).",
+			func() float64 { return float64(len(zdir.Keyring.Live(time.Now()))) })
+		mt.GaugeFunc("ztls_zdata_expiry_seconds", "Seconds until the last live Z-data key expires (0: none live).",
+			func() float64 { return zdataExpiry(zdir, time.Now()).Seconds() })
+	}
+	if s.tsrv != nil {
+		turboMetrics(mt, s.tsrv.Server)
+	}
+	a, err := mt.Serve(ctx, s.f.metrics)
+	if err != nil {
+		return fmt.Errorf("--metrics: %w", err)
+	}
+	s.log.Info("metrics on", "url", "http://"+a.String()+"/metrics")
+	return nil
+}
+
+// reload is SIGHUP: the certificate (and CAs and CRLs) for the handshakes
+// that start from then on, and the Z-data keys now.
+func (s *serving) reload() {
+	n, err := reloadServerConfig(s.f, s.cur.Load())
+	if err != nil {
+		s.log.Error("SIGHUP: keeping the current certificate", "err", err)
+	} else {
+		s.cur.Store(n)
+		if s.tsrv != nil {
+			s.tsrv.SetConfig(n)
+		}
+		leaf := n.Certificates[0].Leaf
+		s.log.Info("SIGHUP: reloaded the certificate", "subject", leaf.Subject.CommonName, "not_after", leaf.NotAfter.UTC().Format(time.RFC3339))
+	}
+	if s.zdir == nil {
+		return
+	}
+	if _, err := s.zdir.Reload(); err != nil {
+		s.log.Error("SIGHUP: Z-data", "err", err)
+	} else {
+		s.log.Info("SIGHUP: reloaded Z-data", "dir", s.zdir.Path, "live_keys", len(s.zdir.Keyring.Live(time.Now())))
 	}
 }
 
-// serveConn serves one connection; answered means its early request was
-// already answered in a TurboTLS UDP flight.
-// mt (which may be nil) counts the flight, the early bytes and failures.
-func serveConn(c *tls13.Conn, f *serveFlags, respond string, answered bool, hsDeadline time.Time, mt *metrics.Registry, turboConn bool) {
-	defer c.Close()
-	ctx, cancel := context.WithDeadline(context.Background(), hsDeadline)
+// serveUntilSignal serves ln until SIGTERM or SIGINT, then stops
+// accepting and lets the connections in flight finish for at most
+// --drain-timeout (idle keep-alive connections are closed at once). A
+// second signal ends the process at once.
+func (s *serving) serveUntilSignal(ctx context.Context, stopSignals func(), ln net.Listener) error {
+	served := make(chan error, 1)
+	go func() { served <- s.srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	stopSignals()
+	s.log.Info("stopping: draining connections", "open_conns", s.srv.Open(), "drain_timeout", s.f.drain.String())
+	drain, cancel := context.WithTimeout(context.Background(), s.f.drain)
 	defer cancel()
-	if err := c.HandshakeEarly(ctx); err != nil {
-		mt.HandshakeFailed()
-		if f.verbose {
-			f.log.Info("connection ended", "remote", c.RemoteAddr().String(), "err", err)
-		}
-		return
-	}
-	c.SetDeadline(hsDeadline) // reading the early data is part of the handshake
-	mt.Flight(c.ConnectionState(), turboConn)
-	if f.verbose {
-		f.log.Info("connection", "remote", c.RemoteAddr().String(), "state", describeServerState(c.ConnectionState()))
-	}
-	// 0-RTT data first: a request that came early is answered now, in the
-	// server's first flight (0.5-RTT).
-	buf := make([]byte, 16*1024)
-	for {
-		n, err := c.ReadEarlyData(buf)
-		mt.EarlyBytes(n)
-		if n > 0 {
-			if f.echo {
-				c.Write(buf[:n])
-			} else if !answered {
-				c.Write([]byte(respond))
-				answered = true
+	s.srv.Shutdown(drain) // logs the connections it cut
+	<-served
+	return nil
+}
+
+// answerConn serves one connection of --echo or --respond: a request that
+// came as 0-RTT data is answered at once, in the server's first flight
+// (0.5-RTT); mt (may be nil) counts the early bytes.
+func answerConn(echo bool, respond string, idle time.Duration, mt *metrics.Registry) server.Handler {
+	return func(c *server.Conn) {
+		answered := c.EarlyAnswered
+		buf := make([]byte, 16*1024)
+		for {
+			n, err := c.ReadEarlyData(buf)
+			mt.EarlyBytes(n)
+			if n > 0 {
+				if echo {
+					c.Write(buf[:n])
+				} else if !answered {
+					c.Write([]byte(respond))
+					answered = true
+				}
+			}
+			if err != nil {
+				break
 			}
 		}
-		if err != nil {
-			break
-		}
-	}
-	if err := c.HandshakeContext(ctx); err != nil {
-		mt.HandshakeFailed()
-		if f.verbose {
-			f.log.Info("connection ended", "remote", c.RemoteAddr().String(), "err", err)
-		}
-		return
-	}
-	c.SetDeadline(time.Now().Add(f.timeout))
-	if f.echo {
-		io.Copy(c, c)
-		return
-	}
-	if !answered {
-		if n, err := c.Read(buf); n == 0 && err != nil {
+		if c.FinishHandshake() != nil {
 			return
 		}
-		c.Write([]byte(respond))
+		c.SetDeadline(time.Now().Add(idle))
+		if echo {
+			io.Copy(c, c)
+			return
+		}
+		if !answered {
+			if n, err := c.Read(buf); n == 0 && err != nil {
+				return
+			}
+			c.Write([]byte(respond))
+		}
+		c.CloseWrite()
 	}
-	c.CloseWrite()
 }
 
 // reloadServerConfig reads the certificate, key, client CAs and CRLs
@@ -485,22 +589,4 @@ func reloadServerConfig(f *serveFlags, cur *tls13.Config) (*tls13.Config, error)
 	n := cur.Clone()
 	n.Certificates, n.ClientCAs, n.Revocation = fresh.Certificates, fresh.ClientCAs, fresh.Revocation
 	return n, nil
-}
-
-// describeServerState is the one line -v prints per connection.
-func describeServerState(st tls13.ConnectionState) string {
-	mode := "TLS 1.3"
-	switch {
-	case st.ZTLS:
-		mode = "ZTLS accepted"
-	case st.ZTLSOffered:
-		mode = "ZTLS offered, rejected (" + st.ZTLSRejectReason + ")"
-	case st.DidResume && st.EarlyDataAccepted:
-		mode = "resumed, 0-RTT accepted"
-	case st.DidResume && st.EarlyDataOffered:
-		mode = "resumed, 0-RTT rejected"
-	case st.DidResume:
-		mode = "resumed"
-	}
-	return fmt.Sprintf("%s, %s, %s", mode, tls13.CipherSuiteName(st.CipherSuite), tls13.GroupName(st.Group))
 }

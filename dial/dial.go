@@ -1,10 +1,3 @@
-// Package dial establishes ztls connections as the ZTLS paper's client
-// does, done properly: the address, Z-data, TLSA and CERT lookups run in
-// parallel; TCP starts the moment an address arrives; Z-data is verified
-// (signature, validity, chain, name) while the SYN is in flight; the
-// handshake opens with ZTLS if valid Z-data is in hand when TCP is up
-// (waiting at most a small budget), else with TLS 1.3. Every step is
-// timed and every fallback has its reason in the Report.
 package dial
 
 import (

@@ -388,11 +388,18 @@ func x25519Share(t *testing.T, rec []byte) []byte {
 }
 
 // The key share and Z-data ECDH made at prefetch time serve exactly one
-// connection: the first sends that share, the second another.
+// connection: the first sends that share, the second another. (And a
+// Z-data prefetch costs the web server nothing: no connection reaches it.)
 func TestPrefetchedKeyShareUsedOnce(t *testing.T) {
 	w := startWorld(t, lab.Options{HostIP: "127.0.0.2"})
 	rec := recordHellos(t, net.JoinHostPort("127.0.0.2", strings.Split(w.ServerAddr, ":")[1]), w.ServerAddr)
 	cache, d, _ := prefetchWorld(t, w, nil)
+	rec.mu.Lock()
+	contacted := len(rec.hellos)
+	rec.mu.Unlock()
+	if contacted != 0 {
+		t.Fatal("prefetching Z-data contacted the web server")
+	}
 	cache.mu.Lock()
 	prepared := cache.m[cacheKey(w.Host, w.Port)].Value.(*service).v.prepared.Public()
 	cache.mu.Unlock()

@@ -23,7 +23,18 @@ type Conn struct {
 	HandshakeDeadline time.Time
 
 	s *Server
+	t *tracked
 }
+
+// Context is done when the server cuts the connection (Close, or
+// Shutdown at its deadline) or the handler returned: work done for the
+// connection (a backend request) should end with it.
+func (c *Conn) Context() context.Context { return c.t.ctx }
+
+// SetIdle says whether the connection waits for its next request (true)
+// or serves one (false): a server shutting down closes idle connections
+// at once instead of waiting for them.
+func (c *Conn) SetIdle(idle bool) { c.s.setIdle(c.t, idle) }
 
 // FinishHandshake waits for the client's Finished until the handshake
 // deadline; a failure is counted and logged.
@@ -49,34 +60,14 @@ func (s *Server) serveConn(t *tracked) {
 		t.raw.Close()
 		return
 	}
-	c.HandshakeDeadline = deadline
+	c.HandshakeDeadline, c.t = deadline, t
 	defer c.Close()
 	c.SetDeadline(deadline) // reading a link record cleared it
 	if !s.beginHandshake(c) {
 		return
 	}
-	if s.cfg.Proxy == nil {
-		s.metricsEarly(early)
-		s.cfg.Handler(c)
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.mu.Lock()
-	t.cancel = cancel
-	s.mu.Unlock()
-	defer cancel()
-	// What is left of the handshake time bounds the rest of the
-	// handshake in the proxy (the client's Finished), not its idle
-	// timeout.
-	p := *s.cfg.Proxy
-	p.HandshakeTimeout = time.Until(deadline)
-	p.OnIdle = func(_ *tls13.Conn, idle bool) { s.setIdle(t, idle) }
-	if p.HandshakeTimeout <= 0 {
-		return
-	}
-	if err := p.ServeConnContext(ctx, c.Conn); err != nil && s.cfg.LogConns {
-		s.log.Info("connection ended", "remote", remote(t.raw), "err", err)
-	}
+	s.metricsEarly(early)
+	s.cfg.Handler(c)
 }
 
 // accept starts the server side of raw: through Turbo when set.

@@ -27,7 +27,6 @@ import (
 	"github.com/ztls-project/ztls/internal/connlimit"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
-	"github.com/ztls-project/ztls/ztlshttp"
 )
 
 // ErrServerClosed is what Serve returns after Shutdown or Close.
@@ -66,11 +65,13 @@ type Metrics interface {
 
 // Handler serves one connection whose handshake has begun (its first
 // flight is sent; early data may wait to be read). The server closes the
-// connection when the handler returns.
+// connection when the handler returns. A handler that serves several
+// requests on a connection (a ztlshttp.Proxy) says when it waits for the
+// next one (Conn.SetIdle), so that Shutdown closes it then, and ends its
+// work when Conn.Context is done.
 type Handler func(c *Conn)
 
-// Config configures a Server. TLS and one of Handler and Proxy are
-// required.
+// Config configures a Server. TLS (or Turbo) and Handler are required.
 type Config struct {
 	// TLS returns the configuration for each new connection, so a reload
 	// (a certificate replaced on SIGHUP) applies to the handshakes that
@@ -80,11 +81,8 @@ type Config struct {
 	// TurboTLS UDP flight continues its handshake, the others are plain
 	// TLS 1.3. The caller serves its UDP side and closes it.
 	Turbo *turbo.TLSServer
-	// Handler serves each connection. Either it or Proxy is set.
+	// Handler serves each connection.
 	Handler Handler
-	// Proxy forwards each connection's HTTP requests. A connection
-	// waiting for its next request is closed at once by Shutdown.
-	Proxy *ztlshttp.Proxy
 	// HandshakeTimeout is the time a connection has from its accept to
 	// its handshake's end (a client that sends nothing is closed after
 	// it); 0 means 10 s.
@@ -117,8 +115,9 @@ type Server struct {
 // tracked is one open connection.
 type tracked struct {
 	raw    net.Conn
-	cancel context.CancelFunc // ends the connection's work (a backend request)
-	idle   bool               // waiting for its next request
+	ctx    context.Context // Conn.Context
+	cancel context.CancelFunc
+	idle   bool // waiting for its next request
 }
 
 // New checks cfg and returns a server for it.
@@ -126,8 +125,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.TLS == nil && cfg.Turbo == nil {
 		return nil, errors.New("server: Config.TLS is required")
 	}
-	if (cfg.Handler == nil) == (cfg.Proxy == nil) {
-		return nil, errors.New("server: set one of Config.Handler and Config.Proxy")
+	if cfg.Handler == nil {
+		return nil, errors.New("server: Config.Handler is required")
 	}
 	if err := cfg.Limits.check(); err != nil {
 		return nil, err
@@ -281,7 +280,8 @@ func (s *Server) track(raw net.Conn) (*tracked, bool) {
 	if s.closing {
 		return nil, false
 	}
-	t := &tracked{raw: raw, cancel: func() {}}
+	t := &tracked{raw: raw}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
 	s.conns[t] = struct{}{}
 	s.wg.Add(1)
 	return t, true
@@ -289,6 +289,7 @@ func (s *Server) track(raw net.Conn) (*tracked, bool) {
 
 // forget removes t once its connection is closed.
 func (s *Server) forget(t *tracked) {
+	t.cancel()
 	s.mu.Lock()
 	delete(s.conns, t)
 	s.mu.Unlock()

@@ -130,7 +130,7 @@ func TestNewRefuses(t *testing.T) {
 		want string
 	}{
 		{Config{Handler: h}, "Config.TLS"},
-		{Config{TLS: cfg}, "one of Config.Handler and Config.Proxy"},
+		{Config{TLS: cfg}, "Config.Handler is required"},
 		{Config{TLS: cfg, Handler: h, Limits: Limits{Max: -1}}, "Limits.Max -1: want 0 (no limit) or more"},
 		{Config{TLS: cfg, Handler: h, Limits: Limits{PerNetwork: -2}}, "Limits.PerNetwork -2"},
 	} {

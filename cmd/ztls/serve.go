@@ -442,7 +442,6 @@ func (s *serving) newServer() error {
 		Limits:           server.Limits{Max: f.maxConns, PerSource: f.maxPerIP, PerNetwork: f.maxPerNet},
 		Log:              s.log,
 		LogConns:         f.verbose,
-		Proxy:            s.proxy,
 	}
 	if s.tsrv != nil {
 		cfg.Turbo = s.tsrv
@@ -450,7 +449,9 @@ func (s *serving) newServer() error {
 	if s.mt != nil {
 		cfg.Metrics = s.mt
 	}
-	if s.proxy == nil {
+	if s.proxy != nil {
+		cfg.Handler = proxyConn(s.proxy, f.verbose, s.log)
+	} else {
 		cfg.Handler = answerConn(f.echo, s.respondText(), f.timeout, s.mt)
 	}
 	srv, err := server.New(cfg)
@@ -533,6 +534,24 @@ func (s *serving) serveUntilSignal(ctx context.Context, stopSignals func(), ln n
 	s.srv.Shutdown(drain) // logs the connections it cut
 	<-served
 	return nil
+}
+
+// proxyConn serves one connection of --backend: what is left of the
+// handshake time bounds the rest of the handshake in the proxy (the
+// client's Finished), not its idle --timeout; a connection waiting for
+// its next request is idle, closed at once when the server stops.
+func proxyConn(proxy *ztlshttp.Proxy, verbose bool, log *slog.Logger) server.Handler {
+	return func(c *server.Conn) {
+		p := *proxy
+		p.HandshakeTimeout = time.Until(c.HandshakeDeadline)
+		p.OnIdle = func(_ *tls13.Conn, idle bool) { c.SetIdle(idle) }
+		if p.HandshakeTimeout <= 0 {
+			return
+		}
+		if err := p.ServeConnContext(c.Context(), c.Conn); err != nil && verbose {
+			log.Info("connection ended", "remote", c.RemoteAddr().String(), "err", err)
+		}
+	}
 }
 
 // answerConn serves one connection of --echo or --respond: a request that

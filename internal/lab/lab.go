@@ -25,6 +25,7 @@ import (
 
 	"github.com/ztls-project/ztls/dns/authority"
 	"github.com/ztls-project/ztls/dns/resolver"
+	"github.com/ztls-project/ztls/server"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
 	"github.com/ztls-project/ztls/zdata"
@@ -194,74 +195,49 @@ func Start(o Options) (w *World, err error) {
 	if o.External {
 		return w, nil
 	}
-	if o.Turbo {
-		return w, w.serveTurbo(ln, handler, o)
-	}
-	w.wg.Add(1)
-	go func() {
-		defer w.wg.Done()
-		for {
-			raw, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			w.wg.Add(1)
-			go func() {
-				defer w.wg.Done()
-				c := tls13.Server(raw, w.ServerTLS)
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(10 * time.Second))
-				handler(c)
-			}()
-		}
-	}()
-	return w, nil
+	return w, w.serve(ln, handler, o)
 }
 
-// serveTurbo serves TLS on ln and TurboTLS on the UDP port of the same
-// number; an early request is answered in the UDP flight when the default
-// handler is in use.
-func (w *World) serveTurbo(ln net.Listener, handler func(*tls13.Conn), o Options) error {
-	pc, err := net.ListenPacket("udp", w.ServerAddr)
+// serve serves TLS on ln, each connection with 10 s from its accept to
+// its end; with o.Turbo also TurboTLS on the UDP port of the same number,
+// where an early request is answered in the UDP flight when the default
+// handler is in use. Close stops accepting and waits for the handlers.
+func (w *World) serve(ln net.Listener, handler func(*tls13.Conn), o Options) error {
+	cfg := server.Config{
+		TLS:              func() *tls13.Config { return w.ServerTLS },
+		HandshakeTimeout: 10 * time.Second,
+		Handler: func(c *server.Conn) {
+			if c.EarlyAnswered {
+				if c.FinishHandshake() == nil {
+					c.CloseWrite()
+				}
+				return
+			}
+			handler(c.Conn)
+		},
+	}
+	if o.Turbo {
+		pc, err := net.ListenPacket("udp", w.ServerAddr)
+		if err != nil {
+			return err
+		}
+		var answer turbo.AnswerFunc
+		if o.Handler == nil {
+			answer = func([]byte, tls13.ConnectionState) []byte { return []byte(o.Respond) }
+		}
+		tsrv := turbo.NewTLSServer(w.ServerTLS, answer, turbo.Config{})
+		w.Turbo, cfg.Turbo = tsrv, tsrv
+		w.closers = append(w.closers, func() { tsrv.Close() })
+		w.wg.Add(1)
+		go func() { defer w.wg.Done(); tsrv.ServeUDP(pc) }()
+	}
+	srv, err := server.New(cfg)
 	if err != nil {
 		return err
 	}
-	var answer turbo.AnswerFunc
-	if o.Handler == nil {
-		answer = func([]byte, tls13.ConnectionState) []byte { return []byte(o.Respond) }
-	}
-	srv := turbo.NewTLSServer(w.ServerTLS, answer, turbo.Config{})
-	w.Turbo = srv
-	w.closers = append(w.closers, func() { srv.Close() })
-	w.wg.Add(2)
-	go func() { defer w.wg.Done(); srv.ServeUDP(pc) }()
-	go func() {
-		defer w.wg.Done()
-		for {
-			raw, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			w.wg.Add(1)
-			go func() {
-				defer w.wg.Done()
-				sc, err := srv.Accept(raw)
-				if err != nil {
-					raw.Close()
-					return
-				}
-				defer sc.Close()
-				sc.SetDeadline(time.Now().Add(10 * time.Second))
-				if sc.EarlyAnswered {
-					if sc.Handshake() == nil {
-						sc.CloseWrite()
-					}
-					return
-				}
-				handler(sc.Conn)
-			}()
-		}
-	}()
+	w.closers = append(w.closers, func() { srv.Shutdown(context.Background()) })
+	w.wg.Add(1)
+	go func() { defer w.wg.Done(); srv.Serve(ln) }()
 	return nil
 }
 

@@ -169,7 +169,9 @@ func (s *Server) Serve(ln net.Listener) error {
 		return ErrServerClosed
 	}
 	s.lns = append(s.lns, l)
+	s.wg.Add(1) // Shutdown and Close wait for this loop's end too
 	s.mu.Unlock()
+	defer s.wg.Done()
 	defer l.Close()
 	for {
 		raw, err := l.Accept()

@@ -21,6 +21,7 @@ import (
 	"github.com/ztls-project/ztls/dial"
 	dnsresolver "github.com/ztls-project/ztls/dns/resolver"
 	"github.com/ztls-project/ztls/internal/dialhook"
+	"github.com/ztls-project/ztls/server"
 	"github.com/ztls-project/ztls/testbed/child"
 	"github.com/ztls-project/ztls/testbed/hosts"
 	"github.com/ztls-project/ztls/tls13"
@@ -97,7 +98,7 @@ func (e *turboContender) Name() string    { return e.name }
 func (e *turboContender) serviceLookups() {}
 
 type turboServer struct {
-	tcp  *tcpServer
+	tcp  *server.Server
 	srv  *turbo.TLSServer
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -181,21 +182,12 @@ func (e *turboContender) StartServer(ctx context.Context, h *hosts.Host, cfg Ser
 		return []byte("HTTP/1.0 404 Not Found\r\n\r\n")
 	}, turbo.Config{})
 	go s.srv.ServeUDP(pc)
-	s.tcp = serveTCP(ln, func(raw net.Conn) {
-		sc, err := s.srv.Accept(raw)
-		if err != nil {
-			return
-		}
-		defer sc.Close()
-		if sc.EarlyAnswered {
-			sc.SetDeadline(time.Now().Add(30 * time.Second))
-			if sc.Handshake() == nil {
-				sc.CloseWrite()
-			}
-			return
-		}
-		serveEngineConn(sc.Conn, &cfg)
-	})
+	if s.tcp, err = serveEngine(ln, tc, s.srv, &cfg); err != nil {
+		s.srv.Close()
+		close(s.stop)
+		s.wg.Wait()
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -25,10 +25,12 @@ import (
 
 	"github.com/ztls-project/ztls/dial"
 	dnsresolver "github.com/ztls-project/ztls/dns/resolver"
+	"github.com/ztls-project/ztls/server"
 	"github.com/ztls-project/ztls/testbed/child"
 	"github.com/ztls-project/ztls/testbed/hosts"
 	"github.com/ztls-project/ztls/testbed/netem"
 	"github.com/ztls-project/ztls/tls13"
+	"github.com/ztls-project/ztls/turbo"
 	"github.com/ztls-project/ztls/zdata"
 )
 
@@ -100,7 +102,7 @@ func (e *engineContender) Name() string { return e.name }
 // engineServer is a tls13 server answering one request per connection,
 // from early data when it was accepted (0.5-RTT, in the first flight).
 type engineServer struct {
-	tcp  *tcpServer
+	tcp  *server.Server
 	stop chan struct{}
 	wg   sync.WaitGroup
 	e    *engineContender
@@ -195,12 +197,38 @@ func (e *engineContender) StartServer(ctx context.Context, h *hosts.Host, cfg Se
 		s.wg.Wait()
 		return nil, err
 	}
-	s.tcp = serveTCP(ln, func(raw net.Conn) {
-		c := tls13.Server(raw, tc)
-		defer c.Close()
-		serveEngineConn(c, &cfg)
-	})
+	if s.tcp, err = serveEngine(ln, tc, nil, &cfg); err != nil {
+		close(s.stop)
+		s.wg.Wait()
+		return nil, err
+	}
 	return s, nil
+}
+
+// serveEngine serves ln with the engine, one request per connection,
+// through tsrv when it is set (TurboTLS): a connection whose early request
+// tsrv answered in its UDP flight gets only the rest of its handshake.
+func serveEngine(ln net.Listener, tc *tls13.Config, tsrv *turbo.TLSServer, cfg *ServerConfig) (*server.Server, error) {
+	srv, err := server.New(server.Config{
+		TLS:              func() *tls13.Config { return tc },
+		Turbo:            tsrv,
+		HandshakeTimeout: 30 * time.Second,
+		Handler: func(c *server.Conn) {
+			if c.EarlyAnswered {
+				if c.FinishHandshake() == nil {
+					c.CloseWrite()
+				}
+				return
+			}
+			serveEngineConn(c.Conn, cfg)
+		},
+	})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	go srv.Serve(ln)
+	return srv, nil
 }
 
 // publishZData rotates svc's keys and replaces the service's Z-data in the

@@ -24,10 +24,11 @@ import (
 
 // serveBackend starts serve on s's port in front of backend and returns
 // the process, its log and the address to dial.
-func serveBackend(t *testing.T, s *site, backend string, drain string) (*exec.Cmd, *logLines, string) {
+func serveBackend(t *testing.T, s *site, backend string, extra ...string) (*exec.Cmd, *logLines, string) {
 	t.Helper()
 	addr := "127.0.0.1:" + strconv.Itoa(s.port)
-	_, log, cmd := startProc(t, "ZTLS on", "serve", "--listen", addr, "--zdata", s.zd, "--backend", backend, "--drain-timeout", drain)
+	args := append([]string{"serve", "--listen", addr, "--zdata", s.zd, "--backend", backend}, extra...)
+	_, log, cmd := startProc(t, "ZTLS on", args...)
 	return cmd, log, addr
 }
 
@@ -89,7 +90,7 @@ func TestCLIServeStopFinishesRequestInFlight(t *testing.T) {
 		io.WriteString(w, "slow answer")
 	}))
 	defer backend.Close()
-	cmd, log, addr := serveBackend(t, s, backend.URL, "30s")
+	cmd, log, addr := serveBackend(t, s, backend.URL, "--drain-timeout", "30s")
 	state := filepath.Join(s.zd, zdata.StrikeStateFile)
 	os.Remove(state) // only the clean stop below writes it
 
@@ -117,7 +118,8 @@ func TestCLIServeStopClosesIdleKeepAlive(t *testing.T) {
 		io.WriteString(w, "fast answer")
 	}))
 	defer backend.Close()
-	cmd, log, addr := serveBackend(t, s, backend.URL, "1h")
+	// Neither the drain deadline nor the idle timeout ends it.
+	cmd, log, addr := serveBackend(t, s, backend.URL, "--drain-timeout", "1h", "--timeout", "1h")
 	c, br := sendRequest(t, s, addr)
 	if body := readBody(t, br); body != "fast answer" {
 		t.Fatalf("body %q", body)

@@ -77,6 +77,10 @@ func init() {
 			return &turboContender{name: "ztls-turbo" + v.suffix, mode: "ztls", drop: v.drop}
 		})
 	}
+	// With prefetch before the click (contender_prefetch.go).
+	Register("ztls-turbo-prefetch", func() Contender {
+		return &turboContender{name: "ztls-turbo-prefetch", mode: "ztls", prefetch: true}
+	})
 }
 
 // TurboWait is the wait for the UDP flight after TCP connects in the
@@ -87,6 +91,8 @@ type turboContender struct {
 	name string
 	mode string  // dial mode: tls or ztls
 	drop float64 // probability a datagram is dropped at the client
+	// prefetch: Prime prefetches into the worker's dial.Cache, runs use it.
+	prefetch bool
 
 	mu     sync.Mutex
 	worker *turboWorker
@@ -192,7 +198,7 @@ func (e *turboContender) StartServer(ctx context.Context, h *hosts.Host, cfg Ser
 }
 
 func (e *turboContender) RunClient(ctx context.Context, c *Client) (Sample, error) {
-	res, err := e.call(ctx, c)
+	res, err := e.call(ctx, c, false)
 	if err != nil {
 		return Sample{}, err
 	}
@@ -212,6 +218,9 @@ func checkTurboVisit(name, mode string, drop float64, res *workerResult, expect 
 	}
 	if r.Timing.FirstByte <= 0 {
 		return fmt.Errorf("bench: %s: no first byte time", name)
+	}
+	if err := checkPrefetched(name, r); err != nil {
+		return err
 	}
 	if drop > 0 {
 		return nil
@@ -242,6 +251,9 @@ type turboJob struct {
 	Drop      float64 `json:"drop"`
 	Seed      int64   `json:"seed"`
 	WaitMs    int64   `json:"wait_ms"`
+	// As job's.
+	Prefetch   bool `json:"prefetch,omitempty"`
+	Prefetched bool `json:"prefetched,omitempty"`
 }
 
 func parseTurboJob(line []byte) (turboJob, error) {
@@ -252,7 +264,8 @@ func parseTurboJob(line []byte) (turboJob, error) {
 		return j, fmt.Errorf("bench: turbo worker job: %w", err)
 	}
 	// The checks the engine worker makes, then the drop probability.
-	base, err := json.Marshal(job{Addr: j.Addr, Mode: j.Mode, Resolver: j.Resolver, CAFile: j.CAFile, ExpectLen: j.ExpectLen, TimeoutMs: j.TimeoutMs})
+	base, err := json.Marshal(job{Addr: j.Addr, Mode: j.Mode, Resolver: j.Resolver, CAFile: j.CAFile, ExpectLen: j.ExpectLen, TimeoutMs: j.TimeoutMs,
+		Prefetch: j.Prefetch, Prefetched: j.Prefetched})
 	if err != nil {
 		return j, err
 	}
@@ -359,7 +372,9 @@ func (w *turboWorker) do(ctx context.Context, j turboJob) (*workerResult, error)
 	return w.roundTrip(ctx, j.ID, j)
 }
 
-func (e *turboContender) call(ctx context.Context, c *Client) (*workerResult, error) {
+// call runs a visit in the worker (prefetchOnly: the unmeasured prefetch
+// of a prefetch contender).
+func (e *turboContender) call(ctx context.Context, c *Client, prefetchOnly bool) (*workerResult, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.worker == nil || e.host != c.Host {
@@ -376,7 +391,7 @@ func (e *turboContender) call(ctx context.Context, c *Client) (*workerResult, er
 	j := turboJob{Addr: net.JoinHostPort(c.ServerName, strconv.Itoa(int(c.Port))), Mode: e.mode,
 		Resolver: c.dns.resolver.server.String(), StubCache: c.Scenario.StubCache, CAFile: c.CAFile,
 		Request: c.Request, ExpectLen: len(c.Expect), Drop: e.drop, Seed: time.Now().UnixNano() + e.runs,
-		WaitMs: c.TurboWait.Milliseconds()}
+		WaitMs: c.TurboWait.Milliseconds(), Prefetch: prefetchOnly, Prefetched: e.prefetch && !prefetchOnly}
 	if dl, ok := ctx.Deadline(); ok {
 		j.TimeoutMs = max(time.Until(dl).Milliseconds(), 1)
 	}
@@ -449,6 +464,10 @@ func (st *workerState) turboVisit(j turboJob) *workerResult {
 		o.TurboWait = time.Duration(j.WaitMs) * time.Millisecond
 	}
 	o.TurboSizes = &turbo.SizeCache{}
+	if j.Prefetch {
+		return st.prefetchVisit(ctx, o, j.Addr)
+	}
+	o.Cache = st.cacheFor(j.Prefetched)
 	switch {
 	case j.Drop >= 1:
 		ctx = dialhook.WithWrapUDP(ctx, func(c net.Conn) net.Conn { return blockedUDP{c} })

@@ -18,7 +18,7 @@ import (
 // blocked variant) end to end on loopback through the real worker.
 func TestTurboContendersLoopback(t *testing.T) {
 	w := newLoopbackWorld(t)
-	for _, name := range []string{"turbo", "ztls-turbo", "turbo-udpblocked", "ztls-turbo-udpblocked"} {
+	for _, name := range []string{"turbo", "ztls-turbo", "turbo-udpblocked", "ztls-turbo-udpblocked", "ztls-turbo-prefetch"} {
 		for _, scen := range []string{"local-warm", "stub"} {
 			t.Run(name+"/"+scen, func(t *testing.T) {
 				c, cl := w.start(t, name, true)
@@ -37,7 +37,7 @@ func TestTurboContendersLoopback(t *testing.T) {
 					if s.FirstByte <= 0 || s.DNS > s.FirstByte {
 						t.Fatalf("visit %d: inconsistent sample %+v", i, s)
 					}
-					if want := name == "ztls-turbo" || name == "ztls-turbo-udpblocked"; s.Early != want {
+					if want := name == "ztls-turbo" || name == "ztls-turbo-udpblocked" || name == "ztls-turbo-prefetch"; s.Early != want {
 						t.Errorf("visit %d: early data accepted %v, want %v", i, s.Early, want)
 					}
 				}

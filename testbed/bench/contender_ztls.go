@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -55,6 +56,9 @@ func init() {
 	Register("tls", func() Contender { return &engineContender{name: "tls", mode: "tls"} })
 	Register("ztls", func() Contender { return &engineContender{name: "ztls", mode: "ztls"} })
 	Register("tls-0rtt", func() Contender { return &engineContender{name: "tls-0rtt", mode: "tls", resume: true} })
+	// With prefetch before the click (contender_prefetch.go).
+	Register("tls-prefetch", func() Contender { return &engineContender{name: "tls-prefetch", mode: "tls", prefetch: true} })
+	Register("ztls-prefetch", func() Contender { return &engineContender{name: "ztls-prefetch", mode: "ztls", prefetch: true} })
 }
 
 // ClientWorkerRole is the engine contenders' client worker: this
@@ -91,6 +95,8 @@ type engineContender struct {
 	name   string
 	mode   string // dial mode: "tls" or "ztls"
 	resume bool   // tls-0rtt: Prime fetches a ticket, runs resume with 0-RTT
+	// prefetch: Prime prefetches into the worker's dial.Cache, runs use it.
+	prefetch bool
 
 	mu     sync.Mutex
 	worker *worker
@@ -290,6 +296,10 @@ func (r *earlyThenNormal) Write(p []byte) (int, error) { return r.c.Write(p) }
 // Prime makes the unmeasured previous visit of tls-0rtt; its ticket is kept
 // in the worker for the next run.
 func (e *engineContender) Prime(ctx context.Context, c *Client) error {
+	if e.prefetch {
+		_, err := e.call(ctx, c, job{Prefetch: true})
+		return err
+	}
 	if !e.resume {
 		return nil
 	}
@@ -305,7 +315,7 @@ func (e *engineContender) Prime(ctx context.Context, c *Client) error {
 
 func (e *engineContender) RunClient(ctx context.Context, c *Client) (Sample, error) {
 	var s Sample
-	res, err := e.call(ctx, c, job{Resume: e.resume})
+	res, err := e.call(ctx, c, job{Resume: e.resume, Prefetched: e.prefetch})
 	if err != nil {
 		return s, err
 	}
@@ -375,7 +385,10 @@ func checkVisit(name string, res *workerResult, expect []byte) error {
 	if r.Timing.FirstByte <= 0 {
 		return fmt.Errorf("bench: %s: no first byte time", name)
 	}
-	switch name {
+	if err := checkPrefetched(name, r); err != nil {
+		return err
+	}
+	switch strings.TrimSuffix(name, prefetchSuffix) {
 	case "ztls":
 		if r.Mode != "ztls" || !r.EarlyData.Accepted {
 			return fmt.Errorf("bench: ztls: mode %s, early data accepted %v (fallback: %s)", r.Mode, r.EarlyData.Accepted, r.FallbackReason)
@@ -454,6 +467,10 @@ type job struct {
 	// ticket with the request as 0-RTT data.
 	Prime  bool `json:"prime"`
 	Resume bool `json:"resume"`
+	// Prefetch only prefetches Addr into the worker's cache (unmeasured);
+	// Prefetched visits with that cache.
+	Prefetch   bool `json:"prefetch,omitempty"`
+	Prefetched bool `json:"prefetched,omitempty"`
 }
 
 // workerResult is the worker's answer, one JSON line on its stdout.
@@ -494,6 +511,9 @@ func parseJob(line []byte) (job, error) {
 	}
 	if j.Prime && j.Resume {
 		return j, errors.New("bench: worker job: prime and resume at once")
+	}
+	if j.Prefetch && (j.Prefetched || j.Prime || j.Resume) {
+		return j, errors.New("bench: worker job: a prefetch is a visit of its own")
 	}
 	return j, nil
 }
@@ -627,6 +647,7 @@ func serveJobs(args []string, in io.Reader, out io.Writer, serve func(st *worker
 type workerState struct {
 	session *tls13.ClientSession
 	roots   map[string]*x509.CertPool
+	cache   *dial.Cache // filled by the last prefetch job
 }
 
 func (st *workerState) rootsFor(file string) (*x509.CertPool, error) {
@@ -701,6 +722,10 @@ func (st *workerState) visit(j job) *workerResult {
 		}
 		o.Session, o.ResumeEarly = st.session, true
 	}
+	if j.Prefetch {
+		return st.prefetchVisit(ctx, o, j.Addr)
+	}
+	o.Cache = st.cacheFor(j.Prefetched)
 	r, err := dial.Connect(ctx, j.Addr, o)
 	if err != nil {
 		return fail(err)

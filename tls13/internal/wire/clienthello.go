@@ -192,15 +192,7 @@ func (m *ClientHello) readExtension(e Extension, last bool) error {
 		}
 		m.ServerName = name
 	case ExtSupportedVersions:
-		// ProtocolVersion versions<2..254>
-		var v cryptobyte.String
-		if !d.ReadUint8LengthPrefixed(&v) {
-			return decodeErr("ClientHello: truncated supported_versions")
-		}
-		if err := finish(d, "ClientHello: supported_versions"); err != nil {
-			return err
-		}
-		m.SupportedVersions, err = readUint16List(v, true, "ClientHello: supported_versions")
+		m.SupportedVersions, err = readClientVersions(d)
 	case ExtSupportedGroups:
 		m.SupportedGroups, err = readUint16Vector(e.Data, "ClientHello: supported_groups")
 	case ExtSignatureAlgorithms:
@@ -211,25 +203,11 @@ func (m *ClientHello) readExtension(e Extension, last bool) error {
 		m.HasKeyShare = true
 		m.KeyShares, err = readClientShares(e.Data)
 	case ExtPSKModes:
-		var v cryptobyte.String
-		if !d.ReadUint8LengthPrefixed(&v) || v.Empty() {
-			return decodeErr("ClientHello: malformed psk_key_exchange_modes")
-		}
-		if err := finish(d, "ClientHello: psk_key_exchange_modes"); err != nil {
-			return err
-		}
-		m.PSKModes = bytesOf(v)
+		m.PSKModes, err = readPSKModes(d)
 	case ExtALPN:
 		m.ALPN, err = readALPNList(e.Data, "ClientHello")
 	case ExtCookie:
-		var v cryptobyte.String
-		if !d.ReadUint16LengthPrefixed(&v) || v.Empty() {
-			return decodeErr("ClientHello: malformed cookie")
-		}
-		if err := finish(d, "ClientHello: cookie"); err != nil {
-			return err
-		}
-		m.Cookie = bytesOf(v)
+		m.Cookie, err = readClientCookie(d)
 	case ExtStatusRequest:
 		ok, err := readStatusRequest(e.Data)
 		if err != nil {
@@ -268,6 +246,45 @@ func (m *ClientHello) readExtension(e Extension, last bool) error {
 		m.Extra = append(m.Extra, e)
 	}
 	return err
+}
+
+// readClientVersions reads supported_versions in a ClientHello (RFC 8446,
+// Section 4.2.1): ProtocolVersion versions<2..254>.
+func readClientVersions(d cryptobyte.String) ([]uint16, error) {
+	var v cryptobyte.String
+	if !d.ReadUint8LengthPrefixed(&v) {
+		return nil, decodeErr("ClientHello: truncated supported_versions")
+	}
+	if err := finish(d, "ClientHello: supported_versions"); err != nil {
+		return nil, err
+	}
+	return readUint16List(v, true, "ClientHello: supported_versions")
+}
+
+// readPSKModes reads psk_key_exchange_modes (RFC 8446, Section 4.2.9):
+// PskKeyExchangeMode ke_modes<1..255>.
+func readPSKModes(d cryptobyte.String) ([]uint8, error) {
+	var v cryptobyte.String
+	if !d.ReadUint8LengthPrefixed(&v) || v.Empty() {
+		return nil, decodeErr("ClientHello: malformed psk_key_exchange_modes")
+	}
+	if err := finish(d, "ClientHello: psk_key_exchange_modes"); err != nil {
+		return nil, err
+	}
+	return bytesOf(v), nil
+}
+
+// readClientCookie reads the cookie a ClientHello echoes (RFC 8446,
+// Section 4.2.2): opaque cookie<1..2^16-1>.
+func readClientCookie(d cryptobyte.String) ([]byte, error) {
+	var v cryptobyte.String
+	if !d.ReadUint16LengthPrefixed(&v) || v.Empty() {
+		return nil, decodeErr("ClientHello: malformed cookie")
+	}
+	if err := finish(d, "ClientHello: cookie"); err != nil {
+		return nil, err
+	}
+	return bytesOf(v), nil
 }
 
 // readServerName reads ServerNameList (RFC 6066, Section 3):
@@ -463,33 +480,16 @@ func (m *ClientHello) extensions() ([]extBody, int) {
 	var t []extBody
 	add := func(typ uint16, w func(b *cryptobyte.Builder)) { t = append(t, extBody{typ, w}) }
 	if m.ServerName != "" {
-		add(ExtServerName, func(b *cryptobyte.Builder) {
-			b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) {
-				b.AddUint8(0) // host_name
-				b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes([]byte(m.ServerName)) })
-			})
-		})
+		add(ExtServerName, m.addServerName)
 	}
 	if len(m.SupportedVersions) > 0 {
-		add(ExtSupportedVersions, func(b *cryptobyte.Builder) {
-			b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) {
-				for _, v := range m.SupportedVersions {
-					b.AddUint16(v)
-				}
-			})
-		})
+		add(ExtSupportedVersions, m.addSupportedVersions)
 	}
 	if len(m.SupportedGroups) > 0 {
 		add(ExtSupportedGroups, func(b *cryptobyte.Builder) { addUint16Vector(b, m.SupportedGroups) })
 	}
 	if m.HasKeyShare || len(m.KeyShares) > 0 {
-		add(ExtKeyShare, func(b *cryptobyte.Builder) {
-			b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) {
-				for _, ks := range m.KeyShares {
-					addKeyShareEntry(b, ks, "ClientHello")
-				}
-			})
-		})
+		add(ExtKeyShare, m.addKeyShares)
 	}
 	if len(m.SignatureAlgorithms) > 0 {
 		add(ExtSignatureAlgorithms, func(b *cryptobyte.Builder) { addUint16Vector(b, m.SignatureAlgorithms) })
@@ -511,11 +511,7 @@ func (m *ClientHello) extensions() ([]extBody, int) {
 		})
 	}
 	if m.StatusRequest {
-		add(ExtStatusRequest, func(b *cryptobyte.Builder) {
-			b.AddUint8(1)  // ocsp
-			b.AddUint16(0) // responder_id_list
-			b.AddUint16(0) // request_extensions
-		})
+		add(ExtStatusRequest, addOCSPStatusRequest)
 	}
 	if m.SCT {
 		add(ExtSCT, func(*cryptobyte.Builder) {})
@@ -534,25 +530,66 @@ func (m *ClientHello) extensions() ([]extBody, int) {
 		add(ExtZTLS, m.ZTLS.add)
 	}
 	if len(m.PSKIdentities) > 0 {
-		add(ExtPreSharedKey, func(b *cryptobyte.Builder) {
-			b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) {
-				for _, id := range m.PSKIdentities {
-					if len(id.Identity) == 0 {
-						b.SetError(internalErr("ClientHello: empty PSK identity"))
-						return
-					}
-					b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(id.Identity) })
-					b.AddUint32(id.ObfuscatedTicketAge)
-				}
-			})
-			b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) {
-				for _, bd := range m.PSKBinders {
-					b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(bd) })
-				}
-			})
-		})
+		add(ExtPreSharedKey, m.addPreSharedKey)
 	}
 	return t, extraAt
+}
+
+// addServerName writes ServerNameList (RFC 6066, Section 3) with one
+// host_name.
+func (m *ClientHello) addServerName(b *cryptobyte.Builder) {
+	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) {
+		b.AddUint8(0) // host_name
+		b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes([]byte(m.ServerName)) })
+	})
+}
+
+// addSupportedVersions writes ProtocolVersion versions<2..254> (RFC 8446,
+// Section 4.2.1).
+func (m *ClientHello) addSupportedVersions(b *cryptobyte.Builder) {
+	b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) {
+		for _, v := range m.SupportedVersions {
+			b.AddUint16(v)
+		}
+	})
+}
+
+// addKeyShares writes KeyShareEntry client_shares<0..2^16-1> (RFC 8446,
+// Section 4.2.8).
+func (m *ClientHello) addKeyShares(b *cryptobyte.Builder) {
+	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) {
+		for _, ks := range m.KeyShares {
+			addKeyShareEntry(b, ks, "ClientHello")
+		}
+	})
+}
+
+// addOCSPStatusRequest writes CertificateStatusRequest (RFC 6066, Section
+// 8) for OCSP with no responder IDs and no request extensions.
+func addOCSPStatusRequest(b *cryptobyte.Builder) {
+	b.AddUint8(1)  // ocsp
+	b.AddUint16(0) // responder_id_list
+	b.AddUint16(0) // request_extensions
+}
+
+// addPreSharedKey writes OfferedPsks (RFC 8446, Section 4.2.11):
+// PskIdentity identities<7..2^16-1>, PskBinderEntry binders<33..2^16-1>.
+func (m *ClientHello) addPreSharedKey(b *cryptobyte.Builder) {
+	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) {
+		for _, id := range m.PSKIdentities {
+			if len(id.Identity) == 0 {
+				b.SetError(internalErr("ClientHello: empty PSK identity"))
+				return
+			}
+			b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(id.Identity) })
+			b.AddUint32(id.ObfuscatedTicketAge)
+		}
+	})
+	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) {
+		for _, bd := range m.PSKBinders {
+			b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(bd) })
+		}
+	})
 }
 
 // Marshal encodes the ClientHello, header included. It refuses values the

@@ -240,8 +240,12 @@
 //	secret key, n = 2^14, p = 2^-10   11.3 MB        target <= 16 MB met
 //	key generation, n = 2^14          see below
 //
+// A second run half an hour later (load average 2-6) gave 9.2, 11.3, 10.0
+// and 11.1 ms of CPU for the four rows, beside a 1.17 ms pairing: the
+// machine's sharing moves figures by 10-30% between runs.
+//
 // In units of one pairing, encapsulation is about 10.4 and decapsulation
-// about 11.2; at the 0.64 ms per pairing measured for the issue on a quieter
+// about 11.2 (first run); at the 0.64 ms per pairing measured for the issue on a quieter
 // machine that is about 6.6 ms and 7.1 ms. Decapsulation misses its 5 ms
 // target because the FO re-encryption must recompute the k-1 other
 // components, each a Miller loop and a final exponentiation of its own

@@ -20,6 +20,7 @@ import (
 	"github.com/ztls-project/ztls/internal/testpki"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
+	"github.com/ztls-project/ztls/turbo/internal/wire"
 )
 
 // Certificate compression (RFC 8879) shrinks the server's first flight,
@@ -191,12 +192,12 @@ func TestTurboCertCompression(t *testing.T) {
 		if st.CertificateCompression != want || len(st.VerifiedChains) == 0 {
 			t.Fatalf("compress=%v: compressed with %v, %d chains", compress, st.CertificateCompression, len(st.VerifiedChains))
 		}
-		if res.ResponsesReceived != turbo.DatagramsFor(res.ServerFlight) || res.RequestsSent < res.ResponsesReceived {
+		if res.ResponsesReceived != wire.DatagramsFor(res.ServerFlight) || res.RequestsSent < res.ResponsesReceived {
 			t.Fatalf("compress=%v: %+v", compress, res)
 		}
 		flights[compress] = res.ServerFlight
 	}
-	if turbo.DatagramsFor(flights[true]) >= turbo.DatagramsFor(flights[false]) {
+	if wire.DatagramsFor(flights[true]) >= wire.DatagramsFor(flights[false]) {
 		t.Fatalf("flight of %d bytes compressed, %d not: no datagram saved", flights[true], flights[false])
 	}
 }
@@ -229,8 +230,8 @@ func firstFlight(t testing.TB, ch compressChain, group uint16, alg tls13.CertCom
 		t.Fatalf("compressed with %v, want %v", got, alg)
 	}
 	var id turbo.ConnID
-	dgrams, err := turbo.Fragment(turbo.TypeResponse, id, flight)
-	if err != nil || len(dgrams) != turbo.DatagramsFor(len(flight)) {
+	dgrams, err := wire.Fragment(wire.TypeResponse, id, flight)
+	if err != nil || len(dgrams) != wire.DatagramsFor(len(flight)) {
 		t.Fatalf("%d datagrams, %v", len(dgrams), err)
 	}
 	return len(flight)
@@ -266,13 +267,13 @@ func TestCertCompressionFlightTable(t *testing.T) {
 					n := firstFlight(t, ch, g, a)
 					if a == 0 {
 						plain = n
-						fmt.Fprintf(&b, " %d B, %d dgrams |", n, turbo.DatagramsFor(n))
+						fmt.Fprintf(&b, " %d B, %d dgrams |", n, wire.DatagramsFor(n))
 						continue
 					}
 					if n >= plain {
 						t.Errorf("%s, %d certs, %s, %v: flight %d bytes, %d uncompressed", kt, inter+1, tls13.GroupName(g), a, n, plain)
 					}
-					fmt.Fprintf(&b, " %d B (−%.0f %%), %d dgrams |", n, 100*float64(plain-n)/float64(plain), turbo.DatagramsFor(n))
+					fmt.Fprintf(&b, " %d B (−%.0f %%), %d dgrams |", n, 100*float64(plain-n)/float64(plain), wire.DatagramsFor(n))
 				}
 				b.WriteString("\n")
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ztls-project/ztls/tls13"
+	"github.com/ztls-project/ztls/turbo/internal/wire"
 )
 
 // ClientConfig configures one TurboTLS connection. Only TLS is required.
@@ -133,7 +134,7 @@ func (cfg *ClientConfig) expected(udp netip.AddrPort) int {
 	if cfg.ZData != nil && cfg.ZData.Leaf != nil {
 		// ZTLS with cert_hash: the server may omit its Certificate; the
 		// flight is the hellos, a signature, Finished and the answer.
-		return 2 * MaxFragment
+		return 2 * wire.MaxFragment
 	}
 	return defaultFlight
 }
@@ -237,7 +238,7 @@ func (h *Hello) Dial(ctx context.Context, tcpAddr netip.AddrPort) (*ClientResult
 	case rr.flight != nil:
 		ferr := eng.Feed(rr.flight)
 		if ferr == nil {
-			out := AppendLink(nil, rr.id)
+			out := wire.AppendLink(nil, rr.id)
 			out = append(out, eng.Output()...)
 			if _, err := tcp.Write(out); err != nil {
 				tcp.Close()
@@ -321,17 +322,17 @@ func race(ctx context.Context, start time.Time, tcpAddr netip.AddrPort, h *Hello
 		defer udp.Close()
 	}
 	res := &raceResult{}
-	id, err := NewConnID()
+	id, err := wire.NewConnID()
 	if err != nil {
 		return nil, err
 	}
 	res.id = id
-	dgrams, err := Fragment(TypeRequest, id, clientFlight)
+	dgrams, err := wire.Fragment(wire.TypeRequest, id, clientFlight)
 	if err != nil {
 		return nil, err
 	}
-	for n := DatagramsFor(expected); len(dgrams) < n; {
-		dgrams = append(dgrams, PaddingRequest(id, len(clientFlight)))
+	for n := wire.DatagramsFor(expected); len(dgrams) < n; {
+		dgrams = append(dgrams, wire.PaddingRequest(id, len(clientFlight)))
 	}
 
 	dctx, cancelDial := context.WithCancel(ctx)
@@ -506,7 +507,7 @@ func (u *udpCounters) get() (int, int, int, int) {
 // fires before waitEnd (race arms it a millisecond early), it polls
 // until waitEnd.
 func readFlight(ctx context.Context, udp net.Conn, id ConnID, clientLen, requested int, st *udpCounters, waitEnd *atomic.Int64) ([]byte, error) {
-	var asm Reassembler
+	var asm wire.Reassembler
 	buf := make([]byte, 2048)
 	topped := false
 	polling := false
@@ -524,18 +525,18 @@ func readFlight(ctx context.Context, udp net.Conn, id ConnID, clientLen, request
 		if err != nil {
 			return nil, err
 		}
-		d, perr := ParseDatagram(buf[:n])
-		if perr != nil || d.Type != TypeResponse || d.ID != id {
+		d, perr := wire.ParseDatagram(buf[:n])
+		if perr != nil || d.Type != wire.TypeResponse || d.ID != id {
 			continue // not ours: ignore
 		}
 		st.add(0, 0, 1, n)
 		if err := asm.Add(d.FlightLength, d.Offset, d.Fragment); err != nil {
 			return nil, err
 		}
-		if need := DatagramsFor(asm.Total()); !topped && need > requested {
+		if need := wire.DatagramsFor(asm.Total()); !topped && need > requested {
 			topped = true
 			for i := requested; i < need; i++ {
-				p := PaddingRequest(id, clientLen)
+				p := wire.PaddingRequest(id, clientLen)
 				if _, err := udp.Write(p); err == nil {
 					st.add(1, len(p), 0, 0)
 				}

@@ -16,6 +16,7 @@ import (
 	"github.com/ztls-project/ztls/internal/lab"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
+	"github.com/ztls-project/ztls/turbo/internal/wire"
 )
 
 const answer = "hello over turbo"
@@ -191,7 +192,7 @@ func TestTurboTLS(t *testing.T) {
 	if sc := tw.lastConn(t); !sc.Turbo || sc.EarlyAnswered {
 		t.Fatalf("server side: turbo %v, early answered %v", sc.Turbo, sc.EarlyAnswered)
 	}
-	if res.ServerFlight == 0 || res.RequestsSent < turbo.DatagramsFor(res.ServerFlight) || res.ResponsesReceived != turbo.DatagramsFor(res.ServerFlight) {
+	if res.ServerFlight == 0 || res.RequestsSent < wire.DatagramsFor(res.ServerFlight) || res.ResponsesReceived != wire.DatagramsFor(res.ServerFlight) {
 		t.Fatalf("datagrams: %+v", res)
 	}
 	s := tw.srv.Stats()
@@ -341,7 +342,7 @@ func TestUnderestimatedFlightTopsUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	need := turbo.DatagramsFor(res.ServerFlight)
+	need := wire.DatagramsFor(res.ServerFlight)
 	if !res.Turbo || need < 2 || res.RequestsSent != need {
 		t.Fatalf("turbo %v (%s), flight %d bytes, %d requests", res.Turbo, res.FallbackReason, res.ServerFlight, res.RequestsSent)
 	}
@@ -366,8 +367,8 @@ func TestUnknownLinkIsPlainTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, _ := turbo.NewConnID()
-	if _, err := raw.Write(turbo.AppendLink(nil, id)); err != nil {
+	id, _ := wire.NewConnID()
+	if _, err := raw.Write(wire.AppendLink(nil, id)); err != nil {
 		t.Fatal(err)
 	}
 	c := tls13.Client(raw, tw.clientTLS())
@@ -388,7 +389,7 @@ func TestBadLinkRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	raw.Write([]byte{turbo.LinkContentType, 3, 3, 0, 99, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13})
+	raw.Write([]byte{wire.LinkContentType, 3, 3, 0, 99, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13})
 	raw.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := raw.Read(make([]byte, 10)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("server kept a malformed link open: %v", err)
@@ -437,9 +438,9 @@ func TestTimeoutSendsTheSameClientHelloOverTCP(t *testing.T) {
 				return tcp, err
 			}}
 		res := tw.fallBack(t, cfg, z)
-		var asm turbo.Reassembler
+		var asm wire.Reassembler
 		for _, b := range udp.writes() {
-			d, err := turbo.ParseDatagram(b)
+			d, err := wire.ParseDatagram(b)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/ztls-project/ztls/internal/lab"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
+	"github.com/ztls-project/ztls/turbo/internal/wire"
 )
 
 // countingPC tallies the bytes a server receives from and sends to each
@@ -112,10 +113,10 @@ func flood(t testing.TB, w *lab.World, cfg turbo.Config, addrs, ports, flightsPe
 			rand.Read(id[:])
 			var dg [][]byte
 			if round < flightsPer && (si+round)%2 == 0 {
-				dg, _ = turbo.Fragment(turbo.TypeRequest, id, hello)
+				dg, _ = wire.Fragment(wire.TypeRequest, id, hello)
 			} else if round < flightsPer {
 				// Unpadded: 3x its size is less than one response datagram.
-				d, err := turbo.AppendDatagram(nil, turbo.Datagram{Type: turbo.TypeRequest, ID: id, FlightLength: len(smallHello), Fragment: smallHello}, 0)
+				d, err := wire.AppendDatagram(nil, wire.Datagram{Type: wire.TypeRequest, ID: id, FlightLength: len(smallHello), Fragment: smallHello}, 0)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -123,7 +124,7 @@ func flood(t testing.TB, w *lab.World, cfg turbo.Config, addrs, ports, flightsPe
 			}
 			if round < paddingPer {
 				rand.Read(id[:])
-				dg = append(dg, turbo.PaddingRequest(id, 3000))
+				dg = append(dg, wire.PaddingRequest(id, 3000))
 				rand.Read(junk)
 				dg = append(dg, junk)
 			}
@@ -219,9 +220,9 @@ func TestUnlinkedEntriesExpire(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	id, _ := turbo.NewConnID()
+	id, _ := wire.NewConnID()
 	hello := fakeHello(100)
-	dg, _ := turbo.Fragment(turbo.TypeRequest, id, hello)
+	dg, _ := wire.Fragment(wire.TypeRequest, id, hello)
 	c.Write(dg[0])
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	buf := make([]byte, 2048)
@@ -229,7 +230,7 @@ func TestUnlinkedEntriesExpire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := turbo.ParseDatagram(buf[:n])
+	d, err := wire.ParseDatagram(buf[:n])
 	if err != nil || string(d.Fragment) != "re:"+string(hello) || d.ID != id {
 		t.Fatalf("%v %q", err, d.Fragment)
 	}
@@ -272,7 +273,7 @@ func BenchmarkSpoofedFlood(b *testing.B) {
 // hardly any bytes, until the 3x budget holds the next datagram back; a
 // padded request releases it.
 func TestThreeTimesRule(t *testing.T) {
-	big := make([]byte, 4*turbo.MaxFragment)
+	big := make([]byte, 4*wire.MaxFragment)
 	srv := turbo.NewServer(turbo.Config{Flight: func(context.Context, netip.AddrPort, []byte) ([]byte, any, error) { return big, nil, nil }})
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
@@ -285,14 +286,14 @@ func TestThreeTimesRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	id, _ := turbo.NewConnID()
+	id, _ := wire.NewConnID()
 	hello := fakeHello(100)
-	open, _ := turbo.Fragment(turbo.TypeRequest, id, hello)
+	open, _ := wire.Fragment(wire.TypeRequest, id, hello)
 	c.Write(open[0])
 	waitFor(t, func() bool { return srv.Stats().DatagramsOut == 1 })
 	in := len(open[0])
-	tiny, _ := turbo.AppendDatagram(nil, turbo.Datagram{Type: turbo.TypeRequest, ID: id, FlightLength: len(hello)}, 0)
-	padded := turbo.PaddingRequest(id, len(hello))
+	tiny, _ := wire.AppendDatagram(nil, wire.Datagram{Type: wire.TypeRequest, ID: id, FlightLength: len(hello)}, 0)
+	padded := wire.PaddingRequest(id, len(hello))
 	// Out after each request: 2400 <= 3x1221, 3600 <= 3x1242, then 4800
 	// > 3x1263 is held until the padded request.
 	for i, step := range []struct {

@@ -6,32 +6,34 @@ import (
 	"io"
 	"net"
 	"time"
+
+	"github.com/ztls-project/ztls/turbo/internal/wire"
 )
 
-// ReadLink reads the start of a TCP connection accepted by a TurboTLS
+// readLink reads the start of a TCP connection accepted by a TurboTLS
 // server: a link record yields its id and linked=true; anything else
 // (a TLS ClientHello: plain TLS over TCP) yields linked=false. The
 // returned connection replays the bytes read that were not part of a
 // link record, so it can be handed to a TLS server as it is. The read is
 // bounded by timeout (0: 10 s).
-func ReadLink(c net.Conn, timeout time.Duration) (id ConnID, linked bool, conn net.Conn, err error) {
+func readLink(c net.Conn, timeout time.Duration) (id ConnID, linked bool, conn net.Conn, err error) {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
 	c.SetReadDeadline(time.Now().Add(timeout))
 	defer c.SetReadDeadline(time.Time{})
-	first := make([]byte, 1, LinkLen)
+	first := make([]byte, 1, wire.LinkLen)
 	if _, err := io.ReadFull(c, first); err != nil {
 		return id, false, nil, fmt.Errorf("turbo: reading the first byte of a connection: %w", err)
 	}
-	if first[0] != LinkContentType {
+	if first[0] != wire.LinkContentType {
 		return id, false, &prefixConn{Conn: c, pre: first}, nil
 	}
-	rec := first[:LinkLen]
+	rec := first[:wire.LinkLen]
 	if _, err := io.ReadFull(c, rec[1:]); err != nil {
 		return id, false, nil, fmt.Errorf("turbo: reading the link record: %w", err)
 	}
-	id, err = ParseLink(rec)
+	id, err = wire.ParseLink(rec)
 	if err != nil {
 		return id, false, nil, err
 	}
@@ -65,3 +67,6 @@ func (p *prefixConn) CloseWrite() error {
 	}
 	return errors.New("turbo: connection cannot half-close")
 }
+
+// ConnID names one TurboTLS handshake; the client picks it at random.
+type ConnID = wire.ConnID

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/ztls-project/ztls/turbo/internal/wire"
 )
 
 // TestTableEvictsPrefixOwnLastEntry: in a full table, a newcomer whose
@@ -20,8 +22,8 @@ func TestTableEvictsPrefixOwnLastEntry(t *testing.T) {
 	defer s.Close()
 	from := netip.MustParseAddrPort("192.0.2.1:4433")
 	open := func() ConnID {
-		id, _ := NewConnID()
-		ds, err := Fragment(TypeRequest, id, testHello(300))
+		id, _ := wire.NewConnID()
+		ds, err := wire.Fragment(wire.TypeRequest, id, testHello(300))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,8 +67,8 @@ func TestTablePrefixChurnsOnlyItself(t *testing.T) {
 		s.handle(nil, netip.MustParseAddrPort(from), d)
 	}
 	open := func(from string, size int) (ConnID, [][]byte) {
-		id, _ := NewConnID()
-		ds, err := Fragment(TypeRequest, id, testHello(size))
+		id, _ := wire.NewConnID()
+		ds, err := wire.Fragment(wire.TypeRequest, id, testHello(size))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +89,7 @@ func TestTablePrefixChurnsOnlyItself(t *testing.T) {
 	}
 	// The flood: 64 addresses of 2001:db8:1::/56, in four /64s.
 	for i := 0; i < 10*max; i++ {
-		open(fmt.Sprintf("[2001:db8:1:%x::%x]:443", i%4, 1+i%64), 3*MaxFragment)
+		open(fmt.Sprintf("[2001:db8:1:%x::%x]:443", i%4, 1+i%64), 3*wire.MaxFragment)
 	}
 	st := s.Stats()
 	if st.Entries != max || st.Evicted != int64(10*max-(max-len(clients))) {

@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/ztls-project/ztls/turbo/internal/wire"
 )
 
 // The proxy pair (the TurboTLS paper, Section 4.3) gives unmodified TLS
@@ -165,7 +167,7 @@ func (p *ClientProxy) handle(down net.Conn) {
 	if rr.flight != nil {
 		// The server's flight goes to the client now; the link record
 		// tells the server proxy which backend connection to join.
-		if _, err := up.Write(AppendLink(nil, rr.id)); err != nil {
+		if _, err := up.Write(wire.AppendLink(nil, rr.id)); err != nil {
 			return
 		}
 		if _, err := down.Write(rr.flight); err != nil {
@@ -284,7 +286,7 @@ func (p *ServerProxy) readFlight(ctx context.Context, be net.Conn) ([]byte, erro
 			return nil, fmt.Errorf("turbo: reading the backend's flight: %w", err)
 		}
 		n := int(hdr[3])<<8 | int(hdr[4])
-		if len(flight)+5+n > maxFlightField || n > 1<<14+256 {
+		if len(flight)+5+n > wire.MaxFlight || n > 1<<14+256 {
 			return nil, errors.New("turbo: backend flight too long")
 		}
 		flight = append(flight, hdr...)
@@ -314,7 +316,7 @@ func (p *ServerProxy) Serve(ln net.Listener) error {
 
 func (p *ServerProxy) handle(raw net.Conn) {
 	defer raw.Close()
-	id, linked, c, err := ReadLink(raw, 10*time.Second)
+	id, linked, c, err := readLink(raw, 10*time.Second)
 	if err != nil {
 		return
 	}

@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/ztls-project/ztls/turbo/internal/wire"
 )
 
 // FlightFunc answers one client flight received over UDP: it returns the
@@ -68,7 +70,7 @@ type Stats struct {
 	ReassemblyBytes           int   // flight buffers held now
 	PeakReassemblyBytes       int   // most flight buffer bytes held at once
 	Dropped                   int64 // datagrams dropped: malformed, over a limit, unknown
-	Unqualified               int64 // of which may not open an entry (CheckOpening) and made none
+	Unqualified               int64 // of which may not open an entry (wire.CheckOpening) and made none
 	Evicted                   int64 // entries evicted to make room for a new one
 	RateLimited               int64 // new entries refused by the per-source limit
 	Full                      int64 // new entries refused because the table was full
@@ -121,7 +123,7 @@ type entry struct {
 	from     netip.AddrPort
 	pc       net.PacketConn
 	created  time.Time
-	asm      Reassembler
+	asm      wire.Reassembler
 	bytesIn  int
 	bytesOut int
 	requests int // request datagrams received
@@ -273,13 +275,13 @@ func (s *Server) Stats() Stats {
 func (s *Server) handle(pc net.PacketConn, from netip.AddrPort, b []byte) {
 	from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
 	// Parsed and checked before taking the table's lock: neither needs it.
-	d, err := ParseDatagram(b)
-	opening := err == nil && CheckOpening(d, len(b)) == nil
+	d, err := wire.ParseDatagram(b)
+	opening := err == nil && wire.CheckOpening(d, len(b)) == nil
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stats.DatagramsIn++
 	s.stats.BytesIn += int64(len(b))
-	if err != nil || d.Type != TypeRequest {
+	if err != nil || d.Type != wire.TypeRequest {
 		s.stats.Dropped++ // never answer what cannot be parsed
 		return
 	}
@@ -336,7 +338,7 @@ func (s *Server) handle(pc net.PacketConn, from netip.AddrPort, b []byte) {
 			s.queueLocked(e, nil) // working: not evictable
 			e.working = true
 			flight := e.asm.Flight()
-			e.asm = Reassembler{}
+			e.asm = wire.Reassembler{}
 			s.accountBufLocked(e)
 			ctx, cancel := context.WithCancel(s.ctx)
 			e.cancel = cancel
@@ -352,7 +354,7 @@ func (s *Server) handle(pc net.PacketConn, from netip.AddrPort, b []byte) {
 
 // accountBufLocked keeps the reassembly byte counters current.
 func (s *Server) accountBufLocked(e *entry) {
-	held := cap(e.asm.buf)
+	held := e.asm.Held()
 	s.stats.ReassemblyBytes += held - e.heldBuf
 	e.heldBuf = held
 	s.stats.PeakReassemblyBytes = max(s.stats.PeakReassemblyBytes, s.stats.ReassemblyBytes)
@@ -403,7 +405,7 @@ func (s *Server) runFlight(ctx context.Context, e *entry, clientFlight []byte) {
 	}
 	var dgrams [][]byte
 	if err == nil {
-		dgrams, err = Fragment(TypeResponse, e.id, flight)
+		dgrams, err = wire.Fragment(wire.TypeResponse, e.id, flight)
 	}
 	s.mu.Lock()
 	live := s.entries[e.id] == e
@@ -451,7 +453,7 @@ func (s *Server) sendLocked(e *entry) {
 func (s *Server) failLocked(e *entry) {
 	s.queueLocked(e, &s.failed)
 	e.failed = true
-	e.asm = Reassembler{}
+	e.asm = wire.Reassembler{}
 	e.out = nil
 	s.accountBufLocked(e)
 }
@@ -460,7 +462,7 @@ func (s *Server) dropLocked(id ConnID, e *entry) {
 	if e.cancel != nil {
 		e.cancel()
 	}
-	e.asm = Reassembler{}
+	e.asm = wire.Reassembler{}
 	s.accountBufLocked(e)
 	delete(s.entries, id)
 	s.queueLocked(e, nil)

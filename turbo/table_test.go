@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ztls-project/ztls/turbo"
+	"github.com/ztls-project/ztls/turbo/internal/wire"
 )
 
 // tableServer is a bare Server answering every flight with one datagram.
@@ -46,7 +47,7 @@ func send(t *testing.T, c *net.UDPConn, to net.Addr, b []byte) {
 
 // opening is the padded first datagram of a small ClientHello flight.
 func opening(id turbo.ConnID) []byte {
-	d, _ := turbo.Fragment(turbo.TypeRequest, id, fakeHello(100))
+	d, _ := wire.Fragment(wire.TypeRequest, id, fakeHello(100))
 	return d[0]
 }
 
@@ -85,7 +86,7 @@ func TestTableOpensOnlyForPaddedClientHello(t *testing.T) {
 	if st := srv.Stats(); st.Entries != 0 || st.PeakEntries != 0 || st.Unqualified != int64(sent) || st.DatagramsOut != 0 {
 		t.Fatalf("%d datagrams that may not open an entry: %+v", sent, st)
 	}
-	id, _ := turbo.NewConnID()
+	id, _ := wire.NewConnID()
 	send(t, socks[0], addr, opening(id))
 	waitFor(t, func() bool { return srv.Stats().DatagramsOut == 1 })
 	if st := srv.Stats(); st.Entries != 1 {
@@ -98,10 +99,10 @@ func TestTableOpensOnlyForPaddedClientHello(t *testing.T) {
 func badRequests(t *testing.T, hello, small []byte) [][]byte {
 	var bad [][]byte
 	{
-		mk := func(d turbo.Datagram, pad int) []byte {
-			id, _ := turbo.NewConnID()
-			d.Type, d.ID = turbo.TypeRequest, id
-			b, err := turbo.AppendDatagram(nil, d, pad)
+		mk := func(d wire.Datagram, pad int) []byte {
+			id, _ := wire.NewConnID()
+			d.Type, d.ID = wire.TypeRequest, id
+			b, err := wire.AppendDatagram(nil, d, pad)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,13 +111,13 @@ func badRequests(t *testing.T, hello, small []byte) [][]byte {
 		junk := make([]byte, 200)
 		junk[0] = 0x17
 		bad = append(bad,
-			mk(turbo.Datagram{FlightLength: 3000}, 0),                           // 21 bytes
-			mk(turbo.Datagram{FlightLength: 3000}, turbo.MaxDatagram),           // padded, no flight bytes
-			mk(turbo.Datagram{FlightLength: 3000, Fragment: hello[:900]}, 0),    // unpadded first fragment
-			mk(turbo.Datagram{FlightLength: len(small), Fragment: small}, 0),    // a whole ClientHello, unpadded
-			mk(turbo.Datagram{FlightLength: len(small), Fragment: small}, 1000), // padded short of 1200
-			mk(turbo.Datagram{FlightLength: 3000, Offset: turbo.MaxFragment, Fragment: hello[turbo.MaxFragment : 2*turbo.MaxFragment]}, turbo.MaxDatagram),
-			mk(turbo.Datagram{FlightLength: len(junk), Fragment: junk}, turbo.MaxDatagram),
+			mk(wire.Datagram{FlightLength: 3000}, 0),                           // 21 bytes
+			mk(wire.Datagram{FlightLength: 3000}, wire.MaxDatagram),            // padded, no flight bytes
+			mk(wire.Datagram{FlightLength: 3000, Fragment: hello[:900]}, 0),    // unpadded first fragment
+			mk(wire.Datagram{FlightLength: len(small), Fragment: small}, 0),    // a whole ClientHello, unpadded
+			mk(wire.Datagram{FlightLength: len(small), Fragment: small}, 1000), // padded short of 1200
+			mk(wire.Datagram{FlightLength: 3000, Offset: wire.MaxFragment, Fragment: hello[wire.MaxFragment : 2*wire.MaxFragment]}, wire.MaxDatagram),
+			mk(wire.Datagram{FlightLength: len(junk), Fragment: junk}, wire.MaxDatagram),
 		)
 	}
 	return bad
@@ -128,12 +129,12 @@ func badRequests(t *testing.T, hello, small []byte) [][]byte {
 // finished ones stay and link.
 func TestTableEvictsIncompleteFirst(t *testing.T) {
 	srv, addr := tableServer(t, turbo.Config{MaxEntries: 8})
-	long := fakeHello(3 * turbo.MaxFragment)
-	first, _ := turbo.Fragment(turbo.TypeRequest, turbo.ConnID{}, long)
+	long := fakeHello(3 * wire.MaxFragment)
+	first, _ := wire.Fragment(wire.TypeRequest, turbo.ConnID{}, long)
 	var readyIDs []turbo.ConnID
 	for i := 0; i < 4; i++ { // four finished flights, one per prefix
 		c := source(t, netip.AddrFrom4([4]byte{127, 2, byte(i), 1}).String())
-		id, _ := turbo.NewConnID()
+		id, _ := wire.NewConnID()
 		readyIDs = append(readyIDs, id)
 		send(t, c, addr, opening(id))
 		waitFor(t, func() bool { return srv.Stats().DatagramsOut == int64(i+1) })
@@ -141,7 +142,7 @@ func TestTableEvictsIncompleteFirst(t *testing.T) {
 	flooder := source(t, "127.3.0.1")
 	for i := 0; i < 40; i++ { // within the source's burst
 		b := append([]byte(nil), first[0]...)
-		id, _ := turbo.NewConnID()
+		id, _ := wire.NewConnID()
 		copy(b[1:], id[:])
 		send(t, flooder, addr, b)
 	}
@@ -151,7 +152,7 @@ func TestTableEvictsIncompleteFirst(t *testing.T) {
 		t.Fatalf("incomplete entries did not evict each other first: %+v", st)
 	}
 	newcomer := source(t, "127.4.0.1")
-	id, _ := turbo.NewConnID()
+	id, _ := wire.NewConnID()
 	send(t, newcomer, addr, opening(id))
 	waitFor(t, func() bool { return srv.Stats().DatagramsOut == 5 })
 	for i, rid := range readyIDs {
@@ -174,17 +175,17 @@ func TestTablePrefixShare(t *testing.T) {
 	var ids []turbo.ConnID
 	for i := 0; i < 8; i++ {
 		c := source(t, netip.AddrFrom4([4]byte{127, 5, 0, byte(1 + i)}).String())
-		id, _ := turbo.NewConnID()
+		id, _ := wire.NewConnID()
 		ids = append(ids, id)
 		send(t, c, addr, opening(id))
 		waitFor(t, func() bool { return srv.Stats().DatagramsOut == int64(i+1) })
 	}
 	other := source(t, "127.6.0.1")
-	oid, _ := turbo.NewConnID()
+	oid, _ := wire.NewConnID()
 	send(t, other, addr, opening(oid))
 	waitFor(t, func() bool { return srv.Stats().DatagramsOut == 9 })
 	same := source(t, "127.5.0.99")
-	sid, _ := turbo.NewConnID()
+	sid, _ := wire.NewConnID()
 	send(t, same, addr, opening(sid))
 	waitFor(t, func() bool { return srv.Stats().DatagramsIn == 10 })
 	st := srv.Stats()

@@ -15,6 +15,7 @@ import (
 	"github.com/ztls-project/ztls/internal/lab"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
+	"github.com/ztls-project/ztls/turbo/internal/wire"
 )
 
 // tableWorld is a TurboTLS server (TCP and UDP on one port of 127.0.0.1)
@@ -68,13 +69,13 @@ func tableAttacks(tb testing.TB, w *lab.World) []tableAttack {
 		tb.Fatal(err)
 	}
 	hello := append([]byte(nil), eng.Output()...)
-	long := make([]byte, 3*turbo.MaxFragment) // a flight that never completes
+	long := make([]byte, 3*wire.MaxFragment) // a flight that never completes
 	copy(long, hello[:5])
 	long[3], long[4] = byte((len(long)-5)>>8), byte(len(long)-5)
 	copy(long[5:], hello[5:])
 	long[6], long[7], long[8] = 0, byte((len(long)-9)>>8), byte(len(long)-9)
-	dg := func(d turbo.Datagram, pad int) []byte {
-		b, err := turbo.AppendDatagram(nil, d, pad)
+	dg := func(d wire.Datagram, pad int) []byte {
+		b, err := wire.AppendDatagram(nil, d, pad)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -83,27 +84,27 @@ func tableAttacks(tb testing.TB, w *lab.World) []tableAttack {
 	return []tableAttack{
 		// The reported attack: a 21-byte header, no flight bytes.
 		{"short", func(id turbo.ConnID) []byte {
-			return dg(turbo.Datagram{Type: turbo.TypeRequest, ID: id, FlightLength: 3000}, 0)
+			return dg(wire.Datagram{Type: wire.TypeRequest, ID: id, FlightLength: 3000}, 0)
 		}},
 		// A whole ClientHello, unpadded.
 		{"unpadded-hello", func(id turbo.ConnID) []byte {
-			return dg(turbo.Datagram{Type: turbo.TypeRequest, ID: id, FlightLength: len(hello), Fragment: hello}, 0)
+			return dg(wire.Datagram{Type: wire.TypeRequest, ID: id, FlightLength: len(hello), Fragment: hello}, 0)
 		}},
 		// Padded, but a middle fragment: no start of a flight.
 		{"middle-fragment", func(id turbo.ConnID) []byte {
-			return dg(turbo.Datagram{Type: turbo.TypeRequest, ID: id, FlightLength: len(long), Offset: turbo.MaxFragment, Fragment: long[turbo.MaxFragment : 2*turbo.MaxFragment]}, turbo.MaxDatagram)
+			return dg(wire.Datagram{Type: wire.TypeRequest, ID: id, FlightLength: len(long), Offset: wire.MaxFragment, Fragment: long[wire.MaxFragment : 2*wire.MaxFragment]}, wire.MaxDatagram)
 		}},
 		// Padded, but flight bytes that are no TLS record.
 		{"padded-junk", func(id turbo.ConnID) []byte {
 			junk := make([]byte, 600)
 			rand.Read(junk)
 			junk[0] = 0x17
-			return dg(turbo.Datagram{Type: turbo.TypeRequest, ID: id, FlightLength: len(junk), Fragment: junk}, turbo.MaxDatagram)
+			return dg(wire.Datagram{Type: wire.TypeRequest, ID: id, FlightLength: len(junk), Fragment: junk}, wire.MaxDatagram)
 		}},
 		// Padded, the first fragment of a ClientHello whose rest never
 		// comes: it qualifies, and is evicted first.
 		{"first-fragment-only", func(id turbo.ConnID) []byte {
-			return dg(turbo.Datagram{Type: turbo.TypeRequest, ID: id, FlightLength: len(long), Fragment: long[:turbo.MaxFragment]}, turbo.MaxDatagram)
+			return dg(wire.Datagram{Type: wire.TypeRequest, ID: id, FlightLength: len(long), Fragment: long[:wire.MaxFragment]}, wire.MaxDatagram)
 		}},
 	}
 }

@@ -115,7 +115,7 @@ func (e errorString) Error() string { return string(e) }
 // unknown or expired id, whose record is then stripped) it is a plain TLS
 // 1.3 server connection. The handshake is not run.
 func (t *TLSServer) Accept(raw net.Conn) (*ServerConn, error) {
-	id, linked, c, err := ReadLink(raw, t.LinkTimeout)
+	id, linked, c, err := readLink(raw, t.LinkTimeout)
 	if err != nil {
 		return nil, err
 	}

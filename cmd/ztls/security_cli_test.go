@@ -7,6 +7,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -26,7 +27,7 @@ import (
 	"github.com/ztls-project/ztls/dial"
 	"github.com/ztls-project/ztls/internal/testpki"
 	"github.com/ztls-project/ztls/tls13"
-	"github.com/ztls-project/ztls/turbo"
+	"github.com/ztls-project/ztls/turbo/turbotest"
 	"github.com/ztls-project/ztls/zdata"
 )
 
@@ -481,41 +482,17 @@ func TestCLIServeBoundsStalledHandshakes(t *testing.T) {
 // handshake waits for a Finished that never comes.
 func turboLinkThenStall(t *testing.T, addr string, hello []byte) net.Conn {
 	t.Helper()
-	id, err := turbo.NewConnID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dgrams, err := turbo.Fragment(turbo.TypeRequest, id, hello)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for len(dgrams) < 4 { // room for the server's flight
-		dgrams = append(dgrams, turbo.PaddingRequest(id, len(hello)))
-	}
-	u, err := net.Dial("udp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer u.Close()
-	for _, d := range dgrams {
-		if _, err := u.Write(d); err != nil {
-			t.Fatal(err)
-		}
-	}
-	u.SetReadDeadline(time.Now().Add(10 * time.Second))
-	buf := make([]byte, 2048)
-	n, err := u.Read(buf)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	link, err := turbotest.SendFlight(ctx, addr, hello, 4) // room for the server's flight
 	if err != nil {
 		t.Fatalf("no TurboTLS answer: %v", err)
-	}
-	if d, err := turbo.ParseDatagram(buf[:n]); err != nil || d.Type != turbo.TypeResponse || d.ID != id {
-		t.Fatalf("TurboTLS answer %+v: %v", d, err)
 	}
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Write(turbo.AppendLink(nil, id)); err != nil {
+	if _, err := c.Write(link); err != nil {
 		t.Fatal(err)
 	}
 	return c

@@ -1,4 +1,4 @@
-package turbo
+package wire
 
 import (
 	"bytes"
@@ -122,3 +122,6 @@ func (r *Reassembler) Flight() []byte {
 	}
 	return r.buf
 }
+
+// Held is the memory the flight's buffer holds, in bytes.
+func (r *Reassembler) Held() int { return cap(r.buf) }

@@ -1,4 +1,7 @@
-package turbo
+// Package wire is TurboTLS's datagram layer (docs/turbotls-spec.md): the
+// datagram and link record formats, their parsers, the fragmentation of a
+// flight into datagrams and its reassembly. Package turbo is its only user.
+package wire
 
 import (
 	"crypto/rand"
@@ -48,8 +51,9 @@ const (
 	// LinkContentType is the link record's TLS content type: not assigned
 	// by IANA; a private choice of this protocol.
 	LinkContentType = 0xCC
-	linkVersion     = 1
-	maxFlightField  = 1<<24 - 1
+	// MaxFlight is the longest flight the uint24 flight_length can say.
+	MaxFlight   = 1<<24 - 1
+	linkVersion = 1
 )
 
 // ConnID names one TurboTLS handshake; the client picks it at random.
@@ -195,7 +199,7 @@ func AppendDatagram(b []byte, d Datagram, padTo int) ([]byte, error) {
 		return b, ErrBadType
 	}
 	n := len(d.Fragment)
-	if d.FlightLength <= 0 || d.FlightLength > maxFlightField || d.Offset < 0 || d.Offset+n > d.FlightLength ||
+	if d.FlightLength <= 0 || d.FlightLength > MaxFlight || d.Offset < 0 || d.Offset+n > d.FlightLength ||
 		n > MaxFragment || (n == 0 && (d.Offset != 0 || d.Type == TypeResponse)) {
 		return b, ErrBadFragment
 	}
@@ -221,7 +225,7 @@ func AppendDatagram(b []byte, d Datagram, padTo int) ([]byte, error) {
 // Fragment cuts flight into datagrams of type typ for id, each at most
 // MaxDatagram bytes; requests are padded to MaxDatagram.
 func Fragment(typ uint8, id ConnID, flight []byte) ([][]byte, error) {
-	if len(flight) == 0 || len(flight) > maxFlightField {
+	if len(flight) == 0 || len(flight) > MaxFlight {
 		return nil, fmt.Errorf("turbo: flight of %d bytes cannot be sent", len(flight))
 	}
 	pad := 0

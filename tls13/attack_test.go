@@ -38,7 +38,7 @@ func wantAlert(t *testing.T, err error, a Alert) {
 func TestAttackTamperedRecord(t *testing.T) {
 	p := getPKI(t, "ecdsa-p256")
 	c, s := newEngine(clientConfig(p), true), newEngine(serverConfig(p), false)
-	c.startClient(nil, nil)
+	c.startClient(nil, nil, nil)
 	s.startServer()
 	if err := s.feed(c.takeOutput()); err != nil {
 		t.Fatal(err)
@@ -257,7 +257,7 @@ func TestAttackEarlyDataOverLimit(t *testing.T) {
 	// A client that ignores the limit (the honest engine refuses to).
 	sess.MaxEarlyData = 1000
 	c := newEngine(clientConfig(p), true)
-	if err := c.startClient(sess, bytes.Repeat([]byte("x"), 100)); err != nil {
+	if err := c.startClient(sess, nil, bytes.Repeat([]byte("x"), 100)); err != nil {
 		t.Fatal(err)
 	}
 	s := newEngine(scfg, false)

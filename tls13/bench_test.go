@@ -129,7 +129,7 @@ func (c *memConn) SetWriteDeadline(time.Time) error { return nil }
 func enginePair(ccfg, scfg *Config, sess *ClientSession) (cli, srv *engine, ct, st time.Duration, err error) {
 	cli, srv = newEngine(ccfg, true), newEngine(scfg, false)
 	t0 := time.Now()
-	if err := cli.startClient(sess, nil); err != nil {
+	if err := cli.startClient(sess, nil, nil); err != nil {
 		return nil, nil, 0, 0, fmt.Errorf("client start: %w", err)
 	}
 	toServer := cli.takeOutput()
@@ -331,7 +331,7 @@ func BenchmarkResume(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		sess := cli.newSession
+		sess := cli.lastSession()
 		if sess == nil {
 			b.Fatal("no ticket")
 		}
@@ -356,7 +356,7 @@ func BenchmarkResume(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		sess := cli.newSession
+		sess := cli.lastSession()
 		benchConnHandshakes(b,
 			func(c net.Conn) interface{ Handshake() error } {
 				cc := Client(c, ccfg)

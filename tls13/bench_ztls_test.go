@@ -13,8 +13,7 @@ import (
 func ztlsPair(ccfg, scfg *Config, offer *ZDataOffer, request []byte) (ct, st time.Duration, err error) {
 	t0 := time.Now()
 	cli := newEngine(ccfg, true)
-	cli.zoffer = offer
-	if err := cli.startClient(nil, request); err != nil {
+	if err := cli.startClient(nil, offer, request); err != nil {
 		return 0, 0, err
 	}
 	first := cli.takeOutput()
@@ -106,11 +105,12 @@ func benchServerFirstFlight(b *testing.B, leafKey string) {
 			flights := make([][]byte, b.N)
 			for i := range flights {
 				cli := newEngine(ccfg, true)
+				var z *ZDataOffer
 				var early []byte
 				if mode == "ztls" {
-					cli.zoffer, early = offer, []byte("GET /")
+					z, early = offer, []byte("GET /")
 				}
-				if err := cli.startClient(nil, early); err != nil {
+				if err := cli.startClient(nil, z, early); err != nil {
 					b.Fatal(err)
 				}
 				flights[i] = cli.takeOutput()

@@ -114,7 +114,7 @@ func TestCertCompressionConfigErrors(t *testing.T) {
 	for _, bad := range [][]CertCompressionAlgorithm{{4}, {CertCompressionZlib, CertCompressionZlib}} {
 		ccfg, _ := p.configs(bad, nil)
 		c := newEngine(ccfg, true)
-		if err := c.startClient(nil, nil); err == nil || !strings.Contains(err.Error(), "CertificateCompression") {
+		if err := c.startClient(nil, nil, nil); err == nil || !strings.Contains(err.Error(), "CertificateCompression") {
 			t.Fatalf("%v: startClient = %v", bad, err)
 		}
 		if out := c.takeOutput(); len(out) != 0 {
@@ -131,7 +131,7 @@ func TestCertCompressionConfigErrors(t *testing.T) {
 func serverFlight(t testing.TB, ccfg, scfg *Config) (client *engine, flight []byte) {
 	t.Helper()
 	c, s := newEngine(ccfg, true), newEngine(scfg, false)
-	if err := c.startClient(nil, nil); err != nil {
+	if err := c.startClient(nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	s.startServer()
@@ -172,7 +172,7 @@ func TestCertCompressionTranscript(t *testing.T) {
 	scfg.KeyLogWriter = &keys
 	scfg.CipherSuites = []CipherSuite{TLS_AES_128_GCM_SHA256}
 	c, s := newEngine(ccfg, true), newEngine(scfg, false)
-	if err := c.startClient(nil, nil); err != nil {
+	if err := c.startClient(nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	s.startServer()

@@ -386,7 +386,7 @@ func newConv(t *testing.T, r role, setup func(*convOpts)) *conv {
 	c.peerReader = newRecordReader(c.peerLog, peerPrefix, peerSuite)
 	c.toSUT = &recordWriter{keys: epochKeys{log: c.peerLog, prefix: peerPrefix, suite: peerSuite}, seal: map[int]*epochAEAD{}}
 	srv.startServer()
-	if err := cli.startClient(sess, o.early); err != nil {
+	if err := cli.startClient(sess, nil, o.early); err != nil {
 		t.Fatalf("client start: %v", err)
 	}
 	if c.sutClient {

@@ -67,6 +67,7 @@ type Conn struct {
 	started   bool
 	trace     []TraceEvent
 	session   *ClientSession
+	zoffer    *ZDataOffer
 	early     []byte
 	resend    bool
 	earlyLost bool
@@ -188,7 +189,7 @@ func (c *Conn) SetSession(s *ClientSession) {
 func (c *Conn) Session() *ClientSession {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.e.newSession
+	return c.e.lastSession()
 }
 
 // SetZData makes the next handshake open with ZTLS using verified Z-data
@@ -197,7 +198,7 @@ func (c *Conn) Session() *ClientSession {
 func (c *Conn) SetZData(z *ZDataOffer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.e.zoffer = z
+	c.zoffer = z
 }
 
 // SetEarlyData queues data to send as 0-RTT early data with the ClientHello
@@ -251,25 +252,8 @@ func (c *Conn) handshake(ctx context.Context, early bool) (err error) {
 		}
 		return err
 	}
-	if deadline, ok := ctx.Deadline(); ok {
-		c.conn.SetDeadline(deadline)
-		defer func() {
-			c.conn.SetDeadline(time.Time{})
-			if err != nil && ctx.Err() == nil && !time.Now().Before(deadline) {
-				// The socket's timer fired a moment before the context's.
-				err = fmt.Errorf("tls13: handshake: %w (%v)", context.DeadlineExceeded, err)
-			}
-		}()
-	}
-	if ctx.Done() != nil {
-		stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Unix(1, 0)) })
-		defer func() {
-			stop()
-			if err != nil && ctx.Err() != nil {
-				err = fmt.Errorf("tls13: handshake: %w (%v)", ctx.Err(), err)
-			}
-		}()
-	}
+	unbind := c.bindContext(ctx)
+	defer func() { err = unbind(err) }()
 	c.mu.Lock()
 	if !c.started {
 		c.started = true
@@ -278,7 +262,7 @@ func (c *Conn) handshake(ctx context.Context, early bool) (err error) {
 			if sess == nil && c.cfg.ClientSessionCache != nil {
 				sess = c.cfg.ClientSessionCache.Get(sessionCacheKey(c.cfg))
 			}
-			c.e.startClient(sess, c.early)
+			c.e.startClient(sess, c.zoffer, c.early)
 		} else {
 			c.e.startServer()
 		}
@@ -287,6 +271,44 @@ func (c *Conn) handshake(ctx context.Context, early bool) (err error) {
 	if err := c.flush(); err != nil {
 		return err
 	}
+	return c.readHandshake(early)
+}
+
+// bindContext makes ctx bound the handshake's I/O: its deadline becomes
+// the connection's, and its cancellation interrupts a blocked read. The
+// function it returns undoes that and, when ctx ended the handshake,
+// says so in the handshake's error.
+func (c *Conn) bindContext(ctx context.Context) (unbind func(error) error) {
+	deadline, hasDeadline := ctx.Deadline()
+	if hasDeadline {
+		c.conn.SetDeadline(deadline)
+	}
+	stop := func() bool { return false }
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Unix(1, 0)) })
+	}
+	return func(err error) error {
+		if ctx.Done() != nil {
+			stop()
+			if err != nil && ctx.Err() != nil {
+				err = fmt.Errorf("tls13: handshake: %w (%v)", ctx.Err(), err)
+			}
+		}
+		if hasDeadline {
+			c.conn.SetDeadline(time.Time{})
+			if err != nil && ctx.Err() == nil && !time.Now().Before(deadline) {
+				// The socket's timer fired a moment before the context's.
+				err = fmt.Errorf("tls13: handshake: %w (%v)", context.DeadlineExceeded, err)
+			}
+		}
+		return err
+	}
+}
+
+// readHandshake feeds the peer's bytes to the engine and sends what it
+// answers until the handshake is done (for a server with early set: until
+// its first flight is out).
+func (c *Conn) readHandshake(early bool) error {
 	bp := handshakeBufPool.Get().(*[]byte)
 	defer handshakeBufPool.Put(bp)
 	buf := *bp
@@ -467,7 +489,7 @@ func (c *Conn) readLoop(p []byte, early bool) (int, error) {
 				c.mu.Unlock()
 				return n, nil
 			}
-			if c.e.earlyEnded || c.e.err != nil {
+			if c.e.earlyEnded() || c.e.err != nil {
 				err := c.e.err
 				c.mu.Unlock()
 				if err != nil {

@@ -17,6 +17,13 @@ import (
 // the fuzzers: bytes from the peer go in through feed, records to send
 // come out of takeOutput, and what happened is reported as events. It owns
 // no socket, goroutine or timer; callers serialise access to it.
+//
+// The engine holds what both roles share: records, buffers, keys in use,
+// the connection's state. What only one role keeps lives in that role's
+// states (clientHelloParams, clientKeys and clientConnected;
+// serverHandshake, serverKeys and serverConnected), except a server's
+// accepted 0-RTT data (earlyIn) and rejected 0-RTT budget (skipEarly),
+// which the record path reads.
 
 // Event is something the handshake did, in the order it happened.
 type Event int
@@ -85,22 +92,16 @@ type engine struct {
 	out   []byte // protected records ready for the transport
 	hsOut []byte // handshake messages not yet put into records
 
-	mode        appMode
-	app         []byte // received application data not yet read
-	appOff      int
-	early       []byte // server: accepted 0-RTT data not yet read
-	earlyOff    int
-	earlyBytes  int  // server: 0-RTT plaintext received so far
-	earlyLimit  int  // server: max_early_data_size in force
-	earlyEnded  bool // server: EndOfEarlyData seen (or no early data)
-	skipEarly   int  // server rejecting 0-RTT: early plaintext bytes still skippable
-	skipPlain   int  // server after HRR: early plaintext bytes still skippable (as unprotected records)
+	mode    appMode
+	app     []byte // received application data not yet read
+	appOff  int
+	earlyIn *earlyIntake // server: accepted 0-RTT data (nil: none accepted)
+	// skipEarly (server rejecting 0-RTT): how many more bytes of the
+	// client's early plaintext may be skipped, as unprotected records
+	// after a HelloRetryRequest, as records under keys we don't have after
+	// our flight (RFC 8446, Section 4.2.10).
+	skipEarly   int
 	canWriteApp bool // our application traffic keys (or 0.5-RTT) are installed
-
-	earlyWrite   bool // client: writing 0-RTT data now
-	earlySent    int
-	earlyMax     int
-	earlyPending []byte // client: early data offered, for resending on rejection
 
 	maxRecvPlain int // our record_size_limit - 1
 	maxSendPlain int // the peer's record_size_limit - 1
@@ -118,15 +119,7 @@ type engine struct {
 	inSecret   []byte // current read application traffic secret (KeyUpdate)
 	outSecret  []byte
 	exporter   []byte
-	resMaster  []byte
-	serverName string
-
-	newSession *ClientSession // client: the last ticket received
-	zoffer     *ZDataOffer    // client: Z-data to open with (ZTLS)
-
-	sawAppData    bool // client: application data has arrived
-	finishedTaken bool // client: our Finished was handed out by takeOutput
-	ticketsSent   uint32
+	serverName string // client: the name verified; server: the SNI received
 
 	// KeyUpdate flood bounds: a requested update is answered by one
 	// KeyUpdate before our next output, however many requests came
@@ -167,8 +160,18 @@ func newEngine(cfg *Config, isClient bool) *engine {
 	if cfg.MaxHandshakeMessage > 0 {
 		e.hsIn.Max = cfg.MaxHandshakeMessage
 	}
-	e.earlyEnded = true
 	return e
+}
+
+// earlyIntake is a server's accepted 0-RTT data (RFC 8446, Section
+// 4.2.10), received under the client early traffic key and read with
+// ReadEarlyData.
+type earlyIntake struct {
+	buf      []byte // received, not yet read
+	off      int
+	received int  // plaintext bytes so far
+	limit    int  // max_early_data_size in force
+	ended    bool // EndOfEarlyData arrived
 }
 
 // fail records a fatal error, queues its alert and returns the error.
@@ -275,8 +278,8 @@ func (e *engine) event(ev Event) { e.events = append(e.events, ev) }
 // takeOutput returns the bytes to send and forgets them. The slice is
 // valid until the next call into the engine.
 func (e *engine) takeOutput() []byte {
-	if e.done {
-		e.finishedTaken = true // our Finished (if any) leaves with this output
+	if c, ok := e.st.(*clientConnected); ok {
+		c.finishedTaken = true // our Finished leaves with this output
 	}
 	out := e.out
 	e.out = e.out[:0]
@@ -342,7 +345,7 @@ func (e *engine) handleRecord(typ record.ContentType, payload []byte) error {
 		if e.rin == nil {
 			// RFC 8446, Sections 5 and 5.1: before keys, application data
 			// is only a client's rejected 0-RTT data, which is never empty.
-			if len(payload) > 0 && skipEarlyRecord(&e.skipPlain, len(payload)) {
+			if len(payload) > 0 && skipEarlyRecord(&e.skipEarly, len(payload)) {
 				return nil
 			}
 			return errorf(AlertUnexpectedMessage, "application data before keys were installed")
@@ -394,16 +397,16 @@ func (e *engine) handleAppData(plain []byte) error {
 	}
 	switch e.mode {
 	case appEarly:
-		e.earlyBytes += len(plain)
-		if e.earlyBytes > e.earlyLimit {
-			return errorf(AlertUnexpectedMessage, "client sent more early data than max_early_data_size (%d)", e.earlyLimit)
+		in := e.earlyIn
+		if in.received += len(plain); in.received > in.limit {
+			return errorf(AlertUnexpectedMessage, "client sent more early data than max_early_data_size (%d)", in.limit)
 		}
-		e.early = appendCompact(e.early, &e.earlyOff, plain)
+		in.buf = appendCompact(in.buf, &in.off, plain)
 	case appData:
 		e.kuSinceData = 0
-		if e.isClient && !e.sawAppData {
-			e.sawAppData = true
-			e.info.AnswerInFirstFlight = !e.finishedTaken
+		if c, ok := e.st.(*clientConnected); ok && !c.sawAppData {
+			c.sawAppData = true
+			e.info.AnswerInFirstFlight = !c.finishedTaken
 		}
 		e.app = appendCompact(e.app, &e.appOff, plain)
 	default:
@@ -519,12 +522,25 @@ func (e *engine) appBuffered() int { return len(e.app) - e.appOff }
 
 // readEarly copies received 0-RTT data into p (server).
 func (e *engine) readEarly(p []byte) int {
-	n := copy(p, e.early[e.earlyOff:])
-	e.earlyOff += n
+	in := e.earlyIn
+	if in == nil {
+		return 0
+	}
+	n := copy(p, in.buf[in.off:])
+	in.off += n
 	return n
 }
 
-func (e *engine) earlyBuffered() int { return len(e.early) - e.earlyOff }
+func (e *engine) earlyBuffered() int {
+	if e.earlyIn == nil {
+		return 0
+	}
+	return len(e.earlyIn.buf) - e.earlyIn.off
+}
+
+// earlyEnded reports that no more 0-RTT data will arrive: none was
+// accepted, or EndOfEarlyData came (server).
+func (e *engine) earlyEnded() bool { return e.earlyIn == nil || e.earlyIn.ended }
 
 // writeApp protects application data under the current write key.
 func (e *engine) writeApp(p []byte) (int, error) {
@@ -534,15 +550,15 @@ func (e *engine) writeApp(p []byte) (int, error) {
 	if e.sentClose {
 		return 0, fmt.Errorf("tls13: write after close")
 	}
-	if !e.canWriteApp && !e.earlyWrite {
+	if !e.canWriteApp {
 		return 0, fmt.Errorf("tls13: write before the handshake")
 	}
-	if e.earlyWrite && !e.canWriteApp {
-		if e.earlySent+len(p) > e.earlyMax {
-			return 0, fmt.Errorf("tls13: early data exceeds the server's max_early_data_size (%d)", e.earlyMax)
-		}
-		e.earlySent += len(p)
-	}
+	return e.sealApp(p)
+}
+
+// sealApp protects p as application data records, as large as the
+// peer's record_size_limit (and our padding) allow.
+func (e *engine) sealApp(p []byte) (int, error) {
 	n := 0
 	for n < len(p) {
 		m := min(len(p)-n, e.maxSendPlain-e.padding(0))

@@ -10,7 +10,10 @@ import (
 // over UDP and then hands the engine to the TCP connection with Conn.
 // Bytes from the peer go in with Feed; records to send come out of
 // Output. An Engine is not safe for concurrent use.
-type Engine struct{ e *engine }
+type Engine struct {
+	e     *engine
+	early []byte // early data offered, resent by Conn if rejected
+}
 
 // NewClientEngine returns a client engine; Start queues its ClientHello.
 func NewClientEngine(cfg *Config) *Engine { return &Engine{e: newEngine(cfg, true)} }
@@ -25,8 +28,11 @@ func NewServerEngine(cfg *Config) *Engine {
 // Start queues the ClientHello (with session resumption or Z-data, and
 // early data, when given) on a client engine.
 func (x *Engine) Start(session *ClientSession, z *ZDataOffer, earlyData []byte) error {
-	x.e.zoffer = z
-	return x.e.startClient(session, earlyData)
+	err := x.e.startClient(session, z, earlyData)
+	if err == nil && x.e.info.EarlyDataOffered {
+		x.early = append([]byte(nil), earlyData...)
+	}
+	return err
 }
 
 // Feed processes bytes (TLS records) from the peer.
@@ -49,7 +55,9 @@ func (x *Engine) Err() error { return x.e.err }
 // ConnectionState describes the handshake so far.
 func (x *Engine) ConnectionState() ConnectionState { st := x.e.info; st.Version = 0x0304; return st }
 
-// Write protects application data (0.5-RTT on a server after its flight).
+// Write protects application data once this side may send it: after the
+// handshake, or on a server after its flight (0.5-RTT data). A client's
+// 0-RTT data is what it gives Start.
 func (x *Engine) Write(p []byte) (int, error) { return x.e.writeApp(p) }
 
 // ReadEarly reads accepted 0-RTT data on a server. Like Conn.ReadEarlyData,
@@ -63,7 +71,7 @@ func (x *Engine) ReadEarly(p []byte) int { return x.e.readEarly(p) }
 // used directly afterwards.
 func (x *Engine) Conn(c net.Conn, resendEarly bool) *Conn {
 	conn := &Conn{conn: c, cfg: x.e.cfg, isClient: x.e.isClient, e: x.e, started: true,
-		early: x.e.earlyPending, resend: resendEarly}
+		early: x.early, resend: resendEarly}
 	now := time.Now()
 	for _, ev := range x.e.events {
 		conn.trace = append(conn.trace, TraceEvent{Event: ev, At: now})

@@ -164,7 +164,7 @@ func TestSelfZeroRTTReplayRefused(t *testing.T) {
 	sess := firstTicket(t, clientConfig(p), scfg)
 	// Capture a client's first flight (ClientHello + 0-RTT) from the engine.
 	e := newEngine(clientConfig(p), true)
-	if err := e.startClient(sess, []byte("transfer 100")); err != nil {
+	if err := e.startClient(sess, nil, []byte("transfer 100")); err != nil {
 		t.Fatal(err)
 	}
 	flight := append([]byte(nil), e.takeOutput()...)
@@ -225,7 +225,7 @@ func recordLengths(t *testing.T, b []byte) (types []record.ContentType, lens []i
 func handshakeEngines(t *testing.T, ccfg, scfg *Config) (c, s *engine) {
 	t.Helper()
 	c, s = newEngine(ccfg, true), newEngine(scfg, false)
-	if err := c.startClient(nil, nil); err != nil {
+	if err := c.startClient(nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	s.startServer()
@@ -281,7 +281,7 @@ func TestSelfMiddleboxCompat(t *testing.T) {
 	ccfg := clientConfig(p)
 	ccfg.MiddleboxCompat = true
 	c, s := newEngine(ccfg, true), newEngine(serverConfig(p), false)
-	c.startClient(nil, nil)
+	c.startClient(nil, nil, nil)
 	s.startServer()
 	if err := s.feed(c.takeOutput()); err != nil {
 		t.Fatal(err)
@@ -397,7 +397,7 @@ func TestSharedConfigConcurrentHandshakes(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			c, s := newEngine(ccfg, true), newEngine(scfg, false)
-			c.startClient(nil, nil)
+			c.startClient(nil, nil, nil)
 			s.startServer()
 			for j := 0; j < 4 && !(c.done && s.done); j++ {
 				if err := s.feed(c.takeOutput()); err != nil {

@@ -155,15 +155,16 @@ func (env *fuzzEnv) clientEngine(variant byte) *engine {
 	var sess *ClientSession
 	var early []byte
 	request := []byte("GET / HTTP/1.1\r\n\r\n")
+	var z *ZDataOffer
 	switch int(variant) % (clientModes * n) / n {
 	case 1:
 		sess = env.session
 	case 2:
 		sess, early = env.session, request
 	case 3:
-		e.zoffer, early = env.zoffer, request
+		z, early = env.zoffer, request
 	}
-	e.startClient(sess, early)
+	e.startClient(sess, z, early)
 	return e
 }
 
@@ -215,10 +216,10 @@ func (env *fuzzEnv) ensureSession(t testing.TB) {
 	if _, _, err := shuttle(cli, srv); err != nil {
 		t.Fatal(err)
 	}
-	if cli.newSession == nil {
+	if cli.lastSession() == nil {
 		t.Fatal("no ticket")
 	}
-	env.session = cli.newSession
+	env.session = cli.lastSession()
 }
 
 // driveEngine runs e against a peer on the other end of c until the peer
@@ -391,7 +392,7 @@ func FuzzRecordAfterHandshake(f *testing.F) {
 		step(func() { from.sendKeyUpdate(true) })
 		step(func() { from.writeApp([]byte("after the key update")) })
 		if toServer == 0 {
-			step(func() { from.sendSessionTicket() })
+			step(func() { from.st.(*serverConnected).sendSessionTicket(from) })
 		}
 		step(func() { from.close() })
 		f.Add(byte(toServer), stream)

@@ -59,14 +59,47 @@ type clientHelloParams struct {
 	sentCCS    bool
 }
 
-// startClient builds and queues the first ClientHello and any early data.
-func (e *engine) startClient(session *ClientSession, earlyData []byte) error {
-	cfg := e.cfg
-	if cfg.ServerName == "" && !cfg.InsecureSkipVerify {
+// startClient builds and queues the first ClientHello, resuming session
+// or opening with Z-data z when they are usable, and any early data.
+func (e *engine) startClient(session *ClientSession, z *ZDataOffer, earlyData []byte) error {
+	if e.cfg.ServerName == "" && !e.cfg.InsecureSkipVerify {
 		// Nothing has been sent: no alert, just the error.
 		e.err = errNoServerName
 		return e.err
 	}
+	e.serverName = e.cfg.ServerName
+	p, err := e.newClientHello(z)
+	if err != nil {
+		return err
+	}
+	e.offerResumption(p, session, earlyData)
+	if z != nil && p.session == nil {
+		if err := e.offerZTLS(p, z, len(earlyData)); err != nil {
+			e.info.ZTLSSkipped = err.Error()
+		} else {
+			p.earlyData = true
+		}
+	}
+	if e.cfg.testHookClientHello != nil {
+		e.cfg.testHookClientHello(p.hello)
+	}
+	e.info.EarlyDataOffered = p.earlyData
+	if err := e.sendClientHello(p); err != nil {
+		return e.fail(err)
+	}
+	e.st = &clientExpectServerHello{p: p}
+	e.event(EventClientHelloSent)
+	if p.earlyData {
+		return e.sendEarlyData(p, earlyData)
+	}
+	return nil
+}
+
+// newClientHello builds the ClientHello of our Config: randoms, server
+// name, key shares (the prepared Z-data share among them, if it fits),
+// PSK modes, certificate compression.
+func (e *engine) newClientHello(z *ZDataOffer) (*clientHelloParams, error) {
+	cfg := e.cfg
 	p := &clientHelloParams{transcript: keyschedule.NewPendingTranscript()}
 	ch := &wire.ClientHello{
 		CipherSuites:            cfg.cipherSuites(),
@@ -78,34 +111,24 @@ func (e *engine) startClient(session *ClientSession, earlyData []byte) error {
 		ALPN:                    cfg.NextProtos,
 		RecordSizeLimit:         uint16(cfg.recordSizeLimit()),
 	}
+	p.hello = ch
 	if _, err := io.ReadFull(cfg.rand(), ch.Random[:]); err != nil {
-		return e.fail(err)
+		return nil, e.fail(err)
 	}
 	if cfg.MiddleboxCompat {
 		ch.SessionID = make([]byte, 32)
 		if _, err := io.ReadFull(cfg.rand(), ch.SessionID); err != nil {
-			return e.fail(err)
+			return nil, e.fail(err)
 		}
 	}
 	if name := cfg.ServerName; name != "" && net.ParseIP(name) == nil {
 		ch.ServerName = name
 	}
-	e.serverName = cfg.ServerName
-	if z := e.zoffer; z != nil {
+	if z != nil {
 		p.zprepared = z.Prepared.take(z)
 	}
-	for _, g := range cfg.keyShareGroups() {
-		var s kex.ClientShare
-		if zp := p.zprepared; zp != nil && g == uint16(zp.group) {
-			s = zp.share
-		} else {
-			var err error
-			if s, err = kex.GenerateClientShare(g, cfg.rand()); err != nil {
-				return e.fail(err)
-			}
-		}
-		p.shares = append(p.shares, s)
-		ch.KeyShares = append(ch.KeyShares, wire.KeyShare{Group: g, Data: s.Public()})
+	if err := e.addKeyShares(p); err != nil {
+		return nil, e.fail(err)
 	}
 	if !cfg.SessionTicketsDisabled {
 		ch.PSKModes = cfg.pskModes()
@@ -113,61 +136,66 @@ func (e *engine) startClient(session *ClientSession, earlyData []byte) error {
 	ext, err := cfg.certCompressionExtension()
 	if err != nil {
 		e.err = err // nothing sent yet: no alert
-		return err
+		return nil, err
 	}
 	ch.Extra = append(ch.Extra, ext...)
-	if session != nil && !cfg.SessionTicketsDisabled && session.usable(cfg, e.serverName) {
-		p.session = session
-		if len(earlyData) > 0 && session.MaxEarlyData > 0 && session.earlyALPNMatches(cfg.NextProtos) &&
-			len(earlyData) <= int(session.MaxEarlyData) {
-			ch.EarlyData = true
-			p.earlyData = true
-		}
-	}
-	if z := e.zoffer; z != nil && p.session == nil {
-		if err := e.offerZTLS(p, ch, z, len(earlyData)); err != nil {
-			e.info.ZTLSSkipped = err.Error()
-		} else {
-			p.earlyData = true
-		}
-	}
-	if cfg.testHookClientHello != nil {
-		cfg.testHookClientHello(ch)
-	}
-	p.hello = ch
-	e.info.EarlyDataOffered = p.earlyData
-	if err := e.sendClientHello(p); err != nil {
-		return e.fail(err)
-	}
-	e.st = &clientExpectServerHello{p: p}
-	e.event(EventClientHelloSent)
+	return p, nil
+}
 
-	if p.earlyData {
-		// RFC 8446, Section 4.2.10: 0-RTT data right after the ClientHello,
-		// under the client early traffic secret of the offered PSK or Z-data.
-		if cfg.MiddleboxCompat {
-			e.sendCCS()
-			p.sentCCS = true
+// addKeyShares makes a key share for each of Config.KeyShareGroups, the
+// one prepared for the Z-data where the group is the same.
+func (e *engine) addKeyShares(p *clientHelloParams) error {
+	for _, g := range e.cfg.keyShareGroups() {
+		var s kex.ClientShare
+		if zp := p.zprepared; zp != nil && g == uint16(zp.group) {
+			s = zp.share
+		} else {
+			var err error
+			if s, err = kex.GenerateClientShare(g, e.cfg.rand()); err != nil {
+				return err
+			}
 		}
-		s, es := p.ztlsSuite, p.ztlsSecret
-		e.earlyMax = int(p.ztls.MaxEarlyDataOr(0))
-		if p.session != nil {
-			s, es = p.session.cipherSuite(), p.pskSecret
-			e.earlyMax = int(p.session.MaxEarlyData)
-		}
-		e.suite = s
-		secret := es.ClientEarlyTrafficSecret(hashOf(s.Hash, p.raw))
-		e.keyLog("CLIENT_EARLY_TRAFFIC_SECRET", ch.Random[:], secret)
-		if err := e.setWriteKey(secret); err != nil {
-			return e.fail(err)
-		}
-		e.earlyWrite = true
-		e.earlyPending = append([]byte(nil), earlyData...)
-		if _, err := e.writeApp(earlyData); err != nil {
-			return err
-		}
+		p.shares = append(p.shares, s)
+		p.hello.KeyShares = append(p.hello.KeyShares, wire.KeyShare{Group: g, Data: s.Public()})
 	}
 	return nil
+}
+
+// offerResumption offers session, when it is usable, and early data
+// under it, when the session allows that much with the same ALPN.
+func (e *engine) offerResumption(p *clientHelloParams, session *ClientSession, earlyData []byte) {
+	cfg := e.cfg
+	if session == nil || cfg.SessionTicketsDisabled || !session.usable(cfg, e.serverName) {
+		return
+	}
+	p.session = session
+	if len(earlyData) > 0 && session.MaxEarlyData > 0 && session.earlyALPNMatches(cfg.NextProtos) &&
+		len(earlyData) <= int(session.MaxEarlyData) {
+		p.hello.EarlyData = true
+		p.earlyData = true
+	}
+}
+
+// sendEarlyData sends data as 0-RTT application data right after the
+// ClientHello (RFC 8446, Section 4.2.10), under the client early traffic
+// secret of the offered PSK or Z-data. Its size was checked against the
+// session's or the Z-data's max_early_data_size when it was offered.
+func (e *engine) sendEarlyData(p *clientHelloParams, data []byte) error {
+	if e.cfg.MiddleboxCompat {
+		e.sendCCS()
+		p.sentCCS = true
+	}
+	s, es := p.ztlsSuite, p.ztlsSecret
+	if p.session != nil {
+		s, es = p.session.cipherSuite(), p.pskSecret
+	}
+	e.suite = s
+	secret := e.clientEarlyTrafficSecret(*es, hashOf(s.Hash, p.raw), p.hello.Random[:])
+	if err := e.setWriteKey(secret); err != nil {
+		return e.fail(err)
+	}
+	_, err := e.sealApp(data)
+	return err
 }
 
 // sendClientHello marshals p.hello, fills in the PSK binder and queues it.
@@ -310,7 +338,6 @@ func (e *engine) handleHelloRetryRequest(p *clientHelloParams, hrr *wire.ServerH
 	if p.earlyData {
 		ch.EarlyData = false
 		p.earlyData = false
-		e.earlyWrite = false
 		e.event(EventEarlyDataRejected)
 	}
 	if p.session != nil && p.session.cipherSuite().Hash != s.Hash {
@@ -332,104 +359,129 @@ func (e *engine) handleHelloRetryRequest(p *clientHelloParams, hrr *wire.ServerH
 	return &clientExpectServerHello{p: p}, nil
 }
 
+// handleServerHello checks what the server selected (PSK, key share,
+// ztls) and installs the handshake keys.
 func (e *engine) handleServerHello(p *clientHelloParams, sh *wire.ServerHello) (state, error) {
 	s := suite.Lookup(sh.CipherSuite)
 	e.suite, e.hash = s, s.Hash
-	h := s.Hash
 	e.event(EventServerHelloReceived)
-
-	resumed := false
-	if sh.HasPSK {
-		if p.session == nil || sh.PSKIdentity != 0 {
-			return nil, errPeerSelectedUnofferedPSK
-		}
-		if p.session.cipherSuite().Hash != h {
-			return nil, errorf(AlertIllegalParameter, "server selected a PSK whose hash does not match the cipher suite")
-		}
-		resumed = true
+	k := &clientKeys{p: p}
+	if err := k.checkSelectedPSK(sh, s); err != nil {
+		return nil, err
 	}
-	var shared []byte
-	if sh.HasKeyShare {
-		var share kex.ClientShare
-		for _, cs := range p.shares {
-			if cs.Group() == sh.KeyShare.Group {
-				share = cs
-			}
-		}
-		if share == nil {
-			return nil, errPeerSelectedUnofferedGroup
-		}
-		var err error
-		if shared, err = share.Shared(sh.KeyShare.Data); err != nil {
-			return nil, err
-		}
-		e.info.Group = CurveID(share.Group())
-	} else if !resumed || !contains(p.hello.PSKModes, PSKModeKE) {
-		return nil, errorf(AlertMissingExtension, "ServerHello without key_share")
+	shared, err := e.readServerKeyShare(k, sh)
+	if err != nil {
+		return nil, err
 	}
-	ztlsAccepted := false
-	if sh.HasZTLS {
-		if sh.ZTLSID != p.ztls.ID {
-			return nil, errorf(AlertIllegalParameter, "server echoed zdata_id %d, the client used %d", sh.ZTLSID, p.ztls.ID)
-		}
-		if sh.CipherSuite != p.hello.ZTLS.EarlySuite {
-			return nil, errorf(AlertIllegalParameter, "server accepted ztls but selected another cipher suite than early_suite")
-		}
-		if resumed {
-			return nil, errorf(AlertIllegalParameter, "server selected both a PSK and ztls")
-		}
-		if sh.HasKeyShare && bytes.Equal(sh.KeyShare.Data, p.ztls.Share) {
-			return nil, errorf(AlertIllegalParameter, "server's fresh key share equals its Z-data share (no forward secrecy)")
-		}
-		ztlsAccepted = true
+	if err := k.checkZTLSEcho(sh); err != nil {
+		return nil, err
 	}
-	if p.earlyData && !resumed && !ztlsAccepted {
-		e.earlyWrite = false
-	}
-
-	p.transcript.SetHash(h)
+	p.transcript.SetHash(s.Hash)
 	p.transcript.Write(sh.Raw)
-	var es keyschedule.EarlySecret
-	if resumed {
-		es = *p.pskSecret
-	} else if ztlsAccepted {
-		es = *p.ztlsSecret
-	} else {
-		es = keyschedule.NewEarlySecret(h, nil)
-	}
-	if shared == nil {
-		shared = make([]byte, h.Size())
-	}
-	hs := es.HandshakeSecret(shared)
-	th := p.transcript.Sum()
-	chs := hs.ClientHandshakeTrafficSecret(th)
-	shs := hs.ServerHandshakeTrafficSecret(th)
-	e.keyLog("CLIENT_HANDSHAKE_TRAFFIC_SECRET", p.hello.Random[:], chs)
-	e.keyLog("SERVER_HANDSHAKE_TRAFFIC_SECRET", p.hello.Random[:], shs)
-	if err := e.setReadKey(shs); err != nil {
+	k.hs, k.hsTraffic = e.deriveHandshakeSecrets(k.earlySecret(s), shared, p.transcript.Sum(), p.hello.Random[:])
+	if err := e.setReadKey(k.hsTraffic.server); err != nil {
 		return nil, err
 	}
 	if !p.earlyData {
 		// From here on our alerts are protected (RFC 8446, Section 6).
-		if err := e.setWriteKey(chs); err != nil {
+		if err := e.setWriteKey(k.hsTraffic.client); err != nil {
 			return nil, err
 		}
 	}
 	e.info.CipherSuite = CipherSuite(s.ID)
-	e.info.DidResume = resumed
-	e.info.ZTLS = ztlsAccepted
+	e.info.DidResume = k.resumed
+	e.info.ZTLS = k.ztls
 	e.event(EventHandshakeKeys)
-	return &clientExpectEncryptedExtensions{p: p, hs: hs, chs: chs, shs: shs, resumed: resumed, ztls: ztlsAccepted}, nil
+	return (*clientExpectEncryptedExtensions)(k), nil
+}
+
+// checkSelectedPSK: the server may select only the one ticket we offered,
+// and only with a suite of the ticket's hash (RFC 8446, Section 4.2.11).
+func (k *clientKeys) checkSelectedPSK(sh *wire.ServerHello, s *suite.Suite) error {
+	if !sh.HasPSK {
+		return nil
+	}
+	if k.p.session == nil || sh.PSKIdentity != 0 {
+		return errPeerSelectedUnofferedPSK
+	}
+	if k.p.session.cipherSuite().Hash != s.Hash {
+		return errorf(AlertIllegalParameter, "server selected a PSK whose hash does not match the cipher suite")
+	}
+	k.resumed = true
+	return nil
+}
+
+// readServerKeyShare computes the (EC)DHE secret with the server's share
+// for one of our groups; there is none only when the server resumed with
+// psk_ke, which we offered.
+func (e *engine) readServerKeyShare(k *clientKeys, sh *wire.ServerHello) ([]byte, error) {
+	p := k.p
+	if !sh.HasKeyShare {
+		if !k.resumed || !contains(p.hello.PSKModes, PSKModeKE) {
+			return nil, errorf(AlertMissingExtension, "ServerHello without key_share")
+		}
+		return nil, nil
+	}
+	var share kex.ClientShare
+	for _, cs := range p.shares {
+		if cs.Group() == sh.KeyShare.Group {
+			share = cs
+		}
+	}
+	if share == nil {
+		return nil, errPeerSelectedUnofferedGroup
+	}
+	shared, err := share.Shared(sh.KeyShare.Data)
+	if err != nil {
+		return nil, err
+	}
+	e.info.Group = CurveID(share.Group())
+	return shared, nil
+}
+
+// checkZTLSEcho checks a ztls echo (ZTLS-SPEC §3): our record, our early
+// suite, no PSK beside it, and a fresh key share.
+func (k *clientKeys) checkZTLSEcho(sh *wire.ServerHello) error {
+	p := k.p
+	if !sh.HasZTLS {
+		return nil
+	}
+	if sh.ZTLSID != p.ztls.ID {
+		return errorf(AlertIllegalParameter, "server echoed zdata_id %d, the client used %d", sh.ZTLSID, p.ztls.ID)
+	}
+	if sh.CipherSuite != p.hello.ZTLS.EarlySuite {
+		return errorf(AlertIllegalParameter, "server accepted ztls but selected another cipher suite than early_suite")
+	}
+	if k.resumed {
+		return errorf(AlertIllegalParameter, "server selected both a PSK and ztls")
+	}
+	if sh.HasKeyShare && bytes.Equal(sh.KeyShare.Data, p.ztls.Share) {
+		return errorf(AlertIllegalParameter, "server's fresh key share equals its Z-data share (no forward secrecy)")
+	}
+	k.ztls = true
+	return nil
+}
+
+// earlySecret is the first stage of the key schedule the server chose:
+// the PSK's, the Z-data's, or none.
+func (k *clientKeys) earlySecret(s *suite.Suite) keyschedule.EarlySecret {
+	switch {
+	case k.resumed:
+		return *k.p.pskSecret
+	case k.ztls:
+		return *k.p.ztlsSecret
+	}
+	return keyschedule.NewEarlySecret(s.Hash, nil)
 }
 
 // clientKeys is what the client carries from the ServerHello to its Finished.
 type clientKeys struct {
-	p        *clientHelloParams
-	hs       keyschedule.HandshakeSecret
-	chs, shs []byte
-	resumed  bool
-	ztls     bool // server echoed ztls
-	early    bool // server accepted 0-RTT
+	p         *clientHelloParams
+	hs        keyschedule.HandshakeSecret
+	hsTraffic trafficSecrets
+	resumed   bool
+	ztls      bool // server echoed ztls
+	early     bool // server accepted 0-RTT
 }
 
 type clientExpectEncryptedExtensions clientKeys
@@ -484,9 +536,8 @@ func (s *clientExpectEncryptedExtensions) handle(e *engine, typ uint8, msg []byt
 		s.early = true
 		e.event(EventEarlyDataAccepted)
 	} else if p.earlyData {
-		e.earlyWrite = false
 		e.event(EventEarlyDataRejected)
-		if err := e.setWriteKey(s.chs); err != nil {
+		if err := e.setWriteKey(s.hsTraffic.client); err != nil {
 			return nil, err
 		}
 	}
@@ -743,6 +794,8 @@ type clientExpectFinished struct {
 	certReq *wire.CertificateRequest
 }
 
+// handle checks the server's Finished, installs the application keys
+// and sends the client's second flight.
 func (s *clientExpectFinished) handle(e *engine, typ uint8, msg []byte) (state, error) {
 	if typ != wire.TypeFinished {
 		return nil, unexpectedMessage(typ, wire.TypeFinished)
@@ -753,71 +806,73 @@ func (s *clientExpectFinished) handle(e *engine, typ uint8, msg []byte) (state, 
 	}
 	k := s.keys
 	p := k.p
-	h := e.hash
-	if err := e.checkPeerFinished(k.shs, p.transcript.Sum(), fin); err != nil {
+	if err := e.checkPeerFinished(k.hsTraffic.server, p.transcript.Sum(), fin); err != nil {
 		return nil, err
 	}
 	p.transcript.Write(fin.Raw)
 	e.event(EventPeerFinished)
 
-	ms := k.hs.MasterSecret()
-	th := p.transcript.Sum()
-	cap := ms.ClientApplicationTrafficSecret(th)
-	sap := ms.ServerApplicationTrafficSecret(th)
-	e.exporter = ms.ExporterMasterSecret(th)
-	e.keyLog("CLIENT_TRAFFIC_SECRET_0", p.hello.Random[:], cap)
-	e.keyLog("SERVER_TRAFFIC_SECRET_0", p.hello.Random[:], sap)
-	e.keyLog("EXPORTER_SECRET", p.hello.Random[:], e.exporter)
-	if err := e.setReadKey(sap); err != nil {
+	ms, app := e.deriveApplicationSecrets(k.hs, p.transcript.Sum(), p.hello.Random[:])
+	if err := e.setReadKey(app.server); err != nil {
 		return nil, err
 	}
-	e.inSecret = sap
+	e.inSecret = app.server
 	e.mode = appData
+	if err := s.sendClientFlight(e); err != nil {
+		return nil, err
+	}
+	next := &clientConnected{resMaster: ms.ResumptionMasterSecret(p.transcript.Sum())}
+	if err := e.setWriteKey(app.client); err != nil {
+		return nil, err
+	}
+	e.outSecret = app.client
+	e.canWriteApp = true
+	e.done = true
+	e.info.HandshakeComplete = true
+	e.event(EventHandshakeDone)
+	return next, nil
+}
 
-	// The client's second flight.
+// sendClientFlight sends the client's second flight (RFC 8446, Section
+// 2): EndOfEarlyData if 0-RTT was accepted (or the compatibility
+// ChangeCipherSpec), then under the handshake key a Certificate and
+// CertificateVerify if the server asked, and Finished.
+func (s *clientExpectFinished) sendClientFlight(e *engine) error {
+	k := s.keys
+	p := k.p
 	if k.early {
 		eoed, err := (&wire.EndOfEarlyData{}).Marshal()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		p.transcript.Write(eoed)
 		e.queueHandshake(eoed)
 	} else if e.cfg.MiddleboxCompat && !p.sentCCS {
 		if err := e.flushHandshake(); err != nil {
-			return nil, err
+			return err
 		}
 		e.sendCCS()
 		p.sentCCS = true
 	}
-	e.earlyWrite = false
-	if err := e.setWriteKey(k.chs); err != nil {
-		return nil, err
+	if err := e.setWriteKey(k.hsTraffic.client); err != nil {
+		return err
 	}
 	if s.certReq != nil {
 		if err := e.sendClientCertificate(p.transcript, s.certReq); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	verify := keyschedule.FinishedMAC(h, k.chs, p.transcript.Sum())
+	verify := keyschedule.FinishedMAC(e.hash, k.hsTraffic.client, p.transcript.Sum())
 	if e.cfg.testHookFinished != nil {
 		e.cfg.testHookFinished(verify)
 	}
 	finMsg, err := (&wire.Finished{VerifyData: verify}).Marshal()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	p.transcript.Write(finMsg)
 	e.queueHandshake(finMsg)
-	e.resMaster = ms.ResumptionMasterSecret(p.transcript.Sum())
-	if err := e.setWriteKey(cap); err != nil {
-		return nil, err
-	}
-	e.outSecret = cap
-	e.canWriteApp = true
-	e.done = true
-	e.info.HandshakeComplete = true
-	e.event(EventHandshakeDone)
-	return &clientConnected{}, nil
+	return nil
 }
 
 // sendClientCertificate answers a CertificateRequest with our chain (or an
@@ -883,7 +938,22 @@ func preferredScheme(key crypto.PublicKey, ours, peer []uint16) (uint16, bool) {
 	return 0, false
 }
 
-type clientConnected struct{}
+// clientConnected is a client after its Finished.
+type clientConnected struct {
+	resMaster []byte         // resumption_master_secret, for tickets
+	session   *ClientSession // the last ticket received
+	// AnswerInFirstFlight: whether our Finished left with takeOutput, and
+	// whether application data has arrived.
+	finishedTaken, sawAppData bool
+}
+
+// lastSession is the newest ticket the server sent, or nil (client).
+func (e *engine) lastSession() *ClientSession {
+	if c, ok := e.st.(*clientConnected); ok {
+		return c.session
+	}
+	return nil
+}
 
 func (s *clientConnected) handle(e *engine, typ uint8, msg []byte) (state, error) {
 	switch typ {
@@ -897,7 +967,7 @@ func (s *clientConnected) handle(e *engine, typ uint8, msg []byte) (state, error
 		}
 		cs := &ClientSession{
 			Suite:        CipherSuite(e.suite.ID),
-			PSK:          keyschedule.ResumptionPSK(e.hash, e.resMaster, nst.Nonce),
+			PSK:          keyschedule.ResumptionPSK(e.hash, s.resMaster, nst.Nonce),
 			Ticket:       nst.Ticket,
 			AgeAdd:       nst.AgeAdd,
 			ReceivedAt:   e.cfg.now(),
@@ -909,7 +979,7 @@ func (s *clientConnected) handle(e *engine, typ uint8, msg []byte) (state, error
 		if nst.HasEarlyData {
 			cs.MaxEarlyData = nst.MaxEarlyData
 		}
-		e.newSession = cs
+		s.session = cs
 		if e.cfg.ClientSessionCache != nil {
 			e.cfg.ClientSessionCache.Put(sessionCacheKey(e.cfg), cs)
 		}
@@ -933,34 +1003,19 @@ func nextTrafficSecret(h crypto.Hash, secret []byte) []byte {
 
 // offerZTLS adds the ztls extension for a verified Z-data offer, or says
 // why it can't be used (the caller records that as the reason).
-func (e *engine) offerZTLS(p *clientHelloParams, ch *wire.ClientHello, z *ZDataOffer, earlyLen int) error {
-	cfg := e.cfg
-	if err := checkZDataGroup(z.Group); err != nil {
+func (e *engine) offerZTLS(p *clientHelloParams, z *ZDataOffer, earlyLen int) error {
+	early, err := e.ztlsEarlySuite(p, z, earlyLen)
+	if err != nil {
 		return err
-	}
-	if earlyLen > int(z.MaxEarlyData) {
-		return fmt.Errorf("request of %d bytes exceeds the Z-data's max_early_data_size %d", earlyLen, z.MaxEarlyData)
-	}
-	var early *suite.Suite
-	for _, id := range cfg.cipherSuites() {
-		if s := suite.Lookup(id); s != nil && !contains(z.NSC, CipherSuite(id)) {
-			early = s
-			break
-		}
-	}
-	if early == nil {
-		return errors.New("no cipher suite in common with the Z-data's server")
-	}
-	if z.ALPN != "" && !contains(ch.ALPN, z.ALPN) {
-		return fmt.Errorf("tls13: the Z-data's early ALPN %q is not among ours", z.ALPN)
 	}
 	// The certificate policy last of the checks (it is x509 work unless
 	// the offer was verified ahead, as package dial does), and before
 	// the ClientHello is changed for ztls.
-	v, err := cfg.zdataVerdict(z)
+	v, err := e.cfg.zdataVerdict(z)
 	if err != nil {
 		return fmt.Errorf("the Z-data leaf fails the certificate policy: %v", err)
 	}
+	ch := p.hello
 	if z.ALPN != "" {
 		// Offer the early protocol first so the server can select it.
 		alpn := []string{z.ALPN}
@@ -971,38 +1026,9 @@ func (e *engine) offerZTLS(p *clientHelloParams, ch *wire.ClientHello, z *ZDataO
 		}
 		ch.ALPN = alpn
 	}
-	group := uint16(z.Group)
-	var share kex.ClientShare
-	for _, cs := range p.shares {
-		if cs.Group() == group {
-			share = cs
-		}
-	}
-	if share == nil {
-		cs := kex.ClientShare(nil)
-		if zp := p.zprepared; zp != nil {
-			cs = zp.share
-		} else {
-			var err error
-			if cs, err = kex.GenerateClientShare(group, cfg.rand()); err != nil {
-				return err
-			}
-		}
-		share = cs
-		p.shares = append(p.shares, cs)
-		ch.KeyShares = append(ch.KeyShares, wire.KeyShare{Group: group, Data: cs.Public()})
-		if !contains(ch.SupportedGroups, group) {
-			ch.SupportedGroups = append(ch.SupportedGroups, group)
-		}
-	}
-	var zs []byte
-	if zp := p.zprepared; zp != nil && share == zp.share {
-		zs = zp.zs
-	} else {
-		var err error
-		if zs, err = share.Shared(z.Share); err != nil {
-			return fmt.Errorf("invalid Z-data key share: %v", err)
-		}
+	zs, err := e.ztlsSharedSecret(p, z)
+	if err != nil {
+		return err
 	}
 	es := keyschedule.NewEarlySecret(early.Hash, zs)
 	mask := es.Expand("ztls time", 8)
@@ -1010,7 +1036,7 @@ func (e *engine) offerZTLS(p *clientHelloParams, ch *wire.ClientHello, z *ZDataO
 		ZDataID:          z.ID,
 		ZDataHash:        z.Hash,
 		EarlySuite:       early.ID,
-		ObfuscatedTimeMS: uint64(cfg.now().UnixMilli()) ^ binary.BigEndian.Uint64(mask),
+		ObfuscatedTimeMS: uint64(e.cfg.now().UnixMilli()) ^ binary.BigEndian.Uint64(mask),
 		Binder:           make([]byte, early.Hash.Size()),
 	}
 	if z.Leaf != nil {
@@ -1024,10 +1050,64 @@ func (e *engine) offerZTLS(p *clientHelloParams, ch *wire.ClientHello, z *ZDataO
 	return nil
 }
 
-// MaxEarlyDataOr returns the offer's early data limit, or def for a nil offer.
-func (z *ZDataOffer) MaxEarlyDataOr(def uint32) uint32 {
-	if z == nil {
-		return def
+// ztlsEarlySuite checks that the offer suits this ClientHello (group,
+// early data size, ALPN) and picks the early suite: our first one the
+// Z-data's server supports.
+func (e *engine) ztlsEarlySuite(p *clientHelloParams, z *ZDataOffer, earlyLen int) (*suite.Suite, error) {
+	if err := checkZDataGroup(z.Group); err != nil {
+		return nil, err
 	}
-	return z.MaxEarlyData
+	if earlyLen > int(z.MaxEarlyData) {
+		return nil, fmt.Errorf("request of %d bytes exceeds the Z-data's max_early_data_size %d", earlyLen, z.MaxEarlyData)
+	}
+	var early *suite.Suite
+	for _, id := range e.cfg.cipherSuites() {
+		if s := suite.Lookup(id); s != nil && !contains(z.NSC, CipherSuite(id)) {
+			early = s
+			break
+		}
+	}
+	if early == nil {
+		return nil, errors.New("no cipher suite in common with the Z-data's server")
+	}
+	if z.ALPN != "" && !contains(p.hello.ALPN, z.ALPN) {
+		return nil, fmt.Errorf("tls13: the Z-data's early ALPN %q is not among ours", z.ALPN)
+	}
+	return early, nil
+}
+
+// ztlsSharedSecret is ZS, the ECDH of our key share for the Z-data's
+// group (added to the ClientHello if there is none yet) with the Z-data
+// share (ZTLS-SPEC §3), prepared ahead when it could be.
+func (e *engine) ztlsSharedSecret(p *clientHelloParams, z *ZDataOffer) ([]byte, error) {
+	ch, group := p.hello, uint16(z.Group)
+	var share kex.ClientShare
+	for _, cs := range p.shares {
+		if cs.Group() == group {
+			share = cs
+		}
+	}
+	if share == nil {
+		if zp := p.zprepared; zp != nil {
+			share = zp.share
+		} else {
+			var err error
+			if share, err = kex.GenerateClientShare(group, e.cfg.rand()); err != nil {
+				return nil, err
+			}
+		}
+		p.shares = append(p.shares, share)
+		ch.KeyShares = append(ch.KeyShares, wire.KeyShare{Group: group, Data: share.Public()})
+		if !contains(ch.SupportedGroups, group) {
+			ch.SupportedGroups = append(ch.SupportedGroups, group)
+		}
+	}
+	if zp := p.zprepared; zp != nil && share == zp.share {
+		return zp.zs, nil
+	}
+	zs, err := share.Shared(z.Share)
+	if err != nil {
+		return nil, fmt.Errorf("invalid Z-data key share: %v", err)
+	}
+	return zs, nil
 }

@@ -12,7 +12,9 @@ package tls13
 //	                            <-- [NewSessionTicket]
 //
 // The server decides everything (suite, group, PSK, 0-RTT) when the
-// ClientHello arrives and sends its whole flight at once.
+// ClientHello arrives and sends its whole flight at once: see
+// serverExpectClientHello.handle and serverHandshake.sendServerFlight,
+// which read as the list of those steps.
 
 import (
 	"bytes"
@@ -56,186 +58,278 @@ type serverHRR struct {
 
 type serverExpectClientHello struct{ hrr *serverHRR }
 
-// serverParams are the negotiated choices for one ClientHello.
-type serverParams struct {
-	ch       *wire.ClientHello
+// serverHandshake is the server's handshake from one ClientHello to the
+// end of its flight: the choices it makes for that ClientHello, then the
+// secrets of the flight it sends.
+type serverHandshake struct {
+	e   *engine
+	cfg *Config
+	hrr *serverHRR // the HelloRetryRequest this ClientHello answers (nil: first)
+	ch  *wire.ClientHello
+
 	suite    *suite.Suite
 	group    uint16 // 0: psk_ke
 	share    []byte // client's share for group
+	hrrGroup uint16 // the group a HelloRetryRequest would ask for (0: none)
 	psk      []byte
 	pskIndex int
 	pskMode  uint8
+	ticket   *sessionTicket
+	// A resumed ticket's client chain, re-checked (resumeClientChain).
+	clientCerts  []*x509.Certificate
+	clientChains [][]*x509.Certificate
 	// ZTLS: the accepted Z-data key and the early secret it gives.
 	zkey         *ZDataKey
 	zsecret      *keyschedule.EarlySecret
 	zRejectedMax uint32 // a rejected offer's published max_early_data_size
-	ticket       *sessionTicket
-	early        bool
+	early        bool   // 0-RTT accepted
 	alpn         string
 	cert         *Certificate
 	certLeaf     *x509.Certificate // cert's parsed leaf
-	// A resumed ticket's client chain, re-checked (resumeClientChain).
-	clientCerts  []*x509.Certificate
-	clientChains [][]*x509.Certificate
 	scheme       uint16
-	transcript   *keyschedule.Transcript
+
+	// The flight.
+	transcript  *keyschedule.Transcript
+	es          keyschedule.EarlySecret
+	shared      []byte // the (EC)DHE shared secret (nil with psk_ke)
+	earlySecret []byte // client_early_traffic_secret, when 0-RTT is accepted
+	hs          keyschedule.HandshakeSecret
+	hsTraffic   trafficSecrets
+	certReq     *wire.CertificateRequest
+	keys        *serverKeys // what the states after the flight need
 }
 
+// handle answers a ClientHello: with a HelloRetryRequest when it carries
+// no usable key share, otherwise with the server's whole flight.
 func (s *serverExpectClientHello) handle(e *engine, typ uint8, msg []byte) (state, error) {
 	if typ != wire.TypeClientHello {
 		return nil, unexpectedMessage(typ, wire.TypeClientHello)
 	}
-	cp, err := e.cfg.ztlsCodepoint()
+	hs := &serverHandshake{e: e, cfg: e.cfg, hrr: s.hrr}
+	if err := hs.readClientHello(msg); err != nil {
+		return nil, err
+	}
+	if err := hs.pickCipherSuite(); err != nil {
+		return nil, err
+	}
+	if err := hs.checkSecondHello(); err != nil {
+		return nil, err
+	}
+	if err := hs.pickKeyShare(); err != nil {
+		return nil, err
+	}
+	if err := hs.checkForResumption(); err != nil {
+		return nil, err
+	}
+	if hs.needsRetry() {
+		return hs.sendHelloRetryRequest()
+	}
+	if err := hs.checkKeyExchange(); err != nil {
+		return nil, err
+	}
+	if err := hs.pickALPN(); err != nil {
+		return nil, err
+	}
+	if err := hs.considerZTLS(); err != nil {
+		return nil, err
+	}
+	if err := hs.pickCertificate(); err != nil {
+		return nil, err
+	}
+	return hs.sendServerFlight()
+}
+
+// readClientHello parses the ClientHello and refuses what no TLS 1.3
+// server takes.
+func (hs *serverHandshake) readClientHello(msg []byte) error {
+	cp, err := hs.cfg.ztlsCodepoint()
 	if err != nil {
-		return nil, &LocalError{Alert: AlertInternalError, Err: err}
+		return &LocalError{Alert: AlertInternalError, Err: err}
 	}
 	ch, err := wire.ParseClientHelloZTLS(msg, cp)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	cfg := e.cfg
 	if !contains(ch.SupportedVersions, wire.VersionTLS13) {
-		return nil, errPeerTLS12Only
+		return errPeerTLS12Only
 	}
 	// A legacy_version of 0x0300 or lower (RFC 8446, Appendix D.5) was
 	// refused with protocol_version by the parser, on the wire value.
 	if !bytes.Equal(ch.CompressionMethods, []byte{0}) {
-		return nil, errorf(AlertIllegalParameter, "ClientHello offers compression")
+		return errorf(AlertIllegalParameter, "ClientHello offers compression")
 	}
 	// Without Z-data keys the ztls extension is not answered: the client
 	// sees no echo and treats its early data as rejected (ZTLS-SPEC §2).
-	p := &serverParams{ch: ch}
-	e.info.ServerName = ch.ServerName
-	e.serverName = ch.ServerName
+	hs.ch = ch
+	hs.e.info.ServerName = ch.ServerName
+	hs.e.serverName = ch.ServerName
+	return nil
+}
 
-	// Cipher suite: the server's preference among the client's offers.
-	for _, id := range cfg.cipherSuites() {
-		if contains(ch.CipherSuites, id) && suite.Lookup(id) != nil {
-			p.suite = suite.Lookup(id)
-			break
+// pickCipherSuite takes the server's preference among the client's offers.
+func (hs *serverHandshake) pickCipherSuite() error {
+	for _, id := range hs.cfg.cipherSuites() {
+		if contains(hs.ch.CipherSuites, id) && suite.Lookup(id) != nil {
+			hs.suite = suite.Lookup(id)
+			return nil
 		}
 	}
-	if p.suite == nil {
-		return nil, errorf(AlertHandshakeFailure, "no cipher suite in common")
-	}
-	if s.hrr != nil {
-		if err := s.checkSecondHello(ch, p); err != nil {
-			return nil, err
-		}
-	}
-	// Key shares must be distinct and for groups the client supports.
-	seen := map[uint16]bool{}
-	for _, ks := range ch.KeyShares {
-		if seen[ks.Group] || !contains(ch.SupportedGroups, ks.Group) {
-			return nil, errorf(AlertIllegalParameter, "key_share for a duplicate or unsupported group")
-		}
-		seen[ks.Group] = true
-	}
-	hrrGroup := uint16(0)
-	if ch.HasKeyShare {
-		// Prefer a group the client sent a share for; ask for our favourite
-		// supported group only when there is none (no HRR for preference alone).
-		for _, g := range cfg.groups() {
-			if !kex.Supported(g) || !contains(ch.SupportedGroups, g) {
-				continue
-			}
-			if hrrGroup == 0 {
-				hrrGroup = g
-			}
-			for _, ks := range ch.KeyShares {
-				if ks.Group == g && p.group == 0 {
-					p.group, p.share = g, ks.Data
-				}
-			}
-		}
-	}
-	if err := e.choosePSK(p, s.hrr); err != nil {
-		return nil, err
-	}
-	if p.psk != nil && p.pskMode == PSKModeKE {
-		p.group, p.share = 0, nil // psk_ke: no (EC)DHE, no key_share
-	}
-	if p.group == 0 && p.psk == nil {
-		if hrrGroup != 0 && s.hrr == nil {
-			return e.sendHelloRetryRequest(ch, p.suite, hrrGroup)
-		}
-		if !ch.HasKeyShare {
-			return nil, errorf(AlertMissingExtension, "ClientHello without key_share or usable PSK")
-		}
-		return nil, errorf(AlertHandshakeFailure, "no key exchange group in common")
-	}
-	if s.hrr != nil && p.group != 0 && p.group != s.hrr.group {
-		return nil, errorf(AlertIllegalParameter, "second ClientHello does not use the group the server asked for")
-	}
-
-	// ALPN (RFC 7301, Section 3.2).
-	if len(ch.ALPN) > 0 && len(cfg.NextProtos) > 0 {
-		for _, proto := range cfg.NextProtos {
-			if contains(ch.ALPN, proto) {
-				p.alpn = proto
-				break
-			}
-		}
-		if p.alpn == "" {
-			return nil, errorf(AlertNoApplicationProto, "no ALPN protocol in common (client offered %q)", ch.ALPN)
-		}
-	}
-	if p.early && (p.ticket.ALPN != p.alpn || p.ticket.Suite != p.suite.ID) {
-		p.early = false
-	}
-	if ch.ZTLS != nil {
-		reason, err := e.acceptZTLS(p, s.hrr != nil)
-		if err != nil {
-			return nil, err
-		}
-		e.info.ZTLSRejectReason = reason
-	}
-	if p.psk == nil {
-		if len(ch.SignatureAlgorithms) == 0 {
-			return nil, errorf(AlertMissingExtension, "ClientHello without signature_algorithms")
-		}
-		if err := e.chooseCertificate(p); err != nil {
-			return nil, err
-		}
-	}
-	if p.transcript == nil {
-		p.transcript = keyschedule.NewTranscript(p.suite.Hash)
-	}
-	p.transcript.Write(ch.Raw)
-	return e.sendServerFlight(p, s.hrr)
+	return errorf(AlertHandshakeFailure, "no cipher suite in common")
 }
 
 // checkSecondHello enforces RFC 8446, Section 4.1.2 on the ClientHello
-// that answers our HelloRetryRequest.
-func (s *serverExpectClientHello) checkSecondHello(ch *wire.ClientHello, p *serverParams) error {
-	if p.suite.ID != s.hrr.suite {
+// that answers our HelloRetryRequest (there is nothing to check on a
+// first ClientHello).
+func (hs *serverHandshake) checkSecondHello() error {
+	hrr, ch := hs.hrr, hs.ch
+	if hrr == nil {
+		return nil
+	}
+	if hs.suite.ID != hrr.suite {
 		return errorf(AlertIllegalParameter, "second ClientHello changed the cipher suite")
 	}
-	if !bytes.Equal(ch.SessionID, s.hrr.sessionID) {
+	if !bytes.Equal(ch.SessionID, hrr.sessionID) {
 		return errorf(AlertIllegalParameter, "second ClientHello changed the session ID")
 	}
-	if !hmac.Equal(ch.Cookie, s.hrr.cookie) {
+	if !hmac.Equal(ch.Cookie, hrr.cookie) {
 		return errorf(AlertIllegalParameter, "second ClientHello without our cookie")
 	}
 	if ch.EarlyData {
 		return errorf(AlertIllegalParameter, "early_data in the second ClientHello")
 	}
-	if err := wire.CheckRetryClientHello(s.hrr.first, ch); err != nil {
+	if err := wire.CheckRetryClientHello(hrr.first, ch); err != nil {
 		return err
 	}
-	if len(ch.KeyShares) != 1 || ch.KeyShares[0].Group != s.hrr.group {
+	if len(ch.KeyShares) != 1 || ch.KeyShares[0].Group != hrr.group {
 		return errorf(AlertIllegalParameter, "second ClientHello lacks the requested key share")
 	}
-	p.transcript = s.hrr.transcript
+	hs.transcript = hrr.transcript
 	return nil
 }
 
-func (e *engine) sendHelloRetryRequest(ch *wire.ClientHello, s *suite.Suite, group uint16) (state, error) {
+// pickKeyShare checks the client's key shares (distinct, for groups it
+// supports) and takes the first of our groups it sent a share for; the
+// first of our groups it supports is the one a HelloRetryRequest would
+// ask for. There is no retry for our preference alone.
+func (hs *serverHandshake) pickKeyShare() error {
+	ch := hs.ch
+	seen := map[uint16]bool{}
+	for _, ks := range ch.KeyShares {
+		if seen[ks.Group] || !contains(ch.SupportedGroups, ks.Group) {
+			return errorf(AlertIllegalParameter, "key_share for a duplicate or unsupported group")
+		}
+		seen[ks.Group] = true
+	}
+	if !ch.HasKeyShare {
+		return nil
+	}
+	for _, g := range hs.cfg.groups() {
+		if !kex.Supported(g) || !contains(ch.SupportedGroups, g) {
+			continue
+		}
+		if hs.hrrGroup == 0 {
+			hs.hrrGroup = g
+		}
+		for _, ks := range ch.KeyShares {
+			if ks.Group == g && hs.group == 0 {
+				hs.group, hs.share = g, ks.Data
+			}
+		}
+	}
+	return nil
+}
+
+// checkForResumption looks for a ticket of ours among the client's PSK
+// identities (choosePSK); with psk_ke the key share goes unused.
+func (hs *serverHandshake) checkForResumption() error {
+	if err := hs.choosePSK(); err != nil {
+		return err
+	}
+	if hs.psk != nil && hs.pskMode == PSKModeKE {
+		hs.group, hs.share = 0, nil // psk_ke: no (EC)DHE, no key_share
+	}
+	return nil
+}
+
+// needsRetry: no key exchange is possible with this ClientHello, but
+// would be with a share for a group it supports, and we have not asked
+// for one yet.
+func (hs *serverHandshake) needsRetry() bool {
+	return hs.group == 0 && hs.psk == nil && hs.hrrGroup != 0 && hs.hrr == nil
+}
+
+// checkKeyExchange refuses a ClientHello that leaves no key exchange, and
+// a second one that does not use the group we asked for.
+func (hs *serverHandshake) checkKeyExchange() error {
+	if hs.group == 0 && hs.psk == nil {
+		if !hs.ch.HasKeyShare {
+			return errorf(AlertMissingExtension, "ClientHello without key_share or usable PSK")
+		}
+		return errorf(AlertHandshakeFailure, "no key exchange group in common")
+	}
+	if hs.hrr != nil && hs.group != 0 && hs.group != hs.hrr.group {
+		return errorf(AlertIllegalParameter, "second ClientHello does not use the group the server asked for")
+	}
+	return nil
+}
+
+// pickALPN takes our first protocol the client offers (RFC 7301, Section
+// 3.2). 0-RTT is kept only with the ticket's protocol and suite (RFC
+// 8446, Section 4.2.10).
+func (hs *serverHandshake) pickALPN() error {
+	ch := hs.ch
+	if len(ch.ALPN) > 0 && len(hs.cfg.NextProtos) > 0 {
+		for _, proto := range hs.cfg.NextProtos {
+			if contains(ch.ALPN, proto) {
+				hs.alpn = proto
+				break
+			}
+		}
+		if hs.alpn == "" {
+			return errorf(AlertNoApplicationProto, "no ALPN protocol in common (client offered %q)", ch.ALPN)
+		}
+	}
+	if hs.early && (hs.ticket.ALPN != hs.alpn || hs.ticket.Suite != hs.suite.ID) {
+		hs.early = false
+	}
+	return nil
+}
+
+// considerZTLS applies the ZTLS acceptance rules to a ztls offer and
+// records why it was rejected, if it was.
+func (hs *serverHandshake) considerZTLS() error {
+	if hs.ch.ZTLS == nil {
+		return nil
+	}
+	reason, err := hs.acceptZTLS()
+	if err != nil {
+		return err
+	}
+	hs.e.info.ZTLSRejectReason = reason
+	return nil
+}
+
+// pickCertificate picks the chain to authenticate with, unless a PSK
+// authenticates the server.
+func (hs *serverHandshake) pickCertificate() error {
+	if hs.psk != nil {
+		return nil
+	}
+	if len(hs.ch.SignatureAlgorithms) == 0 {
+		return errorf(AlertMissingExtension, "ClientHello without signature_algorithms")
+	}
+	return hs.chooseCertificate()
+}
+
+// sendHelloRetryRequest asks the client for a share for hs.hrrGroup
+// (RFC 8446, Section 4.1.4).
+func (hs *serverHandshake) sendHelloRetryRequest() (state, error) {
+	e, ch, s := hs.e, hs.ch, hs.suite
 	t := keyschedule.NewTranscript(s.Hash)
 	t.Write(ch.Raw)
 	t.RestartWithMessageHash()
 	// The cookie binds the retry to this ClientHello: MAC(cookie key, Hash(CH1)).
-	mac := hmac.New(sha256.New, e.cfg.cookieKeyBytes())
+	mac := hmac.New(sha256.New, hs.cfg.cookieKeyBytes())
 	mac.Write(hashOf(s.Hash, ch.Raw))
 	cookie := mac.Sum(nil)
 	hrr := &wire.ServerHello{
@@ -243,7 +337,7 @@ func (e *engine) sendHelloRetryRequest(ch *wire.ClientHello, s *suite.Suite, gro
 		SessionID:        ch.SessionID,
 		CipherSuite:      s.ID,
 		SupportedVersion: wire.VersionTLS13,
-		SelectedGroup:    group,
+		SelectedGroup:    hs.hrrGroup,
 		Cookie:           cookie,
 	}
 	raw, err := hrr.Marshal()
@@ -256,7 +350,7 @@ func (e *engine) sendHelloRetryRequest(ch *wire.ClientHello, s *suite.Suite, gro
 	if err := e.flushHandshake(); err != nil {
 		return nil, err
 	}
-	st := &serverHRR{transcript: t, suite: s.ID, group: group, cookie: cookie, sessionID: ch.SessionID, first: ch}
+	st := &serverHRR{transcript: t, suite: s.ID, group: hs.hrrGroup, cookie: cookie, sessionID: ch.SessionID, first: ch}
 	if len(ch.SessionID) > 0 {
 		e.sendCCS()
 		st.sentCCS = true
@@ -264,7 +358,7 @@ func (e *engine) sendHelloRetryRequest(ch *wire.ClientHello, s *suite.Suite, gro
 	if ch.EarlyData {
 		// The client may already have sent 0-RTT records; they are skipped
 		// up to our limit (RFC 8446, Section 4.2.10).
-		e.skipPlain = e.earlySkipBudget(0)
+		e.skipEarly = e.earlySkipBudget(0)
 	}
 	e.event(EventHelloRetryRequest)
 	return &serverExpectClientHello{hrr: st}, nil
@@ -288,9 +382,8 @@ const defaultEarlySkip = 16384
 
 // choosePSK looks for a ticket we issued among the client's identities
 // and verifies its binder (RFC 8446, Section 4.2.11).
-func (e *engine) choosePSK(p *serverParams, hrr *serverHRR) error {
-	ch := p.ch
-	cfg := e.cfg
+func (hs *serverHandshake) choosePSK() error {
+	ch, cfg := hs.ch, hs.cfg
 	if len(ch.PSKIdentities) == 0 || cfg.SessionTicketsDisabled {
 		return nil
 	}
@@ -301,17 +394,17 @@ func (e *engine) choosePSK(p *serverParams, hrr *serverHRR) error {
 		return errorf(AlertIllegalParameter, "PSK identities and binders differ in number")
 	}
 	switch {
-	case p.group != 0 && contains(ch.PSKModes, PSKModeDHEKE) && contains(cfg.pskModes(), PSKModeDHEKE):
-		p.pskMode = PSKModeDHEKE
+	case hs.group != 0 && contains(ch.PSKModes, PSKModeDHEKE) && contains(cfg.pskModes(), PSKModeDHEKE):
+		hs.pskMode = PSKModeDHEKE
 	case contains(ch.PSKModes, PSKModeKE) && contains(cfg.pskModes(), PSKModeKE):
-		p.pskMode = PSKModeKE
+		hs.pskMode = PSKModeKE
 	default:
 		return nil // no mode in common: full handshake
 	}
 	now := cfg.now()
 	for i, id := range ch.PSKIdentities {
-		t, err := e.unwrapTicket(id.Identity)
-		if err != nil || suite.Lookup(t.Suite) == nil || suite.Lookup(t.Suite).Hash != p.suite.Hash {
+		t, err := hs.e.unwrapTicket(id.Identity)
+		if err != nil || suite.Lookup(t.Suite) == nil || suite.Lookup(t.Suite).Hash != hs.suite.Hash {
 			continue
 		}
 		created := time.UnixMilli(t.CreatedMS)
@@ -321,70 +414,85 @@ func (e *engine) choosePSK(p *serverParams, hrr *serverHRR) error {
 		if t.SNI != ch.ServerName {
 			continue
 		}
-		// Verify the binder over the ClientHello up to the binders.
-		truncated := ch.Raw[:len(ch.Raw)-ch.BindersLen()]
-		var th []byte
-		if hrr != nil {
-			th = hrr.transcript.HashOf(truncated)
-		} else {
-			th = hashOf(p.suite.Hash, truncated)
-		}
-		es := keyschedule.NewEarlySecret(p.suite.Hash, t.PSK)
-		if !keyschedule.VerifyFinished(p.suite.Hash, es.ResumptionBinderKey(), th, ch.PSKBinders[i]) {
+		if !hs.verifyBinder(t, i) {
 			return errPeerBadBinder
 		}
 		// Only a client that proved it holds the ticket gets its chain
 		// re-checked (x509 work and the application's hook); a chain that
 		// no longer passes means a full handshake.
-		if !e.resumeClientChain(t, p) {
+		if !hs.resumeClientChain(t) {
 			continue
 		}
-		p.psk, p.pskIndex, p.ticket = t.PSK, i, t
-		// 0-RTT (RFC 8446, Sections 4.2.10 and 8): first identity only, no
-		// HRR, within the freshness window, and never seen before.
-		if ch.EarlyData && i == 0 && hrr == nil && cfg.MaxEarlyData > 0 && t.MaxEarlyData > 0 && !cfg.requiresClientCert() {
-			// The client's view of when it sent this ClientHello, on
-			// our clock: the ticket's creation plus the age it claims.
-			// It is fresh within W of that instant, so its register
-			// entry must live until then + W (a replay at any moment
-			// it would still be fresh is caught), and any server could
-			// first have taken it at the later of the ticket's creation
-			// and then - W.
-			clientAge := time.Duration(id.ObfuscatedTicketAge-t.AgeAdd) * time.Millisecond
-			sent := created.Add(clientAge)
-			w := cfg.earlyDataWindow()
-			if d := now.Sub(sent); d <= w && d >= -w {
-				notBefore := sent.Add(-w)
-				if notBefore.Before(created) {
-					notBefore = created
-				}
-				fresh, err := cfg.strikeRegister().CheckAndInsert(ch.PSKBinders[i], now, notBefore, sent.Add(w))
-				p.early = err == nil && fresh
-			}
-		}
+		hs.psk, hs.pskIndex, hs.ticket = t.PSK, i, t
+		hs.early = hs.acceptEarlyData(t, i, now)
 		return nil
 	}
 	return nil
 }
 
+// verifyBinder checks the binder of PSK identity i, ticket t, over the
+// ClientHello up to the binders (RFC 8446, Section 4.2.11.2).
+func (hs *serverHandshake) verifyBinder(t *sessionTicket, i int) bool {
+	ch, h := hs.ch, hs.suite.Hash
+	truncated := ch.Raw[:len(ch.Raw)-ch.BindersLen()]
+	var th []byte
+	if hs.hrr != nil {
+		th = hs.hrr.transcript.HashOf(truncated)
+	} else {
+		th = hashOf(h, truncated)
+	}
+	es := keyschedule.NewEarlySecret(h, t.PSK)
+	return keyschedule.VerifyFinished(h, es.ResumptionBinderKey(), th, ch.PSKBinders[i])
+}
+
+// acceptEarlyData decides on 0-RTT under ticket t, identity i (RFC 8446,
+// Sections 4.2.10 and 8): first identity only, no HRR, within the
+// freshness window, and never seen before.
+func (hs *serverHandshake) acceptEarlyData(t *sessionTicket, i int, now time.Time) bool {
+	ch, cfg := hs.ch, hs.cfg
+	if !ch.EarlyData || i != 0 || hs.hrr != nil || cfg.MaxEarlyData == 0 || t.MaxEarlyData == 0 || cfg.requiresClientCert() {
+		return false
+	}
+	// The client's view of when it sent this ClientHello, on our clock:
+	// the ticket's creation plus the age it claims. It is fresh within W
+	// of that instant, so its register entry must live until then + W (a
+	// replay at any moment it would still be fresh is caught), and any
+	// server could first have taken it at the later of the ticket's
+	// creation and then - W.
+	created := time.UnixMilli(t.CreatedMS)
+	clientAge := time.Duration(ch.PSKIdentities[i].ObfuscatedTicketAge-t.AgeAdd) * time.Millisecond
+	sent := created.Add(clientAge)
+	w := cfg.earlyDataWindow()
+	if d := now.Sub(sent); d > w || d < -w {
+		return false
+	}
+	notBefore := sent.Add(-w)
+	if notBefore.Before(created) {
+		notBefore = created
+	}
+	fresh, err := cfg.strikeRegister().CheckAndInsert(ch.PSKBinders[i], now, notBefore, sent.Add(w))
+	return err == nil && fresh
+}
+
 // chooseCertificate picks the first chain that matches the SNI (or the
 // first at all) and whose key can sign with a scheme the client offers.
-func (e *engine) chooseCertificate(p *serverParams) error {
+func (hs *serverHandshake) chooseCertificate() error {
+	cfg, name := hs.cfg, hs.ch.ServerName
 	var fallback *Certificate
 	var fallbackScheme uint16
 	var fallbackLeaf *x509.Certificate
-	for i := range e.cfg.Certificates {
-		c := &e.cfg.Certificates[i]
-		leaf, pub, err := e.cfg.certLeaf(i)
+	for i := range cfg.Certificates {
+		c := &cfg.Certificates[i]
+		leaf, pub, err := cfg.certLeaf(i)
 		if err != nil {
 			continue
 		}
-		scheme, err := sig.Select(pub, intersect(p.ch.SignatureAlgorithms, e.cfg.signatureSchemes()))
+		scheme, err := sig.Select(pub, intersect(hs.ch.SignatureAlgorithms, cfg.signatureSchemes()))
 		if err != nil {
 			continue
 		}
-		if p.ch.ServerName == "" || leaf.VerifyHostname(p.ch.ServerName) == nil {
-			p.cert, p.certLeaf, p.scheme = c, leaf, scheme
+		if name == "" || leaf.VerifyHostname(name) == nil {
+			hs.cert, hs.certLeaf, hs.scheme = c, leaf, scheme
 			return nil
 		}
 		if fallback == nil {
@@ -392,12 +500,12 @@ func (e *engine) chooseCertificate(p *serverParams) error {
 		}
 	}
 	if fallback == nil {
-		if len(e.cfg.Certificates) == 0 {
+		if len(cfg.Certificates) == 0 {
 			return errorf(AlertInternalError, "server has no certificate configured")
 		}
 		return errorf(AlertHandshakeFailure, "no certificate whose key can sign with a scheme the client offers")
 	}
-	p.cert, p.certLeaf, p.scheme = fallback, fallbackLeaf, fallbackScheme
+	hs.cert, hs.certLeaf, hs.scheme = fallback, fallbackLeaf, fallbackScheme
 	return nil
 }
 
@@ -411,46 +519,66 @@ func intersect[T comparable](peer, ours []T) []T {
 	return out
 }
 
-// sendServerFlight sends ServerHello through Finished and installs keys.
-func (e *engine) sendServerFlight(p *serverParams, hrr *serverHRR) (state, error) {
-	cfg := e.cfg
-	ch := p.ch
-	h := p.suite.Hash
-	e.suite, e.hash = p.suite, h
-	t := p.transcript
-
-	sh := &wire.ServerHello{
-		SessionID:        ch.SessionID,
-		CipherSuite:      p.suite.ID,
-		SupportedVersion: wire.VersionTLS13,
-	}
-	if _, err := io.ReadFull(cfg.rand(), sh.Random[:]); err != nil {
+// sendServerFlight sends ServerHello through Finished, switching keys as
+// it goes, and says what the client's flight must be.
+func (hs *serverHandshake) sendServerFlight() (state, error) {
+	if err := hs.sendServerHello(); err != nil {
 		return nil, err
 	}
+	if err := hs.installHandshakeKeys(); err != nil {
+		return nil, err
+	}
+	if err := hs.sendEncryptedExtensions(); err != nil {
+		return nil, err
+	}
+	if err := hs.sendServerCertificate(); err != nil {
+		return nil, err
+	}
+	if err := hs.sendServerFinished(); err != nil {
+		return nil, err
+	}
+	hs.recordConnectionState()
+	return hs.readClientFlight()
+}
+
+// sendServerHello sends the ServerHello (and the middlebox compatibility
+// ChangeCipherSpec) and fixes the early secret: the PSK's, the Z-data's,
+// or none.
+func (hs *serverHandshake) sendServerHello() error {
+	e, cfg, ch := hs.e, hs.cfg, hs.ch
+	h := hs.suite.Hash
+	e.suite, e.hash = hs.suite, h
+	if hs.transcript == nil {
+		hs.transcript = keyschedule.NewTranscript(h)
+	}
+	t := hs.transcript
+	t.Write(ch.Raw)
+	sh := &wire.ServerHello{SessionID: ch.SessionID, CipherSuite: hs.suite.ID, SupportedVersion: wire.VersionTLS13}
+	if _, err := io.ReadFull(cfg.rand(), sh.Random[:]); err != nil {
+		return err
+	}
 	var shared []byte
-	if p.group != 0 {
-		pub, sec, err := kex.ServerShare(p.group, p.share, cfg.rand())
+	if hs.group != 0 {
+		pub, sec, err := kex.ServerShare(hs.group, hs.share, cfg.rand())
 		if err != nil {
-			return nil, err
+			return err
 		}
 		shared = sec
 		sh.HasKeyShare = true
-		sh.KeyShare = wire.KeyShare{Group: p.group, Data: pub}
-		e.info.Group = CurveID(p.group)
+		sh.KeyShare = wire.KeyShare{Group: hs.group, Data: pub}
+		e.info.Group = CurveID(hs.group)
 	}
-	if p.psk != nil {
+	if hs.psk != nil {
 		sh.HasPSK = true
-		sh.PSKIdentity = uint16(p.pskIndex)
+		sh.PSKIdentity = uint16(hs.pskIndex)
 	}
-	es := keyschedule.NewEarlySecret(h, p.psk)
-	if p.zkey != nil {
-		es = *p.zsecret
-		sh.HasZTLS, sh.ZTLSID = true, p.zkey.ID
+	hs.es = keyschedule.NewEarlySecret(h, hs.psk)
+	if hs.zkey != nil {
+		hs.es = *hs.zsecret
+		sh.HasZTLS, sh.ZTLSID = true, hs.zkey.ID
 	}
-	var earlySecret []byte
-	if p.early {
-		earlySecret = es.ClientEarlyTrafficSecret(t.Sum())
-		e.keyLog("CLIENT_EARLY_TRAFFIC_SECRET", ch.Random[:], earlySecret)
+	if hs.early {
+		hs.earlySecret = e.clientEarlyTrafficSecret(hs.es, t.Sum(), ch.Random[:])
 	}
 	if cfg.testHookServerHello != nil {
 		cfg.testHookServerHello(sh)
@@ -458,156 +586,194 @@ func (e *engine) sendServerFlight(p *serverParams, hrr *serverHRR) (state, error
 	sh.ZTLSCodepoint = ch.ZTLSCodepoint
 	shRaw, err := sh.Marshal()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	t.Write(shRaw)
 	e.queueHandshake(shRaw)
 	if err := e.flushHandshake(); err != nil {
-		return nil, err
+		return err
 	}
-	if len(ch.SessionID) > 0 && (hrr == nil || !hrr.sentCCS) {
+	if len(ch.SessionID) > 0 && (hs.hrr == nil || !hs.hrr.sentCCS) {
 		e.sendCCS()
 	}
-	if shared == nil {
-		shared = make([]byte, h.Size())
-	}
-	hs := es.HandshakeSecret(shared)
-	th := t.Sum()
-	chs := hs.ClientHandshakeTrafficSecret(th)
-	shs := hs.ServerHandshakeTrafficSecret(th)
-	e.keyLog("CLIENT_HANDSHAKE_TRAFFIC_SECRET", ch.Random[:], chs)
-	e.keyLog("SERVER_HANDSHAKE_TRAFFIC_SECRET", ch.Random[:], shs)
-	if err := e.setWriteKey(shs); err != nil {
-		return nil, err
+	hs.shared = shared
+	return nil
+}
+
+// installHandshakeKeys derives the handshake traffic secrets and protects
+// the rest of the flight under the server's (RFC 8446, Section 7.1).
+func (hs *serverHandshake) installHandshakeKeys() error {
+	e := hs.e
+	hs.hs, hs.hsTraffic = e.deriveHandshakeSecrets(hs.es, hs.shared, hs.transcript.Sum(), hs.ch.Random[:])
+	if err := e.setWriteKey(hs.hsTraffic.server); err != nil {
+		return err
 	}
 	e.event(EventHandshakeKeys)
+	return nil
+}
 
-	ee := &wire.EncryptedExtensions{ALPN: p.alpn, EarlyData: p.early}
+// sendEncryptedExtensions answers the ClientHello's extensions: ALPN,
+// early_data, record_size_limit (RFC 8449), server_name.
+func (hs *serverHandshake) sendEncryptedExtensions() error {
+	e, cfg, ch := hs.e, hs.cfg, hs.ch
+	ee := &wire.EncryptedExtensions{ALPN: hs.alpn, EarlyData: hs.early}
 	if ch.RecordSizeLimit != 0 {
 		if ch.RecordSizeLimit < 64 {
-			return nil, errorf(AlertIllegalParameter, "record_size_limit %d below 64", ch.RecordSizeLimit)
+			return errorf(AlertIllegalParameter, "record_size_limit %d below 64", ch.RecordSizeLimit)
 		}
 		e.maxSendPlain = min(int(ch.RecordSizeLimit)-1, e.maxSendPlain)
 		ee.RecordSizeLimit = uint16(cfg.recordSizeLimit())
 	}
-	if ch.ServerName != "" && p.cert != nil && p.certLeaf.VerifyHostname(ch.ServerName) == nil {
+	if ch.ServerName != "" && hs.cert != nil && hs.certLeaf.VerifyHostname(ch.ServerName) == nil {
 		ee.ServerName = true
 	}
 	if cfg.testHookEncryptedExtensions != nil {
 		cfg.testHookEncryptedExtensions(ee)
 	}
-	eeRaw, err := ee.Marshal()
+	raw, err := ee.Marshal()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	t.Write(eeRaw)
-	e.queueHandshake(eeRaw)
+	hs.queue(raw)
+	return nil
+}
 
-	var certReq *wire.CertificateRequest
-	omitCert := p.zkey != nil && e.mayOmitCertificate(p)
-	if p.psk == nil {
-		if cfg.ClientAuth != NoClientCert {
-			certReq = &wire.CertificateRequest{
-				SignatureAlgorithms:     cfg.signatureSchemes(),
-				SignatureAlgorithmsCert: sig.SupportedForCertificates(),
-			}
-			if certReq.Extra, err = cfg.certCompressionExtension(); err != nil { // RFC 8879
-				return nil, &LocalError{Alert: AlertInternalError, Err: err}
-			}
-			raw, err := certReq.Marshal()
-			if err != nil {
-				return nil, err
-			}
-			t.Write(raw)
-			e.queueHandshake(raw)
-		}
-		if !omitCert {
-			cm := &wire.Certificate{}
-			for _, der := range p.cert.Chain {
-				cm.Entries = append(cm.Entries, wire.CertificateEntry{Data: der})
-			}
-			raw, err := cm.Marshal()
-			if err != nil {
-				return nil, err
-			}
-			if raw, err = e.compressCertificate(raw, ch.Extra); err != nil { // RFC 8879
-				return nil, err
-			}
-			t.Write(raw)
-			e.queueHandshake(raw)
-		}
-		e.info.CertificateOmitted = omitCert
-		signature, err := sig.Sign(cfg.rand(), p.cert.PrivateKey, p.scheme, sig.ServerContext, t.Sum())
-		if err != nil {
-			return nil, errorf(AlertInternalError, "signing CertificateVerify: %v", err)
-		}
-		cv, err := (&wire.CertificateVerify{Scheme: p.scheme, Signature: signature}).Marshal()
-		if err != nil {
-			return nil, err
-		}
-		t.Write(cv)
-		e.queueHandshake(cv)
+// sendServerCertificate authenticates the server unless a PSK does:
+// CertificateRequest (when it asks for client certificates), Certificate
+// (left out when ZTLS allows, ZTLS-SPEC §4), CertificateVerify.
+func (hs *serverHandshake) sendServerCertificate() error {
+	if hs.psk != nil {
+		return nil
 	}
-	verify := keyschedule.FinishedMAC(h, shs, t.Sum())
-	if cfg.testHookFinished != nil {
-		cfg.testHookFinished(verify)
+	if err := hs.sendCertificateRequest(); err != nil {
+		return err
+	}
+	omit := hs.zkey != nil && hs.mayOmitCertificate()
+	if !omit {
+		cm := &wire.Certificate{}
+		for _, der := range hs.cert.Chain {
+			cm.Entries = append(cm.Entries, wire.CertificateEntry{Data: der})
+		}
+		raw, err := cm.Marshal()
+		if err != nil {
+			return err
+		}
+		if raw, err = hs.e.compressCertificate(raw, hs.ch.Extra); err != nil { // RFC 8879
+			return err
+		}
+		hs.queue(raw)
+	}
+	hs.e.info.CertificateOmitted = omit
+	signature, err := sig.Sign(hs.cfg.rand(), hs.cert.PrivateKey, hs.scheme, sig.ServerContext, hs.transcript.Sum())
+	if err != nil {
+		return errorf(AlertInternalError, "signing CertificateVerify: %v", err)
+	}
+	cv, err := (&wire.CertificateVerify{Scheme: hs.scheme, Signature: signature}).Marshal()
+	if err != nil {
+		return err
+	}
+	hs.queue(cv)
+	return nil
+}
+
+// sendCertificateRequest asks for the client's certificate when
+// Config.ClientAuth says so.
+func (hs *serverHandshake) sendCertificateRequest() error {
+	cfg := hs.cfg
+	if cfg.ClientAuth == NoClientCert {
+		return nil
+	}
+	cr := &wire.CertificateRequest{
+		SignatureAlgorithms:     cfg.signatureSchemes(),
+		SignatureAlgorithmsCert: sig.SupportedForCertificates(),
+	}
+	var err error
+	if cr.Extra, err = cfg.certCompressionExtension(); err != nil { // RFC 8879
+		return &LocalError{Alert: AlertInternalError, Err: err}
+	}
+	raw, err := cr.Marshal()
+	if err != nil {
+		return err
+	}
+	hs.queue(raw)
+	hs.certReq = cr
+	return nil
+}
+
+// sendServerFinished ends the flight with Finished and moves our write
+// side to the application traffic secret: 0.5-RTT data may follow.
+func (hs *serverHandshake) sendServerFinished() error {
+	e, t := hs.e, hs.transcript
+	verify := keyschedule.FinishedMAC(hs.suite.Hash, hs.hsTraffic.server, t.Sum())
+	if hs.cfg.testHookFinished != nil {
+		hs.cfg.testHookFinished(verify)
 	}
 	fin, err := (&wire.Finished{VerifyData: verify}).Marshal()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	t.Write(fin)
-	e.queueHandshake(fin)
-
-	ms := hs.MasterSecret()
-	th = t.Sum()
-	cap := ms.ClientApplicationTrafficSecret(th)
-	sap := ms.ServerApplicationTrafficSecret(th)
-	e.exporter = ms.ExporterMasterSecret(th)
-	e.keyLog("CLIENT_TRAFFIC_SECRET_0", ch.Random[:], cap)
-	e.keyLog("SERVER_TRAFFIC_SECRET_0", ch.Random[:], sap)
-	e.keyLog("EXPORTER_SECRET", ch.Random[:], e.exporter)
-	if err := e.setWriteKey(sap); err != nil {
-		return nil, err
+	hs.queue(fin)
+	ms, app := e.deriveApplicationSecrets(hs.hs, t.Sum(), hs.ch.Random[:])
+	if err := e.setWriteKey(app.server); err != nil {
+		return err
 	}
-	e.outSecret = sap
-	e.canWriteApp = true // 0.5-RTT data may follow the flight
+	e.outSecret = app.server
+	e.canWriteApp = true
 	e.event(EventServerFlightSent)
+	hs.keys = &serverKeys{t: t, ms: ms, chs: hs.hsTraffic.client, cap: app.client, certReq: hs.certReq, pskModes: hs.ch.PSKModes}
+	return nil
+}
 
-	e.info.CipherSuite = CipherSuite(p.suite.ID)
-	e.info.NegotiatedProtocol = p.alpn
-	e.info.DidResume = p.psk != nil
-	if p.psk != nil {
-		e.info.PeerCertificates, e.info.VerifiedChains = p.clientCerts, p.clientChains
+// queue adds a message of the flight to the transcript and the output.
+func (hs *serverHandshake) queue(msg []byte) {
+	hs.transcript.Write(msg)
+	hs.e.queueHandshake(msg)
+}
+
+// recordConnectionState notes what was negotiated in ConnectionState.
+func (hs *serverHandshake) recordConnectionState() {
+	info := &hs.e.info
+	info.CipherSuite = CipherSuite(hs.suite.ID)
+	info.NegotiatedProtocol = hs.alpn
+	info.DidResume = hs.psk != nil
+	if hs.psk != nil {
+		info.PeerCertificates, info.VerifiedChains = hs.clientCerts, hs.clientChains
 	}
-	e.info.EarlyDataOffered = ch.EarlyData
-	e.info.EarlyDataAccepted = p.early
-	e.info.ZTLSOffered = ch.ZTLS != nil
-	e.info.ZTLS = p.zkey != nil
+	info.EarlyDataOffered = hs.ch.EarlyData
+	info.EarlyDataAccepted = hs.early
+	info.ZTLSOffered = hs.ch.ZTLS != nil
+	info.ZTLS = hs.zkey != nil
+}
 
-	keys := &serverKeys{t: t, ms: ms, chs: chs, cap: cap, certReq: certReq, random: ch.Random, pskModes: ch.PSKModes}
-	if p.early {
-		if err := e.setReadKey(earlySecret); err != nil {
+// readClientFlight installs the key the client's next records come under:
+// the early traffic key for accepted 0-RTT data, else the handshake key
+// (skipping rejected 0-RTT records).
+func (hs *serverHandshake) readClientFlight() (state, error) {
+	e := hs.e
+	e.skipEarly = 0 // what a HelloRetryRequest allowed is spent
+	if hs.early {
+		if err := e.setReadKey(hs.earlySecret); err != nil {
 			return nil, err
 		}
 		e.mode = appEarly
-		if p.zkey != nil {
-			e.earlyLimit = int(p.zkey.MaxEarlyData)
+		limit := int(hs.cfg.MaxEarlyData)
+		if hs.zkey != nil {
+			limit = int(hs.zkey.MaxEarlyData)
 		} else {
-			e.earlyLimit = int(min(cfg.MaxEarlyData, p.ticket.MaxEarlyData))
+			limit = min(limit, int(hs.ticket.MaxEarlyData))
 		}
-		e.earlyEnded = false
+		e.earlyIn = &earlyIntake{limit: limit}
 		e.event(EventEarlyDataAccepted)
-		return &serverExpectEndOfEarlyData{keys: keys}, nil
+		return &serverExpectEndOfEarlyData{keys: hs.keys}, nil
 	}
-	if ch.EarlyData {
-		e.skipEarly = e.earlySkipBudget(p.zRejectedMax)
+	if hs.ch.EarlyData {
+		e.skipEarly = e.earlySkipBudget(hs.zRejectedMax)
 		e.event(EventEarlyDataRejected)
 	}
-	if err := e.setReadKey(chs); err != nil {
+	if err := e.setReadKey(hs.hsTraffic.client); err != nil {
 		return nil, err
 	}
-	return keys.next(), nil
+	return hs.keys.next(), nil
 }
 
 // serverKeys is what the server carries from its flight to the client's Finished.
@@ -617,7 +783,6 @@ type serverKeys struct {
 	chs     []byte
 	cap     []byte
 	certReq *wire.CertificateRequest
-	random  [32]byte
 	// pskModes are the client's psk_key_exchange_modes: without one we
 	// accept, no ticket is sent (RFC 8446, Section 4.2.9).
 	pskModes []uint8
@@ -645,7 +810,7 @@ func (s *serverExpectEndOfEarlyData) handle(e *engine, typ uint8, msg []byte) (s
 		return nil, err
 	}
 	e.mode = appNone
-	e.earlyEnded = true
+	e.earlyIn.ended = true
 	return s.keys.next(), nil
 }
 
@@ -730,8 +895,8 @@ func (c *Config) checkClientChain(certs []*x509.Certificate, raws [][]byte) ([][
 // ticket was issued to: the policy may have changed, the certificate may
 // have expired or been revoked since. A ticket that fails is not used
 // (the handshake is a full one, asking for a certificate again).
-func (e *engine) resumeClientChain(t *sessionTicket, p *serverParams) bool {
-	cfg := e.cfg
+func (hs *serverHandshake) resumeClientChain(t *sessionTicket) bool {
+	cfg := hs.cfg
 	if len(t.ClientCerts) == 0 {
 		return !cfg.requiresClientCert() // issued to a client without one
 	}
@@ -747,7 +912,7 @@ func (e *engine) resumeClientChain(t *sessionTicket, p *serverParams) bool {
 	if err != nil {
 		return false
 	}
-	p.clientCerts, p.clientChains = certs, chains
+	hs.clientCerts, hs.clientChains = certs, chains
 	return true
 }
 
@@ -790,7 +955,7 @@ func (s *serverExpectClientFinished) handle(e *engine, typ uint8, msg []byte) (s
 		return nil, err
 	}
 	k.t.Write(fin.Raw)
-	e.resMaster = k.ms.ResumptionMasterSecret(k.t.Sum())
+	next := &serverConnected{resMaster: k.ms.ResumptionMasterSecret(k.t.Sum())}
 	if err := e.setReadKey(k.cap); err != nil {
 		return nil, err
 	}
@@ -801,19 +966,32 @@ func (s *serverExpectClientFinished) handle(e *engine, typ uint8, msg []byte) (s
 	e.event(EventPeerFinished)
 	e.event(EventHandshakeDone)
 	if !e.cfg.SessionTicketsDisabled && len(intersect(k.pskModes, e.cfg.pskModes())) > 0 {
-		if err := e.sendSessionTicket(); err != nil {
+		if err := next.sendSessionTicket(e); err != nil {
 			return nil, err
 		}
 	}
-	return &serverConnected{}, nil
+	return next, nil
+}
+
+// serverConnected is a server after the client's Finished.
+type serverConnected struct {
+	resMaster   []byte // resumption_master_secret, for tickets
+	ticketsSent uint32
+}
+
+func (s *serverConnected) handle(e *engine, typ uint8, msg []byte) (state, error) {
+	if typ == wire.TypeKeyUpdate {
+		return s, e.handleKeyUpdate(msg)
+	}
+	return nil, unexpectedMessage(typ, wire.TypeKeyUpdate)
 }
 
 // sendSessionTicket issues one NewSessionTicket (RFC 8446, Section 4.6.1).
-func (e *engine) sendSessionTicket() error {
+func (s *serverConnected) sendSessionTicket(e *engine) error {
 	cfg := e.cfg
 	var nonce [8]byte
-	binary.BigEndian.PutUint64(nonce[:], uint64(e.ticketsSent))
-	e.ticketsSent++
+	binary.BigEndian.PutUint64(nonce[:], uint64(s.ticketsSent))
+	s.ticketsSent++
 	var ageAdd [4]byte
 	if _, err := io.ReadFull(cfg.rand(), ageAdd[:]); err != nil {
 		return err
@@ -824,7 +1002,7 @@ func (e *engine) sendSessionTicket() error {
 		AgeAdd:       binary.BigEndian.Uint32(ageAdd[:]),
 		LifetimeS:    uint32(cfg.ticketLifetime() / time.Second),
 		MaxEarlyData: cfg.MaxEarlyData,
-		PSK:          keyschedule.ResumptionPSK(e.hash, e.resMaster, nonce[:]),
+		PSK:          keyschedule.ResumptionPSK(e.hash, s.resMaster, nonce[:]),
 		ALPN:         e.info.NegotiatedProtocol,
 		SNI:          e.serverName,
 	}
@@ -847,36 +1025,24 @@ func (e *engine) sendSessionTicket() error {
 	return e.flushHandshake()
 }
 
-type serverConnected struct{}
-
-func (s *serverConnected) handle(e *engine, typ uint8, msg []byte) (state, error) {
-	if typ == wire.TypeKeyUpdate {
-		return s, e.handleKeyUpdate(msg)
-	}
-	return nil, unexpectedMessage(typ, wire.TypeKeyUpdate)
-}
-
 // acceptZTLS applies the acceptance rules of ZTLS-SPEC §5 before the
 // ServerHello. It never aborts for a rule that fails (the early data is
 // rejected and the handshake goes on as TLS 1.3) except for an invalid
 // key share, which is the client's protocol error. It returns why it
 // rejected ("" when accepted).
-func (e *engine) acceptZTLS(p *serverParams, afterHRR bool) (string, error) {
-	cfg := e.cfg
-	ch, z := p.ch, p.ch.ZTLS
-	if cfg.ZData == nil {
+func (hs *serverHandshake) acceptZTLS() (string, error) {
+	cfg := hs.cfg
+	ch, z := hs.ch, hs.ch.ZTLS
+	switch {
+	case cfg.ZData == nil:
 		return "server has no Z-data keys", nil
-	}
-	if afterHRR {
+	case hs.hrr != nil:
 		return "HelloRetryRequest", nil
-	}
-	if !ch.EarlyData {
+	case !ch.EarlyData:
 		return "ztls without early_data", nil
-	}
-	if p.psk != nil {
+	case hs.psk != nil:
 		return "ClientHello also resumes a session", nil
-	}
-	if cfg.requiresClientCert() {
+	case cfg.requiresClientCert():
 		// ZTLS-SPEC §1 field 10: early data is never client-authenticated.
 		return "server requires client certificates; early data is not client-authenticated", nil
 	}
@@ -885,7 +1051,7 @@ func (e *engine) acceptZTLS(p *serverParams, afterHRR bool) (string, error) {
 	if key == nil {
 		return "no live Z-data record with that zdata_id and zdata_hash", nil
 	}
-	p.zRejectedMax = key.MaxEarlyData
+	hs.zRejectedMax = key.MaxEarlyData
 	if !strings.EqualFold(ch.ServerName, key.Host) { // DNS names ignore ASCII case
 		return fmt.Sprintf("SNI %q is not the Z-data's host %q", ch.ServerName, key.Host), nil
 	}
@@ -893,8 +1059,8 @@ func (e *engine) acceptZTLS(p *serverParams, afterHRR bool) (string, error) {
 	if early == nil || !contains(cfg.cipherSuites(), z.EarlySuite) || !contains(ch.CipherSuites, z.EarlySuite) {
 		return "early_suite not supported", nil
 	}
-	if p.alpn != key.ALPN {
-		return fmt.Sprintf("negotiated ALPN %q is not the Z-data's %q", p.alpn, key.ALPN), nil
+	if hs.alpn != key.ALPN {
+		return fmt.Sprintf("negotiated ALPN %q is not the Z-data's %q", hs.alpn, key.ALPN), nil
 	}
 	var share []byte
 	for _, ks := range ch.KeyShares {
@@ -914,47 +1080,59 @@ func (e *engine) acceptZTLS(p *serverParams, afterHRR bool) (string, error) {
 	if !keyschedule.VerifyFinished(early.Hash, es.BinderKey("ztls binder"), hashOf(early.Hash, truncated), z.Binder) {
 		return "binder does not verify", nil
 	}
+	if reason := hs.checkZTLSFreshness(key, es, early, now); reason != "" {
+		return reason, nil
+	}
+	hs.suite = early
+	hs.zkey, hs.zsecret = key, &es
+	hs.early = true
+	return "", nil
+}
+
+// checkZTLSFreshness takes a ztls ClientHello only within the freshness
+// window of the time the client claims and only once (the strike
+// register); it returns why not, or "".
+func (hs *serverHandshake) checkZTLSFreshness(key *ZDataKey, es keyschedule.EarlySecret, early *suite.Suite, now time.Time) string {
+	cfg, z := hs.cfg, hs.ch.ZTLS
+	w := cfg.earlyDataWindow()
 	clientMS := int64(z.ObfuscatedTimeMS ^ binary.BigEndian.Uint64(es.Expand("ztls time", 8)))
 	skew := now.Sub(time.UnixMilli(clientMS))
 	if skew < 0 {
 		skew = -skew
 	}
-	if skew > cfg.earlyDataWindow() {
-		return fmt.Sprintf("client clock %v off (window %v)", skew.Round(time.Millisecond), cfg.earlyDataWindow()), nil
+	if skew > w {
+		return fmt.Sprintf("client clock %v off (window %v)", skew.Round(time.Millisecond), w)
 	}
 	// Entries live until server time exceeds client time + W. No server
 	// could take this ClientHello before client time - W, nor before the
 	// key's not-before.
 	sent := time.UnixMilli(clientMS)
-	notBefore := sent.Add(-cfg.earlyDataWindow())
+	notBefore := sent.Add(-w)
 	if notBefore.Before(key.NotBefore) {
 		notBefore = key.NotBefore
 	}
-	fresh, err := cfg.strikeRegister().CheckAndInsert(hashOf(early.Hash, ch.Raw), now, notBefore, sent.Add(cfg.earlyDataWindow()))
+	fresh, err := cfg.strikeRegister().CheckAndInsert(hashOf(early.Hash, hs.ch.Raw), now, notBefore, sent.Add(w))
 	if err != nil {
-		return "strike register unavailable: " + err.Error(), nil
+		return "strike register unavailable: " + err.Error()
 	}
 	if !fresh {
-		return "replayed ClientHello", nil
+		return "replayed ClientHello"
 	}
-	p.suite = early
-	p.zkey, p.zsecret = key, &es
-	p.early = true
-	return "", nil
+	return ""
 }
 
 // mayOmitCertificate: ZTLS-SPEC §4 lets an accepting server leave out the
 // Certificate the client already verified from DNS.
-func (e *engine) mayOmitCertificate(p *serverParams) bool {
-	ch := p.ch
-	if p.cert == nil || len(ch.ZTLS.CertHash) != 32 || ch.StatusRequest || ch.SCT {
+func (hs *serverHandshake) mayOmitCertificate() bool {
+	ch := hs.ch
+	if hs.cert == nil || len(ch.ZTLS.CertHash) != 32 || ch.StatusRequest || ch.SCT {
 		return false
 	}
-	sum := sha256.Sum256(p.cert.Chain[0])
+	sum := sha256.Sum256(hs.cert.Chain[0])
 	if !hmac.Equal(sum[:], ch.ZTLS.CertHash) {
 		return false
 	}
-	for _, ext := range p.certLeaf.Extensions {
+	for _, ext := range hs.certLeaf.Extensions {
 		if ext.Id.Equal(oidMustStaple) {
 			return false
 		}

@@ -9,7 +9,7 @@ import "testing"
 func TestP521(t *testing.T) {
 	p := getPKI(t, "ecdsa-p256")
 	c := newEngine(clientConfig(p), true)
-	if err := c.startClient(nil, nil); err != nil {
+	if err := c.startClient(nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	ch := c.st.(*clientExpectServerHello).p.hello

@@ -58,6 +58,18 @@ func mustEqual(t *testing.T, what string, got, want []byte) {
 
 func concat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 
+// resumptionMasterSecret is what a connected engine keeps to make or
+// take tickets.
+func resumptionMasterSecret(e *engine) []byte {
+	switch st := e.st.(type) {
+	case *clientConnected:
+		return st.resMaster
+	case *serverConnected:
+		return st.resMaster
+	}
+	return nil
+}
+
 // rfcClientConfig reproduces the RFC's client: its randomness, its key
 // share and its ClientHello's exact extension list.
 func rfcClientConfig(t *testing.T, v func(string) []byte, sect string, now time.Time) *Config {
@@ -92,7 +104,7 @@ func TestRFC8448Simple1RTTClient(t *testing.T) {
 	v := vectors(t)
 	cfg := rfcClientConfig(t, v, "3", rfcTime)
 	e := newEngine(cfg, true)
-	if err := e.startClient(nil, nil); err != nil {
+	if err := e.startClient(nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	mustEqual(t, "ClientHello record", e.takeOutput(), v("3/client.hello.record"))
@@ -107,12 +119,12 @@ func TestRFC8448Simple1RTTClient(t *testing.T) {
 	if err := e.feed(v("3/server.new_session_ticket.record")); err != nil {
 		t.Fatal(err)
 	}
-	if e.newSession == nil {
+	if e.lastSession() == nil {
 		t.Fatal("no session from the NewSessionTicket")
 	}
-	mustEqual(t, "resumption PSK", e.newSession.PSK, v("3/psk"))
+	mustEqual(t, "resumption PSK", e.lastSession().PSK, v("3/psk"))
 	mustEqual(t, "exporter master secret", e.exporter, v("3/exporter_master_secret"))
-	mustEqual(t, "resumption master secret", e.resMaster, v("3/resumption_master_secret"))
+	mustEqual(t, "resumption master secret", resumptionMasterSecret(e), v("3/resumption_master_secret"))
 
 	if _, err := e.writeApp(v("3/client.app_data.record.payload")); err != nil {
 		t.Fatal(err)
@@ -179,7 +191,7 @@ func TestRFC8448Simple1RTTServer(t *testing.T) {
 		t.Fatal("handshake not complete")
 	}
 	e.takeOutput() // our NewSessionTicket (the RFC's ticket format is the server's own)
-	mustEqual(t, "resumption master secret", e.resMaster, v("3/resumption_master_secret"))
+	mustEqual(t, "resumption master secret", resumptionMasterSecret(e), v("3/resumption_master_secret"))
 	if err := e.feed(v("3/client.app_data.record")); err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +221,7 @@ func TestRFC8448Resumed0RTTClient(t *testing.T) {
 	// The RFC's obfuscated age minus age_add: the ticket is 6 ms old.
 	cfg := rfcClientConfig(t, v, "4", rfcTime.Add(6*time.Millisecond))
 	e := newEngine(cfg, true)
-	if err := e.startClient(rfcSession(t, v, rfcTime), v("4/client.early_data.record.payload")); err != nil {
+	if err := e.startClient(rfcSession(t, v, rfcTime), nil, v("4/client.early_data.record.payload")); err != nil {
 		t.Fatal(err)
 	}
 	mustEqual(t, "ClientHello and early data", e.takeOutput(), concat(v("4/client.hello.record"), v("4/client.early_data.record")))
@@ -222,7 +234,7 @@ func TestRFC8448Resumed0RTTClient(t *testing.T) {
 	}
 	mustEqual(t, "EndOfEarlyData and Finished", e.takeOutput(), concat(v("4/client.end_of_early_data.record"), v("4/client.finished.record")))
 	mustEqual(t, "exporter master secret", e.exporter, v("4/exporter_master_secret"))
-	mustEqual(t, "resumption master secret", e.resMaster, v("4/resumption_master_secret"))
+	mustEqual(t, "resumption master secret", resumptionMasterSecret(e), v("4/resumption_master_secret"))
 	if _, err := e.writeApp(v("4/client.app_data.record.payload")); err != nil {
 		t.Fatal(err)
 	}
@@ -276,10 +288,10 @@ func TestRFC8448Resumed0RTTServer(t *testing.T) {
 	if err := e.feed(concat(v("4/client.end_of_early_data.record"), v("4/client.finished.record"))); err != nil {
 		t.Fatal(err)
 	}
-	if !e.done || !e.earlyEnded {
+	if !e.done || !e.earlyEnded() {
 		t.Fatal("handshake not complete")
 	}
-	mustEqual(t, "resumption master secret", e.resMaster, v("4/resumption_master_secret"))
+	mustEqual(t, "resumption master secret", resumptionMasterSecret(e), v("4/resumption_master_secret"))
 	// A replay of the same first flight gets no 0-RTT (RFC 8446, Section 8).
 	e2 := newEngine(cfg, false)
 	cfg.testHookEncryptedExtensions = nil

@@ -42,17 +42,17 @@ func (c *testClock) advance(d time.Duration) {
 func engineTicket(t *testing.T, ccfg, scfg *Config) *ClientSession {
 	t.Helper()
 	c, s := newEngine(ccfg, true), newEngine(scfg, false)
-	if err := c.startClient(nil, nil); err != nil {
+	if err := c.startClient(nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	s.startServer()
 	if _, _, err := shuttle(c, s); err != nil {
 		t.Fatal(err)
 	}
-	if c.newSession == nil {
+	if c.lastSession() == nil {
 		t.Fatal("no ticket")
 	}
-	return c.newSession
+	return c.lastSession()
 }
 
 // firstFlight is a client's ClientHello and early data, as an attacker on
@@ -60,8 +60,7 @@ func engineTicket(t *testing.T, ccfg, scfg *Config) *ClientSession {
 func firstFlight(t *testing.T, ccfg *Config, sess *ClientSession, z *ZDataOffer, early []byte) []byte {
 	t.Helper()
 	c := newEngine(ccfg, true)
-	c.zoffer = z
-	if err := c.startClient(sess, early); err != nil {
+	if err := c.startClient(sess, z, early); err != nil {
 		t.Fatal(err)
 	}
 	return bytes.Clone(c.takeOutput())
@@ -198,7 +197,7 @@ func TestZTLSLeafCheckedAgainstServerName(t *testing.T) {
 func TestClientWithoutServerNameRefused(t *testing.T) {
 	p := getPKI(t, "ecdsa-p256")
 	c := newEngine(&Config{RootCAs: p.pool()}, true)
-	err := c.startClient(nil, nil)
+	err := c.startClient(nil, nil, nil)
 	if !errors.Is(err, errNoServerName) || len(c.takeOutput()) != 0 {
 		t.Fatalf("err %v", err)
 	}
@@ -211,7 +210,7 @@ func TestClientWithoutServerNameRefused(t *testing.T) {
 	}
 	// InsecureSkipVerify is the explicit way to check nothing.
 	c = newEngine(&Config{InsecureSkipVerify: true}, true)
-	if err := c.startClient(nil, nil); err != nil {
+	if err := c.startClient(nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -234,7 +233,7 @@ func TestResumptionRechecksClientCertificate(t *testing.T) {
 	resume := func(scfg *Config) *engine {
 		t.Helper()
 		c, s := newEngine(ccfg, true), newEngine(scfg, false)
-		if err := c.startClient(sess, nil); err != nil {
+		if err := c.startClient(sess, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		s.startServer()
@@ -253,7 +252,7 @@ func TestResumptionRechecksClientCertificate(t *testing.T) {
 	scfg := newServer()
 	scfg.Revocation = revoking(t, p, p.client.Leaf.SerialNumber)
 	c, s2 := newEngine(ccfg, true), newEngine(scfg, false)
-	c.startClient(sess, nil)
+	c.startClient(sess, nil, nil)
 	s2.startServer()
 	_, _, err := shuttle(c, s2)
 	if s2.info.DidResume || alertOf(err) != int(AlertCertificateRevoked) {
@@ -264,7 +263,7 @@ func TestResumptionRechecksClientCertificate(t *testing.T) {
 	scfg = newServer()
 	scfg.VerifyPeerCertificate = func([][]byte, [][]*x509.Certificate) error { return errors.New("banned") }
 	c, s2 = newEngine(ccfg, true), newEngine(scfg, false)
-	c.startClient(sess, nil)
+	c.startClient(sess, nil, nil)
 	s2.startServer()
 	if _, _, err := shuttle(c, s2); s2.info.DidResume || alertOf(err) != int(AlertBadCertificate) {
 		t.Fatalf("hook: resumed=%v err %v", s2.info.DidResume, err)
@@ -276,7 +275,7 @@ func TestResumptionRechecksClientCertificate(t *testing.T) {
 	scfg = newServer()
 	scfg.TicketLifetime = 7 * 24 * time.Hour
 	c, s2 = newEngine(ccfg, true), newEngine(scfg, false)
-	c.startClient(sess, nil)
+	c.startClient(sess, nil, nil)
 	s2.startServer()
 	shuttle(c, s2)
 	if s2.info.DidResume {

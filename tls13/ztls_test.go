@@ -81,8 +81,7 @@ func newZTLSSetup(t *testing.T) *ztlsSetup {
 // server's first flight with its 0.5-RTT answer, then the client's Finished.
 func (z *ztlsSetup) run(t *testing.T, request []byte, tamper func([]byte) []byte) (c, s *engine, answer []byte, err error) {
 	c, s = newEngine(z.ccfg, true), newEngine(z.scfg, false)
-	c.zoffer = z.offer
-	if err := c.startClient(nil, request); err != nil {
+	if err := c.startClient(nil, z.offer, request); err != nil {
 		t.Fatal(err)
 	}
 	s.startServer()
@@ -245,8 +244,7 @@ func (brokenRegister) CheckAndInsert([]byte, time.Time, time.Time, time.Time) (b
 func TestZTLSWrongBinderRejectedBeforeServerHello(t *testing.T) {
 	z := newZTLSSetup(t)
 	c, s := newEngine(z.ccfg, true), newEngine(z.scfg, false)
-	c.zoffer = z.offer
-	c.startClient(nil, []byte("x"))
+	c.startClient(nil, z.offer, []byte("x"))
 	first := c.takeOutput()
 	// The ClientHello record comes first; its last byte is the binder's.
 	chLen := 5 + (int(first[3])<<8 | int(first[4]))
@@ -272,8 +270,7 @@ func firstHandshakeMessage(t *testing.T, records []byte) []byte {
 func TestZTLSReplayRefused(t *testing.T) {
 	z := newZTLSSetup(t)
 	c := newEngine(z.ccfg, true)
-	c.zoffer = z.offer
-	c.startClient(nil, []byte("transfer 100"))
+	c.startClient(nil, z.offer, []byte("transfer 100"))
 	flight := append([]byte(nil), c.takeOutput()...)
 	// A fleet: two servers with the same Z-data key and one strike register.
 	reg := NewMemoryStrikeRegister(1000, time.Time{})
@@ -420,8 +417,7 @@ func TestZTLSPreparedShare(t *testing.T) {
 	seen := map[string]bool{}
 	for i := 0; i < 2; i++ {
 		c := newEngine(z.ccfg, true)
-		c.zoffer = z.offer
-		if err := c.startClient(nil, []byte("GET /")); err != nil {
+		if err := c.startClient(nil, z.offer, []byte("GET /")); err != nil {
 			t.Fatal(err)
 		}
 		ch, err := wire.ParseClientHello(firstHandshakeMessage(t, c.takeOutput()))
@@ -508,8 +504,7 @@ func TestZTLSConfiguredCodepoint(t *testing.T) {
 	z = newZTLSSetup(t)
 	z.ccfg.ZTLSExtension = 0x0029 // pre_shared_key
 	cl := newEngine(z.ccfg, true)
-	cl.zoffer = z.offer
-	if err := cl.startClient(nil, []byte("GET /")); err == nil || !strings.Contains(err.Error(), "ZTLSExtension") {
+	if err := cl.startClient(nil, z.offer, []byte("GET /")); err == nil || !strings.Contains(err.Error(), "ZTLSExtension") {
 		t.Fatalf("client with ZTLSExtension = pre_shared_key: %v", err)
 	}
 }

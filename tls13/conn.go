@@ -83,12 +83,31 @@ var ErrClosedDuringHandshake = errors.New("tls13: connection closed by peer duri
 // Client returns a client connection over conn. cfg must set ServerName or
 // InsecureSkipVerify.
 func Client(conn net.Conn, cfg *Config) *Conn {
-	return &Conn{conn: conn, cfg: cfg, isClient: true, e: newEngine(cfg, true)}
+	return &Conn{conn: conn, cfg: cfg, isClient: true, e: newConnEngine(cfg, true)}
 }
 
 // Server returns a server connection over conn. cfg must hold at least one Certificate.
 func Server(conn net.Conn, cfg *Config) *Conn {
-	return &Conn{conn: conn, cfg: cfg, e: newEngine(cfg, false)}
+	return &Conn{conn: conn, cfg: cfg, e: newConnEngine(cfg, false)}
+}
+
+// newConnEngine is the engine of a Conn, which lends it goroutines: the
+// client checks the server's chain beside its CertificateVerify.
+func newConnEngine(cfg *Config, isClient bool) *engine {
+	e := newEngine(cfg, isClient)
+	e.run = runConcurrently
+	return e
+}
+
+// runConcurrently runs job on a goroutine of its own and returns a
+// function that waits for it to finish.
+func runConcurrently(job func()) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		job()
+	}()
+	return func() { <-done }
 }
 
 // Dial connects to addr and runs the handshake. An empty cfg.ServerName is

@@ -72,7 +72,9 @@
 //
 // Under Conn is a sans-IO core, exposed as Engine: Feed takes the peer's
 // bytes, Output returns the records to send, and nothing in it blocks or
-// owns a socket. NewClientEngine and NewServerEngine give one to a transport that
+// owns a socket or a goroutine. (Conn lends a client's engine a goroutine
+// to check the server's chain beside its signature; Engine.CheckConcurrently
+// does the same for another transport.) NewClientEngine and NewServerEngine give one to a transport that
 // is not one byte stream from the start: TurboTLS (package turbo) carries
 // the first flights over UDP, then hands the engine to the TCP connection
 // with Engine.Conn.

@@ -16,7 +16,9 @@ import (
 // The engine is the sans-IO core shared by Conn, the TurboTLS UDP path and
 // the fuzzers: bytes from the peer go in through feed, records to send
 // come out of takeOutput, and what happened is reported as events. It owns
-// no socket, goroutine or timer; callers serialise access to it.
+// no socket, goroutine or timer; callers serialise access to it. Work
+// that may overlap other work (the client's chain check) goes through
+// run, which the driver sets if it lends the engine a goroutine.
 //
 // The engine holds what both roles share: records, buffers, keys in use,
 // the connection's state. What only one role keeps lives in that role's
@@ -121,6 +123,11 @@ type engine struct {
 	exporter   []byte
 	serverName string // client: the name verified; server: the SNI received
 
+	// run runs job, beside the caller when the driver lends a goroutine
+	// (Conn does: runConcurrently), else at once (runNow), and returns a
+	// function that waits for it.
+	run func(job func()) (wait func())
+
 	// KeyUpdate flood bounds: a requested update is answered by one
 	// KeyUpdate before our next output, however many requests came
 	// (RFC 8446, Section 4.6.3), and a peer that sends many KeyUpdates
@@ -154,13 +161,19 @@ const (
 )
 
 func newEngine(cfg *Config, isClient bool) *engine {
-	e := &engine{cfg: cfg, isClient: isClient}
+	e := &engine{cfg: cfg, isClient: isClient, run: runNow}
 	e.maxRecvPlain = cfg.recordSizeLimit() - 1
 	e.maxSendPlain = record.MaxPlaintext
 	if cfg.MaxHandshakeMessage > 0 {
 		e.hsIn.Max = cfg.MaxHandshakeMessage
 	}
 	return e
+}
+
+// runNow runs job on the caller's goroutine: the engine's default.
+func runNow(job func()) (wait func()) {
+	job()
+	return func() {}
 }
 
 // earlyIntake is a server's accepted 0-RTT data (RFC 8446, Section

@@ -602,13 +602,15 @@ func (s *clientExpectCertificate) handle(e *engine, typ uint8, msg []byte) (stat
 	return nil, unexpectedMessage(typ, wire.TypeCertificate, wire.TypeCompressedCertificate)
 }
 
-// chainCheck is the server certificate's chain, name and validity check,
-// running beside the CertificateVerify signature check: the two are the
-// client's public-key work on the round trip's critical path, and a second
-// core halves it. The engine reads the result before it trusts either.
+// chainCheck is the server certificate's chain, name and validity check.
+// It and the CertificateVerify signature check are the client's
+// public-key work on the round trip's critical path, and a second core
+// halves it: the check runs through engine.run, beside the signature
+// check when the driver lends the engine a goroutine (Conn does). The
+// engine waits for the result before it trusts either.
 type chainCheck struct {
 	raws   [][]byte
-	done   chan struct{}
+	wait   func() // returns once chains and err are set
 	chains [][]*x509.Certificate
 	err    error
 }
@@ -631,22 +633,19 @@ func (e *engine) startServerCertificateCheck(c *wire.Certificate) (*chainCheck, 
 	if err != nil {
 		return nil, nil, err
 	}
-	cc := &chainCheck{raws: raws, done: make(chan struct{})}
-	if e.cfg.InsecureSkipVerify { // nothing to check: no goroutine
-		close(cc.done)
+	cc := &chainCheck{raws: raws, wait: func() {}}
+	if e.cfg.InsecureSkipVerify { // nothing to check
 		return cc, pub, nil
 	}
-	go func() {
-		defer close(cc.done)
-		cc.chains, cc.err = e.cfg.checkServerChain(certs)
-	}()
+	cfg := e.cfg
+	cc.wait = e.run(func() { cc.chains, cc.err = cfg.checkServerChain(certs) })
 	return cc, pub, nil
 }
 
 // finishServerCertificateCheck waits for the chain check and runs the
-// application's VerifyPeerCertificate hook on the engine's goroutine.
+// application's VerifyPeerCertificate hook on the caller's goroutine.
 func (e *engine) finishServerCertificateCheck(cc *chainCheck) error {
-	<-cc.done
+	cc.wait()
 	if cc.err != nil {
 		return cc.err
 	}

@@ -207,60 +207,17 @@ func runDNSServe(ctx context.Context, logw io.Writer, f *dnsServeFlags) error {
 	if err != nil {
 		return err
 	}
-	if len(f.zones) == 0 {
-		return errors.New("dns serve: give at least one --zone")
-	}
-	if f.listen == "" && f.tlsListen == "" {
-		return errors.New("dns serve: nothing to listen on (--listen, --tls)")
-	}
-	if (f.tlsListen != "") != (f.cert != "" && f.key != "") {
-		return errors.New("dns serve: --tls needs --cert and --key, and they need --tls")
-	}
-	if f.turbo && len(f.zdata) == 0 {
-		return errors.New("dns serve: --turbo advertises the --zdata services: give --zdata DIR")
-	}
-	if err := checkAbuseFlags(f); err != nil {
+	if err := checkDNSServeFlags(f); err != nil {
 		return err
 	}
-	var dirs []*zdata.Dir
-	rotating := map[*zdata.Dir]bool{}
-	for _, path := range f.zdata {
-		d, err := zdata.LoadDir(path)
-		if err != nil {
-			return fmt.Errorf("dns serve: --zdata: %w", err)
-		}
-		dirs = append(dirs, d)
-		// One process per directory rotates (ztls serve, or this one if
-		// it claims the directory first); a fleet derives its keys.
-		if f.rotate && !d.Fleet() {
-			release, ok, err := d.ClaimRotation()
-			if err != nil {
-				return fmt.Errorf("dns serve: --zdata: %w", err)
-			}
-			if ok {
-				defer release()
-				rotating[d] = true
-				d.SetRotating(true)
-				if _, err := d.Rotate(time.Now()); err != nil {
-					return fmt.Errorf("dns serve: --zdata %s: rotating: %w", d.Path, err)
-				}
-			}
-		}
-	}
-	var zs []*authority.Zone
-	for _, arg := range f.zones {
-		z, err := loadZoneArg(arg)
-		if err != nil {
-			return fmt.Errorf("dns serve: %w", err)
-		}
-		zs = append(zs, z)
-	}
-	zones, err := authority.NewZones(zs...)
+	dirs, rotating, release, err := loadDNSZData(f)
+	defer release()
 	if err != nil {
-		return fmt.Errorf("dns serve: %w", err)
+		return err
 	}
-	if err := addServiceRecords(zones, dirs, f.turbo, time.Now()); err != nil {
-		return fmt.Errorf("dns serve: %w", err)
+	zs, zones, err := loadDNSZones(f, dirs)
+	if err != nil {
+		return err
 	}
 	for _, d := range dirs {
 		log.Info("serving Z-data", "host", d.Config.Host, "port", d.Config.Port, "dir", d.Path, "rotates", rotating[d],
@@ -275,38 +232,140 @@ func runDNSServe(ctx context.Context, logw io.Writer, f *dnsServeFlags) error {
 			return fmt.Errorf("dns serve: --cert, --key: %w", err)
 		}
 	}
-	// SIGHUP reads the zone files, the Z-data (a replaced certificate
-	// included) and the DNS-over-TLS certificate again and swaps each
-	// zone's data at once; a file that no longer loads keeps the old data.
-	defer onHUP(ctx, func() {
-		if dot != nil {
-			if err := dot.reload(); err != nil {
-				log.Error("SIGHUP: keeping the DNS-over-TLS certificate", "err", err)
-			} else {
-				leaf := dot.leaf()
-				log.Info("SIGHUP: reloaded the DNS-over-TLS certificate", "subject", leaf.Subject.String(), "not_after", leaf.NotAfter.UTC().Format(time.RFC3339))
-			}
-		}
-		if err := reloadZones(f, zs, dirs); err != nil {
-			log.Error("SIGHUP: keeping the zones as they are", "err", err)
-			return
-		}
-		log.Info("SIGHUP: reloaded the zones and Z-data", "zones", len(zs), "zdata", len(dirs))
-	})()
+	defer onHUP(ctx, func() { reloadDNSServe(log, f, dot, zs, dirs) })()
 	if len(dirs) > 0 {
 		go refreshZData(ctx, zones, dirs, rotating, f.verboseLogs, log)
 	}
-	var mt *metrics.Registry
-	if f.metrics != "" {
-		mt = metrics.New()
-		for _, d := range dirs {
-			service := net.JoinHostPort(d.Config.Host, fmt.Sprint(d.Config.Port))
-			mt.GaugeFunc("ztls_zdata_live_keys", "Z-data keys live now (0: ZTLS clients fall back to TLS 1.3).",
-				func() float64 { return float64(len(d.Keyring.Live(time.Now()))) }, "service", service)
-			mt.GaugeFunc("ztls_zdata_expiry_seconds", "Seconds until the last live Z-data key expires (0: none live).",
-				func() float64 { return zdataExpiry(d, time.Now()).Seconds() }, "service", service)
+	mt := dnsMetrics(f, dirs)
+	srv := newAuthorityServer(ctx, f, zones, mt, log)
+	if mt != nil {
+		mt.AuthorityStats(srv.Stats)
+		a, err := mt.Serve(ctx, f.metrics)
+		if err != nil {
+			return fmt.Errorf("dns serve: --metrics: %w", err)
+		}
+		log.Info("metrics on", "url", "http://"+a.String()+"/metrics")
+	}
+	return serveDNS(ctx, f, srv, dot, zs, log)
+}
+
+// checkDNSServeFlags refuses flag combinations that serve nothing.
+func checkDNSServeFlags(f *dnsServeFlags) error {
+	if len(f.zones) == 0 {
+		return errors.New("dns serve: give at least one --zone")
+	}
+	if f.listen == "" && f.tlsListen == "" {
+		return errors.New("dns serve: nothing to listen on (--listen, --tls)")
+	}
+	if (f.tlsListen != "") != (f.cert != "" && f.key != "") {
+		return errors.New("dns serve: --tls needs --cert and --key, and they need --tls")
+	}
+	if f.turbo && len(f.zdata) == 0 {
+		return errors.New("dns serve: --turbo advertises the --zdata services: give --zdata DIR")
+	}
+	return checkAbuseFlags(f)
+}
+
+// loadDNSZData loads the --zdata directories and claims the rotation of
+// those no other process rotates; release gives the claims back (call it
+// also when err is set).
+func loadDNSZData(f *dnsServeFlags) (dirs []*zdata.Dir, rotating map[*zdata.Dir]bool, release func(), err error) {
+	var releases []func()
+	release = func() {
+		for i := len(releases) - 1; i >= 0; i-- {
+			releases[i]()
 		}
 	}
+	rotating = map[*zdata.Dir]bool{}
+	for _, path := range f.zdata {
+		d, err := zdata.LoadDir(path)
+		if err != nil {
+			return nil, nil, release, fmt.Errorf("dns serve: --zdata: %w", err)
+		}
+		dirs = append(dirs, d)
+		// One process per directory rotates (ztls serve, or this one if
+		// it claims the directory first); a fleet derives its keys.
+		if !f.rotate || d.Fleet() {
+			continue
+		}
+		rel, ok, err := d.ClaimRotation()
+		if err != nil {
+			return nil, nil, release, fmt.Errorf("dns serve: --zdata: %w", err)
+		}
+		if !ok {
+			continue
+		}
+		releases = append(releases, rel)
+		rotating[d] = true
+		d.SetRotating(true)
+		if _, err := d.Rotate(time.Now()); err != nil {
+			return nil, nil, release, fmt.Errorf("dns serve: --zdata %s: rotating: %w", d.Path, err)
+		}
+	}
+	return dirs, rotating, release, nil
+}
+
+// loadDNSZones reads the --zone files and adds the Z-data services'
+// records (and TurboTLS adverts) to them.
+func loadDNSZones(f *dnsServeFlags, dirs []*zdata.Dir) ([]*authority.Zone, *authority.Zones, error) {
+	var zs []*authority.Zone
+	for _, arg := range f.zones {
+		z, err := loadZoneArg(arg)
+		if err != nil {
+			return nil, nil, fmt.Errorf("dns serve: %w", err)
+		}
+		zs = append(zs, z)
+	}
+	zones, err := authority.NewZones(zs...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dns serve: %w", err)
+	}
+	if err := addServiceRecords(zones, dirs, f.turbo, time.Now()); err != nil {
+		return nil, nil, fmt.Errorf("dns serve: %w", err)
+	}
+	return zs, zones, nil
+}
+
+// reloadDNSServe is SIGHUP: it reads the zone files, the Z-data (a
+// replaced certificate included) and the DNS-over-TLS certificate again
+// and swaps each zone's data at once; a file that no longer loads keeps
+// the old data.
+func reloadDNSServe(log *slog.Logger, f *dnsServeFlags, dot *reloadableCert, zs []*authority.Zone, dirs []*zdata.Dir) {
+	if dot != nil {
+		if err := dot.reload(); err != nil {
+			log.Error("SIGHUP: keeping the DNS-over-TLS certificate", "err", err)
+		} else {
+			leaf := dot.leaf()
+			log.Info("SIGHUP: reloaded the DNS-over-TLS certificate", "subject", leaf.Subject.String(), "not_after", leaf.NotAfter.UTC().Format(time.RFC3339))
+		}
+	}
+	if err := reloadZones(f, zs, dirs); err != nil {
+		log.Error("SIGHUP: keeping the zones as they are", "err", err)
+		return
+	}
+	log.Info("SIGHUP: reloaded the zones and Z-data", "zones", len(zs), "zdata", len(dirs))
+}
+
+// dnsMetrics is the --metrics registry (nil without it) with the Z-data
+// gauges of each service.
+func dnsMetrics(f *dnsServeFlags, dirs []*zdata.Dir) *metrics.Registry {
+	if f.metrics == "" {
+		return nil
+	}
+	mt := metrics.New()
+	for _, d := range dirs {
+		service := net.JoinHostPort(d.Config.Host, fmt.Sprint(d.Config.Port))
+		mt.GaugeFunc("ztls_zdata_live_keys", "Z-data keys live now (0: ZTLS clients fall back to TLS 1.3).",
+			func() float64 { return float64(len(d.Keyring.Live(time.Now()))) }, "service", service)
+		mt.GaugeFunc("ztls_zdata_expiry_seconds", "Seconds until the last live Z-data key expires (0: none live).",
+			func() float64 { return zdataExpiry(d, time.Now()).Seconds() }, "service", service)
+	}
+	return mt
+}
+
+// newAuthorityServer is the authority with the abuse bounds of the flags;
+// it rotates its cookie secret until ctx ends.
+func newAuthorityServer(ctx context.Context, f *dnsServeFlags, zones *authority.Zones, mt *metrics.Registry, log *slog.Logger) *authority.Server {
 	srv := &authority.Server{
 		Handler:     authority.Chain(zones, mt.DNSMiddleware(), authority.CheckQuery),
 		IdleTimeout: f.idle,
@@ -331,15 +390,12 @@ func runDNSServe(ctx context.Context, logw io.Writer, f *dnsServeFlags) error {
 	if f.verboseLogs {
 		srv.Logf = structuredLogf(log, authorityLogFormats)
 	}
-	if mt != nil {
-		mt.AuthorityStats(srv.Stats)
-		a, err := mt.Serve(ctx, f.metrics)
-		if err != nil {
-			return fmt.Errorf("dns serve: --metrics: %w", err)
-		}
-		log.Info("metrics on", "url", "http://"+a.String()+"/metrics")
-	}
+	return srv
+}
 
+// serveDNS serves UDP and TCP (--listen) and DNS over TLS (--tls) until
+// ctx ends or a listener fails.
+func serveDNS(ctx context.Context, f *dnsServeFlags, srv *authority.Server, dot *reloadableCert, zs []*authority.Zone, log *slog.Logger) error {
 	errs := make(chan error, 3)
 	serving := 0
 	start := func(what string, addr net.Addr, serve func() error) {
@@ -372,7 +428,6 @@ func runDNSServe(ctx context.Context, logw io.Writer, f *dnsServeFlags) error {
 		origins = append(origins, z.Origin())
 	}
 	log.Info("zones", "origins", strings.Join(origins, " "))
-
 	select {
 	case <-ctx.Done():
 		srv.Close()

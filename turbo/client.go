@@ -188,6 +188,7 @@ func NewHello(udpAddr netip.AddrPort, cfg *ClientConfig) (*Hello, error) {
 		return nil, errors.New("turbo: Dial needs a ClientConfig with TLS")
 	}
 	eng := tls13.NewClientEngine(cfg.TLS)
+	eng.CheckConcurrently() // the server's chain beside its signature, as a tls13.Conn does
 	if err := eng.Start(cfg.Session, cfg.ZData, cfg.Early); err != nil {
 		return nil, fmt.Errorf("turbo: starting the handshake: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ztls-project/ztls/revocation"
@@ -115,7 +116,9 @@ const (
 // The zero value is a usable client configuration with system roots.
 type Config struct {
 	// Rand supplies all randomness: hello randoms, key shares, signature
-	// salts, tickets. nil means crypto/rand. Tests pass a fixed reader.
+	// salts, tickets, and the server's ticket and cookie keys (drawn once
+	// per Config, when first needed). nil means crypto/rand. Tests pass a
+	// fixed reader. It must be safe for concurrent use.
 	Rand io.Reader
 	// Time returns the current time; nil means time.Now. Tickets, 0-RTT
 	// freshness and certificate validity use it.
@@ -189,8 +192,8 @@ type Config struct {
 	// disables resumption on the client unless a session is set with
 	// Conn.SetSession.
 	ClientSessionCache ClientSessionCache
-	// TicketKey encrypts the server's tickets (32 bytes); zero means a random
-	// key made once per Config.
+	// TicketKey encrypts the server's tickets (32 bytes); zero means a
+	// random key made from Rand once per Config, for its first ticket.
 	TicketKey [32]byte
 	// TicketLifetime is the server's ticket lifetime; 0 means 24 hours.
 	TicketLifetime time.Duration
@@ -251,9 +254,9 @@ type Config struct {
 
 	parsed     []parsedCert // by index into Certificates, made by lazy
 	once       sync.Once
-	ticketKey  [32]byte
 	defaultReg StrikeRegister
-	cookieKey  [32]byte
+	ticketKey  lazyKey // when TicketKey is zero
+	cookieKey  lazyKey // MACs HelloRetryRequest cookies
 }
 
 func (c *Config) rand() io.Reader {
@@ -270,7 +273,8 @@ func (c *Config) now() time.Time {
 	return time.Now()
 }
 
-// lazy initialises the per-Config secrets (ticket key, cookie key, replay register).
+// lazy parses the certificates and makes the default replay register,
+// once per Config.
 func (c *Config) lazy() {
 	c.once.Do(func() {
 		c.parsed = make([]parsedCert, len(c.Certificates))
@@ -281,12 +285,6 @@ func (c *Config) lazy() {
 			}
 			c.parsed[i] = parseCert(&c.Certificates[i])
 		}
-		if c.TicketKey != ([32]byte{}) {
-			c.ticketKey = c.TicketKey
-		} else {
-			io.ReadFull(rand.Reader, c.ticketKey[:])
-		}
-		io.ReadFull(rand.Reader, c.cookieKey[:])
 		if c.StrikeRegister == nil {
 			// The default register's memory begins now: early data that
 			// may have been accepted before (by this server before a
@@ -309,10 +307,44 @@ func (c *Config) ztlsCodepoint() (uint16, error) {
 	return cp, nil
 }
 
-func (c *Config) cookieKeyBytes() []byte {
-	c.lazy()
-	return c.cookieKey[:]
+// lazyKey is a per-Config key drawn from Config.Rand when a handshake
+// first needs it: a test with a fixed Rand gets fixed keys, and nothing
+// is drawn from Rand before then (known-answer tests feed Rand exactly
+// the bytes each handshake reads). A failed draw is retried next time.
+type lazyKey struct {
+	mu  sync.Mutex
+	key atomic.Pointer[[32]byte]
 }
+
+func (k *lazyKey) get(rand io.Reader) ([]byte, error) {
+	if p := k.key.Load(); p != nil {
+		return p[:], nil
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if p := k.key.Load(); p != nil {
+		return p[:], nil
+	}
+	key := new([32]byte)
+	if _, err := io.ReadFull(rand, key[:]); err != nil {
+		return nil, fmt.Errorf("tls13: making a key from Config.Rand: %w", err)
+	}
+	k.key.Store(key)
+	return key[:], nil
+}
+
+// sessionTicketKey is the key of the server's tickets: TicketKey, or one
+// made from Rand once per Config.
+func (c *Config) sessionTicketKey() ([]byte, error) {
+	if c.TicketKey != ([32]byte{}) {
+		return c.TicketKey[:], nil
+	}
+	return c.ticketKey.get(c.rand())
+}
+
+// helloRetryCookieKey MACs the cookies of our HelloRetryRequests; it is
+// made from Rand once per Config.
+func (c *Config) helloRetryCookieKey() ([]byte, error) { return c.cookieKey.get(c.rand()) }
 
 func (c *Config) strikeRegister() StrikeRegister {
 	c.lazy()

@@ -329,7 +329,11 @@ func (hs *serverHandshake) sendHelloRetryRequest() (state, error) {
 	t.Write(ch.Raw)
 	t.RestartWithMessageHash()
 	// The cookie binds the retry to this ClientHello: MAC(cookie key, Hash(CH1)).
-	mac := hmac.New(sha256.New, hs.cfg.cookieKeyBytes())
+	key, err := hs.cfg.helloRetryCookieKey()
+	if err != nil {
+		return nil, err
+	}
+	mac := hmac.New(sha256.New, key)
 	mac.Write(hashOf(s.Hash, ch.Raw))
 	cookie := mac.Sum(nil)
 	hrr := &wire.ServerHello{

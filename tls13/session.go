@@ -164,8 +164,11 @@ type sessionTicket struct {
 const ticketNonceLen = 12
 
 func (e *engine) ticketAEAD() (cipher.AEAD, error) {
-	e.cfg.lazy()
-	block, err := aes.NewCipher(e.cfg.ticketKey[:])
+	key, err := e.cfg.sessionTicketKey()
+	if err != nil {
+		return nil, err
+	}
+	block, err := aes.NewCipher(key)
 	if err != nil {
 		return nil, err
 	}

@@ -235,33 +235,13 @@ func runConnect(f *connectFlags, addr string, req []byte, input io.Reader) error
 		opts.Out = os.Stderr
 	}
 	page := f.teeForLinks(&opts)
-	if f.sessIn != "" {
-		data, err := os.ReadFile(f.sessIn)
-		if err != nil {
-			return fmt.Errorf("--sess-in: %w", err)
-		}
-		s := new(tls13.ClientSession)
-		if err := s.UnmarshalBinary(data); err != nil {
-			return fmt.Errorf("--sess-in %s: %w", f.sessIn, err)
-		}
-		opts.Session = s
+	if opts.Session, err = f.loadSession(); err != nil {
+		return err
 	}
 	if f.earlyFile != "" {
-		data, err := os.ReadFile(f.earlyFile)
-		if err != nil {
-			return fmt.Errorf("--early-data: %w", err)
+		if err := f.sendEarlyFile(&opts, req); err != nil {
+			return err
 		}
-		if len(req) > 0 {
-			return fmt.Errorf("use one of --data (or standard input) and --early-data")
-		}
-		if opts.Session == nil && f.mode == "tls" {
-			fmt.Fprintln(os.Stderr, "ztls: --early-data without --sess-in: sending the data after the handshake instead")
-		}
-		if ok, why := ztlshttp.EarlySafe(data); !ok {
-			fmt.Fprintf(os.Stderr, "ztls: --early-data: %s; sending it as early data anyway, as asked\n", why)
-		}
-		// Early by the user's choice: replay-safe as far as dial is concerned.
-		opts.Request, opts.ResumeEarly, opts.ReplaySafe = data, true, true
 		notEarly = ""
 	}
 	if input == noMoreInput && httpRequest.Match(opts.Request) {
@@ -287,18 +267,8 @@ func runConnect(f *connectFlags, addr string, req []byte, input io.Reader) error
 		res.Report.FallbackReason = "request sent after the handshake, not as early data: " + notEarly +
 			" (--early-unsafe sends it early, accepting that it may be replayed)"
 	}
-	if f.sessOut != "" {
-		if res.Session == nil {
-			fmt.Fprintln(os.Stderr, "ztls: the server sent no session ticket; nothing stored in", f.sessOut)
-		} else {
-			data, err := res.Session.MarshalBinary()
-			if err != nil {
-				return err
-			}
-			if err := writePrivate(f.sessOut, data); err != nil {
-				return err
-			}
-		}
+	if err := f.saveSession(res.Session); err != nil {
+		return err
 	}
 	if res.Err != nil {
 		err = f.cure(res.Err, addr)
@@ -310,6 +280,59 @@ func runConnect(f *connectFlags, addr string, req []byte, input io.Reader) error
 	}
 	res.Report.WriteText(os.Stderr)
 	return err
+}
+
+// loadSession reads --sess-in (nil without it).
+func (f *connectFlags) loadSession() (*tls13.ClientSession, error) {
+	if f.sessIn == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(f.sessIn)
+	if err != nil {
+		return nil, fmt.Errorf("--sess-in: %w", err)
+	}
+	s := new(tls13.ClientSession)
+	if err := s.UnmarshalBinary(data); err != nil {
+		return nil, fmt.Errorf("--sess-in %s: %w", f.sessIn, err)
+	}
+	return s, nil
+}
+
+// sendEarlyFile makes --early-data's file the request, sent early by the
+// user's choice (replay-safe as far as dial is concerned); req is what
+// --data or standard input gave, which must be empty.
+func (f *connectFlags) sendEarlyFile(opts *dial.Options, req []byte) error {
+	data, err := os.ReadFile(f.earlyFile)
+	if err != nil {
+		return fmt.Errorf("--early-data: %w", err)
+	}
+	if len(req) > 0 {
+		return fmt.Errorf("use one of --data (or standard input) and --early-data")
+	}
+	if opts.Session == nil && f.mode == "tls" {
+		fmt.Fprintln(os.Stderr, "ztls: --early-data without --sess-in: sending the data after the handshake instead")
+	}
+	if ok, why := ztlshttp.EarlySafe(data); !ok {
+		fmt.Fprintf(os.Stderr, "ztls: --early-data: %s; sending it as early data anyway, as asked\n", why)
+	}
+	opts.Request, opts.ResumeEarly, opts.ReplaySafe = data, true, true
+	return nil
+}
+
+// saveSession writes the session to --sess-out, if given.
+func (f *connectFlags) saveSession(s *tls13.ClientSession) error {
+	if f.sessOut == "" {
+		return nil
+	}
+	if s == nil {
+		fmt.Fprintln(os.Stderr, "ztls: the server sent no session ticket; nothing stored in", f.sessOut)
+		return nil
+	}
+	data, err := s.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	return writePrivate(f.sessOut, data)
 }
 
 // writePrivate writes a file only its owner may read: also one that

@@ -236,8 +236,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if n == 0 {
 		return nil
 	}
-	s.log.Warn("connections cut at the drain deadline", "conns", n)
-	return fmt.Errorf("server: %d connections cut at the drain deadline: %w", n, ctx.Err())
+	s.log.Warn("stopping: cut the connections still open", "conns", n)
+	return fmt.Errorf("server: %d connections cut at the end of the drain: %w", n, ctx.Err())
 }
 
 // Close stops accepting and closes every connection at once.

@@ -517,8 +517,9 @@ func (s *serving) reload() {
 
 // serveUntilSignal serves ln until SIGTERM or SIGINT, then stops
 // accepting and lets the connections in flight finish for at most
-// --drain-timeout (idle keep-alive connections are closed at once). A
-// second signal ends the process at once.
+// --drain-timeout (idle keep-alive connections are closed at once); a
+// second signal cuts them at once. The anti-replay register is saved
+// after (cleanup).
 func (s *serving) serveUntilSignal(ctx context.Context, stopSignals func(), ln net.Listener) error {
 	served := make(chan error, 1)
 	go func() { served <- s.srv.Serve(ln) }()
@@ -528,10 +529,12 @@ func (s *serving) serveUntilSignal(ctx context.Context, stopSignals func(), ln n
 	case <-ctx.Done():
 	}
 	stopSignals()
-	s.log.Info("stopping: draining connections", "open_conns", s.srv.Open(), "drain_timeout", s.f.drain.String())
 	drain, cancel := context.WithTimeout(context.Background(), s.f.drain)
 	defer cancel()
-	s.srv.Shutdown(drain) // logs the connections it cut
+	again, stopAgain := signal.NotifyContext(drain, os.Interrupt, syscall.SIGTERM)
+	defer stopAgain()
+	s.log.Info("stopping: draining connections", "open_conns", s.srv.Open(), "drain_timeout", s.f.drain.String())
+	s.srv.Shutdown(again) // logs the connections it cut
 	<-served
 	return nil
 }

@@ -151,3 +151,31 @@ func TestCLIServeRefusesNegativeLimits(t *testing.T) {
 		}
 	}
 }
+
+// A second signal cuts the connections still draining: serve exits 0 at
+// once, says how many it cut, and still saves the register.
+func TestCLIServeSecondSignalCuts(t *testing.T) {
+	s := newSite(t)
+	arrived, release := make(chan struct{}), make(chan struct{})
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		<-release
+	}))
+	defer backend.Close()
+	defer close(release) // before backend.Close, which waits for the handler
+	cmd, log, addr := serveBackend(t, s, backend.URL, "--drain-timeout", "1h", "--timeout", "1h")
+	state := filepath.Join(s.zd, zdata.StrikeStateFile)
+	os.Remove(state)
+	sendRequest(t, s, addr)
+	<-arrived
+	cmd.Process.Signal(syscall.SIGTERM)
+	log.waitFor(t, "stopping: draining connections")
+	cmd.Process.Signal(syscall.SIGTERM)
+	if line := log.waitFor(t, "cut the connections still open"); !strings.Contains(line, "conns=1") {
+		t.Errorf("cut line without the count: %s", line)
+	}
+	waitExit(t, cmd)
+	if _, err := os.Stat(state); err != nil {
+		t.Errorf("the anti-replay register was not saved: %v", err)
+	}
+}

@@ -1,6 +1,6 @@
 package dial
 
-// Every decision to fall back, from ZTLS to TLS 1.3 (ZTLS-SPEC §6) and
+// Every decision to fall back, from ZTLS to TLS 1.3 (docs/ztls-spec.md, Section 6) and
 // from TurboTLS to TCP alone, and the reason the report gives for it.
 
 import (
@@ -123,7 +123,7 @@ func (a *attempt) awaitZData(onLikely func(likelyOffer)) error {
 // abortedOnZTLS reports whether the handshake c failed with err because
 // the server aborted on the ztls ClientHello: an alert, or a closed or
 // reset connection, before any ServerHello byte. A server that does not
-// know ztls may abort on early_data without a PSK (ZTLS-SPEC §6); it gets
+// know ztls may abort on early_data without a PSK (docs/ztls-spec.md, Section 6); it gets
 // one retry without ztls (dropZTLS).
 func (a *attempt) abortedOnZTLS(c *tls13.Conn, err error) bool {
 	if err == nil || a.offer == nil {

@@ -1,6 +1,6 @@
 package dial
 
-// The rest of ZTLS-SPEC §6's fallback matrix and the rotation run. Each
+// The rest of docs/ztls-spec.md, Section 6's fallback matrix and the rotation run. Each
 // fallback must give its reason and still the right response over TLS 1.3.
 
 import (
@@ -208,7 +208,7 @@ func TestRotationNoFallbacks(t *testing.T) {
 }
 
 // TestFallbackRevokedLeaf: Z-data signed by a certificate the client's
-// CRL revokes is not used (ZTLS-SPEC §6); the server's own certificate is
+// CRL revokes is not used (docs/ztls-spec.md, Section 6); the server's own certificate is
 // not revoked, so TLS 1.3 serves the request. When the CRL also revokes
 // the server's certificate, the connection fails with certificate_revoked.
 func TestFallbackRevokedLeaf(t *testing.T) {

@@ -1,6 +1,6 @@
 package dial
 
-// ZTLS meets servers and clients that don't know it (ZTLS-SPEC §6): a
+// ZTLS meets servers and clients that don't know it (docs/ztls-spec.md, Section 6): a
 // ztls client with valid Z-data against OpenSSL, GnuTLS and crypto/tls
 // servers, and plain TLS 1.3 clients against a ZTLS server.
 

@@ -13,8 +13,8 @@ import (
 )
 
 // Memory remembers, for at most 24 hours, the servers that aborted on a
-// ztls ClientHello, so later connections go straight to TLS 1.3 (ZTLS-SPEC
-// §6). It is per-site data like a cookie jar: Clear forgets it. A Memory
+// ztls ClientHello, so later connections go straight to TLS 1.3 (docs/ztls-spec.md,
+// Section 6). It is per-site data like a cookie jar: Clear forgets it. A Memory
 // made by OpenMemory keeps it in a file across processes.
 type Memory struct {
 	mu   sync.Mutex
@@ -22,7 +22,7 @@ type Memory struct {
 	path string
 }
 
-// RememberFor is how long an abort is remembered (ZTLS-SPEC §6).
+// RememberFor is how long an abort is remembered (docs/ztls-spec.md, Section 6).
 const RememberFor = 24 * time.Hour
 
 var defaultMemory = NewMemory()

@@ -16,7 +16,7 @@ import (
 
 // TurboOptions tune TurboTLS (Options.Turbo).
 //
-// A server that aborts on the ztls ClientHello (ZTLS-SPEC §6) gets one
+// A server that aborts on the ztls ClientHello (docs/ztls-spec.md, Section 6) gets one
 // retry without ztls in TurboTLS too, and is remembered in
 // Options.Memory: if its UDP flight is an alert, the retry is TLS 1.3 on
 // the TCP connection TurboTLS already opened (Report.TurboFallback says
@@ -166,7 +166,7 @@ func (t *turboTransport) setFallback(cc *turbo.ClientConfig) {
 	cc.Fallback = func(ctx context.Context, tcp net.Conn, same *tls13.Conn) (*tls13.Conn, error) {
 		if udpAborted && a.offer != nil {
 			// The server answered the ztls ClientHello sent over UDP with
-			// an alert (ZTLS-SPEC §6): the one retry without ztls runs as
+			// an alert (docs/ztls-spec.md, Section 6): the one retry without ztls runs as
 			// TLS 1.3 on the TCP connection already open, which has
 			// carried nothing yet.
 			a.dropZTLS()

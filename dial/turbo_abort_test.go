@@ -1,6 +1,6 @@
 package dial
 
-// ZTLS-SPEC §6 in TurboTLS mode: a server that does not know ztls, behind
+// docs/ztls-spec.md, Section 6 in TurboTLS mode: a server that does not know ztls, behind
 // the TurboTLS server proxy, aborts on the ztls ClientHello. The client
 // retries once without ztls, remembers the server, and the next
 // connection sends no ztls at all.
@@ -27,7 +27,7 @@ import (
 // Extension codepoints the Go server's ClientHelloInfo lists.
 const (
 	extEarlyData = 42     // RFC 8446, Section 4.2.10
-	extZTLS      = 0xff5a // ZTLS-SPEC (private use)
+	extZTLS      = 0xff5a // docs/ztls-spec.md (private use)
 )
 
 // goBackend is a crypto/tls server that answers each request in upper

@@ -225,7 +225,7 @@ type Config struct {
 	// leaf against it too.
 	Revocation *revocation.Checker
 
-	// ZTLSExtension is the codepoint of the ztls extension (ZTLS-SPEC
+	// ZTLSExtension is the codepoint of the ztls extension (docs/ztls-spec.md,
 	// Section 2); 0 means 0xFF5A, a private-use value. Clients and servers
 	// must agree: to the other side the extension at any other codepoint
 	// is an unknown one (a server ignores it and rejects the early data;
@@ -415,7 +415,7 @@ func (c *Config) earlyDataWindow() time.Duration {
 
 // requiresClientCert: a server that demands or verifies client
 // certificates never acts on early data, which arrives before any
-// certificate (ZTLS-SPEC §1 field 10, RFC 8446 Section 4.2.10): it
+// certificate (docs/ztls-spec.md, Section 1 field 10, RFC 8446 Section 4.2.10): it
 // rejects 0-RTT and ZTLS early data, and the client resends its request
 // after the handshake, authenticated.
 func (c *Config) requiresClientCert() bool {

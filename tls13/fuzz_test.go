@@ -468,7 +468,7 @@ func TestFuzzSeedsReachHandshakeEnd(t *testing.T) {
 			}
 			// The seeds cover what the modes are for.
 			// A server that requires client certificates (server 1)
-			// takes no early data (ZTLS-SPEC §1 field 10), and no
+			// takes no early data (docs/ztls-spec.md, Section 1 field 10), and no
 			// ticket issued to a client without a certificate.
 			st, mode := cli.info, cv/len(env.clients)
 			certOK := sv != 1

@@ -48,7 +48,7 @@ type clientHelloParams struct {
 	pskSecret  *keyschedule.EarlySecret
 	earlyData  bool // early_data offered
 
-	// ZTLS (ZTLS-SPEC §2-3): the Z-data offer and the early secret from
+	// ZTLS (docs/ztls-spec.md, Section 2-3): the Z-data offer and the early secret from
 	// ECDH(our share, the Z-data share), under the early suite's hash.
 	ztls       *ZDataOffer
 	ztlsSecret *keyschedule.EarlySecret
@@ -334,7 +334,7 @@ func (e *engine) handleHelloRetryRequest(p *clientHelloParams, hrr *wire.ServerH
 		ch.KeyShares = []wire.KeyShare{{Group: hrr.SelectedGroup, Data: share.Public()}}
 	}
 	ch.Cookie = hrr.Cookie
-	ch.ZTLS = nil // ZTLS-SPEC §2: rejected after a HelloRetryRequest
+	ch.ZTLS = nil // docs/ztls-spec.md, Section 2: rejected after a HelloRetryRequest
 	if p.earlyData {
 		ch.EarlyData = false
 		p.earlyData = false
@@ -439,7 +439,7 @@ func (e *engine) readServerKeyShare(k *clientKeys, sh *wire.ServerHello) ([]byte
 	return shared, nil
 }
 
-// checkZTLSEcho checks a ztls echo (ZTLS-SPEC §3): our record, our early
+// checkZTLSEcho checks a ztls echo (docs/ztls-spec.md, Section 3): our record, our early
 // suite, no PSK beside it, and a fresh key share.
 func (k *clientKeys) checkZTLSEcho(sh *wire.ServerHello) error {
 	p := k.p
@@ -568,7 +568,7 @@ func (s *clientExpectCertificate) handle(e *engine, typ uint8, msg []byte) (stat
 		p.transcript.Write(cr.Raw)
 		return &clientExpectCertificate{keys: s.keys, certReq: cr}, nil
 	case typ == wire.TypeCertificateVerify && s.keys.ztls && p.ztls.Leaf != nil && len(p.hello.ZTLS.CertHash) == 32:
-		// ZTLS-SPEC §4: the server omitted its Certificate because we named
+		// docs/ztls-spec.md, Section 4: the server omitted its Certificate because we named
 		// the TLSA leaf (verified before the handshake) with cert_hash.
 		pub, err := sig.ParsePublicKey(p.ztls.Leaf)
 		if err != nil {
@@ -1077,7 +1077,7 @@ func (e *engine) ztlsEarlySuite(p *clientHelloParams, z *ZDataOffer, earlyLen in
 
 // ztlsSharedSecret is ZS, the ECDH of our key share for the Z-data's
 // group (added to the ClientHello if there is none yet) with the Z-data
-// share (ZTLS-SPEC §3), prepared ahead when it could be.
+// share (docs/ztls-spec.md, Section 3), prepared ahead when it could be.
 func (e *engine) ztlsSharedSecret(p *clientHelloParams, z *ZDataOffer) ([]byte, error) {
 	ch, group := p.hello, uint16(z.Group)
 	var share kex.ClientShare

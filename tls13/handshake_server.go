@@ -159,7 +159,7 @@ func (hs *serverHandshake) readClientHello(msg []byte) error {
 		return errorf(AlertIllegalParameter, "ClientHello offers compression")
 	}
 	// Without Z-data keys the ztls extension is not answered: the client
-	// sees no echo and treats its early data as rejected (ZTLS-SPEC §2).
+	// sees no echo and treats its early data as rejected (docs/ztls-spec.md, Section 2).
 	hs.ch = ch
 	hs.e.info.ServerName = ch.ServerName
 	hs.e.serverName = ch.ServerName
@@ -370,7 +370,7 @@ func (hs *serverHandshake) sendHelloRetryRequest() (state, error) {
 
 // earlySkipBudget is how much early plaintext a server that rejected
 // 0-RTT skips (RFC 8446, Section 4.2.10: up to its max_early_data_size;
-// ZTLS-SPEC Section 3: the larger of its own limit and the published
+// docs/ztls-spec.md, Section 3: the larger of its own limit and the published
 // Z-data limit); see skipEarlyRecord for how records are charged.
 func (e *engine) earlySkipBudget(published uint32) int {
 	if n := max(int(e.cfg.MaxEarlyData), int(published)); n > 0 {
@@ -644,7 +644,7 @@ func (hs *serverHandshake) sendEncryptedExtensions() error {
 
 // sendServerCertificate authenticates the server unless a PSK does:
 // CertificateRequest (when it asks for client certificates), Certificate
-// (left out when ZTLS allows, ZTLS-SPEC §4), CertificateVerify.
+// (left out when ZTLS allows, docs/ztls-spec.md, Section 4), CertificateVerify.
 func (hs *serverHandshake) sendServerCertificate() error {
 	if hs.psk != nil {
 		return nil
@@ -1029,7 +1029,7 @@ func (s *serverConnected) sendSessionTicket(e *engine) error {
 	return e.flushHandshake()
 }
 
-// acceptZTLS applies the acceptance rules of ZTLS-SPEC §5 before the
+// acceptZTLS applies the acceptance rules of docs/ztls-spec.md, Section 5 before the
 // ServerHello. It never aborts for a rule that fails (the early data is
 // rejected and the handshake goes on as TLS 1.3) except for an invalid
 // key share, which is the client's protocol error. It returns why it
@@ -1047,7 +1047,7 @@ func (hs *serverHandshake) acceptZTLS() (string, error) {
 	case hs.psk != nil:
 		return "ClientHello also resumes a session", nil
 	case cfg.requiresClientCert():
-		// ZTLS-SPEC §1 field 10: early data is never client-authenticated.
+		// docs/ztls-spec.md, Section 1 field 10: early data is never client-authenticated.
 		return "server requires client certificates; early data is not client-authenticated", nil
 	}
 	now := cfg.now()
@@ -1125,7 +1125,7 @@ func (hs *serverHandshake) checkZTLSFreshness(key *ZDataKey, es keyschedule.Earl
 	return ""
 }
 
-// mayOmitCertificate: ZTLS-SPEC §4 lets an accepting server leave out the
+// mayOmitCertificate: docs/ztls-spec.md, Section 4 lets an accepting server leave out the
 // Certificate the client already verified from DNS.
 func (hs *serverHandshake) mayOmitCertificate() bool {
 	ch := hs.ch

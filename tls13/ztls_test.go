@@ -1,6 +1,6 @@
 package tls13
 
-// ZTLS in the engine (ZTLS-SPEC §2-5), with a Z-data key made in the test;
+// ZTLS in the engine (docs/ztls-spec.md, Section 2-5), with a Z-data key made in the test;
 // package zdata's records and keyring are tested end to end in their own
 // package and by the dial tests.
 
@@ -368,7 +368,7 @@ func TestZTLSAfterHelloRetryRequest(t *testing.T) {
 // server's first flight carries a CertificateRequest. A server that only
 // asks (RequestClientCert) answers the early request; a server that
 // requires or verifies certificates rejects the early data, since it
-// arrives before any certificate (ZTLS-SPEC §1 field 10), and the client
+// arrives before any certificate (docs/ztls-spec.md, Section 1 field 10), and the client
 // resends it after the handshake, authenticated.
 func TestZTLSWithClientCertificate(t *testing.T) {
 	z := newZTLSSetup(t)

@@ -57,7 +57,7 @@ type ClientConfig struct {
 	// came over UDP but failed the handshake: err is the engine's error,
 	// aborted says the flight opened with an alert, before any
 	// ServerHello (the server aborted on the ClientHello, as servers that
-	// don't know ztls may: ZTLS-SPEC §6). Fallback may then retry
+	// don't know ztls may: docs/ztls-spec.md, Section 6). Fallback may then retry
 	// without what the server refused.
 	Refused func(err error, aborted bool)
 }

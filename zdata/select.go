@@ -56,7 +56,7 @@ type SelectOptions struct {
 	// Now is the instant the records must be valid at (and the chains).
 	Now time.Time
 	// Revocation, if set, must pass every leaf's verified chains: a
-	// revoked leaf (or intermediate) is ReasonRevoked (ZTLS-SPEC §6).
+	// revoked leaf (or intermediate) is ReasonRevoked (docs/ztls-spec.md, Section 6).
 	Revocation *revocation.Checker
 	// Policy, if set, is the client's whole certificate policy and
 	// replaces the checks above: a TLS client passes its own (package dial

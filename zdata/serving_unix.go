@@ -21,7 +21,7 @@ import (
 // advisory lock on DIR/serving.lock (released when the process exits or
 // release is called) and writes its pid there. Two servers holding the
 // same Z-data keys, each with a register of its own, both accept one
-// captured first flight (ZTLS-SPEC §5); a server that finds the lock held
+// captured first flight (docs/ztls-spec.md, Section 5); a server that finds the lock held
 // (by another private server, or by servers sharing a register, which
 // hold it shared: ShareServing) gets ErrDirServed, and should either share
 // one strike register with the others or not take early data.

@@ -305,7 +305,7 @@ func (s *serving) antiReplay(cfg *tls13.Config) error {
 func (s *serving) ownRegister(cfg *tls13.Config) error {
 	zdir, window := s.zdir, s.f.window
 	// Two servers holding the same Z-data keys with registers of their
-	// own both accept one captured flight (ZTLS-SPEC §5).
+	// own both accept one captured flight (docs/ztls-spec.md, Section 5).
 	if zdir.Fleet() {
 		return fmt.Errorf("%s holds a fleet seed: every server of the fleet derives the same Z-data keys, so they must share one anti-replay register; add --strike-register redis://HOST:PORT (the same for every member)", zdir.Path)
 	}

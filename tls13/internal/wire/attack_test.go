@@ -81,7 +81,7 @@ func TestAttacks(t *testing.T) {
 		{"NST duplicate early_data", mustMarshal(t, &NewSessionTicket{Ticket: []byte{1}, Extra: []Extension{ext(ExtEarlyData, "00000001"), ext(ExtEarlyData, "00000001")}}), alert.IllegalParameter},
 		{"Certificate entry duplicate extension", mustMarshal(t, &Certificate{Entries: []CertificateEntry{{Data: []byte{1}, Extra: []Extension{ext(0x1234, ""), ext(0x1234, "")}}}}), alert.IllegalParameter},
 
-		// RFC 8446, Section 4.2.11 and ZTLS-SPEC Section 2: last extension.
+		// RFC 8446, Section 4.2.11 and docs/ztls-spec.md, Section 2: last extension.
 		{"CH pre_shared_key not last", ch(t, ext(ExtPreSharedKey, "0007000101"+"00000000"+"0021"+"20"+strings.Repeat("00", 32)), ext(0x1234, "")), alert.IllegalParameter},
 		{"CH ztls not last", ch(t, ext(ExtZTLS, ztlsBody(0, 32)), ext(ExtEarlyData, "")), alert.IllegalParameter},
 		{"CH ztls before pre_shared_key", ch(t, ext(ExtZTLS, ztlsBody(0, 32)), ext(ExtPreSharedKey, "0007000101"+"00000000"+"0021"+"20"+strings.Repeat("00", 32))), alert.IllegalParameter},

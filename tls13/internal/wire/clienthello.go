@@ -14,12 +14,12 @@ type PSKIdentity struct {
 }
 
 // ZTLSClientHello is the body of the ztls extension in a ClientHello
-// (ZTLS-SPEC Section 2), with the fields in wire order.
+// (docs/ztls-spec.md, Section 2), with the fields in wire order.
 type ZTLSClientHello struct {
 	ZDataID          uint32   // uint32 zdata_id: lookup hint
 	ZDataHash        [32]byte // opaque zdata_hash[32]: the exact record used
 	EarlySuite       uint16   // CipherSuite early_suite
-	ObfuscatedTimeMS uint64   // uint64 obfuscated_time_ms (ZTLS-SPEC Section 3)
+	ObfuscatedTimeMS uint64   // uint64 obfuscated_time_ms (docs/ztls-spec.md, Section 3)
 	CertHash         []byte   // opaque cert_hash<0..32>: length 0 or 32, else decode_error
 	Binder           []byte   // opaque binder<32..255>: computed last, see UpdateZTLSBinder
 }
@@ -99,7 +99,7 @@ type ClientHello struct {
 	// one binder per identity (else illegal_parameter).
 	PSKIdentities []PSKIdentity
 	PSKBinders    [][]byte
-	// ZTLS is the ztls extension (ZTLS-SPEC Section 2); nil means absent. It
+	// ZTLS is the ztls extension (docs/ztls-spec.md, Section 2); nil means absent. It
 	// must be the last extension, so it never comes with pre_shared_key.
 	ZTLS *ZTLSClientHello
 	// Extra holds the other extensions, opaque; unknown ones land here on parse.
@@ -237,7 +237,7 @@ func (m *ClientHello) readExtension(e Extension, last bool) error {
 		}
 		m.PSKIdentities, m.PSKBinders, err = readOfferedPSKs(e.Data)
 	case ExtZTLS:
-		// ZTLS-SPEC Section 2: ztls is the last extension.
+		// docs/ztls-spec.md, Section 2: ztls is the last extension.
 		if !last {
 			return illegalErr("ClientHello: ztls is not the last extension")
 		}
@@ -433,7 +433,7 @@ func readOfferedPSKs(data []byte) ([]PSKIdentity, [][]byte, error) {
 	return identities, list, nil
 }
 
-// readZTLSClientHello reads ZTLSClientHello (ZTLS-SPEC Section 2).
+// readZTLSClientHello reads ZTLSClientHello (docs/ztls-spec.md, Section 2).
 func readZTLSClientHello(data []byte) (*ZTLSClientHello, error) {
 	s := cryptobyte.String(data)
 	z := &ZTLSClientHello{}
@@ -650,7 +650,7 @@ func checkBinders(binders [][]byte, n int) error {
 // BindersLen returns how many bytes at the end of the marshalled ClientHello
 // the binders take: with pre_shared_key, the 2-byte length of the binders
 // list plus each binder with its 1-byte length (RFC 8446, Section 4.2.11.2);
-// with ztls, the binder with its 1-byte length (ZTLS-SPEC Section 3); else 0.
+// with ztls, the binder with its 1-byte length (docs/ztls-spec.md, Section 3); else 0.
 // The truncated ClientHello the binders cover is msg[:len(msg)-m.BindersLen()].
 func (m *ClientHello) BindersLen() int {
 	if len(m.PSKIdentities) > 0 {

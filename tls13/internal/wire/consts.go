@@ -47,7 +47,7 @@ func TypeName(typ uint8) string {
 }
 
 // Extension types (RFC 8446, Section 4.2; RFC 6066; RFC 6962; RFC 7301;
-// RFC 7685; RFC 8449; RFC 5746; ZTLS-SPEC Section 2).
+// RFC 7685; RFC 8449; RFC 5746; docs/ztls-spec.md, Section 2).
 const (
 	ExtServerName              uint16 = 0
 	ExtStatusRequest           uint16 = 5
@@ -68,7 +68,7 @@ const (
 	ExtSignatureAlgorithmsCert uint16 = 50
 	ExtKeyShare                uint16 = 51
 	ExtRenegotiationInfo       uint16 = 0xff01
-	// ExtZTLS is the private-use codepoint of the ztls extension (ZTLS-SPEC Section 2).
+	// ExtZTLS is the private-use codepoint of the ztls extension (docs/ztls-spec.md, Section 2).
 	ExtZTLS uint16 = 0xff5a
 )
 
@@ -98,7 +98,7 @@ var HelloRetryRequestRandom = [32]byte{
 const MaxHandshakeSize = 1 << 17
 
 // placement says in which messages an extension this package knows may
-// appear (RFC 8446, Section 4.2 table; RFC 8449; ZTLS-SPEC Section 2).
+// appear (RFC 8446, Section 4.2 table; RFC 8449; docs/ztls-spec.md, Section 2).
 // RFC 8446, Section 4.2: a recognised extension in a message it is not
 // specified for is an illegal_parameter; unknown ones are kept opaque.
 type placement uint16

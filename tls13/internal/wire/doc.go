@@ -1,5 +1,5 @@
 // Package wire encodes and decodes TLS 1.3 handshake messages (RFC 8446,
-// Section 4) and the ztls extension (ZTLS-SPEC Section 2).
+// Section 4) and the ztls extension (docs/ztls-spec.md, Section 2).
 //
 // Every message type has a Marshal method that returns the whole handshake
 // message, 4-byte header included, and a ParseXxx function that takes the

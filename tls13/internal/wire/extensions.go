@@ -59,7 +59,7 @@ func bytesOf(s cryptobyte.String) []byte {
 
 // swapZTLS maps an extension type between the wire and this package when
 // the ztls extension is configured at codepoint cp instead of ExtZTLS
-// (ZTLS-SPEC Section 2: the codepoint is configurable): cp and ExtZTLS
+// (docs/ztls-spec.md, Section 2: the codepoint is configurable): cp and ExtZTLS
 // trade places, so inside the package the ztls extension is always
 // ExtZTLS and an extension arriving at ExtZTLS's value is an unknown one.
 // The swap is its own inverse, so parsing and marshalling use it alike.

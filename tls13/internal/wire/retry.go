@@ -10,7 +10,7 @@ import (
 // HelloRetryRequest may add, drop or change (RFC 8446, Section 4.1.2):
 // key_share (the share the server asked for), early_data (removed),
 // cookie (added), pre_shared_key (incompatible identities dropped, ages
-// and binders updated) and padding. ztls goes too (ZTLS-SPEC Section 2:
+// and binders updated) and padding. ztls goes too (docs/ztls-spec.md, Section 2:
 // it is refused after a HelloRetryRequest).
 var retryMayChange = map[uint16]bool{
 	ExtKeyShare: true, ExtEarlyData: true, ExtCookie: true,

@@ -42,7 +42,7 @@ type ServerHello struct {
 	// (RFC 8446, Section 4.2.11); HasPSK tells presence.
 	PSKIdentity uint16
 	HasPSK      bool
-	// ZTLSID is the ztls echo, uint32 zdata_id (ZTLS-SPEC Section 2); HasZTLS
+	// ZTLSID is the ztls echo, uint32 zdata_id (docs/ztls-spec.md, Section 2); HasZTLS
 	// tells presence. Marshal also writes it when ZTLSID is not 0.
 	ZTLSID  uint32
 	HasZTLS bool

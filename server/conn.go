@@ -97,7 +97,7 @@ func (s *Server) beginHandshake(c *Conn) bool {
 		s.cfg.Metrics.Flight(st, c.Turbo)
 	}
 	if s.cfg.LogConns {
-		s.log.Info("connection", "remote", remote(c.Conn), "state", Describe(st))
+		s.log.Info("connection", "remote", remote(c.Conn), "state", Describe(st), "hrr", askedRetry(c.Trace()))
 	}
 	return true
 }
@@ -142,4 +142,14 @@ func Describe(st tls13.ConnectionState) string {
 		mode = "resumed"
 	}
 	return fmt.Sprintf("%s, %s, %s", mode, tls13.CipherSuiteName(st.CipherSuite), tls13.GroupName(st.Group))
+}
+
+// askedRetry reports whether the handshake took a HelloRetryRequest.
+func askedRetry(trace []tls13.TraceEvent) bool {
+	for _, ev := range trace {
+		if ev.Event == tls13.EventHelloRetryRequest {
+			return true
+		}
+	}
+	return false
 }

@@ -32,6 +32,8 @@ type Event int
 
 const (
 	EventClientHelloSent Event = iota + 1
+	// EventHelloRetryRequest: a client received a HelloRetryRequest, a
+	// server sent one.
 	EventHelloRetryRequest
 	EventServerHelloReceived
 	EventHandshakeKeys

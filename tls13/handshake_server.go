@@ -325,6 +325,7 @@ func (hs *serverHandshake) pickCertificate() error {
 // (RFC 8446, Section 4.1.4).
 func (hs *serverHandshake) sendHelloRetryRequest() (state, error) {
 	e, ch, s := hs.e, hs.ch, hs.suite
+	e.event(EventHelloRetryRequest)
 	t := keyschedule.NewTranscript(s.Hash)
 	t.Write(ch.Raw)
 	t.RestartWithMessageHash()

@@ -239,3 +239,33 @@ func TestProxyPipelinedEarlyRequestAfterHandshake(t *testing.T) {
 		t.Fatalf("backend saw bodies %q", bodies)
 	}
 }
+
+// An early request that says Connection: close is answered in the first
+// flight and then the proxy ends the connection: it does not wait for more
+// requests until its idle timeout (the client would wait with it).
+func TestProxyEarlyConnectionCloseEnds(t *testing.T) {
+	w, be, opts := setupWorld(t)
+	req := "GET /bye HTTP/1.1\r\nHost: " + w.Host + "\r\nConnection: close\r\n\r\n"
+	res := dialEarly(t, w, opts, "http/1.1", []byte(req))
+	if !res.Report.EarlyData.Accepted {
+		t.Fatalf("early data not accepted: %+v (%s)", res.Report.EarlyData, res.Report.FallbackReason)
+	}
+	// The lab server itself cuts a connection after 10 s: a proxy that kept
+	// reading would be found here well before that.
+	res.Conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(res.Conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || string(body) != "page /bye" {
+		t.Fatalf("body %q, %v", body, err)
+	}
+	if rest, err := io.ReadAll(br); err != nil || len(rest) != 0 {
+		t.Fatalf("after the response: %q, %v; want the proxy to close the connection (EOF)", rest, err)
+	}
+	if early := be.seen(); len(early) != 1 || early[0] != "1" {
+		t.Fatalf("backend saw Early-Data %q, want one early request", early)
+	}
+}

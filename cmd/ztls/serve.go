@@ -56,7 +56,7 @@ type serveFlags struct {
 func init() {
 	var f serveFlags
 	cmd := &cobra.Command{
-		Use:   "serve --listen ADDR --cert FILE --key FILE [--echo | --respond TEXT]",
+		Use:   "serve --listen ADDR (--cert FILE --key FILE | --zdata DIR) [--echo | --respond TEXT | --backend URL]",
 		Short: "Run a TLS 1.3 server",
 		Long: `Run a TLS 1.3 server on ADDR.
 
@@ -69,7 +69,16 @@ ClientHellos are refused (RFC 8446, Section 8); after a restart, early
 data that may predate it is refused for up to two --early-window.
 Early data is unauthenticated: with --client-auth request or require it
 is never acted on, and the client sends its request after the handshake.
-Servers sharing Z-data keys must share --strike-register (docs/security.md).`,
+Servers sharing Z-data keys must share --strike-register (docs/security.md).
+
+With --zdata DIR the server also takes ZTLS first flights; without --cert and
+--key it serves the certificate and key DIR was made with. It keeps DIR's keys
+current itself (--rotate) and can push the records to DNS (--publish).
+
+Signals: SIGHUP reloads the certificate, client CAs, CRLs and the Z-data for the
+handshakes that start from then on; SIGTERM or SIGINT stops accepting, lets the
+connections in flight finish within --drain-timeout, saves the anti-replay
+memory and exits (a second signal stops at once).`,
 		Example: `  # a test certificate, then a server answering every request
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
       -subj /CN=localhost -addext subjectAltName=DNS:localhost \

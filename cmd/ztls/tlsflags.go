@@ -33,8 +33,8 @@ type tlsFlags struct {
 
 func (f *tlsFlags) register(fs *pflag.FlagSet, server bool) {
 	if server {
-		fs.StringVar(&f.cert, "cert", "", "PEM certificate chain, leaf first (required)")
-		fs.StringVar(&f.key, "key", "", "PEM private key of the leaf (required)")
+		fs.StringVar(&f.cert, "cert", "", "PEM certificate chain, leaf first (required, unless --zdata DIR names one)")
+		fs.StringVar(&f.key, "key", "", "PEM private key of the leaf (required, unless --zdata DIR names one)")
 		fs.StringVar(&f.ca, "client-ca", "", "PEM roots that client certificates must chain to")
 		fs.StringVar(&f.misplacedCA, "ca", "", "not a server flag: client certificates are checked against --client-ca")
 		fs.MarkHidden("ca")

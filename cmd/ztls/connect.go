@@ -73,12 +73,9 @@ func (f *connectFlags) register(cmd *cobra.Command) {
 	f.tls.register(fs, false)
 }
 
-func init() {
-	var f connectFlags
-	cmd := &cobra.Command{
-		Use:   "connect HOST:PORT",
-		Short: "Open a TLS 1.3 connection, send a request, print the response (like openssl s_client)",
-		Long: `Connect to HOST:PORT, send --data (or standard input when it is not a
+// The help of connect and get.
+const (
+	connectLong = `Connect to HOST:PORT, send --data (or standard input when it is not a
 terminal), print what comes back, and report what was negotiated and where
 the time went.
 
@@ -120,8 +117,8 @@ Exit status: 0 when the response ended as it should, 1 otherwise (no
 connection, a failed handshake, a response cut short or not finished
 within --timeout), with or without --json; once a connection is tried,
 --json prints the report, its "error" field set when it failed (a flag
-refused before that prints no report).`,
-		Example: `  ztls connect 127.0.0.1:8443 --ca cert.pem --servername localhost --data 'ping'
+refused before that prints no report).`
+	connectExample = `  ztls connect 127.0.0.1:8443 --ca cert.pem --servername localhost --data 'ping'
   ztls connect example.test:443 --json
   # a POST goes after the handshake; to accept that it may be replayed:
   ztls connect example.test:443 --early-unsafe \
@@ -129,8 +126,35 @@ refused before that prints no report).`,
   # resumption with 0-RTT
   ztls connect 127.0.0.1:8443 --ca ca.pem --sess-out sess.bin --data hi
   printf 'GET / HTTP/1.0\r\n\r\n' > req.txt
-  ztls connect 127.0.0.1:8443 --ca ca.pem --sess-in sess.bin --early-data req.txt --json`,
-		Args: oneArg("HOST[:PORT]", "example.com:443"),
+  ztls connect 127.0.0.1:8443 --ca ca.pem --sess-in sess.bin --early-data req.txt --json`
+	getLong = `Fetch URL (https://HOST[:PORT]/PATH) with HTTP/1.1 over a ztls connection
+and print the response (status line and header as received, then the
+body); --json prints the connection report on standard output and the
+response on standard error.
+
+get stops at the response's end (its Content-Length or last chunk),
+whether or not the server then closes the connection. Exit status: 0 for
+a whole response (whatever its HTTP status), 1 otherwise (no connection,
+a failed handshake, a response cut short, longer than --max-bytes or not
+finished within --timeout), with or without --json.`
+	getExample = `  ztls get https://localhost:8443/ --ca cert.pem
+  ztls get https://localhost:8443/index.html --ca cert.pem --json
+  ztls get https://localhost:8443/ --ca cert.pem --http2   # HTTP/2, as browsers speak it`
+)
+
+func init() {
+	rootCmd.AddCommand(newConnectCmd(), newGetCmd())
+}
+
+// newConnectCmd is ztls connect.
+func newConnectCmd() *cobra.Command {
+	var f connectFlags
+	cmd := &cobra.Command{
+		Use:     "connect HOST:PORT",
+		Short:   "Open a TLS 1.3 connection, send a request, print the response (like openssl s_client)",
+		Long:    connectLong,
+		Example: connectExample,
+		Args:    oneArg("HOST[:PORT]", "example.com:443"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			addr, err := connectAddr(args[0])
 			if err != nil {
@@ -157,27 +181,19 @@ refused before that prints no report).`,
 	cmd.Flags().StringVar(&f.data, "data", "", "request to send (default: standard input when it is a pipe or file); early data only if it is a GET, HEAD or OPTIONS request")
 	cmd.Flags().BoolVar(&f.earlyUnsafe, "early-unsafe", false, "also send a request that is not replay-safe (a POST, non-HTTP data) as early data, accepting that an attacker may replay it to the server")
 	f.register(cmd)
-	rootCmd.AddCommand(cmd)
+	return cmd
+}
 
+// newGetCmd is ztls get.
+func newGetCmd() *cobra.Command {
 	var g connectFlags
 	var http2 bool
 	get := &cobra.Command{
-		Use:   "get URL",
-		Short: "HTTP GET over TLS 1.3 and print the response",
-		Long: `Fetch URL (https://HOST[:PORT]/PATH) with HTTP/1.1 over a ztls connection
-and print the response (status line and header as received, then the
-body); --json prints the connection report on standard output and the
-response on standard error.
-
-get stops at the response's end (its Content-Length or last chunk),
-whether or not the server then closes the connection. Exit status: 0 for
-a whole response (whatever its HTTP status), 1 otherwise (no connection,
-a failed handshake, a response cut short, longer than --max-bytes or not
-finished within --timeout), with or without --json.`,
-		Example: `  ztls get https://localhost:8443/ --ca cert.pem
-  ztls get https://localhost:8443/index.html --ca cert.pem --json
-  ztls get https://localhost:8443/ --ca cert.pem --http2   # HTTP/2, as browsers speak it`,
-		Args: oneArg("URL", "https://example.com/"),
+		Use:     "get URL",
+		Short:   "HTTP GET over TLS 1.3 and print the response",
+		Long:    getLong,
+		Example: getExample,
+		Args:    oneArg("URL", "https://example.com/"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			u, err := getURL(args[0])
 			if err != nil {
@@ -205,7 +221,7 @@ finished within --timeout), with or without --json.`,
 	get.Flags().BoolVar(&g.prefetchLinks, "prefetch-links", false, "after the page, prefetch and prevalidate the https hosts it links to (see 'ztls prefetch'), kept for later runs")
 	get.Flags().IntVar(&g.linkConcurrency, "prefetch-concurrency", 4, "with --prefetch-links, prefetch at most N hosts at once")
 	get.Flags().BoolVar(&http2, "http2", false, "speak HTTP/2 (ALPN h2, the request's frames as early data) through the ztlshttp transport, falling back to HTTP/1.1 when the server does not select h2")
-	rootCmd.AddCommand(get)
+	return get
 }
 
 // runConnect connects to addr, sends req and then input, and prints the

@@ -18,6 +18,7 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/ztls-project/ztls/dns/authority"
 	"github.com/ztls-project/ztls/internal/metrics"
@@ -64,12 +65,9 @@ type dnsServeFlags struct {
 	cookieRotate                       time.Duration
 }
 
-func init() {
-	var f dnsServeFlags
-	serve := &cobra.Command{
-		Use:   "serve --zone [ORIGIN=]FILE --listen ADDR [--tls ADDR --cert FILE --key FILE]",
-		Short: "Serve zone files authoritatively over UDP, TCP and DNS over TLS",
-		Long: `Serve one or more zone files (RFC 1035 master format) authoritatively.
+// The help of dns serve.
+const (
+	dnsServeLong = `Serve one or more zone files (RFC 1035 master format) authoritatively.
 
 --listen serves UDP and TCP on the same address; --tls adds DNS over TLS
 (RFC 7858) with --cert and --key. A stream connection is read continuously:
@@ -116,8 +114,8 @@ Under abuse (defaults in brackets):
                 never limited and gets answers up to its buffer; others get
                 at most --udp-amplification times their query [10], larger
                 answers truncated (TC=1) so they retry over TCP. ANY is
-                answered with one RRset (RFC 8482).`,
-		Example: `  # a zone on a high port, UDP and TCP
+                answered with one RRset (RFC 8482).`
+	dnsServeExample = `  # a zone on a high port, UDP and TCP
   ztls dns serve --zone example.org.zone --listen 127.0.0.1:5353
   dig @127.0.0.1 -p 5353 www.example.org A
 
@@ -130,15 +128,30 @@ Under abuse (defaults in brackets):
   ztls dns serve --zone example.org.zone --zdata zd/ --turbo --listen 127.0.0.1:5353
 
   # the six lookups of a ZTLS connection, pipelined on one DNS-over-TLS connection
-  ztls lookup @127.0.0.1 -p 8853 www.example.org ztls +tls --dns-ca ca.pem`,
-		Args: cobra.NoArgs,
+  ztls lookup @127.0.0.1 -p 8853 www.example.org ztls +tls --dns-ca ca.pem`
+)
+
+func init() {
+	var f dnsServeFlags
+	serve := &cobra.Command{
+		Use:     "serve --zone [ORIGIN=]FILE --listen ADDR [--tls ADDR --cert FILE --key FILE]",
+		Short:   "Serve zone files authoritatively over UDP, TCP and DNS over TLS",
+		Long:    dnsServeLong,
+		Example: dnsServeExample,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return runDNSServe(ctx, cmd.ErrOrStderr(), &f)
 		},
 	}
-	fs := serve.Flags()
+	f.register(serve.Flags())
+	dnsCmd.AddCommand(serve)
+	rootCmd.AddCommand(dnsCmd)
+}
+
+// register defines dns serve's flags.
+func (f *dnsServeFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.zones, "zone", nil, "zone file to serve, as FILE or ORIGIN=FILE (repeatable)")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:53", "address for UDP and TCP (empty: none)")
 	fs.StringVar(&f.tlsListen, "tls", "", "address for DNS over TLS (needs --cert and --key)")
@@ -162,8 +175,6 @@ Under abuse (defaults in brackets):
 	fs.BoolVarP(&f.verboseLogs, "verbose", "v", false, "log socket and connection errors")
 	fs.BoolVar(&f.rotate, "rotate", true, "rotate each --zdata directory's keys when no other process does (the first to claim DIR/rotate.lock rotates: ztls serve or this server); off: only reload")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9181): queries by type and rcode, UDP bytes, RRL drops and slips, cookies, connections, live Z-data keys")
-	dnsCmd.AddCommand(serve)
-	rootCmd.AddCommand(dnsCmd)
 }
 
 // loadZoneArg loads "FILE" or "ORIGIN=FILE".

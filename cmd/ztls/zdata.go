@@ -52,6 +52,16 @@ func init() {
 	rootCmd.AddCommand(zdataCmd)
 }
 
+// The help of zdata new.
+const zdataNewLong = `Create DIR with the service's settings and the keys of the current period,
+and print the records to publish. The certificate must name --host and be
+valid now (clients would refuse Z-data signed with any other). DIR is made
+all at once: if anything is refused, nothing is left behind. DIR may exist
+if it is empty or holds only other files (such as the certificate).
+
+--port is the port clients connect to: 'ztls serve --zdata DIR' should
+listen on it (or behind a NAT or load balancer that forwards it).`
+
 func init() {
 	var cfg zdata.ServiceConfig
 	var out, seedFile, group, nsc string
@@ -60,14 +70,7 @@ func init() {
 	cmd := &cobra.Command{
 		Use:   "new --host HOST --port PORT --cert FILE --key FILE --out DIR",
 		Short: "Create a Z-data directory and print the zone-file lines to publish",
-		Long: `Create DIR with the service's settings and the keys of the current period,
-and print the records to publish. The certificate must name --host and be
-valid now (clients would refuse Z-data signed with any other). DIR is made
-all at once: if anything is refused, nothing is left behind. DIR may exist
-if it is empty or holds only other files (such as the certificate).
-
---port is the port clients connect to: 'ztls serve --zdata DIR' should
-listen on it (or behind a NAT or load balancer that forwards it).`,
+		Long:  zdataNewLong,
 		Example: `  ztls zdata new --host www.example.org --port 443 --cert cert.pem --key key.pem --out zd/
   # a fleet: every server with the same seed file derives the same keys
   head -c 32 /dev/urandom > fleet.seed; chmod 600 fleet.seed

@@ -137,7 +137,10 @@ func (t *turboTransport) hello() (*turbo.Hello, error) {
 // TLS 1.3, resuming Options.Session if set), early data included.
 func (t *turboTransport) config(offer *tls13.ZDataOffer) *turbo.ClientConfig {
 	o := &t.a.o
-	cc := &turbo.ClientConfig{TLS: t.a.cfg, Wait: o.TurboWait, Sizes: o.TurboSizes, WrapUDP: t.wrapUDP, ReplaySafe: o.ReplaySafe}
+	cc := &turbo.ClientConfig{TLS: t.a.cfg, Wait: o.TurboWait, Sizes: o.TurboSizes, ReplaySafe: o.ReplaySafe}
+	if t.wrapUDP != nil {
+		cc.DialUDP = turbo.WrapUDP(t.wrapUDP)
+	}
 	if cc.Sizes == nil {
 		cc.Sizes = defaultSizes
 	}

@@ -41,9 +41,11 @@ type ClientConfig struct {
 	MinWait      time.Duration // 0 means 2 ms
 	// DialTCP opens the TCP connection; nil means a net.Dialer.
 	DialTCP func(ctx context.Context, addr netip.AddrPort) (net.Conn, error)
-	// WrapUDP wraps the client's connected UDP socket (tests drop
-	// datagrams with it; nil: none).
-	WrapUDP func(net.Conn) net.Conn
+	// DialUDP opens the connected UDP socket the flights travel on (to
+	// bind a source address, set socket options, or observe datagrams);
+	// nil means net.DialUDP. The connection it returns must be a
+	// syscall.Conn for the wait's last millisecond to be polled.
+	DialUDP func(addr netip.AddrPort) (net.Conn, error)
 	// Fallback finishes the handshake over tcp when the UDP flight did
 	// not make it. same is the handshake already begun: its ClientHello
 	// has gone out on tcp unchanged, and Fallback runs its
@@ -199,16 +201,28 @@ func NewHello(udpAddr netip.AddrPort, cfg *ClientConfig) (*Hello, error) {
 // relays another client's flight).
 func newHello(udpAddr netip.AddrPort, flight []byte, eng *tls13.Engine, cfg *ClientConfig) *Hello {
 	h := &Hello{cfg: cfg, udpAddr: udpAddr, eng: eng, flight: flight}
-	raw, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(udpAddr))
-	if err != nil {
-		h.udpErr = err
-	} else {
-		h.udp = raw
-		if cfg.WrapUDP != nil {
-			h.udp = cfg.WrapUDP(raw)
-		}
+	dialUDP := cfg.DialUDP
+	if dialUDP == nil {
+		dialUDP = dialUDPDefault
 	}
+	h.udp, h.udpErr = dialUDP(udpAddr)
 	return h
+}
+
+func dialUDPDefault(addr netip.AddrPort) (net.Conn, error) {
+	return net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(addr))
+}
+
+// WrapUDP returns a DialUDP that opens the default socket and hands it to
+// wrap (e.g. to count or drop datagrams in a test).
+func WrapUDP(wrap func(net.Conn) net.Conn) func(netip.AddrPort) (net.Conn, error) {
+	return func(addr netip.AddrPort) (net.Conn, error) {
+		c, err := dialUDPDefault(addr)
+		if err != nil {
+			return nil, err
+		}
+		return wrap(c), nil
+	}
 }
 
 // Close drops a Hello that will not be sent (Dial closes its own).

@@ -323,7 +323,7 @@ func TestLossFallsBack(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, z := range []bool{false, true} {
 				cfg := &turbo.ClientConfig{TLS: tw.clientTLS(), Wait: 100 * time.Millisecond,
-					WrapUDP: func(c net.Conn) net.Conn { return &dropper{Conn: c, dropOut: tc.out, dropIn: tc.in} }}
+					DialUDP: turbo.WrapUDP(func(c net.Conn) net.Conn { return &dropper{Conn: c, dropOut: tc.out, dropIn: tc.in} })}
 				res := tw.fallBack(t, cfg, z)
 				if z && !res.Conn.ConnectionState().ZTLS {
 					t.Fatal("fallback did not keep ZTLS over TCP")
@@ -430,7 +430,7 @@ func TestTimeoutSendsTheSameClientHelloOverTCP(t *testing.T) {
 	for _, z := range []bool{false, true} {
 		udp, tcp := &recorder{drop: true}, &recorder{}
 		cfg := &turbo.ClientConfig{TLS: tw.clientTLS(), Wait: 20 * time.Millisecond,
-			WrapUDP: func(c net.Conn) net.Conn { udp.Conn = c; return udp },
+			DialUDP: turbo.WrapUDP(func(c net.Conn) net.Conn { udp.Conn = c; return udp }),
 			DialTCP: func(ctx context.Context, a netip.AddrPort) (net.Conn, error) {
 				var d net.Dialer
 				c, err := d.DialContext(ctx, "tcp", a.String())

@@ -100,7 +100,7 @@ type ClientProxy struct {
 	// ServerTCP and ServerUDP are the server proxy's addresses.
 	ServerTCP, ServerUDP netip.AddrPort
 	// Client tunes the race (Wait, ExpectedFlight, Sizes, DialTCP,
-	// WrapUDP); its TLS fields are unused.
+	// DialUDP); its TLS fields are unused.
 	Client ClientConfig
 	// Logf, if set, gets one line per connection.
 	Logf func(format string, args ...any)

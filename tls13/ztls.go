@@ -79,19 +79,11 @@ func (c *Config) zdataVerdict(z *ZDataOffer) (*zdataVerdict, error) {
 	if z.Leaf == nil {
 		return nil, errors.New("tls13: Z-data offer without its TLSA leaf certificate")
 	}
-	if c.ServerName == "" && !c.InsecureSkipVerify {
-		return nil, errNoServerName
-	}
+	// The same policy as the server's Certificate: roots, name,
+	// revocation, VerifyPeerCertificate (docs/ztls-spec.md, Section 4).
 	certs := append([]*x509.Certificate{z.Leaf}, z.Intermediates...)
-	chains, err := c.checkServerChain(certs)
+	chains, err := c.VerifyServerChain(certs)
 	if err != nil {
-		return nil, err
-	}
-	raws := make([][]byte, len(certs))
-	for i, cert := range certs {
-		raws[i] = cert.Raw
-	}
-	if err := c.runVerifyHook(raws, chains); err != nil {
 		return nil, err
 	}
 	v := &zdataVerdict{cfg: c, leaf: z.Leaf, certs: certs, chains: chains}

@@ -128,7 +128,9 @@ func (a *attempt) replayAnswers(l *lookups) {
 
 // dropCached forgets the entry whose Z-data the server refused (rotated
 // away since the prefetch, or a server that lost its keys): the next
-// connection looks it up again.
+// connection looks it up again. (A server that aborts on the ztls
+// ClientHello is Memory's business: the entry stays, its DNS answers
+// and chains are good.)
 func (a *attempt) dropCached() {
 	if a.hit == nil || a.r.PrefetchDropped {
 		return

@@ -144,7 +144,6 @@ func (a *attempt) abortedOnZTLS(c *tls13.Conn, err error) bool {
 // report said about the aborted attempt's early data is cleared.
 func (a *attempt) dropZTLS() {
 	a.mem.RememberAbort(a.host, a.port, a.now())
-	a.dropCached()
 	a.offer, a.reason = nil, ReasonServerAborted
 	a.r.EarlyData.Bytes = 0
 	a.step("ztls_aborted_retry")
@@ -160,8 +159,9 @@ func (a *attempt) settleReason(st tls13.ConnectionState) {
 		reason = ReasonRejected
 		if st.ZTLSSkipped != "" {
 			reason = "Z-data not usable: " + st.ZTLSSkipped
+		} else {
+			a.dropCached() // sent and refused: rotated away since?
 		}
-		a.dropCached()
 	}
 	a.r.FallbackReason = reason
 }

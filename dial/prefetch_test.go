@@ -8,6 +8,7 @@ package dial
 
 import (
 	"bytes"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"math/big"
@@ -487,5 +488,47 @@ func TestCacheRefreshesUsedEntries(t *testing.T) {
 	cache.refreshDue(ctxT(t))
 	if entry() != renewed {
 		t.Fatal("an entry nobody used was renewed")
+	}
+}
+
+// A server that aborts on the ztls ClientHello (crypto/tls) is Memory's
+// business: the retry without ztls takes the prefetched chain, and the
+// entry stays.
+func TestPrefetchedEntryKeptWhenServerAbortsOnZTLS(t *testing.T) {
+	w := startWorld(t, lab.Options{External: true})
+	cert, err := tls.LoadX509KeyPair(w.CertFile, w.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", w.ServerAddr, &tls.Config{Certificates: []tls.Certificate{cert}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(5 * time.Second))
+				buf := make([]byte, 100)
+				if _, err := c.Read(buf); err == nil {
+					c.Write([]byte("hello"))
+				}
+			}()
+		}
+	}()
+	cache, d, _ := prefetchWorld(t, w, nil)
+	r, queries, verifications, err := connectCounted(t, w, cache, d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Report.FallbackReason != ReasonServerAborted || r.Report.Prefetch != PrefetchValidated || r.Report.PrefetchDropped ||
+		cache.Len() != 1 || queries != 0 || verifications != 0 {
+		t.Fatalf("abort on ztls: %q, prefetch %q dropped %v, %d entries, %d queries, %d verifications", r.Report.FallbackReason,
+			r.Report.Prefetch, r.Report.PrefetchDropped, cache.Len(), queries, verifications)
 	}
 }

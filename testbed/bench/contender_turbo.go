@@ -18,8 +18,6 @@ import (
 	"github.com/miekg/dns"
 	"golang.org/x/sys/unix"
 
-	"github.com/ztls-project/ztls/dial"
-	dnsresolver "github.com/ztls-project/ztls/dns/resolver"
 	"github.com/ztls-project/ztls/internal/dialhook"
 	"github.com/ztls-project/ztls/server"
 	"github.com/ztls-project/ztls/testbed/child"
@@ -420,69 +418,28 @@ func (e *turboContender) stopWorker() {
 // (filled first with the stub scenario), a fresh flight-size cache (first
 // contact), the UDP socket wrapped for the loss variants.
 func (st *workerState) turboVisit(j turboJob) *workerResult {
-	fail := func(err error) *workerResult { return &workerResult{Err: err.Error()} }
-	timeout := time.Duration(j.TimeoutMs) * time.Millisecond
-	if timeout == 0 {
-		timeout = 30 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	roots, err := st.rootsFor(j.CAFile)
+	v, err := st.startVisit(visitSpec{addr: j.Addr, mode: j.Mode, resolver: j.Resolver, caFile: j.CAFile,
+		stubCache: j.StubCache, request: j.Request, expectLen: j.ExpectLen, timeoutMs: j.TimeoutMs}, "turbo worker")
 	if err != nil {
-		return fail(err)
+		return &workerResult{Err: err.Error()}
 	}
-	cacheSize := -1
-	if j.StubCache {
-		cacheSize = 0
-	}
-	res, err := dnsresolver.New(dnsresolver.Config{Servers: []string{j.Resolver}, Transport: dnsresolver.UDP, CacheSize: cacheSize, Timeout: 4 * time.Second})
-	if err != nil {
-		return fail(err)
-	}
-	defer res.Close()
-	host, portStr, _ := net.SplitHostPort(j.Addr)
-	port, _ := strconv.Atoi(portStr)
-	if j.StubCache {
-		if _, err := res.LookupService(ctx, host, port, nil); err != nil {
-			return fail(fmt.Errorf("bench: turbo worker: filling the stub cache: %w", err))
-		}
-	}
-	var got bytes.Buffer
-	o := dial.Options{
-		Mode:         j.Mode,
-		TLS:          &tls13.Config{RootCAs: roots, ServerName: host, Groups: []tls13.CurveID{tls13.X25519}},
-		Resolver:     res,
-		Request:      j.Request,
-		ReplaySafe:   true,
-		ReadResponse: j.ExpectLen,
-		Out:          &got,
-		Memory:       dial.NewMemory(),
-		Turbo:        true,
-	}
-	o.TurboWait = TurboWait
+	defer v.close()
+	v.o.Turbo = true
+	v.o.TurboWait = TurboWait
 	if j.WaitMs > 0 {
-		o.TurboWait = time.Duration(j.WaitMs) * time.Millisecond
+		v.o.TurboWait = time.Duration(j.WaitMs) * time.Millisecond
 	}
-	o.TurboSizes = &turbo.SizeCache{}
+	v.o.TurboSizes = &turbo.SizeCache{}
 	if j.Prefetch {
-		return st.prefetchVisit(ctx, o, j.Addr)
+		return st.prefetchVisit(v.ctx, v.o, j.Addr)
 	}
-	o.Cache = st.cacheFor(j.Prefetched)
 	switch {
 	case j.Drop >= 1:
-		ctx = dialhook.WithWrapUDP(ctx, func(c net.Conn) net.Conn { return blockedUDP{c} })
+		v.ctx = dialhook.WithWrapUDP(v.ctx, func(c net.Conn) net.Conn { return blockedUDP{c} })
 	case j.Drop > 0:
 		rng := rand.New(rand.NewSource(j.Seed))
-		ctx = dialhook.WithWrapUDP(ctx, func(c net.Conn) net.Conn { return &lossyUDP{Conn: c, p: j.Drop, rng: rng} })
+		v.ctx = dialhook.WithWrapUDP(v.ctx, func(c net.Conn) net.Conn { return &lossyUDP{Conn: c, p: j.Drop, rng: rng} })
 	}
-	r, err := dial.Connect(ctx, j.Addr, o)
-	if err != nil {
-		return fail(err)
-	}
-	r.Conn.Close()
-	out := &workerResult{Report: r.Report, Response: got.Bytes()}
-	if r.Report.Error != "" {
-		out.Err = "bench: " + r.Report.Error
-	}
+	_, out := v.connect(st.cacheFor(j.Prefetched), j.Addr)
 	return out
 }

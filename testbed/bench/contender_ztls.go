@@ -674,71 +674,116 @@ func (st *workerState) rootsFor(file string) (*x509.CertPool, error) {
 // (unmeasured), else it has no cache and every lookup goes to the
 // scenario's resolver.
 func (st *workerState) visit(j job) *workerResult {
-	fail := func(err error) *workerResult { return &workerResult{Err: err.Error()} }
-	timeout := time.Duration(j.TimeoutMs) * time.Millisecond
-	if timeout == 0 {
-		timeout = 30 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	roots, err := st.rootsFor(j.CAFile)
+	v, err := st.startVisit(visitSpec{addr: j.Addr, mode: j.Mode, resolver: j.Resolver, caFile: j.CAFile,
+		stubCache: j.StubCache, request: j.Request, expectLen: j.ExpectLen, timeoutMs: j.TimeoutMs}, "worker")
 	if err != nil {
-		return fail(err)
+		return &workerResult{Err: err.Error()}
 	}
-	cacheSize := -1
-	if j.StubCache {
-		cacheSize = 0 // default size
-	}
-	res, err := dnsresolver.New(dnsresolver.Config{Servers: []string{j.Resolver}, Transport: dnsresolver.UDP, CacheSize: cacheSize, Timeout: 4 * time.Second})
-	if err != nil {
-		return fail(err)
-	}
-	defer res.Close()
-	host, portStr, _ := net.SplitHostPort(j.Addr)
-	port, _ := strconv.Atoi(portStr)
-	if j.StubCache {
-		if _, err := res.LookupService(ctx, host, port, nil); err != nil {
-			return fail(fmt.Errorf("bench: worker: filling the stub cache: %w", err))
-		}
-	}
-	var got bytes.Buffer
-	o := dial.Options{
-		Mode:         j.Mode,
-		TLS:          &tls13.Config{RootCAs: roots, ServerName: host, Groups: []tls13.CurveID{tls13.X25519}},
-		Resolver:     res,
-		Request:      j.Request,
-		ReplaySafe:   true,
-		ReadResponse: j.ExpectLen,
-		Out:          &got,
-		Memory:       dial.NewMemory(),
-	}
+	defer v.close()
 	if j.Prime {
 		// Read to the end so the ticket, sent after the handshake, is in.
-		o.ReadResponse = j.ExpectLen + 1
+		v.o.ReadResponse = j.ExpectLen + 1
 	}
 	if j.Resume {
 		if st.session == nil {
-			return fail(errors.New("bench: worker: no session to resume (prime first)"))
+			return &workerResult{Err: "bench: worker: no session to resume (prime first)"}
 		}
-		o.Session, o.ResumeEarly = st.session, true
+		v.o.Session, v.o.ResumeEarly = st.session, true
 	}
 	if j.Prefetch {
-		return st.prefetchVisit(ctx, o, j.Addr)
+		return st.prefetchVisit(v.ctx, v.o, j.Addr)
 	}
-	o.Cache = st.cacheFor(j.Prefetched)
-	r, err := dial.Connect(ctx, j.Addr, o)
+	r, out := v.connect(st.cacheFor(j.Prefetched), j.Addr)
+	if r != nil {
+		if j.Prime {
+			st.session = r.Session
+		}
+		out.HaveSession = r.Session != nil
+	}
+	return out
+}
+
+// visitSpec is what every worker's visit is given.
+type visitSpec struct {
+	addr, mode, resolver, caFile string
+	stubCache                    bool
+	request                      []byte
+	expectLen                    int
+	timeoutMs                    int64
+}
+
+// aVisit is one visit under way: its deadline, its fresh resolver and the
+// dial options a worker adjusts before connect.
+type aVisit struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	res    *dnsresolver.Resolver
+	o      dial.Options
+	got    bytes.Buffer
+}
+
+// startVisit makes a visit's resolver (filled first in the stub scenario:
+// the answers are then in the stub's cache) and its options; who names
+// the worker in errors.
+func (st *workerState) startVisit(v visitSpec, who string) (*aVisit, error) {
+	timeout := time.Duration(v.timeoutMs) * time.Millisecond
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	roots, err := st.rootsFor(v.caFile)
 	if err != nil {
-		return fail(err)
+		return nil, err
+	}
+	cacheSize := -1
+	if v.stubCache {
+		cacheSize = 0 // default size
+	}
+	res, err := dnsresolver.New(dnsresolver.Config{Servers: []string{v.resolver}, Transport: dnsresolver.UDP, CacheSize: cacheSize, Timeout: 4 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	a := &aVisit{res: res}
+	a.ctx, a.cancel = context.WithTimeout(context.Background(), timeout)
+	host, portStr, _ := net.SplitHostPort(v.addr)
+	port, _ := strconv.Atoi(portStr)
+	if v.stubCache {
+		if _, err := res.LookupService(a.ctx, host, port, nil); err != nil {
+			a.close()
+			return nil, fmt.Errorf("bench: %s: filling the stub cache: %w", who, err)
+		}
+	}
+	a.o = dial.Options{
+		Mode:         v.mode,
+		TLS:          &tls13.Config{RootCAs: roots, ServerName: host, Groups: []tls13.CurveID{tls13.X25519}},
+		Resolver:     res,
+		Request:      v.request,
+		ReplaySafe:   true,
+		ReadResponse: v.expectLen,
+		Out:          &a.got,
+		Memory:       dial.NewMemory(),
+	}
+	return a, nil
+}
+
+func (a *aVisit) close() {
+	a.cancel()
+	a.res.Close()
+}
+
+// connect makes the measured connection with cache and reports it; r is
+// nil when it failed.
+func (a *aVisit) connect(cache *dial.Cache, addr string) (*dial.Result, *workerResult) {
+	a.o.Cache = cache
+	r, err := dial.Connect(a.ctx, addr, a.o)
+	if err != nil {
+		return nil, &workerResult{Err: err.Error()}
 	}
 	r.Conn.Close()
-	if j.Prime {
-		st.session = r.Session
-	}
-	out := &workerResult{Report: r.Report, Response: got.Bytes(), HaveSession: r.Session != nil}
+	out := &workerResult{Report: r.Report, Response: a.got.Bytes()}
 	if r.Report.Error != "" {
 		out.Err = "bench: " + r.Report.Error
 	}
-	return out
+	return r, out
 }
 
 // currentlyRealtime reports whether the calling thread runs under

@@ -145,35 +145,20 @@ func TestTruncatedHandshakeGoServer(t *testing.T) {
 	var serveOther, handshakes atomic.Int32
 	pair := func(l *testpki.Leaf) tls.Certificate { return tls.Certificate{Certificate: l.Chain, PrivateKey: l.Key} }
 	first, second := pair(p.leaf), pair(other)
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	ln := serveGoTLS(t, "127.0.0.1:0", &tls.Config{GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 		if serveOther.Load() != 0 {
 			return &second, nil
 		}
 		return &first, nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(5 * time.Second))
-				if c.(*tls.Conn).Handshake() == nil {
-					handshakes.Add(1)
-				}
-				buf := make([]byte, 100)
-				if n, err := c.Read(buf); err == nil {
-					c.Write(buf[:n])
-				}
-			}()
+	}}, func(c *tls.Conn) {
+		if c.Handshake() == nil {
+			handshakes.Add(1)
 		}
-	}()
+		buf := make([]byte, 100)
+		if n, err := c.Read(buf); err == nil {
+			c.Write(buf[:n])
+		}
+	})
 	addr := ln.Addr().String()
 	c := NewCache(CacheOptions{})
 	p.prefetchHandshake(t, c, addr)

@@ -97,27 +97,12 @@ func TestZTLSClientAgainstGoServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := tls.Listen("tcp", w.ServerAddr, &tls.Config{Certificates: []tls.Certificate{cert}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(5 * time.Second))
-				buf := make([]byte, 100)
-				if n, err := c.Read(buf); err == nil {
-					c.Write(bytes.ToUpper(buf[:n]))
-				}
-			}()
+	serveGoTLS(t, w.ServerAddr, &tls.Config{Certificates: []tls.Certificate{cert}}, func(c *tls.Conn) {
+		buf := make([]byte, 100)
+		if n, err := c.Read(buf); err == nil {
+			c.Write(bytes.ToUpper(buf[:n]))
 		}
-	}()
+	})
 	r := ztlsAgainst(t, w)
 	// crypto/tls aborts on early_data without a PSK: one retry without ztls.
 	if r.Report.FallbackReason != ReasonServerAborted {
@@ -209,4 +194,29 @@ func TestPlainClientsAgainstZTLSServer(t *testing.T) {
 			t.Fatalf("gnutls-cli: %v\n%s", err, out)
 		}
 	})
+}
+
+// serveGoTLS serves crypto/tls on addr until the test ends: each
+// connection, with a 5 s deadline, goes to handle.
+func serveGoTLS(t *testing.T, addr string, cfg *tls.Config, handle func(c *tls.Conn)) net.Listener {
+	t.Helper()
+	ln, err := tls.Listen("tcp", addr, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(5 * time.Second))
+				handle(c.(*tls.Conn))
+			}()
+		}
+	}()
+	return ln
 }

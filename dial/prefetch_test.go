@@ -500,27 +500,11 @@ func TestPrefetchedEntryKeptWhenServerAbortsOnZTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := tls.Listen("tcp", w.ServerAddr, &tls.Config{Certificates: []tls.Certificate{cert}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(5 * time.Second))
-				buf := make([]byte, 100)
-				if _, err := c.Read(buf); err == nil {
-					c.Write([]byte("hello"))
-				}
-			}()
+	serveGoTLS(t, w.ServerAddr, &tls.Config{Certificates: []tls.Certificate{cert}}, func(c *tls.Conn) {
+		if _, err := c.Read(make([]byte, 100)); err == nil {
+			c.Write([]byte("hello"))
 		}
-	}()
+	})
 	cache, d, _ := prefetchWorld(t, w, nil)
 	r, queries, verifications, err := connectCounted(t, w, cache, d, nil)
 	if err != nil {

@@ -50,19 +50,19 @@ type SignatureScheme uint16
 // The PKCS1 ones are for certificates only; TLS 1.3 forbids them in
 // CertificateVerify.
 const (
-	ECDSAWithP256AndSHA256 SignatureScheme = 0x0403
-	ECDSAWithP384AndSHA384 SignatureScheme = 0x0503
-	ECDSAWithP521AndSHA512 SignatureScheme = 0x0603
-	Ed25519                SignatureScheme = 0x0807
-	PSSWithSHA256          SignatureScheme = 0x0804 // rsa_pss_rsae_sha256
-	PSSWithSHA384          SignatureScheme = 0x0805 // rsa_pss_rsae_sha384
-	PSSWithSHA512          SignatureScheme = 0x0806 // rsa_pss_rsae_sha512
-	PSSPSSWithSHA256       SignatureScheme = 0x0809 // rsa_pss_pss_sha256
-	PSSPSSWithSHA384       SignatureScheme = 0x080a // rsa_pss_pss_sha384
-	PSSPSSWithSHA512       SignatureScheme = 0x080b // rsa_pss_pss_sha512
-	PKCS1WithSHA256        SignatureScheme = 0x0401
-	PKCS1WithSHA384        SignatureScheme = 0x0501
-	PKCS1WithSHA512        SignatureScheme = 0x0601
+	ECDSAWithP256AndSHA256 SignatureScheme = SignatureScheme(sig.ECDSAWithP256AndSHA256)
+	ECDSAWithP384AndSHA384 SignatureScheme = SignatureScheme(sig.ECDSAWithP384AndSHA384)
+	ECDSAWithP521AndSHA512 SignatureScheme = SignatureScheme(sig.ECDSAWithP521AndSHA512)
+	Ed25519                SignatureScheme = SignatureScheme(sig.Ed25519)
+	PSSWithSHA256          SignatureScheme = SignatureScheme(sig.PSSWithSHA256)    // rsa_pss_rsae_sha256
+	PSSWithSHA384          SignatureScheme = SignatureScheme(sig.PSSWithSHA384)    // rsa_pss_rsae_sha384
+	PSSWithSHA512          SignatureScheme = SignatureScheme(sig.PSSWithSHA512)    // rsa_pss_rsae_sha512
+	PSSPSSWithSHA256       SignatureScheme = SignatureScheme(sig.PSSPSSWithSHA256) // rsa_pss_pss_sha256
+	PSSPSSWithSHA384       SignatureScheme = SignatureScheme(sig.PSSPSSWithSHA384) // rsa_pss_pss_sha384
+	PSSPSSWithSHA512       SignatureScheme = SignatureScheme(sig.PSSPSSWithSHA512) // rsa_pss_pss_sha512
+	PKCS1WithSHA256        SignatureScheme = SignatureScheme(sig.PKCS1WithSHA256)
+	PKCS1WithSHA384        SignatureScheme = SignatureScheme(sig.PKCS1WithSHA384)
+	PKCS1WithSHA512        SignatureScheme = SignatureScheme(sig.PKCS1WithSHA512)
 )
 
 // String returns the scheme's IANA name ("ecdsa_secp256r1_sha256"), or

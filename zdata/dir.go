@@ -612,8 +612,10 @@ func (d *Dir) SkippedFiles() []string {
 // are skipped (Skipped). When this process rotates the directory
 // (SetRotating) or derives a fleet's keys, the keys the certificate needs
 // are made at once: a new certificate gets keys signed for its leaf
-// without waiting for the next rotation, and saved for the others. It
-// reports whether the certificate or the key set changed. The host, port
+// without waiting for the next rotation, and saved for the others. A
+// process that does not rotate keeps the certificate and keys it has
+// until the rotating one has written keys for the new certificate (its
+// Refresh then follows). It reports whether the certificate or the key set changed. The host, port
 // and record options are those of the load: changing them takes a
 // restart. On error nothing changes.
 func (d *Dir) Reload() (bool, error) {
@@ -630,7 +632,28 @@ func (d *Dir) Reload() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return d.adopt(cfg, cert, time.Now())
+	now := time.Now()
+	if !d.rotating && d.Service.Seed == nil {
+		// A process that does not rotate follows the one that does: it
+		// takes a new certificate once keys signed by it are on disk
+		// (Refresh adopts it then) and until then keeps the certificate
+		// and keys it serves, which clients can still use, rather than
+		// publish nothing in between.
+		leaf, certChanged, err := d.checkCert(cert, now)
+		if err != nil {
+			return false, err
+		}
+		if certChanged {
+			keys, _, _, err := d.readKeys(leaf)
+			if err != nil {
+				return false, err
+			}
+			if len(keys) == 0 && len(d.Keyring.Live(now)) > 0 {
+				return false, nil
+			}
+		}
+	}
+	return d.adopt(cfg, cert, now)
 }
 
 // adopt makes cert the service's certificate (when it differs) and loads

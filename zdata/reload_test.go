@@ -95,8 +95,10 @@ func TestDirReloadCertificate(t *testing.T) {
 	}
 }
 
-// A reader reloaded before the rotating process skips the old keys (and
-// says so), then takes the new ones once they are written.
+// A reader reloaded before the rotating process keeps the certificate
+// and keys it serves (clients can still use them; publishing nothing
+// would send them all to TLS 1.3 in between), then takes the new
+// certificate and its keys once they are written.
 func TestDirReloadReaderFirst(t *testing.T) {
 	ca := testpki.NewCA(t, "ecdsa-p256")
 	old := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{testHost}})
@@ -111,17 +113,28 @@ func TestDirReloadReaderFirst(t *testing.T) {
 	}
 	next := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{testHost}})
 	replaceCert(t, rotator, next)
-	if _, err := reader.Reload(); err != nil {
-		t.Fatal(err)
+	if changed, err := reader.Reload(); err != nil || changed {
+		t.Fatalf("reload before the rotating process: %v, %v", changed, err)
 	}
-	if len(reader.Keyring.All()) != 0 || len(reader.SkippedFiles()) == 0 {
-		t.Fatalf("reader: %d keys, skipped %v", len(reader.Keyring.All()), reader.SkippedFiles())
+	if !signedBy(reader, old.Chain[0]) || !reader.Leaf().Equal(old.Cert) {
+		t.Fatal("the reader dropped the keys it serves before the new ones exist")
+	}
+	if rrs := reader.RRs(time.Now(), time.Minute); len(rrs) == 0 {
+		t.Fatal("the reader publishes nothing between the two reloads")
 	}
 	if _, err := rotator.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	if changed, err := reader.Refresh(time.Now()); err != nil || !changed || !signedBy(reader, next.Chain[0]) {
+	if !reader.Changed() {
+		t.Fatal("the reader does not see the rotating process's write")
+	}
+	if changed, err := reader.Refresh(time.Now()); err != nil || !changed || !signedBy(reader, next.Chain[0]) || !reader.Leaf().Equal(next.Cert) {
 		t.Fatalf("refresh: %v, %v", changed, err)
+	}
+	// The reader's own reload now takes the new certificate as well (a
+	// no-op: it has it).
+	if changed, err := reader.Reload(); err != nil || changed {
+		t.Fatalf("reload after the refresh: %v, %v", changed, err)
 	}
 }
 

@@ -169,10 +169,12 @@ func runServe(f *serveFlags) (err error) {
 	s.log.Info("serving TLS 1.3 on", "addr", ln.Addr().String())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := s.keepZData(ctx, ln.Addr().(*net.TCPAddr).Port); err != nil {
+	// TurboTLS's UDP socket is bound before "ZTLS on" says the server is
+	// ready: a flight sent then would otherwise meet a closed port.
+	if err := s.startTurbo(ln.Addr().String()); err != nil {
 		return err
 	}
-	if err := s.startTurbo(ln.Addr().String()); err != nil {
+	if err := s.keepZData(ctx, ln.Addr().(*net.TCPAddr).Port); err != nil {
 		return err
 	}
 	if err := s.newServer(); err != nil {

@@ -39,7 +39,7 @@ func TestCLITurboZTLS(t *testing.T) {
 	line := start(t, "serving udp on", "dns", "serve", "--zone", zone, "--zdata", s.zd, "--turbo", "--listen", "127.0.0.1:0")
 	dnsAddr := logAttr(line, "addr")
 	port := strconv.Itoa(s.port)
-	_, serveLog := startLog(t, "TurboTLS on UDP", "serve", "--listen", "127.0.0.1:"+port, "--zdata", s.zd,
+	_, serveLog := startLog(t, "ZTLS on", "serve", "--listen", "127.0.0.1:"+port, "--zdata", s.zd,
 		"--respond", "hello", "--early-window", "300ms", "--turbo", "-v")
 	time.Sleep(350 * time.Millisecond) // early data is refused for one window after start
 
@@ -51,7 +51,7 @@ func TestCLITurboZTLS(t *testing.T) {
 		rep.Turbo.ServerFlight == 0 || rep.Turbo.Responses == 0 {
 		t.Fatalf("transport %s (%q), turbo %+v", rep.Transport, rep.TurboFallback, rep.Turbo)
 	}
-	if l := serveLog.waitFor(t, "ZTLS"); !strings.Contains(l, "127.0.0.1") {
+	if l := serveLog.waitFor(t, "ZTLS accepted"); !strings.Contains(l, "127.0.0.1") {
 		t.Fatalf("serve -v logged %q", l)
 	}
 

@@ -8,6 +8,8 @@ package dial
 
 import (
 	"bytes"
+	"encoding/binary"
+	"io"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -26,8 +28,10 @@ import (
 	"github.com/ztls-project/ztls/zdata"
 )
 
-// dnsCounter forwards UDP queries to the world's authority and counts
-// them: what the server side sees of a client's lookups.
+// dnsCounter forwards queries to the world's authority and counts them:
+// what the server side sees of a client's lookups. It takes UDP and, on
+// the same port, TCP, where a client asks again what came back truncated
+// (the authority caps UDP answers to a client without a cookie).
 type dnsCounter struct {
 	addr string
 	n    atomic.Int64
@@ -41,35 +45,76 @@ func countDNS(t *testing.T, w *lab.World) *dnsCounter {
 	}
 	t.Cleanup(func() { pc.Close() })
 	d := &dnsCounter{addr: pc.LocalAddr().String()}
-	up, err := net.ResolveUDPAddr("udp", w.DNSAddr)
+	ln, err := net.Listen("tcp", d.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		buf := make([]byte, 65535)
-		for {
-			n, from, err := pc.ReadFrom(buf)
+	t.Cleanup(func() { ln.Close() })
+	go d.forwardUDP(pc, w.DNSAddr)
+	go d.forwardTCP(ln, w.DNSAddr)
+	return d
+}
+
+func (d *dnsCounter) forwardUDP(pc net.PacketConn, upstream string) {
+	up, err := net.ResolveUDPAddr("udp", upstream)
+	if err != nil {
+		return
+	}
+	buf := make([]byte, 65535)
+	for {
+		n, from, err := pc.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		d.n.Add(1)
+		q := bytes.Clone(buf[:n])
+		go func() {
+			c, err := net.DialUDP("udp", nil, up)
 			if err != nil {
 				return
 			}
-			d.n.Add(1)
-			q := bytes.Clone(buf[:n])
-			go func() {
-				c, err := net.DialUDP("udp", nil, up)
-				if err != nil {
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			c.Write(q)
+			reply := make([]byte, 65535)
+			if n, err := c.Read(reply); err == nil {
+				pc.WriteTo(reply[:n], from)
+			}
+		}()
+	}
+}
+
+// forwardTCP relays each connection to upstream, counting the
+// length-prefixed queries on the way (RFC 1035, Section 4.2.2).
+func (d *dnsCounter) forwardTCP(ln net.Listener, upstream string) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			up, err := net.DialTimeout("tcp", upstream, 5*time.Second)
+			if err != nil {
+				return
+			}
+			defer up.Close()
+			go io.Copy(c, up)
+			var n [2]byte
+			for {
+				if _, err := io.ReadFull(c, n[:]); err != nil {
 					return
 				}
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(5 * time.Second))
-				c.Write(q)
-				reply := make([]byte, 65535)
-				if n, err := c.Read(reply); err == nil {
-					pc.WriteTo(reply[:n], from)
+				d.n.Add(1)
+				if _, err := up.Write(n[:]); err != nil {
+					return
 				}
-			}()
-		}
-	}()
-	return d
+				if _, err := io.CopyN(up, c, int64(binary.BigEndian.Uint16(n[:]))); err != nil {
+					return
+				}
+			}
+		}()
+	}
 }
 
 // resolver is a new resolver (an empty resolver cache) asking through d.

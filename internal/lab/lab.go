@@ -5,12 +5,9 @@ package lab
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
+	"crypto"
 	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/big"
@@ -25,6 +22,7 @@ import (
 
 	"github.com/ztls-project/ztls/dns/authority"
 	"github.com/ztls-project/ztls/dns/resolver"
+	"github.com/ztls-project/ztls/internal/testpki"
 	"github.com/ztls-project/ztls/server"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
@@ -72,9 +70,7 @@ type World struct {
 	CAFile     string           // External: PEM root
 	Turbo      *turbo.TLSServer // the UDP side (Options.Turbo)
 
-	caDER   []byte
-	ca      *x509.Certificate
-	caKey   *ecdsa.PrivateKey
+	ca      *testpki.CA
 	now     func() time.Time
 	closers []func()
 	wg      sync.WaitGroup
@@ -101,13 +97,11 @@ func Start(o Options) (w *World, err error) {
 			world.Close()
 		}
 	}()
-	ca, caKey, err := newCA(o.Now())
-	if err != nil {
+	if w.ca, err = testpki.MakeCA("ecdsa-p256"); err != nil {
 		return nil, err
 	}
-	w.ca, w.caKey, w.caDER, w.now = ca, caKey, ca.Raw, o.Now
-	w.Roots = x509.NewCertPool()
-	w.Roots.AddCert(ca)
+	w.now = o.Now
+	w.Roots = w.ca.Pool()
 	cert, err := w.IssueCert(append([]string{o.Host}, o.AltNames...)...)
 	if err != nil {
 		return nil, err
@@ -123,7 +117,7 @@ func Start(o Options) (w *World, err error) {
 	w.Port = ln.Addr().(*net.TCPAddr).Port
 	if o.External {
 		ln.Close() // the external server binds the port
-		if err := w.writePEM(o.Dir, w.caDER); err != nil {
+		if err := w.writePEM(o.Dir); err != nil {
 			return nil, err
 		}
 	}
@@ -269,7 +263,7 @@ func (w *World) Resolver(t resolver.Transport) (*resolver.Resolver, error) {
 
 // RootsPEM is the world's CA certificate in PEM.
 func (w *World) RootsPEM() []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: w.caDER})
+	return w.ca.PEM()
 }
 
 // ClientTLS is a client configuration trusting this world's CA.
@@ -305,7 +299,7 @@ func mustRR(s string) dns.RR {
 }
 
 // writePEM writes the certificate, key and CA for an external server.
-func (w *World) writePEM(dir string, caDER []byte) error {
+func (w *World) writePEM(dir string) error {
 	if dir == "" {
 		d, err := os.MkdirTemp("", "ztls-lab")
 		if err != nil {
@@ -314,64 +308,32 @@ func (w *World) writePEM(dir string, caDER []byte) error {
 		dir = d
 		w.closers = append(w.closers, func() { os.RemoveAll(d) })
 	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(w.Cert.PrivateKey)
+	key, ok := w.Cert.PrivateKey.(crypto.Signer)
+	if !ok {
+		return errors.New("lab: the certificate's key cannot sign")
+	}
+	certPEM, keyPEM, err := (&testpki.Leaf{Chain: w.Cert.Chain, Key: key}).PEM()
 	if err != nil {
 		return err
 	}
 	w.CertFile, w.KeyFile, w.CAFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"), filepath.Join(dir, "ca.pem")
-	files := []struct {
-		path, typ string
-		der       []byte
-	}{{w.CertFile, "CERTIFICATE", w.Cert.Chain[0]}, {w.KeyFile, "PRIVATE KEY", keyDER}, {w.CAFile, "CERTIFICATE", caDER}}
-	for _, f := range files {
-		if err := os.WriteFile(f.path, pem.EncodeToMemory(&pem.Block{Type: f.typ, Bytes: f.der}), 0o600); err != nil {
+	for path, data := range map[string][]byte{w.CertFile: certPEM, w.KeyFile: keyPEM, w.CAFile: w.ca.PEM()} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// newCA makes the world's certificate authority.
-func newCA(now time.Time) (*x509.Certificate, *ecdsa.PrivateKey, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ztls lab CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, nil, err
-	}
-	ca, err := x509.ParseCertificate(der)
-	return ca, key, err
-}
-
-// IssueCert makes an ECDSA P-256 leaf for names, signed by the world's CA.
+// IssueCert makes an ECDSA P-256 leaf for names, signed by the world's CA
+// and valid for a day from an hour before the world's now.
 func (w *World) IssueCert(names ...string) (tls13.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls13.Certificate{}, err
-	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
 	now := w.now()
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: names[0]}, DNSNames: names,
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, w.ca, &key.PublicKey, w.caKey)
+	leaf, err := w.ca.Make(testpki.LeafOpts{DNSNames: names, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour)})
 	if err != nil {
 		return tls13.Certificate{}, err
 	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		return tls13.Certificate{}, errors.New("lab: " + err.Error())
-	}
-	return tls13.Certificate{Chain: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
+	return tls13.Certificate{Chain: leaf.Chain, PrivateKey: leaf.Key, Leaf: leaf.Cert}, nil
 }
 
 // CRL returns a certificate revocation list signed by the world's CA,
@@ -383,7 +345,7 @@ func (w *World) CRL(serials ...*big.Int) ([]byte, error) {
 		tmpl.RevokedCertificateEntries = append(tmpl.RevokedCertificateEntries,
 			x509.RevocationListEntry{SerialNumber: s, RevocationTime: now.Add(-time.Minute)})
 	}
-	return x509.CreateRevocationList(rand.Reader, tmpl, w.ca, w.caKey)
+	return x509.CreateRevocationList(rand.Reader, tmpl, w.ca.Cert, w.ca.Key)
 }
 
 // Publish replaces the Z-data RRsets of host:port with rrs (TXT, CERT and

@@ -13,6 +13,8 @@
 // reuses them. IssuePSS makes an RSASSA-PSS leaf with the openssl command,
 // since Go cannot create such keys.
 //
-// Everything here is for tests only: keys are not protected, and failures
-// call t.Fatal.
+// Everything here is for tests and the testbed only: keys are not
+// protected. The functions that take a testing.TB call t.Fatal on failure;
+// MakeCA, CA.Make and the PEM methods return errors, for the testbed's
+// throwaway PKIs (testbed/bench, internal/lab).
 package testpki

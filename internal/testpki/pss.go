@@ -88,7 +88,7 @@ func (ca *CA) IssuePSS(t testing.TB, dir string) (certFile, keyFile string) {
 	openssl(t, work, "req", "-new", "-key", keyFile, "-subj", "/O=ztls tests/CN=localhost", "-out", csr)
 	certPath := filepath.Join(work, "leaf.crt")
 	openssl(t, work, "x509", "-req", "-in", csr, "-CA", caCert, "-CAkey", caKey,
-		"-set_serial", "0x"+serial(t).Text(16), "-days", "2",
+		"-set_serial", "0x"+must(t, serial).Text(16), "-days", "2",
 		"-extfile", ext, "-extensions", "v3", "-out", certPath)
 	cert, err := os.ReadFile(certPath)
 	if err != nil {

@@ -48,11 +48,10 @@ func cachedRSA(slot int) (*rsa.PrivateKey, error) {
 // keys are fresh; RSA keys come from a small per-process cache.
 func NewKey(t testing.TB, keyType string) crypto.Signer {
 	t.Helper()
-	return newKey(t, keyType, slotLeaf)
+	return must(t, func() (crypto.Signer, error) { return newKey(keyType, slotLeaf) })
 }
 
-func newKey(t testing.TB, keyType string, slot int) crypto.Signer {
-	t.Helper()
+func newKey(keyType string, slot int) (crypto.Signer, error) {
 	var (
 		k   crypto.Signer
 		err error
@@ -69,12 +68,23 @@ func newKey(t testing.TB, keyType string, slot int) crypto.Signer {
 	case "rsa2048":
 		k, err = cachedRSA(slot)
 	default:
-		t.Fatalf("testpki: unknown key type %q (want one of %v)", keyType, KeyTypes)
+		return nil, fmt.Errorf("testpki: unknown key type %q (want one of %v)", keyType, KeyTypes)
 	}
 	if err != nil {
-		t.Fatalf("testpki: generate %s key: %v", keyType, err)
+		return nil, fmt.Errorf("testpki: generate %s key: %w", keyType, err)
 	}
-	return k
+	return k, nil
+}
+
+// must calls make and fails the test on its error: the tests' form of
+// the functions that return errors (MakeCA, CA.Make) for the testbed.
+func must[T any](t testing.TB, make func() (T, error)) T {
+	t.Helper()
+	v, err := make()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // CA is a self-signed certificate authority. DER is Cert's encoding.
@@ -119,32 +129,34 @@ type LeafOpts struct {
 // that many below it (its path length constraint).
 const maxIntermediates = 3
 
-func serial(t testing.TB) *big.Int {
-	t.Helper()
+func serial() (*big.Int, error) {
 	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	if err != nil {
-		t.Fatalf("testpki: serial: %v", err)
+		return nil, fmt.Errorf("testpki: serial: %w", err)
 	}
-	return n.Add(n, big.NewInt(1))
+	return n.Add(n, big.NewInt(1)), nil
 }
 
-func create(t testing.TB, tmpl, parent *x509.Certificate, pub crypto.PublicKey, signer crypto.Signer) (*x509.Certificate, []byte) {
-	t.Helper()
+func create(tmpl, parent *x509.Certificate, pub crypto.PublicKey, signer crypto.Signer) (*x509.Certificate, []byte, error) {
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, signer)
 	if err != nil {
-		t.Fatalf("testpki: create certificate %q: %v", tmpl.Subject.CommonName, err)
+		return nil, nil, fmt.Errorf("testpki: create certificate %q: %w", tmpl.Subject.CommonName, err)
 	}
 	c, err := x509.ParseCertificate(der)
 	if err != nil {
-		t.Fatalf("testpki: parse certificate %q: %v", tmpl.Subject.CommonName, err)
+		return nil, nil, fmt.Errorf("testpki: parse certificate %q: %w", tmpl.Subject.CommonName, err)
 	}
-	return c, der
+	return c, der, nil
 }
 
-func caTemplate(t testing.TB, cn string, pathLen int) *x509.Certificate {
+func caTemplate(cn string, pathLen int) (*x509.Certificate, error) {
+	sn, err := serial()
+	if err != nil {
+		return nil, err
+	}
 	now := time.Now()
 	return &x509.Certificate{
-		SerialNumber:          serial(t),
+		SerialNumber:          sn,
 		Subject:               pkix.Name{CommonName: cn, Organization: []string{"ztls tests"}},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(10 * 24 * time.Hour),
@@ -153,17 +165,32 @@ func caTemplate(t testing.TB, cn string, pathLen int) *x509.Certificate {
 		IsCA:                  true,
 		MaxPathLen:            pathLen,
 		MaxPathLenZero:        pathLen == 0,
-	}
+	}, nil
 }
 
 // NewCA makes a self-signed root CA with a key of keyType (see KeyTypes),
 // valid from an hour ago for ten days.
 func NewCA(t testing.TB, keyType string) *CA {
 	t.Helper()
-	key := newKey(t, keyType, slotCA)
-	tmpl := caTemplate(t, "ztls test CA ("+keyType+")", maxIntermediates)
-	cert, der := create(t, tmpl, tmpl, key.Public(), key)
-	return &CA{Cert: cert, Key: key, DER: der}
+	return must(t, func() (*CA, error) { return MakeCA(keyType) })
+}
+
+// MakeCA is NewCA for code outside tests (the testbed): it returns its
+// error.
+func MakeCA(keyType string) (*CA, error) {
+	key, err := newKey(keyType, slotCA)
+	if err != nil {
+		return nil, err
+	}
+	tmpl, err := caTemplate("ztls test CA ("+keyType+")", maxIntermediates)
+	if err != nil {
+		return nil, err
+	}
+	cert, der, err := create(tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		return nil, err
+	}
+	return &CA{Cert: cert, Key: key, DER: der}, nil
 }
 
 // Pool returns a new pool holding only the CA's certificate.
@@ -177,6 +204,12 @@ func (ca *CA) Pool() *x509.CertPool {
 // extended key usage (and clientAuth if o.Client).
 func (ca *CA) Issue(t testing.TB, o LeafOpts) *Leaf {
 	t.Helper()
+	return must(t, func() (*Leaf, error) { return ca.Make(o) })
+}
+
+// Make is Issue for code outside tests (the testbed): it returns its
+// error.
+func (ca *CA) Make(o LeafOpts) (*Leaf, error) {
 	if o.KeyType == "" {
 		o.KeyType = "ecdsa-p256"
 	}
@@ -191,34 +224,14 @@ func (ca *CA) Issue(t testing.TB, o LeafOpts) *Leaf {
 	if o.NotAfter.IsZero() {
 		o.NotAfter = now.Add(24 * time.Hour)
 	}
-
-	issuer, issuerKey := ca.Cert, ca.Key
-	n := o.Intermediates
-	if n == 0 && o.Intermediate {
-		n = 1
+	issuer, issuerKey, intermediates, err := ca.intermediates(o)
+	if err != nil {
+		return nil, err
 	}
-	if n < 0 || n > maxIntermediates {
-		t.Fatalf("testpki: %d intermediates (at most %d)", n, maxIntermediates)
+	key, err := newKey(o.KeyType, slotLeaf)
+	if err != nil {
+		return nil, err
 	}
-	ikt := o.IntermediateKeyType
-	if ikt == "" {
-		ikt = "ecdsa-p256"
-	}
-	var intermediates [][]byte // root side first
-	for i := range n {
-		ikey := newKey(t, ikt, slotIntermediate+i)
-		cn := "ztls test intermediate CA"
-		if i > 0 {
-			cn = fmt.Sprintf("ztls test intermediate CA %d", i+1)
-		}
-		itmpl := caTemplate(t, cn, n-1-i)
-		var der []byte
-		issuer, der = create(t, itmpl, issuer, ikey.Public(), issuerKey)
-		issuerKey = ikey
-		intermediates = append(intermediates, der)
-	}
-
-	key := newKey(t, o.KeyType, slotLeaf)
 	cn := "ztls test leaf"
 	if len(o.DNSNames) > 0 {
 		cn = o.DNSNames[0]
@@ -231,8 +244,12 @@ func (ca *CA) Issue(t testing.TB, o LeafOpts) *Leaf {
 	if _, ok := key.(*rsa.PrivateKey); ok {
 		usage |= x509.KeyUsageKeyEncipherment // for TLS 1.2 peers that insist
 	}
+	sn, err := serial()
+	if err != nil {
+		return nil, err
+	}
 	tmpl := &x509.Certificate{
-		SerialNumber:          serial(t),
+		SerialNumber:          sn,
 		Subject:               pkix.Name{CommonName: cn, Organization: []string{"ztls tests"}},
 		NotBefore:             o.NotBefore,
 		NotAfter:              o.NotAfter,
@@ -243,12 +260,55 @@ func (ca *CA) Issue(t testing.TB, o LeafOpts) *Leaf {
 		IPAddresses:           o.IPs,
 		OCSPServer:            o.OCSPServer,
 	}
-	cert, der := create(t, tmpl, issuer, key.Public(), issuerKey)
+	cert, der, err := create(tmpl, issuer, key.Public(), issuerKey)
+	if err != nil {
+		return nil, err
+	}
 	chain := [][]byte{der}
 	for i := len(intermediates) - 1; i >= 0; i-- {
 		chain = append(chain, intermediates[i])
 	}
-	return &Leaf{Chain: chain, Key: key, Cert: cert}
+	return &Leaf{Chain: chain, Key: key, Cert: cert}, nil
+}
+
+// intermediates makes the intermediate CAs o asks for, each signed by the
+// one before it (the first by ca), and returns the last with its key (ca
+// itself when there are none) and their DER, root side first.
+func (ca *CA) intermediates(o LeafOpts) (*x509.Certificate, crypto.Signer, [][]byte, error) {
+	issuer, issuerKey := ca.Cert, ca.Key
+	n := o.Intermediates
+	if n == 0 && o.Intermediate {
+		n = 1
+	}
+	if n < 0 || n > maxIntermediates {
+		return nil, nil, nil, fmt.Errorf("testpki: %d intermediates (at most %d)", n, maxIntermediates)
+	}
+	ikt := o.IntermediateKeyType
+	if ikt == "" {
+		ikt = "ecdsa-p256"
+	}
+	var ders [][]byte
+	for i := range n {
+		ikey, err := newKey(ikt, slotIntermediate+i)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		cn := "ztls test intermediate CA"
+		if i > 0 {
+			cn = fmt.Sprintf("ztls test intermediate CA %d", i+1)
+		}
+		itmpl, err := caTemplate(cn, n-1-i)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		var der []byte
+		if issuer, der, err = create(itmpl, issuer, ikey.Public(), issuerKey); err != nil {
+			return nil, nil, nil, err
+		}
+		issuerKey = ikey
+		ders = append(ders, der)
+	}
+	return issuer, issuerKey, ders, nil
 }
 
 // writeFile writes data to a new file in dir whose name starts with prefix.
@@ -276,35 +336,45 @@ func certPEM(ders ...[]byte) []byte {
 	return out
 }
 
-func keyPEM(t testing.TB, key crypto.Signer) []byte {
-	t.Helper()
+func keyPEM(key crypto.Signer) ([]byte, error) {
 	der, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
-		t.Fatalf("testpki: marshal key: %v", err)
+		return nil, fmt.Errorf("testpki: marshal key: %w", err)
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
 }
+
+// PEM returns the chain (leaf first) and the PKCS#8 private key as PEM.
+func (l *Leaf) PEM() (certs, key []byte, err error) {
+	key, err = keyPEM(l.Key)
+	return certPEM(l.Chain...), key, err
+}
+
+// PEM returns the CA certificate as PEM.
+func (ca *CA) PEM() []byte { return certPEM(ca.DER) }
 
 // WritePEM writes the chain (leaf first) and the PKCS#8 private key (mode
 // 0600) to new files in dir and returns their paths.
 func (l *Leaf) WritePEM(t testing.TB, dir string) (certFile, keyFile string) {
 	t.Helper()
-	certFile = writeFile(t, dir, "leaf-*.crt", certPEM(l.Chain...))
-	keyFile = writeFile(t, dir, "leaf-*.key", keyPEM(t, l.Key))
-	return certFile, keyFile
+	certs, key, err := l.PEM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, dir, "leaf-*.crt", certs), writeFile(t, dir, "leaf-*.key", key)
 }
 
 // WritePEM writes the CA certificate to a new file in dir and returns its
 // path (for --ca, openssl -CAfile, gnutls-cli --x509cafile).
 func (ca *CA) WritePEM(t testing.TB, dir string) string {
 	t.Helper()
-	return writeFile(t, dir, "ca-*.crt", certPEM(ca.DER))
+	return writeFile(t, dir, "ca-*.crt", ca.PEM())
 }
 
 // writeKeyPEM writes the CA's private key (PKCS#8) for openssl to sign with.
 func (ca *CA) writeKeyPEM(t testing.TB, dir string) string {
 	t.Helper()
-	return writeFile(t, dir, "ca-*.key", keyPEM(t, ca.Key))
+	return writeFile(t, dir, "ca-*.key", must(t, func() ([]byte, error) { return keyPEM(ca.Key) }))
 }
 
 func abs(t testing.TB, p string) string {

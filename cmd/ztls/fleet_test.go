@@ -86,18 +86,19 @@ func TestCLIFleetSharedStrikeRegister(t *testing.T) {
 	s := newSite(t)
 	redis, stopRedis := startRedis(t)
 	p := strconv.Itoa(s.port)
-	args := []string{"serve", "--zdata", s.zd, "--respond", "hello", "-v", "--strike-register", "redis://" + redis, "--early-window", "1s"}
+	args := []string{"serve", "--zdata", s.zd, "--respond", "hello", "-v", "--strike-register", "redis://" + redis, "--early-window", "3s"}
 	_, logA := startLog(t, "ZTLS on", append(args, "--listen", "127.0.0.1:"+p)...)
 	_, logB := startLog(t, "ZTLS on", append(args, "--listen", "127.0.0.2:"+p)...)
 	// The register vouches for nothing that may predate its memory (a
 	// fresh Redis counts as lost data): a flight is refused until its
 	// window can no longer reach back before that, W plus the fleet's
-	// clock-skew bound (1 s) after the start.
+	// clock-skew bound (1 s) after the start. (A window of 3 s leaves
+	// room for a loaded machine between the starts and the flights.)
 	deliver(t, "127.0.0.1:"+p, firstFlight(t, s))
 	deliver(t, "127.0.0.2:"+p, firstFlight(t, s))
 	logA.waitFor(t, "the strike register started after this ClientHello")
 	logB.waitFor(t, "the strike register started after this ClientHello")
-	time.Sleep(2100 * time.Millisecond)
+	time.Sleep(4100 * time.Millisecond)
 
 	flight := firstFlight(t, s)
 	deliver(t, "127.0.0.1:"+p, flight)

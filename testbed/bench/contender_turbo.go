@@ -10,7 +10,6 @@ import (
 	"math/rand"
 	"net"
 	"os"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -92,10 +91,8 @@ type turboContender struct {
 	// prefetch: Prime prefetches into the worker's dial.Cache, runs use it.
 	prefetch bool
 
-	mu     sync.Mutex
-	worker *turboWorker
-	host   *hosts.Host
-	runs   int64
+	slot workerSlot
+	runs int64 // visits made: each gets its own loss seed
 }
 
 func (e *turboContender) Name() string    { return e.name }
@@ -114,7 +111,7 @@ func (s *turboServer) Close() error {
 	s.wg.Wait()
 	err := s.tcp.Close()
 	s.srv.Close()
-	s.e.stopWorker()
+	s.e.slot.stop()
 	return err
 }
 
@@ -237,21 +234,10 @@ func checkTurboVisit(name, mode string, drop float64, res *workerResult, expect 
 
 // turboJob is one visit for the turbo worker.
 type turboJob struct {
-	ID        uint64  `json:"id"`
-	Addr      string  `json:"addr"`
-	Mode      string  `json:"mode"`
-	Resolver  string  `json:"resolver"`
-	StubCache bool    `json:"stub_cache"`
-	CAFile    string  `json:"ca_file"`
-	Request   []byte  `json:"request"`
-	ExpectLen int     `json:"expect_len"`
-	TimeoutMs int64   `json:"timeout_ms"`
-	Drop      float64 `json:"drop"`
-	Seed      int64   `json:"seed"`
-	WaitMs    int64   `json:"wait_ms"`
-	// As job's.
-	Prefetch   bool `json:"prefetch,omitempty"`
-	Prefetched bool `json:"prefetched,omitempty"`
+	visit
+	Drop   float64 `json:"drop"`
+	Seed   int64   `json:"seed"`
+	WaitMs int64   `json:"wait_ms"`
 }
 
 func parseTurboJob(line []byte) (turboJob, error) {
@@ -261,14 +247,8 @@ func parseTurboJob(line []byte) (turboJob, error) {
 	if err := dec.Decode(&j); err != nil {
 		return j, fmt.Errorf("bench: turbo worker job: %w", err)
 	}
-	// The checks the engine worker makes, then the drop probability.
-	base, err := json.Marshal(job{Addr: j.Addr, Mode: j.Mode, Resolver: j.Resolver, CAFile: j.CAFile, ExpectLen: j.ExpectLen, TimeoutMs: j.TimeoutMs,
-		Prefetch: j.Prefetch, Prefetched: j.Prefetched})
-	if err != nil {
-		return j, err
-	}
-	if _, err := parseJob(base); err != nil {
-		return j, err
+	if err := j.check(); err != nil {
+		return j, fmt.Errorf("bench: turbo worker job: %w", err)
 	}
 	if j.Drop < 0 || j.Drop > 1 {
 		return j, fmt.Errorf("bench: turbo worker job: drop probability %v out of range", j.Drop)
@@ -361,57 +341,16 @@ func rawConnOf(c net.Conn) (syscall.RawConn, error) {
 	return sc.SyscallConn()
 }
 
-// turboWorker is a worker process running turbo jobs (same line protocol).
-type turboWorker struct{ *worker }
-
-func (w *turboWorker) do(ctx context.Context, j turboJob) (*workerResult, error) {
-	w.nextID++
-	j.ID = w.nextID
-	return w.roundTrip(ctx, j.ID, j)
-}
-
 // call runs a visit in the worker (prefetchOnly: the unmeasured prefetch
 // of a prefetch contender).
 func (e *turboContender) call(ctx context.Context, c *Client, prefetchOnly bool) (*workerResult, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.worker == nil || e.host != c.Host {
-		if e.worker != nil {
-			e.worker.close()
-		}
-		w, err := startWorker(c.Host, TurboWorkerRole)
-		if err != nil {
-			return nil, err
-		}
-		e.worker, e.host = &turboWorker{w}, c.Host
-	}
-	e.runs++
-	j := turboJob{Addr: net.JoinHostPort(c.ServerName, strconv.Itoa(int(c.Port))), Mode: e.mode,
-		Resolver: c.dns.resolver.server.String(), StubCache: c.Scenario.StubCache, CAFile: c.CAFile,
-		Request: c.Request, ExpectLen: len(c.Expect), Drop: e.drop, Seed: time.Now().UnixNano() + e.runs,
-		WaitMs: c.TurboWait.Milliseconds(), Prefetch: prefetchOnly, Prefetched: e.prefetch && !prefetchOnly}
-	if dl, ok := ctx.Deadline(); ok {
-		j.TimeoutMs = max(time.Until(dl).Milliseconds(), 1)
-	}
-	res, err := e.worker.do(ctx, j)
-	if err != nil {
-		e.worker.close()
-		e.worker = nil
-		return nil, err
-	}
-	if res.Err != "" {
-		return nil, errors.New(res.Err)
-	}
-	return res, nil
-}
-
-func (e *turboContender) stopWorker() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.worker != nil {
-		e.worker.close()
-		e.worker = nil
-	}
+	return e.slot.run(ctx, c, TurboWorkerRole, func(w *worker) (*workerResult, error) {
+		e.runs++
+		j := turboJob{visit: newVisit(ctx, c, e.mode), Drop: e.drop, Seed: time.Now().UnixNano() + e.runs,
+			WaitMs: c.TurboWait.Milliseconds()}
+		j.Prefetch, j.Prefetched = prefetchOnly, e.prefetch && !prefetchOnly
+		return w.do(ctx, &j.visit, j)
+	})
 }
 
 // turboVisit is workerState.visit with TurboTLS on: a fresh resolver

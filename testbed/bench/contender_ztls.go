@@ -98,9 +98,7 @@ type engineContender struct {
 	// prefetch: Prime prefetches into the worker's dial.Cache, runs use it.
 	prefetch bool
 
-	mu     sync.Mutex
-	worker *worker
-	host   *hosts.Host
+	slot workerSlot
 }
 
 func (e *engineContender) Name() string { return e.name }
@@ -118,7 +116,7 @@ func (s *engineServer) Close() error {
 	close(s.stop)
 	s.wg.Wait()
 	err := s.tcp.Close()
-	s.e.stopWorker()
+	s.e.slot.stop()
 	return err
 }
 
@@ -297,7 +295,7 @@ func (r *earlyThenNormal) Write(p []byte) (int, error) { return r.c.Write(p) }
 // in the worker for the next run.
 func (e *engineContender) Prime(ctx context.Context, c *Client) error {
 	if e.prefetch {
-		_, err := e.call(ctx, c, job{Prefetch: true})
+		_, err := e.call(ctx, c, job{visit: visit{Prefetch: true}})
 		return err
 	}
 	if !e.resume {
@@ -315,7 +313,7 @@ func (e *engineContender) Prime(ctx context.Context, c *Client) error {
 
 func (e *engineContender) RunClient(ctx context.Context, c *Client) (Sample, error) {
 	var s Sample
-	res, err := e.call(ctx, c, job{Resume: e.resume, Prefetched: e.prefetch})
+	res, err := e.call(ctx, c, job{visit: visit{Prefetched: e.prefetch}, Resume: e.resume})
 	if err != nil {
 		return s, err
 	}
@@ -405,36 +403,46 @@ func checkVisit(name string, res *workerResult, expect []byte) error {
 	return nil
 }
 
-// call runs one visit in the worker, starting it on first use. A visit
-// that does not answer in time kills the worker; the next call starts a
-// new one (and tls-0rtt primes again anyway before every run).
+// call runs one visit in the worker (workerSlot.run): c's request, with
+// j's flags.
 func (e *engineContender) call(ctx context.Context, c *Client, j job) (*workerResult, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.worker == nil || e.host != c.Host {
-		if e.worker != nil {
-			e.worker.close()
+	return e.slot.run(ctx, c, ClientWorkerRole, func(w *worker) (*workerResult, error) {
+		v := newVisit(ctx, c, e.mode)
+		v.Prefetch, v.Prefetched = j.Prefetch, j.Prefetched
+		j.visit = v
+		return w.do(ctx, &j.visit, j)
+	})
+}
+
+// workerSlot holds a contender's worker process, started on first use
+// on the client's host.
+type workerSlot struct {
+	mu     sync.Mutex
+	worker *worker
+	host   *hosts.Host
+}
+
+// run runs one visit (send) in the worker, starting it on first use on
+// c's host. A visit that does not answer in time kills the worker; the
+// next run starts a new one (and tls-0rtt primes again anyway before
+// every run).
+func (s *workerSlot) run(ctx context.Context, c *Client, role child.Role, send func(*worker) (*workerResult, error)) (*workerResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.worker == nil || s.host != c.Host {
+		if s.worker != nil {
+			s.worker.close()
 		}
-		w, err := startWorker(c.Host, ClientWorkerRole)
+		w, err := startWorker(c.Host, role)
 		if err != nil {
 			return nil, err
 		}
-		e.worker, e.host = w, c.Host
+		s.worker, s.host = w, c.Host
 	}
-	j.Addr = net.JoinHostPort(c.ServerName, strconv.Itoa(int(c.Port)))
-	j.Mode = e.mode
-	j.Resolver = c.dns.resolver.server.String()
-	j.StubCache = c.Scenario.StubCache
-	j.CAFile = c.CAFile
-	j.Request = c.Request
-	j.ExpectLen = len(c.Expect)
-	if dl, ok := ctx.Deadline(); ok {
-		j.TimeoutMs = max(time.Until(dl).Milliseconds(), 1)
-	}
-	res, err := e.worker.do(ctx, j)
+	res, err := send(s.worker)
 	if err != nil {
-		e.worker.close()
-		e.worker = nil
+		s.worker.close()
+		s.worker = nil
 		return nil, err
 	}
 	if res.Err != "" {
@@ -443,17 +451,19 @@ func (e *engineContender) call(ctx context.Context, c *Client, j job) (*workerRe
 	return res, nil
 }
 
-func (e *engineContender) stopWorker() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.worker != nil {
-		e.worker.close()
-		e.worker = nil
+// stop ends the worker, if one runs.
+func (s *workerSlot) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.worker != nil {
+		s.worker.close()
+		s.worker = nil
 	}
 }
 
-// job is one visit for the worker, one JSON line on its stdin.
-type job struct {
+// visit is what every worker's job holds: one visit, by name, through
+// the scenario's resolver.
+type visit struct {
 	ID        uint64 `json:"id"`
 	Addr      string `json:"addr"`     // host:port to dial by name
 	Mode      string `json:"mode"`     // dial mode: tls or ztls
@@ -463,14 +473,57 @@ type job struct {
 	Request   []byte `json:"request"`
 	ExpectLen int    `json:"expect_len"`
 	TimeoutMs int64  `json:"timeout_ms"`
-	// Prime keeps the visit's session ticket; Resume offers the kept
-	// ticket with the request as 0-RTT data.
-	Prime  bool `json:"prime"`
-	Resume bool `json:"resume"`
 	// Prefetch only prefetches Addr into the worker's cache (unmeasured);
 	// Prefetched visits with that cache.
 	Prefetch   bool `json:"prefetch,omitempty"`
 	Prefetched bool `json:"prefetched,omitempty"`
+}
+
+// newVisit is the visit of c's request in mode, within ctx's deadline.
+func newVisit(ctx context.Context, c *Client, mode string) visit {
+	v := visit{Addr: net.JoinHostPort(c.ServerName, strconv.Itoa(int(c.Port))), Mode: mode,
+		Resolver: c.dns.resolver.server.String(), StubCache: c.Scenario.StubCache, CAFile: c.CAFile,
+		Request: c.Request, ExpectLen: len(c.Expect)}
+	if dl, ok := ctx.Deadline(); ok {
+		v.TimeoutMs = max(time.Until(dl).Milliseconds(), 1)
+	}
+	return v
+}
+
+// check refuses a visit no worker can make.
+func (v *visit) check() error {
+	host, port, err := net.SplitHostPort(v.Addr)
+	if err != nil || host == "" {
+		return fmt.Errorf("bad address %q", v.Addr)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("bad port in %q", v.Addr)
+	}
+	if _, err := netip.ParseAddrPort(v.Resolver); err != nil {
+		return fmt.Errorf("bad resolver %q", v.Resolver)
+	}
+	if v.Mode != "tls" && v.Mode != "ztls" {
+		return fmt.Errorf("bad mode %q", v.Mode)
+	}
+	if v.ExpectLen < 1 || v.ExpectLen > 1<<20 {
+		return fmt.Errorf("response length %d out of range", v.ExpectLen)
+	}
+	if v.TimeoutMs < 0 || v.TimeoutMs > 10*60*1000 {
+		return fmt.Errorf("timeout %d ms out of range", v.TimeoutMs)
+	}
+	if v.Prefetch && v.Prefetched {
+		return errors.New("a prefetch is a visit of its own")
+	}
+	return nil
+}
+
+// job is one visit for the engine worker, one JSON line on its stdin.
+type job struct {
+	visit
+	// Prime keeps the visit's session ticket; Resume offers the kept
+	// ticket with the request as 0-RTT data.
+	Prime  bool `json:"prime"`
+	Resume bool `json:"resume"`
 }
 
 // workerResult is the worker's answer, one JSON line on its stdout.
@@ -490,29 +543,13 @@ func parseJob(line []byte) (job, error) {
 	if err := dec.Decode(&j); err != nil {
 		return j, fmt.Errorf("bench: worker job: %w", err)
 	}
-	host, port, err := net.SplitHostPort(j.Addr)
-	if err != nil || host == "" {
-		return j, fmt.Errorf("bench: worker job: bad address %q", j.Addr)
-	}
-	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-		return j, fmt.Errorf("bench: worker job: bad port in %q", j.Addr)
-	}
-	if _, err := netip.ParseAddrPort(j.Resolver); err != nil {
-		return j, fmt.Errorf("bench: worker job: bad resolver %q", j.Resolver)
-	}
-	if j.Mode != "tls" && j.Mode != "ztls" {
-		return j, fmt.Errorf("bench: worker job: bad mode %q", j.Mode)
-	}
-	if j.ExpectLen < 1 || j.ExpectLen > 1<<20 {
-		return j, fmt.Errorf("bench: worker job: response length %d out of range", j.ExpectLen)
-	}
-	if j.TimeoutMs < 0 || j.TimeoutMs > 10*60*1000 {
-		return j, fmt.Errorf("bench: worker job: timeout %d ms out of range", j.TimeoutMs)
+	if err := j.check(); err != nil {
+		return j, fmt.Errorf("bench: worker job: %w", err)
 	}
 	if j.Prime && j.Resume {
 		return j, errors.New("bench: worker job: prime and resume at once")
 	}
-	if j.Prefetch && (j.Prefetched || j.Prime || j.Resume) {
+	if j.Prefetch && (j.Prime || j.Resume) {
 		return j, errors.New("bench: worker job: a prefetch is a visit of its own")
 	}
 	return j, nil
@@ -562,11 +599,12 @@ func startWorker(h *hosts.Host, role child.Role) (*worker, error) {
 	return w, nil
 }
 
-// do sends j and waits for its answer or ctx's end.
-func (w *worker) do(ctx context.Context, j job) (*workerResult, error) {
+// do numbers v, sends the job holding it and waits for its answer or
+// ctx's end.
+func (w *worker) do(ctx context.Context, v *visit, job any) (*workerResult, error) {
 	w.nextID++
-	j.ID = w.nextID
-	return w.roundTrip(ctx, j.ID, j)
+	v.ID = w.nextID
+	return w.roundTrip(ctx, v.ID, job)
 }
 
 // roundTrip writes one JSON job line and reads result lines until the one

@@ -157,7 +157,7 @@ func TestTLS0RTTNeedsPrime(t *testing.T) {
 	w := newLoopbackWorld(t)
 	_, cl := w.start(t, "tls-0rtt", true)
 	e := &engineContender{name: "tls-0rtt", mode: "tls", resume: true}
-	t.Cleanup(e.stopWorker)
+	t.Cleanup(e.slot.stop)
 	_, err := e.RunClient(context.Background(), cl)
 	if err == nil || !strings.Contains(err.Error(), "prime first") {
 		t.Fatalf("got %v, want the no-session error", err)

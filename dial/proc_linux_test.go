@@ -9,44 +9,25 @@ package dial
 // helpers of tls13's interop tests, tls13/interop_proc_test.go.)
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ztls-project/ztls/internal/netns"
+	"github.com/ztls-project/ztls/internal/testproc"
 )
 
 // nsProc is a process in a network namespace of its own.
 type nsProc struct {
 	cmd   *exec.Cmd
 	netns string // /proc/PID/ns/net
-	out   *lockedBuffer
+	out   *testproc.Buffer
 	done  chan struct{}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // startInNetns starts name with args in a new network namespace whose
@@ -61,15 +42,12 @@ func startInNetns(t *testing.T, dir, name string, port int, ready string, args .
 	if err != nil {
 		t.Skipf("%s is not installed (make deps installs it): %v", name, err)
 	}
-	ip, err := exec.LookPath("ip")
+	cmd, err := netns.Command(path, args...)
 	if err != nil {
-		t.Skipf("ip (iproute2) is not installed: %v", err)
+		t.Skip(err)
 	}
-	// The shell brings lo up, then becomes the tool (same pid).
-	cmd := exec.Command("sh", append([]string{"-c", `"$0" link set lo up && exec "$@"`, ip, path}, args...)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
 	cmd.Dir = dir
-	p := &nsProc{cmd: cmd, out: &lockedBuffer{}, done: make(chan struct{})}
+	p := &nsProc{cmd: cmd, out: &testproc.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		if os.Geteuid() != 0 {
@@ -77,7 +55,7 @@ func startInNetns(t *testing.T, dir, name string, port int, ready string, args .
 		}
 		t.Fatalf("start %s: %v", name, err)
 	}
-	p.netns = fmt.Sprintf("/proc/%d/ns/net", cmd.Process.Pid)
+	p.netns = netns.Path(cmd.Process.Pid)
 	go func() { cmd.Wait(); close(p.done) }()
 	t.Cleanup(p.stop)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/ztls-project/ztls/internal/netns"
+	"github.com/ztls-project/ztls/internal/testproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -90,31 +91,13 @@ func writeTemp(t *testing.T, name string, data []byte) string {
 	return path
 }
 
-// syncBuffer collects a process's output while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // peerProc is one running OpenSSL or GnuTLS tool.
 type peerProc struct {
 	t     *testing.T
 	name  string
 	cmd   *exec.Cmd
-	stdin *os.File    // write end of the tool's stdin pipe
-	out   *syncBuffer // stdout and stderr, interleaved
+	stdin *os.File         // write end of the tool's stdin pipe
+	out   *testproc.Buffer // stdout and stderr, interleaved
 	done  chan struct{}
 	err   error  // exit status, valid once done is closed
 	netns string // the process's network namespace, if it has its own
@@ -147,15 +130,14 @@ func startProc(t *testing.T, name string, args []string, ownNetns bool) *peerPro
 	path := needTool(t, name)
 	var cmd *exec.Cmd
 	if ownNetns {
-		ip := needTool(t, "ip")
-		// The shell brings lo up, then becomes the tool (same pid).
-		script := `"$0" link set lo up && exec "$@"`
-		cmd = exec.Command("sh", append([]string{"-c", script, ip, path}, args...)...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
+		var err error
+		if cmd, err = netns.Command(path, args...); err != nil {
+			t.Skip(err)
+		}
 	} else {
 		cmd = exec.Command(path, args...)
 	}
-	p := &peerProc{t: t, name: name, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{}), args: args}
+	p := &peerProc{t: t, name: name, cmd: cmd, out: &testproc.Buffer{}, done: make(chan struct{}), args: args}
 	cmd.Stdout = p.out
 	cmd.Stderr = p.out
 	cmd.Dir = t.TempDir()
@@ -175,7 +157,7 @@ func startProc(t *testing.T, name string, args []string, ownNetns bool) *peerPro
 		t.Fatalf("start %s: %v", name, err)
 	}
 	if ownNetns {
-		p.netns = fmt.Sprintf("/proc/%d/ns/net", cmd.Process.Pid)
+		p.netns = netns.Path(cmd.Process.Pid)
 	}
 	go func() {
 		p.err = cmd.Wait()

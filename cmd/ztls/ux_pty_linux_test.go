@@ -6,11 +6,11 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/testproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -42,22 +42,7 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 }
 
 // syncBuffer collects a stream while the test polls it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer struct{ testproc.Buffer }
 
 // waitFor polls b until it contains want.
 func (s *syncBuffer) waitFor(t *testing.T, what, want string, other *syncBuffer) {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/testproc"
 	"github.com/ztls-project/ztls/tls13"
 )
 
@@ -63,7 +64,7 @@ func launchRedis(t testing.TB, port int, extra ...string) (*redisServer, string,
 	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", t.TempDir(), "--loglevel", "warning"}, extra...)
 	cmd := exec.Command("redis-server", args...)
-	var out syncBuffer
+	var out testproc.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -107,25 +108,6 @@ func launchRedis(t testing.TB, port int, extra ...string) (*redisServer, string,
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// syncBuffer is a bytes.Buffer that redis-server's output may be written
-// to while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 func (s *redisServer) stop() {

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/testproc"
 	"github.com/ztls-project/ztls/tls13/internal/keyschedule"
 	"github.com/ztls-project/ztls/tls13/internal/suite"
 )
@@ -107,23 +108,6 @@ func (c *recordingConn) inLen() int {
 	return len(c.in)
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // waitFor polls cond until it holds; it is synchronisation with another
 // process, not a timing assertion, and fails only after a generous limit.
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -144,7 +128,7 @@ func runOpenSSL(t *testing.T, openssl string, cert tls.Certificate, s *suite.Sui
 	}
 	t.Cleanup(func() { ln.Close() })
 
-	var goLog lockedBuffer
+	var goLog testproc.Buffer
 	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13, KeyLogWriter: &goLog}
 	if hrr {
 		// The client offers a P-256 key share; insisting on X25519 forces
@@ -154,7 +138,7 @@ func runOpenSSL(t *testing.T, openssl string, cert tls.Certificate, s *suite.Sui
 	var (
 		rec      *recordingConn
 		recReady = make(chan struct{})
-		received lockedBuffer
+		received testproc.Buffer
 		run      interopRun
 		srvErr   = make(chan error, 1)
 	)
@@ -196,7 +180,7 @@ func runOpenSSL(t *testing.T, openssl string, cert tls.Certificate, s *suite.Sui
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stdout lockedBuffer
+	var stdout testproc.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stdout
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ import (
 
 var benchFlags struct {
 	rtt, protocols, scenario, response string
-	loss, authRTT                      float64
+	loss, authRTT, ocspRTT             float64
 	runs                               int
 	jsonOut, csvOut, selfcheck, noRT   bool
 	plotDir                            string
@@ -81,6 +81,7 @@ func init() {
 	f.StringVar(&benchFlags.scenario, "scenario", "local-warm", `comma-separated DNS scenarios, or "all"`)
 	f.StringVar(&benchFlags.response, "response", bench.Response5B, `response: "5b" (5 bytes, as the paper) or "http" (GET of a small page)`)
 	f.Float64Var(&benchFlags.authRTT, "auth-rtt", float64(bench.DefaultAuthRTT)/1e6, "resolver-authority RTT in ms (cold scenarios)")
+	f.Float64Var(&benchFlags.ocspRTT, "ocsp-rtt", float64(bench.DefaultOCSPRTT)/1e6, "client-OCSP responder RTT in ms (the *-ocsp protocols, which ask it hard-fail; *-ocsp-prefetch ask before the click)")
 	f.BoolVar(&benchFlags.jsonOut, "json", false, "print the summary as JSON")
 	f.BoolVar(&benchFlags.csvOut, "csv", false, "print every raw sample as CSV")
 	f.StringVar(&benchFlags.plotDir, "plot", "", "write CDF and bar plots (PNG and SVG) into this directory")
@@ -156,6 +157,9 @@ func checkBenchNumbers() error {
 	if !(benchFlags.authRTT >= 0 && benchFlags.authRTT <= 2000) {
 		return fmt.Errorf("bench: --auth-rtt %v: want milliseconds from 0 to 2000", benchFlags.authRTT)
 	}
+	if !(benchFlags.ocspRTT > 0 && benchFlags.ocspRTT <= 2000) {
+		return fmt.Errorf("bench: --ocsp-rtt %v: want milliseconds above 0, up to 2000", benchFlags.ocspRTT)
+	}
 	return nil
 }
 
@@ -227,6 +231,7 @@ func runBench(cmd *cobra.Command, _ []string) error {
 		Scenarios: scenarios,
 		Response:  benchFlags.response,
 		AuthRTT:   time.Duration(benchFlags.authRTT * float64(time.Millisecond)),
+		OCSPRTT:   time.Duration(benchFlags.ocspRTT * float64(time.Millisecond)),
 		Progress:  os.Stderr,
 		Realtime:  !benchFlags.noRT,
 	}

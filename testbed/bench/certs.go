@@ -12,20 +12,25 @@ import (
 
 // pki is the benchmark's throwaway CA and server certificate.
 type pki struct {
+	ca                        *testpki.CA
 	cert                      tls.Certificate
 	pool                      *x509.CertPool
 	caFile, certFile, keyFile string
 }
 
 // makePKI creates an ECDSA P-256 CA and a certificate for name signed by
-// it (internal/testpki), and writes them as PEM into dir for programs such
-// as openssl.
-func makePKI(dir, name string) (*pki, error) {
+// it (internal/testpki), naming the OCSP responder at ocspURL if not "",
+// and writes them as PEM into dir for programs such as openssl.
+func makePKI(dir, name, ocspURL string) (*pki, error) {
 	ca, err := testpki.MakeCA("ecdsa-p256")
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	leaf, err := ca.Make(testpki.LeafOpts{DNSNames: []string{name}})
+	o := testpki.LeafOpts{DNSNames: []string{name}}
+	if ocspURL != "" {
+		o.OCSPServer = []string{ocspURL}
+	}
+	leaf, err := ca.Make(o)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
@@ -34,6 +39,7 @@ func makePKI(dir, name string) (*pki, error) {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	p := &pki{
+		ca:       ca,
 		pool:     ca.Pool(),
 		caFile:   filepath.Join(dir, "ca.pem"),
 		certFile: filepath.Join(dir, "server.pem"),

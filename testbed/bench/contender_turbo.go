@@ -349,7 +349,8 @@ func (e *turboContender) call(ctx context.Context, c *Client, prefetchOnly bool)
 		j := turboJob{visit: newVisit(ctx, c, e.mode), Drop: e.drop, Seed: time.Now().UnixNano() + e.runs,
 			WaitMs: c.TurboWait.Milliseconds()}
 		j.Prefetch, j.Prefetched = prefetchOnly, e.prefetch && !prefetchOnly
-		return w.do(ctx, &j.visit, j)
+		j.ID = w.nextJob()
+		return w.roundTrip(ctx, j.ID, j)
 	})
 }
 
@@ -357,8 +358,7 @@ func (e *turboContender) call(ctx context.Context, c *Client, prefetchOnly bool)
 // (filled first with the stub scenario), a fresh flight-size cache (first
 // contact), the UDP socket wrapped for the loss variants.
 func (st *workerState) turboVisit(j turboJob) *workerResult {
-	v, err := st.startVisit(visitSpec{addr: j.Addr, mode: j.Mode, resolver: j.Resolver, caFile: j.CAFile,
-		stubCache: j.StubCache, request: j.Request, expectLen: j.ExpectLen, timeoutMs: j.TimeoutMs}, "turbo worker")
+	v, err := st.startVisit(j.visit, "turbo worker")
 	if err != nil {
 		return &workerResult{Err: err.Error()}
 	}

@@ -97,6 +97,7 @@ type engineContender struct {
 	resume bool   // tls-0rtt: Prime fetches a ticket, runs resume with 0-RTT
 	// prefetch: Prime prefetches into the worker's dial.Cache, runs use it.
 	prefetch bool
+	ocsp     bool // the client asks the leaf's OCSP responder, hard-fail
 
 	slot workerSlot
 }
@@ -386,7 +387,7 @@ func checkVisit(name string, res *workerResult, expect []byte) error {
 	if err := checkPrefetched(name, r); err != nil {
 		return err
 	}
-	switch strings.TrimSuffix(name, prefetchSuffix) {
+	switch strings.TrimSuffix(strings.TrimSuffix(name, prefetchSuffix), ocspSuffix) {
 	case "ztls":
 		if r.Mode != "ztls" || !r.EarlyData.Accepted {
 			return fmt.Errorf("bench: ztls: mode %s, early data accepted %v (fallback: %s)", r.Mode, r.EarlyData.Accepted, r.FallbackReason)
@@ -408,9 +409,10 @@ func checkVisit(name string, res *workerResult, expect []byte) error {
 func (e *engineContender) call(ctx context.Context, c *Client, j job) (*workerResult, error) {
 	return e.slot.run(ctx, c, ClientWorkerRole, func(w *worker) (*workerResult, error) {
 		v := newVisit(ctx, c, e.mode)
-		v.Prefetch, v.Prefetched = j.Prefetch, j.Prefetched
+		v.Prefetch, v.Prefetched, v.OCSP = j.Prefetch, j.Prefetched, e.ocsp
 		j.visit = v
-		return w.do(ctx, &j.visit, j)
+		j.ID = w.nextJob()
+		return w.roundTrip(ctx, j.ID, j)
 	})
 }
 
@@ -477,6 +479,8 @@ type visit struct {
 	// Prefetched visits with that cache.
 	Prefetch   bool `json:"prefetch,omitempty"`
 	Prefetched bool `json:"prefetched,omitempty"`
+	// OCSP asks the leaf's OCSP responder, hard-fail.
+	OCSP bool `json:"ocsp,omitempty"`
 }
 
 // newVisit is the visit of c's request in mode, within ctx's deadline.
@@ -599,12 +603,10 @@ func startWorker(h *hosts.Host, role child.Role) (*worker, error) {
 	return w, nil
 }
 
-// do numbers v, sends the job holding it and waits for its answer or
-// ctx's end.
-func (w *worker) do(ctx context.Context, v *visit, job any) (*workerResult, error) {
+// nextJob is the ID of the next job sent.
+func (w *worker) nextJob() uint64 {
 	w.nextID++
-	v.ID = w.nextID
-	return w.roundTrip(ctx, v.ID, job)
+	return w.nextID
 }
 
 // roundTrip writes one JSON job line and reads result lines until the one
@@ -712,8 +714,7 @@ func (st *workerState) rootsFor(file string) (*x509.CertPool, error) {
 // (unmeasured), else it has no cache and every lookup goes to the
 // scenario's resolver.
 func (st *workerState) visit(j job) *workerResult {
-	v, err := st.startVisit(visitSpec{addr: j.Addr, mode: j.Mode, resolver: j.Resolver, caFile: j.CAFile,
-		stubCache: j.StubCache, request: j.Request, expectLen: j.ExpectLen, timeoutMs: j.TimeoutMs}, "worker")
+	v, err := st.startVisit(j.visit, "worker")
 	if err != nil {
 		return &workerResult{Err: err.Error()}
 	}
@@ -741,15 +742,6 @@ func (st *workerState) visit(j job) *workerResult {
 	return out
 }
 
-// visitSpec is what every worker's visit is given.
-type visitSpec struct {
-	addr, mode, resolver, caFile string
-	stubCache                    bool
-	request                      []byte
-	expectLen                    int
-	timeoutMs                    int64
-}
-
 // aVisit is one visit under way: its deadline, its fresh resolver and the
 // dial options a worker adjusts before connect.
 type aVisit struct {
@@ -763,42 +755,48 @@ type aVisit struct {
 // startVisit makes a visit's resolver (filled first in the stub scenario:
 // the answers are then in the stub's cache) and its options; who names
 // the worker in errors.
-func (st *workerState) startVisit(v visitSpec, who string) (*aVisit, error) {
-	timeout := time.Duration(v.timeoutMs) * time.Millisecond
+func (st *workerState) startVisit(v visit, who string) (*aVisit, error) {
+	timeout := time.Duration(v.TimeoutMs) * time.Millisecond
 	if timeout == 0 {
 		timeout = 30 * time.Second
 	}
-	roots, err := st.rootsFor(v.caFile)
+	roots, err := st.rootsFor(v.CAFile)
 	if err != nil {
 		return nil, err
 	}
 	cacheSize := -1
-	if v.stubCache {
+	if v.StubCache {
 		cacheSize = 0 // default size
 	}
-	res, err := dnsresolver.New(dnsresolver.Config{Servers: []string{v.resolver}, Transport: dnsresolver.UDP, CacheSize: cacheSize, Timeout: 4 * time.Second})
+	res, err := dnsresolver.New(dnsresolver.Config{Servers: []string{v.Resolver}, Transport: dnsresolver.UDP, CacheSize: cacheSize, Timeout: 4 * time.Second})
 	if err != nil {
 		return nil, err
 	}
 	a := &aVisit{res: res}
 	a.ctx, a.cancel = context.WithTimeout(context.Background(), timeout)
-	host, portStr, _ := net.SplitHostPort(v.addr)
+	host, portStr, _ := net.SplitHostPort(v.Addr)
 	port, _ := strconv.Atoi(portStr)
-	if v.stubCache {
+	if v.StubCache {
 		if _, err := res.LookupService(a.ctx, host, port, nil); err != nil {
 			a.close()
 			return nil, fmt.Errorf("bench: %s: filling the stub cache: %w", who, err)
 		}
 	}
 	a.o = dial.Options{
-		Mode:         v.mode,
+		Mode:         v.Mode,
 		TLS:          &tls13.Config{RootCAs: roots, ServerName: host, Groups: []tls13.CurveID{tls13.X25519}},
 		Resolver:     res,
-		Request:      v.request,
+		Request:      v.Request,
 		ReplaySafe:   true,
-		ReadResponse: v.expectLen,
+		ReadResponse: v.ExpectLen,
 		Out:          &a.got,
 		Memory:       dial.NewMemory(),
+	}
+	if v.OCSP {
+		// ZTLS waits for the OCSP answer before it uses the Z-data: the
+		// wait is what ztls-ocsp measures, so the Z-data budget (20 ms
+		// after TCP connects, then TLS 1.3) does not cut it short.
+		a.o.OCSP, a.o.ZDataBudget = dial.OCSPHardFail, timeout
 	}
 	return a, nil
 }

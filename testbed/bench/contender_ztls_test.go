@@ -28,7 +28,7 @@ type loopbackWorld struct {
 func newLoopbackWorld(t *testing.T) *loopbackWorld {
 	t.Helper()
 	dir := t.TempDir()
-	p, err := makePKI(dir, ServerName)
+	p, err := makePKI(dir, ServerName, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,9 @@ type Config struct {
 	Response string
 	// AuthRTT is the resolver–authority round trip (0: DefaultAuthRTT).
 	AuthRTT time.Duration
+	// OCSPRTT is the client–OCSP responder round trip, for the OCSP
+	// contenders (0: DefaultOCSPRTT).
+	OCSPRTT time.Duration
 	// Progress receives one line per measured connection; nil: silent.
 	Progress io.Writer
 	// Realtime runs the measuring process at SCHED_FIFO priority 40, just
@@ -124,6 +127,12 @@ func (cfg *Config) check() error {
 	if cfg.AuthRTT < 0 || cfg.AuthRTT > 2*time.Second {
 		return fmt.Errorf("bench: authority RTT %v out of range", cfg.AuthRTT)
 	}
+	if cfg.OCSPRTT == 0 {
+		cfg.OCSPRTT = DefaultOCSPRTT
+	}
+	if cfg.OCSPRTT < 0 || cfg.OCSPRTT > 2*time.Second {
+		return fmt.Errorf("bench: OCSP responder RTT %v out of range", cfg.OCSPRTT)
+	}
 	return nil
 }
 
@@ -154,12 +163,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	var cs []Contender
+	names := []string{"client", "resolver", "dns", "server"}
 	for _, name := range cfg.Protocols {
 		c, err := NewContender(name)
 		if err != nil {
 			return nil, err
 		}
 		cs = append(cs, c)
+		if usesOCSP(c) && len(names) == 4 {
+			names = append(names, "ocsp")
+		}
 	}
 	progress := cfg.Progress
 	if progress == nil {
@@ -172,7 +185,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			defer hosts.SetProcessRealtime(0)
 		}
 	}
-	n, err := hosts.New(hosts.Options{Hosts: []string{"client", "resolver", "dns", "server"}, Calibrate: true})
+	n, err := hosts.New(hosts.Options{Hosts: names, Calibrate: true})
 	if err != nil {
 		return nil, err
 	}
@@ -186,9 +199,24 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	p, err := makePKI(dir, ServerName)
+	var aia string // the OCSP responder, if an OCSP contender runs
+	if oh := n.Host("ocsp"); oh != nil {
+		aia = ocspURL(oh)
+	}
+	p, err := makePKI(dir, ServerName, aia)
 	if err != nil {
 		return nil, err
+	}
+	if oh := n.Host("ocsp"); oh != nil {
+		r, err := startOCSP(oh, p.ca)
+		if err != nil {
+			return nil, err
+		}
+		defer r.close()
+		if err := n.SetRTT(client, oh, cfg.OCSPRTT, 0); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(progress, "OCSP responder at %s, %v from the client\n", r.URL, cfg.OCSPRTT)
 	}
 	d, err := startDNS(auth, res, client)
 	if err != nil {

@@ -273,7 +273,7 @@ func runThroughput(ctx context.Context, cfg ThroughputConfig, progress io.Writer
 		return fmt.Errorf("bench: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	p, err := makePKI(dir, ServerName)
+	p, err := makePKI(dir, ServerName, "")
 	if err != nil {
 		return err
 	}

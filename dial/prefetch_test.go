@@ -39,20 +39,32 @@ type dnsCounter struct {
 
 func countDNS(t *testing.T, w *lab.World) *dnsCounter {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pc.Close() })
+	pc, ln := listenBoth(t)
+	t.Cleanup(func() { pc.Close(); ln.Close() })
 	d := &dnsCounter{addr: pc.LocalAddr().String()}
-	ln, err := net.Listen("tcp", d.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	go d.forwardUDP(pc, w.DNSAddr)
 	go d.forwardTCP(ln, w.DNSAddr)
 	return d
+}
+
+// listenBoth listens on UDP and TCP at one loopback port: a free UDP
+// port whose TCP twin may be taken, so it tries a few.
+func listenBoth(t *testing.T) (net.PacketConn, net.Listener) {
+	t.Helper()
+	var err error
+	for range 20 {
+		var pc net.PacketConn
+		if pc, err = net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
+			break
+		}
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", pc.LocalAddr().String()); err == nil {
+			return pc, ln
+		}
+		pc.Close()
+	}
+	t.Fatal(err)
+	return nil, nil
 }
 
 func (d *dnsCounter) forwardUDP(pc net.PacketConn, upstream string) {

@@ -15,7 +15,7 @@ PEERS_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ztls-peers
 # rustup's cargo, when a non-login shell left it off the PATH.
 export PATH := $(PATH):$(HOME)/.cargo/bin
 
-.PHONY: all build deps peers demo test lint fuzz fuzz-long bench bench-tls bench-dns-auth bench-dns-resolver bench-turbo testbed-paper testbed-turbo
+.PHONY: all build deps peers demo test lint fuzz fuzz-long bench bench-tls bench-rustls bench-dns-auth bench-dns-resolver bench-turbo testbed-paper testbed-turbo
 
 all: build
 
@@ -88,6 +88,12 @@ bench:
 # The figures in docs/: each target regenerates one page's table.
 bench-tls:
 	sh scripts/bench-tls.sh
+
+# bench-tls with rustls beside ztls and crypto/tls: builds bench/rustls from
+# crates.io with its Cargo.lock (needs cargo; minutes the first time).
+bench-rustls:
+	cargo build --locked --release --quiet --manifest-path bench/rustls/Cargo.toml --target-dir $(PEERS_DIR)/rustls-bench
+	RUSTLS_BENCH=$(PEERS_DIR)/rustls-bench/release/ztls-rustls-bench sh scripts/bench-tls.sh
 
 bench-dns-auth:
 	sh scripts/bench-dns-auth.sh

@@ -10,6 +10,10 @@
 #   BENCH   benchmark regexp (default .)
 #   BENCHTIME  go test -benchtime (default 1s)
 #   GO      the go command (default go)
+#   RUSTLS_BENCH  the rustls benchmark peer (bench/rustls, built by
+#           `make bench-rustls`, which sets this): its in-memory handshakes
+#           run COUNT times after the Go benchmarks, with an ECDSA P-256
+#           CA and leaf made by openssl, and are summarised beside them
 #
 # Ratios are "ztls is N times as fast": for handshakes gotls ns/op divided
 # by ztls ns/op, for bulk ztls MB/s divided by gotls MB/s. Targets:
@@ -51,7 +55,7 @@ summarise() {
 	function fmt(x) { return x == "" ? "-" : sprintf(x >= 100 ? "%.0f" : "%.2f", x) }
 	function ratio(a, b) { return (a == "" || b == "" || b == 0) ? "-" : sprintf("%.2f", a / b) }
 	END {
-		print "| benchmark | impl | ns/op | MB/s | client-ns/op | server-ns/op | B/op | allocs/op | ztls/gotls speed |"
+		print "| benchmark | impl | ns/op | MB/s | client-ns/op | server-ns/op | B/op | allocs/op | speed vs gotls |"
 		print "|---|---|---:|---:|---:|---:|---:|---:|---:|"
 		for (k = 1; k <= nnames; k++) {
 			name = order[k]
@@ -70,6 +74,24 @@ summarise() {
 				fmt(med(name, "ns/op")), fmt(med(name, "MB/s")),
 				fmt(med(name, "client-ns/op")), fmt(med(name, "server-ns/op")),
 				fmt(med(name, "B/op")), fmt(med(name, "allocs/op")), r
+		}
+		if (("BenchmarkHandshake/x25519-ecdsa-aes128/rustls") in seen) {
+			print ""
+			print "Per-side ratios against rustls (rustls / ztls working time: above 1, ztls is faster):"
+			print ""
+			print "| benchmark | impl | client | server |"
+			print "|---|---|---:|---:|"
+			for (k = 1; k <= nnames; k++) {
+				name = order[k]
+				group = name; impl = name
+				sub(/\/[^\/]*$/, "", group); sub(/^.*\//, "", impl)
+				sub(/^Benchmark/, "", group)
+				ref = "Benchmark" group "/rustls"
+				if (impl == "rustls" || !(ref in seen) || med(name, "client-ns/op") == "") continue
+				printf "| %s | %s | %s | %s |\n", group, impl,
+					ratio(med(ref, "client-ns/op"), med(name, "client-ns/op")),
+					ratio(med(ref, "server-ns/op"), med(name, "server-ns/op"))
+			}
 		}
 		print ""
 		print "Per-side ratios (gotls / ztls working time, handshakes):"
@@ -99,4 +121,25 @@ raw=${1:-$(mktemp /tmp/bench-tls.XXXXXX)}
 echo "# $GO test -run '^\$' -bench '$BENCH' -benchmem -benchtime $BENCHTIME -count $COUNT ./tls13/" >&2
 echo "# raw output: $raw" >&2
 $GO test -run '^$' -bench "$BENCH" -benchmem -benchtime "$BENCHTIME" -count "$COUNT" ./tls13/ | tee "$raw" >&2
+if [ -n "${RUSTLS_BENCH:-}" ]; then
+	pki=$(mktemp -d /tmp/bench-tls-pki.XXXXXX)
+	trap 'rm -rf "$pki"' EXIT
+	(
+		cd "$pki"
+		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem \
+			-subj /CN=ztls-bench-ca -days 2 2>/dev/null
+		openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout leaf.key -out leaf.csr \
+			-subj /CN=localhost 2>/dev/null
+		printf 'subjectAltName=DNS:localhost\nbasicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n' >ext
+		openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -out leaf.pem -extfile ext 2>/dev/null
+	)
+	echo "# $RUSTLS_BENCH (x$COUNT)" >&2
+	secs=${BENCHTIME%s}
+	case $secs in *[!0-9.]*|"") secs=1 ;; esac
+	i=0
+	while [ "$i" -lt "$COUNT" ]; do
+		"$RUSTLS_BENCH" "$pki/ca.pem" "$pki/leaf.pem" "$pki/leaf.key" "$secs" | tee -a "$raw" >&2
+		i=$((i + 1))
+	done
+fi
 summarise "$raw"

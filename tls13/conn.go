@@ -71,7 +71,9 @@ type Conn struct {
 	early     []byte
 	resend    bool
 	earlyLost bool
-	readBuf   []byte
+	readBuf   []byte // small: what an idle connection waits with (readInput)
+	bulk      bool   // the last read filled readBuf: read with a large one
+	busy      bool   // the last read was large or filled readBuf
 	wbuf      []byte // guarded by writeMu
 	closed    bool
 }
@@ -373,8 +375,9 @@ func (c *Conn) readHandshake(early bool) error {
 }
 
 // handshakeBufPool recycles the handshake loop's read buffer, which would
-// otherwise be a 16.5 KiB allocation per handshake on each side. feed
-// copies what it is given, so nothing keeps the buffer after the loop.
+// otherwise be a 16.5 KiB allocation per handshake on each side, and
+// readInput's large one. feed copies what it is given, so nothing keeps
+// the buffer after it returns.
 var handshakeBufPool = sync.Pool{New: func() any {
 	b := make([]byte, 16*1024+512)
 	return &b
@@ -496,10 +499,55 @@ func (c *Conn) ReadEarlyData(p []byte) (int, error) {
 	return c.readLoop(p, true)
 }
 
-func (c *Conn) readLoop(p []byte, early bool) (int, error) {
+// idleReadSize is the read buffer a connection keeps, and waits for
+// input with: an idle connection holds this much, not a record's worth.
+const idleReadSize = 2 << 10
+
+// readInput reads from the connection and feeds what came to the engine.
+// It waits with the connection's small buffer; when a read fills it,
+// more is likely queued (a large record, a burst), so the next reads use
+// a large buffer from handshakeBufPool, returned at once (feed copies),
+// until one does not fill it. After a small read that did not fill it
+// (light traffic, or none), the connection gives up its other buffers
+// before it waits (releaseIdle): an idle connection holds its keys and
+// the small buffer, no record's worth of bytes.
+func (c *Conn) readInput() (int, error) {
 	if c.readBuf == nil {
-		c.readBuf = make([]byte, 16*1024+512)
+		c.readBuf = make([]byte, idleReadSize)
 	}
+	buf := c.readBuf
+	if c.bulk {
+		bp := handshakeBufPool.Get().(*[]byte)
+		defer handshakeBufPool.Put(bp)
+		buf = *bp
+	} else if !c.busy {
+		c.releaseIdle()
+	}
+	n, err := c.conn.Read(buf)
+	c.busy = c.bulk || n == len(buf)
+	c.bulk = n == len(buf)
+	if n > 0 {
+		c.mu.Lock()
+		c.e.feed(buf[:n])
+		c.collectEvents()
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+// releaseIdle drops the write buffer (unless a writer holds it) and the
+// engine's idle buffers.
+func (c *Conn) releaseIdle() {
+	if c.writeMu.TryLock() {
+		c.wbuf = nil
+		c.writeMu.Unlock()
+	}
+	c.mu.Lock()
+	c.e.releaseIdle()
+	c.mu.Unlock()
+}
+
+func (c *Conn) readLoop(p []byte, early bool) (int, error) {
 	for {
 		c.mu.Lock()
 		if early {
@@ -536,12 +584,8 @@ func (c *Conn) readLoop(p []byte, early bool) (int, error) {
 			// Output held back (a server's first flight) goes before we wait.
 			c.flushFromReader()
 		}
-		n, rerr := c.conn.Read(c.readBuf)
+		n, rerr := c.readInput()
 		if n > 0 {
-			c.mu.Lock()
-			c.e.feed(c.readBuf[:n])
-			c.collectEvents()
-			c.mu.Unlock()
 			c.flushFromReader()
 			continue
 		}

@@ -302,6 +302,23 @@ func (e *engine) takeOutput() []byte {
 	return out
 }
 
+// releaseIdle drops the buffers an idle connection need not hold: the
+// output once taken, application data once read, the record and
+// handshake input once consumed (the handshake's only after it is done).
+// They are made again when used.
+func (e *engine) releaseIdle() {
+	if len(e.out) == 0 {
+		e.out = nil
+	}
+	if e.appBuffered() == 0 {
+		e.app, e.appOff = nil, 0
+	}
+	e.deframer.Release()
+	if e.done {
+		e.hsIn.Release()
+	}
+}
+
 // feed processes bytes received from the peer.
 func (e *engine) feed(p []byte) error {
 	if e.err != nil {

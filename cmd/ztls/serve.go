@@ -574,7 +574,9 @@ func proxyConn(proxy *ztlshttp.Proxy, verbose bool, log *slog.Logger) server.Han
 func answerConn(echo bool, respond string, idle time.Duration, mt *metrics.Registry) server.Handler {
 	return func(c *server.Conn) {
 		answered := c.EarlyAnswered
-		buf := make([]byte, 16*1024)
+		// Small: an idle connection waits holding it (the echo reads
+		// and writes in pieces this size).
+		buf := make([]byte, 2<<10)
 		for {
 			n, err := c.ReadEarlyData(buf)
 			mt.EarlyBytes(n)
@@ -595,7 +597,7 @@ func answerConn(echo bool, respond string, idle time.Duration, mt *metrics.Regis
 		}
 		c.SetDeadline(time.Now().Add(idle))
 		if echo {
-			io.Copy(c, c)
+			io.CopyBuffer(struct{ io.Writer }{c}, struct{ io.Reader }{c}, buf)
 			return
 		}
 		if !answered {

@@ -39,6 +39,15 @@ func (d *Deframer) Write(p []byte) {
 	d.buf = append(d.buf, p...)
 }
 
+// Release drops the buffer when every record in it was returned, so that
+// an idle connection holds none; the next Write starts a new one. Like
+// Write, it invalidates the payload of the last Next.
+func (d *Deframer) Release() {
+	if d.start == len(d.buf) {
+		d.buf, d.start = nil, 0
+	}
+}
+
 // Buffered returns the number of received bytes not yet returned by Next.
 func (d *Deframer) Buffered() int { return len(d.buf) - d.start }
 

@@ -31,6 +31,15 @@ func (b *HandshakeBuffer) Write(p []byte) {
 }
 
 // Len returns how many buffered bytes Next has not returned yet.
+// Release drops the buffer when every message in it was returned, so
+// that a connection past its handshake holds none until a post-handshake
+// message arrives.
+func (b *HandshakeBuffer) Release() {
+	if b.err == nil && b.start == len(b.data) {
+		b.data, b.start = nil, 0
+	}
+}
+
 func (b *HandshakeBuffer) Len() int {
 	return len(b.data) - b.start
 }

@@ -8,13 +8,17 @@ package tls13
 import (
 	"context"
 	"crypto/ecdh"
+	"crypto/tls"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ztls-project/ztls/bfe"
+	"github.com/ztls-project/ztls/tls13/internal/keyschedule"
+	"github.com/ztls-project/ztls/tls13/internal/suite"
 	"github.com/ztls-project/ztls/tls13/internal/wire"
 )
 
@@ -166,4 +170,115 @@ func TestZTLSBFEWithoutZTLSAborts(t *testing.T) {
 	if a := alertOf(err); a != int(AlertIllegalParameter) {
 		t.Fatalf("err %v (alert %d), want illegal_parameter", err, a)
 	}
+}
+
+// copyFile copies a key file (the thief's snapshot of the server's disk).
+func copyFile(t *testing.T, from string) string {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := filepath.Join(t.TempDir(), filepath.Base(from))
+	if err := os.WriteFile(to, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := os.ReadFile(bfe.PointTablePath(from)); err == nil {
+		if err := os.WriteFile(bfe.PointTablePath(to), p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return to
+}
+
+// binderOpens reports whether an early secret made from ikm verifies the
+// recorded ClientHello's ztls binder: exactly when ikm gives the early
+// secret (and so client_early_traffic_secret) of that flight.
+func binderOpens(ch *wire.ClientHello, ikm []byte) bool {
+	early := suite.Lookup(ch.ZTLS.EarlySuite)
+	es := keyschedule.NewEarlySecret(early.Hash, ikm)
+	truncated := ch.Raw[:len(ch.Raw)-ch.BindersLen()]
+	return keyschedule.VerifyFinished(early.Hash, es.BinderKey("ztls binder"), hashOf(early.Hash, truncated), ch.ZTLS.Binder)
+}
+
+// Forward secrecy of the first flight. Record a client's first flight;
+// the server accepts it. Then take the server's whole persisted key state:
+// its Z-data private key and its BFE key file. With them the thief gets
+// ZS, but the recorded ciphertext no longer decapsulates (its slots are
+// erased), and ZS alone does not give the early secret. A snapshot of the
+// key file taken before the handshake shows what the erasure took away.
+func TestZTLSBFEForwardSecrecy(t *testing.T) {
+	z, ks, path := newBFEZTLSSetup(t)
+	before := copyFile(t, path)
+	var flight []byte
+	_, s, answer, err := z.run(t, []byte("secret request"), func(b []byte) []byte {
+		flight = append([]byte(nil), b...)
+		return b
+	})
+	if err != nil || !s.info.ZTLSBFE || string(answer) != "answer to secret request" {
+		t.Fatalf("%v %+v %q", err, s.info, answer)
+	}
+	// The first record of the flight holds the ClientHello.
+	n := int(flight[3])<<8 | int(flight[4])
+	ch, err := wire.ParseClientHello(flight[5 : 5+n])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var share []byte
+	for _, k := range ch.KeyShares {
+		if k.Group == uint16(z.key.Group) {
+			share = k.Data
+		}
+	}
+	zs, err := z.key.ECDH(share) // the stolen Z-data private key
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	stolen := copyFile(t, path) // the key file as the server left it
+	if err := ks.Close(); err != nil {
+		t.Fatal(err)
+	}
+	thief, err := bfe.OpenKeyState(stolen, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer thief.Close()
+	if _, err := thief.Decapsulate(context.Background(), ch.ZTLSBFE); !errors.Is(err, bfe.ErrPunctured) {
+		t.Fatalf("stolen key state decapsulated the recorded ciphertext: %v", err)
+	}
+	if binderOpens(ch, zs) {
+		t.Fatal("ZS alone gives the early secret")
+	}
+	var zero [32]byte
+	if binderOpens(ch, append(append([]byte(nil), zs...), zero[:]...)) {
+		t.Fatal("ZS with a zero BFE key gives the early secret")
+	}
+
+	// The control: the key file before the handshake still held the slots.
+	old, err := bfe.OpenKeyState(before, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	k, err := old.Decapsulate(context.Background(), ch.ZTLSBFE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !binderOpens(ch, append(append([]byte(nil), zs...), k...)) {
+		t.Fatal("control: ZS || K_bfe does not give the early secret")
+	}
+}
+
+// A Go crypto/tls client (no ztls, no ztls_bfe) completes plain TLS 1.3
+// with a server whose Z-data has a BFE key.
+func TestZTLSBFEServerWithGoClient(t *testing.T) {
+	z, _, _ := newBFEZTLSSetup(t)
+	addr := serve(t, NewListener(loopback(t), z.scfg), echo)
+	c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: z.p.pool(), ServerName: "localhost", MinVersion: tls.VersionTLS13})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	roundTrip(t, c, "hello from crypto/tls")
 }

@@ -1,0 +1,78 @@
+package main
+
+// Bloom filter encryption through the real binaries on loopback
+// (docs/ztls-spec.md, Section 7): zdata new --bfe-connections → dns serve →
+// serve → connect, with and without BFE on the client, zdata show's fill,
+// and an OpenSSL client doing plain TLS 1.3 with the BFE server.
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ztls-project/ztls/internal/testpki"
+)
+
+func TestCLIBFE(t *testing.T) {
+	dir := t.TempDir()
+	s := newSite(t) // CA and port; the Z-data is made again with BFE below
+	leaf := s.authority.Issue(t, testpki.LeafOpts{KeyType: "ecdsa-p256", DNSNames: []string{s.host}})
+	cert, key := leaf.WritePEM(t, dir)
+	s.zd = filepath.Join(dir, "zd")
+	out := run(t, "zdata", "new", "--host", s.host, "--port", strconv.Itoa(s.port), "--cert", cert, "--key", key,
+		"--out", s.zd, "--bfe-connections", "64", "--bfe-fp-rate", "0.05")
+	if !strings.Contains(out, `"v=ztls2"`) || !strings.Contains(out, `"bfe=`) || !strings.Contains(out, `"v=ztls1"`) {
+		t.Fatalf("zdata new printed no v1 and v2 twins:\n%s", out)
+	}
+	if show := run(t, "zdata", "show", s.zd); !strings.Contains(show, "BFE m=") || !strings.Contains(show, "0 punctured") {
+		t.Fatalf("zdata show before:\n%s", show)
+	}
+
+	zone := filepath.Join(dir, "ztls.test.zone")
+	os.WriteFile(zone, []byte(testZone), 0o644)
+	line := start(t, "serving udp on", "dns", "serve", "--zone", zone, "--zdata", s.zd, "--listen", "127.0.0.1:0")
+	dnsAddr := logAttr(line, "addr")
+	_, log := startLog(t, "ZTLS on", "serve", "--listen", "127.0.0.1:"+strconv.Itoa(s.port), "--zdata", s.zd,
+		"--respond", "hello", "--early-window", "300ms")
+
+	// A BFE client: early data under ZS || K_bfe, answered in the first flight.
+	rep := s.connect(t, dnsAddr)
+	wantZTLS(t, rep)
+	if !rep.EarlyData.BFE {
+		t.Fatalf("early data did not use the BFE key: %+v", rep.EarlyData)
+	}
+	log.waitFor(t, "BFE: fill")
+	// The live key (listed first) is punctured; the next one is not.
+	show := run(t, "zdata", "show", s.zd)
+	if i := strings.Index(show, "BFE m="); i < 0 || strings.Contains(strings.SplitN(show[i:], "\n", 2)[0], ": 0 punctured") {
+		t.Fatalf("zdata show after a BFE connection:\n%s", show)
+	}
+
+	// A client without BFE uses the v1 record: plain ZTLS, as before (the
+	// v1 path keeps the strike register, which refuses early data for one
+	// window after the start).
+	time.Sleep(350 * time.Millisecond)
+	rep = s.connect(t, dnsAddr, "--no-bfe")
+	wantZTLS(t, rep)
+	if rep.EarlyData.BFE {
+		t.Fatal("--no-bfe client used BFE")
+	}
+
+	// Plain TLS 1.3 from our client and from OpenSSL.
+	if rep := s.connect(t, dnsAddr, "--mode", "tls"); rep.Mode != "tls" || rep.EarlyData.Offered {
+		t.Fatalf("--mode tls: %+v", rep)
+	}
+	if _, err := exec.LookPath("openssl"); err == nil {
+		cmd := exec.Command("openssl", "s_client", "-connect", "127.0.0.1:"+strconv.Itoa(s.port), "-tls1_3",
+			"-servername", s.host, "-CAfile", s.ca, "-verify_return_error", "-brief")
+		cmd.Stdin = strings.NewReader("")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "TLSv1.3") {
+			t.Fatalf("openssl s_client: %v\n%s", err, out)
+		}
+	}
+}

@@ -79,6 +79,24 @@ func FuzzParseKey(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(b)
+	// A key with its v2 twin (docs/ztls-spec.md, Section 7.1).
+	params, err := bfe.NewParams(8, 1.0/4)
+	if err != nil {
+		f.Fatal(err)
+	}
+	pk, err := bfe.GenerateKey(context.Background(), filepath.Join(f.TempDir(), "k.bfe"), bfe.KeyGenConfig{Params: params})
+	if err != nil {
+		f.Fatal(err)
+	}
+	twin := k.Record.Clone()
+	twin.pub, twin.V2, twin.BFE = nil, true, pk.Bytes()
+	if err := twin.Sign(fx.leaf.Key, fx.leaf.Chain[0]); err != nil {
+		f.Fatal(err)
+	}
+	if b, err = MarshalKey(&Key{Record: k.Record, Private: k.Private, BFE: &BFEKey{Record: twin}}); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
 	f.Add([]byte(`{"host":"a.test","port":443,"txt":["v=ztls1"],"leaf_sha256":"","private_key":""}`))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`[]`))
@@ -97,6 +115,9 @@ func FuzzParseKey(f *testing.F) {
 		}
 		if k2.Record.ZDataHash() != k.Record.ZDataHash() || string(k2.Private.Bytes()) != string(k.Private.Bytes()) {
 			t.Fatal("key changed in a round trip")
+		}
+		if (k.BFE == nil) != (k2.BFE == nil) || (k.BFE != nil && k.BFE.Record.ZDataHash() != k2.BFE.Record.ZDataHash()) {
+			t.Fatal("twin changed in a round trip")
 		}
 	})
 }

@@ -192,6 +192,15 @@ func (k *Keyring) replace(keys []*Key) bool {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	for id, e := range m {
+		// A key read again from disk keeps the open BFE key state of the
+		// key it replaces, so lookups of its twin never miss it.
+		if old, ok := k.keys[id]; ok && old.key.BFE != nil && e.key.BFE != nil && old.key.BFE.Path == e.key.BFE.Path && old.bfeHash == e.bfeHash {
+			if ks := old.key.BFE.State(); ks != nil {
+				e.key.BFE.state.CompareAndSwap(nil, ks)
+			}
+		}
+	}
 	changed := len(m) != len(k.keys)
 	for id, e := range m {
 		if old, ok := k.keys[id]; !ok || old.hash != e.hash || old.bfeHash != e.bfeHash {

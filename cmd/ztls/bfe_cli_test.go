@@ -20,6 +20,10 @@ import (
 func TestCLIBFE(t *testing.T) {
 	dir := t.TempDir()
 	s := newSite(t) // CA and port; the Z-data is made again with BFE below
+	// rotate --bfe-connections gives an existing directory BFE keys.
+	if out := run(t, "zdata", "rotate", s.zd, "--bfe-connections", "16"); !strings.Contains(out, `"v=ztls2"`) {
+		t.Fatalf("zdata rotate --bfe-connections printed no v2 record:\n%s", out)
+	}
 	leaf := s.authority.Issue(t, testpki.LeafOpts{KeyType: "ecdsa-p256", DNSNames: []string{s.host}})
 	cert, key := leaf.WritePEM(t, dir)
 	s.zd = filepath.Join(dir, "zd")

@@ -250,7 +250,18 @@ func TestDirKeepsBFETwin(t *testing.T) {
 	if _, err := os.Stat(k.BFE.Path); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(d2.Records(now)); n != 2*len(d2.Keyring.Published(now)) {
-		t.Fatalf("%d records published", n)
+	// The live key's twin is published; the next key's only from
+	// TwinLead before its period.
+	live := d2.Keyring.Live(now)
+	pub := d2.Records(now)
+	if len(pub) != len(d2.Keyring.Published(now))+len(live) {
+		t.Fatalf("%d records published", len(pub))
+	}
+	next := d2.Keyring.Published(now)[len(d2.Keyring.Published(now))-1]
+	if next.BFE != nil && next.Record.NotBefore.After(now) {
+		at := next.Record.NotBefore.Add(-TwinLead)
+		if got := len(d2.Records(at)); got != len(d2.Records(at.Add(-time.Second)))+1 {
+			t.Fatalf("at TwinLead before the next period: %d records", got)
+		}
 	}
 }

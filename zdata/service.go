@@ -332,13 +332,21 @@ func (s *Service) Rotate(now time.Time) (added []*Key, err error) {
 	return added, s.closeBFE(s.Keyring.Prune(now), now)
 }
 
+// TwinLead is how long before its record's not-before a v2 twin is
+// published (docs/ztls-spec.md, Section 7.1): the next period's v1
+// record is published a whole period ahead for v1 clients, its twin only
+// this close to the rollover, so the TXT answer stays under 1232 bytes
+// for all but these minutes of each period.
+const TwinLead = 5 * time.Minute
+
 // Records returns the records to publish at now (Keyring.Published):
-// each key's record, followed by its v2 twin with bfe= when it has one.
+// each key's record, followed by its v2 twin with bfe= when it has one
+// and its not-before is at most TwinLead away.
 func (s *Service) Records(now time.Time) []*Record {
 	var out []*Record
 	for _, k := range s.Keyring.Published(now) {
 		out = append(out, k.Record)
-		if k.BFE != nil {
+		if k.BFE != nil && !now.Before(k.Record.NotBefore.Add(-TwinLead)) {
 			out = append(out, k.BFE.Record)
 		}
 	}

@@ -282,3 +282,41 @@ func TestZTLSBFEServerWithGoClient(t *testing.T) {
 	defer c.Close()
 	roundTrip(t, c, "hello from crypto/tls")
 }
+
+// The attack: flip a byte of the ztls_bfe ciphertext on the wire (the
+// client's key was for the intact one). Decapsulation's FO check (or the
+// binder) refuses it: early data rejected, plain TLS 1.3 completes.
+func TestZTLSBFEMauledCiphertextRejected(t *testing.T) {
+	z, _, _ := newBFEZTLSSetup(t)
+	z.ccfg.testHookClientHello = func(ch *wire.ClientHello) {
+		ch.ZTLSBFE = append([]byte(nil), ch.ZTLSBFE...)
+		ch.ZTLSBFE[len(ch.ZTLSBFE)-1] ^= 1
+	}
+	c, s, a, err := z.run(t, []byte("x"), nil)
+	rejected(t, c, s, a, err, "BFE: ")
+}
+
+// After a HelloRetryRequest the second ClientHello carries neither ztls
+// nor ztls_bfe (docs/ztls-spec.md, Section 7.2): a ztls_bfe left in it
+// would be ztls_bfe without ztls, which the server aborts on, so the
+// handshake completing shows both went.
+func TestZTLSBFEAfterHelloRetryRequest(t *testing.T) {
+	z, _, _ := newBFEZTLSSetup(t)
+	z.scfg.Groups = []CurveID{P384} // forces a retry: the client sends no P-384 share
+	z.ccfg.Groups = []CurveID{X25519, P384}
+	c, s, answer, err := z.run(t, []byte("x"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3 && !(c.done && s.done); i++ {
+		if err := c.feed(s.takeOutput()); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.feed(c.takeOutput()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !c.done || !s.done || c.info.ZTLS || c.info.ZTLSBFE || len(answer) > 0 || s.earlyBuffered() > 0 {
+		t.Fatalf("after HRR: done %v/%v ztls %v", c.done, s.done, c.info.ZTLS)
+	}
+}

@@ -184,7 +184,8 @@
 //
 // # Fleets
 //
-// Options.Log plugs in a PunctureLog that a fleet shares (Redis, later):
+// Options.Log plugs in a PunctureLog that a fleet shares (in Redis:
+// zdata/redisreg's PunctureLog):
 // its TestAndSet sets the ciphertext's positions atomically and reports
 // which were set already. Decapsulate asks it first and fails closed on an
 // error; positions it reports set are erased locally too and never used.

@@ -386,3 +386,20 @@ func containsPosition(s []uint32, v uint32) bool {
 	}
 	return false
 }
+
+// Inspect reads a key file without locking or changing it and returns its
+// public key and how many slots are punctured, for monitoring (`ztls zdata
+// show`) while a server holds the key. The count is a snapshot; a slot
+// being erased at that moment may be counted either way.
+func Inspect(path string) (*PublicKey, int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("bfe: open key: %w", err)
+	}
+	defer f.Close()
+	ks, err := openKeyState(f, nil)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w (%s)", err, path)
+	}
+	return ks.pk, ks.count, nil
+}

@@ -13,7 +13,7 @@ import (
 // and fails closed when it returns an error. The call must be atomic: of
 // two racing calls with a common position, exactly one sees it unset. A
 // Redis implementation is a Lua script of SETBITs on one key per epoch
-// returning the old bits; none is provided here. Positions are kept per
+// returning the old bits: zdata/redisreg's PunctureLog. Positions are kept per
 // epoch: an epoch whose key is generated again needs its positions cleared.
 type PunctureLog interface {
 	// TestAndSet marks positions of epoch as punctured and reports, for

@@ -259,7 +259,7 @@ func (c *Cache) lookup(host string, port int, pk policyKey, now time.Time) *hit 
 // prepareNext makes the key share and Z-data ECDH for the next
 // connection to s under v (each is used once).
 func (c *Cache) prepareNext(s *service, v *verdict) {
-	p := tls13.PrepareZData(tls13.CurveID(v.rec.Group), v.rec.KeyShare, nil)
+	p := v.rec.Prepare(nil)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.m[cacheKey(s.host, s.port)]; ok && el.Value.(*service) == s && s.v == v && v.prepared == nil {

@@ -85,6 +85,11 @@ type Options struct {
 	PrefetchOptions
 	// Now is the clock for Z-data validity; nil means time.Now.
 	Now func() time.Time
+	// NoBFE makes the client one without Bloom filter encryption: it uses
+	// the v1 records of a server that publishes v2 twins with bfe=
+	// (docs/ztls-spec.md, Section 7). By default a record with bfe= is
+	// preferred and its ciphertext encapsulated with the prepared share.
+	NoBFE bool
 	// Turbo sends the first flights over UDP while TCP connects
 	// (TurboTLS, package turbo) to servers whose HTTPS record advertises
 	// a UDP port (key65280); see TurboOptions.

@@ -70,7 +70,7 @@ func (a *attempt) startLookups(ctx context.Context) {
 	default:
 		s := &serviceLookup{out: l, host: a.host, port: a.port, pendingAddr: 2}
 		if a.wantZ {
-			s.z = newZDataCheck(a.host, a.port, a.cfg, a.now(), a.start, l)
+			s.z = newZDataCheck(a.host, a.port, a.cfg, a.now(), a.start, a.o.NoBFE, l)
 		}
 		go s.run(ctx, a.o.Resolver)
 	}
@@ -178,9 +178,9 @@ type zdataCheck struct {
 	done       bool // the verdict is under way
 }
 
-func newZDataCheck(host string, port int, cfg *tls13.Config, now, start time.Time, out *lookups) *zdataCheck {
+func newZDataCheck(host string, port int, cfg *tls13.Config, now, start time.Time, noBFE bool, out *lookups) *zdataCheck {
 	trust := newPolicy(cfg)
-	z := &zdataCheck{sel: zdata.NewSelector(host, port, zdata.SelectOptions{Now: now, Policy: trust.check}),
+	z := &zdataCheck{sel: zdata.NewSelector(host, port, zdata.SelectOptions{Now: now, Policy: trust.check, NoBFE: noBFE}),
 		trust: trust, start: start, out: out, keyShare: make(chan *tls13.ZDataKeyShare, 1)}
 	go func() { z.keyShare <- tls13.NewZDataKeyShare(tls13.X25519, nil) }()
 	return z
@@ -207,7 +207,7 @@ func (z *zdataCheck) prepare() {
 	go func() {
 		ks := <-z.keyShare
 		if rec != nil {
-			ps.p = ks.Prepare(tls13.CurveID(rec.Group), rec.KeyShare, nil)
+			ps.p = rec.Prepare(ks)
 		}
 		close(ps.done)
 	}()

@@ -369,7 +369,7 @@ func (f *prefetcher) checkZData() {
 		return
 	}
 	f.checked = map[*x509.Certificate][]*x509.Certificate{}
-	sel := zdata.NewSelector(f.host, f.port, zdata.SelectOptions{Now: f.now, Policy: f.checkLeaf})
+	sel := zdata.NewSelector(f.host, f.port, zdata.SelectOptions{Now: f.now, Policy: f.checkLeaf, NoBFE: f.o.NoBFE})
 	sel.StartChains(rrsOf[*dns.TLSA](tlsa), rrsOf[*dns.CERT](cert))
 	rec, leaf, err := sel.Select(txtStrings(txt))
 	if err != nil {
@@ -384,7 +384,7 @@ func (f *prefetcher) checkZData() {
 	f.exp.cap(rec.NotAfter, "Z-data not_after")
 	p.ZData = &PrefetchedZData{ID: rec.ID, Group: tls13.GroupName(rec.Group), NotBefore: rec.NotBefore, NotAfter: rec.NotAfter}
 	p.ChainFrom = "zdata"
-	v.prepared = tls13.PrepareZData(tls13.CurveID(rec.Group), rec.KeyShare, nil)
+	v.prepared = rec.Prepare(nil)
 	p.Precomputed = v.prepared.Public() != nil
 }
 

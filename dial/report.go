@@ -62,6 +62,9 @@ type EarlyReport struct {
 	Offered  bool `json:"offered"`
 	Accepted bool `json:"accepted"`
 	Bytes    int  `json:"bytes"`
+	// BFE: the accepted ZTLS early secret also rested on the server's
+	// Bloom filter encryption key (docs/ztls-spec.md, Section 7).
+	BFE bool `json:"bfe,omitempty"`
 }
 
 // TLSReport is the negotiated TLS parameters.
@@ -114,6 +117,7 @@ func (r *Report) fillTLS(st tls13.ConnectionState) {
 	r.TLS.CertificateFromDNS = st.CertificateOmitted
 	r.EarlyData.Offered = st.EarlyDataOffered
 	r.EarlyData.Accepted = st.EarlyDataAccepted
+	r.EarlyData.BFE = st.ZTLSBFE
 	for _, c := range st.PeerCertificates {
 		r.PeerChain = append(r.PeerChain, c.Subject.String())
 	}

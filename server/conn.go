@@ -130,6 +130,8 @@ func remote(c net.Conn) string {
 func Describe(st tls13.ConnectionState) string {
 	mode := "TLS 1.3"
 	switch {
+	case st.ZTLS && st.ZTLSBFE:
+		mode = "ZTLS accepted with BFE"
 	case st.ZTLS:
 		mode = "ZTLS accepted"
 	case st.ZTLSOffered:

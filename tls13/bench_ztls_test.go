@@ -1,10 +1,14 @@
 package tls13
 
 import (
+	"context"
 	"crypto/ecdh"
 	"errors"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/ztls-project/ztls/bfe"
 )
 
 // ztlsPair runs one ZTLS handshake (ClientHello + ztls + early request,
@@ -127,6 +131,62 @@ func benchServerFirstFlight(b *testing.B, leafKey string) {
 					b.Fatal("no server flight, or ZTLS not as expected")
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkZTLSBFE is BenchmarkZTLS with a BFE key on the record
+// (docs/ztls-spec.md, Section 7) at the default false-positive rate
+// (k = 10): the server decapsulates (pairings and an fsync), the client
+// encapsulates either in the handshake or ahead ("prepared", as package
+// dial does: not timed). The key holds 1024 connections: run with
+// -benchtime=Nx, N < 1024.
+func BenchmarkZTLSBFE(b *testing.B) {
+	p := getPKI(b, "ecdsa-p256")
+	offer, key := newZData(b, ecdh.X25519(), X25519, "localhost", "", p)
+	ccfg := benchClientConfig(p, X25519)
+	scfg := serverConfig(p)
+	scfg.ZData = &testZKeys{keys: []*ZDataKey{key}}
+	scfg.SessionTicketsDisabled = true
+	ccfg.SessionTicketsDisabled = true
+	params, err := bfe.NewParams(1024, bfe.DefaultFalsePositiveRate)
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), "epoch.bfe")
+	pk, err := bfe.GenerateKey(context.Background(), path, bfe.KeyGenConfig{Params: params, Workers: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ks, err := bfe.OpenKeyState(path, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ks.Close()
+	offer.BFE = pk
+	key.Decapsulate = func(ct []byte) ([]byte, error) { return ks.Decapsulate(context.Background(), ct) }
+	for _, prepared := range []bool{false, true} {
+		name := "in-handshake"
+		if prepared {
+			name = "prepared"
+		}
+		b.Run(name, func(b *testing.B) {
+			var ct, st time.Duration
+			for i := 0; i < b.N; i++ {
+				o := *offer
+				if prepared {
+					o.Prepared = PrepareZData(o.Group, o.Share, nil)
+					if err := o.Prepared.EncapsulateBFE(pk, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+				c, s, err := ztlsPair(ccfg, scfg, &o, []byte("GET /"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				ct, st = ct+c, st+s
+			}
+			reportSides(b, ct, st)
 		})
 	}
 }

@@ -28,10 +28,13 @@ type ConnectionState struct {
 	// ZTLS: whether the client offered ztls and the server accepted it
 	// (echoed it); on a server, ZTLSRejectReason says why an offer was not
 	// accepted, on a client ZTLSSkipped why Z-data in hand was not offered.
-	ZTLSOffered        bool
-	ZTLS               bool
-	ZTLSRejectReason   string
-	ZTLSSkipped        string
+	ZTLSOffered      bool
+	ZTLS             bool
+	ZTLSRejectReason string
+	ZTLSSkipped      string
+	// ZTLSBFE: the accepted ztls early secret also rests on a Bloom filter
+	// encryption key (docs/ztls-spec.md, Section 7).
+	ZTLSBFE            bool
 	CertificateOmitted bool // ZTLS: the server left out its Certificate (cert_hash matched)
 	// CertificateCompression is the algorithm (RFC 8879) that compressed
 	// the server's Certificate, ClientCertificateCompression the client's;

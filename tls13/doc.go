@@ -66,7 +66,11 @@
 // handshake goes on as plain TLS 1.3
 // (ConnectionState.ZTLS, ZTLSRejectReason and ZTLSSkipped say what
 // happened). ZTLS early data is as replayable as 0-RTT data and goes
-// through the same StrikeRegister.
+// through the same StrikeRegister, except under a Z-data record with a
+// Bloom filter encryption key (docs/ztls-spec.md, Section 7): the offer's
+// BFE key makes the client send a ciphertext in the ztls_bfe extension,
+// the early secret needs both ZS and the key in it, and the server's
+// ZDataKey.Decapsulate, which punctures the key, refuses any second use.
 //
 // # Other transports
 //

@@ -334,7 +334,7 @@ func (e *engine) handleHelloRetryRequest(p *clientHelloParams, hrr *wire.ServerH
 		ch.KeyShares = []wire.KeyShare{{Group: hrr.SelectedGroup, Data: share.Public()}}
 	}
 	ch.Cookie = hrr.Cookie
-	ch.ZTLS = nil // docs/ztls-spec.md, Section 2: rejected after a HelloRetryRequest
+	ch.ZTLS, ch.ZTLSBFE = nil, nil // docs/ztls-spec.md, Sections 2 and 7.2: rejected after a HelloRetryRequest
 	if p.earlyData {
 		ch.EarlyData = false
 		p.earlyData = false
@@ -391,6 +391,7 @@ func (e *engine) handleServerHello(p *clientHelloParams, sh *wire.ServerHello) (
 	e.info.CipherSuite = CipherSuite(s.ID)
 	e.info.DidResume = k.resumed
 	e.info.ZTLS = k.ztls
+	e.info.ZTLSBFE = k.ztls && p.hello.ZTLSBFE != nil
 	e.event(EventHandshakeKeys)
 	return (*clientExpectEncryptedExtensions)(k), nil
 }
@@ -1029,7 +1030,11 @@ func (e *engine) offerZTLS(p *clientHelloParams, z *ZDataOffer, earlyLen int) er
 	if err != nil {
 		return err
 	}
-	es := keyschedule.NewEarlySecret(early.Hash, zs)
+	ikm, err := e.ztlsBFE(p, z, zs)
+	if err != nil {
+		return err
+	}
+	es := keyschedule.NewEarlySecret(early.Hash, ikm)
 	mask := es.Expand("ztls time", 8)
 	ext := &wire.ZTLSClientHello{
 		ZDataID:          z.ID,
@@ -1047,6 +1052,27 @@ func (e *engine) offerZTLS(p *clientHelloParams, z *ZDataOffer, earlyLen int) er
 	p.ztls, p.ztlsSecret, p.ztlsSuite, p.zverdict = z, &es, early, v
 	e.info.ZTLSOffered = true
 	return nil
+}
+
+// ztlsBFE returns the early secret's input for offer z: ZS, or for a
+// record with a BFE key ZS || K_bfe, its ciphertext then going in
+// ztls_bfe (docs/ztls-spec.md, Section 7.3). The encapsulation made ahead
+// with the prepared share is used when it is for this key.
+func (e *engine) ztlsBFE(p *clientHelloParams, z *ZDataOffer, zs []byte) ([]byte, error) {
+	if z.BFE == nil {
+		return zs, nil
+	}
+	var ct, key []byte
+	if zp := p.zprepared; zp != nil && zp.bfeKey != nil && bytes.Equal(zp.bfePub, z.BFE.Bytes()) {
+		ct, key = zp.bfeCiphertext, zp.bfeKey
+	} else {
+		var err error
+		if ct, key, err = z.BFE.Encapsulate(e.cfg.rand()); err != nil {
+			return nil, fmt.Errorf("BFE encapsulation: %v", err)
+		}
+	}
+	p.hello.ZTLSBFE = ct
+	return append(append(make([]byte, 0, len(zs)+len(key)), zs...), key...), nil
 }
 
 // ztlsEarlySuite checks that the offer suits this ClientHello (group,

@@ -299,6 +299,9 @@ func (hs *serverHandshake) pickALPN() error {
 // records why it was rejected, if it was.
 func (hs *serverHandshake) considerZTLS() error {
 	if hs.ch.ZTLS == nil {
+		if hs.ch.ZTLSBFE != nil {
+			return errorf(AlertIllegalParameter, "ztls_bfe without ztls")
+		}
 		return nil
 	}
 	reason, err := hs.acceptZTLS()
@@ -748,6 +751,7 @@ func (hs *serverHandshake) recordConnectionState() {
 	info.EarlyDataAccepted = hs.early
 	info.ZTLSOffered = hs.ch.ZTLS != nil
 	info.ZTLS = hs.zkey != nil
+	info.ZTLSBFE = hs.zkey != nil && hs.zkey.Decapsulate != nil
 }
 
 // readClientFlight installs the key the client's next records come under:
@@ -1076,16 +1080,30 @@ func (hs *serverHandshake) acceptZTLS() (string, error) {
 	if share == nil {
 		return "no key share for the Z-data's group", nil
 	}
+	if (key.Decapsulate != nil) != (ch.ZTLSBFE != nil) {
+		// docs/ztls-spec.md, Section 7.4: the record named decides.
+		return "ztls_bfe sent for a record without a BFE key, or missing for one with", nil
+	}
 	zs, err := key.ECDH(share)
 	if err != nil {
 		return "", errorf(AlertIllegalParameter, "invalid key share for the Z-data group: %v", err)
 	}
-	es := keyschedule.NewEarlySecret(early.Hash, zs)
+	ikm := zs
+	if key.Decapsulate != nil {
+		// docs/ztls-spec.md, Section 7.3: ES = HKDF-Extract(0, ZS || K_bfe).
+		// Decapsulation punctures first; any failure rejects early data.
+		k, err := key.Decapsulate(ch.ZTLSBFE)
+		if err != nil {
+			return "BFE: " + err.Error(), nil
+		}
+		ikm = append(append(make([]byte, 0, len(zs)+len(k)), zs...), k...)
+	}
+	es := keyschedule.NewEarlySecret(early.Hash, ikm)
 	truncated := ch.Raw[:len(ch.Raw)-ch.BindersLen()]
 	if !keyschedule.VerifyFinished(early.Hash, es.BinderKey("ztls binder"), hashOf(early.Hash, truncated), z.Binder) {
 		return "binder does not verify", nil
 	}
-	if reason := hs.checkZTLSFreshness(key, es, early, now); reason != "" {
+	if reason := hs.checkZTLSFreshness(key, es, early, now, key.Decapsulate == nil); reason != "" {
 		return reason, nil
 	}
 	hs.suite = early
@@ -1095,9 +1113,10 @@ func (hs *serverHandshake) acceptZTLS() (string, error) {
 }
 
 // checkZTLSFreshness takes a ztls ClientHello only within the freshness
-// window of the time the client claims and only once (the strike
-// register); it returns why not, or "".
-func (hs *serverHandshake) checkZTLSFreshness(key *ZDataKey, es keyschedule.EarlySecret, early *suite.Suite, now time.Time) string {
+// window of the time the client claims and, with strike, only once (the
+// strike register; a BFE key refuses replays itself, docs/ztls-spec.md,
+// Section 7.4); it returns why not, or "".
+func (hs *serverHandshake) checkZTLSFreshness(key *ZDataKey, es keyschedule.EarlySecret, early *suite.Suite, now time.Time, strike bool) string {
 	cfg, z := hs.cfg, hs.ch.ZTLS
 	w := cfg.earlyDataWindow()
 	clientMS := int64(z.ObfuscatedTimeMS ^ binary.BigEndian.Uint64(es.Expand("ztls time", 8)))
@@ -1107,6 +1126,9 @@ func (hs *serverHandshake) checkZTLSFreshness(key *ZDataKey, es keyschedule.Earl
 	}
 	if skew > w {
 		return fmt.Sprintf("client clock %v off (window %v)", skew.Round(time.Millisecond), w)
+	}
+	if !strike {
+		return ""
 	}
 	// Entries live until server time exceeds client time + W. No server
 	// could take this ClientHello before client time - W, nor before the

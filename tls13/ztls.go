@@ -39,9 +39,15 @@ type ZDataOffer struct {
 	// records), used to build its chain.
 	Intermediates []*x509.Certificate
 	// Prepared, if set, holds a key share and ZS made ahead for this
-	// offer's Group and Share (PrepareZData); otherwise the engine makes
-	// them when the handshake starts.
+	// offer's Group and Share (PrepareZData), and the BFE encapsulation
+	// (ZDataPrepared.EncapsulateBFE); otherwise the engine makes them
+	// when the handshake starts.
 	Prepared *ZDataPrepared
+	// BFE is the Bloom filter encryption public key of a ztls v2 record
+	// with bfe= (docs/ztls-spec.md, Section 7); nil for any other record.
+	// With it the client sends ztls_bfe and the early secret needs both
+	// ZS and the encapsulated key.
+	BFE ZDataBFE
 
 	verdict *zdataVerdict // set by VerifyZDataOffer
 }
@@ -91,6 +97,16 @@ func (c *Config) zdataVerdict(z *ZDataOffer) (*zdataVerdict, error) {
 	return v, nil
 }
 
+// ZDataBFE is a Z-data record's Bloom filter encryption public key as the
+// engine uses it (docs/ztls-spec.md, Section 7); package zdata hands it a
+// *bfe.PublicKey, so tls13 itself links no pairing code.
+type ZDataBFE interface {
+	// Bytes is the BFEPublicKey encoding.
+	Bytes() []byte
+	// Encapsulate returns a fresh ciphertext and the 32-byte key in it.
+	Encapsulate(rand io.Reader) (ciphertext, key []byte, err error)
+}
+
 // ZDataPrepared is a client key share for a Z-data record's group and the
 // semi-static secret ZS between it and the record's share, computed while
 // the record's signature and chain are still being verified: the two
@@ -105,6 +121,24 @@ type ZDataPrepared struct {
 	zs     []byte
 	err    error
 	taken  atomic.Bool
+
+	// A BFE encapsulation made ahead (EncapsulateBFE): the key it is for,
+	// the ciphertext and the key; nil when none.
+	bfePub, bfeCiphertext, bfeKey []byte
+}
+
+// EncapsulateBFE encapsulates to pub ahead of the handshake (about ten
+// pairings leave the first flight's path; nil rand: crypto/rand). Call it
+// before p is handed to an offer; the handshake that takes p sends the
+// ciphertext if its offer's BFE key is pub. An error leaves p without one
+// (the engine then encapsulates itself).
+func (p *ZDataPrepared) EncapsulateBFE(pub ZDataBFE, rand io.Reader) error {
+	ct, key, err := pub.Encapsulate(rand)
+	if err != nil {
+		return err
+	}
+	p.bfePub, p.bfeCiphertext, p.bfeKey = pub.Bytes(), ct, key
+	return nil
 }
 
 // PrepareZData makes a key share for group and the ZS between it and the
@@ -184,6 +218,13 @@ type ZDataKey struct {
 	// ECDH computes the shared secret with a client's key_exchange bytes
 	// for Group, validating the share (an invalid share is an error).
 	ECDH func(peer []byte) ([]byte, error)
+	// Decapsulate, for a ztls v2 record with bfe= (docs/ztls-spec.md,
+	// Section 7), returns the key in a ztls_bfe ciphertext, puncturing
+	// the record's BFE key; any error (a replay, a false positive, a full
+	// filter, the fleet's puncture log unreachable) rejects early data.
+	// nil for any other record. A record with it needs no strike
+	// register: the punctured key refuses a replay.
+	Decapsulate func(ciphertext []byte) ([]byte, error)
 }
 
 // ZDataKeys finds the Z-data key named by a ClientHello's zdata_id and

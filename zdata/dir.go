@@ -45,6 +45,10 @@ type ServiceConfig struct {
 	Validity     string   `json:"validity,omitempty"`
 	LeadTime     string   `json:"lead_time,omitempty"`
 	Window       string   `json:"window,omitempty"`
+	// BFEConnections and BFEFalsePositiveRate size the BFE key of each
+	// period (docs/ztls-spec.md, Section 7); 0 connections: no BFE.
+	BFEConnections       int     `json:"bfe_connections,omitempty"`
+	BFEFalsePositiveRate float64 `json:"bfe_false_positive_rate,omitempty"`
 }
 
 func parseDur(name, s string) (time.Duration, error) {
@@ -60,7 +64,8 @@ func parseDur(name, s string) (time.Duration, error) {
 
 // Options converts the config's record options.
 func (c *ServiceConfig) Options() (Options, error) {
-	o := Options{Group: c.Group, MaxEarlyData: c.MaxEarlyData, ALPN: c.ALPN, ClientCert: c.ClientCert}
+	o := Options{Group: c.Group, MaxEarlyData: c.MaxEarlyData, ALPN: c.ALPN, ClientCert: c.ClientCert,
+		BFEConnections: c.BFEConnections, BFEFalsePositiveRate: c.BFEFalsePositiveRate}
 	for _, s := range c.NSC {
 		v, err := strconv.ParseUint(s, 16, 16)
 		if err != nil || len(s) != 4 {
@@ -88,6 +93,9 @@ type keyFile struct {
 	TXT        []string `json:"txt"`         // the record as published
 	LeafSHA256 string   `json:"leaf_sha256"` // hex SHA-256 of the TLSA leaf
 	PrivateKey string   `json:"private_key"` // base64 raw ECDH private key
+	// BFETXT is the v2 twin with bfe= as published (docs/ztls-spec.md,
+	// Section 7.1); its key file is keys/bfe-<not-before>.bfe.
+	BFETXT []string `json:"bfe_txt,omitempty"`
 }
 
 // MarshalKey encodes a key as a key file.
@@ -101,6 +109,9 @@ func MarshalKey(k *Key) ([]byte, error) {
 		TXT:        k.Record.TXT(),
 		LeafSHA256: hex.EncodeToString(k.Record.LeafHash[:]),
 		PrivateKey: base64.StdEncoding.EncodeToString(k.Private.Bytes()),
+	}
+	if k.BFE != nil {
+		kf.BFETXT = k.BFE.Record.TXT()
 	}
 	b, err := json.MarshalIndent(kf, "", "  ")
 	if err != nil {
@@ -153,7 +164,31 @@ func ParseKey(data []byte) (*Key, error) {
 	if !bytes.Equal(priv.PublicKey().Bytes(), r.KeyShare) {
 		return nil, errors.New("zdata: key file: private key does not match the published share")
 	}
-	return &Key{Record: r, Private: priv}, nil
+	k := &Key{Record: r, Private: priv}
+	if kf.BFETXT != nil {
+		twin, err := ParseTXT(kf.BFETXT)
+		if err != nil {
+			return nil, fmt.Errorf("zdata: key file: bfe_txt: %w", err)
+		}
+		if !twin.V2 || len(twin.BFE) == 0 || !sameRecord(r, twin) {
+			return nil, errors.New("zdata: key file: bfe_txt is not the record's v2 twin with bfe=")
+		}
+		twin.Host, twin.Port, twin.LeafHash = r.Host, r.Port, r.LeafHash
+		k.BFE = &BFEKey{Record: twin}
+	}
+	return k, nil
+}
+
+// sameRecord reports whether twin has a's fields but for its version,
+// bfe= and signature (docs/ztls-spec.md, Section 7.1: a v2 twin).
+func sameRecord(a, twin *Record) bool {
+	fa, ft := a.canonical(), twin.canonical()
+	for i := range fa {
+		if i != fVersion && i != fBFE && fa[i] != ft[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // Dir is a Z-data directory, the state `ztls zdata`, `ztls serve --zdata`
@@ -391,6 +426,7 @@ func LoadDir(path string) (*Dir, error) {
 		return nil, err
 	}
 	d.Keyring = d.Service.Keyring
+	d.Service.BFEDir = filepath.Join(path, KeysDir)
 	keys, skipped, _, err := d.readKeys(d.Service.Leaf())
 	if err != nil {
 		return nil, err
@@ -505,6 +541,12 @@ func (d *Dir) readKeys(leaf *x509.Certificate) (keys []*Key, skipped []string, o
 		}
 		if err := r.Verify(leaf, r.Host, r.Port); err != nil {
 			return nil, nil, nil, fmt.Errorf("%s: %w", p, err)
+		}
+		if k.BFE != nil {
+			if err := k.BFE.Record.Verify(leaf, r.Host, r.Port); err != nil {
+				return nil, nil, nil, fmt.Errorf("%s: bfe_txt: %w", p, err)
+			}
+			k.BFE.Path = filepath.Join(dir, bfeFileName(r.NotBefore))
 		}
 		keys = append(keys, k)
 	}
@@ -686,6 +728,9 @@ func (d *Dir) adopt(cfg ServiceConfig, cert tls13.Certificate, now time.Time) (b
 	}
 	d.Skipped = skipped
 	keysChanged := d.Keyring.replace(keys)
+	if _, err := d.Service.AttachBFE(); err != nil {
+		return true, err
+	}
 	if d.rotating && !fleet {
 		if err := d.save(); err != nil {
 			return true, err
@@ -753,7 +798,11 @@ func (d *Dir) Refresh(now time.Time) (bool, error) {
 		}
 	}
 	d.Skipped = skipped
-	return d.Keyring.replace(keys), nil
+	changed := d.Keyring.replace(keys)
+	if _, err := d.Service.AttachBFE(); err != nil {
+		return changed, err
+	}
+	return changed, nil
 }
 
 // Changed reports whether the directory's files (service.json, the key

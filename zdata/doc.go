@@ -48,6 +48,18 @@
 //		conn.SetZData(rec.Offer(leaf))
 //	}
 //
+// Bloom filter encryption (docs/ztls-spec.md, Section 7): with
+// Options.BFEConnections a Service gives each key a BFE key (package bfe),
+// generated in the background an epoch ahead (Service.GenerateBFE; in
+// fleet mode derived from the seed) and published as a v2 twin of the key's
+// record (v=ztls2 with bfe=; v1 clients keep the v1 record). A serving
+// process sets BFEServe (and BFELog, a fleet's redisreg.PunctureLog); the
+// Keyring then answers a twin's zdata_hash with a key that decapsulates,
+// puncturing the BFE key, so a replayed first flight is refused without a
+// strike register and a stolen key state cannot decrypt an accepted one.
+// Clients: Record.Prepare encapsulates ahead; SelectOptions.NoBFE ignores
+// v2 records with bfe=.
+//
 // ParseTXT is strict (trimmed spaces only, fields in order, no leading
 // zeros, no unknown fields) and keeps each field's published text, so the
 // signature input is exactly what the signer signed.

@@ -1,6 +1,7 @@
 package zdata_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"log"
 	"math/big"
+	"os"
 	"time"
 
 	"github.com/miekg/dns"
@@ -179,4 +181,37 @@ func ExampleSelector() {
 	// offer: x25519 16384 bytes of early data
 	// fallback: Z-data expired
 	// fallback: no Z-data
+}
+
+// Bloom filter encryption (docs/ztls-spec.md, Section 7): the Service
+// generates each period's BFE key in the background and publishes it as a
+// v2 twin of the key's record; a serving process (BFEServe) opens the key
+// states its Keyring decapsulates with.
+func ExampleService_GenerateBFE() {
+	cert, _ := newCertificate("www.example.com")
+	svc, err := zdata.NewService("www.example.com", 443, cert, zdata.Options{BFEConnections: 16}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "bfe")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	svc.BFEDir, svc.BFEServe = dir, true
+	defer svc.CloseBFE()
+	// In a server: a goroutine, an epoch ahead, never on a handshake's path.
+	if _, err := svc.GenerateBFE(context.Background(), now); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := svc.Rotate(now); err != nil {
+		log.Fatal(err)
+	}
+	for _, r := range svc.Records(now) {
+		fmt.Println(r.TXT()[0], r.NotBefore.Format("15:04"), len(r.BFE) > 0)
+	}
+	// Output:
+	// v=ztls1 12:00 false
+	// v=ztls2 12:00 true
+	// v=ztls1 13:00 false
 }

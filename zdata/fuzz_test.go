@@ -1,10 +1,14 @@
 package zdata
 
 import (
+	"context"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ztls-project/ztls/bfe"
 )
 
 // FuzzParseTXT feeds ParseTXT character-strings separated by NUL bytes.
@@ -17,6 +21,23 @@ func FuzzParseTXT(f *testing.F) {
 	f.Add(strings.Join(append([]string{"  v=ztls1 "}, s[1:]...), "\x00"))
 	f.Add(strings.Join(append(append([]string(nil), s[:7]...), s[9:]...), "\x00"))
 	f.Add("v=ztls1\x0020250101000000z\x0020250101010000Z\x000\x001\x0023\x00AAAA\x00Y\x002055\x00AA==")
+	// v2 records (docs/ztls-spec.md, Section 7.1): with bfe=, and without.
+	params, err := bfe.NewParams(8, 1.0/4)
+	if err != nil {
+		f.Fatal(err)
+	}
+	pk, err := bfe.GenerateKey(context.Background(), filepath.Join(f.TempDir(), "k.bfe"), bfe.KeyGenConfig{Params: params})
+	if err != nil {
+		f.Fatal(err)
+	}
+	v2 := k.Record.Clone()
+	v2.pub, v2.V2, v2.BFE = nil, true, pk.Bytes()
+	if err := v2.Sign(fx.leaf.Key, fx.leaf.Chain[0]); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(strings.Join(v2.TXT(), "\x00"))
+	v2.BFE = nil
+	f.Add(strings.Join(v2.TXT(), "\x00"))
 	f.Add("v=spf1 -all")
 	f.Add("")
 	f.Fuzz(func(t *testing.T, in string) {
@@ -58,6 +79,24 @@ func FuzzParseKey(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(b)
+	// A key with its v2 twin (docs/ztls-spec.md, Section 7.1).
+	params, err := bfe.NewParams(8, 1.0/4)
+	if err != nil {
+		f.Fatal(err)
+	}
+	pk, err := bfe.GenerateKey(context.Background(), filepath.Join(f.TempDir(), "k.bfe"), bfe.KeyGenConfig{Params: params})
+	if err != nil {
+		f.Fatal(err)
+	}
+	twin := k.Record.Clone()
+	twin.pub, twin.V2, twin.BFE = nil, true, pk.Bytes()
+	if err := twin.Sign(fx.leaf.Key, fx.leaf.Chain[0]); err != nil {
+		f.Fatal(err)
+	}
+	if b, err = MarshalKey(&Key{Record: k.Record, Private: k.Private, BFE: &BFEKey{Record: twin}}); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
 	f.Add([]byte(`{"host":"a.test","port":443,"txt":["v=ztls1"],"leaf_sha256":"","private_key":""}`))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`[]`))
@@ -76,6 +115,9 @@ func FuzzParseKey(f *testing.F) {
 		}
 		if k2.Record.ZDataHash() != k.Record.ZDataHash() || string(k2.Private.Bytes()) != string(k.Private.Bytes()) {
 			t.Fatal("key changed in a round trip")
+		}
+		if (k.BFE == nil) != (k2.BFE == nil) || (k.BFE != nil && k.BFE.Record.ZDataHash() != k2.BFE.Record.ZDataHash()) {
+			t.Fatal("twin changed in a round trip")
 		}
 	})
 }

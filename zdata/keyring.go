@@ -4,6 +4,7 @@ import (
 	"crypto/ecdh"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ztls-project/ztls/tls13"
@@ -17,11 +18,23 @@ const DefaultWindow = 10 * time.Second
 type Key struct {
 	Record  *Record
 	Private *ecdh.PrivateKey
+	// BFE is the key's Bloom filter encryption side (docs/ztls-spec.md,
+	// Section 7): its v2 twin record and key file; nil without one.
+	BFE *BFEKey
 }
 
 type entry struct {
-	key  *Key
-	hash [32]byte
+	key     *Key
+	hash    [32]byte
+	bfeHash [32]byte // zdata_hash of the v2 twin, when key.BFE is set
+}
+
+func newEntry(key *Key) entry {
+	e := entry{key: key, hash: key.Record.ZDataHash()}
+	if key.BFE != nil {
+		e.bfeHash = key.BFE.Record.ZDataHash()
+	}
+	return e
 }
 
 // Keyring holds a server's Z-data keys; entries may overlap in time
@@ -32,6 +45,7 @@ type Keyring struct {
 	mu     sync.RWMutex
 	window time.Duration
 	keys   map[uint32]entry
+	onBFE  atomic.Pointer[func(BFEEvent)]
 }
 
 var _ tls13.ZDataKeys = (*Keyring)(nil)
@@ -55,7 +69,7 @@ func (k *Keyring) Add(key *Key) {
 	if key == nil || key.Record == nil {
 		return
 	}
-	e := entry{key: key, hash: key.Record.ZDataHash()}
+	e := newEntry(key)
 	k.mu.Lock()
 	k.keys[key.Record.ID] = e
 	k.mu.Unlock()
@@ -115,18 +129,33 @@ func (k *Keyring) Published(now time.Time) []*Key {
 }
 
 // LookupZData implements tls13.ZDataKeys: the live key named by id whose
-// zdata_hash is hash, or nil.
+// zdata_hash is hash, or nil. The hash of a key's v2 twin names the same
+// key with its BFE key (docs/ztls-spec.md, Section 7), if its state is
+// open in this process.
 func (k *Keyring) LookupZData(id uint32, hash [32]byte, now time.Time) *tls13.ZDataKey {
 	k.mu.RLock()
 	e, ok := k.keys[id]
 	k.mu.RUnlock()
-	if !ok || e.hash != hash || e.key.Private == nil || !k.live(e.key.Record, now) {
+	if !ok || e.key.Private == nil || !k.live(e.key.Record, now) {
+		return nil
+	}
+	var decapsulate func([]byte) ([]byte, error)
+	switch {
+	case e.hash == hash:
+	case e.key.BFE != nil && e.bfeHash == hash:
+		ks := e.key.BFE.State()
+		if ks == nil {
+			return nil
+		}
+		decapsulate = k.decapsulator(e.key.Record, ks)
+	default:
 		return nil
 	}
 	r, priv := e.key.Record, e.key.Private
 	return &tls13.ZDataKey{
 		ID:           r.ID,
-		Hash:         e.hash,
+		Hash:         hash,
+		Decapsulate:  decapsulate,
 		Host:         r.Host,
 		Group:        tls13.CurveID(r.Group),
 		MaxEarlyData: r.MaxEarlyData,
@@ -159,13 +188,22 @@ func (k *Keyring) Prune(now time.Time) []*Key {
 func (k *Keyring) replace(keys []*Key) bool {
 	m := make(map[uint32]entry, len(keys))
 	for _, key := range keys {
-		m[key.Record.ID] = entry{key: key, hash: key.Record.ZDataHash()}
+		m[key.Record.ID] = newEntry(key)
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	for id, e := range m {
+		// A key read again from disk keeps the open BFE key state of the
+		// key it replaces, so lookups of its twin never miss it.
+		if old, ok := k.keys[id]; ok && old.key.BFE != nil && e.key.BFE != nil && old.key.BFE.Path == e.key.BFE.Path && old.bfeHash == e.bfeHash {
+			if ks := old.key.BFE.State(); ks != nil {
+				e.key.BFE.state.CompareAndSwap(nil, ks)
+			}
+		}
+	}
 	changed := len(m) != len(k.keys)
 	for id, e := range m {
-		if old, ok := k.keys[id]; !ok || old.hash != e.hash {
+		if old, ok := k.keys[id]; !ok || old.hash != e.hash || old.bfeHash != e.bfeHash {
 			changed = true
 		}
 	}

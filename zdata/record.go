@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/net/idna"
 
+	"github.com/ztls-project/ztls/bfe"
 	"github.com/ztls-project/ztls/tls13"
 )
 
@@ -34,8 +35,12 @@ const (
 	ClockSkew   = 60 * time.Second
 )
 
-// Version is the first character-string of every ztls v1 TXT record.
-const Version = "v=ztls1"
+// Version is the first character-string of every ztls v1 TXT record, and
+// Version2 of every v2 record (docs/ztls-spec.md, Section 7.1).
+const (
+	Version  = "v=ztls1"
+	Version2 = "v=ztls2"
+)
 
 const timeLayout = "20060102150405"
 
@@ -59,10 +64,16 @@ type Record struct {
 	KeyShare     []byte   // raw TLS key_exchange bytes for Group
 	NSC          []uint16 // cipher suites the server does not support
 	ALPN         string   // the early-data ALPN protocol; "" means none
-	ClientCert   bool     // the server sends CertificateRequest
-	Scheme       uint16
-	Signature    []byte
-	LeafHash     [32]byte // SHA-256 of the TLSA leaf DER
+	// V2 makes the record a ztls v2 record (docs/ztls-spec.md, Section
+	// 7.1): v=ztls2, its own signature context, and room for BFE.
+	V2 bool
+	// BFE is the bfe.PublicKey encoding of the v2 field bfe= (nil: none);
+	// only a V2 record carries it.
+	BFE        []byte
+	ClientCert bool // the server sends CertificateRequest
+	Scheme     uint16
+	Signature  []byte
+	LeafHash   [32]byte // SHA-256 of the TLSA leaf DER
 
 	pub *published
 }
@@ -84,6 +95,7 @@ const (
 	fShare
 	fNSC
 	fALPN
+	fBFE // v2 only (docs/ztls-spec.md, Section 7.1)
 	fClientCert
 	fScheme
 	numSigned
@@ -163,6 +175,9 @@ func formatNSC(nsc []uint16) string {
 func (r *Record) canonical() [numSigned]string {
 	var f [numSigned]string
 	f[fVersion] = Version
+	if r.V2 {
+		f[fVersion] = Version2
+	}
 	f[fNotBefore] = formatTime(r.NotBefore)
 	f[fNotAfter] = formatTime(r.NotAfter)
 	f[fMaxEarly] = strconv.FormatUint(uint64(r.MaxEarlyData), 10)
@@ -172,6 +187,9 @@ func (r *Record) canonical() [numSigned]string {
 	f[fNSC] = formatNSC(r.NSC)
 	if r.ALPN != "" {
 		f[fALPN] = "alpn=" + r.ALPN
+	}
+	if r.V2 && len(r.BFE) > 0 {
+		f[fBFE] = "bfe=" + base64.StdEncoding.EncodeToString(r.BFE)
 	}
 	f[fClientCert] = "N"
 	if r.ClientCert {
@@ -195,22 +213,35 @@ func (r *Record) fields() [numSigned]string {
 	return f
 }
 
-// signatureContext starts every signature input (docs/ztls-spec.md, Section 1),
-// after 64 spaces, as in RFC 8446, Section 4.4.3.
-const signatureContext = "ztls v1 Z-data"
+// signatureContext starts every v1 signature input (docs/ztls-spec.md,
+// Section 1), after 64 spaces, as in RFC 8446, Section 4.4.3;
+// signatureContext2 every v2 one (Section 7.1).
+const (
+	signatureContext  = "ztls v1 Z-data"
+	signatureContext2 = "ztls v2 Z-data"
+)
 
 // SignatureInput returns the bytes the leaf key signs (docs/ztls-spec.md,
 // Section 1): 64 spaces, "ztls v1 Z-data", 0x00, then 14 elements each
-// with a uint16 length: host, port, fields 1–11 and the leaf hash.
+// with a uint16 length: host, port, fields 1–11 and the leaf hash. A v2
+// record (Section 7.1) signs "ztls v2 Z-data" and 15 elements: the bfe=
+// field, empty when absent, after alpn=.
 func (r *Record) SignatureInput(host string, port int) []byte {
 	f := r.fields()
-	elems := make([][]byte, 0, 14)
+	ctx := signatureContext
+	if r.V2 {
+		ctx = signatureContext2
+	}
+	elems := make([][]byte, 0, 15)
 	elems = append(elems, []byte(hostOrLower(host)), []byte(strconv.Itoa(port)))
-	for _, s := range f {
+	for i, s := range f {
+		if i == fBFE && !r.V2 {
+			continue
+		}
 		elems = append(elems, []byte(s))
 	}
 	elems = append(elems, r.LeafHash[:])
-	n := 64 + len(signatureContext) + 1
+	n := 64 + len(ctx) + 1
 	for _, e := range elems {
 		n += 2 + len(e)
 	}
@@ -218,7 +249,7 @@ func (r *Record) SignatureInput(host string, port int) []byte {
 	for i := 0; i < 64; i++ {
 		b = append(b, ' ')
 	}
-	b = append(b, signatureContext...)
+	b = append(b, ctx...)
 	b = append(b, 0)
 	for _, e := range elems {
 		b = binary.BigEndian.AppendUint16(b, uint16(len(e)))
@@ -273,6 +304,23 @@ func (r *Record) FillOffer(z *tls13.ZDataOffer) {
 	for _, s := range r.NSC {
 		z.NSC = append(z.NSC, tls13.CipherSuite(s))
 	}
+	z.BFE = nil
+	if pk := r.BFEPublicKey(); pk != nil {
+		z.BFE = pk
+	}
+}
+
+// BFEPublicKey returns the key of the record's bfe= field, or nil
+// (docs/ztls-spec.md, Section 7.1).
+func (r *Record) BFEPublicKey() *bfe.PublicKey {
+	if !r.V2 || len(r.BFE) == 0 {
+		return nil
+	}
+	pk, err := bfe.ParsePublicKey(r.BFE)
+	if err != nil {
+		return nil
+	}
+	return pk
 }
 
 // Clone returns a deep copy of r.
@@ -280,10 +328,28 @@ func (r *Record) Clone() *Record {
 	c := *r
 	c.KeyShare = append([]byte(nil), r.KeyShare...)
 	c.NSC = append([]uint16(nil), r.NSC...)
+	c.BFE = append([]byte(nil), r.BFE...)
+	if r.BFE == nil {
+		c.BFE = nil
+	}
 	c.Signature = append([]byte(nil), r.Signature...)
 	if r.pub != nil {
 		p := *r.pub
 		c.pub = &p
 	}
 	return &c
+}
+
+// Prepare makes the client's share and ZS for the record's group and
+// share ahead of a handshake (tls13.ZDataKeyShare.Prepare; ks may be
+// nil) and, for a record with bfe=, its BFE encapsulation, so that about
+// ten pairings leave the first flight's path too (docs/ztls-spec.md,
+// Section 7.2). The result serves one handshake.
+func (r *Record) Prepare(ks *tls13.ZDataKeyShare) *tls13.ZDataPrepared {
+	p := ks.Prepare(tls13.CurveID(r.Group), r.KeyShare, nil)
+	if pk := r.BFEPublicKey(); pk != nil {
+		// On error the engine encapsulates itself when it sends.
+		_ = p.EncapsulateBFE(pk, nil)
+	}
+	return p
 }

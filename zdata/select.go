@@ -65,6 +65,11 @@ type SelectOptions struct {
 	// Its error's ReasonOf is ReasonWrongName for a name mismatch,
 	// ReasonRevoked for a revoked chain, else ReasonUntrustedChain.
 	Policy func(leaf *x509.Certificate, intermediates []*x509.Certificate) error
+	// NoBFE makes the client one without Bloom filter encryption: it
+	// ignores v2 records that carry bfe= (docs/ztls-spec.md, Section 7.1)
+	// and uses their v1 twins. By default, among records with the latest
+	// not-after, one with bfe= is preferred.
+	NoBFE bool
 }
 
 // Selector picks the Z-data a client should use for one service
@@ -153,7 +158,7 @@ func (s *Selector) Likely(txt [][]string) (rec *Record, leaf *x509.Certificate) 
 	if s.err != nil {
 		return nil, nil
 	}
-	recs, _ := screen(txt, s.o.Now)
+	recs, _ := screen(txt, s.o.Now, s.o.NoBFE)
 	if len(recs) == 0 {
 		return nil, nil
 	}
@@ -173,7 +178,7 @@ func (s *Selector) Select(txt [][]string) (*Record, *x509.Certificate, error) {
 	if s.err != nil {
 		return nil, nil, s.err
 	}
-	recs, worst := screen(txt, s.o.Now)
+	recs, worst := screen(txt, s.o.Now, s.o.NoBFE)
 	fail := func(err error) {
 		if worst == nil || stage(ReasonOf(err)) > stage(ReasonOf(worst)) {
 			worst = err
@@ -207,12 +212,12 @@ func (s *Selector) Select(txt [][]string) (*Record, *x509.Certificate, error) {
 // group and scheme, carry a valid share and are valid at now, latest
 // not-after first (Select's order: Likely is its first), and the failure
 // of the others that got furthest (nil: none failed).
-func screen(txt [][]string, now time.Time) ([]*Record, error) {
+func screen(txt [][]string, now time.Time, noBFE bool) ([]*Record, error) {
 	var recs []*Record
 	var worst error
 	for _, strs := range txt {
 		r, err := ParseTXT(strs)
-		if errors.Is(err, ErrNotZTLS) {
+		if errors.Is(err, ErrNotZTLS) || (noBFE && err == nil && len(r.BFE) > 0) {
 			continue
 		}
 		if err == nil {
@@ -226,7 +231,12 @@ func screen(txt [][]string, now time.Time) ([]*Record, error) {
 		}
 		recs = append(recs, r)
 	}
-	sort.SliceStable(recs, func(i, j int) bool { return recs[i].NotAfter.After(recs[j].NotAfter) })
+	sort.SliceStable(recs, func(i, j int) bool {
+		if !recs[i].NotAfter.Equal(recs[j].NotAfter) {
+			return recs[i].NotAfter.After(recs[j].NotAfter)
+		}
+		return len(recs[i].BFE) > 0 && len(recs[j].BFE) == 0
+	})
 	return recs, worst
 }
 

@@ -12,6 +12,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/ztls-project/ztls/bfe"
 	"github.com/ztls-project/ztls/tls13"
 )
 
@@ -38,6 +39,12 @@ type Options struct {
 	// Window is the freshness window W; keys stay usable W past
 	// not-after. 0 means DefaultWindow.
 	Window time.Duration
+	// BFEConnections, if positive, gives every key a Bloom filter
+	// encryption key for that many early-data connections per period
+	// (docs/ztls-spec.md, Section 7) at false-positive rate
+	// BFEFalsePositiveRate (0: bfe.DefaultFalsePositiveRate).
+	BFEConnections       int
+	BFEFalsePositiveRate float64
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -73,6 +80,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Window <= 0 {
 		o.Window = DefaultWindow
 	}
+	if _, _, err := o.bfeParams(); err != nil {
+		return o, fmt.Errorf("zdata: BFE: %w", err)
+	}
 	return o, nil
 }
 
@@ -91,8 +101,16 @@ type Service struct {
 	Keyring *Keyring
 	// Rand is the randomness of non-fleet keys and ids; nil means crypto/rand.
 	Rand io.Reader
+	// BFEDir is where BFE key files are generated and found (Dir sets
+	// it to its keys directory); BFEServe makes Rotate and AttachBFE open
+	// their key states (one process per key file: a server), with
+	// BFELog, if not nil, as the fleet's shared puncture log.
+	BFEDir   string
+	BFEServe bool
+	BFELog   bfe.PunctureLog
 
-	leaf *x509.Certificate
+	leaf      *x509.Certificate
+	bfeStates *bfeStates
 }
 
 // NewService checks its arguments and returns a Service with an empty
@@ -130,7 +148,7 @@ func NewService(host string, port int, cert tls13.Certificate, opts Options, see
 		}
 	}
 	return &Service{Host: h, Port: port, Cert: cert, Options: opts, Seed: seed,
-		Keyring: NewKeyring(opts.Window), leaf: leaf}, nil
+		Keyring: NewKeyring(opts.Window), leaf: leaf, bfeStates: &bfeStates{byPath: map[string]*bfe.KeyState{}}}, nil
 }
 
 // Leaf returns the parsed leaf certificate.
@@ -308,15 +326,40 @@ func (s *Service) Rotate(now time.Time) (added []*Key, err error) {
 		s.Keyring.Add(k)
 		added = append(added, k)
 	}
-	s.Keyring.Prune(now)
-	return added, nil
+	if _, err := s.AttachBFE(); err != nil {
+		return added, err
+	}
+	return added, s.closeBFE(s.Keyring.Prune(now), now)
 }
 
-// Records returns the records to publish at now (Keyring.Published).
+// TwinLead is how long before its record's not-before a v2 twin is
+// published (docs/ztls-spec.md, Section 7.1): the next period's v1
+// record is published a whole period ahead for v1 clients, its twin only
+// this close to the rollover, so the TXT answer stays under 1232 bytes
+// for all but these minutes of each period.
+const TwinLead = 5 * time.Minute
+
+// Records returns the records to publish at now (Keyring.Published):
+// each key's record, followed by its v2 twin with bfe= when it has one
+// and its not-before is at most TwinLead away.
 func (s *Service) Records(now time.Time) []*Record {
 	var out []*Record
 	for _, k := range s.Keyring.Published(now) {
 		out = append(out, k.Record)
+		if k.BFE != nil && !now.Before(k.Record.NotBefore.Add(-TwinLead)) {
+			out = append(out, k.BFE.Record)
+		}
 	}
 	return out
+}
+
+// CloseBFE closes the BFE key states a serving Service holds open.
+func (s *Service) CloseBFE() {
+	st := s.bfeStates
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for path, ks := range st.byPath {
+		ks.Close()
+		delete(st.byPath, path)
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ztls-project/ztls/bfe"
 )
 
 // maxString is the longest DNS character-string (RFC 1035, Section 3.3).
@@ -20,7 +22,7 @@ func (r *Record) TXT() []string {
 	f := r.fields()
 	out := make([]string, 0, numSigned+2)
 	for i, s := range f {
-		if s == "" && (i == fNSC || i == fALPN) {
+		if s == "" && (i == fNSC || i == fALPN || i == fBFE) {
 			continue
 		}
 		out = append(out, s)
@@ -53,7 +55,9 @@ func trimField(s string) (string, error) {
 }
 
 // ParseTXT parses one TXT record's character-strings. It returns
-// ErrNotZTLS when the first string is not v=ztls1 (after trimming), and
+// ErrNotZTLS when the first string is neither v=ztls1 nor v=ztls2 (after
+// trimming; v2 adds the optional bfe= field, docs/ztls-spec.md, Section
+// 7.1, which must hold a key bfe.ParsePublicKey accepts), and
 // an error with ReasonMalformed for any syntax error: other whitespace,
 // unknown or out-of-order fields, leading zeros, bad nsc=/alpn=/Y/N,
 // bad base64. It accepts the key share as raw key_exchange bytes or as a
@@ -65,7 +69,15 @@ func ParseTXT(strs []string) (*Record, error) {
 	if len(strs) == 0 {
 		return nil, ErrNotZTLS
 	}
-	if len(strs[0]) > maxString || strings.Trim(strs[0], " ") != Version {
+	if len(strs[0]) > maxString {
+		return nil, ErrNotZTLS
+	}
+	var v2 bool
+	switch strings.Trim(strs[0], " ") {
+	case Version:
+	case Version2:
+		v2 = true
+	default:
 		return nil, ErrNotZTLS
 	}
 	fs := make([]string, len(strs))
@@ -83,7 +95,7 @@ func ParseTXT(strs []string) (*Record, error) {
 	if len(fs) < 10 {
 		return nil, syntaxErr("record", "%d character-strings, want at least 10", len(fs))
 	}
-	r := &Record{}
+	r := &Record{V2: v2}
 	p := &published{}
 	p.raw[fVersion] = fs[0]
 	var err error
@@ -123,6 +135,13 @@ func ParseTXT(strs []string) (*Record, error) {
 			return nil, err
 		}
 		p.raw[fALPN] = fs[i]
+		i++
+	}
+	if v2 && i < len(fs) && strings.HasPrefix(fs[i], "bfe=") {
+		if r.BFE, err = parseBFE(fs[i]); err != nil {
+			return nil, err
+		}
+		p.raw[fBFE] = fs[i]
 		i++
 	}
 	if len(fs)-i < 3 {
@@ -189,6 +208,19 @@ func parseDecimal(field, s string, bits int) (uint64, error) {
 		return 0, syntaxErr(field, "%q out of range", s)
 	}
 	return v, nil
+}
+
+// parseBFE reads bfe= (docs/ztls-spec.md, Section 7.1): the standard
+// base64 of a BFEPublicKey that bfe.ParsePublicKey accepts.
+func parseBFE(s string) ([]byte, error) {
+	b, err := base64.StdEncoding.Strict().DecodeString(strings.TrimPrefix(s, "bfe="))
+	if err != nil {
+		return nil, syntaxErr("bfe", "bad base64: %v", err)
+	}
+	if _, err := bfe.ParsePublicKey(b); err != nil {
+		return nil, syntaxErr("bfe", "%v", err)
+	}
+	return b, nil
 }
 
 func parseNSC(s string) ([]uint16, error) {

@@ -43,6 +43,7 @@ type connectFlags struct {
 	resolver    string
 	transport   string
 	budget      time.Duration
+	noBFE       bool
 	dnsCA       string
 	turbo       bool
 	turboPort   int
@@ -66,6 +67,7 @@ func (f *connectFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.transport, "dns-transport", "udp", "DNS transport: udp, tcp or tls (DNS over TLS, RFC 7858)")
 	fs.StringVar(&f.dnsCA, "dns-ca", "", "PEM roots for the DNS-over-TLS server (default: the system's)")
 	fs.DurationVar(&f.budget, "zdata-budget", 20*time.Millisecond, "how long to wait for Z-data after TCP connects before falling back to TLS 1.3")
+	fs.BoolVar(&f.noBFE, "no-bfe", false, "act as a client without Bloom filter encryption: use a server's v1 Z-data records, not its v2 records with bfe=")
 	fs.BoolVar(&f.turbo, "turbo", false, "TurboTLS: send the first flight over UDP while TCP connects, to servers whose HTTPS record advertises a UDP port (key65280)")
 	fs.IntVar(&f.turboPort, "turbo-port", 0, "the server's TurboTLS UDP port, when not taken from DNS (e.g. connecting to an IP)")
 	fs.DurationVar(&f.turboWait, "turbo-wait", 0, "wait this long for the UDP flight after TCP connects (default: half the TCP connect time, at least 2 ms)")
@@ -384,7 +386,7 @@ func (f *connectFlags) dialOptions(cfg *tls13.Config) (dial.Options, func(), err
 		res.Close()
 		return dial.Options{}, nil, fmt.Errorf("--ocsp: %w", err)
 	}
-	opts := dial.Options{Mode: f.mode, TLS: cfg, Resolver: res, ZDataBudget: f.budget, Turbo: f.turbo || f.turboPort != 0}
+	opts := dial.Options{Mode: f.mode, TLS: cfg, Resolver: res, ZDataBudget: f.budget, Turbo: f.turbo || f.turboPort != 0, NoBFE: f.noBFE}
 	opts.TurboPort, opts.TurboWait, opts.OCSP = f.turboPort, f.turboWait, ocsp
 	// What 'ztls prefetch' (or get --prefetch-links) kept: its DNS
 	// answers spare the lookups.

@@ -133,6 +133,7 @@ type serving struct {
 	tsrv  *turbo.TLSServer
 	mt    *metrics.Registry
 	srv   *server.Server
+	reg   *redisreg.Register // the fleet's Redis (--strike-register), nil without
 	undo  []func()
 }
 
@@ -355,7 +356,7 @@ func (s *serving) sharedRegister(cfg *tls13.Config) error {
 		return err
 	}
 	s.undo = append(s.undo, func() { reg.Close() })
-	cfg.StrikeRegister = reg
+	cfg.StrikeRegister, s.reg = reg, reg
 	if s.zdir == nil {
 		return nil
 	}
@@ -399,6 +400,7 @@ func (s *serving) keepZData(ctx context.Context, port int) error {
 			s.log.Info("another process rotates the Z-data: this server reloads what it writes", "dir", zdir.Path)
 		}
 	}
+	s.serveBFE(ctx, keeper)
 	keeper.tick(ctx, time.Now()) // before serving: a key due now exists
 	s.log.Info("ZTLS on", "host", zdir.Config.Host, "port", zdir.Config.Port, "dir", zdir.Path, "live_keys", len(zdir.Keyring.Live(time.Now())))
 	go every(ctx, 10*time.Second, func() { keeper.tick(ctx, time.Now()) })

@@ -67,6 +67,7 @@ func init() {
 	var out, seedFile, group, nsc string
 	var ttl time.Duration
 	var turboPort int
+	var bf bfeFlags
 	cmd := &cobra.Command{
 		Use:   "new --host HOST --port PORT --cert FILE --key FILE --out DIR",
 		Short: "Create a Z-data directory and print the zone-file lines to publish",
@@ -76,7 +77,9 @@ func init() {
   head -c 32 /dev/urandom > fleet.seed; chmod 600 fleet.seed
   ztls zdata new --host www.example.org --port 443 --cert cert.pem --key key.pem --out zd/ --seed-file fleet.seed
   # a server run with 'ztls serve --turbo': also print the HTTPS record advertising TurboTLS
-  ztls zdata new --host www.example.org --port 443 --cert cert.pem --key key.pem --out zd/ --turbo-port 443`,
+  ztls zdata new --host www.example.org --port 443 --cert cert.pem --key key.pem --out zd/ --turbo-port 443
+  # Bloom filter encryption: replay-proof, forward-secret first flights for clients that support it
+  ztls zdata new --host www.example.org --port 443 --cert cert.pem --key key.pem --out zd/ --bfe-connections 16384`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cfg.Host == "" || cfg.Port == 0 || cfg.Cert == "" || cfg.Key == "" || out == "" {
@@ -105,6 +108,10 @@ func init() {
 			if ttl < time.Second {
 				return fmt.Errorf("--ttl %v: want at least 1s (records carry TTLs in whole seconds)", ttl)
 			}
+			if err := bf.check(); err != nil {
+				return err
+			}
+			cfg.BFEConnections, cfg.BFEFalsePositiveRate = bf.connections, bf.fpRate
 			for _, f := range []*string{&cfg.Cert, &cfg.Key} {
 				if abs, err := absPath(*f); err == nil {
 					*f = abs
@@ -113,6 +120,11 @@ func init() {
 			// All or nothing: a refused certificate leaves no directory.
 			d, err := zdata.NewDir(out, cfg, seed, time.Now())
 			if err != nil {
+				return err
+			}
+			// The BFE keys of this period and the next two: an offline job
+			// here, a background one in the server afterwards.
+			if err := generateBFE(cmd.Context(), d, time.Now(), os.Stderr); err != nil {
 				return err
 			}
 			fmt.Fprintf(os.Stderr, "ztls: Z-data for %s port %d in %s; publish these records (TTL ends before the records expire):\n", d.Config.Host, d.Config.Port, out)
@@ -139,11 +151,13 @@ func init() {
 	fs.BoolVar(&cfg.ClientCert, "client-cert", false, "announce that the server asks for client certificates")
 	fs.StringVar(&seedFile, "seed-file", "", "fleet mode: derive each hour's key from this shared secret file")
 	fs.DurationVar(&ttl, "ttl", 5*time.Minute, "largest TTL to print")
+	bf.add(fs)
 	zdataCmd.AddCommand(cmd)
 }
 
 func init() {
 	var ttl time.Duration
+	var bf bfeFlags
 	cmd := &cobra.Command{
 		Use:   "rotate DIR",
 		Short: "Add the next period's key, drop expired ones, and print the records to publish",
@@ -152,11 +166,33 @@ end, the next one; erase keys past not-after plus the freshness window; print
 the records to publish now. 'ztls serve --zdata DIR' and 'ztls dns serve
 --zdata DIR' do this themselves; run it from cron or a timer only for a
 directory none of them rotates (--rotate=false). Servers reading DIR pick
-the change up within a second, without restart.`,
+the change up within a second, without restart.
+
+--bfe-connections N (0 to stop) changes the Bloom filter encryption keys
+of the coming periods and generates the missing ones now; servers rotating
+DIR generate them in the background, a period ahead, after a restart.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d, err := zdata.LoadDir(args[0])
 			if err != nil {
+				return err
+			}
+			if fs := cmd.Flags(); fs.Changed("bfe-connections") || fs.Changed("bfe-fp-rate") {
+				if err := bf.check(); err != nil {
+					return err
+				}
+				if !fs.Changed("bfe-connections") {
+					bf.connections = d.Config.BFEConnections
+				}
+				d.Config.BFEConnections, d.Config.BFEFalsePositiveRate = bf.connections, bf.fpRate
+				if err := d.Save(); err != nil {
+					return err
+				}
+				if d, err = zdata.LoadDir(args[0]); err != nil {
+					return err
+				}
+			}
+			if err := generateBFE(cmd.Context(), d, time.Now(), os.Stderr); err != nil {
 				return err
 			}
 			added, err := d.Rotate(time.Now())
@@ -169,6 +205,7 @@ the change up within a second, without restart.`,
 		},
 	}
 	cmd.Flags().DurationVar(&ttl, "ttl", 5*time.Minute, "largest TTL to print")
+	bf.add(cmd.Flags())
 	zdataCmd.AddCommand(cmd)
 }
 
@@ -192,6 +229,7 @@ func init() {
 				Group     string    `json:"group"`
 				TXTBytes  int       `json:"txt_bytes"`
 				Hash      string    `json:"zdata_hash"`
+				BFE       *bfeRow   `json:"bfe,omitempty"`
 			}
 			var rows []row
 			for _, k := range d.Keyring.All() {
@@ -204,18 +242,31 @@ func init() {
 					state = "expired (kept for the freshness window)"
 				}
 				h := r.ZDataHash()
-				rows = append(rows, row{r.ID, r.NotBefore, r.NotAfter, state, zGroupName(r.Group), len(strings.Join(r.TXT(), "")), fmt.Sprintf("%x", h[:8])})
+				rows = append(rows, row{r.ID, r.NotBefore, r.NotAfter, state, zGroupName(r.Group), len(strings.Join(r.TXT(), "")), fmt.Sprintf("%x", h[:8]), showBFE(k)})
 			}
+			ahead := bfeFilesAhead(d)
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"host": d.Config.Host, "port": d.Config.Port, "fleet": d.Service.Seed != nil, "keys": rows})
+				out := map[string]any{"host": d.Config.Host, "port": d.Config.Port, "fleet": d.Service.Seed != nil, "keys": rows}
+				if d.Config.BFEConnections > 0 {
+					out["bfe_connections"], out["bfe_keys_ahead"] = d.Config.BFEConnections, ahead
+				}
+				return enc.Encode(out)
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "%s port %d%s\n", d.Config.Host, d.Config.Port, map[bool]string{true: " (fleet)", false: ""}[d.Service.Seed != nil])
 			for _, r := range rows {
 				fmt.Fprintf(w, "  id %-10d %s .. %s  %-8s %s, TXT %d bytes, hash %s…\n", r.ID,
 					r.NotBefore.UTC().Format("2006-01-02 15:04:05"), r.NotAfter.UTC().Format("15:04:05Z"), r.State, r.Group, r.TXTBytes, r.Hash)
+				if r.BFE != nil {
+					fmt.Fprintf(w, "      %s\n", r.BFE.text())
+				} else if d.Config.BFEConnections > 0 {
+					fmt.Fprintf(w, "      no BFE key yet (v1 record only)\n")
+				}
+			}
+			if d.Config.BFEConnections > 0 {
+				fmt.Fprintf(w, "  BFE: %d connections per period; keys generated ahead: %d %v\n", d.Config.BFEConnections, len(ahead), ahead)
 			}
 			for _, s := range d.Skipped {
 				fmt.Fprintf(w, "  skipped: %s\n", s)

@@ -14,7 +14,7 @@ func FuzzRESP(f *testing.F) {
 	for _, s := range []string{
 		"+OK\r\n", "$-1\r\n", "-ERR wrong\r\n", ":42\r\n", "$5\r\nhello\r\n",
 		"*2\r\n$3\r\nfoo\r\n:1\r\n", "*-1\r\n", "*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n",
-		"$99999999999\r\n", "+OK\n", ":+1\r\n", "$3\r\nabcde", "?\r\n",
+		"$99999999999\r\n", "*3\r\n:1\r\n:0\r\n:1\r\n", "*2\r\n:2\r\n$3\r\n123\r\n", "+OK\n", ":+1\r\n", "$3\r\nabcde", "?\r\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -30,6 +30,11 @@ func FuzzRESP(f *testing.F) {
 			}
 			if rep.kind == '$' && len(rep.str) > maxBulk {
 				t.Fatal("bulk over the limit")
+			}
+			// The script replies' decoders take whatever Redis sends.
+			_, _, _ = insertResult(rep)
+			if code, was, err := punctureResult(rep, 2); err == nil && code == resInserted && len(was) != 2 {
+				t.Fatalf("puncture result of %d bits for 2 positions", len(was))
 			}
 		}
 	})

@@ -102,6 +102,10 @@ type ClientHello struct {
 	// ZTLS is the ztls extension (docs/ztls-spec.md, Section 2); nil means absent. It
 	// must be the last extension, so it never comes with pre_shared_key.
 	ZTLS *ZTLSClientHello
+	// ZTLSBFE is the bfe_ciphertext of the ztls_bfe extension
+	// (docs/ztls-spec.md, Section 7.2: opaque bfe_ciphertext<1..2^16-1>);
+	// nil means absent. Whether it came with ztls is the engine's check.
+	ZTLSBFE []byte
 	// Extra holds the other extensions, opaque; unknown ones land here on parse.
 	Extra []Extension
 	// Order lists extension types in wire order; ParseClientHello fills it.
@@ -109,8 +113,8 @@ type ClientHello struct {
 	// supported_versions, supported_groups, key_share, signature_algorithms,
 	// signature_algorithms_cert, psk_key_exchange_modes, ALPN, cookie,
 	// status_request, signed_certificate_timestamp, record_size_limit,
-	// post_handshake_auth, Extra in its own order, early_data, ztls,
-	// pre_shared_key. When set, Marshal writes exactly the extensions listed,
+	// post_handshake_auth, Extra in its own order, ztls_bfe, early_data,
+	// ztls, pre_shared_key. When set, Marshal writes exactly the extensions listed,
 	// in that order: typed ones from their fields, others from Extra by type.
 	Order []uint16
 }
@@ -236,6 +240,8 @@ func (m *ClientHello) readExtension(e Extension, last bool) error {
 			return illegalErr("ClientHello: pre_shared_key is not the last extension")
 		}
 		m.PSKIdentities, m.PSKBinders, err = readOfferedPSKs(e.Data)
+	case ExtZTLSBFE:
+		m.ZTLSBFE, err = readZTLSBFE(d)
 	case ExtZTLS:
 		// docs/ztls-spec.md, Section 2: ztls is the last extension.
 		if !last {
@@ -433,6 +439,22 @@ func readOfferedPSKs(data []byte) ([]PSKIdentity, [][]byte, error) {
 	return identities, list, nil
 }
 
+// readZTLSBFE reads ZTLSBFEClientHello (docs/ztls-spec.md, Section 7.2):
+// opaque bfe_ciphertext<1..2^16-1>.
+func readZTLSBFE(d cryptobyte.String) ([]byte, error) {
+	var ct cryptobyte.String
+	if !d.ReadUint16LengthPrefixed(&ct) {
+		return nil, decodeErr("ClientHello: truncated ztls_bfe")
+	}
+	if err := finish(d, "ClientHello: ztls_bfe"); err != nil {
+		return nil, err
+	}
+	if len(ct) == 0 {
+		return nil, decodeErr("ClientHello: empty ztls_bfe ciphertext")
+	}
+	return bytesOf(ct), nil
+}
+
 // readZTLSClientHello reads ZTLSClientHello (docs/ztls-spec.md, Section 2).
 func readZTLSClientHello(data []byte) (*ZTLSClientHello, error) {
 	s := cryptobyte.String(data)
@@ -523,6 +545,15 @@ func (m *ClientHello) extensions() ([]extBody, int) {
 		add(ExtPostHandshakeAuth, func(*cryptobyte.Builder) {})
 	}
 	extraAt := len(t)
+	if len(m.ZTLSBFE) > 0 {
+		add(ExtZTLSBFE, func(b *cryptobyte.Builder) {
+			if len(m.ZTLSBFE) > 0xffff {
+				b.SetError(internalErr("ClientHello: ztls_bfe ciphertext of %d bytes", len(m.ZTLSBFE)))
+				return
+			}
+			b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(m.ZTLSBFE) })
+		})
+	}
 	if m.EarlyData {
 		add(ExtEarlyData, func(*cryptobyte.Builder) {})
 	}

@@ -70,6 +70,9 @@ const (
 	ExtRenegotiationInfo       uint16 = 0xff01
 	// ExtZTLS is the private-use codepoint of the ztls extension (docs/ztls-spec.md, Section 2).
 	ExtZTLS uint16 = 0xff5a
+	// ExtZTLSBFE is the private-use codepoint of the ztls_bfe extension
+	// (docs/ztls-spec.md, Section 7.2).
+	ExtZTLSBFE uint16 = 0xff5b
 )
 
 // Protocol versions (RFC 8446, Section 4.2.1).
@@ -134,4 +137,5 @@ var extPlacement = map[uint16]placement{
 	ExtKeyShare:                inCH | inSH | inHRR,
 	ExtRenegotiationInfo:       inCH,
 	ExtZTLS:                    inCH | inSH,
+	ExtZTLSBFE:                 inCH,
 }

@@ -211,6 +211,9 @@ func randClientHello(r *rand.Rand) *ClientHello {
 			z.CertHash = randBytes(r, 32, 32)
 		}
 		m.ZTLS = z
+		if maybe(r) {
+			m.ZTLSBFE = randBytes(r, 1, 600)
+		}
 	}
 	m.Extra = randExtra(r, append([]uint16{ExtPadding, ExtRenegotiationInfo, 35}, unknownExts...))
 	return m

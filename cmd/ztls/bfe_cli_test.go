@@ -1,0 +1,158 @@
+package main
+
+// Bloom filter encryption through the real binaries on loopback
+// (docs/ztls-spec.md, Section 7): zdata new --bfe-connections → dns serve →
+// serve → connect, with and without BFE on the client, zdata show's fill,
+// and an OpenSSL client doing plain TLS 1.3 with the BFE server.
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ztls-project/ztls/internal/testpki"
+)
+
+func TestCLIBFE(t *testing.T) {
+	dir := t.TempDir()
+	s := newSite(t) // CA and port; the Z-data is made again with BFE below
+	// rotate --bfe-connections gives an existing directory BFE keys.
+	if out := run(t, "zdata", "rotate", s.zd, "--bfe-connections", "16"); !strings.Contains(out, `"v=ztls2"`) {
+		t.Fatalf("zdata rotate --bfe-connections printed no v2 record:\n%s", out)
+	}
+	leaf := s.authority.Issue(t, testpki.LeafOpts{KeyType: "ecdsa-p256", DNSNames: []string{s.host}})
+	cert, key := leaf.WritePEM(t, dir)
+	s.zd = filepath.Join(dir, "zd")
+	out := run(t, "zdata", "new", "--host", s.host, "--port", strconv.Itoa(s.port), "--cert", cert, "--key", key,
+		"--out", s.zd, "--bfe-connections", "64", "--bfe-fp-rate", "0.05")
+	if !strings.Contains(out, `"v=ztls2"`) || !strings.Contains(out, `"bfe=`) || !strings.Contains(out, `"v=ztls1"`) {
+		t.Fatalf("zdata new printed no v1 and v2 twins:\n%s", out)
+	}
+	if show := run(t, "zdata", "show", s.zd); !strings.Contains(show, "BFE m=") || !strings.Contains(show, "0 punctured") {
+		t.Fatalf("zdata show before:\n%s", show)
+	}
+
+	zone := filepath.Join(dir, "ztls.test.zone")
+	os.WriteFile(zone, []byte(testZone), 0o644)
+	line := start(t, "serving udp on", "dns", "serve", "--zone", zone, "--zdata", s.zd, "--listen", "127.0.0.1:0")
+	dnsAddr := logAttr(line, "addr")
+	_, log := startLog(t, "ZTLS on", "serve", "--listen", "127.0.0.1:"+strconv.Itoa(s.port), "--zdata", s.zd,
+		"--respond", "hello", "--early-window", "300ms")
+
+	// A BFE client: early data under ZS || K_bfe, answered in the first flight.
+	rep := s.connect(t, dnsAddr)
+	wantZTLS(t, rep)
+	if !rep.EarlyData.BFE {
+		t.Fatalf("early data did not use the BFE key: %+v", rep.EarlyData)
+	}
+	log.waitFor(t, "BFE: fill")
+	// The live key (listed first) is punctured; the next one is not.
+	show := run(t, "zdata", "show", s.zd)
+	if i := strings.Index(show, "BFE m="); i < 0 || strings.Contains(strings.SplitN(show[i:], "\n", 2)[0], ": 0 punctured") {
+		t.Fatalf("zdata show after a BFE connection:\n%s", show)
+	}
+
+	// A client without BFE uses the v1 record: plain ZTLS, as before (the
+	// v1 path keeps the strike register, which refuses early data for one
+	// window after the start).
+	time.Sleep(350 * time.Millisecond)
+	rep = s.connect(t, dnsAddr, "--no-bfe")
+	wantZTLS(t, rep)
+	if rep.EarlyData.BFE {
+		t.Fatal("--no-bfe client used BFE")
+	}
+
+	// Plain TLS 1.3 from our client and from OpenSSL.
+	if rep := s.connect(t, dnsAddr, "--mode", "tls"); rep.Mode != "tls" || rep.EarlyData.Offered {
+		t.Fatalf("--mode tls: %+v", rep)
+	}
+	if _, err := exec.LookPath("openssl"); err == nil {
+		cmd := exec.Command("openssl", "s_client", "-connect", "127.0.0.1:"+strconv.Itoa(s.port), "-tls1_3",
+			"-servername", s.host, "-CAfile", s.ca, "-verify_return_error", "-brief")
+		cmd.Stdin = strings.NewReader("")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "TLSv1.3") {
+			t.Fatalf("openssl s_client: %v\n%s", err, out)
+		}
+	}
+}
+
+// A BFE fleet through the binaries: two members (127.0.0.1 and 127.0.0.2,
+// the same port), each with its own Z-data directory made from the same
+// seed and certificate, so the same keys and BFE keys; punctures shared in
+// Redis. For the v2 records the strike register is not consulted, so the
+// refusals below are the BFE key's. A captured first flight reaches an
+// application once: replayed to the other member and to the same one it is
+// refused as punctured; the other member erased the slots it learnt of.
+// With Redis down, early data is refused (fail closed).
+func TestCLIFleetBFE(t *testing.T) {
+	s := newSite(t)
+	redis, stopRedis := startRedis(t)
+	// A Redis whose memory has been complete for two hours (this one is
+	// new, which would refuse the current epoch's early data as if it had
+	// lost punctures): the marker the register keeps, with its run_id.
+	runID := ""
+	for _, l := range strings.Split(redisCLI(t, redis, "INFO", "server"), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "run_id:"); ok {
+			runID = v
+		}
+	}
+	since := time.Now().Add(-2 * time.Hour).UnixMilli()
+	redisCLI(t, redis, "SET", "ztls:strike:marker", "since "+strconv.FormatInt(since, 10)+" "+runID)
+
+	dir := t.TempDir()
+	leaf := s.authority.Issue(t, testpki.LeafOpts{KeyType: "ecdsa-p256", DNSNames: []string{s.host}})
+	cert, key := leaf.WritePEM(t, dir)
+	seed := filepath.Join(dir, "fleet.seed")
+	writeFile(t, seed, "0123456789abcdef0123456789abcdef")
+	os.Chmod(seed, 0o600)
+	p := strconv.Itoa(s.port)
+	var logs []*logLines
+	var dirs []string
+	for i, ip := range []string{"127.0.0.1", "127.0.0.2"} {
+		zd := filepath.Join(dir, "zd"+strconv.Itoa(i))
+		run(t, "zdata", "new", "--host", s.host, "--port", p, "--cert", cert, "--key", key, "--out", zd,
+			"--seed-file", seed, "--bfe-connections", "32", "--bfe-fp-rate", "0.05")
+		_, log := startLog(t, "ZTLS on", "serve", "--zdata", zd, "--respond", "hello", "-v",
+			"--strike-register", "redis://"+redis, "--listen", ip+":"+p)
+		logs, dirs = append(logs, log), append(dirs, zd)
+	}
+	s.zd = dirs[0]
+
+	flight := firstFlight(t, s) // the v2 record with bfe=: a BFE flight
+	deliver(t, "127.0.0.1:"+p, flight)
+	logs[0].waitFor(t, "ZTLS accepted with BFE")
+	deliver(t, "127.0.0.2:"+p, flight)
+	logs[1].waitFor(t, "rejected (BFE: bfe: ciphertext's positions are punctured")
+	deliver(t, "127.0.0.1:"+p, flight)
+	logs[0].waitFor(t, "rejected (BFE: bfe: ciphertext's positions are punctured")
+	show := run(t, "zdata", "show", dirs[1])
+	if i := strings.Index(show, "BFE m="); i < 0 || strings.Contains(strings.SplitN(show[i:], "\n", 2)[0], ": 0 punctured") {
+		t.Fatalf("member 1 did not erase the slots member 0 punctured:\n%s", show)
+	}
+
+	// A fresh flight to member 1: accepted (the fleet holds one key).
+	deliver(t, "127.0.0.2:"+p, firstFlight(t, s))
+	logs[1].waitFor(t, "ZTLS accepted with BFE")
+
+	// Redis down: the BFE key's early data is refused, the connection served.
+	stopRedis()
+	deliver(t, "127.0.0.1:"+p, firstFlight(t, s))
+	logs[0].waitFor(t, "rejected (BFE: ")
+}
+
+// redisCLI runs one Redis command with redis-cli and returns its output.
+func redisCLI(t *testing.T, addr string, args ...string) string {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(addr)
+	out, err := exec.Command("redis-cli", append([]string{"-h", host, "-p", port}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-cli %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}

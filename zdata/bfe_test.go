@@ -1,0 +1,267 @@
+package zdata
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ztls-project/ztls/bfe"
+)
+
+// bfeOpts is a small filter for tests: 32 connections at p = 2^-4
+// (m = 185, k = 3), generated in a fraction of a second.
+var bfeOpts = Options{BFEConnections: 32, BFEFalsePositiveRate: 1.0 / 16}
+
+// newBFEFixture is a service with BFE, its key files in a temporary
+// directory, rotated at now with its key states open (a server).
+func newBFEFixture(t *testing.T, seed []byte, now time.Time) *fixture {
+	t.Helper()
+	fx := newFixture(t, "ecdsa-p256", bfeOpts, seed)
+	fx.svc.BFEDir = t.TempDir()
+	fx.svc.BFEServe = true
+	t.Cleanup(fx.svc.CloseBFE)
+	if _, err := fx.svc.GenerateBFE(context.Background(), now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.svc.Rotate(now); err != nil {
+		t.Fatal(err)
+	}
+	return fx
+}
+
+func TestV2RecordRoundTripAndSignature(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	fx := newBFEFixture(t, nil, now)
+	keys := fx.svc.Keyring.Live(now)
+	if len(keys) == 0 || keys[0].BFE == nil {
+		t.Fatal("no BFE twin after GenerateBFE and Rotate")
+	}
+	twin := keys[0].BFE.Record
+	txt := twin.TXT()
+	if txt[0] != Version2 || !strings.HasPrefix(txt[7], "bfe=") {
+		t.Fatalf("twin TXT %q", txt)
+	}
+	p, err := ParseTXT(txt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Verify(fx.leaf.Cert, testHost, testPort); err != nil {
+		t.Fatalf("v2 twin does not verify: %v", err)
+	}
+	if p.ZDataHash() == keys[0].Record.ZDataHash() || p.ID != keys[0].Record.ID {
+		t.Fatal("the twin must share the Zdata_id and differ in zdata_hash")
+	}
+	// Records publishes both, the v1 record first.
+	recs := fx.svc.Records(now)
+	if len(recs) < 2 || recs[0].V2 || !recs[1].V2 {
+		t.Fatalf("published %d records", len(recs))
+	}
+}
+
+// The attacks: a v2 record turned into a v1 one (bfe= dropped, version
+// changed) and a v1 record relabelled v2, each keeping its signature; and
+// a bfe= key swapped for another one. None verifies.
+func TestV2RecordDowngradeAndKeySwapRejected(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	fx := newBFEFixture(t, nil, now)
+	k := fx.svc.Keyring.Live(now)[0]
+	v2 := k.BFE.Record.TXT()
+	v1 := k.Record.TXT()
+
+	stripped := append([]string{Version}, v2[1:7]...)
+	stripped = append(stripped, v2[8:]...)
+	relabelled := append([]string{Version2}, v1[1:]...)
+
+	params, _ := bfe.NewParams(32, 1.0/16)
+	other, err := bfe.GenerateKey(context.Background(), filepath.Join(t.TempDir(), "x.bfe"), bfe.KeyGenConfig{Params: params})
+	if err != nil {
+		t.Fatal(err)
+	}
+	swapped := append([]string(nil), v2...)
+	swapped[7] = "bfe=" + mustB64(other.Bytes())
+
+	for name, txt := range map[string][]string{"v2 stripped to v1": stripped, "v1 relabelled v2": relabelled, "bfe key swapped": swapped} {
+		r, err := ParseTXT(txt)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := r.Verify(fx.leaf.Cert, testHost, testPort); !errors.Is(err, ErrBadSignature) {
+			t.Fatalf("%s: verify = %v, want a bad signature", name, err)
+		}
+	}
+}
+
+func TestParseTXTBFEField(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	fx := newBFEFixture(t, nil, now)
+	v2 := fx.svc.Keyring.Live(now)[0].BFE.Record.TXT()
+	v1 := fx.svc.Keyring.Live(now)[0].Record.TXT()
+	bad := map[string][]string{
+		"bfe= in a v1 record":  append(append(append([]string(nil), v1[:7]...), v2[7]), v1[7:]...),
+		"bfe= not base64":      with(v2, 7, "bfe=***"),
+		"bfe= truncated key":   with(v2, 7, v2[7][:len(v2[7])-8]),
+		"bfe= not a G2 point":  with(v2, 7, "bfe="+mustB64(make([]byte, bfe.PublicKeySize))),
+		"bfe= after Y/N field": append(append(append([]string(nil), v2[:7]...), v2[8], v2[7]), v2[9:]...),
+	}
+	for name, txt := range bad {
+		if _, err := ParseTXT(txt); err == nil || ReasonOf(err) != ReasonMalformed {
+			t.Errorf("%s: err %v, want malformed", name, err)
+		}
+	}
+	// A v2 record without bfe= parses and round-trips.
+	noBFE := append(append([]string(nil), v2[:7]...), v2[8:]...)
+	r, err := ParseTXT(noBFE)
+	if err != nil || !r.V2 || r.BFE != nil {
+		t.Fatalf("v2 without bfe=: %v %+v", err, r)
+	}
+}
+
+func TestSelectPrefersBFEUnlessNoBFE(t *testing.T) {
+	now := time.Now()
+	fx := newBFEFixture(t, nil, now)
+	var txt [][]string
+	for _, r := range fx.svc.Records(now) {
+		txt = append(txt, r.TXT())
+	}
+	for _, noBFE := range []bool{false, true} {
+		sel := NewSelector(testHost, testPort, SelectOptions{Roots: fx.roots(), Now: now, NoBFE: noBFE})
+		sel.StartChains(fx.tlsa(), fx.certs())
+		r, leaf, err := sel.Select(txt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(r.BFE) > 0; got == noBFE {
+			t.Fatalf("NoBFE=%v: picked a record with bfe=%v", noBFE, got)
+		}
+		offer := r.Offer(leaf)
+		if (offer.BFE != nil) == noBFE {
+			t.Fatalf("NoBFE=%v: offer.BFE=%v", noBFE, offer.BFE)
+		}
+	}
+}
+
+// The keyring serves the twin's hash with a decapsulating key, the v1
+// hash without; a ciphertext decapsulates once (a replay is refused).
+func TestKeyringBFELookupAndReplay(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	fx := newBFEFixture(t, nil, now)
+	k := fx.svc.Keyring.Live(now)[0]
+	v1 := fx.svc.Keyring.LookupZData(k.Record.ID, k.Record.ZDataHash(), now)
+	v2 := fx.svc.Keyring.LookupZData(k.Record.ID, k.BFE.Record.ZDataHash(), now)
+	if v1 == nil || v2 == nil || v1.Decapsulate != nil || v2.Decapsulate == nil {
+		t.Fatalf("lookups %+v %+v", v1, v2)
+	}
+	ct, key, err := k.BFE.Record.BFEPublicKey().Encapsulate(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []BFEEvent
+	fx.svc.Keyring.OnBFE(func(e BFEEvent) { events = append(events, e) })
+	got, err := v2.Decapsulate(ct)
+	if err != nil || string(got) != string(key) {
+		t.Fatalf("decapsulate: %v", err)
+	}
+	if _, err := v2.Decapsulate(ct); !errors.Is(err, bfe.ErrPunctured) {
+		t.Fatalf("replay: %v, want ErrPunctured", err)
+	}
+	if len(events) != 2 || events[0].Err != nil || events[1].Err == nil || events[0].Punctured == 0 {
+		t.Fatalf("events %+v", events)
+	}
+}
+
+// A filter at capacity refuses early data before it is weakened.
+func TestBFEFullFilterRefuses(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	fx := newBFEFixture(t, nil, now)
+	k := fx.svc.Keyring.Live(now)[0]
+	zk := fx.svc.Keyring.LookupZData(k.Record.ID, k.BFE.Record.ZDataHash(), now)
+	pk := k.BFE.Record.BFEPublicKey()
+	full := false
+	for i := 0; i < 400 && !full; i++ {
+		ct, _, err := pk.Encapsulate(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = zk.Decapsulate(ct)
+		full = errors.Is(err, ErrBFEFull)
+	}
+	if !full {
+		t.Fatal("the filter never reported full")
+	}
+	ks := k.BFE.State()
+	if fill := float64(ks.Punctured()) / float64(ks.PublicKey().Params().M); fill < BFEFullFill {
+		t.Fatalf("refused at fill %.2f", fill)
+	}
+}
+
+// Fleet members derive the same BFE key from the seed, without talking.
+func TestFleetBFEKeysIdentical(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	seed := []byte("0123456789abcdef0123456789abcdef")
+	a := newBFEFixture(t, seed, now)
+	b := newFixtureWith(t, a.ca, a.leaf, bfeOpts, seed)
+	b.svc.BFEDir = t.TempDir()
+	if _, err := b.svc.GenerateBFE(context.Background(), now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.svc.Rotate(now); err != nil {
+		t.Fatal(err)
+	}
+	ka, kb := a.svc.Keyring.Live(now)[0], b.svc.Keyring.Live(now)[0]
+	if ka.BFE == nil || kb.BFE == nil || string(ka.BFE.Record.BFE) != string(kb.BFE.Record.BFE) {
+		t.Fatal("fleet members' BFE keys differ")
+	}
+}
+
+// A Dir saves the twin with its key and finds its key file on load.
+func TestDirKeepsBFETwin(t *testing.T) {
+	now := time.Now()
+	dir := filepath.Join(t.TempDir(), "z")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fx := newFixture(t, "ecdsa-p256", Options{}, nil)
+	certFile, keyFile := fx.leaf.WritePEM(t, dir)
+	cfg := ServiceConfig{Host: testHost, Port: testPort, Cert: filepath.Base(certFile), Key: filepath.Base(keyFile),
+		BFEConnections: 32, BFEFalsePositiveRate: 1.0 / 16}
+	d, err := NewDir(dir, cfg, nil, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Service.GenerateBFE(context.Background(), now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Rotate(now); err != nil {
+		t.Fatal(err)
+	}
+	d2, err := LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := d2.Keyring.Live(now)[0]
+	if k.BFE == nil || k.BFE.Path == "" {
+		t.Fatal("the twin did not survive a save and load")
+	}
+	if _, err := os.Stat(k.BFE.Path); err != nil {
+		t.Fatal(err)
+	}
+	// The live key's twin is published; the next key's only from
+	// TwinLead before its period.
+	live := d2.Keyring.Live(now)
+	pub := d2.Records(now)
+	if len(pub) != len(d2.Keyring.Published(now))+len(live) {
+		t.Fatalf("%d records published", len(pub))
+	}
+	next := d2.Keyring.Published(now)[len(d2.Keyring.Published(now))-1]
+	if next.BFE != nil && next.Record.NotBefore.After(now) {
+		at := next.Record.NotBefore.Add(-TwinLead)
+		if got := len(d2.Records(at)); got != len(d2.Records(at.Add(-time.Second)))+1 {
+			t.Fatalf("at TwinLead before the next period: %d records", got)
+		}
+	}
+}

@@ -1,0 +1,163 @@
+package redisreg
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/ztls-project/ztls/bfe"
+	"github.com/ztls-project/ztls/tls13"
+)
+
+// PunctureLog is a fleet's shared record of punctured BFE key slots
+// (bfe.PunctureLog; docs/ztls-spec.md, Section 7.6) in the Redis of a
+// Register: one bitmap per service and epoch, set by one Lua script that
+// SETBITs a ciphertext's positions and returns their old values, so of
+// two members racing on one ciphertext exactly one sees its positions
+// unset. It shares the Register's connections, its refusal of an evicting
+// maxmemory-policy and its memory marker: a bitmap Redis may have lost
+// since the epoch began (a restart without persistence, a failover) would
+// let a replay through on another member, so the log then fails closed
+// (an error: early data refused) until the epoch is over. Safe for
+// concurrent use.
+type PunctureLog struct {
+	r       *Register
+	service string
+	start   func(epoch uint64) time.Time
+	ttl     time.Duration
+}
+
+var _ bfe.PunctureLog = (*PunctureLog)(nil)
+
+// PunctureLog returns the log of one service (its host and port, which
+// name its bitmaps) whose BFE epochs are the Unix seconds at which the
+// keys' records become valid (as package zdata makes them) and live for
+// at most life: each bitmap expires a day after that.
+func (r *Register) PunctureLog(host string, port int, life time.Duration) *PunctureLog {
+	return &PunctureLog{r: r, service: host + ":" + strconv.Itoa(port),
+		start: func(e uint64) time.Time { return time.Unix(int64(e), 0) }, ttl: life + 24*time.Hour}
+}
+
+// punctureScript sets the positions of one ciphertext in an epoch's
+// bitmap when Redis's memory covers the epoch, with the marker rules of
+// insertScript.
+//
+// KEYS[1] bitmap, KEYS[2] marker; ARGV[1] the latest acceptable "since"
+// (epoch start - MaxClockSkew, Unix ms), ARGV[2] the bitmap's PX, ARGV[3]
+// a pending token, ARGV[4] the pending marker's PX, ARGV[5] the run_id,
+// ARGV[6..] the positions. Reply: {1, old bit...} set, {2, since} memory
+// too young, {3} a loss is being recorded, {4} a loss found (pending).
+const punctureScript = `
+if redis.replicate_commands then redis.replicate_commands() end
+local run = ARGV[5]
+local m = redis.call('GET', KEYS[2])
+if m then
+  local since, mrun = string.match(m, '^since (%-?%d+) (%x+)$')
+  if since and mrun == run then
+    if tonumber(since) > tonumber(ARGV[1]) then return {2, since} end
+    local out = {1}
+    for i = 6, #ARGV do
+      out[#out + 1] = redis.call('SETBIT', KEYS[1], ARGV[i], 1)
+    end
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+    return out
+  end
+  if string.match(m, '^pending %x+ (%x+)$') == run then return {3} end
+end
+redis.call('SET', KEYS[2], 'pending ' .. ARGV[3] .. ' ' .. run, 'PX', ARGV[4])
+return {4}
+`
+
+var punctureSHA = scriptSHA(punctureScript)
+
+// TestAndSet implements bfe.PunctureLog. Any failure, Redis unreachable
+// included, is an error: bfe then refuses the ciphertext (fail closed).
+// Each Redis command is bounded by the Register's Options.Timeout; ctx is
+// checked before the call.
+func (l *PunctureLog) TestAndSet(ctx context.Context, epoch uint64, positions []uint32) ([]bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r := l.r
+	for attempt := 0; ; attempt++ {
+		c, reused, err := r.get()
+		if err != nil {
+			return nil, err
+		}
+		was, err := l.testAndSet(c, epoch, positions)
+		r.put(c)
+		if err != nil && c.broken && reused && attempt == 0 && !isTimeout(err) {
+			r.dropIdle()
+			continue
+		}
+		return was, err
+	}
+}
+
+func (l *PunctureLog) testAndSet(c *conn, epoch uint64, positions []uint32) ([]bool, error) {
+	r := l.r
+	if err := r.checkPolicy(c); err != nil {
+		return nil, err
+	}
+	key := []byte(r.opts.Prefix + "bfe:" + l.service + ":" + strconv.FormatUint(epoch, 10))
+	skew := ceilMS(r.opts.MaxClockSkew)
+	latestSince := l.start(epoch).UnixMilli() - skew
+	for recorded := false; ; recorded = true {
+		token := r.id + strconv.FormatUint(r.seq.Add(1), 16)
+		args := [][]byte{strconv.AppendInt(nil, latestSince, 10), strconv.AppendInt(nil, ceilMS(l.ttl), 10),
+			[]byte(token), strconv.AppendInt(nil, 2*ceilMS(r.opts.Timeout), 10), c.run}
+		for _, p := range positions {
+			args = append(args, strconv.AppendUint(nil, uint64(p), 10))
+		}
+		rep, err := c.eval(r.opts.Timeout, punctureScript, punctureSHA, [][]byte{key, r.marker}, args...)
+		if err != nil {
+			return nil, err
+		}
+		code, was, err := punctureResult(rep, len(positions))
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case code == resInserted:
+			return was, nil
+		case code == resTooYoung:
+			return nil, fmt.Errorf("redisreg: Redis's memory of punctures does not cover epoch %d (a loss of data): %w", epoch, tls13.ErrRegisterTooYoung)
+		case code == resPending:
+			return nil, fmt.Errorf("redisreg: Redis lost data and another server is recording when: %w", tls13.ErrRegisterTooYoung)
+		case code == resLost:
+			if recorded {
+				return nil, fmt.Errorf("redisreg: Redis lost data again while recording a loss: %w", tls13.ErrRegisterTooYoung)
+			}
+			if err := r.recordLoss(c, token); err != nil {
+				return nil, err
+			}
+			// The marker now says "since now", after the epoch began: the
+			// next round refuses, as it must.
+		}
+	}
+}
+
+// punctureResult decodes punctureScript's reply for n positions.
+func punctureResult(rep reply, n int) (code int64, was []bool, err error) {
+	if rep.kind == '-' {
+		return 0, nil, fmt.Errorf("redisreg: puncture script: %s", rep.str)
+	}
+	if rep.kind != '*' || len(rep.array) == 0 || rep.array[0].kind != ':' {
+		return 0, nil, protoErr("unexpected reply %q to the puncture script", rep.kind)
+	}
+	switch code = rep.array[0].num; {
+	case code == resInserted && len(rep.array) == 1+n:
+		was = make([]bool, n)
+		for i, b := range rep.array[1:] {
+			if b.kind != ':' || (b.num != 0 && b.num != 1) {
+				return 0, nil, protoErr("bad bit in the puncture script's reply")
+			}
+			was[i] = b.num == 1
+		}
+		return code, was, nil
+	case (code == resTooYoung && len(rep.array) == 2) || ((code == resPending || code == resLost) && len(rep.array) == 1):
+		return code, nil, nil
+	}
+	return 0, nil, protoErr("unexpected puncture script result")
+}

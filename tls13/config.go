@@ -266,6 +266,22 @@ func (c *Config) rand() io.Reader {
 	return rand.Reader
 }
 
+// newClientShare makes a client key share for group from Rand;
+// speculative says the ClientHello offers others the server may pick
+// instead.
+func (c *Config) newClientShare(group uint16, speculative bool) (kex.ClientShare, error) {
+	if speculative {
+		return kex.GenerateSpeculativeShare(group, c.rand())
+	}
+	return kex.GenerateClientShare(group, c.rand())
+}
+
+// serverShare answers a client's key share for group with a fresh key
+// from Rand.
+func (c *Config) serverShare(group uint16, clientShare []byte) (pub, shared []byte, err error) {
+	return kex.ServerShare(group, clientShare, c.rand())
+}
+
 func (c *Config) now() time.Time {
 	if c.Time != nil {
 		return c.Time()

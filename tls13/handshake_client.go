@@ -333,6 +333,9 @@ func (e *engine) handleHelloRetryRequest(p *clientHelloParams, hrr *wire.ServerH
 		if err != nil {
 			return nil, err
 		}
+		for _, cs := range p.shares {
+			cs.Erase()
+		}
 		p.shares = []kex.ClientShare{share}
 		ch.KeyShares = []wire.KeyShare{{Group: hrr.SelectedGroup, Data: share.Public()}}
 	}
@@ -439,6 +442,10 @@ func (e *engine) readServerKeyShare(k *clientKeys, sh *wire.ServerHello) ([]byte
 		return nil, err
 	}
 	e.info.Group = CurveID(share.Group())
+	// Each key share serves one handshake: forget them all now.
+	for _, cs := range p.shares {
+		cs.Erase()
+	}
 	return shared, nil
 }
 

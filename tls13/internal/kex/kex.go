@@ -91,6 +91,11 @@ type ClientShare interface {
 	// called more than once). An invalid share returns an *alert.Error with alert
 	// illegal_parameter, as does an all-zero x25519 result.
 	Shared(peer []byte) ([]byte, error)
+	// Erase forgets the private key once the handshake no longer needs
+	// it: x25519 scalars are zeroed; keys held by crypto/ecdh and
+	// crypto/mlkem, which offer no way to clear them, are dropped for the
+	// garbage collector. Shared fails after Erase.
+	Erase()
 }
 
 // ecdhCurve maps the classical groups to crypto/ecdh.
@@ -241,8 +246,12 @@ type ecdhShare struct {
 func (s *ecdhShare) Group() uint16  { return s.group }
 func (s *ecdhShare) Public() []byte { return s.priv.PublicKey().Bytes() }
 func (s *ecdhShare) Shared(peer []byte) ([]byte, error) {
+	if s.priv == nil {
+		return nil, errErased
+	}
 	return ecdhShared(s.group, s.priv, peer)
 }
+func (s *ecdhShare) Erase() { s.priv = nil }
 
 // hybridShare is a ClientShare for X25519MLKEM768. The wire order puts the
 // ML-KEM part first in the share and in the secret (draft-ietf-tls-ecdhe-mlkem,
@@ -255,12 +264,23 @@ type hybridShare struct {
 func (s *hybridShare) Group() uint16 { return X25519MLKEM768 }
 
 func (s *hybridShare) Public() []byte {
+	if s.dk == nil {
+		return nil // erased
+	}
 	out := make([]byte, 0, hybridCliLen)
 	out = append(out, s.dk.EncapsulationKey().Bytes()...)
 	return append(out, s.x.pub[:]...)
 }
 
+func (s *hybridShare) Erase() {
+	s.dk = nil
+	s.x.erase()
+}
+
 func (s *hybridShare) Shared(peer []byte) ([]byte, error) {
+	if s.dk == nil {
+		return nil, errErased
+	}
 	if len(peer) != hybridSrvLen {
 		return nil, illegal("X25519MLKEM768 server key share is %d bytes, want %d", len(peer), hybridSrvLen)
 	}

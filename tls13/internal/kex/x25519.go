@@ -2,6 +2,7 @@ package kex
 
 import (
 	"crypto/ecdh"
+	"errors"
 	"fmt"
 	"io"
 
@@ -38,6 +39,7 @@ type x25519Key struct {
 	scalar [32]byte
 	pub    [32]byte
 	priv   *ecdh.PrivateKey // nil until needed
+	erased bool
 }
 
 // newX25519Key reads 32 bytes from rand, as crypto/ecdh's x25519 does, and
@@ -74,6 +76,9 @@ func (k *x25519Key) public() []byte { return append([]byte(nil), k.pub[:]...) }
 
 // ecdhKey returns the crypto/ecdh form of the key, made once.
 func (k *x25519Key) ecdhKey() (*ecdh.PrivateKey, error) {
+	if k.erased {
+		return nil, errErased
+	}
 	if k.priv == nil {
 		priv, err := ecdh.X25519().NewPrivateKey(k.scalar[:])
 		if err != nil {
@@ -99,7 +104,10 @@ func (k *x25519Key) shared(peer []byte) ([]byte, error) {
 func (k *x25519Key) erase() {
 	clear(k.scalar[:])
 	k.priv = nil
+	k.erased = true
 }
+
+var errErased = errors.New("kex: key share used after it was erased")
 
 // x25519Share is the ClientShare for x25519.
 type x25519Share struct{ k *x25519Key }
@@ -107,3 +115,4 @@ type x25519Share struct{ k *x25519Key }
 func (s *x25519Share) Group() uint16                      { return X25519 }
 func (s *x25519Share) Public() []byte                     { return s.k.public() }
 func (s *x25519Share) Shared(peer []byte) ([]byte, error) { return s.k.shared(peer) }
+func (s *x25519Share) Erase()                             { s.k.erase() }

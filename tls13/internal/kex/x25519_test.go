@@ -171,6 +171,28 @@ func TestSpeculativeShareMatches(t *testing.T) {
 	}
 }
 
+// TestEraseForbidsShared: an erased share of any group refuses to compute
+// a secret (an x25519 share would otherwise use a zero scalar).
+func TestEraseForbidsShared(t *testing.T) {
+	for _, g := range allGroups {
+		for _, gen := range []func(uint16, io.Reader) (ClientShare, error){GenerateClientShare, GenerateSpeculativeShare} {
+			cs, err := gen(g, seeded(5))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srvPub, _, err := ServerShare(g, cs.Public(), seeded(6))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs.Erase()
+			cs.Erase() // twice is harmless
+			if _, err := cs.Shared(srvPub); err == nil {
+				t.Fatalf("%s: Shared worked after Erase", Name(g))
+			}
+		}
+	}
+}
+
 // FuzzX25519PublicKey compares the fixed-base public key with crypto/ecdh
 // for arbitrary scalars (inputs are padded or cut to 32 bytes).
 func FuzzX25519PublicKey(f *testing.F) {

@@ -275,6 +275,7 @@ func (c *Config) rand() io.Reader {
 // speculative says the ClientHello offers others the server may pick
 // instead.
 func (c *Config) newClientShare(group uint16, speculative bool) (kex.ClientShare, error) {
+	speculative = speculative && speculativeShares
 	if pool := c.keySharePool(); pool != nil {
 		return pool.ClientShare(group, speculative)
 	}
@@ -283,6 +284,10 @@ func (c *Config) newClientShare(group uint16, speculative bool) (kex.ClientShare
 	}
 	return kex.GenerateClientShare(group, c.rand())
 }
+
+// speculativeShares is false only while a benchmark measures what
+// speculative shares save.
+var speculativeShares = true
 
 // serverShare answers a client's key share for group with a fresh key
 // from Rand or the key-share pool.

@@ -1,0 +1,107 @@
+package tls13
+
+import (
+	"testing"
+	"time"
+)
+
+// BenchmarkSpeculativeShares: full handshakes with the default groups, so
+// the client sends an X25519MLKEM768 share and an x25519 share and the
+// server picks the first. fixedbase makes both shares speculatively (the
+// default: fixed-base x25519 public keys, the crypto/ecdh key made only
+// for the hybrid's half when the ServerHello arrives); ecdh makes both with
+// crypto/ecdh's keys at once, as before.
+func BenchmarkSpeculativeShares(b *testing.B) {
+	p := getPKI(b, "ecdsa-p256")
+	ccfg, scfg := clientConfig(p), serverConfig(p)
+	ccfg.CipherSuites = []CipherSuite{TLS_AES_128_GCM_SHA256}
+	for _, v := range []struct {
+		name string
+		on   bool
+	}{{"fixedbase", true}, {"ecdh", false}} {
+		b.Run(v.name, func(b *testing.B) {
+			speculativeShares = v.on
+			defer func() { speculativeShares = true }()
+			benchEnginePairs(b, ccfg, scfg, X25519MLKEM768)
+		})
+	}
+}
+
+// benchEnginePairs runs b.N sequential engine-pair handshakes and reports
+// each side's working time.
+func benchEnginePairs(b *testing.B, ccfg, scfg *Config, group CurveID) {
+	b.ReportAllocs()
+	var ct, st time.Duration
+	for i := 0; i < b.N; i++ {
+		cli, _, c, s, err := enginePair(ccfg, scfg, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if i == 0 {
+			checkZtlsState(b, cli.info, TLS_AES_128_GCM_SHA256, group, false)
+		}
+		ct, st = ct+c, st+s
+	}
+	reportSides(b, ct, st)
+}
+
+// BenchmarkKeySharePool: handshakes with and without a KeySharePool (one
+// pool for client and server, 16 keys of each kind).
+//
+//	sequential  one handshake at a time: the refill runs on another CPU
+//	            while the handshake runs, as on a server with spare CPU
+//	parallel    GOMAXPROCS handshakes at once: no CPU is spare, so the pool
+//	            runs dry and the refill competes with the handshakes
+//
+// pool-hit-% is the share of keys the handshakes found in the pool.
+func BenchmarkKeySharePool(b *testing.B) {
+	p := getPKI(b, "ecdsa-p256")
+	for _, hc := range hsCases {
+		for _, mode := range []string{"sequential", "parallel"} {
+			for _, withPool := range []bool{false, true} {
+				name := hc.name + "/" + mode + "/nopool"
+				if withPool {
+					name = hc.name + "/" + mode + "/pool"
+				}
+				b.Run(name, func(b *testing.B) {
+					ccfg, scfg := benchClientConfig(p, hc.group), serverConfig(p)
+					ccfg.SessionTicketsDisabled, scfg.SessionTicketsDisabled = true, true
+					var pool *KeySharePool
+					if withPool {
+						pool = NewKeySharePool(16)
+						ccfg.KeySharePool, scfg.KeySharePool = pool, pool
+						// Two warm-up handshakes start the refills.
+						for range 2 {
+							if _, _, _, _, err := enginePair(ccfg, scfg, nil); err != nil {
+								b.Fatal(err)
+							}
+						}
+						time.Sleep(50 * time.Millisecond) // let the pool fill: not measured
+					}
+					var taken0, inline0 uint64
+					if pool != nil {
+						taken0, inline0 = pool.Taken(), pool.GeneratedInline()
+					}
+					b.ResetTimer()
+					if mode == "sequential" {
+						benchEnginePairs(b, ccfg, scfg, hc.group)
+					} else {
+						b.ReportAllocs()
+						b.RunParallel(func(pb *testing.PB) {
+							for pb.Next() {
+								if _, _, _, _, err := enginePair(ccfg, scfg, nil); err != nil {
+									b.Error(err)
+									return
+								}
+							}
+						})
+					}
+					if pool != nil {
+						taken, inline := pool.Taken()-taken0, pool.GeneratedInline()-inline0
+						b.ReportMetric(100*float64(taken)/float64(max(taken+inline, 1)), "pool-hit-%")
+					}
+				})
+			}
+		}
+	}
+}

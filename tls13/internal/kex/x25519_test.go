@@ -311,3 +311,39 @@ func BenchmarkX25519UsedShare(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTwoShareClient: the key exchange of a client that offers
+// X25519MLKEM768 and x25519 (the default) and gets an X25519MLKEM768
+// answer: both shares made, the hybrid one used. speculative makes them
+// with GenerateSpeculativeShare, ecdh with GenerateClientShare.
+func BenchmarkTwoShareClient(b *testing.B) {
+	peer, err := GenerateClientShare(X25519MLKEM768, seeded(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	srvPub, _, err := ServerShare(X25519MLKEM768, peer.Public(), seeded(2))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, v := range []struct {
+		name string
+		gen  func(uint16, io.Reader) (ClientShare, error)
+	}{{"speculative", GenerateSpeculativeShare}, {"ecdh", GenerateClientShare}} {
+		b.Run(v.name, func(b *testing.B) {
+			rnd := seeded(3)
+			cpuLoop(b, func() error {
+				hyb, err := v.gen(X25519MLKEM768, rnd)
+				if err != nil {
+					return err
+				}
+				x, err := v.gen(X25519, rnd)
+				if err != nil {
+					return err
+				}
+				sinkBytes = append(hyb.Public(), x.Public()...)
+				sinkBytes, err = hyb.Shared(srvPub)
+				return err
+			})
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/ztls-project/ztls/tls13/internal/kex"
 	"github.com/ztls-project/ztls/tls13/internal/wire"
 )
 
@@ -94,5 +95,47 @@ func TestKeySharePoolZeroValue(t *testing.T) {
 	ccfg.KeySharePool, scfg.KeySharePool = &KeySharePool{}, &KeySharePool{}
 	if _, _, _, _, err := enginePair(ccfg, scfg, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestClientErasesKeyShares: once the ServerHello's secret is made, the
+// client's key shares, the used one and the unused one, are erased (a
+// share refuses to compute a secret afterwards).
+func TestClientErasesKeyShares(t *testing.T) {
+	p := getPKI(t, "ecdsa-p256")
+	for _, pool := range []*KeySharePool{nil, NewKeySharePool(2)} {
+		ccfg, scfg := clientConfig(p), serverConfig(p)
+		ccfg.KeySharePool = pool
+		c, s := newEngine(ccfg, true), newEngine(scfg, false)
+		if err := c.startClient(nil, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		shares := c.st.(*clientExpectServerHello).p.shares
+		if len(shares) != 2 {
+			t.Fatalf("%d key shares, want the default 2", len(shares))
+		}
+		var pubs [][]byte
+		for _, cs := range shares {
+			pubs = append(pubs, cs.Public())
+		}
+		s.startServer()
+		if err := s.feed(c.takeOutput()); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.feed(s.takeOutput()); err != nil {
+			t.Fatal(err)
+		}
+		if !c.done {
+			t.Fatal("client not done after the server's flight")
+		}
+		for i, cs := range shares {
+			peer, _, err := kex.ServerShare(cs.Group(), pubs[i], nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cs.Shared(peer); err == nil {
+				t.Fatalf("%s share still usable after the handshake", GroupName(CurveID(cs.Group())))
+			}
+		}
 	}
 }

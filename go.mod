@@ -3,6 +3,7 @@ module github.com/ztls-project/ztls
 go 1.26.8
 
 require (
+	filippo.io/edwards25519 v1.2.0
 	github.com/andybalholm/brotli v1.2.8
 	github.com/consensys/gnark-crypto v0.22.0
 	github.com/klauspost/compress v1.20.3

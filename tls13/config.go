@@ -159,6 +159,11 @@ type Config struct {
 	// Groups in preference order; nil means X25519MLKEM768, X25519, P-256,
 	// P-384, P-521.
 	Groups []CurveID
+	// KeySharePool, when set and Rand is nil, supplies the keys of x25519
+	// and X25519MLKEM768 key shares made ahead of need (see KeySharePool).
+	// With Rand set it is not used, so tests with fixed randomness read
+	// every key from Rand as before.
+	KeySharePool *KeySharePool
 	// KeyShareGroups: the groups the client sends key shares for in its
 	// first ClientHello; nil means the first of Groups plus X25519 if it is
 	// a hybrid group. A server whose preferred group has no share asks for
@@ -264,6 +269,42 @@ func (c *Config) rand() io.Reader {
 		return c.Rand
 	}
 	return rand.Reader
+}
+
+// newClientShare makes a client key share for group from Rand;
+// speculative says the ClientHello offers others the server may pick
+// instead.
+func (c *Config) newClientShare(group uint16, speculative bool) (kex.ClientShare, error) {
+	speculative = speculative && speculativeShares
+	if pool := c.keySharePool(); pool != nil {
+		return pool.ClientShare(group, speculative)
+	}
+	if speculative {
+		return kex.GenerateSpeculativeShare(group, c.rand())
+	}
+	return kex.GenerateClientShare(group, c.rand())
+}
+
+// speculativeShares is false only while a benchmark measures what
+// speculative shares save.
+var speculativeShares = true
+
+// serverShare answers a client's key share for group with a fresh key
+// from Rand or the key-share pool.
+func (c *Config) serverShare(group uint16, clientShare []byte) (pub, shared []byte, err error) {
+	if pool := c.keySharePool(); pool != nil {
+		return pool.ServerShare(group, clientShare)
+	}
+	return kex.ServerShare(group, clientShare, c.rand())
+}
+
+// keySharePool is KeySharePool's pool when it is to be used: only with
+// crypto/rand, as the pool's keys are made with it.
+func (c *Config) keySharePool() *kex.Pool {
+	if c.Rand != nil || c.KeySharePool == nil || c.KeySharePool.p == nil {
+		return nil
+	}
+	return c.KeySharePool.p
 }
 
 func (c *Config) now() time.Time {

@@ -162,7 +162,7 @@ func (c *Config) Clone() *Config {
 		PSKModes: c.PSKModes, MaxEarlyData: c.MaxEarlyData, EarlyDataWindow: c.EarlyDataWindow,
 		StrikeRegister: c.StrikeRegister, MiddleboxCompat: c.MiddleboxCompat, KeyLogWriter: c.KeyLogWriter,
 		MaxHandshakeMessage: c.MaxHandshakeMessage, ZData: c.ZData, ZTLSExtension: c.ZTLSExtension,
-		Revocation:          c.Revocation,
+		Revocation: c.Revocation, KeySharePool: c.KeySharePool,
 		testHookClientHello: c.testHookClientHello, testHookServerHello: c.testHookServerHello,
 		testHookEncryptedExtensions: c.testHookEncryptedExtensions, testHookTicket: c.testHookTicket,
 		testHookFinished: c.testHookFinished,

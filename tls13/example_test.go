@@ -316,3 +316,30 @@ func ExampleEngine() {
 	// flights: 4
 	// ping
 }
+
+// A server whose handshakes take their x25519 keys from a pool made ahead
+// of need. The first handshake finds the pool empty and makes its key
+// itself; the refill it starts runs beside it.
+func ExampleKeySharePool() {
+	cert, roots := newCertificate("example.com")
+	pool := tls13.NewKeySharePool(16)
+	srvCfg := &tls13.Config{Certificates: []tls13.Certificate{cert}, KeySharePool: pool}
+	for range 2 {
+		clientEnd, serverEnd := connPair()
+		go func() {
+			srv := tls13.Server(serverEnd, srvCfg)
+			defer srv.Close()
+			srv.Handshake()
+		}()
+		conn := tls13.Client(clientEnd, &tls13.Config{ServerName: "example.com", RootCAs: roots, Groups: []tls13.CurveID{tls13.X25519}})
+		if err := conn.Handshake(); err != nil {
+			log.Fatal(err)
+		}
+		conn.Close()
+	}
+	// Taken counts the keys found in the pool, GeneratedInline those made
+	// because it was dry: together, one x25519 key per handshake.
+	fmt.Println("keys:", pool.Taken()+pool.GeneratedInline())
+	// Output:
+	// keys: 2
+}

@@ -143,15 +143,18 @@ func (e *engine) newClientHello(z *ZDataOffer) (*clientHelloParams, error) {
 }
 
 // addKeyShares makes a key share for each of Config.KeyShareGroups, the
-// one prepared for the Z-data where the group is the same.
+// one prepared for the Z-data where the group is the same. When there are
+// several, the server uses one at most, so they are made speculatively
+// (kex.GenerateSpeculativeShare: cheaper to make, dearer to use).
 func (e *engine) addKeyShares(p *clientHelloParams) error {
-	for _, g := range e.cfg.keyShareGroups() {
+	groups := e.cfg.keyShareGroups()
+	for _, g := range groups {
 		var s kex.ClientShare
 		if zp := p.zprepared; zp != nil && g == uint16(zp.group) {
 			s = zp.share
 		} else {
 			var err error
-			if s, err = kex.GenerateClientShare(g, e.cfg.rand()); err != nil {
+			if s, err = e.cfg.newClientShare(g, len(groups) > 1); err != nil {
 				return err
 			}
 		}
@@ -326,9 +329,12 @@ func (e *engine) handleHelloRetryRequest(p *clientHelloParams, hrr *wire.ServerH
 
 	ch := p.hello
 	if hrr.SelectedGroup != 0 {
-		share, err := kex.GenerateClientShare(hrr.SelectedGroup, e.cfg.rand())
+		share, err := e.cfg.newClientShare(hrr.SelectedGroup, false)
 		if err != nil {
 			return nil, err
+		}
+		for _, cs := range p.shares {
+			cs.Erase()
 		}
 		p.shares = []kex.ClientShare{share}
 		ch.KeyShares = []wire.KeyShare{{Group: hrr.SelectedGroup, Data: share.Public()}}
@@ -437,6 +443,10 @@ func (e *engine) readServerKeyShare(k *clientKeys, sh *wire.ServerHello) ([]byte
 		return nil, err
 	}
 	e.info.Group = CurveID(share.Group())
+	// Each key share serves one handshake: forget them all now.
+	for _, cs := range p.shares {
+		cs.Erase()
+	}
 	return shared, nil
 }
 
@@ -1117,7 +1127,7 @@ func (e *engine) ztlsSharedSecret(p *clientHelloParams, z *ZDataOffer) ([]byte, 
 			share = zp.share
 		} else {
 			var err error
-			if share, err = kex.GenerateClientShare(group, e.cfg.rand()); err != nil {
+			if share, err = e.cfg.newClientShare(group, false); err != nil {
 				return nil, err
 			}
 		}

@@ -567,7 +567,7 @@ func (hs *serverHandshake) sendServerHello() error {
 	}
 	var shared []byte
 	if hs.group != 0 {
-		pub, sec, err := kex.ServerShare(hs.group, hs.share, cfg.rand())
+		pub, sec, err := cfg.serverShare(hs.group, hs.share)
 		if err != nil {
 			return err
 		}

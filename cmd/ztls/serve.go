@@ -46,6 +46,7 @@ type serveFlags struct {
 	maxConns   int
 	maxPerIP   int
 	maxPerNet  int
+	keyPool    int
 	skew       time.Duration
 	metrics    string
 	log        *slog.Logger // made by runServe from --log-format and --log-level
@@ -103,6 +104,7 @@ memory and exits (a second signal stops at once).`,
 	fs.IntVar(&f.maxConns, "max-conns", 4096, "most connections held at once; more wait in the kernel's backlog (0: no limit; the process may hold at most its open-files limit)")
 	fs.IntVar(&f.maxPerIP, "max-conns-per-ip", 256, "most connections held at once from one IP address; more are closed at once (0: no limit)")
 	fs.IntVar(&f.maxPerNet, "max-conns-per-net", 1024, "most connections held at once from one client network, a /24 for IPv4 and a /56 for IPv6 (a host with many addresses would otherwise take --max-conns-per-ip on each); more are closed at once (0: no limit)")
+	fs.IntVar(&f.keyPool, "keyshare-pool", 0, "keep up to N x25519 keys made ahead of need, refilled in the background, so a handshake only computes its shared secret (0: off; each key serves one handshake)")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print one line per connection")
 	fs.StringVar(&f.backend, "backend", "", "reverse-proxy HTTP/1.1 to URL (early requests get Early-Data: 1; a 425 answer is retried after the handshake)")
 	fs.StringVar(&f.strike, "strike-register", "", "share 0-RTT and ZTLS anti-replay state with a fleet: redis://HOST:PORT; required when servers share Z-data keys (a --seed-file fleet, or one Z-data directory). Redis must run with maxmemory-policy noeviction; it fails closed: early data is refused while Redis is unreachable, and after it lost data (docs/security.md)")
@@ -209,6 +211,9 @@ func (s *serving) checkFlags() error {
 			return fmt.Errorf("%s %d: want 0 (no limit) or more", l.flag, l.n)
 		}
 	}
+	if f.keyPool < 0 {
+		return fmt.Errorf("--keyshare-pool %d: want 0 (off) or more", f.keyPool)
+	}
 	if f.hsTimeout <= 0 {
 		return fmt.Errorf("--handshake-timeout %v: want more than 0", f.hsTimeout)
 	}
@@ -278,6 +283,11 @@ func (s *serving) tlsConfig() (*tls13.Config, error) {
 	}
 	cfg.MaxEarlyData = f.maxEarly
 	cfg.EarlyDataWindow = f.window
+	if f.keyPool > 0 {
+		// One pool for the process: a SIGHUP reload clones the Config
+		// and keeps it.
+		cfg.KeySharePool = tls13.NewKeySharePool(f.keyPool)
+	}
 	// One ticket key for the process, so that tickets outlive a SIGHUP
 	// reload (a Config makes its own random key otherwise).
 	if _, err := io.ReadFull(rand.Reader, cfg.TicketKey[:]); err != nil {

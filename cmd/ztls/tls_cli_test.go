@@ -77,6 +77,7 @@ func TestCLIErrorsSayWhatToDo(t *testing.T) {
 		{[]string{"connect", "127.0.0.1:1", "--mode", "warp"}, "want auto, ztls or tls"},
 		{[]string{"zdata", "new", "--host", "x.test"}, "required"},
 		{[]string{"connect", "127.0.0.1:1", "--groups", "ffdhe2048"}, "unknown group"},
+		{[]string{"serve", "--listen", "127.0.0.1:0", "--keyshare-pool", "-1"}, "--keyshare-pool -1: want 0 (off) or more"},
 	} {
 		rootCmd.SetArgs(tc.args)
 		err := rootCmd.Execute()

@@ -91,6 +91,11 @@ type ClientShare interface {
 	// called more than once). An invalid share returns an *alert.Error with alert
 	// illegal_parameter, as does an all-zero x25519 result.
 	Shared(peer []byte) ([]byte, error)
+	// Erase forgets the private key once the handshake no longer needs
+	// it: x25519 scalars are zeroed; keys held by crypto/ecdh and
+	// crypto/mlkem, which offer no way to clear them, are dropped for the
+	// garbage collector. Shared fails after Erase.
+	Erase()
 }
 
 // ecdhCurve maps the classical groups to crypto/ecdh.
@@ -231,7 +236,8 @@ func generateECDH(group uint16, rand io.Reader) (*ecdh.PrivateKey, error) {
 	return nil, fmt.Errorf("kex: rand gave no valid %s scalar in %d tries: is the reader broken?", Name(group), maxScalarTries)
 }
 
-// ecdhShare is a ClientShare for x25519, secp256r1, secp384r1 and secp521r1.
+// ecdhShare is a ClientShare for secp256r1, secp384r1 and secp521r1
+// (x25519's is x25519Share).
 type ecdhShare struct {
 	group uint16
 	priv  *ecdh.PrivateKey
@@ -240,26 +246,41 @@ type ecdhShare struct {
 func (s *ecdhShare) Group() uint16  { return s.group }
 func (s *ecdhShare) Public() []byte { return s.priv.PublicKey().Bytes() }
 func (s *ecdhShare) Shared(peer []byte) ([]byte, error) {
+	if s.priv == nil {
+		return nil, errErased
+	}
 	return ecdhShared(s.group, s.priv, peer)
 }
+func (s *ecdhShare) Erase() { s.priv = nil }
 
 // hybridShare is a ClientShare for X25519MLKEM768. The wire order puts the
 // ML-KEM part first in the share and in the secret (draft-ietf-tls-ecdhe-mlkem,
 // Section 3).
 type hybridShare struct {
 	dk *mlkem.DecapsulationKey768
-	x  *ecdh.PrivateKey
+	x  *x25519Key
 }
 
 func (s *hybridShare) Group() uint16 { return X25519MLKEM768 }
 
 func (s *hybridShare) Public() []byte {
+	if s.dk == nil {
+		return nil // erased
+	}
 	out := make([]byte, 0, hybridCliLen)
 	out = append(out, s.dk.EncapsulationKey().Bytes()...)
-	return append(out, s.x.PublicKey().Bytes()...)
+	return append(out, s.x.pub[:]...)
+}
+
+func (s *hybridShare) Erase() {
+	s.dk = nil
+	s.x.erase()
 }
 
 func (s *hybridShare) Shared(peer []byte) ([]byte, error) {
+	if s.dk == nil {
+		return nil, errErased
+	}
 	if len(peer) != hybridSrvLen {
 		return nil, illegal("X25519MLKEM768 server key share is %d bytes, want %d", len(peer), hybridSrvLen)
 	}
@@ -267,7 +288,7 @@ func (s *hybridShare) Shared(peer []byte) ([]byte, error) {
 	if err != nil {
 		return nil, illegal("X25519MLKEM768 server key share: bad ML-KEM ciphertext")
 	}
-	xSecret, err := ecdhShared(X25519, s.x, peer[mlkemCTLen:])
+	xSecret, err := s.x.shared(peer[mlkemCTLen:])
 	if err != nil {
 		return nil, err
 	}
@@ -278,32 +299,64 @@ func (s *hybridShare) Shared(peer []byte) ([]byte, error) {
 // key material from rand (nil means crypto/rand.Reader): x25519 reads 32
 // bytes; secp256r1/secp384r1/secp521r1 read 32/48/66 bytes per try until
 // the scalar is valid (secp521r1's top 7 bits cleared); X25519MLKEM768 reads a 64-byte ML-KEM seed (d || z) and then 32 bytes
-// for its x25519 half.
+// for its x25519 half. The share is ready for Shared: use it for a share
+// that will almost surely be used (the only one of a ClientHello).
 func GenerateClientShare(group uint16, rand io.Reader) (ClientShare, error) {
-	rand = randOrDefault(rand)
+	return generateClientShare(group, randOrDefault(rand), newX25519KeyECDH)
+}
+
+// GenerateSpeculativeShare is GenerateClientShare, reading the same bytes
+// from rand, for a share that may never be used: one of several in a
+// ClientHello, of which the server picks at most one. Its x25519 public key
+// (for X25519 and X25519MLKEM768) comes from the fixed-base multiplication,
+// and the crypto/ecdh key the shared secret needs is made only if Shared is
+// called. Shared then costs two Montgomery ladders instead of one (crypto/ecdh
+// has no way to make a private key without computing its public key), so
+// this pays off only when most such shares go unused (see docs/benchmarks.md).
+func GenerateSpeculativeShare(group uint16, rand io.Reader) (ClientShare, error) {
+	return generateClientShare(group, randOrDefault(rand), newX25519Key)
+}
+
+func generateClientShare(group uint16, rand io.Reader, newX func(io.Reader) (*x25519Key, error)) (ClientShare, error) {
 	switch group {
-	case X25519, P256, P384, P521:
+	case X25519:
+		k, err := newX(rand)
+		if err != nil {
+			return nil, err
+		}
+		return &x25519Share{k: k}, nil
+	case P256, P384, P521:
 		priv, err := generateECDH(group, rand)
 		if err != nil {
 			return nil, err
 		}
 		return &ecdhShare{group: group, priv: priv}, nil
 	case X25519MLKEM768:
-		seed := make([]byte, mlkem.SeedSize)
-		if _, err := io.ReadFull(rand, seed); err != nil {
-			return nil, fmt.Errorf("kex: read ML-KEM-768 seed from rand: %w", err)
-		}
-		dk, err := mlkem.NewDecapsulationKey768(seed)
+		dk, err := newMLKEMKey(rand)
 		if err != nil {
-			return nil, fmt.Errorf("kex: ML-KEM-768 key: %w", err)
+			return nil, err
 		}
-		x, err := generateECDH(X25519, rand)
+		x, err := newX(rand)
 		if err != nil {
 			return nil, err
 		}
 		return &hybridShare{dk: dk, x: x}, nil
 	}
 	return nil, fmt.Errorf("kex: cannot generate a key share for unsupported group %s", Name(group))
+}
+
+// newMLKEMKey reads a 64-byte ML-KEM-768 seed (d || z) from rand.
+func newMLKEMKey(rand io.Reader) (*mlkem.DecapsulationKey768, error) {
+	seed := make([]byte, mlkem.SeedSize)
+	if _, err := io.ReadFull(rand, seed); err != nil {
+		return nil, fmt.Errorf("kex: read ML-KEM-768 seed from rand: %w", err)
+	}
+	dk, err := mlkem.NewDecapsulationKey768(seed)
+	clear(seed)
+	if err != nil {
+		return nil, fmt.Errorf("kex: ML-KEM-768 key: %w", err)
+	}
+	return dk, nil
 }
 
 // ServerShare answers a client's key share: it returns the server's
@@ -314,8 +367,31 @@ func GenerateClientShare(group uint16, rand io.Reader) (ClientShare, error) {
 // with alert illegal_parameter.
 func ServerShare(group uint16, clientShare []byte, rand io.Reader) (serverPublic, shared []byte, err error) {
 	rand = randOrDefault(rand)
+	// The server's x25519 key is used at once: crypto/ecdh's key, whose
+	// ladder gives the public key, costs less here than the fixed-base
+	// multiplication followed by that same ladder for the shared secret.
+	return serverShare(group, clientShare, rand, func() (*x25519Key, error) { return newX25519KeyECDH(rand) })
+}
+
+// serverShare is ServerShare with the server's x25519 key from newX, called
+// once the client's share has been checked. The key is erased after use.
+func serverShare(group uint16, clientShare []byte, rand io.Reader, newX func() (*x25519Key, error)) (serverPublic, shared []byte, err error) {
 	switch group {
-	case X25519, P256, P384, P521:
+	case X25519:
+		if _, err := parseECDHPublic(group, clientShare); err != nil {
+			return nil, nil, err
+		}
+		x, err := newX()
+		if err != nil {
+			return nil, nil, err
+		}
+		defer x.erase()
+		secret, err := x.shared(clientShare)
+		if err != nil {
+			return nil, nil, err
+		}
+		return x.public(), secret, nil
+	case P256, P384, P521:
 		if _, err := parseECDHPublic(group, clientShare); err != nil {
 			return nil, nil, err
 		}
@@ -340,16 +416,17 @@ func ServerShare(group uint16, clientShare []byte, rand io.Reader) (serverPublic
 		if err != nil {
 			return nil, nil, err
 		}
-		x, err := generateECDH(X25519, rand)
+		x, err := newX()
 		if err != nil {
 			return nil, nil, err
 		}
-		xSecret, err := ecdhShared(X25519, x, clientShare[mlkemEKLen:])
+		defer x.erase()
+		xSecret, err := x.shared(clientShare[mlkemEKLen:])
 		if err != nil {
 			return nil, nil, err
 		}
 		serverPublic = make([]byte, 0, hybridSrvLen)
-		serverPublic = append(append(serverPublic, ct...), x.PublicKey().Bytes()...)
+		serverPublic = append(append(serverPublic, ct...), x.pub[:]...)
 		return serverPublic, append(mlkemSecret, xSecret...), nil
 	}
 	return nil, nil, fmt.Errorf("kex: cannot answer a key share for unsupported group %s", Name(group))

@@ -264,6 +264,9 @@ func TestIdleConnMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("opens 4 000 connections")
 	}
+	if raceEnabled {
+		t.Skip("the race detector's shadow memory is most of the resident memory")
+	}
 	const n = 2000
 	s, a := idleServer(t, n)
 	for _, tc := range []struct{ network, addr string }{{"tcp", a.tcp}, {"tls", a.tls}} {

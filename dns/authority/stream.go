@@ -1,6 +1,7 @@
 package authority
 
 import (
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -22,10 +23,13 @@ import (
 // buffer of its own. Its goroutine waits for the socket to become
 // readable with nothing but its stack (a few KB once the garbage
 // collector has shrunk it); a read buffer is taken from a pool when
-// bytes arrive and returned when they are all consumed. On TCP the wait
-// is the runtime's poller itself (syscall.RawConn.Read), so not even a
-// two-byte read is pending; TLS reads through crypto/tls, which keeps its
-// own record buffer, so there the goroutine waits in a two-byte read.
+// bytes arrive and returned when they are all consumed. The wait is the
+// runtime's poller itself (syscall.RawConn.Read), a shallow stack: on TCP
+// the read is done in it; on TLS, crypto/tls may hold a whole record
+// already read, so a read that may not wait (a deadline in the past)
+// asks it first, and only when it needs bytes from the socket does the
+// goroutine wait for the socket. A connection whose TLS is not a
+// crypto/tls *tls.Conn over TCP waits in a two-byte read instead.
 
 // streamReadBuf is the size of a pooled read buffer: a burst of pipelined
 // queries, or one query of up to that size. Larger frames get a buffer
@@ -41,6 +45,13 @@ type frameReader struct {
 	rc  syscall.RawConn // set for a *net.TCPConn: waits hold no buffer
 	max int             // largest frame accepted
 
+	// For a *tls.Conn over TCP: the socket beneath, to wait on, once
+	// the handshake is done (a read with a past deadline during the
+	// handshake would fail it).
+	tlsRC    syscall.RawConn
+	tlsReady bool
+	deadline time.Time // the read deadline serveConn set
+
 	bufp *[]byte // pooled buffer, nil when idle
 	r, w int     // unread bytes are (*bufp)[r:w]
 	big  []byte  // the current frame, when larger than the pooled buffer
@@ -49,12 +60,26 @@ type frameReader struct {
 
 func newFrameReader(c net.Conn, max int) *frameReader {
 	fr := &frameReader{c: c, max: max}
-	if tc, ok := c.(*net.TCPConn); ok {
-		if rc, err := tc.SyscallConn(); err == nil {
-			fr.rc = rc
-		}
+	switch c := c.(type) {
+	case *net.TCPConn:
+		fr.rc, _ = rawConn(c)
+	case *tls.Conn:
+		fr.tlsRC, _ = rawConn(c.NetConn())
 	}
 	return fr
+}
+
+func rawConn(c net.Conn) (syscall.RawConn, error) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		return tc.SyscallConn()
+	}
+	return nil, errors.ErrUnsupported
+}
+
+// setDeadline sets the read deadline of the connection.
+func (fr *frameReader) setDeadline(t time.Time) {
+	fr.deadline = t
+	fr.c.SetReadDeadline(t)
 }
 
 // buffered is the number of unread bytes held.
@@ -79,6 +104,7 @@ func (fr *frameReader) next() ([]byte, error) {
 	if err := fr.fill(2); err != nil {
 		return nil, err
 	}
+	defer func() { fr.tlsReady = fr.tlsRC != nil && fr.err == nil }() // a frame came: the handshake is done
 	buf := *fr.bufp
 	n := int(binary.BigEndian.Uint16(buf[fr.r:]))
 	if n == 0 {
@@ -153,6 +179,11 @@ func (fr *frameReader) read() error {
 		return fr.readRaw()
 	}
 	if fr.bufp == nil {
+		if fr.tlsReady {
+			if err := fr.waitTLS(); err != nil || fr.bufp != nil {
+				return err // or bytes that were buffered in crypto/tls
+			}
+		}
 		// Wait in a two-byte read (the length prefix), then take a buffer.
 		var head [2]byte
 		n, err := fr.c.Read(head[:])
@@ -169,6 +200,29 @@ func (fr *frameReader) read() error {
 		return nil
 	}
 	return orEOF(err)
+}
+
+// waitTLS returns when crypto/tls has a record to read or the socket
+// beneath is readable (or at the deadline, or on an error).
+func (fr *frameReader) waitTLS() error {
+	fr.c.SetReadDeadline(time.Unix(1, 0)) // no waiting: what is buffered, if anything
+	var head [2]byte
+	n, err := fr.c.Read(head[:])
+	fr.c.SetReadDeadline(fr.deadline)
+	if n > 0 {
+		fr.bufp = streamBufs.Get().(*[]byte)
+		fr.r, fr.w = 0, copy(*fr.bufp, head[:n])
+		return nil
+	}
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return orEOF(err)
+	}
+	// crypto/tls needs more bytes: wait for the socket, holding nothing.
+	var peek [1]byte
+	return fr.tlsRC.Read(func(fd uintptr) bool {
+		_, _, err := syscall.Recvfrom(int(fd), peek[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		return err != syscall.EAGAIN && err != syscall.EINTR
+	})
 }
 
 func orEOF(err error) error {
@@ -248,7 +302,7 @@ func (s *Server) serveConn(sc *streamConn) {
 		// closed between wait and 1.1 × wait after its last query.
 		if now := time.Now(); deadline.Sub(now) < wait {
 			deadline = now.Add(wait + wait/10)
-			c.SetReadDeadline(deadline)
+			fr.setDeadline(deadline)
 		}
 		raw, err := fr.next()
 		if err != nil {

@@ -3,11 +3,14 @@ package authority
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
 	"testing"
+	"time"
 
+	"github.com/miekg/dns"
 	"github.com/ztls-project/ztls/dns/dnsstream"
 )
 
@@ -55,4 +58,59 @@ func FuzzFrameReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A kept-open connection wakes from idle for every way queries arrive:
+// one at a time, two in one write (one TLS record), and one split over
+// two writes with a pause between, on TCP and on TLS.
+func TestStreamIdleWakeups(t *testing.T) {
+	s := testServer(t)
+	a, clientCfg := startServer(t, s)
+	for _, tc := range []struct{ network, addr string }{{"tcp", a.tcp}, {"tls", a.tls}} {
+		t.Run(tc.network, func(t *testing.T) {
+			c, err := net.Dial("tcp", tc.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.network == "tls" {
+				c = tls.Client(c, clientCfg)
+			}
+			defer c.Close()
+			if err := askOn(c, 1); err != nil {
+				t.Fatal(err)
+			}
+			frame := func(id uint16) []byte {
+				q := query("www.example.org.", dns.TypeA)
+				q.Id = id
+				raw, _ := q.Pack()
+				f, _ := dnsstream.AppendFrame(nil, raw)
+				return f
+			}
+			two := append(frame(2), frame(3)...)
+			split := frame(4)
+			writes := [][]byte{two, split[:5], split[5:]}
+			br := bufio.NewReader(c)
+			want := map[uint16]bool{2: true, 3: true, 4: true}
+			for i, w := range writes {
+				if i == 2 {
+					time.Sleep(50 * time.Millisecond) // let the server wait mid-frame
+				}
+				if _, err := c.Write(w); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			for len(want) > 0 {
+				raw, err := dnsstream.ReadFrame(br, make([]byte, dnsstream.MaxMessageSize))
+				if err != nil {
+					t.Fatalf("waiting for answers %v: %v", want, err)
+				}
+				m := new(dns.Msg)
+				if err := m.Unpack(raw); err != nil || !want[m.Id] {
+					t.Fatalf("unexpected answer %v (%v)", m, err)
+				}
+				delete(want, m.Id)
+			}
+		})
+	}
 }

@@ -69,12 +69,7 @@ func newFrameReader(c net.Conn, max int) *frameReader {
 	return fr
 }
 
-func rawConn(c net.Conn) (syscall.RawConn, error) {
-	if tc, ok := c.(*net.TCPConn); ok {
-		return tc.SyscallConn()
-	}
-	return nil, errors.ErrUnsupported
-}
+var errUnsupported = errors.New("authority: raw socket reads are not supported here")
 
 // setDeadline sets the read deadline of the connection.
 func (fr *frameReader) setDeadline(t time.Time) {
@@ -218,11 +213,7 @@ func (fr *frameReader) waitTLS() error {
 		return orEOF(err)
 	}
 	// crypto/tls needs more bytes: wait for the socket, holding nothing.
-	var peek [1]byte
-	return fr.tlsRC.Read(func(fd uintptr) bool {
-		_, _, err := syscall.Recvfrom(int(fd), peek[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		return err != syscall.EAGAIN && err != syscall.EINTR
-	})
+	return fr.tlsRC.Read(func(fd uintptr) bool { return !wouldBlock(fd) })
 }
 
 func orEOF(err error) error {
@@ -244,13 +235,8 @@ func (fr *frameReader) readRaw() error {
 		if fr.bufp == nil {
 			fr.bufp = streamBufs.Get().(*[]byte)
 		}
-		for {
-			n, rerr = syscall.Read(int(fd), (*fr.bufp)[fr.w:])
-			if rerr != syscall.EINTR {
-				break
-			}
-		}
-		if rerr == syscall.EAGAIN {
+		n, rerr = readFD(fd, (*fr.bufp)[fr.w:])
+		if isEAGAIN(rerr) {
 			fr.release()
 			return false // wait for the poller
 		}

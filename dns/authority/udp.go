@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net"
 	"net/netip"
-	"syscall"
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
@@ -90,7 +89,7 @@ func (w *udpBatchWorker) serve() error {
 		w.outN = 0
 		for i := range n {
 			m := &w.in[i]
-			if m.Flags&syscall.MSG_TRUNC != 0 {
+			if m.Flags&msgTrunc != 0 {
 				continue // longer than any query: not worth an answer
 			}
 			w.bo.addr = m.Addr

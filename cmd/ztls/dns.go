@@ -380,8 +380,8 @@ func dnsMetrics(f *dnsServeFlags, dirs []*zdata.Dir) *metrics.Registry {
 }
 
 // defaultAnswerCache is --answer-cache's default: enough for the names
-// and types of a zone of a few thousand names, at some 100-200 bytes an
-// answer a few MB per transport at most.
+// and types of a zone of a few thousand names; at most 1 KB an entry
+// (key and answer), so at most some 20 MB per transport.
 const defaultAnswerCache = 20000
 
 // newAuthorityServer is the authority with the abuse bounds of the flags;

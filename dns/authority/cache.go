@@ -36,18 +36,28 @@ const (
 	// maxCachedAnswer: larger answers (rare, and costly to copy anyway)
 	// are built each time.
 	maxCachedAnswer = 4096
+	// maxCachedQuery: a longer query (real ones are tens of bytes) is
+	// not a key worth keeping.
+	maxCachedQuery = 512
+	// cacheBytesPerEntry is the average size an entry (key and answer)
+	// may have: a shard's bytes are bounded by its entries times this,
+	// so queries chosen for large answers cannot make the cache grow
+	// beyond that.
+	cacheBytesPerEntry = 1024
 )
 
 type answerCache struct {
 	seed     maphash.Seed
-	perShard int
+	perShard int // entries
+	maxBytes int // per shard
 	shards   [cacheShards]cacheShard
 }
 
 type cacheShard struct {
-	mu sync.RWMutex
-	m  map[string]*cachedAnswer
-	_  [40]byte // keep shards on separate cache lines
+	mu    sync.RWMutex
+	m     map[string]*cachedAnswer
+	bytes int      // keys and answers held
+	_     [32]byte // keep shards on separate cache lines
 }
 
 // cachedAnswer is one packed answer, with its ID bytes zero.
@@ -66,6 +76,7 @@ type cachedAnswer struct {
 
 func newAnswerCache(size int) *answerCache {
 	c := &answerCache{seed: maphash.MakeSeed(), perShard: max(size/cacheShards, 1)}
+	c.maxBytes = c.perShard * cacheBytesPerEntry
 	for i := range c.shards {
 		c.shards[i].m = make(map[string]*cachedAnswer)
 	}
@@ -88,19 +99,29 @@ func (c *answerCache) get(key []byte) *cachedAnswer {
 	return e
 }
 
-// put stores e under key; a full shard loses one entry, whichever the map
-// yields first (effectively random).
+// put stores e under key; a full shard loses entries, whichever the map
+// yields first (effectively random), until it has room.
 func (c *answerCache) put(key []byte, e *cachedAnswer) {
+	size := len(key) + len(e.wire)
+	if len(key) > maxCachedQuery || size > c.maxBytes {
+		return
+	}
 	sh := c.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if _, ok := sh.m[string(key)]; !ok && len(sh.m) >= c.perShard {
-		for k := range sh.m {
-			delete(sh.m, k)
+	if old, ok := sh.m[string(key)]; ok {
+		sh.bytes -= len(key) + len(old.wire)
+		delete(sh.m, string(key))
+	}
+	for k, old := range sh.m {
+		if len(sh.m) < c.perShard && sh.bytes+size <= c.maxBytes {
 			break
 		}
+		sh.bytes -= len(k) + len(old.wire)
+		delete(sh.m, k)
 	}
 	sh.m[string(key)] = e
+	sh.bytes += size
 }
 
 // cacheNote is what a responder carries to store its answer: the key of

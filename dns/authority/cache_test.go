@@ -158,3 +158,28 @@ func FuzzAnswerCache(f *testing.F) {
 		}
 	})
 }
+
+// The cache stays within its entries and bytes whatever it is fed.
+func TestAnswerCacheBounds(t *testing.T) {
+	c := newAnswerCache(cacheShards * 4)
+	big := &cachedAnswer{wire: make([]byte, maxCachedAnswer)}
+	for i := range 1000 {
+		key := []byte{byte(i), byte(i >> 8), 1, 2, 3}
+		c.put(key, big)
+		c.put(key[:4], &cachedAnswer{wire: make([]byte, 100)})
+	}
+	c.put(make([]byte, maxCachedQuery+1), big) // not kept
+	for i := range c.shards {
+		sh := &c.shards[i]
+		if len(sh.m) > c.perShard || sh.bytes > c.maxBytes {
+			t.Fatalf("shard %d: %d entries, %d bytes; bounds %d and %d", i, len(sh.m), sh.bytes, c.perShard, c.maxBytes)
+		}
+		n := 0
+		for k, e := range sh.m {
+			n += len(k) + len(e.wire)
+		}
+		if n != sh.bytes {
+			t.Fatalf("shard %d counts %d bytes, holds %d", i, sh.bytes, n)
+		}
+	}
+}

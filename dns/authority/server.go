@@ -120,7 +120,9 @@ type Server struct {
 	// Chain(zones, CheckQuery): a change through Zone.ReplaceRRset or
 	// Zone.Swap outdates every cached answer at once. Queries with a
 	// COOKIE option are never cached; RRL and Stats count every answer
-	// sent from the cache. 0 turns the cache off.
+	// sent from the cache. The cache holds at most 1 KB per entry on
+	// average (queries over 512 bytes and answers over 4 KB are not
+	// kept). 0 turns the cache off.
 	AnswerCacheSize int
 	// CachedAnswer, if set, is called with the query type and RCODE of
 	// each answer sent from the cache, which the Handler chain (metrics

@@ -34,9 +34,12 @@ func (c *chunkConn) Read(b []byte) (int, error) {
 func FuzzFrameReader(f *testing.F) {
 	f.Add([]byte{0, 3, 1, 2, 3, 0, 1, 9}, uint8(1), uint16(512))
 	f.Add([]byte{0, 0}, uint8(7), uint16(512))
-	f.Add(append([]byte{0x13, 0x88}, make([]byte, 5000)...), uint8(200), uint16(65535))
+	f.Add(append([]byte{0x01, 0x2c}, make([]byte, 300)...), uint8(200), uint16(65535))
 	f.Add([]byte{0xff, 0xff, 1}, uint8(3), uint16(100))
 	f.Fuzz(func(t *testing.T, in []byte, chunk uint8, max uint16) {
+		if len(in) > 1<<17 {
+			return // two frames of the largest size are enough
+		}
 		limit := int(max)%dnsstream.MaxMessageSize + 1
 		fr := newFrameReader(&chunkConn{r: bytes.NewReader(in), chunk: int(chunk)%64 + 1}, limit)
 		defer fr.close()
@@ -112,5 +115,28 @@ func TestStreamIdleWakeups(t *testing.T) {
 				delete(want, m.Id)
 			}
 		})
+	}
+}
+
+// A frame longer than the pooled buffer is read into one of its own,
+// whatever was buffered of it, and the frames around it are intact.
+func TestFrameReaderLargeFrame(t *testing.T) {
+	big := bytes.Repeat([]byte{7}, 9000)
+	var in []byte
+	for _, msg := range [][]byte{{1, 2, 3}, big, {4}, big[:streamReadBuf-2], big[:streamReadBuf-1]} {
+		in, _ = dnsstream.AppendFrame(in, msg)
+	}
+	for _, chunk := range []int{1, 7, 4096, 20000} {
+		fr := newFrameReader(&chunkConn{r: bytes.NewReader(in), chunk: chunk}, dnsstream.MaxMessageSize)
+		for i, want := range []int{3, 9000, 1, streamReadBuf - 2, streamReadBuf - 1} {
+			got, err := fr.next()
+			if err != nil || len(got) != want {
+				t.Fatalf("chunk %d, frame %d: %d bytes, %v; want %d", chunk, i, len(got), err, want)
+			}
+		}
+		if _, err := fr.next(); err != io.EOF {
+			t.Fatalf("chunk %d: after the last frame %v, want EOF", chunk, err)
+		}
+		fr.close()
 	}
 }

@@ -15,7 +15,7 @@ PEERS_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ztls-peers
 # rustup's cargo, when a non-login shell left it off the PATH.
 export PATH := $(PATH):$(HOME)/.cargo/bin
 
-.PHONY: all build deps peers demo test lint fuzz fuzz-long bench bench-tls bench-dns-auth measure-dns-scale bench-dns-resolver bench-turbo testbed-paper testbed-turbo
+.PHONY: all build deps peers demo test lint fuzz fuzz-long bench bench-tls bench-dns-auth bench-dns-resolver bench-turbo testbed-paper testbed-turbo
 
 all: build
 
@@ -94,6 +94,7 @@ bench-dns-auth:
 
 # Idle DoT connections up to the 20 000 descriptors of one process, with
 # resident memory per connection and query latency meanwhile (about a minute).
+.PHONY: measure-dns-scale
 measure-dns-scale:
 	ZTLS_SCALE_MEASURE=1 $(GO) test -count=1 -timeout 10m -run '^TestMeasureIdleDoTScale$$' -v ./dns/authority/
 

@@ -206,15 +206,17 @@ func (s *Server) logf(format string, args ...any) {
 	}
 }
 
-// track registers c to be closed by Close; it fails once the server is
-// closed.
-func (s *Server) track(c interface{ Close() error }) bool {
+// track registers c to be closed by Close, and n goroutines for Close to
+// wait for; it fails once the server is closed. Both happen under the
+// lock Close takes first, so no goroutine is added while Close waits.
+func (s *Server) track(c interface{ Close() error }, n int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return false
 	}
 	s.closers[c] = struct{}{}
+	s.wg.Add(n)
 	return true
 }
 
@@ -252,11 +254,6 @@ func (s *Server) Close() error {
 // (ListenReusePort) and serve each.
 func (s *Server) ServeUDP(pc net.PacketConn) error {
 	s.init()
-	if !s.track(pc) {
-		pc.Close()
-		return ErrServerClosed
-	}
-	defer s.untrack(pc)
 	uc, batched := pc.(*net.UDPConn)
 	n := s.UDPWorkers
 	if n <= 0 {
@@ -265,11 +262,15 @@ func (s *Server) ServeUDP(pc net.PacketConn) error {
 			n = DefaultUDPBatchWorkers
 		}
 	}
+	if !s.track(pc, n) {
+		pc.Close()
+		return ErrServerClosed
+	}
+	defer s.untrack(pc)
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
 	for range n {
 		wg.Add(1)
-		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			defer wg.Done()
@@ -343,7 +344,7 @@ func (s *Server) ServeTLS(l net.Listener, cfg *tls.Config) error {
 // run on the connection's first Read, bounded by IdleTimeout.
 func (s *Server) ServeStream(l net.Listener, t Transport) error {
 	s.init()
-	if !s.track(l) {
+	if !s.track(l, 0) {
 		l.Close()
 		return ErrServerClosed
 	}
@@ -379,12 +380,11 @@ func (s *Server) ServeStream(l net.Listener, t Transport) error {
 			s.counters.connsEvicted.Add(1)
 			victim.evict()
 		}
-		if !s.track(c) {
+		if !s.track(c, 1) {
 			c.Close()
 			s.conns.release(sc)
 			return ErrServerClosed
 		}
-		s.wg.Add(1)
 		go s.serveConn(sc)
 	}
 }

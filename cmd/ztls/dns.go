@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -50,6 +51,8 @@ type dnsServeFlags struct {
 	idle        time.Duration
 	maxConns    int
 	udpWorkers  int
+	udpSockets  int
+	answerCache int
 	maxUDPSize  int
 	verboseLogs bool
 	metrics     string
@@ -161,7 +164,9 @@ func (f *dnsServeFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.turbo, "turbo", false, "also serve each --zdata service's HTTPS record advertising TurboTLS on UDP at its TCP port number (key65280)")
 	fs.DurationVar(&f.idle, "idle-timeout", authority.DefaultIdleTimeout, "close stream connections idle this long (announced by EDNS keepalive)")
 	fs.IntVar(&f.maxConns, "max-conns", authority.DefaultMaxConns, "most open TCP and TLS connections")
-	fs.IntVar(&f.udpWorkers, "udp-workers", 0, "goroutines answering UDP (0: 4 per CPU)")
+	fs.IntVar(&f.udpWorkers, "udp-workers", 0, "goroutines answering each UDP socket (0: 2, each reading and writing batches of datagrams)")
+	fs.IntVar(&f.udpSockets, "udp-sockets", 0, "UDP sockets on the --listen port, spread over by the kernel (SO_REUSEPORT; 0: one per CPU)")
+	fs.IntVar(&f.answerCache, "answer-cache", defaultAnswerCache, "packed answers kept per transport and sent again to the same query without rebuilding them (0: off)")
 	fs.IntVar(&f.maxUDPSize, "max-udp-size", authority.DefaultMaxUDPSize, "largest UDP answer, advertised in EDNS")
 	fs.IntVar(&f.maxConnsPerAddr, "max-conns-per-addr", authority.DefaultMaxConnsPerAddr, "most TCP and TLS connections from one address (0: no limit)")
 	fs.IntVar(&f.maxConnsPerPrefix, "max-conns-per-prefix", authority.DefaultMaxConnsPerPrefix, "most TCP and TLS connections from one /24 or /56 (0: no limit)")
@@ -374,6 +379,11 @@ func dnsMetrics(f *dnsServeFlags, dirs []*zdata.Dir) *metrics.Registry {
 	return mt
 }
 
+// defaultAnswerCache is --answer-cache's default: enough for the names
+// and types of a zone of a few thousand names; at most 1 KB an entry
+// (key and answer), so at most some 20 MB per transport.
+const defaultAnswerCache = 20000
+
 // newAuthorityServer is the authority with the abuse bounds of the flags;
 // it rotates its cookie secret until ctx ends.
 func newAuthorityServer(ctx context.Context, f *dnsServeFlags, zones *authority.Zones, mt *metrics.Registry, log *slog.Logger) *authority.Server {
@@ -390,6 +400,9 @@ func newAuthorityServer(ctx context.Context, f *dnsServeFlags, zones *authority.
 		RateLimit:           &authority.RateLimit{ResponsesPerSecond: f.rrlRate, Slip: f.rrlSlip, Window: f.rrlWindow},
 		MaxUDPAmplification: noLimitIfZero(f.amplification),
 		DisableCookies:      f.noCookies,
+		AnswerCacheSize:     f.answerCache,
+		// Answers from the cache skip the metrics middleware: count them.
+		CachedAnswer: mt.DNSAnswered,
 	}
 	if f.cookieRotate > 0 && !f.noCookies {
 		go every(ctx, f.cookieRotate, func() {
@@ -407,7 +420,7 @@ func newAuthorityServer(ctx context.Context, f *dnsServeFlags, zones *authority.
 // serveDNS serves UDP and TCP (--listen) and DNS over TLS (--tls) until
 // ctx ends or a listener fails.
 func serveDNS(ctx context.Context, f *dnsServeFlags, srv *authority.Server, dot *reloadableCert, zs []*authority.Zone, log *slog.Logger) error {
-	errs := make(chan error, 3)
+	errs := make(chan error, 2+max(f.udpSockets, runtime.GOMAXPROCS(0)))
 	serving := 0
 	start := func(what string, addr net.Addr, serve func() error) {
 		serving++
@@ -419,11 +432,19 @@ func serveDNS(ctx context.Context, f *dnsServeFlags, srv *authority.Server, dot 
 		return fmt.Errorf("dns serve: %w", err)
 	}
 	if f.listen != "" {
-		pc, ln, err := authority.ListenUDPAndTCP(f.listen)
+		n := f.udpSockets
+		if n <= 0 {
+			n = runtime.GOMAXPROCS(0)
+		}
+		pcs, ln, err := authority.ListenReusePort(f.listen, n)
 		if err != nil {
 			return fail(err)
 		}
-		start("udp", pc.LocalAddr(), func() error { return srv.ServeUDP(pc) })
+		start("udp", pcs[0].LocalAddr(), func() error { return srv.ServeUDP(pcs[0]) })
+		for _, pc := range pcs[1:] { // the same port: logged once
+			serving++
+			go func() { errs <- srv.ServeUDP(pc) }()
+		}
 		start("tcp", ln.Addr(), func() error { return srv.ServeTCP(ln) })
 	}
 	if dot != nil {

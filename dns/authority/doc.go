@@ -19,6 +19,12 @@
 //	go srv.ServeTCP(ln)
 //	defer srv.Close()
 //
+// At scale, ListenReusePort opens one UDP socket per CPU on one port
+// (SO_REUSEPORT), each served in batches of datagrams (recvmmsg and
+// sendmmsg), and Server.AnswerCacheSize sends a repeated query's packed
+// answer again without building it. Idle stream connections hold no
+// read buffer, so thousands can stay open (RFC 7766, T-DNS).
+//
 // DNS over TLS takes a listener and a *tls.Config (ServeTLS), or any
 // listener whose connections speak TLS (ServeStream with TransportTLS), so
 // another TLS implementation can be dropped in.

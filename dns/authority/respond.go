@@ -42,6 +42,12 @@ type responder struct {
 	cookieOK  bool         // with a valid server cookie (RFC 7873, Section 5.2.4)
 
 	written bool
+
+	// rrlPreset is RRL's verdict when the cache path already counted
+	// the answer (rrlDrop or rrlSlip), else rrlSend.
+	rrlPreset rrlVerdict
+	// note is set while the query may be stored in the answer cache.
+	note cacheNote
 }
 
 func (rw *responder) RemoteAddr() net.Addr { return rw.out.remoteAddr() }
@@ -115,6 +121,7 @@ func (rw *responder) limit(m *dns.Msg) bool {
 		return false
 	case rrlSlip:
 		stripToTC(m)
+		rw.note.key = nil // a slipped reply is not the answer
 	}
 	return true
 }
@@ -124,6 +131,9 @@ func (rw *responder) limit(m *dns.Msg) bool {
 // with a valid server cookie or without an IP address are always sent.
 func (rw *responder) rateLimit(m *dns.Msg) rrlVerdict {
 	s := rw.srv
+	if rw.rrlPreset != rrlSend {
+		return rw.rrlPreset // counted by answerCached
+	}
 	if s == nil || rw.t != TransportUDP || rw.cookieOK || s.rrl == nil {
 		return rrlSend
 	}
@@ -132,13 +142,17 @@ func (rw *responder) rateLimit(m *dns.Msg) rrlVerdict {
 		return rrlSend
 	}
 	v := s.rrl.decide(s.rrl.key(ip, m), s.now().UnixNano())
+	s.countRRL(v)
+	return v
+}
+
+func (s *Server) countRRL(v rrlVerdict) {
 	switch v {
 	case rrlDrop:
 		s.counters.rrlDropped.Add(1)
 	case rrlSlip:
 		s.counters.rrlSlipped.Add(1)
 	}
-	return v
 }
 
 // stripToTC leaves the header, the question and the OPT record, with TC
@@ -179,6 +193,15 @@ func (rw *responder) WriteMsg(m *dns.Msg) error {
 	}
 	rw.written = true
 	rw.finish(m)
+	var (
+		rrlKey rrlKey
+		hasRRL bool
+	)
+	if rw.note.key != nil && rw.t == TransportUDP && rw.srv.rrl != nil {
+		// The count this answer falls in, for the cache's hits; the
+		// client's network is filled in at each hit.
+		rrlKey, hasRRL = rw.srv.rrl.key(netip.Addr{}, m), true
+	}
 	if !rw.limit(m) {
 		return nil
 	}
@@ -195,6 +218,7 @@ func (rw *responder) WriteMsg(m *dns.Msg) error {
 		// The handler built something unencodable: SERVFAIL rather than
 		// silence, so the client does not wait for a timeout.
 		fail := reply(m, dns.RcodeServerFailure)
+		rw.note.key = nil
 		if packed, err = fail.PackBuffer(buf[start:]); err != nil {
 			return err
 		}
@@ -207,13 +231,18 @@ func (rw *responder) WriteMsg(m *dns.Msg) error {
 			limit, capped = c, true
 		}
 	}
+	wasCapped := false
 	if len(packed) > limit {
 		if capped {
+			wasCapped = true
 			rw.srv.counters.amplificationTruncated.Add(1)
 		}
 		if packed, err = truncate(m, buf[start:], limit); err != nil {
 			return err
 		}
+	}
+	if rw.note.key != nil {
+		rw.storeAnswer(m, packed, rrlKey, hasRRL, wasCapped)
 	}
 	if !rw.t.Stream() {
 		return rw.send(packed)

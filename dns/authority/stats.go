@@ -27,6 +27,9 @@ type Stats struct {
 	ConnsAccepted                                          uint64
 	ConnsRefusedAddr, ConnsRefusedPrefix, ConnsRefusedFull uint64
 	ConnsEvicted, ConnsFirstQueryTimeout                   uint64
+	// CacheHits counts answers sent from the answer cache
+	// (Server.AnswerCacheSize), on every transport.
+	CacheHits uint64
 	// ConnsOpen is the number of stream connections open now.
 	ConnsOpen int
 }
@@ -40,6 +43,7 @@ type counters struct {
 	connsAccepted, connsRefusedAddr                   atomic.Uint64
 	connsRefusedPrefix, connsRefusedFull              atomic.Uint64
 	connsEvicted, connsFirstQueryTimeout              atomic.Uint64
+	cacheHits                                         atomic.Uint64
 }
 
 // Stats returns the server's counters. Safe for concurrent use.
@@ -56,6 +60,7 @@ func (s *Server) Stats() Stats {
 		ConnsAccepted:    c.connsAccepted.Load(), ConnsRefusedAddr: c.connsRefusedAddr.Load(),
 		ConnsRefusedPrefix: c.connsRefusedPrefix.Load(), ConnsRefusedFull: c.connsRefusedFull.Load(),
 		ConnsEvicted: c.connsEvicted.Load(), ConnsFirstQueryTimeout: c.connsFirstQueryTimeout.Load(),
+		CacheHits: c.cacheHits.Load(),
 		ConnsOpen: s.conns.open(),
 	}
 	if s.rrl != nil {

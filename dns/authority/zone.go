@@ -98,6 +98,7 @@ func NewZone(origin string, rrs []dns.RR) (*Zone, error) {
 		return nil, err
 	}
 	z.data.Store(d)
+	zoneVersion.Add(1)
 	return z, nil
 }
 
@@ -110,6 +111,7 @@ func (z *Zone) Swap(next *Zone) error {
 		return fmt.Errorf("authority: zone %s cannot take the data of zone %s", z.origin, next.origin)
 	}
 	z.data.Store(next.data.Load())
+	zoneVersion.Add(1)
 	return nil
 }
 
@@ -191,6 +193,7 @@ func (z *Zone) ReplaceRRset(name string, rrtype uint16, rrs []dns.RR) error {
 		return err
 	}
 	z.data.Store(d)
+	zoneVersion.Add(1)
 	return nil
 }
 

@@ -29,19 +29,30 @@ type countingWriter struct {
 }
 
 func (w *countingWriter) WriteMsg(m *dns.Msg) error {
-	qtype := "none"
 	if len(w.q.Question) > 0 {
-		qtype = dns.TypeToString[w.q.Question[0].Qtype]
-		if qtype == "" {
-			qtype = "other" // bounded label values
-		}
+		w.r.DNSAnswered(w.q.Question[0].Qtype, m.Rcode)
+	} else {
+		w.r.DNSQuery("none", rcodeLabel(m.Rcode))
 	}
-	rcode := dns.RcodeToString[m.Rcode]
-	if rcode == "" {
-		rcode = "other"
-	}
-	w.r.DNSQuery(qtype, rcode)
 	return w.ResponseWriter.WriteMsg(m)
+}
+
+// DNSAnswered counts one answer of the given query type and RCODE; it is
+// also the authority's Server.CachedAnswer, for the answers it sends from
+// its cache without the Handler chain.
+func (r *Registry) DNSAnswered(qtype uint16, rcode int) {
+	t := dns.TypeToString[qtype]
+	if t == "" {
+		t = "other" // bounded label values
+	}
+	r.DNSQuery(t, rcodeLabel(rcode))
+}
+
+func rcodeLabel(rcode int) string {
+	if s := dns.RcodeToString[rcode]; s != "" {
+		return s
+	}
+	return "other"
 }
 
 // RemoteAddr and LocalAddr pass through (explicit for clarity).

@@ -1,0 +1,6 @@
+//go:build race
+
+package authority
+
+// raceEnabled: the race detector is on; it multiplies resident memory.
+const raceEnabled = true

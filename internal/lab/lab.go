@@ -5,10 +5,8 @@ package lab
 
 import (
 	"context"
-	"crypto"
 	"crypto/rand"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -308,11 +306,7 @@ func (w *World) writePEM(dir string) error {
 		dir = d
 		w.closers = append(w.closers, func() { os.RemoveAll(d) })
 	}
-	key, ok := w.Cert.PrivateKey.(crypto.Signer)
-	if !ok {
-		return errors.New("lab: the certificate's key cannot sign")
-	}
-	certPEM, keyPEM, err := (&testpki.Leaf{Chain: w.Cert.Chain, Key: key}).PEM()
+	certPEM, keyPEM, err := (&testpki.Leaf{Chain: w.Cert.Chain, Key: w.Cert.PrivateKey}).PEM()
 	if err != nil {
 		return err
 	}

@@ -140,9 +140,10 @@ func (s *benchService) prefetched(b *testing.B, cfg *tls13.Config) *Cache {
 	return c
 }
 
-// refill makes the next connection's key share and ECDH (prefetch time,
-// off the clock).
-func (c *Cache) refill(host string, port int) {
+// refill makes the next connection's key share and ECDH, and the keys of
+// its ClientHello's key shares under cfg (prefetch time, off the clock).
+func (c *Cache) refill(host string, port int, cfg *tls13.Config) {
+	c.fillKeyShares(cfg)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v := c.m[cacheKey(host, port)].Value.(*service).v
@@ -194,11 +195,12 @@ func (s *benchService) ztls(b *testing.B, cfg *tls13.Config, prefetched bool) {
 	defer checkVerifications(b, tls13.ChainVerifications(), true)
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		c.refill(s.w.Host, s.w.Port)
+		c.refill(s.w.Host, s.w.Port, cfg)
 		b.StartTimer()
 		h := c.lookup(s.w.Host, s.w.Port, pk, time.Now())
 		ccfg := cfg.Clone()
 		ccfg.VerifiedChains = h.verifiedChains
+		ccfg.KeySharePool = c.keySharePool(cfg)
 		a := &attempt{hit: h, cfg: ccfg, start: time.Now()}
 		z := a.cachedZData()
 		if z.offer == nil || z.offer.Prepared == nil {
@@ -212,6 +214,7 @@ func (s *benchService) ztls(b *testing.B, cfg *tls13.Config, prefetched bool) {
 // (off the clock) for each ClientHello.
 func (s *benchService) tls13(b *testing.B, cfg *tls13.Config, prefetched bool) {
 	config := func() *tls13.Config { return cfg }
+	fill := func() {}
 	if prefetched {
 		chains, err := cfg.VerifyServerChain([]*x509.Certificate{s.w.Cert.Leaf})
 		if err != nil {
@@ -225,14 +228,20 @@ func (s *benchService) tls13(b *testing.B, cfg *tls13.Config, prefetched bool) {
 			h := c.lookup(s.w.Host, s.w.Port, pk, time.Now())
 			ccfg := cfg.Clone()
 			ccfg.VerifiedChains = h.verifiedChains
+			ccfg.KeySharePool = c.keySharePool(cfg)
 			return ccfg
 		}
+		fill = func() { c.fillKeyShares(cfg) }
 	}
 	b.ResetTimer()
 	defer checkVerifications(b, tls13.ChainVerifications(), prefetched)
 	for i := 0; i < b.N; i++ {
 		if !prefetched {
 			s.unpack(b)
+		} else {
+			b.StopTimer()
+			fill()
+			b.StartTimer()
 		}
 		e := tls13.NewClientEngine(config())
 		if err := e.Start(nil, nil, nil); err != nil {

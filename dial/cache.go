@@ -68,6 +68,9 @@ type Cache struct {
 	// handshakes, OCSP); nil means a net.Dialer. Tests reach servers
 	// in other network namespaces through it.
 	dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+	// keyShares is the pool Prefetch fills and prefetched connections
+	// take their key shares' keys from; nil: none (KeyShares < 0).
+	keyShares *tls13.KeySharePool
 	// ocspFetches counts OCSP requests sent (tests).
 	ocspFetches int
 	// manualPrepare: a lookup that takes the prepared key share makes
@@ -87,7 +90,16 @@ type CacheOptions struct {
 	// validating them again as Prefetch did (with its Options); entries
 	// nobody used are left to expire. Close stops it.
 	Refresh bool
+	// KeyShares is how many keys of each kind the cache's
+	// tls13.KeySharePool keeps: Prefetch makes them, a connection from a
+	// prefetched entry takes its key shares' keys from it (when its
+	// Config has no pool and no Rand), so its ClientHello needs no key
+	// generation. 0 means 4; below 0, no pool.
+	KeyShares int
 }
+
+// DefaultCacheKeyShares is the pool size of a Cache whose KeyShares is 0.
+const DefaultCacheKeyShares = 4
 
 // DefaultCacheEntries is the size of a Cache whose MaxEntries is 0.
 const DefaultCacheEntries = 256
@@ -99,6 +111,12 @@ func NewCache(o CacheOptions) *Cache {
 	}
 	c := &Cache{max: o.MaxEntries, path: o.Path, ll: list.New(), m: map[string]*list.Element{},
 		ocsp: map[ocspKey]*ocspAnswer{}, now: time.Now}
+	switch {
+	case o.KeyShares == 0:
+		c.keyShares = tls13.NewKeySharePool(DefaultCacheKeyShares)
+	case o.KeyShares > 0:
+		c.keyShares = tls13.NewKeySharePool(o.KeyShares)
+	}
 	if o.Refresh {
 		c.refresh = newRefresher(c)
 	}
@@ -444,4 +462,23 @@ func (c *Cache) load() {
 	for c.ll.Len() > c.max {
 		c.removeLocked(c.ll.Back())
 	}
+}
+
+// fillKeyShares makes the keys of cfg's ClientHello key shares in the
+// cache's pool, and reports whether they are ready.
+func (c *Cache) fillKeyShares(cfg *tls13.Config) bool {
+	if c.keyShares == nil || cfg.Rand != nil || cfg.KeySharePool != nil {
+		return false
+	}
+	return c.keyShares.Fill(cfg) == nil
+}
+
+// keySharePool is the pool a connection with cfg takes its key shares'
+// keys from: the cache's, unless cfg brings its own (or a Rand, whose
+// keys must come from it).
+func (c *Cache) keySharePool(cfg *tls13.Config) *tls13.KeySharePool {
+	if c.keyShares == nil || cfg.Rand != nil || cfg.KeySharePool != nil {
+		return nil
+	}
+	return c.keyShares
 }

@@ -58,6 +58,10 @@ func (a *attempt) consultCache(ctx context.Context) {
 		clone()
 		a.cfg.VerifiedChains = h.verifiedChains
 	}
+	if pool := a.cache.keySharePool(a.cfg); pool != nil {
+		clone()
+		a.cfg.KeySharePool = pool // the keys Prefetch made
+	}
 }
 
 // landCached is the lookup phase of a validated entry: everything lands

@@ -69,6 +69,10 @@ type Prefetched struct {
 	// Precomputed: the key share and the Z-data ECDH for the next
 	// connection are made.
 	Precomputed bool `json:"precomputed"`
+	// KeyShares: the keys of the next ClientHello's key shares (x25519,
+	// the ML-KEM-768 half of X25519MLKEM768) are made, in the cache's
+	// tls13.KeySharePool, each for one connection.
+	KeyShares bool `json:"key_shares"`
 	// ServerContacted: a truncated handshake reached the server (the
 	// prefetch's only cost to it; Z-data comes from DNS).
 	ServerContacted bool `json:"server_contacted"`
@@ -254,6 +258,7 @@ func (f *prefetcher) run(ctx context.Context, target string) error {
 	opts.Request, opts.Input, opts.Out, opts.Session = nil, nil, nil, nil
 	f.s.opts = &opts
 	f.cache.store(f.s)
+	f.p.KeyShares = f.cache.fillKeyShares(f.cfg)
 	return nil
 }
 

@@ -190,9 +190,10 @@ func TestPrefetchedZTLSConnectionAsksNothing(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			w := startWorld(t, lab.Options{Turbo: turbo})
 			cache, d, p := prefetchWorld(t, w, nil)
-			if p.ZData == nil || p.ChainFrom != "zdata" || !p.Precomputed || p.ServerContacted || len(p.Chain) != 2 {
+			if p.ZData == nil || p.ChainFrom != "zdata" || !p.Precomputed || !p.KeyShares || p.ServerContacted || len(p.Chain) != 2 {
 				t.Fatalf("prefetched %+v", p)
 			}
+			taken, inline := cache.keyShares.Taken(), cache.keyShares.GeneratedInline()
 			if turbo && p.TurboPort != w.Port {
 				t.Fatalf("TurboTLS port %d, want %d", p.TurboPort, w.Port)
 			}
@@ -214,6 +215,12 @@ func TestPrefetchedZTLSConnectionAsksNothing(t *testing.T) {
 			}
 			if queries != 0 || verifications != 0 {
 				t.Fatalf("the prefetched connection made %d DNS queries and %d chain verifications", queries, verifications)
+			}
+			// Its ClientHello's key shares came from the keys Prefetch
+			// made: the X25519MLKEM768 share's two (the x25519 share is
+			// the Z-data one, prepared with its ECDH).
+			if got, made := cache.keyShares.Taken()-taken, cache.keyShares.GeneratedInline()-inline; got != 2 || made != 0 {
+				t.Fatalf("key shares' keys: %d from the prefetch's pool, %d made at connection time; want 2 and 0", got, made)
 			}
 			if st := r.Conn.ConnectionState(); len(st.VerifiedChains) == 0 || !st.PeerCertificates[0].Equal(w.Service.Leaf()) {
 				t.Fatal("no verified chain reported for the prefetched leaf")

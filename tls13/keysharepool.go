@@ -37,3 +37,14 @@ func (p *KeySharePool) Taken() uint64 { return p.p.Taken() }
 // GeneratedInline returns how many keys handshakes made themselves because
 // the pool had none of the kind they needed.
 func (p *KeySharePool) GeneratedInline() uint64 { return p.p.Inline() }
+
+// Fill makes now, in the caller's goroutine, the keys a ClientHello under
+// cfg takes (those of its key share groups, X25519 and X25519MLKEM768),
+// until the pool holds size of each: a prefetch calls it, so that the
+// connection it prepares finds every key of its key shares made.
+func (p *KeySharePool) Fill(cfg *Config) error {
+	if p == nil || p.p == nil {
+		return nil
+	}
+	return p.p.Fill(cfg.keyShareGroups())
+}

@@ -108,6 +108,29 @@ func (p *Pool) ServerShare(group uint16, clientShare []byte) (serverPublic, shar
 	return serverShare(group, clientShare, cryptorand.Reader, func() (*x25519Key, error) { return p.takeX(false) })
 }
 
+// Fill makes now, in the caller's goroutine, the keys a ClientHello with
+// shares for groups takes, until their stacks are full: what a prefetch
+// does ahead of a connection it expects (a background refill may be
+// making some at the same time; neither overfills a stack).
+func (p *Pool) Fill(groups []uint16) error {
+	for _, g := range groups {
+		switch g {
+		case X25519:
+			if err := p.x.fill(); err != nil {
+				return err
+			}
+		case X25519MLKEM768:
+			if err := p.mlkem.fill(); err != nil {
+				return err
+			}
+			if err := p.x.fill(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // keyStack is one kind of key of a Pool.
 type keyStack[K comparable] struct {
 	mu        sync.Mutex
@@ -136,6 +159,27 @@ func (s *keyStack[K]) take() (k K, ok bool) {
 		go s.refill()
 	}
 	return k, ok
+}
+
+// fill makes keys in the caller's goroutine until the stack is full.
+func (s *keyStack[K]) fill() error {
+	for {
+		s.mu.Lock()
+		full := len(s.keys) >= s.size
+		s.mu.Unlock()
+		if full {
+			return nil
+		}
+		k, err := s.gen()
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		if len(s.keys) < s.size {
+			s.keys = append(s.keys, k)
+		}
+		s.mu.Unlock()
+	}
 }
 
 // refill makes keys until the stack is full. Only one refill runs at a

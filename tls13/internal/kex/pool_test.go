@@ -236,3 +236,32 @@ func TestPoolRejectsBadShareWithoutTakingAKey(t *testing.T) {
 		t.Fatal("a refused share used a key")
 	}
 }
+
+// TestPoolFill: Fill makes the keys of the groups named, in the caller,
+// up to the pool's size and no further; the next shares of those groups
+// take them (no key made inline), and a group not named gets none.
+func TestPoolFill(t *testing.T) {
+	p := NewPool(3)
+	if err := p.Fill([]uint16{X25519MLKEM768}); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.x.keys) != 3 || len(p.mlkem.keys) != 3 {
+		t.Fatalf("after Fill: %d x25519 keys, %d ML-KEM keys; want 3 and 3", len(p.x.keys), len(p.mlkem.keys))
+	}
+	if err := p.Fill([]uint16{X25519}); err != nil || len(p.x.keys) != 3 {
+		t.Fatalf("a second Fill: %v, %d x25519 keys", err, len(p.x.keys))
+	}
+	p.x.refilling, p.mlkem.refilling = true, true // no background refill: count what Fill made
+	for range 3 {
+		if _, err := p.ClientShare(X25519MLKEM768, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p.Taken() != 6 || p.Inline() != 0 {
+		t.Fatalf("shares after Fill: Taken %d, Inline %d; want 6 and 0", p.Taken(), p.Inline())
+	}
+	q := NewPool(2)
+	if err := q.Fill([]uint16{P256}); err != nil || len(q.x.keys) != 0 || len(q.mlkem.keys) != 0 {
+		t.Fatalf("Fill for P-256 made pool keys: %v, %d, %d", err, len(q.x.keys), len(q.mlkem.keys))
+	}
+}

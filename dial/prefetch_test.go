@@ -8,11 +8,11 @@ package dial
 
 import (
 	"bytes"
-	"encoding/binary"
-	"io"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/binary"
 	"errors"
+	"io"
 	"math/big"
 	"net"
 	"strings"

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	bls "github.com/consensys/gnark-crypto/ecc/bls12-381"
+	"github.com/ztls-project/ztls/internal/cputime"
 )
 
 // The benchmarks of the targets. Run them alone (other benchmarks
@@ -107,14 +108,14 @@ type cpuMeter struct {
 
 func newCPUMeter() *cpuMeter {
 	runtime.LockOSThread()
-	_, ok := threadCPU()
+	_, ok := cputime.Thread()
 	return &cpuMeter{ok: ok}
 }
 
-func (m *cpuMeter) begin() { m.start, _ = threadCPU() }
+func (m *cpuMeter) begin() { m.start, _ = cputime.Thread() }
 
 func (m *cpuMeter) end() {
-	t, _ := threadCPU()
+	t, _ := cputime.Thread()
 	m.total += t - m.start
 }
 
@@ -138,7 +139,7 @@ func BenchmarkKeyGen(b *testing.B) {
 				b.ReportMetric(float64(params.M), "slots")
 				dir := b.TempDir()
 				start := time.Now()
-				cpu0, cpuOK := processCPU()
+				cpu0, cpuOK := cputime.Process()
 				for i := 0; i < b.N; i++ {
 					path := filepath.Join(dir, fmt.Sprintf("%d.key", i))
 					if _, err := GenerateKey(context.Background(), path, KeyGenConfig{Epoch: uint64(i), Params: params, Workers: workers}); err != nil {
@@ -146,7 +147,7 @@ func BenchmarkKeyGen(b *testing.B) {
 					}
 				}
 				b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N)/float64(params.M), "µs/slot")
-				if cpu1, _ := processCPU(); cpuOK {
+				if cpu1, _ := cputime.Process(); cpuOK {
 					b.ReportMetric((cpu1-cpu0).Seconds()/float64(b.N), "cpu-s/op")
 				}
 			})

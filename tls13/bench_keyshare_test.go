@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/ztls-project/ztls/internal/cputime"
 )
 
 // BenchmarkSpeculativeShares: full handshakes with the default groups, so
@@ -38,8 +40,8 @@ func benchEnginePairs(b *testing.B, ccfg, scfg *Config, group CurveID) {
 	defer runtime.UnlockOSThread()
 	b.ReportAllocs()
 	var ct, st time.Duration
-	t0, ok := threadCPU()
-	p0, _ := processCPU()
+	t0, ok := cputime.Thread()
+	p0, _ := cputime.Process()
 	for i := 0; i < b.N; i++ {
 		cli, _, c, s, err := enginePair(ccfg, scfg, nil)
 		if err != nil {
@@ -50,8 +52,8 @@ func benchEnginePairs(b *testing.B, ccfg, scfg *Config, group CurveID) {
 		}
 		ct, st = ct+c, st+s
 	}
-	if t1, _ := threadCPU(); ok {
-		p1, _ := processCPU()
+	if t1, _ := cputime.Thread(); ok {
+		p1, _ := cputime.Process()
 		b.ReportMetric(float64((t1-t0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 		b.ReportMetric(float64((p1-p0).Nanoseconds())/float64(b.N), "proc-cpu-ns/op")
 	}
@@ -100,7 +102,7 @@ func BenchmarkKeySharePool(b *testing.B) {
 						benchEnginePairs(b, ccfg, scfg, hc.group)
 					} else {
 						b.ReportAllocs()
-						p0, ok := processCPU()
+						p0, ok := cputime.Process()
 						b.RunParallel(func(pb *testing.PB) {
 							for pb.Next() {
 								if _, _, _, _, err := enginePair(ccfg, scfg, nil); err != nil {
@@ -109,7 +111,7 @@ func BenchmarkKeySharePool(b *testing.B) {
 								}
 							}
 						})
-						if p1, _ := processCPU(); ok {
+						if p1, _ := cputime.Process(); ok {
 							b.ReportMetric(float64((p1-p0).Nanoseconds())/float64(b.N), "proc-cpu-ns/op")
 						}
 					}

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/ztls-project/ztls/internal/cputime"
 	"golang.org/x/crypto/curve25519"
 )
 
@@ -218,13 +219,13 @@ func cpuLoop(b *testing.B, f func() error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	b.ReportAllocs()
-	t0, ok := threadCPU()
+	t0, ok := cputime.Thread()
 	for b.Loop() {
 		if err := f(); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if t1, _ := threadCPU(); ok {
+	if t1, _ := cputime.Thread(); ok {
 		b.ReportMetric(float64((t1-t0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }

@@ -1,8 +1,0 @@
-//go:build !linux
-
-package bfe
-
-import "time"
-
-func threadCPU() (time.Duration, bool)  { return 0, false }
-func processCPU() (time.Duration, bool) { return 0, false }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,6 +49,19 @@ const BFEFullFill = 0.5
 
 // ErrBFEFull refuses early data on a full filter.
 var ErrBFEFull = errors.New("zdata: BFE filter full")
+
+// ErrBFEBusy refuses early data when as many decapsulations as
+// BFEConcurrency allows are under way: each costs milliseconds of CPU
+// (ten pairings) and any ClientHello naming a BFE record asks for one, so
+// they are bounded, and the handshakes beyond continue as TLS 1.3.
+var ErrBFEBusy = errors.New("zdata: BFE decapsulations busy")
+
+// BFEConcurrency is how many decapsulations a process runs at once: half
+// its CPUs (at least one), leaving the rest to the handshakes.
+var BFEConcurrency = max(1, runtime.GOMAXPROCS(0)/2)
+
+// bfeSlots holds a token per decapsulation under way.
+var bfeSlots = make(chan struct{}, BFEConcurrency)
 
 // bfeFileName is the key file of the period starting at start, in the
 // keys directory: "bfe-<Unix seconds>.bfe".
@@ -294,14 +308,23 @@ func (s *Service) closeBFE(gone []*Key, now time.Time) error {
 }
 
 // decapsulator is a BFE key's tls13.ZDataKey.Decapsulate: it refuses a
-// full filter (docs/ztls-spec.md, Section 7.5), then decapsulates, which
-// punctures first and asks the fleet's puncture log, failing closed.
+// full filter (docs/ztls-spec.md, Section 7.5) and, without waiting, a
+// decapsulation beyond BFEConcurrency (ErrBFEBusy), then decapsulates,
+// which punctures first and asks the fleet's puncture log, failing
+// closed.
 func (k *Keyring) decapsulator(r *Record, ks *bfe.KeyState) func([]byte) ([]byte, error) {
 	return func(ct []byte) ([]byte, error) {
 		m := int(ks.PublicKey().Params().M)
 		if float64(ks.Punctured()) >= BFEFullFill*float64(m) {
 			k.observe(r, ks, ErrBFEFull)
 			return nil, ErrBFEFull
+		}
+		select {
+		case bfeSlots <- struct{}{}:
+			defer func() { <-bfeSlots }()
+		default:
+			k.observe(r, ks, ErrBFEBusy)
+			return nil, ErrBFEBusy // nothing punctured
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), bfeTimeout)
 		defer cancel()

@@ -1,6 +1,7 @@
 package zdata
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -265,5 +266,38 @@ func TestDirKeepsBFETwin(t *testing.T) {
 		if got := len(d2.Records(at)); got != len(d2.Records(at.Add(-time.Second)))+1 {
 			t.Fatalf("at TwinLead before the next period: %d records", got)
 		}
+	}
+}
+
+// A ClientHello naming a BFE record costs the server ten pairings, so
+// decapsulations are bounded (BFEConcurrency): with every slot taken, a
+// valid ciphertext is refused at once as busy, without a puncture (the
+// handshake continues as TLS 1.3), and decapsulates once a slot is free.
+func TestBFEDecapsulationsBounded(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	fx := newBFEFixture(t, nil, now)
+	k := fx.svc.Keyring.Live(now)[0]
+	zk := fx.svc.Keyring.LookupZData(k.Record.ID, k.BFE.Record.ZDataHash(), now)
+	ct, want, err := k.BFE.Record.BFEPublicKey().Encapsulate(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range BFEConcurrency {
+		bfeSlots <- struct{}{} // decapsulations under way elsewhere
+	}
+	before := k.BFE.State().Punctured()
+	_, err = zk.Decapsulate(ct)
+	for range BFEConcurrency {
+		<-bfeSlots
+	}
+	if !errors.Is(err, ErrBFEBusy) {
+		t.Fatalf("with every slot taken: %v, want ErrBFEBusy", err)
+	}
+	if got := k.BFE.State().Punctured(); got != before {
+		t.Fatalf("a refused decapsulation punctured %d slots", got-before)
+	}
+	got, err := zk.Decapsulate(ct)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("with a free slot: %v", err)
 	}
 }

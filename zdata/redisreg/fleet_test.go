@@ -3,6 +3,7 @@ package redisreg
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"io"
 	"net"
 	"strings"
@@ -133,24 +134,7 @@ func TestFleetReplayAndFailClosed(t *testing.T) {
 		addrs, results, svcs = append(addrs, addr), append(results, res), append(svcs, svc)
 	}
 
-	// The client's view of DNS: what member 0 publishes.
-	rrs := zdata.ZoneRRs(svcs[0].Records(now), leaf.Chain[0], nil, time.Minute)
-	var txt [][]string
-	var tlsa []*dns.TLSA
-	for _, rr := range rrs {
-		switch v := rr.(type) {
-		case *dns.TXT:
-			txt = append(txt, v.Txt)
-		case *dns.TLSA:
-			tlsa = append(tlsa, v)
-		}
-	}
-	sel := zdata.NewSelector("server.test", 443, zdata.SelectOptions{Roots: ca.Pool(), Now: now})
-	sel.StartChains(tlsa, nil)
-	rec, rleaf, err := sel.Select(txt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec, rleaf := clientSelects(t, svcs[0], leaf, ca, now)
 
 	dial := func(addr string, resend bool) (*recordingConn, string, tls13.ConnectionState) {
 		t.Helper()
@@ -217,4 +201,27 @@ func TestFleetReplayAndFailClosed(t *testing.T) {
 	if r := <-results[0]; !strings.Contains(r.state.ZTLSRejectReason, "strike register") {
 		t.Fatalf("Redis down: reject reason %q", r.state.ZTLSRejectReason)
 	}
+}
+
+// clientSelects is the client's view of DNS: the record it selects, and
+// its leaf, from what svc publishes at now.
+func clientSelects(t *testing.T, svc *zdata.Service, leaf *testpki.Leaf, ca *testpki.CA, now time.Time) (*zdata.Record, *x509.Certificate) {
+	t.Helper()
+	var txt [][]string
+	var tlsa []*dns.TLSA
+	for _, rr := range zdata.ZoneRRs(svc.Records(now), leaf.Chain[0], nil, time.Minute) {
+		switch v := rr.(type) {
+		case *dns.TXT:
+			txt = append(txt, v.Txt)
+		case *dns.TLSA:
+			tlsa = append(tlsa, v)
+		}
+	}
+	sel := zdata.NewSelector("server.test", 443, zdata.SelectOptions{Roots: ca.Pool(), Now: now})
+	sel.StartChains(tlsa, nil)
+	rec, rleaf, err := sel.Select(txt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec, rleaf
 }

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
-
 	"github.com/ztls-project/ztls/bfe"
 	"github.com/ztls-project/ztls/internal/testpki"
 	"github.com/ztls-project/ztls/tls13"
@@ -143,23 +141,7 @@ func TestFleetBFEReplayWithoutRegister(t *testing.T) {
 		addrs, results, svcs = append(addrs, addr), append(results, res), append(svcs, svc)
 	}
 
-	rrs := zdata.ZoneRRs(svcs[0].Records(now), leaf.Chain[0], nil, time.Minute)
-	var txt [][]string
-	var tlsa []*dns.TLSA
-	for _, rr := range rrs {
-		switch v := rr.(type) {
-		case *dns.TXT:
-			txt = append(txt, v.Txt)
-		case *dns.TLSA:
-			tlsa = append(tlsa, v)
-		}
-	}
-	sel := zdata.NewSelector("server.test", 443, zdata.SelectOptions{Roots: ca.Pool(), Now: now})
-	sel.StartChains(tlsa, nil)
-	rec, rleaf, err := sel.Select(txt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec, rleaf := clientSelects(t, svcs[0], leaf, ca, now)
 	if len(rec.BFE) == 0 {
 		t.Fatal("the client did not pick the v2 record")
 	}

@@ -4,8 +4,8 @@ import (
 	"crypto"
 	"crypto/hkdf"
 	"crypto/hmac"
-	_ "crypto/sha256" // links crypto.SHA256
-	_ "crypto/sha512" // links crypto.SHA384
+	sha2 "crypto/sha256" // also links crypto.SHA256
+	sha5 "crypto/sha512" // also links crypto.SHA384
 	"errors"
 	"fmt"
 	"hash"
@@ -30,6 +30,14 @@ const labelPrefix = "tls13 "
 //	    opaque context<0..255> = Context;
 //	} HkdfLabel;
 func hkdfLabel(label string, context []byte, length int) ([]byte, error) {
+	return appendHkdfLabel(make([]byte, 0, 2+1+len(labelPrefix)+len(label)+1+len(context)), label, context, length)
+}
+
+// maxHkdfLabel is the longest HkdfLabel: length, label<7..255>, context<0..255>.
+const maxHkdfLabel = 2 + 1 + 255 + 1 + 255
+
+// appendHkdfLabel appends the HkdfLabel of hkdfLabel to b.
+func appendHkdfLabel(b []byte, label string, context []byte, length int) ([]byte, error) {
 	if len(label) > maxLabelLen {
 		return nil, fmt.Errorf("keyschedule: label is %d bytes, at most %d fit in HkdfLabel", len(label), maxLabelLen)
 	}
@@ -39,7 +47,6 @@ func hkdfLabel(label string, context []byte, length int) ([]byte, error) {
 	if length < 0 || length > 0xffff {
 		return nil, fmt.Errorf("keyschedule: output length %d out of range", length)
 	}
-	b := make([]byte, 0, 2+1+len(labelPrefix)+len(label)+1+len(context))
 	b = append(b, byte(length>>8), byte(length))
 	b = append(b, byte(len(labelPrefix)+len(label)))
 	b = append(b, labelPrefix...)
@@ -61,13 +68,23 @@ func expandLabel(h crypto.Hash, secret []byte, label string, context []byte, len
 	if err := checkHash(h); err != nil {
 		return nil, err
 	}
+	if length <= h.Size() {
+		// Every TLS 1.3 derivation fits one HKDF-Expand block:
+		// T(1) = HMAC(secret, info || 0x01) (RFC 5869, Section 2.3).
+		var ib [maxHkdfLabel + 1]byte // on the stack: sumHMAC keeps nothing
+		info, err := appendHkdfLabel(ib[:0], label, context, length)
+		if err != nil {
+			return nil, err
+		}
+		if out, ok := sumHMAC(h, secret, append(info, 1)); ok {
+			return out[:length], nil
+		}
+	}
 	info, err := hkdfLabel(label, context, length)
 	if err != nil {
 		return nil, err
 	}
 	if length <= h.Size() {
-		// Every TLS 1.3 derivation fits one HKDF-Expand block:
-		// T(1) = HMAC(secret, info || 0x01) (RFC 5869, Section 2.3).
 		mac := hmac.New(h.New, secret)
 		mac.Write(info)
 		mac.Write([]byte{1})
@@ -127,11 +144,65 @@ func extract(h crypto.Hash, salt, ikm []byte) []byte {
 	if salt == nil {
 		salt = make([]byte, h.Size())
 	}
+	if out, ok := sumHMAC(h, salt, ikm); ok { // HKDF-Extract is HMAC(salt, ikm)
+		return out
+	}
 	out, err := hkdf.Extract(h.New, ikm, salt)
 	if err != nil {
 		return nil
 	}
 	return out
+}
+
+// maxHMACBlock and maxHMACMessage bound sumHMAC's stack buffers: SHA-384's
+// block, and an HkdfLabel with its counter byte (longer than any IKM the
+// key schedule extracts from: a hybrid or ZTLS-with-BFE secret is 64 bytes).
+const (
+	maxHMACBlock   = 128
+	maxHMACMessage = maxHkdfLabel + 1
+)
+
+// sumHMAC is HMAC-h(key, msg) of RFC 2104, H((K ^ opad) || H((K ^ ipad) ||
+// msg)), for SHA-256 and SHA-384 with a key no longer than the hash's
+// block (every key the key schedule uses: secrets and salts are one hash
+// long): computed in stack buffers, without hmac.New's allocations, since
+// a handshake runs it some forty times. ok is false for anything else,
+// which the caller computes with crypto/hmac. Nothing depends on the
+// key's bytes but XORs; the buffers are cleared before it returns.
+func sumHMAC(h crypto.Hash, key, msg []byte) (out []byte, ok bool) {
+	var block int
+	switch h {
+	case crypto.SHA256:
+		block = sha2.BlockSize
+	case crypto.SHA384:
+		block = sha5.BlockSize
+	default:
+		return nil, false
+	}
+	if len(key) > block || len(msg) > maxHMACMessage {
+		return nil, false
+	}
+	var in [maxHMACBlock + maxHMACMessage]byte
+	var outer [maxHMACBlock + sha5.Size384]byte
+	defer clear(in[:])
+	defer clear(outer[:])
+	copy(in[:], key)
+	copy(outer[:], key)
+	for i := range block {
+		in[i] ^= 0x36
+		outer[i] ^= 0x5c
+	}
+	n := block + copy(in[block:], msg)
+	if h == crypto.SHA256 {
+		inner := sha2.Sum256(in[:n])
+		copy(outer[block:], inner[:])
+		sum := sha2.Sum256(outer[:block+sha2.Size])
+		return sum[:], true
+	}
+	inner := sha5.Sum384(in[:n])
+	copy(outer[block:], inner[:])
+	sum := sha5.Sum384(outer[:block+sha5.Size384])
+	return sum[:], true
 }
 
 // stage holds the secret of one key schedule stage.

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"crypto"
 	"crypto/hkdf"
+	"crypto/hmac"
 	"encoding/hex"
 	"fmt"
+	mathrand "math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -209,5 +211,40 @@ func TestExporterErrors(t *testing.T) {
 	}
 	if _, err := ExportKeyingMaterial(crypto.MD4, secret, "x", nil, 32); err == nil {
 		t.Error("unlinked hash accepted")
+	}
+}
+
+// sumHMAC, the key schedule's allocation-free HMAC, agrees with
+// crypto/hmac on SHA-256 and SHA-384 for every key length up to the block
+// and messages up to its limit, and declines what it does not cover.
+func TestSumHMACMatchesCryptoHMAC(t *testing.T) {
+	r := mathrand.New(mathrand.NewPCG(1, 2))
+	for _, h := range []crypto.Hash{crypto.SHA256, crypto.SHA384} {
+		block := h.New().BlockSize()
+		for i := 0; i < 2000; i++ {
+			key := make([]byte, r.IntN(block+1))
+			msg := make([]byte, r.IntN(maxHMACMessage+1))
+			for j := range key {
+				key[j] = byte(r.Uint32())
+			}
+			for j := range msg {
+				msg[j] = byte(r.Uint32())
+			}
+			got, ok := sumHMAC(h, key, msg)
+			mac := hmac.New(h.New, key)
+			mac.Write(msg)
+			if want := mac.Sum(nil); !ok || !bytes.Equal(got, want) {
+				t.Fatalf("%v, key %d bytes, message %d bytes: %x, %v; crypto/hmac %x", h, len(key), len(msg), got, ok, want)
+			}
+		}
+		if _, ok := sumHMAC(h, make([]byte, block+1), nil); ok {
+			t.Fatalf("%v: a key longer than the block was taken", h)
+		}
+		if _, ok := sumHMAC(h, nil, make([]byte, maxHMACMessage+1)); ok {
+			t.Fatalf("%v: a message past the buffer was taken", h)
+		}
+	}
+	if _, ok := sumHMAC(crypto.SHA512, nil, nil); ok {
+		t.Fatal("SHA-512 was taken")
 	}
 }

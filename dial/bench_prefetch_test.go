@@ -190,7 +190,7 @@ func (s *benchService) ztls(b *testing.B, cfg *tls13.Config, prefetched bool) {
 	}
 	c := s.prefetched(b, cfg)
 	c.manualPrepare = true // refill makes each share, off the clock
-	pk := policyOf(cfg, OCSPOff)
+	pk := policyOf(cfg, &Options{})
 	b.ResetTimer()
 	defer checkVerifications(b, tls13.ChainVerifications(), true)
 	for i := 0; i < b.N; i++ {
@@ -221,7 +221,7 @@ func (s *benchService) tls13(b *testing.B, cfg *tls13.Config, prefetched bool) {
 			b.Fatal(err)
 		}
 		c := NewCache(CacheOptions{})
-		pk := policyOf(cfg, OCSPOff)
+		pk := policyOf(cfg, &Options{})
 		c.store(&service{host: s.w.Host, port: s.w.Port, fetched: time.Now(), expires: time.Now().Add(time.Hour),
 			v: &verdict{policy: pk, chains: map[string][][]*x509.Certificate{string(s.w.Cert.Leaf.Raw): chains}}})
 		config = func() *tls13.Config {

@@ -196,13 +196,15 @@ type policyKey struct {
 	insecure bool
 	rev      *revocation.Checker
 	ocsp     OCSPPolicy
+	noBFE    bool // Options.NoBFE: a record with a BFE key is not to be used
 }
 
 // same reports whether p and q are one policy: the same roots (one pool,
 // or pools holding the same certificates), name, revocation checker
-// (one Checker: loaded once and shared) and OCSP policy.
+// (one Checker: loaded once and shared), OCSP policy and NoBFE (the record
+// a prefetch selected and encapsulated for depends on it).
 func (p policyKey) same(q policyKey) bool {
-	if p.name != q.name || p.insecure != q.insecure || p.rev != q.rev || p.ocsp != q.ocsp {
+	if p.name != q.name || p.insecure != q.insecure || p.rev != q.rev || p.ocsp != q.ocsp || p.noBFE != q.noBFE {
 		return false
 	}
 	if p.roots == q.roots {
@@ -211,9 +213,9 @@ func (p policyKey) same(q policyKey) bool {
 	return p.roots != nil && q.roots != nil && p.roots.Equal(q.roots)
 }
 
-func policyOf(cfg *tls13.Config, ocsp OCSPPolicy) policyKey {
+func policyOf(cfg *tls13.Config, o *Options) policyKey {
 	return policyKey{roots: cfg.RootCAs, name: canonicalName(cfg.ServerName), insecure: cfg.InsecureSkipVerify,
-		rev: cfg.Revocation, ocsp: ocsp}
+		rev: cfg.Revocation, ocsp: o.OCSP, noBFE: o.NoBFE}
 }
 
 func canonicalName(host string) string { return strings.ToLower(strings.TrimSuffix(host, ".")) }

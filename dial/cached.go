@@ -31,7 +31,7 @@ const (
 // (tls13.Config.VerifiedChains), and, with Options.OCSP, the OCSP check
 // with the cache's answers.
 func (a *attempt) consultCache(ctx context.Context) {
-	pk := policyOf(a.cfg, a.o.OCSP)
+	pk := policyOf(a.cfg, &a.o)
 	cloned := false
 	clone := func() {
 		if !cloned {

@@ -112,7 +112,7 @@ func TestTruncatedHandshakeGnuTLS(t *testing.T) {
 	// (dial's TCP reaches no other namespace): the same leaf, no chain
 	// verification.
 	cfg := p.options(c).TLS
-	h := c.lookup("127.0.0.1", port, policyOf(cfg, OCSPOff), time.Now())
+	h := c.lookup("127.0.0.1", port, policyOf(cfg, &Options{}), time.Now())
 	if h == nil || !h.validated {
 		t.Fatal("no validated entry")
 	}

@@ -236,7 +236,7 @@ func (f *prefetcher) run(ctx context.Context, target string) error {
 		f.vcfg.VerifyPeerCertificate = f.cache.ocspHook(ctx, f.o.OCSP, f.o.clock(), f.cfg.VerifyPeerCertificate, f.note)
 	}
 	f.s = &service{host: host, port: f.port, fetched: f.now}
-	f.v = &verdict{policy: policyOf(f.cfg, f.o.OCSP), chains: map[string][][]*x509.Certificate{}}
+	f.v = &verdict{policy: policyOf(f.cfg, &f.o), chains: map[string][][]*x509.Certificate{}}
 	f.s.v = f.v
 	if err := f.lookup(ctx); err != nil {
 		return err

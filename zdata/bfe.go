@@ -51,17 +51,19 @@ const BFEFullFill = 0.5
 var ErrBFEFull = errors.New("zdata: BFE filter full")
 
 // ErrBFEBusy refuses early data when as many decapsulations as
-// BFEConcurrency allows are under way: each costs milliseconds of CPU
+// BFEConcurrency returns are under way: each costs milliseconds of CPU
 // (ten pairings) and any ClientHello naming a BFE record asks for one, so
 // they are bounded, and the handshakes beyond continue as TLS 1.3.
 var ErrBFEBusy = errors.New("zdata: BFE decapsulations busy")
 
-// BFEConcurrency is how many decapsulations a process runs at once: half
-// its CPUs (at least one), leaving the rest to the handshakes.
-var BFEConcurrency = max(1, runtime.GOMAXPROCS(0)/2)
+// bfeSlots holds a token per decapsulation under way: half the CPUs the
+// process started with (at least one), leaving the rest to the
+// handshakes.
+var bfeSlots = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
 
-// bfeSlots holds a token per decapsulation under way.
-var bfeSlots = make(chan struct{}, BFEConcurrency)
+// BFEConcurrency returns how many decapsulations the process runs at
+// once: half the CPUs it started with, at least one.
+func BFEConcurrency() int { return cap(bfeSlots) }
 
 // bfeFileName is the key file of the period starting at start, in the
 // keys directory: "bfe-<Unix seconds>.bfe".

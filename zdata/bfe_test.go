@@ -282,12 +282,12 @@ func TestBFEDecapsulationsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range BFEConcurrency {
+	for range BFEConcurrency() {
 		bfeSlots <- struct{}{} // decapsulations under way elsewhere
 	}
 	before := k.BFE.State().Punctured()
 	_, err = zk.Decapsulate(ct)
-	for range BFEConcurrency {
+	for range BFEConcurrency() {
 		<-bfeSlots
 	}
 	if !errors.Is(err, ErrBFEBusy) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -123,5 +124,28 @@ func TestTablePrefixChurnsOnlyItself(t *testing.T) {
 	defer s.mu.Unlock()
 	if s.entries[id] == nil || flood.entries != max-len(clients)-1 {
 		t.Fatalf("a quiet prefix's newcomer did not get in: %+v", s.stats)
+	}
+}
+
+// A server closed before ServeUDP gets to register its PacketConn (the
+// goroutine that serves it started late) closes it and returns, instead
+// of reading from it forever: Close could not have closed it.
+func TestServeUDPAfterClose(t *testing.T) {
+	s := NewServer(Config{Flight: func(context.Context, netip.AddrPort, []byte) ([]byte, any, error) { return nil, nil, nil }})
+	s.Close()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.ServeUDP(pc) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		pc.Close()
+		t.Fatal("ServeUDP on a closed server kept reading")
+	}
+	if _, err := pc.WriteTo([]byte{0}, pc.LocalAddr()); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("the PacketConn is still open: %v", err)
 	}
 }

@@ -197,12 +197,19 @@ func NewServer(cfg Config) *Server {
 }
 
 // ServeUDP reads datagrams from pc until it is closed or the server is
-// closed. Several PacketConns may be served at once.
+// closed (a server closed already closes pc and returns at once). Several
+// PacketConns may be served at once.
 func (s *Server) ServeUDP(pc net.PacketConn) error {
 	if s.cfg.Flight == nil {
 		return errors.New("turbo: Server needs a Flight function")
 	}
 	s.mu.Lock()
+	if s.ctx.Err() != nil {
+		// Closed before this call got here: Close could not close pc.
+		s.mu.Unlock()
+		pc.Close()
+		return nil
+	}
 	s.pcs = append(s.pcs, pc)
 	if !s.janitorOn {
 		s.janitorOn = true

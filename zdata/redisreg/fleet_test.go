@@ -138,25 +138,7 @@ func TestFleetReplayAndFailClosed(t *testing.T) {
 
 	dial := func(addr string, resend bool) (*recordingConn, string, tls13.ConnectionState) {
 		t.Helper()
-		nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rc := &recordingConn{Conn: nc}
-		c := tls13.Client(rc, &tls13.Config{ServerName: "server.test", RootCAs: ca.Pool()})
-		defer c.Close()
-		c.SetZData(rec.Offer(rleaf))
-		c.SetEarlyData([]byte("GET /"), resend)
-		c.SetDeadline(time.Now().Add(10 * time.Second))
-		if err := c.Handshake(); err != nil {
-			t.Fatal(err)
-		}
-		buf := make([]byte, 256)
-		n, err := c.Read(buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rc, string(buf[:n]), c.ConnectionState()
+		return dialEarly(t, addr, ca, rec.Offer(rleaf), resend)
 	}
 
 	// Member 0 answers the early request in its first flight.
@@ -224,4 +206,30 @@ func clientSelects(t *testing.T, svc *zdata.Service, leaf *testpki.Leaf, ca *tes
 		t.Fatal(err)
 	}
 	return rec, rleaf
+}
+
+// dialEarly connects to addr with the Z-data offer, sends "GET /" as early
+// data (again after the handshake if resend and it was refused), and
+// returns the connection's recording, the answer and its state.
+func dialEarly(t *testing.T, addr string, ca *testpki.CA, offer *tls13.ZDataOffer, resend bool) (*recordingConn, string, tls13.ConnectionState) {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &recordingConn{Conn: nc}
+	c := tls13.Client(rc, &tls13.Config{ServerName: "server.test", RootCAs: ca.Pool()})
+	defer c.Close()
+	c.SetZData(offer)
+	c.SetEarlyData([]byte("GET /"), resend)
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := c.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 256)
+	n, err := c.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rc, string(buf[:n]), c.ConnectionState()
 }

@@ -47,38 +47,25 @@ func TestCLIServeSIGHUPReloadUnderLoad(t *testing.T) {
 	var ok, failed atomic.Int64
 	var lastSerial atomic.Value
 	var failures sync.Map
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				c, err := tls.DialWithDialer(&netDialer, "tcp", addr, &tls.Config{ServerName: s.host, RootCAs: roots, MinVersion: tls.VersionTLS13})
-				if err != nil {
-					failed.Add(1)
-					failures.Store(err.Error(), true)
-					continue
-				}
-				c.SetDeadline(time.Now().Add(5 * time.Second))
-				io.WriteString(c, "GET /")
-				b, err := io.ReadAll(c)
-				if err != nil || string(b) != "hello" {
-					failed.Add(1)
-					failures.Store("answer: "+string(b), true)
-				} else {
-					ok.Add(1)
-					lastSerial.Store(c.ConnectionState().PeerCertificates[0].SerialNumber.String())
-				}
-				c.Close()
-			}
-		}()
-	}
+	stopLoad := untilStopped(4, func() {
+		c, err := tls.DialWithDialer(&netDialer, "tcp", addr, &tls.Config{ServerName: s.host, RootCAs: roots, MinVersion: tls.VersionTLS13})
+		if err != nil {
+			failed.Add(1)
+			failures.Store(err.Error(), true)
+			return
+		}
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(c, "GET /")
+		b, err := io.ReadAll(c)
+		if err != nil || string(b) != "hello" {
+			failed.Add(1)
+			failures.Store("answer: "+string(b), true)
+		} else {
+			ok.Add(1)
+			lastSerial.Store(c.ConnectionState().PeerCertificates[0].SerialNumber.String())
+		}
+		c.Close()
+	})
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
@@ -111,8 +98,7 @@ func TestCLIServeSIGHUPReloadUnderLoad(t *testing.T) {
 	waitFor("the new certificate served", func() bool { s, _ := lastSerial.Load().(string); return s == want })
 	n := ok.Load()
 	waitFor("connections after the reload", func() bool { return ok.Load() > n+20 })
-	close(stop)
-	wg.Wait()
+	stopLoad()
 	if failed.Load() != 0 {
 		var why []string
 		failures.Range(func(k, _ any) bool { why = append(why, k.(string)); return true })
@@ -246,30 +232,17 @@ func testCertificateReload(t *testing.T, dnsFirst bool) {
 	var mu sync.Mutex
 	var reports []dial.Report
 	var failures []string
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				rep, err := ztlsConnect(s, dnsAddr)
-				mu.Lock()
-				if err != nil {
-					failures = append(failures, err.Error())
-				} else {
-					reports = append(reports, rep)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	defer func() { close(stop); wg.Wait() }()
+	stopLoad := untilStopped(2, func() {
+		rep, err := ztlsConnect(s, dnsAddr)
+		mu.Lock()
+		if err != nil {
+			failures = append(failures, err.Error())
+		} else {
+			reports = append(reports, rep)
+		}
+		mu.Unlock()
+	})
+	defer func() { stopLoad() }()
 	// waitZTLS waits for a ZTLS connection whose peer certificate names
 	// cn, taken from DNS (the TLSA leaf) when fromDNS is set. Just after
 	// the reload, a client may still hold the old TLSA and Z-data (the
@@ -315,9 +288,8 @@ func testCertificateReload(t *testing.T, dnsFirst bool) {
 	if got := tlsa(); got == oldTLSA || !strings.EqualFold(strings.ReplaceAll(got, " ", ""), strings.ReplaceAll(want, " ", "")) {
 		t.Errorf("TLSA served after the reload:\n%s\nwant the new leaf:\n%s", got, want)
 	}
-	close(stop)
-	wg.Wait()
-	stop = make(chan struct{})
+	stopLoad()
+	stopLoad = func() {}
 	mu.Lock()
 	n, failed := len(reports), failures
 	mu.Unlock()
@@ -447,4 +419,26 @@ func TestCLIDNSServeSIGHUPReloadsDoTCertificate(t *testing.T) {
 	if got := served(); got != next.Cert.SerialNumber.String() {
 		t.Fatalf("serial %s after a failed reload", got)
 	}
+}
+
+// untilStopped calls fn over and over in n goroutines until the returned
+// stop is called; stop waits for the calls under way to end.
+func untilStopped(n int, fn func()) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				fn()
+			}
+		}()
+	}
+	return func() { close(done); wg.Wait() }
 }

@@ -308,14 +308,7 @@ func TestZTLSBFEAfterHelloRetryRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 3 && !(c.done && s.done); i++ {
-		if err := c.feed(s.takeOutput()); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.feed(c.takeOutput()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	finishRetried(t, c, s)
 	if !c.done || !s.done || c.info.ZTLS || c.info.ZTLSBFE || len(answer) > 0 || s.earlyBuffered() > 0 {
 		t.Fatalf("after HRR: done %v/%v ztls %v", c.done, s.done, c.info.ZTLS)
 	}

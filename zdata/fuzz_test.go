@@ -22,19 +22,7 @@ func FuzzParseTXT(f *testing.F) {
 	f.Add(strings.Join(append(append([]string(nil), s[:7]...), s[9:]...), "\x00"))
 	f.Add("v=ztls1\x0020250101000000z\x0020250101010000Z\x000\x001\x0023\x00AAAA\x00Y\x002055\x00AA==")
 	// v2 records (docs/ztls-spec.md, Section 7.1): with bfe=, and without.
-	params, err := bfe.NewParams(8, 1.0/4)
-	if err != nil {
-		f.Fatal(err)
-	}
-	pk, err := bfe.GenerateKey(context.Background(), filepath.Join(f.TempDir(), "k.bfe"), bfe.KeyGenConfig{Params: params})
-	if err != nil {
-		f.Fatal(err)
-	}
-	v2 := k.Record.Clone()
-	v2.pub, v2.V2, v2.BFE = nil, true, pk.Bytes()
-	if err := v2.Sign(fx.leaf.Key, fx.leaf.Chain[0]); err != nil {
-		f.Fatal(err)
-	}
+	v2 := v2Twin(f, fx, k.Record)
 	f.Add(strings.Join(v2.TXT(), "\x00"))
 	v2.BFE = nil
 	f.Add(strings.Join(v2.TXT(), "\x00"))
@@ -80,19 +68,7 @@ func FuzzParseKey(f *testing.F) {
 	}
 	f.Add(b)
 	// A key with its v2 twin (docs/ztls-spec.md, Section 7.1).
-	params, err := bfe.NewParams(8, 1.0/4)
-	if err != nil {
-		f.Fatal(err)
-	}
-	pk, err := bfe.GenerateKey(context.Background(), filepath.Join(f.TempDir(), "k.bfe"), bfe.KeyGenConfig{Params: params})
-	if err != nil {
-		f.Fatal(err)
-	}
-	twin := k.Record.Clone()
-	twin.pub, twin.V2, twin.BFE = nil, true, pk.Bytes()
-	if err := twin.Sign(fx.leaf.Key, fx.leaf.Chain[0]); err != nil {
-		f.Fatal(err)
-	}
+	twin := v2Twin(f, fx, k.Record)
 	if b, err = MarshalKey(&Key{Record: k.Record, Private: k.Private, BFE: &BFEKey{Record: twin}}); err != nil {
 		f.Fatal(err)
 	}
@@ -120,4 +96,24 @@ func FuzzParseKey(f *testing.F) {
 			t.Fatal("twin changed in a round trip")
 		}
 	})
+}
+
+// v2Twin is r's v2 twin (docs/ztls-spec.md, Section 7.1) with a small
+// BFE key, signed with fx's leaf: a seed for the parsers' fuzz targets.
+func v2Twin(tb testing.TB, fx *fixture, r *Record) *Record {
+	tb.Helper()
+	params, err := bfe.NewParams(8, 1.0/4)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pk, err := bfe.GenerateKey(context.Background(), filepath.Join(tb.TempDir(), "k.bfe"), bfe.KeyGenConfig{Params: params})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	twin := r.Clone()
+	twin.pub, twin.V2, twin.BFE = nil, true, pk.Bytes()
+	if err := twin.Sign(fx.leaf.Key, fx.leaf.Chain[0]); err != nil {
+		tb.Fatal(err)
+	}
+	return twin
 }

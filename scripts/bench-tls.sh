@@ -52,6 +52,26 @@ summarise() {
 		for (i = 1; i <= n; i++) v[i] = val[key, i]
 		return median(v, n)
 	}
+	# sides prints, under title, the client and server
+	# working time of each handshake against the same benchmark of refimpl.
+	function sides(refimpl, title,    k, name, group, impl, ref) {
+		print ""
+		print title
+		print ""
+		print "| benchmark | impl | client | server |"
+		print "|---|---|---:|---:|"
+		for (k = 1; k <= nnames; k++) {
+			name = order[k]
+			group = name; impl = name
+			sub(/\/[^\/]*$/, "", group); sub(/^.*\//, "", impl)
+			sub(/^Benchmark/, "", group)
+			ref = "Benchmark" group "/" refimpl
+			if (impl == refimpl || !(ref in seen) || med(name, "client-ns/op") == "") continue
+			printf "| %s | %s | %s | %s |\n", group, impl,
+				ratio(med(ref, "client-ns/op"), med(name, "client-ns/op")),
+				ratio(med(ref, "server-ns/op"), med(name, "server-ns/op"))
+		}
+	}
 	function fmt(x) { return x == "" ? "-" : sprintf(x >= 100 ? "%.0f" : "%.2f", x) }
 	function ratio(a, b) { return (a == "" || b == "" || b == 0) ? "-" : sprintf("%.2f", a / b) }
 	END {
@@ -75,40 +95,9 @@ summarise() {
 				fmt(med(name, "client-ns/op")), fmt(med(name, "server-ns/op")),
 				fmt(med(name, "B/op")), fmt(med(name, "allocs/op")), r
 		}
-		if (("BenchmarkHandshake/x25519-ecdsa-aes128/rustls") in seen) {
-			print ""
-			print "Per-side ratios against rustls (rustls / ztls working time: above 1, ztls is faster):"
-			print ""
-			print "| benchmark | impl | client | server |"
-			print "|---|---|---:|---:|"
-			for (k = 1; k <= nnames; k++) {
-				name = order[k]
-				group = name; impl = name
-				sub(/\/[^\/]*$/, "", group); sub(/^.*\//, "", impl)
-				sub(/^Benchmark/, "", group)
-				ref = "Benchmark" group "/rustls"
-				if (impl == "rustls" || !(ref in seen) || med(name, "client-ns/op") == "") continue
-				printf "| %s | %s | %s | %s |\n", group, impl,
-					ratio(med(ref, "client-ns/op"), med(name, "client-ns/op")),
-					ratio(med(ref, "server-ns/op"), med(name, "server-ns/op"))
-			}
-		}
-		print ""
-		print "Per-side ratios (gotls / ztls working time, handshakes):"
-		print ""
-		print "| benchmark | impl | client | server |"
-		print "|---|---|---:|---:|"
-		for (k = 1; k <= nnames; k++) {
-			name = order[k]
-			group = name; impl = name
-			sub(/\/[^\/]*$/, "", group); sub(/^.*\//, "", impl)
-			sub(/^Benchmark/, "", group)
-			ref = "Benchmark" group "/gotls"
-			if (impl == "gotls" || !(ref in seen) || med(name, "client-ns/op") == "") continue
-			printf "| %s | %s | %s | %s |\n", group, impl,
-				ratio(med(ref, "client-ns/op"), med(name, "client-ns/op")),
-				ratio(med(ref, "server-ns/op"), med(name, "server-ns/op"))
-		}
+		if (("BenchmarkHandshake/x25519-ecdsa-aes128/rustls") in seen)
+			sides("rustls", "Per-side ratios against rustls (rustls / ztls working time: above 1, ztls is faster):")
+		sides("gotls", "Per-side ratios (gotls / ztls working time, handshakes):")
 	}' "$1"
 }
 

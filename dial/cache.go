@@ -469,10 +469,8 @@ func (c *Cache) load() {
 // fillKeyShares makes the keys of cfg's ClientHello key shares in the
 // cache's pool, and reports whether they are ready.
 func (c *Cache) fillKeyShares(cfg *tls13.Config) bool {
-	if c.keyShares == nil || cfg.Rand != nil || cfg.KeySharePool != nil {
-		return false
-	}
-	return c.keyShares.Fill(cfg) == nil
+	pool := c.keySharePool(cfg)
+	return pool != nil && pool.Fill(cfg) == nil
 }
 
 // keySharePool is the pool a connection with cfg takes its key shares'

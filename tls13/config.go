@@ -200,6 +200,9 @@ type Config struct {
 	// TicketKey encrypts the server's tickets (32 bytes); zero means a
 	// random key made from Rand once per Config, for its first ticket.
 	TicketKey [32]byte
+	// TicketKeys, if set, seals and opens the server's tickets with keys
+	// it rotates (see TicketKeys) instead of TicketKey.
+	TicketKeys *TicketKeys
 	// TicketLifetime is the server's ticket lifetime; 0 means 24 hours.
 	TicketLifetime time.Duration
 	// PSKModes the client offers (preference order) or the server accepts;

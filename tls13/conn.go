@@ -158,7 +158,7 @@ func (c *Config) Clone() *Config {
 		CipherSuites: c.CipherSuites, Groups: c.Groups, KeyShareGroups: c.KeyShareGroups,
 		SignatureSchemes: c.SignatureSchemes, NextProtos: c.NextProtos, RecordSizeLimit: c.RecordSizeLimit,
 		PadTo: c.PadTo, SessionTicketsDisabled: c.SessionTicketsDisabled, CertificateCompression: c.CertificateCompression,
-		ClientSessionCache: c.ClientSessionCache, TicketKey: c.TicketKey, TicketLifetime: c.TicketLifetime,
+		ClientSessionCache: c.ClientSessionCache, TicketKey: c.TicketKey, TicketKeys: c.TicketKeys, TicketLifetime: c.TicketLifetime,
 		PSKModes: c.PSKModes, MaxEarlyData: c.MaxEarlyData, EarlyDataWindow: c.EarlyDataWindow,
 		StrikeRegister: c.StrikeRegister, MiddleboxCompat: c.MiddleboxCompat, KeyLogWriter: c.KeyLogWriter,
 		MaxHandshakeMessage: c.MaxHandshakeMessage, ZData: c.ZData, ZTLSExtension: c.ZTLSExtension,

@@ -163,7 +163,12 @@ type sessionTicket struct {
 
 const ticketNonceLen = 12
 
+// ticketAEAD is the AEAD that seals new tickets: Config.TicketKeys' current
+// key, or the Config's one key.
 func (e *engine) ticketAEAD() (cipher.AEAD, error) {
+	if tk := e.cfg.TicketKeys; tk != nil {
+		return tk.sealing(e.cfg.now(), e.cfg.ticketLifetime(), e.cfg.rand())
+	}
 	key, err := e.cfg.sessionTicketKey()
 	if err != nil {
 		return nil, err
@@ -221,6 +226,13 @@ func (e *engine) unwrapTicket(ticket []byte) (*sessionTicket, error) {
 			return t, nil
 		}
 		return nil, errors.New("tls13: unknown ticket")
+	}
+	if tk := e.cfg.TicketKeys; tk != nil {
+		plain, err := tk.open(ticket)
+		if err != nil {
+			return nil, err
+		}
+		return parseTicket(plain)
 	}
 	aead, err := e.ticketAEAD()
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -288,11 +287,10 @@ func (s *serving) tlsConfig() (*tls13.Config, error) {
 		// and keeps it.
 		cfg.KeySharePool = tls13.NewKeySharePool(f.keyPool)
 	}
-	// One ticket key for the process, so that tickets outlive a SIGHUP
-	// reload (a Config makes its own random key otherwise).
-	if _, err := io.ReadFull(rand.Reader, cfg.TicketKey[:]); err != nil {
-		return nil, err
-	}
+	// One set of rotating ticket keys for the process, so that tickets
+	// outlive a SIGHUP reload (a Config makes its own random key
+	// otherwise), and a key stolen from memory opens only recent ones.
+	cfg.TicketKeys = tls13.NewTicketKeys(time.Hour, nil)
 	switch f.clientAuth {
 	case "request":
 		cfg.ClientAuth = tls13.VerifyClientCertIfGiven

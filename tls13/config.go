@@ -205,9 +205,11 @@ type Config struct {
 	TicketKeys *TicketKeys
 	// TicketLifetime is the server's ticket lifetime; 0 means 24 hours.
 	TicketLifetime time.Duration
-	// PSKModes the client offers (preference order) or the server accepts;
-	// nil means psk_dhe_ke only. Add PSKModeKE to allow resumption without
-	// a fresh key exchange (no forward secrecy for that connection).
+	// PSKModes the client offers or the server accepts, in preference
+	// order (a server takes the first of its modes the client offers
+	// too); nil means psk_dhe_ke only. Add PSKModeKE to allow resumption
+	// without a fresh key exchange (no forward secrecy for that
+	// connection beyond the ticket key's life).
 	PSKModes []uint8
 
 	// MaxEarlyData is the server's 0-RTT limit in bytes announced in its

@@ -204,6 +204,39 @@ func TestSelfPSKKE(t *testing.T) {
 	}
 }
 
+// The server takes the first of its PSK modes that the client offers
+// too: a client offering both gets psk_ke only from a server that lists
+// it first.
+func TestPSKModeServerPreference(t *testing.T) {
+	p := getPKI(t, "ecdsa-p256")
+	for _, tc := range []struct {
+		name   string
+		server []uint8
+		pskKE  bool
+	}{
+		{"server prefers a key exchange", []uint8{PSKModeDHEKE, PSKModeKE}, false},
+		{"server prefers psk_ke", []uint8{PSKModeKE, PSKModeDHEKE}, true},
+		{"server allows psk_dhe_ke only", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ccfg, scfg := clientConfig(p), serverConfig(p)
+			ccfg.PSKModes = []uint8{PSKModeKE, PSKModeDHEKE}
+			ccfg.ClientSessionCache = NewLRUClientSessionCache(1)
+			scfg.PSKModes = tc.server
+			firstTicket(t, ccfg, scfg)
+			c, s, cerr, serr := pair(t, ccfg, scfg)
+			if cerr != nil || serr != nil {
+				t.Fatal(cerr, serr)
+			}
+			go echo(s)
+			roundTrip(t, c, "resumed")
+			if st := c.ConnectionState(); !st.DidResume || (st.Group == 0) != tc.pskKE {
+				t.Fatalf("resumed=%v group=%v, want psk_ke %v", st.DidResume, st.Group, tc.pskKE)
+			}
+		})
+	}
+}
+
 // recordLengths splits a byte stream into records and returns their payload lengths.
 func recordLengths(t *testing.T, b []byte) (types []record.ContentType, lens []int) {
 	var d record.Deframer

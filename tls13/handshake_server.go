@@ -401,12 +401,16 @@ func (hs *serverHandshake) choosePSK() error {
 	if len(ch.PSKIdentities) != len(ch.PSKBinders) {
 		return errorf(AlertIllegalParameter, "PSK identities and binders differ in number")
 	}
-	switch {
-	case hs.group != 0 && contains(ch.PSKModes, PSKModeDHEKE) && contains(cfg.pskModes(), PSKModeDHEKE):
-		hs.pskMode = PSKModeDHEKE
-	case contains(ch.PSKModes, PSKModeKE) && contains(cfg.pskModes(), PSKModeKE):
-		hs.pskMode = PSKModeKE
-	default:
+	// The first of our modes, in our order, that the client offers too
+	// (psk_dhe_ke only with a key share to answer).
+	hs.pskMode = 0xff
+	for _, m := range cfg.pskModes() {
+		if contains(ch.PSKModes, m) && (m == PSKModeKE || m == PSKModeDHEKE && hs.group != 0) {
+			hs.pskMode = m
+			break
+		}
+	}
+	if hs.pskMode == 0xff {
 		return nil // no mode in common: full handshake
 	}
 	now := cfg.now()

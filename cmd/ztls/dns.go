@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/ztls-project/ztls/dns/authority"
 	"github.com/ztls-project/ztls/internal/metrics"
+	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
 	"github.com/ztls-project/ztls/zdata"
 )
@@ -46,6 +48,8 @@ type dnsServeFlags struct {
 	listen      string
 	tlsListen   string
 	cert, key   string
+	tlsEngine   string
+	pskKE       bool
 	zdata       []string
 	turbo       bool
 	idle        time.Duration
@@ -81,6 +85,16 @@ to the client's EDNS buffer (512 bytes without EDNS). Names outside the
 zones get REFUSED; UPDATE gets NOTIMP (publish into a primary with ztls's
 publish package instead); a packet whose header does not parse gets no
 answer at all.
+
+DNS over TLS runs on Go's crypto/tls (TLS 1.2 and 1.3) by default;
+--tls-engine ztls serves it with ztls's own TLS 1.3 engine instead (TLS 1.3
+only). Both hand resolvers session tickets, so a reconnecting resolver skips
+the certificate and its signatures. With ztls's engine and --psk-ke, a
+resolver that offers psk_ke (as OpenSSL's SSL_OP_ALLOW_NO_DHE_KEX does)
+also skips the key exchange, as TLS 1.2 session tickets did: reconnects
+cost about half the CPU (docs/dns-bench.md), and the ticket key, rotated
+hourly and dropped once its tickets expire (at most 25 hours), is then all
+that protects those sessions.
 
 The zone's origin is taken from its SOA record, or given as ORIGIN=FILE when
 the file uses relative names without $ORIGIN.
@@ -160,6 +174,8 @@ func (f *dnsServeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.tlsListen, "tls", "", "address for DNS over TLS (needs --cert and --key)")
 	fs.StringVar(&f.cert, "cert", "", "PEM certificate chain for --tls")
 	fs.StringVar(&f.key, "key", "", "PEM private key for --tls")
+	fs.StringVar(&f.tlsEngine, "tls-engine", "go", "TLS stack for --tls: go (Go's crypto/tls, TLS 1.2 and 1.3) or ztls (ztls's own TLS 1.3 engine: session-ticket keys rotated hourly, and --psk-ke)")
+	fs.BoolVar(&f.pskKE, "psk-ke", false, "with --tls-engine ztls: resume resolvers that offer psk_ke without a new key exchange (cheaper reconnects; a stolen ticket key then reads those sessions: forward secrecy only beyond the ticket key's life, at most 25 hours)")
 	fs.StringArrayVar(&f.zdata, "zdata", nil, "Z-data directory whose records to serve and keep current (repeatable)")
 	fs.BoolVar(&f.turbo, "turbo", false, "also serve each --zdata service's HTTPS record advertising TurboTLS on UDP at its TCP port number (key65280)")
 	fs.DurationVar(&f.idle, "idle-timeout", authority.DefaultIdleTimeout, "close stream connections idle this long (announced by EDNS keepalive)")
@@ -244,7 +260,7 @@ func runDNSServe(ctx context.Context, logw io.Writer, f *dnsServeFlags) error {
 	}
 	var dot *reloadableCert
 	if f.tlsListen != "" {
-		if dot, err = loadReloadableCert(f.cert, f.key); err != nil {
+		if dot, err = loadReloadableCert(f.cert, f.key, dotEngineConfig(f)); err != nil {
 			return fmt.Errorf("dns serve: --cert, --key: %w", err)
 		}
 	}
@@ -275,6 +291,12 @@ func checkDNSServeFlags(f *dnsServeFlags) error {
 	}
 	if (f.tlsListen != "") != (f.cert != "" && f.key != "") {
 		return errors.New("dns serve: --tls needs --cert and --key, and they need --tls")
+	}
+	if f.tlsEngine != "go" && f.tlsEngine != "ztls" {
+		return fmt.Errorf("dns serve: --tls-engine %q: give go (crypto/tls) or ztls (ztls's TLS 1.3 engine)", f.tlsEngine)
+	}
+	if f.pskKE && f.tlsEngine != "ztls" {
+		return errors.New("dns serve: --psk-ke needs --tls-engine ztls (Go's crypto/tls always resumes with a key exchange)")
 	}
 	if f.turbo && len(f.zdata) == 0 {
 		return errors.New("dns serve: --turbo advertises the --zdata services: give --zdata DIR")
@@ -452,8 +474,14 @@ func serveDNS(ctx context.Context, f *dnsServeFlags, srv *authority.Server, dot 
 		if err != nil {
 			return fail(err)
 		}
-		cfg := &tls.Config{GetCertificate: dot.get, MinVersion: tls.VersionTLS12, NextProtos: []string{"dot"}}
-		start("tls", ln.Addr(), func() error { return srv.ServeTLS(ln, cfg) })
+		if dot.engine != nil {
+			start("tls (ztls engine)", ln.Addr(), func() error {
+				return srv.ServeStream(&engineListener{ln, dot}, authority.TransportTLS)
+			})
+		} else {
+			cfg := &tls.Config{GetCertificate: dot.get, MinVersion: tls.VersionTLS12, NextProtos: []string{"dot"}}
+			start("tls", ln.Addr(), func() error { return srv.ServeTLS(ln, cfg) })
+		}
 	}
 	var origins []string
 	for _, z := range zs {
@@ -478,10 +506,17 @@ func serveDNS(ctx context.Context, f *dnsServeFlags, srv *authority.Server, dot 
 type reloadableCert struct {
 	certFile, keyFile string
 	cur               atomic.Pointer[tls.Certificate]
+
+	// For --tls-engine ztls: the engine's settings, and a copy of them
+	// with the current certificate.
+	engine *tls13.Config
+	cur13  atomic.Pointer[tls13.Config]
 }
 
-func loadReloadableCert(certFile, keyFile string) (*reloadableCert, error) {
-	r := &reloadableCert{certFile: certFile, keyFile: keyFile}
+// loadReloadableCert loads the certificate; engine, if not nil, is the
+// configuration of ztls's engine to serve it with.
+func loadReloadableCert(certFile, keyFile string, engine *tls13.Config) (*reloadableCert, error) {
+	r := &reloadableCert{certFile: certFile, keyFile: keyFile, engine: engine}
 	return r, r.reload()
 }
 
@@ -491,8 +526,47 @@ func (r *reloadableCert) reload() error {
 	if err != nil {
 		return err
 	}
+	if r.engine != nil {
+		signer, ok := c.PrivateKey.(crypto.Signer)
+		if !ok {
+			return fmt.Errorf("%s: a %T cannot sign", r.keyFile, c.PrivateKey)
+		}
+		cfg := r.engine.Clone()
+		cfg.Certificates = []tls13.Certificate{{Chain: c.Certificate, PrivateKey: signer, Leaf: c.Leaf}}
+		r.cur13.Store(cfg)
+	}
 	r.cur.Store(&c)
 	return nil
+}
+
+// dotEngineConfig is the configuration of ztls's engine for DNS over TLS
+// (nil for --tls-engine go): no early data (DNS has none to send before
+// the handshake), tickets under rotating keys and, with --psk-ke,
+// resumption without a key exchange preferred for resolvers that offer it.
+func dotEngineConfig(f *dnsServeFlags) *tls13.Config {
+	if f.tlsEngine != "ztls" {
+		return nil
+	}
+	cfg := &tls13.Config{NextProtos: []string{"dot"}, TicketKeys: tls13.NewTicketKeys(time.Hour, nil)}
+	if f.pskKE {
+		cfg.PSKModes = []uint8{tls13.PSKModeKE, tls13.PSKModeDHEKE}
+	}
+	return cfg
+}
+
+// engineListener serves --tls with ztls's engine and the current
+// certificate.
+type engineListener struct {
+	net.Listener
+	cert *reloadableCert
+}
+
+func (l *engineListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return tls13.Server(c, l.cert.cur13.Load()), nil
 }
 
 func (r *reloadableCert) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {

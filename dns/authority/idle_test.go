@@ -258,19 +258,22 @@ func idleServer(t testing.TB, n int) (*Server, addrs) {
 }
 
 // TestIdleConnMemory holds 2 000 idle TCP connections, then 2 000 idle
-// DoT connections, open to an in-process server and bounds what each
-// costs the server process.
+// DoT connections served by crypto/tls, then 2 000 served by ztls's
+// engine, open to an in-process server and bounds what each costs the
+// server process.
 func TestIdleConnMemory(t *testing.T) {
 	if testing.Short() {
-		t.Skip("opens 4 000 connections")
+		t.Skip("opens 6 000 connections")
 	}
 	if raceEnabled {
 		t.Skip("the race detector's shadow memory is most of the resident memory")
 	}
 	const n = 2000
 	s, a := idleServer(t, n)
-	for _, tc := range []struct{ network, addr string }{{"tcp", a.tcp}, {"tls", a.tls}} {
-		t.Run(tc.network, func(t *testing.T) {
+	for _, tc := range []struct{ name, network, addr string }{
+		{"tcp", "tcp", a.tcp}, {"tls", "tls", a.tls}, {"tls-ztls-engine", "tls", a.ztls},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			// Warm up: pools, the TLS session ticket keys, lazily built
 			// tables.
 			warm := holdIdleConns(t, tc.network, tc.addr, 20, 1)
@@ -282,10 +285,10 @@ func TestIdleConnMemory(t *testing.T) {
 			after := settledMem()
 			rss, goBytes := perConn(before.rss, after.rss, n), perConn(before.goBytes, after.goBytes, n)
 			t.Logf("%d idle %s connections: %d bytes resident and %d bytes of Go heap and stacks each (server side)",
-				n, tc.network, rss, goBytes)
+				n, tc.name, rss, goBytes)
 			if rss > maxIdleConnBytes || goBytes > maxIdleConnBytes {
 				t.Errorf("an idle %s connection costs %d bytes resident, %d bytes of heap and stacks; want at most %d",
-					tc.network, rss, goBytes, maxIdleConnBytes)
+					tc.name, rss, goBytes, maxIdleConnBytes)
 			}
 			clients.stop()
 			waitOpen(t, s, 0)

@@ -2,6 +2,7 @@ package authority
 
 import (
 	"context"
+	"crypto"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/ztls-project/ztls/dns/dnsstream"
 	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/tls13"
 )
 
 // testCert returns a server certificate for "dns.test" and 127.0.0.1 and
@@ -27,8 +29,21 @@ func testCert(t testing.TB) (tls.Certificate, *tls.Config) {
 		&tls.Config{RootCAs: ca.Pool(), ServerName: "dns.test", MinVersion: tls.VersionTLS13}
 }
 
-// addrs are where a started test server listens.
-type addrs struct{ udp, tcp, tls string }
+// addrs are where a started test server listens: DoT on tls with
+// crypto/tls, on ztls with ztls's own TLS 1.3 engine (resumption with
+// psk_ke allowed).
+type addrs struct{ udp, tcp, tls, ztls string }
+
+// ztlsServerConfig is the DoT configuration of ztls's engine for cert:
+// rotating ticket keys, resumption without a key exchange for resolvers
+// that offer it (psk_ke), with one for the others.
+func ztlsServerConfig(cert tls.Certificate) *tls13.Config {
+	return &tls13.Config{
+		Certificates: []tls13.Certificate{{Chain: cert.Certificate, PrivateKey: cert.PrivateKey.(crypto.Signer), Leaf: cert.Leaf}},
+		TicketKeys:   tls13.NewTicketKeys(time.Hour, nil),
+		PSKModes:     []uint8{tls13.PSKModeKE, tls13.PSKModeDHEKE},
+	}
+}
 
 // startServer serves s on loopback UDP, TCP and TLS with random ports.
 func startServer(t testing.TB, s *Server) (addrs, *tls.Config) {
@@ -46,28 +61,35 @@ func startServer(t testing.TB, s *Server) (addrs, *tls.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	errs := make(chan error, 3)
+	zl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 4)
 	go func() { errs <- s.ServeUDP(pc) }()
 	go func() { errs <- s.ServeTCP(tl) }()
 	go func() {
 		errs <- s.ServeTLS(sl, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 	}()
+	go func() { errs <- s.ServeStream(tls13.NewListener(zl, ztlsServerConfig(cert)), TransportTLS) }()
 	t.Cleanup(func() {
 		s.Close()
-		for range 3 {
+		for range 4 {
 			if err := <-errs; !errors.Is(err, ErrServerClosed) {
 				t.Errorf("Serve returned %v, want ErrServerClosed", err)
 			}
 		}
 	})
-	return addrs{pc.LocalAddr().String(), tl.Addr().String(), sl.Addr().String()}, clientCfg
+	return addrs{pc.LocalAddr().String(), tl.Addr().String(), sl.Addr().String(), zl.Addr().String()}, clientCfg
 }
 
 func TestServeTransports(t *testing.T) {
 	s := testServer(t)
 	a, tlsCfg := startServer(t, s)
-	for _, tc := range []struct{ net, addr string }{{"udp", a.udp}, {"tcp", a.tcp}, {"tcp-tls", a.tls}} {
-		t.Run(tc.net, func(t *testing.T) {
+	for _, tc := range []struct{ name, net, addr string }{
+		{"udp", "udp", a.udp}, {"tcp", "tcp", a.tcp}, {"tls", "tcp-tls", a.tls}, {"tls-ztls-engine", "tcp-tls", a.ztls},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			c := &dns.Client{Net: tc.net, TLSConfig: tlsCfg, Timeout: 5 * time.Second}
 			m, _, err := c.Exchange(ednsQuery("www.example.org.", dns.TypeA, 1232, false), tc.addr)
 			if err != nil {

@@ -1,7 +1,6 @@
 package authority
 
 import (
-	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -25,11 +24,12 @@ import (
 // collector has shrunk it); a read buffer is taken from a pool when
 // bytes arrive and returned when they are all consumed. The wait is the
 // runtime's poller itself (syscall.RawConn.Read), a shallow stack: on TCP
-// the read is done in it; on TLS, crypto/tls may hold a whole record
+// the read is done in it; on TLS, the TLS layer may hold a whole record
 // already read, so a read that may not wait (a deadline in the past)
 // asks it first, and only when it needs bytes from the socket does the
 // goroutine wait for the socket. A connection whose TLS is not a
-// crypto/tls *tls.Conn over TCP waits in a two-byte read instead.
+// crypto/tls *tls.Conn or a ztls *tls13.Conn over TCP waits in a two-byte
+// read instead.
 
 // streamReadBuf is the size of a pooled read buffer: a burst of pipelined
 // queries, or one query of up to that size. Larger frames get a buffer
@@ -45,7 +45,7 @@ type frameReader struct {
 	rc  syscall.RawConn // set for a *net.TCPConn: waits hold no buffer
 	max int             // largest frame accepted
 
-	// For a *tls.Conn over TCP: the socket beneath, to wait on, once
+	// For a tlsConn over TCP: the socket beneath, to wait on, once
 	// the handshake is done (a read with a past deadline during the
 	// handshake would fail it).
 	tlsRC    syscall.RawConn
@@ -63,10 +63,18 @@ func newFrameReader(c net.Conn, max int) *frameReader {
 	switch c := c.(type) {
 	case *net.TCPConn:
 		fr.rc, _ = rawConn(c)
-	case *tls.Conn:
+	case tlsConn:
 		fr.tlsRC, _ = rawConn(c.NetConn())
 	}
 	return fr
+}
+
+// tlsConn is a TLS connection over a socket whose reads with a deadline
+// in the past return what the TLS layer holds, or a timeout that leaves
+// the connection usable: crypto/tls's *tls.Conn and ztls's *tls13.Conn.
+type tlsConn interface {
+	net.Conn
+	NetConn() net.Conn
 }
 
 var errUnsupported = errors.New("authority: raw socket reads are not supported here")
@@ -176,7 +184,7 @@ func (fr *frameReader) read() error {
 	if fr.bufp == nil {
 		if fr.tlsReady {
 			if err := fr.waitTLS(); err != nil || fr.bufp != nil {
-				return err // or bytes that were buffered in crypto/tls
+				return err // or bytes that were buffered in the TLS layer
 			}
 		}
 		// Wait in a two-byte read (the length prefix), then take a buffer.
@@ -197,7 +205,7 @@ func (fr *frameReader) read() error {
 	return orEOF(err)
 }
 
-// waitTLS returns when crypto/tls has a record to read or the socket
+// waitTLS returns when the TLS layer has a record to read or the socket
 // beneath is readable (or at the deadline, or on an error).
 func (fr *frameReader) waitTLS() error {
 	fr.c.SetReadDeadline(time.Unix(1, 0)) // no waiting: what is buffered, if anything
@@ -212,7 +220,7 @@ func (fr *frameReader) waitTLS() error {
 	if !errors.Is(err, os.ErrDeadlineExceeded) {
 		return orEOF(err)
 	}
-	// crypto/tls needs more bytes: wait for the socket, holding nothing.
+	// The TLS layer needs more bytes: wait for the socket, holding nothing.
 	return fr.tlsRC.Read(func(fd uintptr) bool { return !wouldBlock(fd) })
 }
 

@@ -23,10 +23,12 @@ type Options struct {
 	// Resolver is the T-DNS resolver used for addresses and Z-data; nil
 	// means the system resolver for addresses and no Z-data.
 	Resolver *resolver.Resolver
-	// ZDataBudget is how long to wait for Z-data once TCP is up (with
-	// TurboTLS: once the UDP port is known, before the UDP flight; and
-	// for the HTTPS record that advertises it, after the address); 0
-	// means 20 ms.
+	// ZDataBudget is how long to wait for the Z-data answers once TCP is
+	// up (with TurboTLS: once the UDP port is known, before the UDP
+	// flight; and for the HTTPS record that advertises it, after the
+	// address); 0 means 20 ms. Their checks, once they are in, are waited
+	// for without it: a TLS 1.3 handshake would run them on the same
+	// certificate.
 	ZDataBudget time.Duration
 	// Session, if set, is offered for resumption in TLS mode; with
 	// ResumeEarly the Request goes as 0-RTT data when the ticket allows.

@@ -4,6 +4,7 @@ package dial
 // from TurboTLS to TCP alone, and the reason the report gives for it.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -78,11 +79,15 @@ func (a *attempt) requireZTLS() error {
 }
 
 // awaitZData waits, when ZTLS is wanted, at most the budget for the
-// Z-data verdict, and settles what the handshake offers: the verified
-// offer, or the reason there is none. onLikely, if set, takes the
-// likeliest record's offer, unverified, which comes before the verdict
-// (TurboTLS makes its first flight with it meanwhile).
-func (a *attempt) awaitZData(onLikely func(likelyOffer)) error {
+// Z-data answers and then for their verdict, and settles what the
+// handshake offers: the verified offer, or the reason there is none. The
+// budget bounds the DNS wait only: once the answers are in, what remains
+// is checking them (an OCSP query among it, when asked for), which a TLS
+// 1.3 handshake would spend on the same certificate, so falling back
+// would save nothing. onLikely, if set, takes the likeliest record's
+// offer, unverified, which comes before the verdict (TurboTLS makes its
+// first flight with it meanwhile).
+func (a *attempt) awaitZData(ctx context.Context, onLikely func(likelyOffer)) error {
 	if !a.wantZ {
 		return nil
 	}
@@ -92,6 +97,8 @@ func (a *attempt) awaitZData(onLikely func(likelyOffer)) error {
 	}
 	timer := time.NewTimer(a.budget())
 	defer timer.Stop()
+	budget := timer.C
+	answered := a.look.answered
 	for {
 		// The likely offer is sent before the verdict: take it first
 		// when both are in.
@@ -106,6 +113,9 @@ func (a *attempt) awaitZData(onLikely func(likelyOffer)) error {
 		case l := <-likely:
 			likely = nil
 			onLikely(l)
+		case <-answered:
+			answered, budget = nil, nil
+			a.step("zdata_answered")
 		case z := <-a.look.zdata:
 			a.offer = z.offer
 			if z.err != nil {
@@ -113,7 +123,9 @@ func (a *attempt) awaitZData(onLikely func(likelyOffer)) error {
 			}
 			a.r.Trace = append(a.r.Trace, TraceStep{Step: "zdata_verified", AtMS: ms(z.at)})
 			return a.requireZTLS()
-		case <-timer.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-budget:
 			a.reason = ReasonBudget
 			return a.requireZTLS()
 		}

@@ -31,6 +31,10 @@ type lookups struct {
 	https  chan *resolver.Answer
 	zdata  chan zresult     // with ZTLS wanted
 	likely chan likelyOffer // TurboTLS with ZTLS; nil otherwise
+	// answered is sent once, when every Z-data answer is in and only
+	// their checks remain (signatures, chain, revocation: what a TLS 1.3
+	// handshake with the same certificate would do too).
+	answered chan struct{}
 }
 
 // zresult is the Z-data verdict: the offer to make, or why there is none.
@@ -46,7 +50,7 @@ type zresult struct {
 // Z-data); else every record type is asked at once.
 func (a *attempt) startLookups(ctx context.Context) {
 	l := &lookups{addrs: make(chan []netip.Addr, 2), err: make(chan error, 1),
-		https: make(chan *resolver.Answer, 1), zdata: make(chan zresult, 1)}
+		https: make(chan *resolver.Answer, 1), zdata: make(chan zresult, 1), answered: make(chan struct{}, 1)}
 	if a.o.Turbo && a.wantZ {
 		l.likely = make(chan likelyOffer, 1)
 	}
@@ -227,6 +231,7 @@ func (z *zdataCheck) advance(sentAddr bool) {
 		return
 	}
 	z.done = true
+	z.out.answered <- struct{}{}
 	if z.out.likely != nil {
 		if rec, leaf := z.sel.Likely(z.txt); rec != nil && leaf != nil {
 			z.out.likely <- likelyOffer{offer: rec.Offer(leaf), prepared: z.prepared}

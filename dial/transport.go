@@ -44,7 +44,7 @@ func (t *tcpTransport) connect(ctx context.Context) (*tls13.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := a.awaitZData(nil); err != nil {
+	if err := a.awaitZData(ctx, nil); err != nil {
 		raw.Close()
 		return nil, err
 	}

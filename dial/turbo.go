@@ -82,7 +82,7 @@ func (t *turboTransport) connect(ctx context.Context) (*tls13.Conn, error) {
 			t.early.Close()
 		}
 	}()
-	if err := a.awaitZData(t.makeEarly); err != nil {
+	if err := a.awaitZData(ctx, t.makeEarly); err != nil {
 		return nil, err
 	}
 	hello, err := t.hello()

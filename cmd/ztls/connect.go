@@ -66,7 +66,7 @@ func (f *connectFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.resolver, "resolver", "", "DNS server for addresses and Z-data, HOST[:PORT] (default: the first nameserver of /etc/resolv.conf)")
 	fs.StringVar(&f.transport, "dns-transport", "udp", "DNS transport: udp, tcp or tls (DNS over TLS, RFC 7858)")
 	fs.StringVar(&f.dnsCA, "dns-ca", "", "PEM roots for the DNS-over-TLS server (default: the system's)")
-	fs.DurationVar(&f.budget, "zdata-budget", 20*time.Millisecond, "how long to wait for Z-data after TCP connects before falling back to TLS 1.3")
+	fs.DurationVar(&f.budget, "zdata-budget", 20*time.Millisecond, "how long to wait for the Z-data answers after TCP connects before falling back to TLS 1.3 (their checks, OCSP included, are waited for once the answers are in)")
 	fs.BoolVar(&f.noBFE, "no-bfe", false, "act as a client without Bloom filter encryption: use a server's v1 Z-data records, not its v2 records with bfe=")
 	fs.BoolVar(&f.turbo, "turbo", false, "TurboTLS: send the first flight over UDP while TCP connects, to servers whose HTTPS record advertises a UDP port (key65280)")
 	fs.IntVar(&f.turboPort, "turbo-port", 0, "the server's TurboTLS UDP port, when not taken from DNS (e.g. connecting to an IP)")

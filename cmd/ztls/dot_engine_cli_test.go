@@ -6,19 +6,18 @@ package main
 // client allows it.
 
 import (
-	"bytes"
 	"encoding/binary"
 	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testproc"
 )
 
 func TestCLIDoTZTLSEngine(t *testing.T) {
@@ -105,32 +104,21 @@ func sClientDoT(t *testing.T, addr, caFile string, args ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var buf bytes.Buffer
-	cmd.Stdout = lockedWriter{&mu, &buf}
-	cmd.Stderr = cmd.Stdout
+	var buf testproc.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
-		stdin.Close()
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
+		stdin.Close() // s_client ends at the end of its input
+		waitOrKill(cmd)
 	}()
 	if _, err := stdin.Write(frame); err != nil {
 		t.Fatal(err)
 	}
 	answer := []byte{0x00, 0x01, 0x00, 0x01} // type A, class IN ...
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		mu.Lock()
 		got := buf.String()
-		mu.Unlock()
 		// The answer: its ID, then 127.0.0.1 as the address of the A
 		// record at the end.
 		if i := strings.Index(got, "\x5a\x5a\x85"); i >= 0 && strings.Contains(got[i:], string(answer)) &&
@@ -138,19 +126,6 @@ func sClientDoT(t *testing.T, addr, caFile string, args ...string) string {
 			return got
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	t.Fatalf("openssl s_client %s: no answer within 10 s:\n%s", strings.Join(args, " "), buf.String())
 	return ""
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

@@ -511,6 +511,11 @@ func startLogCmd(t *testing.T, ready string, args ...string) (*exec.Cmd, *logLin
 // stopCmd stops a server the way an operator does (SIGINT), or kills it.
 func stopCmd(cmd *exec.Cmd) {
 	cmd.Process.Signal(os.Interrupt)
+	waitOrKill(cmd)
+}
+
+// waitOrKill waits up to 5 s for a process told to end, then kills it.
+func waitOrKill(cmd *exec.Cmd) {
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
 	select {

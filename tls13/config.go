@@ -468,6 +468,12 @@ func (c *Config) requiresClientCert() bool {
 	return c.ClientAuth >= RequireAnyClientCert
 }
 
+// pskKEOnly reports whether the client offers resumption without a key
+// exchange and nothing else (PSKModes is psk_ke alone).
+func (c *Config) pskKEOnly() bool {
+	return !c.SessionTicketsDisabled && contains(c.PSKModes, PSKModeKE) && !contains(c.PSKModes, PSKModeDHEKE)
+}
+
 func (c *Config) ticketLifetime() time.Duration {
 	if c.TicketLifetime > 0 && c.TicketLifetime <= 7*24*time.Hour {
 		return c.TicketLifetime

@@ -237,6 +237,52 @@ func TestPSKModeServerPreference(t *testing.T) {
 	}
 }
 
+// A client offering psk_ke alone with a session makes no key share: the
+// key_share list is empty, the server resumes without one, and a server
+// that does not take the ticket asks for a share (HelloRetryRequest) and
+// completes a full handshake.
+func TestPSKKEOnlySendsNoKeyShare(t *testing.T) {
+	p := getPKI(t, "ecdsa-p256")
+	scfg := serverConfig(p)
+	scfg.PSKModes = []uint8{PSKModeKE, PSKModeDHEKE}
+	ccfg := clientConfig(p)
+	ccfg.PSKModes = []uint8{PSKModeKE}
+	ccfg.ClientSessionCache = NewLRUClientSessionCache(1)
+	var shares []int
+	ccfg.testHookClientHello = func(ch *wire.ClientHello) { shares = append(shares, len(ch.KeyShares)) }
+	firstTicket(t, ccfg, scfg)
+	if len(shares) != 1 || shares[0] == 0 {
+		t.Fatalf("first ClientHello (no session) had %v key shares", shares)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		server *Config
+		resume bool
+	}{
+		{"ticket taken", scfg, true},
+		{"ticket not ours", func() *Config { c := serverConfig(p); c.PSKModes = scfg.PSKModes; return c }(), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			shares = nil
+			c, s, cerr, serr := pair(t, ccfg, tc.server)
+			if cerr != nil || serr != nil {
+				t.Fatal(cerr, serr)
+			}
+			go echo(s)
+			roundTrip(t, c, "psk_ke only")
+			st := c.ConnectionState()
+			if len(shares) != 1 || shares[0] != 0 {
+				t.Fatalf("ClientHello with a psk_ke-only session had %v key shares, want none", shares)
+			}
+			hrr := hasEvent(c.Trace(), EventHelloRetryRequest)
+			if st.DidResume != tc.resume || hrr == tc.resume || (st.Group == 0) != tc.resume {
+				t.Fatalf("resumed %v, retry %v, group %v; want resumed %v", st.DidResume, hrr, st.Group, tc.resume)
+			}
+		})
+	}
+}
+
 // recordLengths splits a byte stream into records and returns their payload lengths.
 func recordLengths(t *testing.T, b []byte) (types []record.ContentType, lens []int) {
 	var d record.Deframer

@@ -73,6 +73,15 @@ func (e *engine) startClient(session *ClientSession, z *ZDataOffer, earlyData []
 		return err
 	}
 	e.offerResumption(p, session, earlyData)
+	if p.session == nil || !e.cfg.pskKEOnly() {
+		if err := e.addKeyShares(p); err != nil {
+			return e.fail(err)
+		}
+	}
+	// Else resumption without a key exchange is all we offer: the
+	// key_share list stays empty (RFC 8446, Section 4.2.8), so no share is
+	// made for nothing; a server that does not take the ticket asks for
+	// one with a HelloRetryRequest.
 	if z != nil && p.session == nil {
 		if err := e.offerZTLS(p, z, len(earlyData)); err != nil {
 			e.info.ZTLSSkipped = err.Error()
@@ -96,8 +105,8 @@ func (e *engine) startClient(session *ClientSession, z *ZDataOffer, earlyData []
 }
 
 // newClientHello builds the ClientHello of our Config: randoms, server
-// name, key shares (the prepared Z-data share among them, if it fits),
-// PSK modes, certificate compression.
+// name, PSK modes, certificate compression; startClient adds the key
+// shares (addKeyShares) once it knows whether a session is offered.
 func (e *engine) newClientHello(z *ZDataOffer) (*clientHelloParams, error) {
 	cfg := e.cfg
 	p := &clientHelloParams{transcript: keyschedule.NewPendingTranscript()}
@@ -126,9 +135,6 @@ func (e *engine) newClientHello(z *ZDataOffer) (*clientHelloParams, error) {
 	}
 	if z != nil {
 		p.zprepared = z.Prepared.take(z)
-	}
-	if err := e.addKeyShares(p); err != nil {
-		return nil, e.fail(err)
 	}
 	if !cfg.SessionTicketsDisabled {
 		ch.PSKModes = cfg.pskModes()

@@ -288,6 +288,32 @@ func TestOpenSSLResumption(t *testing.T) {
 			c.Close()
 		}
 	})
+	// psk_ke alone: no key share in the ClientHello. s_server with
+	// -allow_no_dhe_kex resumes without a key exchange; a second s_server
+	// (other ticket keys) cannot take the ticket and asks for a share.
+	t.Run("ztls client psk_ke only", func(t *testing.T) {
+		t.Parallel()
+		srv := opensslServer(t, f, "-allow_no_dhe_kex")
+		cfg := clientConfig(f.p)
+		cfg.PSKModes = []uint8{PSKModeKE}
+		cfg.ClientSessionCache = NewLRUClientSessionCache(4)
+		for i := range 2 {
+			c := srv.mustDialZTLS(t, cfg)
+			exchangeInteractive(t, c, srv, fmt.Sprintf("psk-ke-%d", i))
+			st := c.ConnectionState()
+			if st.DidResume != (i == 1) || (st.Group == 0) != (i == 1) {
+				srv.fatalf("connection %d: DidResume = %v, group %v", i, st.DidResume, st.Group)
+			}
+			c.Close()
+		}
+		other := opensslServer(t, f, "-allow_no_dhe_kex")
+		c := other.mustDialZTLS(t, cfg)
+		exchangeInteractive(t, c, other, "psk-ke-other")
+		if st := c.ConnectionState(); st.DidResume || st.Group == 0 || !hasEvent(c.Trace(), EventHelloRetryRequest) {
+			other.fatalf("ticket of another server: DidResume = %v, group %v", st.DidResume, st.Group)
+		}
+		c.Close()
+	})
 	t.Run("ztls server", func(t *testing.T) {
 		t.Parallel()
 		addr, results := startZTLSServer(t, serverConfig(f.p))

@@ -102,7 +102,7 @@ bench-dns-auth:
 # resident memory per connection and query latency meanwhile (about a minute).
 .PHONY: measure-dns-scale
 measure-dns-scale:
-	ZTLS_SCALE_MEASURE=1 $(GO) test -count=1 -timeout 10m -run '^TestMeasureIdleDoTScale$$' -v ./dns/authority/
+	ZTLS_SCALE_MEASURE=1 $(GO) test -count=1 -timeout 20m -run '^TestMeasureIdleDoTScale$$' -v ./dns/authority/
 
 bench-dns-resolver:
 	sh scripts/bench-dns-resolver.sh

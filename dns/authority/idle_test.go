@@ -2,11 +2,13 @@ package authority
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"runtime"
@@ -94,8 +96,10 @@ func holdIdleConns(t testing.TB, network, addr string, n, procs int) *idleClient
 			share++
 		}
 		cmd := exec.Command(os.Args[0], "-test.run=^TestIdleClientProcess$", "-test.count=1")
+		// One source address per 20 000 connections: a loopback address
+		// has some 28 000 ephemeral ports.
 		cmd.Env = append(os.Environ(), "ZTLS_IDLE_CLIENT="+network, "ZTLS_IDLE_ADDR="+addr,
-			"ZTLS_IDLE_N="+strconv.Itoa(share))
+			"ZTLS_IDLE_N="+strconv.Itoa(share), "ZTLS_IDLE_SRCS="+strconv.Itoa(1+n/20000))
 		cmd.Stderr = os.Stderr
 		in, err := cmd.StdinPipe()
 		if err != nil {
@@ -161,7 +165,8 @@ func TestIdleClientProcess(t *testing.T) {
 		t.Skip("the client process of the idle-connection tests")
 	}
 	n, _ := strconv.Atoi(os.Getenv("ZTLS_IDLE_N"))
-	conns, err := openIdleConns(network, os.Getenv("ZTLS_IDLE_ADDR"), n)
+	srcs, _ := strconv.Atoi(os.Getenv("ZTLS_IDLE_SRCS"))
+	conns, err := openIdleConns(network, os.Getenv("ZTLS_IDLE_ADDR"), n, max(srcs, 1))
 	if err != nil {
 		fmt.Printf("idle-client error: %v\n", err)
 		os.Exit(1)
@@ -173,8 +178,9 @@ func TestIdleClientProcess(t *testing.T) {
 	}
 }
 
-// openIdleConns opens n connections, 32 at a time, each answered once.
-func openIdleConns(network, addr string, n int) ([]net.Conn, error) {
+// openIdleConns opens n connections, 32 at a time, each answered once,
+// from srcs loopback addresses in turn (127.0.0.1, .2, ...).
+func openIdleConns(network, addr string, n, srcs int) ([]net.Conn, error) {
 	conns := make([]net.Conn, n)
 	var (
 		wg    sync.WaitGroup
@@ -187,7 +193,7 @@ func openIdleConns(network, addr string, n int) ([]net.Conn, error) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				c, err := dialAndAsk(network, addr, uint16(i))
+				c, err := dialAndAskFrom(network, netip.AddrFrom4([4]byte{127, 0, 0, byte(1 + i%srcs)}), addr, uint16(i))
 				mu.Lock()
 				if err != nil && first == nil {
 					first = fmt.Errorf("connection %d: %w", i, err)
@@ -208,7 +214,17 @@ func openIdleConns(network, addr string, n int) ([]net.Conn, error) {
 // dialAndAsk opens one connection and asks one question on it, as a
 // resolver does before keeping the connection for later.
 func dialAndAsk(network, addr string, id uint16) (net.Conn, error) {
-	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	return dialAndAskFrom(network, netip.Addr{}, addr, id)
+}
+
+// dialAndAskFrom is dialAndAsk from the local address src (any when not
+// valid).
+func dialAndAskFrom(network string, src netip.Addr, addr string, id uint16) (net.Conn, error) {
+	d := net.Dialer{Timeout: 10 * time.Second}
+	if src.IsValid() {
+		d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(src, 0))
+	}
+	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
@@ -296,38 +312,216 @@ func TestIdleConnMemory(t *testing.T) {
 	}
 }
 
-// TestMeasureIdleDoTScale (ZTLS_SCALE_MEASURE=1) holds as many idle DoT
-// connections as the 20 000 descriptors of one process allow, the
-// clients in several child processes, and reports resident memory per
-// connection and the latency of queries on other connections before and
-// while they are held.
+// TestMeasureIdleDoTScale (ZTLS_SCALE_MEASURE=1) holds ZTLS_SCALE_CONNS
+// idle DoT connections (50 000 by default), the clients in several child
+// processes, and reports resident memory per connection and the latency
+// of queries on other connections before and while they are held. One
+// process may hold 20 000 descriptors here (a hard limit), so beyond
+// 18 000 connections the server runs as several processes serving one
+// port (SO_REUSEPORT, the kernel spreading connections over them, as a
+// multi-process DNS server does), and the clients connect from several
+// loopback addresses (127.0.0.2, .3, ...), one address's ephemeral ports
+// being too few for 50 000 connections to one port.
 func TestMeasureIdleDoTScale(t *testing.T) {
 	if os.Getenv("ZTLS_SCALE_MEASURE") == "" {
-		t.Skip("set ZTLS_SCALE_MEASURE=1 (opens some 19 000 DoT connections)")
+		t.Skip("set ZTLS_SCALE_MEASURE=1 (opens 50 000 DoT connections)")
 	}
-	n := 19000
+	n := 50000
 	if v, err := strconv.Atoi(os.Getenv("ZTLS_SCALE_CONNS")); err == nil && v > 0 {
 		n = v
 	}
-	procs := 2
-	s, a := idleServer(t, n)
+	const perProc = 18000
+	clientProcs := (n + perProc - 1) / perProc
+	clientProcs = max(clientProcs, 2)
+	var (
+		addr    string
+		servers *serverProcs
+		s       *Server
+	)
+	if n <= perProc {
+		var a addrs
+		s, a = idleServer(t, n)
+		addr = a.tls
+	} else {
+		servers = startServerProcs(t, (n+perProc-1)/perProc+1, n)
+		addr = servers.addr
+	}
+	mem := func() memUse {
+		if servers != nil {
+			return servers.settled(t)
+		}
+		return settledMem()
+	}
 	probe := func(what string) {
-		lat := probeLatency(t, a.tls, 8, 3*time.Second)
+		lat := probeLatency(t, addr, 8, 3*time.Second)
 		t.Logf("%s: %d DoT queries on 8 other connections: p50 %v p99 %v max %v", what, len(lat),
 			lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1])
 	}
 	probe("no idle connections")
-	before := settledMem()
+	before := mem()
 	start := time.Now()
-	clients := holdIdleConns(t, "tls", a.tls, n, procs)
-	waitOpen(t, s, n)
-	t.Logf("%d DoT connections opened in %v by %d client processes", n, time.Since(start).Round(time.Millisecond), procs)
-	after := settledMem()
-	t.Logf("server process: resident %d -> %d MB, Go heap+stacks %d -> %d MB: %d bytes resident, %d bytes heap+stacks per idle DoT connection",
+	clients := holdIdleConns(t, "tls", addr, n, clientProcs)
+	if s != nil {
+		waitOpen(t, s, n)
+	}
+	where := "one server process"
+	if servers != nil {
+		where = fmt.Sprintf("%d server processes (%s connections each)", len(servers.cmds), servers.spread(t))
+	}
+	t.Logf("%d DoT connections opened in %v by %d client processes, held by %s", n,
+		time.Since(start).Round(time.Millisecond), clientProcs, where)
+	after := mem()
+	t.Logf("server: resident %d -> %d MB, Go heap+stacks %d -> %d MB: %d bytes resident, %d bytes heap+stacks per idle DoT connection",
 		before.rss>>20, after.rss>>20, before.goBytes>>20, after.goBytes>>20,
 		perConn(before.rss, after.rss, n), perConn(before.goBytes, after.goBytes, n))
 	probe(fmt.Sprintf("%d idle DoT connections held", n))
 	clients.stop()
+}
+
+// serverProcs are child processes (TestIdleServerProcess) serving DoT on
+// one loopback port with SO_REUSEPORT.
+type serverProcs struct {
+	addr   string
+	cmds   []*exec.Cmd
+	stdins []io.WriteCloser
+	lines  []*bufio.Scanner
+}
+
+// startServerProcs starts k server processes with room for n connections
+// in all.
+func startServerProcs(t *testing.T, k, n int) *serverProcs {
+	t.Helper()
+	// A port free now; the children bind it together.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := &serverProcs{addr: l.Addr().String()}
+	l.Close()
+	t.Cleanup(sp.stop)
+	for range k {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestIdleServerProcess$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "ZTLS_IDLE_SERVER="+sp.addr, "ZTLS_IDLE_SERVER_MAX="+strconv.Itoa(n))
+		cmd.Stderr = os.Stderr
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sp.cmds, sp.stdins = append(sp.cmds, cmd), append(sp.stdins, in)
+		sc := bufio.NewScanner(out)
+		sp.lines = append(sp.lines, sc)
+		if line := sp.reply(t, sc); line != "idle-server ready" {
+			t.Fatalf("server process: %s", line)
+		}
+	}
+	return sp
+}
+
+// reply is the next line a server process writes for the parent.
+func (sp *serverProcs) reply(t *testing.T, sc *bufio.Scanner) string {
+	t.Helper()
+	for sc.Scan() {
+		if line := sc.Text(); strings.HasPrefix(line, "idle-server ") {
+			return line
+		}
+	}
+	t.Fatal("a server process ended")
+	return ""
+}
+
+// ask sends cmd to every server process and returns the numbers of their
+// answers ("idle-server mem RSS GOBYTES OPEN").
+func (sp *serverProcs) ask(t *testing.T, cmd string) [][3]uint64 {
+	t.Helper()
+	var out [][3]uint64
+	for i, in := range sp.stdins {
+		fmt.Fprintln(in, cmd)
+		var v [3]uint64
+		line := sp.reply(t, sp.lines[i])
+		if _, err := fmt.Sscanf(line, "idle-server mem %d %d %d", &v[0], &v[1], &v[2]); err != nil {
+			t.Fatalf("server process: %q: %v", line, err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// settled is the memory of all server processes, each settled.
+func (sp *serverProcs) settled(t *testing.T) memUse {
+	var m memUse
+	for _, v := range sp.ask(t, "settle") {
+		m.rss += v[0]
+		m.goBytes += v[1]
+	}
+	return m
+}
+
+// spread is how many connections each server process holds.
+func (sp *serverProcs) spread(t *testing.T) string {
+	var parts []string
+	for _, v := range sp.ask(t, "count") {
+		parts = append(parts, strconv.FormatUint(v[2], 10))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (sp *serverProcs) stop() {
+	for _, in := range sp.stdins {
+		in.Close()
+	}
+	for _, cmd := range sp.cmds {
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	}
+	sp.cmds, sp.stdins = nil, nil
+}
+
+// TestIdleServerProcess is a child of startServerProcs; it does nothing
+// in an ordinary test run. It serves DoT on ZTLS_IDLE_SERVER with
+// SO_REUSEPORT and answers the parent's commands on stdin: "settle" (its
+// memory, settled) and "count" (its memory as it is, and its open
+// connections), until stdin closes.
+func TestIdleServerProcess(t *testing.T) {
+	addr := os.Getenv("ZTLS_IDLE_SERVER")
+	if addr == "" {
+		t.Skip("the server process of the idle-connection scale measurement")
+	}
+	n, _ := strconv.Atoi(os.Getenv("ZTLS_IDLE_SERVER_MAX"))
+	s := testServer(t)
+	s.MaxConns = n + 100
+	s.MaxConnsPerAddr, s.MaxConnsPerPrefix = -1, -1
+	s.IdleTimeout, s.FirstQueryTimeout = 10*time.Minute, 10*time.Minute
+	s.AnswerCacheSize = 1000
+	ln, err := (&net.ListenConfig{Control: setReusePort}).Listen(context.Background(), "tcp", addr)
+	if err != nil {
+		fmt.Printf("idle-server error: %v\n", err)
+		os.Exit(1)
+	}
+	cert, _ := testCert(t)
+	go s.ServeTLS(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	fmt.Println("idle-server ready")
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		m := memUse{}
+		if sc.Text() == "settle" {
+			m = settledMem()
+		}
+		fmt.Printf("idle-server mem %d %d %d\n", m.rss, m.goBytes, s.Stats().ConnsOpen)
+	}
+	s.Close()
 }
 
 // probeLatency asks queries one after another on conns DoT connections

@@ -15,12 +15,12 @@
 // A server generates the key of an epoch in the background, an epoch
 // ahead, and publishes the public key (111 bytes) in its signed Z-data:
 //
-//	params, _ := bfe.NewParams(1<<14, bfe.DefaultFalsePositiveRate) // m=236372, k=10
+//	params, _ := bfe.NewParams(1<<14, bfe.DefaultFalsePositiveRate) // m=284759, k=5
 //	pk, err := bfe.GenerateKey(ctx, "/var/lib/ztls/epoch-42.bfe", bfe.KeyGenConfig{Epoch: 42, Params: params})
 //	record := pk.Bytes()
 //
 // A client that fetched the record encapsulates before it needs the key,
-// and sends the ciphertext (96+32k bytes, 416 at k=10):
+// and sends the ciphertext (96+32k bytes, 256 at k=5):
 //
 //	pk, err := bfe.ParsePublicKey(record)
 //	ciphertext, key, err := pk.Encapsulate(nil)
@@ -107,18 +107,42 @@
 // NewParams(n, p) sizes the filter for n decapsulations per epoch at
 // false-positive rate p (the chance that a fresh ciphertext finds all its
 // positions punctured once n were decapsulated, which the server treats
-// as a replay and answers without early data):
+// as a replay and answers without early data). DJSS18's Bloom filter
+// bounds give that chance, for m slots and k hash functions, as about
+// (1 - e^(-kn/m))^k, so any k reaches p exactly with
 //
-//	m = ceil(-n ln p / (ln 2)^2),  k = round(m/n ln 2)
+//	m(k) = ceil(-k n / ln(1 - p^(1/k)))
 //
-//	n        p       m        k   secret key   ciphertext
-//	2^14     2^-10   236372   10  11.3 MB      416 B
-//	1000     2^-6    8657     6   0.42 MB      288 B
-//	50000    2^-10   721348   10  34.6 MB      416 B
+// The paper's choice, the optimal Bloom filter, is the k of least m:
+// k = log2(1/p), m = -n ln p / (ln 2)^2 (Sizing SmallestKey). But k is
+// also the work: an encapsulation is k pairings and a decapsulation's FO
+// re-encryption k-1 more, while m only costs disk and the point table.
+// m(k) is flat near the optimum and steep far below it, so a few hashes
+// fewer cost little key: the default Sizing, FewestHashes, takes the
+// smallest k whose secret key stays within KeyBytesPerConnection (960
+// bytes, 20 slots) per connection:
 //
-// Measured over n = 1000 insertions the rate is p within sampling error
-// (TestFalsePositiveRate: 1.02 p at p = 2^-6, 0.93 p at p = 2^-10 in one
-// run). KeyState.FalsePositiveRate gives the current rate for monitoring.
+//	n        p       sizing          m        k   secret key   ciphertext
+//	2^14     2^-10   FewestHashes    284759   5   13.7 MB      256 B
+//	2^14     2^-10   SmallestKey     236372   10  11.3 MB      416 B
+//	2^14     2^-10   (k = 4)         336898   4   16.2 MB      224 B
+//	1000     2^-6    FewestHashes    14978    2   0.72 MB      160 B
+//	1000     2^-6    SmallestKey     8657     6   0.42 MB      288 B
+//	50000    2^-10   FewestHashes    869015   5   41.7 MB      256 B
+//	50000    2^-10   SmallestKey     721348   10  34.6 MB      416 B
+//
+// At n = 2^14 and p = 2^-10, halving k from 10 to 5 halves the pairings
+// for 1.2 times the key (and of the point table: 27.3 MB instead of 22.7);
+// k = 4 would pass 16 MB. The false-positive rate is p either way
+// (TestNewParams checks that m is the least that keeps it). Measured over
+// n = 1000 insertions the rate is p within sampling error
+// (TestFalsePositiveRate: 1.02 p at p = 2^-6 (k = 2), 1.07 p at p = 2^-10
+// (k = 5) in one run). A sparser filter is full at a lower fill: the
+// server refuses early data once a fresh ciphertext's rate reaches p, at a
+// fill of p^(1/k) (Params.FillAt): 1/2 of the slots at k = 10, 1/4 at
+// k = 5, either way after about n decapsulations, each of which punctures
+// k slots. KeyState.FalsePositiveRate gives the current rate for
+// monitoring.
 //
 // # Wire formats
 //

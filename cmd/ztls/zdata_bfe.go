@@ -40,7 +40,7 @@ func (b *bfeFlags) add(cmd interface {
 	cmd.Float64Var(&b.fpRate, "bfe-fp-rate", 0, "false-positive rate of a full BFE filter: the share of honest early data refused at capacity (0: 1/1024)")
 	cmd.StringVar(&b.sizingName, "bfe-sizing", bfe.FewestHashes.String(), "how BFE filters trade key size for handshake CPU at the same false-positive rate: "+
 		"fewest-hashes (the fewest pairings whose secret key stays within 960 bytes per connection: k=5, 13.7 MB at 16384 connections and 1/1024) "+
-		"or smallest-key (the optimal Bloom filter: k=10, 11.3 MB, about twice the CPU per early-data handshake)")
+		"or smallest-key (the optimal Bloom filter: k=10, 11.3 MB, about 1.7 times the CPU per early-data handshake)")
 }
 
 func (b *bfeFlags) check() error {

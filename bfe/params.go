@@ -92,8 +92,9 @@ func (s *Sizing) UnmarshalText(b []byte) error {
 
 // KeyBytesPerConnection is FewestHashes' memory budget: the secret key may
 // take up to this many bytes (20 slots) per connection the epoch expects,
-// so that n = 2^14 stays under 16 MB. When no k fits (p below about 2^-14),
-// FewestHashes falls back to SmallestKey.
+// so that n = 2^14 stays under 16 MB. When no k fits (p below 2^-13.86,
+// where even SmallestKey needs more), FewestHashes falls back to
+// SmallestKey.
 const KeyBytesPerConnection = 20 * SlotSize
 
 // NewParams sizes a filter for n insertions (decapsulated ciphertexts per

@@ -30,15 +30,6 @@ type testKey struct {
 	file, points []byte
 }
 
-func smallParams(t testing.TB, n int, p float64) Params {
-	t.Helper()
-	params, err := NewParams(n, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return params
-}
-
 // newTestKeyState generates (once per params) a key and opens a fresh copy
 // of its file and point table in t's temporary directory. (openMem opens
 // the key file alone, so the tests cover decapsulation with and without

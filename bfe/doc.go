@@ -15,12 +15,12 @@
 // A server generates the key of an epoch in the background, an epoch
 // ahead, and publishes the public key (111 bytes) in its signed Z-data:
 //
-//	params, _ := bfe.NewParams(1<<14, bfe.DefaultFalsePositiveRate) // m=236372, k=10
+//	params, _ := bfe.NewParams(1<<14, bfe.DefaultFalsePositiveRate) // m=284759, k=5
 //	pk, err := bfe.GenerateKey(ctx, "/var/lib/ztls/epoch-42.bfe", bfe.KeyGenConfig{Epoch: 42, Params: params})
 //	record := pk.Bytes()
 //
 // A client that fetched the record encapsulates before it needs the key,
-// and sends the ciphertext (96+32k bytes, 416 at k=10):
+// and sends the ciphertext (96+32k bytes, 256 at k=5):
 //
 //	pk, err := bfe.ParsePublicKey(record)
 //	ciphertext, key, err := pk.Encapsulate(nil)
@@ -107,18 +107,42 @@
 // NewParams(n, p) sizes the filter for n decapsulations per epoch at
 // false-positive rate p (the chance that a fresh ciphertext finds all its
 // positions punctured once n were decapsulated, which the server treats
-// as a replay and answers without early data):
+// as a replay and answers without early data). DJSS18's Bloom filter
+// bounds give that chance, for m slots and k hash functions, as about
+// (1 - e^(-kn/m))^k, so any k reaches p exactly with
 //
-//	m = ceil(-n ln p / (ln 2)^2),  k = round(m/n ln 2)
+//	m(k) = ceil(-k n / ln(1 - p^(1/k)))
 //
-//	n        p       m        k   secret key   ciphertext
-//	2^14     2^-10   236372   10  11.3 MB      416 B
-//	1000     2^-6    8657     6   0.42 MB      288 B
-//	50000    2^-10   721348   10  34.6 MB      416 B
+// The paper's choice, the optimal Bloom filter, is the k of least m:
+// k = log2(1/p), m = -n ln p / (ln 2)^2 (Sizing SmallestKey). But k is
+// also the work: an encapsulation is k pairings and a decapsulation's FO
+// re-encryption k-1 more, while m only costs disk and the point table.
+// m(k) is flat near the optimum and steep far below it, so a few hashes
+// fewer cost little key: the default Sizing, FewestHashes, takes the
+// smallest k whose secret key stays within KeyBytesPerConnection (960
+// bytes, 20 slots) per connection:
 //
-// Measured over n = 1000 insertions the rate is p within sampling error
-// (TestFalsePositiveRate: 1.02 p at p = 2^-6, 0.93 p at p = 2^-10 in one
-// run). KeyState.FalsePositiveRate gives the current rate for monitoring.
+//	n        p       sizing          m        k   secret key   ciphertext
+//	2^14     2^-10   FewestHashes    284759   5   13.7 MB      256 B
+//	2^14     2^-10   SmallestKey     236372   10  11.3 MB      416 B
+//	2^14     2^-10   (k = 4)         336898   4   16.2 MB      224 B
+//	1000     2^-6    FewestHashes    14978    2   0.72 MB      160 B
+//	1000     2^-6    SmallestKey     8657     6   0.42 MB      288 B
+//	50000    2^-10   FewestHashes    869015   5   41.7 MB      256 B
+//	50000    2^-10   SmallestKey     721348   10  34.6 MB      416 B
+//
+// At n = 2^14 and p = 2^-10, halving k from 10 to 5 halves the pairings
+// for 1.2 times the key (and of the point table: 27.3 MB instead of 22.7);
+// k = 4 would pass 16 MB. The false-positive rate is p either way
+// (TestNewParams checks that m is the least that keeps it). Measured over
+// n = 1000 insertions the rate is p within sampling error
+// (TestFalsePositiveRate: 1.02 p at p = 2^-6 (k = 2), 1.07 p at p = 2^-10
+// (k = 5) in one run). A sparser filter is full at a lower fill: the
+// server refuses early data once a fresh ciphertext's rate reaches p, at a
+// fill of p^(1/k) (Params.FillAt): 1/2 of the slots at k = 10, 1/4 at
+// k = 5, either way after about n decapsulations, each of which punctures
+// k slots. KeyState.FalsePositiveRate gives the current rate for
+// monitoring.
 //
 // # Wire formats
 //
@@ -230,36 +254,48 @@
 // whose Miller loop already batches its inversions. It is kept because the
 // lines of pk^r are computed once for the k-1 or k pairings.
 //
-// The KEM, same machine and conditions, a run right after (bench_test.go;
-// median of five; k = 10 as at p = 2^-10; CPU milliseconds, wall-clock in
-// parentheses; one pairing measured alongside: 0.86):
+// The KEM at the default sizing (k = 5) and at SmallestKey (k = 10),
+// beside main before this sizing existed (k = 10): five rounds, each main's
+// benchmark binary then this one's, under flock /tmp/bench.lock on the same
+// VM, 2026-11-26; medians, milliseconds of process CPU at -cpu 1 (wall
+// clock with -cpu 2 in parentheses); raw output in docs/bench/bfe-kem-*.txt.
+// One pairing measured alongside: 0.77-1.18 ms from round to round (other
+// work on the VM), so single figures move by 20-30%:
 //
-//	Encapsulate                        8.9  (15.2)   target <= 10   met
-//	Decapsulate + puncture (fsync)     9.9  (21.2)   target <= 5    missed
-//	Decapsulate, no fsync              9.6  (13.4)
-//	Decapsulate, no fsync, no table   12.4  (22.4)
-//	secret key, n = 2^14, p = 2^-10   11.3 MB        target <= 16 MB met
-//	key generation, n = 2^14          see below
+//	                                  main k=10   k=10          k=5          target
+//	Encapsulate                       12.2        9.2  (6.5)    6.2  (3.5)   <= 10    met
+//	Decapsulate + puncture (fsync)    10.5        10.3 (8.2)    6.3  (5.6)   <= 5     not on one core
+//	Decapsulate, no fsync             9.1         8.8  (6.3)    5.7  (4.0)
+//	Decapsulate, no fsync, no table   9.0         11.4 (7.4)    5.4  (4.8)
+//	secret key, n = 2^14, p = 2^-10   11.3 MB     11.3 MB       13.7 MB      <= 16 MB met
+//	key generation, n = 2^14          61.6 s      -             72.5 s
 //
-// A second run half an hour later (load average 2-6) gave 9.2, 11.3, 10.0
-// and 11.1 ms of CPU for the four rows, beside a 1.17 ms pairing: the
-// machine's sharing moves figures by 10-30% between runs.
+// (Main's and this build's k = 10 rows differ by the VM's noise: the code
+// path is the same at -cpu 1.) Halving k takes about 40% off both
+// operations, not half: c0, pk^r and its lines, the G2 decompression and
+// the pairing with the slot do not shrink with k. In the two quietest
+// rounds decapsulation without fsync took 4.4 and 4.6 ms of CPU at k = 5,
+// so the 5 ms target holds for the cryptography on a quiet core and is
+// missed once the fsync (1 ms median on this VM's disk, more under load)
+// and the VM's noise are added. On two cores, encryption's pieces
+// run side by side (fanOut: c0 beside pk^r, then the k-1 or k pairings),
+// which takes 28-44% off the wall-clock time at about the same CPU.
 //
-// In units of one pairing, encapsulation is about 10.4 and decapsulation
-// about 11.2 (first run); at the 0.64 ms per pairing measured for the issue on a quieter
-// machine that is about 6.6 ms and 7.1 ms. Decapsulation misses its 5 ms
-// target because the FO re-encryption must recompute the k-1 other
-// components, each a Miller loop and a final exponentiation of its own
-// (about 0.9 ms here, 8.1 ms in all), on top of the pairing with the slot
-// and the two G2 multiplications; the final exponentiations alone are
-// about 5.5 ms here. The k values are hashed separately, so no shared
-// final exponentiation gives them. Reaching 5 ms on one core would take a
-// smaller k (a larger p), a faster pairing, or a different CCA transform
-// with its own published argument; none is done here. The fsync adds the
-// disk's latency (on this VM: 1 ms median, 5 ms at the 90th percentile, up
-// to 37 ms under load), inside the key state's mutex.
+// What else was weighed. The FO re-encryption stays complete: each of the
+// k-1 other components is a Miller loop and a final exponentiation of its
+// own, and the k values are hashed separately, so no shared final
+// exponentiation gives them; a cheaper check would need a CCA argument of
+// its own. The c0 = g2^r recomputation is one G2 multiplication (about
+// 0.3 ms) and is what binds the ciphertext to r: it is compared, not
+// skipped. gnark-crypto has no fixed-base table for G2 beyond its generator
+// multiplication, and a hand-made one for pk is not worth its risk for
+// 0.3 ms. Hash-to-G1 is off decapsulation's path already (the point table);
+// on the client it is about 0.15 ms per hash, k per encapsulation, which
+// the smaller k halves. Allocations are a few per component, 24 KB of line
+// copies each, far below the pairings.
 //
-// Where the time goes (CPU profiles of the benchmarks): encapsulation is
+// Where the time goes (CPU profiles of the benchmarks at k = 10, before
+// this sizing; the shares per component hold at any k): encapsulation is
 // 46% final exponentiations, 36% fixed-argument Miller loops (k of each),
 // 10% hashes to G1 and 7% the G2 multiplications for c0 and pk^r and the
 // lines of pk^r. Decapsulation is 53% final exponentiations and 32% Miller
@@ -268,10 +304,9 @@
 // point table, k-1 hashes to G1 add about 1 ms by the per-hash figure (2.8 ms
 // in the run above).
 //
-// Key generation for n = 2^14 (236 372 slots; one hash to G1, one G1
-// multiplication and a compression each) took 61.6 s of CPU with one worker
-// (138 s wall at load average 10) and 64.0 s with two (157 s wall: the
-// machine had no second core to give); earlier, at load average 3, 67 s and
-// 61 s wall. About 260 microseconds of CPU per slot: a background job of
-// about a minute per epoch, far from any handshake.
+// Key generation for n = 2^14 at k = 5 (284 759 slots; one hash to G1, one
+// G1 multiplication and a compression each) took 72.5 s of CPU with one
+// worker (72.1 s wall), 253 microseconds per slot; at k = 10 (236 372
+// slots) it took 61.6 s earlier. A background job of about a minute per
+// epoch, far from any handshake.
 package bfe

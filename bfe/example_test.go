@@ -20,7 +20,10 @@ func Example() {
 	defer os.RemoveAll(dir)
 
 	// Server, in the background an epoch ahead: size the filter and
-	// generate the epoch's key file. (A real epoch: n = 2^14.)
+	// generate the epoch's key file. (A real epoch: n = 2^14.) NewParams
+	// takes the fewest hash functions, hence pairings, whose key stays
+	// within bfe.KeyBytesPerConnection; bfe.NewParamsSized with
+	// bfe.SmallestKey takes the smallest key instead (k = 10 here).
 	params, err := bfe.NewParams(64, bfe.DefaultFalsePositiveRate)
 	if err != nil {
 		log.Fatal(err)
@@ -61,5 +64,5 @@ func Example() {
 	// Output:
 	// same key: true
 	// replay refused: true
-	// m=924 k=10, ciphertext 416 bytes
+	// m=1113 k=5, ciphertext 256 bytes
 }

@@ -42,30 +42,111 @@ type Params struct {
 
 var errParams = errors.New("bfe: invalid parameters")
 
+// Sizing is how NewParamsSized trades the secret key's size against the
+// work per ciphertext. Both keep the false-positive rate at p after n
+// decapsulations; they differ in the number of hash functions k, which is
+// the number of pairings of an encapsulation and, less one, of a
+// decapsulation's re-encryption.
+type Sizing uint8
+
+const (
+	// FewestHashes, the zero value, takes the smallest k whose secret key
+	// stays within KeyBytesPerConnection bytes per expected connection:
+	// k = 5 and m = 17.4 n at p = 2^-10 (13.7 MB for n = 2^14), half the
+	// pairings of SmallestKey for 1.2 times its key.
+	FewestHashes Sizing = iota
+	// SmallestKey takes the k that minimizes m, the optimum of DJSS18's
+	// Bloom filter bounds: k = log2(1/p), m = n log2(1/p) / ln 2 (k = 10
+	// and m = 14.4 n at p = 2^-10).
+	SmallestKey
+)
+
+func (s Sizing) String() string {
+	switch s {
+	case FewestHashes:
+		return "fewest-hashes"
+	case SmallestKey:
+		return "smallest-key"
+	}
+	return fmt.Sprintf("Sizing(%d)", uint8(s))
+}
+
+// MarshalText is the String of a known Sizing.
+func (s Sizing) MarshalText() ([]byte, error) {
+	if s > SmallestKey {
+		return nil, fmt.Errorf("bfe: unknown %v", s)
+	}
+	return []byte(s.String()), nil
+}
+
+// UnmarshalText accepts "fewest-hashes" and "smallest-key".
+func (s *Sizing) UnmarshalText(b []byte) error {
+	for _, v := range []Sizing{FewestHashes, SmallestKey} {
+		if string(b) == v.String() {
+			*s = v
+			return nil
+		}
+	}
+	return fmt.Errorf("bfe: unknown sizing %q: want %v or %v", b, FewestHashes, SmallestKey)
+}
+
+// KeyBytesPerConnection is FewestHashes' memory budget: the secret key may
+// take up to this many bytes (20 slots) per connection the epoch expects,
+// so that n = 2^14 stays under 16 MB. When no k fits (p below 2^-13.86,
+// where even SmallestKey needs more), FewestHashes falls back to
+// SmallestKey.
+const KeyBytesPerConnection = 20 * SlotSize
+
 // NewParams sizes a filter for n insertions (decapsulated ciphertexts per
-// epoch) at false-positive rate p, as for any Bloom filter (Bloom 1970, and
-// DJSS18's definition of Bloom filters, which BFE inherits):
-//
-//	m = ceil(-n ln p / (ln 2)^2),  k = round(m/n ln 2)
-//
-// With n = 2^14 and p = 2^-10 that is m = 236 372 slots (11.3 MB of secret
-// key) and k = 10.
+// epoch) at false-positive rate p with the default Sizing, FewestHashes:
+// m = 284 759 slots (13.7 MB of secret key) and k = 5 at n = 2^14 and
+// p = 2^-10.
 func NewParams(n int, p float64) (Params, error) {
-	if n < 1 || !(p > 0 && p < 1) {
-		return Params{}, fmt.Errorf("%w: n=%d p=%g", errParams, n, p)
+	return NewParamsSized(n, p, FewestHashes)
+}
+
+// NewParamsSized sizes a filter for n insertions at false-positive rate p.
+// A Bloom filter of m bits and k hash functions, after n insertions, gives
+// a fresh element all k positions set with probability about
+// (1 - e^(-kn/m))^k (DJSS18's Bloom filter bounds; Bloom 1970). Any k
+// reaches p with
+//
+//	m(k) = ceil(-k n / ln(1 - p^(1/k)))
+//
+// which is smallest near k = log2(1/p) (the usual m = -n ln p / (ln 2)^2)
+// and grows as k falls. s chooses k: SmallestKey the k of least m,
+// FewestHashes the least k with m(k) SlotSize <= n KeyBytesPerConnection.
+func NewParamsSized(n int, p float64, s Sizing) (Params, error) {
+	if n < 1 || !(p > 0 && p < 1) || s > SmallestKey {
+		return Params{}, fmt.Errorf("%w: n=%d p=%g %v", errParams, n, p, s)
 	}
-	m := math.Ceil(-float64(n) * math.Log(p) / (math.Ln2 * math.Ln2))
-	if m > MaxSlots {
-		return Params{}, fmt.Errorf("%w: n=%d p=%g needs %g slots (max %d)", errParams, n, p, m, MaxSlots)
+	budget := float64(n) * KeyBytesPerConnection / SlotSize
+	var small, fast Params
+	for k := 1; k <= MaxHashes; k++ {
+		m := slotsFor(n, p, k)
+		if !(m >= 1 && m <= MaxSlots) {
+			continue
+		}
+		if fast.K == 0 && m <= budget {
+			fast = Params{M: uint32(m), K: uint8(k)}
+		}
+		if small.K == 0 || uint32(m) < small.M {
+			small = Params{M: uint32(m), K: uint8(k)}
+		}
 	}
-	k := math.Round(m / float64(n) * math.Ln2)
-	if k < 1 {
-		k = 1
+	switch {
+	case small.K == 0:
+		return Params{}, fmt.Errorf("%w: n=%d p=%g needs more than %d slots or %d hashes", errParams, n, p, MaxSlots, MaxHashes)
+	case s == FewestHashes && fast.K != 0:
+		return fast, nil
 	}
-	if k > MaxHashes {
-		return Params{}, fmt.Errorf("%w: p=%g needs %g hashes (max %d)", errParams, p, k, MaxHashes)
-	}
-	return Params{M: uint32(m), K: uint8(k)}, nil
+	return small, nil
+}
+
+// slotsFor is m(k) of NewParamsSized: the fewest slots at which k hashes
+// keep the false-positive rate after n insertions at p.
+func slotsFor(n int, p float64, k int) float64 {
+	return math.Ceil(-float64(k) * float64(n) / math.Log1p(-math.Pow(p, 1/float64(k))))
 }
 
 func (p Params) check() error {
@@ -91,6 +172,14 @@ func (p Params) CiphertextSize() int {
 func (p Params) FalsePositiveRate(n int) float64 {
 	k := float64(p.K)
 	return math.Pow(1-math.Exp(-k*float64(n)/float64(p.M)), k)
+}
+
+// FillAt is the share of punctured slots at which a fresh ciphertext's
+// false-positive rate, (punctured/M)^K, reaches rate: rate^(1/K). A filter
+// sized for n insertions at rate p is that full after about its n: 1/2 at
+// SmallestKey, 1/4 at FewestHashes' k = 5 for p = 2^-10.
+func (p Params) FillAt(rate float64) float64 {
+	return math.Pow(rate, 1/float64(p.K))
 }
 
 func (p Params) String() string {

@@ -6,8 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"testing/quick"
@@ -308,4 +310,37 @@ func keyFileOf(t *testing.T, params Params, table bool) []byte {
 		return readFile(t, PointTablePath(path))
 	}
 	return readFile(t, path)
+}
+
+// The known answer holds however many goroutines encrypt spreads its
+// pairings over: one (in order), two, or more than the k components.
+func TestKnownAnswerAnyGOMAXPROCS(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, procs := range []int{1, 2, 3, 16} {
+		runtime.GOMAXPROCS(procs)
+		t.Run(fmt.Sprint(procs), TestKnownAnswer)
+	}
+}
+
+func TestFanOut(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, procs := range []int{1, 2, 7} {
+		runtime.GOMAXPROCS(procs)
+		for n := range 12 {
+			var calls [12]atomic.Int32
+			fanOut(n, func(task int) { calls[task].Add(1) })
+			for i := range calls {
+				if want := int32(b2i(i < n)); calls[i].Load() != want {
+					t.Errorf("GOMAXPROCS %d, n %d: task %d called %d times, want %d", procs, n, i, calls[i].Load(), want)
+				}
+			}
+		}
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

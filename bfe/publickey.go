@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	bls "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
@@ -192,49 +195,89 @@ func (pk *PublicKey) hashPoint(i uint32) bls.G1Affine { return hashToG1(&pk.dige
 // is a single G2 element and its Miller-loop lines are computed once for
 // the k pairings. Each y_j needs its own final exponentiation: the k values
 // are hashed separately, so no product of pairings gives them.
+//
+// The pieces are independent once r is known: c0 and pk^r, then the k
+// pairings. With GOMAXPROCS > 1 they run on up to that many goroutines
+// (fanOut), which shortens the wall-clock time of a call and leaves its
+// CPU time as it was; each component is written by one goroutine into its
+// own bytes of out.
 func (pk *PublicKey) encrypt(out []byte, key *[KeySize]byte, r *fr.Element, skip int, h g1Source) {
-	rb := r.BigInt(new(big.Int))
-	defer clear(rb.Bits())
-
-	var c0 bls.G2Jac
-	c0.ScalarMultiplicationBase(rb)
-	var c0a bls.G2Affine
-	c0a.FromJacobian(&c0)
-	tag := c0a.Bytes()
-	copy(out, tag[:])
+	var pkrLines [2][len(bls.LoopCounter) - 1]bls.LineEvaluationAff
+	defer func() { pkrLines = [2][len(bls.LoopCounter) - 1]bls.LineEvaluationAff{} }()
+	fanOut(2, func(task int) {
+		rb := r.BigInt(new(big.Int))
+		defer clear(rb.Bits())
+		switch task {
+		case 0:
+			var c0 bls.G2Jac
+			c0.ScalarMultiplicationBase(rb)
+			var c0a bls.G2Affine
+			c0a.FromJacobian(&c0)
+			tag := c0a.Bytes()
+			copy(out, tag[:])
+		case 1:
+			var pkr bls.G2Affine // pk^r: anyone holding it computes every y_j
+			pkr.ScalarMultiplication(&pk.point, rb)
+			pkrLines = bls.PrecomputeLines(pkr)
+			pkr = bls.G2Affine{}
+		}
+	})
+	tag := out[:g2Compressed]
 
 	var posBuf [MaxHashes]uint32
-	pos := positions(&pk.digest, pk.params, tag[:], posBuf[:0])
-
-	var pkr bls.G2Affine // pk^r: anyone holding it computes every y_j
-	pkr.ScalarMultiplication(&pk.point, rb)
-	pkrLines := bls.PrecomputeLines(pkr)
-	lines := make([][2][len(bls.LoopCounter) - 1]bls.LineEvaluationAff, 1)
-	defer func() {
-		pkr = bls.G2Affine{}
-		pkrLines = [2][len(bls.LoopCounter) - 1]bls.LineEvaluationAff{}
-		clear(lines)
-	}()
-
-	P := make([]bls.G1Affine, 1)
-	for j, i := range pos {
-		if j == skip {
-			continue
+	pos := positions(&pk.digest, pk.params, tag, posBuf[:0])
+	var todo [MaxHashes]int
+	n := 0
+	for j := range pos {
+		if j != skip {
+			todo[n] = j
+			n++
 		}
-		P[0] = h(i)
+	}
+	fanOut(n, func(task int) {
+		j := todo[task]
+		i := pos[j]
+		P := []bls.G1Affine{h(i)}
 		// gnark-crypto's MillerLoopFixedQ evaluates the lines at P in
 		// place, so each use gets a fresh copy (TestFixedQMatchesPair).
-		lines[0] = pkrLines
+		lines := [][2][len(bls.LoopCounter) - 1]bls.LineEvaluationAff{pkrLines}
+		defer clear(lines)
 		ml, err := bls.MillerLoopFixedQ(P, lines)
 		if err != nil {
 			panic("bfe: miller loop: " + err.Error()) // only on len(P) != len(lines)
 		}
 		y := bls.FinalExponentiation(&ml)
-		m := pk.mask(tag[:], j, i, &y)
+		m := pk.mask(tag, j, i, &y)
 		c := out[g2Compressed+j*maskSize : g2Compressed+(j+1)*maskSize]
 		for b := range c {
 			c[b] = key[b] ^ m[b]
 		}
 		ml, y = bls.GT{}, bls.GT{}
+	})
+}
+
+// fanOut calls task(t) for every t < n and returns when all calls have
+// returned. With GOMAXPROCS > 1 the calls are spread over up to that many
+// goroutines, the caller's among them; otherwise they run in order on the
+// caller's. The tasks must not depend on one another.
+func fanOut(n int, task func(t int)) {
+	workers := min(n, runtime.GOMAXPROCS(0))
+	if workers <= 1 {
+		for t := range n {
+			task(t)
+		}
+		return
 	}
+	var next atomic.Int32
+	work := func() {
+		for t := int(next.Add(1) - 1); t < n; t = int(next.Add(1) - 1) {
+			task(t)
+		}
+	}
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
 }

@@ -136,20 +136,27 @@ func benchServerFirstFlight(b *testing.B, leafKey string) {
 }
 
 // BenchmarkZTLSBFE is BenchmarkZTLS with a BFE key on the record
-// (docs/ztls-spec.md, Section 7) at the default false-positive rate
-// (k = 10): the server decapsulates (pairings and an fsync), the client
+// (docs/ztls-spec.md, Section 7) at the default false-positive rate, sized
+// both ways (bfe.FewestHashes, the default: k = 5; bfe.SmallestKey:
+// k = 10): the server decapsulates (pairings and an fsync), the client
 // encapsulates either in the handshake or ahead ("prepared", as package
-// dial does: not timed). The key holds 1024 connections: run with
+// dial does: not timed). Each key holds 1024 connections: run with
 // -benchtime=Nx, N < 1024.
 func BenchmarkZTLSBFE(b *testing.B) {
 	p := getPKI(b, "ecdsa-p256")
+	for _, sizing := range []bfe.Sizing{bfe.FewestHashes, bfe.SmallestKey} {
+		b.Run(sizing.String(), func(b *testing.B) { benchmarkZTLSBFE(b, p, sizing) })
+	}
+}
+
+func benchmarkZTLSBFE(b *testing.B, p *testPKI, sizing bfe.Sizing) {
 	offer, key := newZData(b, ecdh.X25519(), X25519, "localhost", "", p)
 	ccfg := benchClientConfig(p, X25519)
 	scfg := serverConfig(p)
 	scfg.ZData = &testZKeys{keys: []*ZDataKey{key}}
 	scfg.SessionTicketsDisabled = true
 	ccfg.SessionTicketsDisabled = true
-	params, err := bfe.NewParams(1024, bfe.DefaultFalsePositiveRate)
+	params, err := bfe.NewParamsSized(1024, bfe.DefaultFalsePositiveRate, sizing)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -34,25 +34,44 @@ import (
 type BFEKey struct {
 	Record *Record // the v2 twin, with bfe=
 	Path   string  // the bfe key file
-	state  atomic.Pointer[bfe.KeyState]
+	state  atomic.Pointer[openBFE]
+}
+
+// openBFE is a BFE key's state in a serving process.
+type openBFE struct {
+	ks       *bfe.KeyState
+	fullFill float64 // BFEFullFill of the key at the service's rate
 }
 
 // State returns the open key state, or nil outside a serving process.
-func (b *BFEKey) State() *bfe.KeyState { return b.state.Load() }
+func (b *BFEKey) State() *bfe.KeyState {
+	if o := b.state.Load(); o != nil {
+		return o.ks
+	}
+	return nil
+}
 
-// BFEFullFill is the share of punctured slots at which a key is full: a
-// filter sized by bfe.NewParams(n, p) reaches it after its n
-// decapsulations, when a fresh ciphertext's false-positive rate is about p
-// (docs/ztls-spec.md, Section 7.5). Early data is refused from then on
-// rather than accepted at a growing false-positive rate.
-const BFEFullFill = 0.5
+// BFEFullFill is the share of punctured slots at which a key of params is
+// full for false-positive rate p (0: bfe.DefaultFalsePositiveRate): the
+// fill at which a fresh ciphertext finds all k of its positions punctured
+// with probability p, p^(1/k) (docs/ztls-spec.md, Section 7.5). A filter
+// sized by bfe.NewParamsSized(n, p, s) reaches it after its n
+// decapsulations, with either Sizing: half full at k = 10, a quarter at
+// k = 5. Early data is refused from then on rather than accepted at a
+// growing false-positive rate.
+func BFEFullFill(params bfe.Params, p float64) float64 {
+	if p == 0 {
+		p = bfe.DefaultFalsePositiveRate
+	}
+	return params.FillAt(p)
+}
 
 // ErrBFEFull refuses early data on a full filter.
 var ErrBFEFull = errors.New("zdata: BFE filter full")
 
 // ErrBFEBusy refuses early data when as many decapsulations as
 // BFEConcurrency returns are under way: each costs milliseconds of CPU
-// (ten pairings) and any ClientHello naming a BFE record asks for one, so
+// (k pairings) and any ClientHello naming a BFE record asks for one, so
 // they are bounded, and the handshakes beyond continue as TLS 1.3.
 var ErrBFEBusy = errors.New("zdata: BFE decapsulations busy")
 
@@ -97,7 +116,7 @@ func (o Options) bfeParams() (bfe.Params, bool, error) {
 	if p == 0 {
 		p = bfe.DefaultFalsePositiveRate
 	}
-	params, err := bfe.NewParams(o.BFEConnections, p)
+	params, err := bfe.NewParamsSized(o.BFEConnections, p, o.BFESizing)
 	return params, err == nil, err
 }
 
@@ -238,7 +257,7 @@ func (s *Service) openBFE(b *BFEKey) error {
 		}
 		st.byPath[b.Path] = ks
 	}
-	b.state.Store(ks)
+	b.state.Store(&openBFE{ks: ks, fullFill: BFEFullFill(ks.PublicKey().Params(), s.Options.BFEFalsePositiveRate)})
 	return nil
 }
 
@@ -314,10 +333,11 @@ func (s *Service) closeBFE(gone []*Key, now time.Time) error {
 // decapsulation beyond BFEConcurrency (ErrBFEBusy), then decapsulates,
 // which punctures first and asks the fleet's puncture log, failing
 // closed.
-func (k *Keyring) decapsulator(r *Record, ks *bfe.KeyState) func([]byte) ([]byte, error) {
+func (k *Keyring) decapsulator(r *Record, o *openBFE) func([]byte) ([]byte, error) {
+	ks := o.ks
 	return func(ct []byte) ([]byte, error) {
 		m := int(ks.PublicKey().Params().M)
-		if float64(ks.Punctured()) >= BFEFullFill*float64(m) {
+		if float64(ks.Punctured()) >= o.fullFill*float64(m) {
 			k.observe(r, ks, ErrBFEFull)
 			return nil, ErrBFEFull
 		}

@@ -175,28 +175,36 @@ func TestKeyringBFELookupAndReplay(t *testing.T) {
 	}
 }
 
-// A filter at capacity refuses early data before it is weakened.
+// A filter at capacity refuses early data before it is weakened: every
+// decapsulation runs while a fresh ciphertext's false-positive rate is
+// below the service's p, and every refusal comes once it has reached p.
 func TestBFEFullFilterRefuses(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	fx := newBFEFixture(t, nil, now)
 	k := fx.svc.Keyring.Live(now)[0]
 	zk := fx.svc.Keyring.LookupZData(k.Record.ID, k.BFE.Record.ZDataHash(), now)
 	pk := k.BFE.Record.BFEPublicKey()
+	ks := k.BFE.State()
+	p := bfeOpts.BFEFalsePositiveRate
 	full := false
 	for i := 0; i < 400 && !full; i++ {
 		ct, _, err := pk.Encapsulate(rand.Reader)
 		if err != nil {
 			t.Fatal(err)
 		}
+		before := ks.FalsePositiveRate()
 		_, err = zk.Decapsulate(ct)
 		full = errors.Is(err, ErrBFEFull)
+		if full != (before >= p*(1-1e-9)) {
+			t.Fatalf("decapsulation %d at false-positive rate %.4f (p = %g, %v): %v", i, before, p, pk.Params(), err)
+		}
 	}
 	if !full {
 		t.Fatal("the filter never reported full")
 	}
-	ks := k.BFE.State()
-	if fill := float64(ks.Punctured()) / float64(ks.PublicKey().Params().M); fill < BFEFullFill {
-		t.Fatalf("refused at fill %.2f", fill)
+	params := ks.PublicKey().Params()
+	if fill := float64(ks.Punctured()) / float64(params.M); fill < BFEFullFill(params, p) {
+		t.Fatalf("refused at fill %.3f, below %.3f", fill, BFEFullFill(params, p))
 	}
 }
 

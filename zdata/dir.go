@@ -19,6 +19,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/ztls-project/ztls/bfe"
 	"github.com/ztls-project/ztls/tls13"
 )
 
@@ -45,10 +46,12 @@ type ServiceConfig struct {
 	Validity     string   `json:"validity,omitempty"`
 	LeadTime     string   `json:"lead_time,omitempty"`
 	Window       string   `json:"window,omitempty"`
-	// BFEConnections and BFEFalsePositiveRate size the BFE key of each
-	// period (docs/ztls-spec.md, Section 7); 0 connections: no BFE.
-	BFEConnections       int     `json:"bfe_connections,omitempty"`
-	BFEFalsePositiveRate float64 `json:"bfe_false_positive_rate,omitempty"`
+	// BFEConnections, BFEFalsePositiveRate and BFESizing size the BFE key
+	// of each period (docs/ztls-spec.md, Section 7); 0 connections: no
+	// BFE.
+	BFEConnections       int        `json:"bfe_connections,omitempty"`
+	BFEFalsePositiveRate float64    `json:"bfe_false_positive_rate,omitempty"`
+	BFESizing            bfe.Sizing `json:"bfe_sizing,omitempty"`
 }
 
 func parseDur(name, s string) (time.Duration, error) {
@@ -65,7 +68,7 @@ func parseDur(name, s string) (time.Duration, error) {
 // Options converts the config's record options.
 func (c *ServiceConfig) Options() (Options, error) {
 	o := Options{Group: c.Group, MaxEarlyData: c.MaxEarlyData, ALPN: c.ALPN, ClientCert: c.ClientCert,
-		BFEConnections: c.BFEConnections, BFEFalsePositiveRate: c.BFEFalsePositiveRate}
+		BFEConnections: c.BFEConnections, BFEFalsePositiveRate: c.BFEFalsePositiveRate, BFESizing: c.BFESizing}
 	for _, s := range c.NSC {
 		v, err := strconv.ParseUint(s, 16, 16)
 		if err != nil || len(s) != 4 {

@@ -143,11 +143,11 @@ func (k *Keyring) LookupZData(id uint32, hash [32]byte, now time.Time) *tls13.ZD
 	switch {
 	case e.hash == hash:
 	case e.key.BFE != nil && e.bfeHash == hash:
-		ks := e.key.BFE.State()
-		if ks == nil {
+		o := e.key.BFE.state.Load()
+		if o == nil {
 			return nil
 		}
-		decapsulate = k.decapsulator(e.key.Record, ks)
+		decapsulate = k.decapsulator(e.key.Record, o)
 	default:
 		return nil
 	}
@@ -196,8 +196,8 @@ func (k *Keyring) replace(keys []*Key) bool {
 		// A key read again from disk keeps the open BFE key state of the
 		// key it replaces, so lookups of its twin never miss it.
 		if old, ok := k.keys[id]; ok && old.key.BFE != nil && e.key.BFE != nil && old.key.BFE.Path == e.key.BFE.Path && old.bfeHash == e.bfeHash {
-			if ks := old.key.BFE.State(); ks != nil {
-				e.key.BFE.state.CompareAndSwap(nil, ks)
+			if o := old.key.BFE.state.Load(); o != nil {
+				e.key.BFE.state.CompareAndSwap(nil, o)
 			}
 		}
 	}

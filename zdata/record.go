@@ -342,8 +342,8 @@ func (r *Record) Clone() *Record {
 
 // Prepare makes the client's share and ZS for the record's group and
 // share ahead of a handshake (tls13.ZDataKeyShare.Prepare; ks may be
-// nil) and, for a record with bfe=, its BFE encapsulation, so that about
-// ten pairings leave the first flight's path too (docs/ztls-spec.md,
+// nil) and, for a record with bfe=, its BFE encapsulation, so that its
+// k pairings leave the first flight's path too (docs/ztls-spec.md,
 // Section 7.2). The result serves one handshake.
 func (r *Record) Prepare(ks *tls13.ZDataKeyShare) *tls13.ZDataPrepared {
 	p := ks.Prepare(tls13.CurveID(r.Group), r.KeyShare, nil)

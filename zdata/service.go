@@ -42,9 +42,11 @@ type Options struct {
 	// BFEConnections, if positive, gives every key a Bloom filter
 	// encryption key for that many early-data connections per period
 	// (docs/ztls-spec.md, Section 7) at false-positive rate
-	// BFEFalsePositiveRate (0: bfe.DefaultFalsePositiveRate).
+	// BFEFalsePositiveRate (0: bfe.DefaultFalsePositiveRate), its
+	// filter sized by BFESizing (zero value: bfe.FewestHashes).
 	BFEConnections       int
 	BFEFalsePositiveRate float64
+	BFESizing            bfe.Sizing
 }
 
 func (o Options) withDefaults() (Options, error) {

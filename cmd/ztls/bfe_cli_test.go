@@ -156,3 +156,44 @@ func redisCLI(t *testing.T, addr string, args ...string) string {
 	}
 	return string(out)
 }
+
+// --bfe-sizing picks k for the same false-positive rate, is kept in the
+// directory's config, and survives a rotate that changes another BFE flag.
+func TestCLIBFESizing(t *testing.T) {
+	s := newSite(t)
+	run(t, "zdata", "rotate", s.zd, "--bfe-connections", "16", "--bfe-sizing", "smallest-key")
+	if show := run(t, "zdata", "show", s.zd); !strings.Contains(show, "BFE m=231 k=10:") {
+		t.Fatalf("zdata show after --bfe-sizing smallest-key:\n%s", show)
+	}
+	run(t, "zdata", "rotate", s.zd, "--bfe-fp-rate", "0.01")
+	cfg := string(readTestFile(t, filepath.Join(s.zd, "service.json")))
+	for _, want := range []string{`"bfe_connections": 16`, `"bfe_false_positive_rate": 0.01`, `"bfe_sizing": "smallest-key"`} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("service.json lacks %s:\n%s", want, cfg)
+		}
+	}
+
+	// The default is fewest-hashes, which is not written out.
+	fresh := newSite(t)
+	run(t, "zdata", "rotate", fresh.zd, "--bfe-connections", "16")
+	if show := run(t, "zdata", "show", fresh.zd); !strings.Contains(show, "BFE m=279 k=5:") {
+		t.Fatalf("zdata show with the default sizing:\n%s", show)
+	}
+	if cfg := string(readTestFile(t, filepath.Join(fresh.zd, "service.json"))); strings.Contains(cfg, "bfe_sizing") {
+		t.Errorf("service.json names the default sizing:\n%s", cfg)
+	}
+
+	out, err := exec.Command(ztlsBinary(t), "zdata", "rotate", fresh.zd, "--bfe-sizing", "smallest").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--bfe-sizing") {
+		t.Fatalf("--bfe-sizing smallest: %v\n%s", err, out)
+	}
+}
+
+func readTestFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -111,7 +111,7 @@ func init() {
 			if err := bf.check(); err != nil {
 				return err
 			}
-			cfg.BFEConnections, cfg.BFEFalsePositiveRate = bf.connections, bf.fpRate
+			cfg.BFEConnections, cfg.BFEFalsePositiveRate, cfg.BFESizing = bf.connections, bf.fpRate, bf.sizing
 			for _, f := range []*string{&cfg.Cert, &cfg.Key} {
 				if abs, err := absPath(*f); err == nil {
 					*f = abs
@@ -168,23 +168,32 @@ the records to publish now. 'ztls serve --zdata DIR' and 'ztls dns serve
 directory none of them rotates (--rotate=false). Servers reading DIR pick
 the change up within a second, without restart.
 
---bfe-connections N (0 to stop) changes the Bloom filter encryption keys
-of the coming periods and generates the missing ones now; servers rotating
-DIR generate them in the background, a period ahead, after a restart.`,
+--bfe-connections N (0 to stop), --bfe-fp-rate and --bfe-sizing change the
+Bloom filter encryption keys of the coming periods (a flag not given keeps
+the directory's setting) and generate the missing ones now; servers
+rotating DIR generate them in the background, a period ahead, after a
+restart.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d, err := zdata.LoadDir(args[0])
 			if err != nil {
 				return err
 			}
-			if fs := cmd.Flags(); fs.Changed("bfe-connections") || fs.Changed("bfe-fp-rate") {
-				if err := bf.check(); err != nil {
-					return err
-				}
+			if fs := cmd.Flags(); fs.Changed("bfe-connections") || fs.Changed("bfe-fp-rate") || fs.Changed("bfe-sizing") {
+				// A flag not given keeps the directory's setting.
 				if !fs.Changed("bfe-connections") {
 					bf.connections = d.Config.BFEConnections
 				}
-				d.Config.BFEConnections, d.Config.BFEFalsePositiveRate = bf.connections, bf.fpRate
+				if !fs.Changed("bfe-fp-rate") {
+					bf.fpRate = d.Config.BFEFalsePositiveRate
+				}
+				if !fs.Changed("bfe-sizing") {
+					bf.sizingName = d.Config.BFESizing.String()
+				}
+				if err := bf.check(); err != nil {
+					return err
+				}
+				d.Config.BFEConnections, d.Config.BFEFalsePositiveRate, d.Config.BFESizing = bf.connections, bf.fpRate, bf.sizing
 				if err := d.Save(); err != nil {
 					return err
 				}
@@ -242,7 +251,7 @@ func init() {
 					state = "expired (kept for the freshness window)"
 				}
 				h := r.ZDataHash()
-				rows = append(rows, row{r.ID, r.NotBefore, r.NotAfter, state, zGroupName(r.Group), len(strings.Join(r.TXT(), "")), fmt.Sprintf("%x", h[:8]), showBFE(k)})
+				rows = append(rows, row{r.ID, r.NotBefore, r.NotAfter, state, zGroupName(r.Group), len(strings.Join(r.TXT(), "")), fmt.Sprintf("%x", h[:8]), showBFE(k, d.Config.BFEFalsePositiveRate)})
 			}
 			ahead := bfeFilesAhead(d)
 			if asJSON {

@@ -22,21 +22,31 @@ import (
 // that rotates the directory (every member, in a fleet), attached to the
 // keys as v2 twin records, punctured by the serving process.
 
-// bfeFlags are --bfe-connections and --bfe-fp-rate of zdata new/rotate.
+// bfeFlags are --bfe-connections, --bfe-fp-rate and --bfe-sizing of zdata
+// new/rotate.
 type bfeFlags struct {
 	connections int
 	fpRate      float64
+	sizingName  string
+	sizing      bfe.Sizing // sizingName parsed by check
 }
 
 func (b *bfeFlags) add(cmd interface {
 	IntVar(*int, string, int, string)
 	Float64Var(*float64, string, float64, string)
+	StringVar(*string, string, string, string)
 }) {
 	cmd.IntVar(&b.connections, "bfe-connections", 0, "give each period's key a Bloom filter encryption key for this many early-data connections (replay-proof, forward-secret first flights for clients that support it; 0: none). Key generation takes about a minute of one core per period at 16384")
 	cmd.Float64Var(&b.fpRate, "bfe-fp-rate", 0, "false-positive rate of a full BFE filter: the share of honest early data refused at capacity (0: 1/1024)")
+	cmd.StringVar(&b.sizingName, "bfe-sizing", bfe.FewestHashes.String(), "how BFE filters trade key size for handshake CPU at the same false-positive rate: "+
+		"fewest-hashes (the fewest pairings whose secret key stays within 960 bytes per connection: k=5, 13.7 MB at 16384 connections and 1/1024) "+
+		"or smallest-key (the optimal Bloom filter: k=10, 11.3 MB, about 1.7 times the CPU per early-data handshake)")
 }
 
 func (b *bfeFlags) check() error {
+	if err := b.sizing.UnmarshalText([]byte(b.sizingName)); err != nil {
+		return fmt.Errorf("--bfe-sizing %q: want %v or %v", b.sizingName, bfe.FewestHashes, bfe.SmallestKey)
+	}
 	if b.connections < 0 {
 		return fmt.Errorf("--bfe-connections %d: want a positive number of connections, or 0 for none", b.connections)
 	}
@@ -48,7 +58,7 @@ func (b *bfeFlags) check() error {
 		if p == 0 {
 			p = bfe.DefaultFalsePositiveRate
 		}
-		if _, err := bfe.NewParams(b.connections, p); err != nil {
+		if _, err := bfe.NewParamsSized(b.connections, p, b.sizing); err != nil {
 			return fmt.Errorf("--bfe-connections %d --bfe-fp-rate %g: %w", b.connections, p, err)
 		}
 	}
@@ -83,6 +93,7 @@ type bfeRow struct {
 	Hashes     int     `json:"hashes"` // k
 	Punctured  int     `json:"punctured"`
 	Fill       float64 `json:"fill"`                // punctured / m
+	FullFill   float64 `json:"full_fill"`           // fill at which early data is refused
 	FPRate     float64 `json:"false_positive_rate"` // of a fresh ciphertext now
 	FullFPRate float64 `json:"full_false_positive_rate"`
 	Capacity   int     `json:"capacity"` // connections until full, about
@@ -90,8 +101,9 @@ type bfeRow struct {
 	Err        string  `json:"error,omitempty"`
 }
 
-// showBFE reads a key's filter without locking it (a server may hold it).
-func showBFE(k *zdata.Key) *bfeRow {
+// showBFE reads a key's filter without locking it (a server may hold it);
+// p is the directory's false-positive rate (0: the default).
+func showBFE(k *zdata.Key, p float64) *bfeRow {
 	if k.BFE == nil {
 		return nil
 	}
@@ -101,17 +113,19 @@ func showBFE(k *zdata.Key) *bfeRow {
 		row.Err = err.Error()
 		return row
 	}
-	p := pk.Params()
-	row.Slots, row.Hashes, row.Punctured = int(p.M), int(p.K), punctured
-	row.Fill = float64(punctured) / float64(p.M)
-	row.FPRate = math.Pow(row.Fill, float64(p.K))
-	row.FullFPRate = math.Pow(zdata.BFEFullFill, float64(p.K))
-	// A decapsulation punctures about k fresh slots while the filter is
-	// sparse: m/2 slots last about m ln 2 / k connections in all.
-	total := float64(p.M) * math.Ln2 / float64(p.K)
-	used := -float64(p.M) / float64(p.K) * math.Log(1-math.Min(row.Fill, 0.999999))
-	row.Capacity = int(math.Max(0, total-used))
-	row.Full = row.Fill >= zdata.BFEFullFill
+	params := pk.Params()
+	row.Slots, row.Hashes, row.Punctured = int(params.M), int(params.K), punctured
+	row.Fill = float64(punctured) / float64(params.M)
+	row.FullFill = zdata.BFEFullFill(params, p)
+	row.FPRate = math.Pow(row.Fill, float64(params.K))
+	row.FullFPRate = math.Pow(row.FullFill, float64(params.K))
+	// After c connections about 1 - e^(-kc/m) of the slots are punctured,
+	// so a fill f has taken -m/k ln(1 - f) of them.
+	connections := func(f float64) float64 {
+		return -float64(params.M) / float64(params.K) * math.Log(1-math.Min(f, 0.999999))
+	}
+	row.Capacity = int(math.Max(0, connections(row.FullFill)-connections(row.Fill)))
+	row.Full = row.Fill >= row.FullFill
 	return row
 }
 
@@ -124,7 +138,7 @@ func (r *bfeRow) text() string {
 		state = "FULL: early data refused"
 	}
 	return fmt.Sprintf("BFE m=%d k=%d: %d punctured (%.1f%% full of %.0f%%), false-positive rate now %.2g (at capacity %.2g), %s",
-		r.Slots, r.Hashes, r.Punctured, 100*r.Fill, 100*zdata.BFEFullFill, r.FPRate, r.FullFPRate, state)
+		r.Slots, r.Hashes, r.Punctured, 100*r.Fill, 100*r.FullFill, r.FPRate, r.FullFPRate, state)
 }
 
 // bfeFilesAhead lists the BFE key files in d's keys directory no key uses

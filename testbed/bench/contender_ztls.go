@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,7 +44,11 @@ import (
 //     in the scenario's authority; the request rides with the ClientHello
 //     and is answered in the server's first flight (2 RTT after the lookup);
 //   - tls-0rtt: TLS 1.3 resumption of a ticket from an unmeasured previous
-//     visit, the request as 0-RTT early data (2 RTT after the lookup).
+//     visit, the request as 0-RTT early data (2 RTT after the lookup);
+//   - ztls-bfe: ztls against a server whose Z-data keys carry Bloom filter
+//     encryption keys (docs/ztls-spec.md, Section 7): the client
+//     encapsulates, the server decapsulates and punctures before it
+//     answers (2 RTT after the lookup, plus that CPU).
 //
 // dial opens its own sockets (the parallel DNS lookups, then TCP), and a
 // socket belongs to the network namespace of the thread that made it, so
@@ -59,7 +64,18 @@ func init() {
 	// With prefetch before the click (contender_prefetch.go).
 	Register("tls-prefetch", func() Contender { return &engineContender{name: "tls-prefetch", mode: "tls", prefetch: true} })
 	Register("ztls-prefetch", func() Contender { return &engineContender{name: "ztls-prefetch", mode: "ztls", prefetch: true} })
+	Register("ztls-bfe", func() Contender { return &engineContender{name: "ztls-bfe", mode: "ztls", bfe: true} })
+	Register("ztls-bfe-prefetch", func() Contender {
+		return &engineContender{name: "ztls-bfe-prefetch", mode: "ztls", bfe: true, prefetch: true}
+	})
 }
+
+// bfeConnections sizes the ztls-bfe server's BFE keys: more early-data
+// connections than a run makes (runs x scenarios x RTTs), so that no
+// filter fills. Decapsulation's work does not depend on it (k = 5 at the
+// default rate, as at n = 2^14); key generation, three keys at the
+// server's start, takes about 5 s of one core each.
+const bfeConnections = 1024
 
 // ClientWorkerRole is the engine contenders' client worker: this
 // executable run again inside the client's namespace, serving visits as
@@ -98,6 +114,7 @@ type engineContender struct {
 	// prefetch: Prime prefetches into the worker's dial.Cache, runs use it.
 	prefetch bool
 	ocsp     bool // the client asks the leaf's OCSP responder, hard-fail
+	bfe      bool // ztls-bfe: the Z-data keys carry BFE keys
 
 	slot workerSlot
 }
@@ -107,10 +124,11 @@ func (e *engineContender) Name() string { return e.name }
 // engineServer is a tls13 server answering one request per connection,
 // from early data when it was accepted (0.5-RTT, in the first flight).
 type engineServer struct {
-	tcp  *server.Server
-	stop chan struct{}
-	wg   sync.WaitGroup
-	e    *engineContender
+	tcp      *server.Server
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	e        *engineContender
+	closeBFE func() // ztls-bfe: closes the BFE key states
 }
 
 func (s *engineServer) Close() error {
@@ -118,7 +136,20 @@ func (s *engineServer) Close() error {
 	s.wg.Wait()
 	err := s.tcp.Close()
 	s.e.slot.stop()
+	if s.closeBFE != nil {
+		s.closeBFE()
+	}
 	return err
+}
+
+// startBFE generates svc's BFE keys (this period's and the next two's)
+// under dir and opens them for serving, before the first measurement.
+func startBFE(ctx context.Context, svc *zdata.Service, dir string) error {
+	svc.BFEDir, svc.BFEServe = filepath.Join(dir, "bfe"), true
+	if _, err := svc.GenerateBFE(ctx, time.Now()); err != nil {
+		return fmt.Errorf("bench: ztls-bfe: %w", err)
+	}
+	return nil
 }
 
 // serverCert turns the harness's crypto/tls certificate into the engine's.
@@ -167,9 +198,19 @@ func (e *engineContender) StartServer(ctx context.Context, h *hosts.Host, cfg Se
 		if cfg.Publish == nil {
 			return nil, errors.New("bench: ztls needs the scenario's DNS to publish Z-data")
 		}
-		svc, err = zdata.NewService(ServerName, int(cfg.Addr.Port()), cert, zdata.Options{}, nil)
+		var opts zdata.Options
+		if e.bfe {
+			opts.BFEConnections = bfeConnections
+		}
+		svc, err = zdata.NewService(ServerName, int(cfg.Addr.Port()), cert, opts, nil)
 		if err != nil {
 			return nil, err
+		}
+		if e.bfe {
+			if err := startBFE(ctx, svc, cfg.Dir); err != nil {
+				return nil, err
+			}
+			s.closeBFE = svc.CloseBFE
 		}
 		if err := publishZData(svc, cert, cfg.Publish, time.Now()); err != nil {
 			return nil, err
@@ -391,6 +432,10 @@ func checkVisit(name string, res *workerResult, expect []byte) error {
 	case "ztls":
 		if r.Mode != "ztls" || !r.EarlyData.Accepted {
 			return fmt.Errorf("bench: ztls: mode %s, early data accepted %v (fallback: %s)", r.Mode, r.EarlyData.Accepted, r.FallbackReason)
+		}
+	case "ztls-bfe":
+		if r.Mode != "ztls" || !r.EarlyData.Accepted || !r.EarlyData.BFE {
+			return fmt.Errorf("bench: ztls-bfe: mode %s, early data accepted %v, BFE %v (fallback: %s)", r.Mode, r.EarlyData.Accepted, r.EarlyData.BFE, r.FallbackReason)
 		}
 	case "tls-0rtt":
 		if !r.TLS.Resumed || !r.EarlyData.Accepted {

@@ -118,7 +118,7 @@ func (w *loopbackWorld) visit(t *testing.T, c Contender, cl *Client) (Sample, er
 // as early data and is answered; tls-0rtt resumes the primed ticket.
 func TestEngineContendersLoopback(t *testing.T) {
 	w := newLoopbackWorld(t)
-	for _, name := range []string{"tls", "ztls", "tls-0rtt", "tls-prefetch", "ztls-prefetch"} {
+	for _, name := range []string{"tls", "ztls", "tls-0rtt", "tls-prefetch", "ztls-prefetch", "ztls-bfe", "ztls-bfe-prefetch"} {
 		for _, scen := range []string{"local-warm", "stub", "local-cold"} {
 			t.Run(name+"/"+scen, func(t *testing.T) {
 				c, cl := w.start(t, name, true)

@@ -282,6 +282,21 @@ func freeLoopbackPort(t *testing.T) int {
 // only loopback. It returns once a TCP connect to the port succeeds.
 func startServerProc(t *testing.T, name string, args func(port int) []string, ownNetns bool) *peerProc {
 	t.Helper()
+	// A port free when chosen may be taken by a parallel test before the
+	// tool binds it: the tool then exits saying so, and gets another.
+	for range 3 {
+		if p, inUse := tryServerProc(t, name, args, ownNetns); !inUse {
+			return p
+		}
+	}
+	t.Fatalf("%s: three ports in a row were taken before it could bind them", name)
+	return nil
+}
+
+// tryServerProc is one attempt of startServerProc; inUse reports a tool
+// that exited because its port was taken (nil p).
+func tryServerProc(t *testing.T, name string, args func(port int) []string, ownNetns bool) (*peerProc, bool) {
+	t.Helper()
 	port := 4433 // a fresh namespace has every port free
 	if !ownNetns {
 		port = freeLoopbackPort(t)
@@ -295,9 +310,13 @@ func startServerProc(t *testing.T, name string, args func(port int) []string, ow
 		cancel()
 		if err == nil {
 			c.Close()
-			return p
+			return p, false
 		}
 		if p.exited() {
+			if out := strings.ToLower(p.output()); !ownNetns && strings.Contains(out, "in use") {
+				t.Logf("%s: port %d was taken before it bound it; another port", name, port)
+				return nil, true
+			}
 			p.fatalf("%s exited (%v) before listening on %s", name, p.err, p.addr)
 		}
 		if time.Now().After(deadline) {

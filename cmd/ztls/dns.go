@@ -141,6 +141,11 @@ Under abuse (defaults in brackets):
       --listen 127.0.0.1:5353 --tls 127.0.0.1:8853 --cert cert.pem --key key.pem
   kdig @127.0.0.1 -p 8853 +tls +tls-ca=ca.pem www.example.org A
 
+  # DNS over TLS on ztls's engine; resolvers allowing psk_ke resume without ECDHE
+  ztls dns serve --zone example.org.zone --tls 127.0.0.1:8853 --cert cert.pem \
+      --key key.pem --tls-engine ztls --psk-ke
+  dig @127.0.0.1 -p 8853 +tls +tls-ca=ca.pem +tls-hostname=dns.example.org www.example.org A
+
   # Z-data and the TurboTLS advertisement of a 'ztls serve --zdata zd/ --turbo' server
   ztls dns serve --zone example.org.zone --zdata zd/ --turbo --listen 127.0.0.1:5353
 

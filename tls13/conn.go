@@ -378,8 +378,7 @@ func (c *Conn) readHandshake(early bool) error {
 }
 
 // handshakeBufPool recycles the handshake loop's read buffer, which would
-// otherwise be a 16.5 KiB allocation per handshake on each side, and
-// readInput's large one. feed copies what it is given, so nothing keeps
+// otherwise be a 16.5 KiB allocation per handshake on each side. feed copies what it is given, so nothing keeps
 // the buffer after it returns.
 var handshakeBufPool = sync.Pool{New: func() any {
 	b := make([]byte, 16*1024+512)
@@ -441,7 +440,7 @@ func (c *Conn) flush() error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	c.mu.Lock()
-	c.wbuf = append(c.wbuf[:0], c.e.takeOutput()...)
+	c.wbuf = c.e.swapOutput(c.wbuf)
 	c.mu.Unlock()
 	if len(c.wbuf) == 0 {
 		return nil
@@ -458,7 +457,7 @@ func (c *Conn) flushFromReader() {
 		return
 	}
 	c.mu.Lock()
-	c.wbuf = append(c.wbuf[:0], c.e.takeOutput()...)
+	c.wbuf = c.e.swapOutput(c.wbuf)
 	c.mu.Unlock()
 	if len(c.wbuf) > 0 {
 		c.conn.Write(c.wbuf)
@@ -508,26 +507,25 @@ const idleReadSize = 2 << 10
 
 // readInput reads from the connection and feeds what came to the engine.
 // It waits with the connection's small buffer; when a read fills it,
-// more is likely queued (a large record, a burst), so the next reads use
-// a large buffer from handshakeBufPool, returned at once (feed copies),
+// more is likely queued (a large record, a burst), so the next reads go
+// into the engine's record buffer (readBulk), bulkReadSize at a time,
 // until one does not fill it. After a small read that did not fill it
 // (light traffic, or none), the connection gives up its other buffers
 // before it waits (releaseIdle): an idle connection holds its keys and
 // the small buffer, no record's worth of bytes.
 func (c *Conn) readInput() (int, error) {
+	if c.bulk {
+		return c.readBulk()
+	}
 	if c.readBuf == nil {
 		c.readBuf = make([]byte, idleReadSize)
 	}
 	buf := c.readBuf
-	if c.bulk {
-		bp := handshakeBufPool.Get().(*[]byte)
-		defer handshakeBufPool.Put(bp)
-		buf = *bp
-	} else if !c.busy {
+	if !c.busy {
 		c.releaseIdle()
 	}
 	n, err := c.conn.Read(buf)
-	c.busy = c.bulk || n == len(buf)
+	c.busy = n == len(buf)
 	c.bulk = n == len(buf)
 	if n > 0 {
 		c.mu.Lock()
@@ -535,6 +533,33 @@ func (c *Conn) readInput() (int, error) {
 		c.collectEvents()
 		c.mu.Unlock()
 	}
+	return n, err
+}
+
+// bulkReadSize is what readBulk reads at once: a full record and a bit.
+const bulkReadSize = 16*1024 + 512
+
+// readBulk is readInput while reads fill their buffer: it reads straight
+// into the engine's record buffer (engine.inputSpace), which feed would
+// otherwise copy into. Only the reader (readMu) touches the engine's input
+// side, so the room stays ours while we read into it without mu.
+func (c *Conn) readBulk() (int, error) {
+	c.mu.Lock()
+	buf := c.e.inputSpace(bulkReadSize)
+	c.mu.Unlock()
+	if buf == nil {
+		// The engine failed: readLoop reports its error.
+		c.bulk = false
+		return 0, nil
+	}
+	buf = buf[:bulkReadSize]
+	n, err := c.conn.Read(buf)
+	c.busy = true
+	c.bulk = n == len(buf)
+	c.mu.Lock()
+	c.e.feedSpace(n)
+	c.collectEvents()
+	c.mu.Unlock()
 	return n, err
 }
 
@@ -634,7 +659,7 @@ func (c *Conn) write(p []byte) (int, error) {
 		// feeding the engine while this write blocks.
 		c.mu.Lock()
 		n, err := c.e.writeApp(chunk)
-		c.wbuf = append(c.wbuf[:0], c.e.takeOutput()...)
+		c.wbuf = c.e.swapOutput(c.wbuf)
 		c.mu.Unlock()
 		var werr error
 		if len(c.wbuf) > 0 {

@@ -97,8 +97,10 @@ type engine struct {
 	hsOut []byte // handshake messages not yet put into records
 
 	mode    appMode
-	app     []byte // received application data not yet read
+	app     []byte // received application data, read up to appOff
 	appOff  int
+	appLent bool         // app is plaintext in the deframer's buffer (keepApp)
+	appBuf  []byte       // the engine's own buffer for app while it is lent
 	earlyIn *earlyIntake // server: accepted 0-RTT data (nil: none accepted)
 	// skipEarly (server rejecting 0-RTT): how many more bytes of the
 	// client's early plaintext may be skipped, as unprotected records
@@ -302,6 +304,16 @@ func (e *engine) takeOutput() []byte {
 	return out
 }
 
+// swapOutput is takeOutput for a caller that writes the bytes without
+// holding the engine (Conn): it gives the engine buf's memory for its next
+// output, so the caller's buffer and the engine's alternate and the
+// records are not copied between them. buf must not be used afterwards.
+func (e *engine) swapOutput(buf []byte) []byte {
+	out := e.takeOutput()
+	e.out = buf[:0]
+	return out
+}
+
 // releaseIdle drops the buffers an idle connection need not hold: the
 // output once taken, application data once read, the record and
 // handshake input once consumed (the handshake's only after it is done).
@@ -311,7 +323,7 @@ func (e *engine) releaseIdle() {
 		e.out = nil
 	}
 	if e.appBuffered() == 0 {
-		e.app, e.appOff = nil, 0
+		e.app, e.appOff, e.appLent, e.appBuf = nil, 0, false, nil
 	}
 	e.deframer.Release()
 	if e.done {
@@ -324,7 +336,35 @@ func (e *engine) feed(p []byte) error {
 	if e.err != nil {
 		return e.err
 	}
+	e.unlendApp()
 	e.deframer.Write(p)
+	return e.processRecords()
+}
+
+// inputSpace returns room for n bytes of input (or more) in the record
+// buffer, for a caller that reads from the transport into it and then
+// calls feedSpace with what it read, saving feed's copy. Nothing else may
+// call into the engine's input side in between. It returns nil after a
+// failure.
+func (e *engine) inputSpace(n int) []byte {
+	if e.err != nil {
+		return nil
+	}
+	e.unlendApp()
+	return e.deframer.Space(n)
+}
+
+// feedSpace processes the first n bytes of the room inputSpace returned.
+func (e *engine) feedSpace(n int) error {
+	if e.err != nil {
+		return e.err
+	}
+	e.deframer.Commit(n)
+	return e.processRecords()
+}
+
+// processRecords handles every complete record buffered.
+func (e *engine) processRecords() error {
 	for {
 		typ, payload, ok, err := e.deframer.Next()
 		if err != nil {
@@ -440,11 +480,40 @@ func (e *engine) handleAppData(plain []byte) error {
 			c.sawAppData = true
 			e.info.AnswerInFirstFlight = !c.finishedTaken
 		}
-		e.app = appendCompact(e.app, &e.appOff, plain)
+		e.keepApp(plain)
 	default:
 		return errorf(AlertUnexpectedMessage, "application data before the handshake finished")
 	}
 	return nil
+}
+
+// keepApp holds application data for readApp. When nothing else is
+// waiting to be read, plain (decrypted in place in the deframer's buffer)
+// is lent rather than copied, and readApp copies it out from there: in a
+// bulk transfer each record's plaintext is then copied once, into the
+// reader's buffer. The loan ends before the deframer's buffer is written
+// again (unlendApp).
+func (e *engine) keepApp(plain []byte) {
+	if e.appBuffered() == 0 {
+		if !e.appLent {
+			e.appBuf = e.app[:0]
+		}
+		e.app, e.appOff, e.appLent = plain, 0, true
+		return
+	}
+	e.unlendApp()
+	e.app = appendCompact(e.app, &e.appOff, plain)
+}
+
+// unlendApp moves lent application data not yet read into the engine's
+// own buffer.
+func (e *engine) unlendApp() {
+	if !e.appLent {
+		return
+	}
+	rest := e.app[e.appOff:]
+	e.app, e.appOff, e.appLent = append(e.appBuf[:0], rest...), 0, false
+	e.appBuf = nil
 }
 
 // appendCompact appends p to buf, first dropping the already-read prefix

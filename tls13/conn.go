@@ -508,8 +508,8 @@ const idleReadSize = 2 << 10
 // readInput reads from the connection and feeds what came to the engine.
 // It waits with the connection's small buffer; when a read fills it,
 // more is likely queued (a large record, a burst), so the next reads go
-// into the engine's record buffer (readBulk), bulkReadSize at a time,
-// until one does not fill it. After a small read that did not fill it
+// into the engine's record buffer (readBulk), up to bulkReadSize at a
+// time, until one brings no more than the small buffer would have held. After a small read that did not fill it
 // (light traffic, or none), the connection gives up its other buffers
 // before it waits (releaseIdle): an idle connection holds its keys and
 // the small buffer, no record's worth of bytes.
@@ -536,8 +536,10 @@ func (c *Conn) readInput() (int, error) {
 	return n, err
 }
 
-// bulkReadSize is what readBulk reads at once: a full record and a bit.
-const bulkReadSize = 16*1024 + 512
+// bulkReadSize is what readBulk reads at most at once: a few records, so
+// a fast sender's records are taken with few reads (and wake-ups of the
+// sender), as crypto/tls's growing input buffer does.
+const bulkReadSize = 64 * 1024
 
 // readBulk is readInput while reads fill their buffer: it reads straight
 // into the engine's record buffer (engine.inputSpace), which feed would
@@ -552,10 +554,10 @@ func (c *Conn) readBulk() (int, error) {
 		c.bulk = false
 		return 0, nil
 	}
-	buf = buf[:bulkReadSize]
-	n, err := c.conn.Read(buf)
+	n, err := c.conn.Read(buf[:bulkReadSize])
 	c.busy = true
-	c.bulk = n == len(buf)
+	// Stay here while reads bring more than the small buffer holds.
+	c.bulk = n > idleReadSize
 	c.mu.Lock()
 	c.e.feedSpace(n)
 	c.collectEvents()
@@ -596,6 +598,13 @@ func (c *Conn) readLoop(p []byte, early bool) (int, error) {
 			n := c.e.readApp(p)
 			c.mu.Unlock()
 			return n, nil
+		} else if c.e.recordsWaiting() {
+			// readBulk left records behind the data just read.
+			c.e.resumeRecords()
+			c.collectEvents()
+			c.mu.Unlock()
+			c.flushFromReader()
+			continue
 		}
 		if c.e.err != nil {
 			err := c.e.err

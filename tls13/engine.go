@@ -338,7 +338,7 @@ func (e *engine) feed(p []byte) error {
 	}
 	e.unlendApp()
 	e.deframer.Write(p)
-	return e.processRecords()
+	return e.processRecords(false)
 }
 
 // inputSpace returns room for n bytes of input (or more) in the record
@@ -354,17 +354,37 @@ func (e *engine) inputSpace(n int) []byte {
 	return e.deframer.Space(n)
 }
 
-// feedSpace processes the first n bytes of the room inputSpace returned.
+// feedSpace takes the first n bytes of the room inputSpace returned and
+// processes records up to the first that leaves application data to
+// read. The records behind it wait in the record buffer, not copied,
+// until that data is read and resumeRecords is called: a reader of
+// large chunks holds several records at once.
 func (e *engine) feedSpace(n int) error {
 	if e.err != nil {
 		return e.err
 	}
 	e.deframer.Commit(n)
-	return e.processRecords()
+	return e.processRecords(true)
 }
 
-// processRecords handles every complete record buffered.
-func (e *engine) processRecords() error {
+// recordsWaiting reports whether records feedSpace left behind can be
+// processed: all application data before them was read.
+func (e *engine) recordsWaiting() bool {
+	return e.err == nil && e.appBuffered() == 0 && e.deframer.Ready()
+}
+
+// resumeRecords processes records feedSpace left behind, as feedSpace
+// does.
+func (e *engine) resumeRecords() error {
+	if e.err != nil {
+		return e.err
+	}
+	return e.processRecords(true)
+}
+
+// processRecords handles the complete records buffered; with untilApp it
+// stops after one that leaves application data to read.
+func (e *engine) processRecords(untilApp bool) error {
 	for {
 		typ, payload, ok, err := e.deframer.Next()
 		if err != nil {
@@ -376,7 +396,7 @@ func (e *engine) processRecords() error {
 		if err := e.handleRecord(typ, payload); err != nil {
 			return e.fail(err)
 		}
-		if e.peerClosed {
+		if e.peerClosed || untilApp && e.appBuffered() > 0 {
 			return nil
 		}
 	}

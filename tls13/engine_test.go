@@ -544,3 +544,56 @@ func TestSelfLentApplicationData(t *testing.T) {
 		t.Fatalf("after the failure: %q", got)
 	}
 }
+
+// feedSpace stops at the first record that leaves application data to
+// read; the records behind it (more data, a KeyUpdate, close_notify) wait
+// in the record buffer until the data is read and resumeRecords runs.
+func TestSelfFeedSpaceLeavesRecords(t *testing.T) {
+	p := getPKI(t, "ecdsa-p256")
+	c, s := handshakeEngines(t, clientConfig(p), serverConfig(p))
+	var in []byte
+	for _, b := range []byte("xyz") {
+		if _, err := s.writeApp(bytes.Repeat([]byte{b}, 1000)); err != nil {
+			t.Fatal(err)
+		}
+		if b == 'y' {
+			if err := s.sendKeyUpdate(false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		in = append(in, s.takeOutput()...)
+	}
+	s.close()
+	in = append(in, s.takeOutput()...)
+
+	copy(c.inputSpace(len(in)), in)
+	if err := c.feedSpace(len(in)); err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	buf := make([]byte, 300)
+	for rounds := 0; ; rounds++ {
+		if rounds > 100 {
+			t.Fatal("records never drained")
+		}
+		if c.appBuffered() > 0 {
+			if c.peerClosed {
+				t.Fatal("close_notify processed before the data in front of it was read")
+			}
+			got = append(got, buf[:c.readApp(buf)]...)
+			continue
+		}
+		if !c.recordsWaiting() {
+			break
+		}
+		if err := c.resumeRecords(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := strings.Repeat("x", 1000) + strings.Repeat("y", 1000) + strings.Repeat("z", 1000); string(got) != want {
+		t.Fatalf("read %d bytes, not the 3000 sent in order", len(got))
+	}
+	if !c.peerClosed {
+		t.Fatal("close_notify not processed")
+	}
+}

@@ -78,6 +78,16 @@ func (d *Deframer) Release() {
 	}
 }
 
+// Ready reports whether a complete record is buffered, for a caller that
+// left records behind to come back for them.
+func (d *Deframer) Ready() bool {
+	if d.err != nil {
+		return false
+	}
+	avail := d.buf[d.start:]
+	return len(avail) >= HeaderLen && len(avail) >= HeaderLen+(int(avail[3])<<8|int(avail[4]))
+}
+
 // Buffered returns the number of received bytes not yet returned by Next.
 func (d *Deframer) Buffered() int { return len(d.buf) - d.start }
 

@@ -556,11 +556,12 @@ func (c *Conn) readBulk() (int, error) {
 	}
 	n, err := c.conn.Read(buf[:bulkReadSize])
 	c.busy = true
-	// Stay here while reads bring more than the small buffer holds.
-	c.bulk = n > idleReadSize
 	c.mu.Lock()
 	c.e.feedSpace(n)
 	c.collectEvents()
+	// Stay here while reads bring more than the small buffer holds, or a
+	// record is half in: its rest comes here, not through the small buffer.
+	c.bulk = n > idleReadSize || c.e.deframer.Buffered() > 0
 	c.mu.Unlock()
 	return n, err
 }

@@ -117,6 +117,7 @@ type engine struct {
 	done       bool // handshake complete
 
 	events []Event
+	evBuf  [8]Event // events' first backing array: a handshake's fit
 
 	// Negotiated values.
 	suite      *suite.Suite
@@ -166,6 +167,7 @@ const (
 
 func newEngine(cfg *Config, isClient bool) *engine {
 	e := &engine{cfg: cfg, isClient: isClient, run: runNow}
+	e.events = e.evBuf[:0]
 	e.maxRecvPlain = cfg.recordSizeLimit() - 1
 	e.maxSendPlain = record.MaxPlaintext
 	if cfg.MaxHandshakeMessage > 0 {
@@ -241,7 +243,17 @@ func (e *engine) padding(n int) int {
 }
 
 // queueHandshake adds a handshake message to the current flight.
-func (e *engine) queueHandshake(msg []byte) { e.hsOut = append(e.hsOut, msg...) }
+func (e *engine) queueHandshake(msg []byte) {
+	if cap(e.hsOut) == 0 {
+		// Room for a typical flight (a server's with one certificate),
+		// rather than growing message by message; flushHandshake keeps
+		// it for the next flight, releaseIdle drops it.
+		e.hsOut = make([]byte, 0, hsFlightSize)
+	}
+	e.hsOut = append(e.hsOut, msg...)
+}
+
+const hsFlightSize = 1024
 
 // flushHandshake puts the queued handshake messages into records under
 // the current write key.
@@ -250,16 +262,17 @@ func (e *engine) flushHandshake() error {
 }
 
 func (e *engine) flushHandshakeVersion(legacy uint16) error {
-	for len(e.hsOut) > 0 {
-		n := min(len(e.hsOut), e.maxSendPlain)
+	for rest := e.hsOut; len(rest) > 0; {
+		n := min(len(rest), e.maxSendPlain)
 		if e.rout == nil {
-			e.out = record.AppendPlain(e.out, record.TypeHandshake, legacy, e.hsOut[:n])
-		} else if err := e.writeRecord(record.TypeHandshake, e.hsOut[:n]); err != nil {
+			e.out = record.AppendPlain(e.out, record.TypeHandshake, legacy, rest[:n])
+		} else if err := e.writeRecord(record.TypeHandshake, rest[:n]); err != nil {
+			e.hsOut = rest
 			return err
 		}
-		e.hsOut = e.hsOut[n:]
+		rest = rest[n:]
 	}
-	e.hsOut = nil
+	e.hsOut = e.hsOut[:0] // the records hold copies
 	return nil
 }
 
@@ -321,6 +334,9 @@ func (e *engine) swapOutput(buf []byte) []byte {
 func (e *engine) releaseIdle() {
 	if len(e.out) == 0 {
 		e.out = nil
+	}
+	if len(e.hsOut) == 0 {
+		e.hsOut = nil
 	}
 	if e.appBuffered() == 0 {
 		e.app, e.appOff, e.appLent, e.appBuf = nil, 0, false, nil

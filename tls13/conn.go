@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ztls-project/ztls/tls13/internal/keyschedule"
@@ -62,10 +63,11 @@ type Conn struct {
 	cfg      *Config
 	isClient bool
 
-	hsMu      sync.Mutex // serialises handshakes
-	readMu    sync.Mutex // one reader at a time
-	writeMu   sync.Mutex // output order: taken engine bytes are written under it
-	mu        sync.Mutex // guards e and the fields below
+	hsMu      sync.Mutex  // serialises handshakes
+	hsDone    atomic.Bool // Handshake succeeded: later calls return at once
+	readMu    sync.Mutex  // one reader at a time
+	writeMu   sync.Mutex  // output order: taken engine bytes are written under it
+	mu        sync.Mutex  // guards e and the fields below
 	e         *engine
 	started   bool
 	trace     []TraceEvent
@@ -245,7 +247,14 @@ func (c *Conn) Handshake() error { return c.HandshakeContext(context.Background(
 
 // HandshakeContext is Handshake bounded by ctx.
 func (c *Conn) HandshakeContext(ctx context.Context) error {
-	return c.handshake(ctx, false)
+	if c.hsDone.Load() {
+		return nil
+	}
+	err := c.handshake(ctx, false)
+	if err == nil {
+		c.hsDone.Store(true)
+	}
+	return err
 }
 
 // HandshakeEarly runs the handshake until this side may send application
@@ -420,6 +429,9 @@ func (c *Conn) afterClientHandshake() error {
 }
 
 func (c *Conn) collectEvents() {
+	if len(c.e.events) == 0 {
+		return
+	}
 	now := time.Now()
 	for _, ev := range c.e.events {
 		// The handshake's events always fit; KeyUpdates go on for the

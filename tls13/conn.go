@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ztls-project/ztls/tls13/internal/keyschedule"
@@ -62,10 +63,11 @@ type Conn struct {
 	cfg      *Config
 	isClient bool
 
-	hsMu      sync.Mutex // serialises handshakes
-	readMu    sync.Mutex // one reader at a time
-	writeMu   sync.Mutex // output order: taken engine bytes are written under it
-	mu        sync.Mutex // guards e and the fields below
+	hsMu      sync.Mutex  // serialises handshakes
+	hsDone    atomic.Bool // Handshake succeeded: later calls return at once
+	readMu    sync.Mutex  // one reader at a time
+	writeMu   sync.Mutex  // output order: taken engine bytes are written under it
+	mu        sync.Mutex  // guards e and the fields below
 	e         *engine
 	started   bool
 	trace     []TraceEvent
@@ -245,7 +247,14 @@ func (c *Conn) Handshake() error { return c.HandshakeContext(context.Background(
 
 // HandshakeContext is Handshake bounded by ctx.
 func (c *Conn) HandshakeContext(ctx context.Context) error {
-	return c.handshake(ctx, false)
+	if c.hsDone.Load() {
+		return nil
+	}
+	err := c.handshake(ctx, false)
+	if err == nil {
+		c.hsDone.Store(true)
+	}
+	return err
 }
 
 // HandshakeEarly runs the handshake until this side may send application
@@ -378,8 +387,7 @@ func (c *Conn) readHandshake(early bool) error {
 }
 
 // handshakeBufPool recycles the handshake loop's read buffer, which would
-// otherwise be a 16.5 KiB allocation per handshake on each side, and
-// readInput's large one. feed copies what it is given, so nothing keeps
+// otherwise be a 16.5 KiB allocation per handshake on each side. feed copies what it is given, so nothing keeps
 // the buffer after it returns.
 var handshakeBufPool = sync.Pool{New: func() any {
 	b := make([]byte, 16*1024+512)
@@ -421,6 +429,9 @@ func (c *Conn) afterClientHandshake() error {
 }
 
 func (c *Conn) collectEvents() {
+	if len(c.e.events) == 0 {
+		return
+	}
 	now := time.Now()
 	for _, ev := range c.e.events {
 		// The handshake's events always fit; KeyUpdates go on for the
@@ -441,7 +452,7 @@ func (c *Conn) flush() error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	c.mu.Lock()
-	c.wbuf = append(c.wbuf[:0], c.e.takeOutput()...)
+	c.wbuf = c.e.swapOutput(c.wbuf)
 	c.mu.Unlock()
 	if len(c.wbuf) == 0 {
 		return nil
@@ -458,7 +469,7 @@ func (c *Conn) flushFromReader() {
 		return
 	}
 	c.mu.Lock()
-	c.wbuf = append(c.wbuf[:0], c.e.takeOutput()...)
+	c.wbuf = c.e.swapOutput(c.wbuf)
 	c.mu.Unlock()
 	if len(c.wbuf) > 0 {
 		c.conn.Write(c.wbuf)
@@ -508,26 +519,25 @@ const idleReadSize = 2 << 10
 
 // readInput reads from the connection and feeds what came to the engine.
 // It waits with the connection's small buffer; when a read fills it,
-// more is likely queued (a large record, a burst), so the next reads use
-// a large buffer from handshakeBufPool, returned at once (feed copies),
-// until one does not fill it. After a small read that did not fill it
+// more is likely queued (a large record, a burst), so the next reads go
+// into the engine's record buffer (readBulk), up to bulkReadSize at a
+// time, until one brings no more than the small buffer would have held. After a small read that did not fill it
 // (light traffic, or none), the connection gives up its other buffers
 // before it waits (releaseIdle): an idle connection holds its keys and
 // the small buffer, no record's worth of bytes.
 func (c *Conn) readInput() (int, error) {
+	if c.bulk {
+		return c.readBulk()
+	}
 	if c.readBuf == nil {
 		c.readBuf = make([]byte, idleReadSize)
 	}
 	buf := c.readBuf
-	if c.bulk {
-		bp := handshakeBufPool.Get().(*[]byte)
-		defer handshakeBufPool.Put(bp)
-		buf = *bp
-	} else if !c.busy {
+	if !c.busy {
 		c.releaseIdle()
 	}
 	n, err := c.conn.Read(buf)
-	c.busy = c.bulk || n == len(buf)
+	c.busy = n == len(buf)
 	c.bulk = n == len(buf)
 	if n > 0 {
 		c.mu.Lock()
@@ -535,6 +545,36 @@ func (c *Conn) readInput() (int, error) {
 		c.collectEvents()
 		c.mu.Unlock()
 	}
+	return n, err
+}
+
+// bulkReadSize is what readBulk reads at most at once: a few records, so
+// a fast sender's records are taken with few reads (and wake-ups of the
+// sender), as crypto/tls's growing input buffer does.
+const bulkReadSize = 64 * 1024
+
+// readBulk is readInput while reads fill their buffer: it reads straight
+// into the engine's record buffer (engine.inputSpace), which feed would
+// otherwise copy into. Only the reader (readMu) touches the engine's input
+// side, so the room stays ours while we read into it without mu.
+func (c *Conn) readBulk() (int, error) {
+	c.mu.Lock()
+	buf := c.e.inputSpace(bulkReadSize)
+	c.mu.Unlock()
+	if buf == nil {
+		// The engine failed: readLoop reports its error.
+		c.bulk = false
+		return 0, nil
+	}
+	n, err := c.conn.Read(buf[:bulkReadSize])
+	c.busy = true
+	c.mu.Lock()
+	c.e.feedSpace(n)
+	c.collectEvents()
+	// Stay here while reads bring more than the small buffer holds, or a
+	// record is half in: its rest comes here, not through the small buffer.
+	c.bulk = n > idleReadSize || c.e.deframer.Buffered() > 0
+	c.mu.Unlock()
 	return n, err
 }
 
@@ -571,6 +611,13 @@ func (c *Conn) readLoop(p []byte, early bool) (int, error) {
 			n := c.e.readApp(p)
 			c.mu.Unlock()
 			return n, nil
+		} else if c.e.recordsWaiting() {
+			// readBulk left records behind the data just read.
+			c.e.resumeRecords()
+			c.collectEvents()
+			c.mu.Unlock()
+			c.flushFromReader()
+			continue
 		}
 		if c.e.err != nil {
 			err := c.e.err
@@ -634,7 +681,7 @@ func (c *Conn) write(p []byte) (int, error) {
 		// feeding the engine while this write blocks.
 		c.mu.Lock()
 		n, err := c.e.writeApp(chunk)
-		c.wbuf = append(c.wbuf[:0], c.e.takeOutput()...)
+		c.wbuf = c.e.swapOutput(c.wbuf)
 		c.mu.Unlock()
 		var werr error
 		if len(c.wbuf) > 0 {

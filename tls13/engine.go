@@ -97,8 +97,10 @@ type engine struct {
 	hsOut []byte // handshake messages not yet put into records
 
 	mode    appMode
-	app     []byte // received application data not yet read
+	app     []byte // received application data, read up to appOff
 	appOff  int
+	appLent bool         // app is plaintext in the deframer's buffer (keepApp)
+	appBuf  []byte       // the engine's own buffer for app while it is lent
 	earlyIn *earlyIntake // server: accepted 0-RTT data (nil: none accepted)
 	// skipEarly (server rejecting 0-RTT): how many more bytes of the
 	// client's early plaintext may be skipped, as unprotected records
@@ -115,6 +117,7 @@ type engine struct {
 	done       bool // handshake complete
 
 	events []Event
+	evBuf  [8]Event // events' first backing array: a handshake's fit
 
 	// Negotiated values.
 	suite      *suite.Suite
@@ -164,6 +167,7 @@ const (
 
 func newEngine(cfg *Config, isClient bool) *engine {
 	e := &engine{cfg: cfg, isClient: isClient, run: runNow}
+	e.events = e.evBuf[:0]
 	e.maxRecvPlain = cfg.recordSizeLimit() - 1
 	e.maxSendPlain = record.MaxPlaintext
 	if cfg.MaxHandshakeMessage > 0 {
@@ -239,7 +243,17 @@ func (e *engine) padding(n int) int {
 }
 
 // queueHandshake adds a handshake message to the current flight.
-func (e *engine) queueHandshake(msg []byte) { e.hsOut = append(e.hsOut, msg...) }
+func (e *engine) queueHandshake(msg []byte) {
+	if cap(e.hsOut) == 0 {
+		// Room for a typical flight (a server's with one certificate),
+		// rather than growing message by message; flushHandshake keeps
+		// it for the next flight, releaseIdle drops it.
+		e.hsOut = make([]byte, 0, hsFlightSize)
+	}
+	e.hsOut = append(e.hsOut, msg...)
+}
+
+const hsFlightSize = 1024
 
 // flushHandshake puts the queued handshake messages into records under
 // the current write key.
@@ -248,16 +262,17 @@ func (e *engine) flushHandshake() error {
 }
 
 func (e *engine) flushHandshakeVersion(legacy uint16) error {
-	for len(e.hsOut) > 0 {
-		n := min(len(e.hsOut), e.maxSendPlain)
+	for rest := e.hsOut; len(rest) > 0; {
+		n := min(len(rest), e.maxSendPlain)
 		if e.rout == nil {
-			e.out = record.AppendPlain(e.out, record.TypeHandshake, legacy, e.hsOut[:n])
-		} else if err := e.writeRecord(record.TypeHandshake, e.hsOut[:n]); err != nil {
+			e.out = record.AppendPlain(e.out, record.TypeHandshake, legacy, rest[:n])
+		} else if err := e.writeRecord(record.TypeHandshake, rest[:n]); err != nil {
+			e.hsOut = rest
 			return err
 		}
-		e.hsOut = e.hsOut[n:]
+		rest = rest[n:]
 	}
-	e.hsOut = nil
+	e.hsOut = e.hsOut[:0] // the records hold copies
 	return nil
 }
 
@@ -302,6 +317,16 @@ func (e *engine) takeOutput() []byte {
 	return out
 }
 
+// swapOutput is takeOutput for a caller that writes the bytes without
+// holding the engine (Conn): it gives the engine buf's memory for its next
+// output, so the caller's buffer and the engine's alternate and the
+// records are not copied between them. buf must not be used afterwards.
+func (e *engine) swapOutput(buf []byte) []byte {
+	out := e.takeOutput()
+	e.out = buf[:0]
+	return out
+}
+
 // releaseIdle drops the buffers an idle connection need not hold: the
 // output once taken, application data once read, the record and
 // handshake input once consumed (the handshake's only after it is done).
@@ -310,8 +335,11 @@ func (e *engine) releaseIdle() {
 	if len(e.out) == 0 {
 		e.out = nil
 	}
+	if len(e.hsOut) == 0 {
+		e.hsOut = nil
+	}
 	if e.appBuffered() == 0 {
-		e.app, e.appOff = nil, 0
+		e.app, e.appOff, e.appLent, e.appBuf = nil, 0, false, nil
 	}
 	e.deframer.Release()
 	if e.done {
@@ -324,7 +352,55 @@ func (e *engine) feed(p []byte) error {
 	if e.err != nil {
 		return e.err
 	}
+	e.unlendApp()
 	e.deframer.Write(p)
+	return e.processRecords(false)
+}
+
+// inputSpace returns room for n bytes of input (or more) in the record
+// buffer, for a caller that reads from the transport into it and then
+// calls feedSpace with what it read, saving feed's copy. Nothing else may
+// call into the engine's input side in between. It returns nil after a
+// failure.
+func (e *engine) inputSpace(n int) []byte {
+	if e.err != nil {
+		return nil
+	}
+	e.unlendApp()
+	return e.deframer.Space(n)
+}
+
+// feedSpace takes the first n bytes of the room inputSpace returned and
+// processes records up to the first that leaves application data to
+// read. The records behind it wait in the record buffer, not copied,
+// until that data is read and resumeRecords is called: a reader of
+// large chunks holds several records at once.
+func (e *engine) feedSpace(n int) error {
+	if e.err != nil {
+		return e.err
+	}
+	e.deframer.Commit(n)
+	return e.processRecords(true)
+}
+
+// recordsWaiting reports whether records feedSpace left behind can be
+// processed: all application data before them was read.
+func (e *engine) recordsWaiting() bool {
+	return e.err == nil && e.appBuffered() == 0 && e.deframer.Ready()
+}
+
+// resumeRecords processes records feedSpace left behind, as feedSpace
+// does.
+func (e *engine) resumeRecords() error {
+	if e.err != nil {
+		return e.err
+	}
+	return e.processRecords(true)
+}
+
+// processRecords handles the complete records buffered; with untilApp it
+// stops after one that leaves application data to read.
+func (e *engine) processRecords(untilApp bool) error {
 	for {
 		typ, payload, ok, err := e.deframer.Next()
 		if err != nil {
@@ -336,7 +412,7 @@ func (e *engine) feed(p []byte) error {
 		if err := e.handleRecord(typ, payload); err != nil {
 			return e.fail(err)
 		}
-		if e.peerClosed {
+		if e.peerClosed || untilApp && e.appBuffered() > 0 {
 			return nil
 		}
 	}
@@ -440,11 +516,40 @@ func (e *engine) handleAppData(plain []byte) error {
 			c.sawAppData = true
 			e.info.AnswerInFirstFlight = !c.finishedTaken
 		}
-		e.app = appendCompact(e.app, &e.appOff, plain)
+		e.keepApp(plain)
 	default:
 		return errorf(AlertUnexpectedMessage, "application data before the handshake finished")
 	}
 	return nil
+}
+
+// keepApp holds application data for readApp. When nothing else is
+// waiting to be read, plain (decrypted in place in the deframer's buffer)
+// is lent rather than copied, and readApp copies it out from there: in a
+// bulk transfer each record's plaintext is then copied once, into the
+// reader's buffer. The loan ends before the deframer's buffer is written
+// again (unlendApp).
+func (e *engine) keepApp(plain []byte) {
+	if e.appBuffered() == 0 {
+		if !e.appLent {
+			e.appBuf = e.app[:0]
+		}
+		e.app, e.appOff, e.appLent = plain, 0, true
+		return
+	}
+	e.unlendApp()
+	e.app = appendCompact(e.app, &e.appOff, plain)
+}
+
+// unlendApp moves lent application data not yet read into the engine's
+// own buffer.
+func (e *engine) unlendApp() {
+	if !e.appLent {
+		return
+	}
+	rest := e.app[e.appOff:]
+	e.app, e.appOff, e.appLent = append(e.appBuf[:0], rest...), 0, false
+	e.appBuf = nil
 }
 
 // appendCompact appends p to buf, first dropping the already-read prefix

@@ -567,3 +567,112 @@ func TestUnexpectedMessageSaysWhatWasExpected(t *testing.T) {
 		}
 	}
 }
+
+// Application data is lent from the record buffer when nothing else waits
+// to be read (keepApp). Whatever comes next (more input by feed or into
+// inputSpace, a second record in the same input, a bad record after it)
+// must not change what the reader gets.
+func TestSelfLentApplicationData(t *testing.T) {
+	p := getPKI(t, "ecdsa-p256")
+	c, s := handshakeEngines(t, clientConfig(p), serverConfig(p))
+	seal := func(b byte, n int) []byte {
+		t.Helper()
+		if _, err := s.writeApp(bytes.Repeat([]byte{b}, n)); err != nil {
+			t.Fatal(err)
+		}
+		return append([]byte(nil), s.takeOutput()...)
+	}
+	read := func(n int) string {
+		t.Helper()
+		buf := make([]byte, n)
+		return string(buf[:c.readApp(buf)])
+	}
+	want := func(b byte, n int) string { return strings.Repeat(string(rune(b)), n) }
+
+	// Partly read, then more input through feed and through inputSpace.
+	if err := c.feed(seal('a', 5000)); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(1000); got != want('a', 1000) {
+		t.Fatal("first read differs")
+	}
+	if err := c.feed(seal('b', 3000)); err != nil {
+		t.Fatal(err)
+	}
+	rec := seal('c', 2000)
+	copy(c.inputSpace(len(rec)), rec)
+	if err := c.feedSpace(len(rec)); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(20000); got != want('a', 4000)+want('b', 3000)+want('c', 2000) {
+		t.Fatalf("read %d bytes, not the 9000 sent", len(got))
+	}
+
+	// Two records in one input, then a record with a bad type.
+	in := append(seal('d', 100), seal('e', 200)...)
+	if err := c.feed(in); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(1000); got != want('d', 100)+want('e', 200) {
+		t.Fatalf("two records: %q", got)
+	}
+	if err := c.feed(append(seal('f', 300), 99, 3, 3)); err == nil {
+		t.Fatal("bad record accepted")
+	}
+	if got := read(1000); got != want('f', 300) {
+		t.Fatalf("after the failure: %q", got)
+	}
+}
+
+// feedSpace stops at the first record that leaves application data to
+// read; the records behind it (more data, a KeyUpdate, close_notify) wait
+// in the record buffer until the data is read and resumeRecords runs.
+func TestSelfFeedSpaceLeavesRecords(t *testing.T) {
+	p := getPKI(t, "ecdsa-p256")
+	c, s := handshakeEngines(t, clientConfig(p), serverConfig(p))
+	var in []byte
+	for _, b := range []byte("xyz") {
+		if _, err := s.writeApp(bytes.Repeat([]byte{b}, 1000)); err != nil {
+			t.Fatal(err)
+		}
+		if b == 'y' {
+			if err := s.sendKeyUpdate(false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		in = append(in, s.takeOutput()...)
+	}
+	s.close()
+	in = append(in, s.takeOutput()...)
+
+	copy(c.inputSpace(len(in)), in)
+	if err := c.feedSpace(len(in)); err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	buf := make([]byte, 300)
+	for rounds := 0; ; rounds++ {
+		if rounds > 100 {
+			t.Fatal("records never drained")
+		}
+		if c.appBuffered() > 0 {
+			if c.peerClosed {
+				t.Fatal("close_notify processed before the data in front of it was read")
+			}
+			got = append(got, buf[:c.readApp(buf)]...)
+			continue
+		}
+		if !c.recordsWaiting() {
+			break
+		}
+		if err := c.resumeRecords(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := strings.Repeat("x", 1000) + strings.Repeat("y", 1000) + strings.Repeat("z", 1000); string(got) != want {
+		t.Fatalf("read %d bytes, not the 3000 sent in order", len(got))
+	}
+	if !c.peerClosed {
+		t.Fatal("close_notify not processed")
+	}
+}

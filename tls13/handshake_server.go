@@ -86,6 +86,7 @@ type serverHandshake struct {
 	alpn         string
 	cert         *Certificate
 	certLeaf     *x509.Certificate // cert's parsed leaf
+	certForName  bool              // cert's leaf is valid for the client's SNI
 	scheme       uint16
 
 	// The flight.
@@ -505,6 +506,7 @@ func (hs *serverHandshake) chooseCertificate() error {
 		}
 		if name == "" || leaf.VerifyHostname(name) == nil {
 			hs.cert, hs.certLeaf, hs.scheme = c, leaf, scheme
+			hs.certForName = name != ""
 			return nil
 		}
 		if fallback == nil {
@@ -636,7 +638,7 @@ func (hs *serverHandshake) sendEncryptedExtensions() error {
 		e.maxSendPlain = min(int(ch.RecordSizeLimit)-1, e.maxSendPlain)
 		ee.RecordSizeLimit = uint16(cfg.recordSizeLimit())
 	}
-	if ch.ServerName != "" && hs.cert != nil && hs.certLeaf.VerifyHostname(ch.ServerName) == nil {
+	if ch.ServerName != "" && hs.cert != nil && hs.certForName {
 		ee.ServerName = true
 	}
 	if cfg.testHookEncryptedExtensions != nil {

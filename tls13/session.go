@@ -12,6 +12,7 @@ import (
 	"golang.org/x/crypto/cryptobyte"
 
 	"github.com/ztls-project/ztls/tls13/internal/suite"
+	"github.com/ztls-project/ztls/tls13/internal/wire"
 )
 
 // ClientSession is what a client keeps from a NewSessionTicket to resume
@@ -56,16 +57,16 @@ const sessionFormat = 1
 
 // MarshalBinary encodes the session for storage (ztls connect --sess-out).
 func (s *ClientSession) MarshalBinary() ([]byte, error) {
-	var b cryptobyte.Builder
+	var b wire.Builder
 	b.AddUint8(sessionFormat)
 	b.AddUint16(uint16(s.Suite))
-	b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(s.PSK) })
-	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(s.Ticket) })
+	b.AddUint8LengthPrefixed(func(b *wire.Builder) { b.AddBytes(s.PSK) })
+	b.AddUint16LengthPrefixed(func(b *wire.Builder) { b.AddBytes(s.Ticket) })
 	b.AddUint32(s.AgeAdd)
 	b.AddUint64(uint64(s.ReceivedAt.UnixMilli()))
 	b.AddUint32(uint32(s.Lifetime / time.Second))
-	b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes([]byte(s.ServerName)) })
-	b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes([]byte(s.ALPN)) })
+	b.AddUint8LengthPrefixed(func(b *wire.Builder) { b.AddBytes([]byte(s.ServerName)) })
+	b.AddUint8LengthPrefixed(func(b *wire.Builder) { b.AddBytes([]byte(s.ALPN)) })
 	b.AddUint32(s.MaxEarlyData)
 	return b.Bytes()
 }
@@ -190,18 +191,18 @@ func (e *engine) wrapTicket(t *sessionTicket) ([]byte, error) {
 
 // marshalTicket is wrapTicket's plaintext.
 func marshalTicket(t *sessionTicket) ([]byte, error) {
-	var b cryptobyte.Builder
+	var b wire.Builder
 	b.AddUint16(t.Suite)
 	b.AddUint64(uint64(t.CreatedMS))
 	b.AddUint32(t.AgeAdd)
 	b.AddUint32(t.LifetimeS)
 	b.AddUint32(t.MaxEarlyData)
-	b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(t.PSK) })
-	b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes([]byte(t.ALPN)) })
-	b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes([]byte(t.SNI)) })
-	b.AddUint24LengthPrefixed(func(b *cryptobyte.Builder) {
+	b.AddUint8LengthPrefixed(func(b *wire.Builder) { b.AddBytes(t.PSK) })
+	b.AddUint8LengthPrefixed(func(b *wire.Builder) { b.AddBytes([]byte(t.ALPN)) })
+	b.AddUint8LengthPrefixed(func(b *wire.Builder) { b.AddBytes([]byte(t.SNI)) })
+	b.AddUint24LengthPrefixed(func(b *wire.Builder) {
 		for _, der := range t.ClientCerts {
-			b.AddUint24LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(der) })
+			b.AddUint24LengthPrefixed(func(b *wire.Builder) { b.AddBytes(der) })
 		}
 	})
 	return b.Bytes()
@@ -384,14 +385,14 @@ const strikeFileMagic = "ztls strike register 1\n"
 func (r *MemoryStrikeRegister) WriteTo(w io.Writer, now time.Time) (int64, error) {
 	r.mu.Lock()
 	r.pruneLocked(now)
-	var b cryptobyte.Builder
+	var b wire.Builder
 	b.AddBytes([]byte(strikeFileMagic))
 	// Milliseconds, rounded so the loaded register claims no more memory
 	// and forgets nothing sooner than this one.
 	b.AddUint64(uint64(ceilMilli(r.since)))
 	b.AddUint32(uint32(len(r.m)))
 	for k, exp := range r.m {
-		b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes([]byte(k)) })
+		b.AddUint8LengthPrefixed(func(b *wire.Builder) { b.AddBytes([]byte(k)) })
 		b.AddUint64(uint64(ceilMilli(exp)))
 	}
 	r.mu.Unlock()

@@ -1,6 +1,7 @@
 package keyschedule
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/hkdf"
 	"crypto/hmac"
@@ -69,15 +70,9 @@ func expandLabel(h crypto.Hash, secret []byte, label string, context []byte, len
 		return nil, err
 	}
 	if length <= h.Size() {
-		// Every TLS 1.3 derivation fits one HKDF-Expand block:
-		// T(1) = HMAC(secret, info || 0x01) (RFC 5869, Section 2.3).
-		var ib [maxHkdfLabel + 1]byte // on the stack: sumHMAC keeps nothing
-		info, err := appendHkdfLabel(ib[:0], label, context, length)
-		if err != nil {
-			return nil, err
-		}
-		if out, ok := sumHMAC(h, secret, append(info, 1)); ok {
-			return out[:length], nil
+		var sum [maxHashSize]byte
+		if out, ok, err := expandLabelBlock(&sum, h, secret, label, context, length); ok || err != nil {
+			return bytes.Clone(out), err
 		}
 	}
 	info, err := hkdfLabel(label, context, length)
@@ -95,6 +90,45 @@ func expandLabel(h crypto.Hash, secret []byte, label string, context []byte, len
 		return nil, fmt.Errorf("keyschedule: %w", err)
 	}
 	return out, nil
+}
+
+// expandLabelBlock computes an HKDF-Expand-Label output of at most one
+// hash block into out, without allocating: every TLS 1.3 derivation fits
+// one block, T(1) = HMAC(secret, info || 0x01) (RFC 5869, Section 2.3).
+// ok is false, with no error, when sumHMAC does not cover h or the secret.
+func expandLabelBlock(out *[maxHashSize]byte, h crypto.Hash, secret []byte, label string, context []byte, length int) (_ []byte, ok bool, _ error) {
+	var ib [maxHkdfLabel + 1]byte // on the stack: sumHMAC keeps nothing
+	info, err := appendHkdfLabel(ib[:0], label, context, length)
+	if err != nil {
+		return nil, false, err
+	}
+	sum, ok := sumHMAC(out, h, secret, append(info, 1))
+	if !ok {
+		return nil, false, nil
+	}
+	return sum[:length], true, nil
+}
+
+// ExpandLabelInto is ExpandLabel with len(out) as the length, writing into
+// out instead of allocating, for callers that keep the output in their own
+// memory (the record layer's key and IV). It reports whether it could.
+func ExpandLabelInto(out []byte, h crypto.Hash, secret []byte, label string, context []byte) bool {
+	if checkHash(h) != nil {
+		return false
+	}
+	if len(out) <= h.Size() {
+		var sum [maxHashSize]byte
+		b, ok, err := expandLabelBlock(&sum, h, secret, label, context, len(out))
+		copy(out, b)
+		clear(sum[:])
+		if ok || err != nil {
+			return ok
+		}
+	}
+	b, err := expandLabel(h, secret, label, context, len(out))
+	copy(out, b)
+	clear(b)
+	return err == nil
 }
 
 // ExpandLabel is HKDF-Expand-Label of RFC 8446, Section 7.1: HKDF-Expand of
@@ -131,28 +165,33 @@ func emptyHash(h crypto.Hash) []byte {
 	return sum
 }
 
-// extract is HKDF-Extract(salt, ikm) with an all-zero ikm of h.Size() bytes
-// when ikm is nil (RFC 8446, Section 7.1: "0" means a string of Hash.length
-// zero bytes).
-func extract(h crypto.Hash, salt, ikm []byte) []byte {
-	if !h.Available() {
+// extract is HKDF-Extract(salt, ikm), with an all-zero salt or ikm of
+// h.Size() bytes when they are nil (RFC 8446, Section 7.1: "0" means a
+// string of Hash.length zero bytes). The result is written into out when
+// sumHMAC covers h, and allocated otherwise; nil if h is not available.
+func extract(out *[maxHashSize]byte, h crypto.Hash, salt, ikm []byte) []byte {
+	if !h.Available() || h.Size() > len(zeros) {
 		return nil
 	}
 	if ikm == nil {
-		ikm = make([]byte, h.Size())
+		ikm = zeros[:h.Size()]
 	}
 	if salt == nil {
-		salt = make([]byte, h.Size())
+		salt = zeros[:h.Size()]
 	}
-	if out, ok := sumHMAC(h, salt, ikm); ok { // HKDF-Extract is HMAC(salt, ikm)
-		return out
+	if sum, ok := sumHMAC(out, h, salt, ikm); ok { // HKDF-Extract is HMAC(salt, ikm)
+		return sum
 	}
-	out, err := hkdf.Extract(h.New, ikm, salt)
+	// Copies, so that callers' stack buffers do not escape through hkdf.
+	sum, err := hkdf.Extract(h.New, bytes.Clone(ikm), bytes.Clone(salt))
 	if err != nil {
 		return nil
 	}
-	return out
+	return sum
 }
+
+// zeros is the all-zero salt and IKM of HKDF-Extract; only read.
+var zeros [maxHashSize]byte
 
 // maxHMACBlock and maxHMACMessage bound sumHMAC's stack buffers: SHA-384's
 // block, and an HkdfLabel with its counter byte (longer than any IKM the
@@ -162,14 +201,19 @@ const (
 	maxHMACMessage = maxHkdfLabel + 1
 )
 
+// maxHashSize is the longest output of a hash the key schedule runs on
+// without allocating (SHA-384's 48 bytes, rounded up to SHA-512's).
+const maxHashSize = 64
+
 // sumHMAC is HMAC-h(key, msg) of RFC 2104, H((K ^ opad) || H((K ^ ipad) ||
 // msg)), for SHA-256 and SHA-384 with a key no longer than the hash's
 // block (every key the key schedule uses: secrets and salts are one hash
 // long): computed in stack buffers, without hmac.New's allocations, since
 // a handshake runs it some forty times. ok is false for anything else,
 // which the caller computes with crypto/hmac. Nothing depends on the
-// key's bytes but XORs; the buffers are cleared before it returns.
-func sumHMAC(h crypto.Hash, key, msg []byte) (out []byte, ok bool) {
+// key's bytes but XORs; the buffers are cleared before it returns. The MAC
+// is written into out and returned as a slice of it.
+func sumHMAC(out *[maxHashSize]byte, h crypto.Hash, key, msg []byte) (_ []byte, ok bool) {
 	var block int
 	switch h {
 	case crypto.SHA256:
@@ -197,18 +241,30 @@ func sumHMAC(h crypto.Hash, key, msg []byte) (out []byte, ok bool) {
 		inner := sha2.Sum256(in[:n])
 		copy(outer[block:], inner[:])
 		sum := sha2.Sum256(outer[:block+sha2.Size])
-		return sum[:], true
+		return out[:copy(out[:], sum[:])], true
 	}
 	inner := sha5.Sum384(in[:n])
 	copy(outer[block:], inner[:])
 	sum := sha5.Sum384(outer[:block+sha5.Size384])
-	return sum[:], true
+	return out[:copy(out[:], sum[:])], true
 }
 
-// stage holds the secret of one key schedule stage.
+// stage holds the secret of one key schedule stage. The secret lives in
+// buf when sumHMAC computed it, so a stage is one allocation.
 type stage struct {
 	hash   crypto.Hash
 	secret []byte
+	buf    [maxHashSize]byte
+}
+
+// newStage returns the stage whose secret is HKDF-Extract(salt, ikm), or
+// nil if h is not available.
+func newStage(h crypto.Hash, salt, ikm []byte) *stage {
+	st := &stage{hash: h}
+	if st.secret = extract(&st.buf, h, salt, ikm); st.secret == nil {
+		return nil
+	}
+	return st
 }
 
 // sealed hides a stage behind a closure. The stage types hold one, so that
@@ -244,11 +300,16 @@ func (s *stage) next(ikm []byte) *stage {
 	if s == nil {
 		return nil
 	}
-	salt := DeriveSecret(s.hash, s.secret, "derived", emptyHash(s.hash))
-	if salt == nil {
-		return nil
+	var sb [maxHashSize]byte
+	salt, ok, _ := expandLabelBlock(&sb, s.hash, s.secret, "derived", emptyHash(s.hash), s.hash.Size())
+	if !ok {
+		if salt = DeriveSecret(s.hash, s.secret, "derived", emptyHash(s.hash)); salt == nil {
+			return nil
+		}
 	}
-	return &stage{hash: s.hash, secret: extract(s.hash, salt, ikm)}
+	st := newStage(s.hash, salt, ikm)
+	clear(sb[:])
+	return st
 }
 
 // formatSecret prints "<secret>" for every fmt verb, %#v and %+v included.
@@ -262,11 +323,11 @@ type EarlySecret struct{ k sealed }
 // NewEarlySecret computes the early secret HKDF-Extract(0, ikm). A nil ikm
 // (no PSK) means h.Size() zero bytes, as RFC 8446, Section 7.1 specifies.
 func NewEarlySecret(h crypto.Hash, ikm []byte) EarlySecret {
-	secret := extract(h, nil, ikm)
-	if secret == nil {
+	st := newStage(h, nil, ikm)
+	if st == nil {
 		return EarlySecret{}
 	}
-	return EarlySecret{seal(&stage{hash: h, secret: secret})}
+	return EarlySecret{seal(st)}
 }
 
 // Hash returns the hash the schedule runs on (zero for the zero value).
@@ -432,8 +493,28 @@ func FinishedKey(h crypto.Hash, baseKey []byte) []byte {
 // (RFC 8446, Section 4.4.4); with a binder key as baseKey and the hash of the
 // truncated ClientHello it is the PSK binder (RFC 8446, Section 4.2.11.2).
 func FinishedMAC(h crypto.Hash, baseKey, transcriptHash []byte) []byte {
+	var sum [maxHashSize]byte
+	mac := finishedMAC(&sum, h, baseKey, transcriptHash)
+	if mac == nil {
+		return nil
+	}
+	out := bytes.Clone(mac)
+	clear(sum[:])
+	return out
+}
+
+// finishedMAC is FinishedMAC writing into out where sumHMAC covers h (the
+// finished key then never leaves the stack).
+func finishedMAC(out *[maxHashSize]byte, h crypto.Hash, baseKey, transcriptHash []byte) []byte {
 	if !h.Available() {
 		return nil
+	}
+	var kb [maxHashSize]byte
+	defer clear(kb[:])
+	if key, ok, _ := expandLabelBlock(&kb, h, baseKey, "finished", nil, h.Size()); ok {
+		if mac, ok := sumHMAC(out, h, key, transcriptHash); ok {
+			return mac
+		}
 	}
 	mac := hmac.New(h.New, FinishedKey(h, baseKey))
 	mac.Write(transcriptHash)
@@ -443,7 +524,9 @@ func FinishedMAC(h crypto.Hash, baseKey, transcriptHash []byte) []byte {
 // VerifyFinished reports whether verifyData is the Finished MAC (or binder)
 // for baseKey and transcriptHash, comparing in constant time.
 func VerifyFinished(h crypto.Hash, baseKey, transcriptHash, verifyData []byte) bool {
-	want := FinishedMAC(h, baseKey, transcriptHash)
+	var sum [maxHashSize]byte
+	defer clear(sum[:])
+	want := finishedMAC(&sum, h, baseKey, transcriptHash)
 	return want != nil && hmac.Equal(want, verifyData)
 }
 

@@ -230,21 +230,77 @@ func TestSumHMACMatchesCryptoHMAC(t *testing.T) {
 			for j := range msg {
 				msg[j] = byte(r.Uint32())
 			}
-			got, ok := sumHMAC(h, key, msg)
+			var out [maxHashSize]byte
+			got, ok := sumHMAC(&out, h, key, msg)
 			mac := hmac.New(h.New, key)
 			mac.Write(msg)
 			if want := mac.Sum(nil); !ok || !bytes.Equal(got, want) {
 				t.Fatalf("%v, key %d bytes, message %d bytes: %x, %v; crypto/hmac %x", h, len(key), len(msg), got, ok, want)
 			}
 		}
-		if _, ok := sumHMAC(h, make([]byte, block+1), nil); ok {
+		if _, ok := sumHMAC(new([maxHashSize]byte), h, make([]byte, block+1), nil); ok {
 			t.Fatalf("%v: a key longer than the block was taken", h)
 		}
-		if _, ok := sumHMAC(h, nil, make([]byte, maxHMACMessage+1)); ok {
+		if _, ok := sumHMAC(new([maxHashSize]byte), h, nil, make([]byte, maxHMACMessage+1)); ok {
 			t.Fatalf("%v: a message past the buffer was taken", h)
 		}
 	}
-	if _, ok := sumHMAC(crypto.SHA512, nil, nil); ok {
+	if _, ok := sumHMAC(new([maxHashSize]byte), crypto.SHA512, nil, nil); ok {
 		t.Fatal("SHA-512 was taken")
+	}
+}
+
+// ExpandLabelInto writes what ExpandLabel returns, on the one-block path
+// and past it (SHA-512, or more than one block), and refuses what
+// ExpandLabel refuses.
+func TestExpandLabelIntoMatchesExpandLabel(t *testing.T) {
+	for _, h := range []crypto.Hash{crypto.SHA256, crypto.SHA384, crypto.SHA512} {
+		secret := bytes.Repeat([]byte{7}, h.Size())
+		for _, n := range []int{0, 1, 12, 16, 32, h.Size(), h.Size() + 1, 3 * h.Size()} {
+			out := make([]byte, n)
+			if !ExpandLabelInto(out, h, secret, "key", []byte("ctx")) {
+				t.Fatalf("%v, %d bytes: refused", h, n)
+			}
+			if want := ExpandLabel(h, secret, "key", []byte("ctx"), n); !bytes.Equal(out, want) {
+				t.Fatalf("%v, %d bytes: %x, ExpandLabel %x", h, n, out, want)
+			}
+		}
+	}
+	if ExpandLabelInto(make([]byte, 16), crypto.SHA256, nil, strings.Repeat("l", 250), nil) {
+		t.Error("overlong label accepted")
+	}
+	if ExpandLabelInto(make([]byte, 16), crypto.MD4, nil, "key", nil) {
+		t.Error("unlinked hash accepted")
+	}
+}
+
+// The derivations a handshake repeats compute into the caller's or the
+// stack's memory: FinishedMAC allocates only its result, VerifyFinished
+// and ExpandLabelInto nothing, and a stage one allocation besides the
+// closure that hides it.
+func TestKeyScheduleAllocations(t *testing.T) {
+	for _, h := range []crypto.Hash{crypto.SHA256, crypto.SHA384} {
+		secret := bytes.Repeat([]byte{1}, h.Size())
+		th := bytes.Repeat([]byte{2}, h.Size())
+		mac := FinishedMAC(h, secret, th)
+		var key [32]byte
+		for _, c := range []struct {
+			name string
+			max  float64
+			f    func()
+		}{
+			{"VerifyFinished", 0, func() {
+				if !VerifyFinished(h, secret, th, mac) {
+					t.Fatal("VerifyFinished rejected its own MAC")
+				}
+			}},
+			{"ExpandLabelInto", 0, func() { ExpandLabelInto(key[:], h, secret, "key", nil) }},
+			{"FinishedMAC", 1, func() { FinishedMAC(h, secret, th) }},
+			{"NewEarlySecret", 2, func() { NewEarlySecret(h, nil) }},
+		} {
+			if n := testing.AllocsPerRun(20, c.f); n > c.max {
+				t.Errorf("%v %s: %v allocations, want at most %v", h, c.name, n, c.max)
+			}
+		}
 	}
 }

@@ -1,6 +1,10 @@
 package record
 
-import "github.com/ztls-project/ztls/tls13/internal/alert"
+import (
+	"slices"
+
+	"github.com/ztls-project/ztls/tls13/internal/alert"
+)
 
 // Deframer splits a received byte stream into records, RFC 8446,
 // Section 5.1. The zero value is ready to use.
@@ -39,13 +43,49 @@ func (d *Deframer) Write(p []byte) {
 	d.buf = append(d.buf, p...)
 }
 
+// Space returns free room of at least n bytes after the buffered bytes,
+// for a caller that reads from the transport straight into the Deframer
+// instead of handing Write a copy; Commit then adds what was read. Like
+// Write, it invalidates the payload of the last Next. It returns nil after
+// an error.
+func (d *Deframer) Space(n int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if d.start > 0 {
+		m := copy(d.buf, d.buf[d.start:])
+		d.buf = d.buf[:m]
+		d.start = 0
+	}
+	d.buf = slices.Grow(d.buf, n)
+	return d.buf[len(d.buf):cap(d.buf)]
+}
+
+// Commit adds the first k bytes of the room Space returned to the
+// buffered bytes, as Write would have added them.
+func (d *Deframer) Commit(k int) {
+	if d.err != nil || k <= 0 {
+		return
+	}
+	d.buf = d.buf[:len(d.buf)+k]
+}
+
 // Release drops the buffer when every record in it was returned, so that
-// an idle connection holds none; the next Write starts a new one. Like
-// Write, it invalidates the payload of the last Next.
+// an idle connection holds none; the next Write starts a new one.
 func (d *Deframer) Release() {
 	if d.start == len(d.buf) {
 		d.buf, d.start = nil, 0
 	}
+}
+
+// Ready reports whether a complete record is buffered, for a caller that
+// left records behind to come back for them.
+func (d *Deframer) Ready() bool {
+	if d.err != nil {
+		return false
+	}
+	avail := d.buf[d.start:]
+	return len(avail) >= HeaderLen && len(avail) >= HeaderLen+(int(avail[3])<<8|int(avail[4]))
 }
 
 // Buffered returns the number of received bytes not yet returned by Next.
@@ -53,8 +93,10 @@ func (d *Deframer) Buffered() int { return len(d.buf) - d.start }
 
 // Next returns the next complete record: its content type and fragment.
 // ok is false when no complete record is buffered yet. payload aliases the
-// Deframer's buffer and stays valid until the next call to Write or Next; the
-// caller may decrypt it in place. err is a *alert.Error carrying the alert to send.
+// Deframer's buffer and stays valid until the next call to Write or Space
+// (Next, Release and a failure leave the bytes of returned records where
+// they are); the caller may decrypt it in place. err is a *alert.Error
+// carrying the alert to send.
 func (d *Deframer) Next() (typ ContentType, payload []byte, ok bool, err error) {
 	if d.err != nil {
 		return 0, nil, false, d.err
@@ -90,7 +132,7 @@ func (d *Deframer) Next() (typ ContentType, payload []byte, ok bool, err error) 
 
 func (d *Deframer) fail(e *alert.Error) {
 	d.err = e
-	clear(d.buf)
+	clear(d.buf[d.start:]) // not the records returned: their payloads stay valid
 	d.buf, d.start = nil, 0
 }
 

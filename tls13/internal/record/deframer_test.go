@@ -219,3 +219,64 @@ func TestAllocations(t *testing.T) {
 		}
 	}
 }
+
+// Reading into Space and committing is Write without the copy: the same
+// records come out for any split, and a payload stays where it is until
+// the next Write or Space, through later Next calls and a failure.
+func TestDeframerSpaceCommit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var stream []byte
+	for i := range 40 {
+		stream = AppendPlain(stream, TypeApplicationData, 0x0303, bytes.Repeat([]byte{byte(i + 1)}, rng.IntN(3000)))
+	}
+	for trial := range 10 {
+		var viaWrite, viaSpace Deframer
+		for off := 0; off < len(stream); {
+			n := min(1+rng.IntN(5000), len(stream)-off)
+			viaWrite.Write(stream[off : off+n])
+			room := viaSpace.Space(n)
+			if len(room) < n {
+				t.Fatalf("Space(%d) gave %d bytes", n, len(room))
+			}
+			copy(room, stream[off:off+n])
+			viaSpace.Commit(n)
+			off += n
+			var kept [][]byte
+			var want [][]byte
+			for {
+				_, p, ok, err := viaSpace.Next()
+				_, w, okw, _ := viaWrite.Next()
+				if err != nil || ok != okw {
+					t.Fatalf("trial %d: ok %v, Write's %v, err %v", trial, ok, okw, err)
+				}
+				if !ok {
+					break
+				}
+				kept, want = append(kept, p), append(want, append([]byte(nil), w...))
+			}
+			for i := range kept {
+				if !bytes.Equal(kept[i], want[i]) {
+					t.Fatalf("trial %d: record %d changed before the next Space", trial, i)
+				}
+			}
+		}
+	}
+
+	// A failure leaves the payloads already returned alone.
+	var d Deframer
+	rec := AppendPlain(nil, TypeApplicationData, 0x0303, []byte("kept"))
+	d.Write(append(rec, 99, 3, 3))
+	_, p, ok, _ := d.Next()
+	if !ok {
+		t.Fatal("no record")
+	}
+	if _, _, _, err := d.Next(); err == nil {
+		t.Fatal("bad content type accepted")
+	}
+	if string(p) != "kept" {
+		t.Fatalf("payload after the failure: %q", p)
+	}
+	if d.Space(10) != nil {
+		t.Fatal("Space after a failure")
+	}
+}

@@ -24,38 +24,57 @@ type HalfConn struct {
 }
 
 type halfKeys struct {
-	secret []byte
+	secret []byte // in secretBuf
 	aead   cipher.AEAD
 	iv     [12]byte
 	nonce  [12]byte // scratch: iv XOR seq
 	hdr    [HeaderLen]byte
+
+	secretBuf [maxSecretLen]byte
+}
+
+// maxSecretLen is the longest traffic secret: SHA-384's.
+const maxSecretLen = 48
+
+// halfConnMem holds a HalfConn and its keys, so that NewHalfConn makes one
+// allocation for both (a connection makes six to eight per handshake).
+type halfConnMem struct {
+	h HalfConn
+	k halfKeys
 }
 
 // NewHalfConn derives the key and IV from trafficSecret with
 // keyschedule.TrafficKeys and returns a HalfConn at sequence number 0. The
 // secret is copied.
 func NewHalfConn(s *suite.Suite, trafficSecret []byte) (*HalfConn, error) {
-	if s == nil || s.NewAEAD == nil {
+	if s == nil {
 		return nil, alert.Errorf(alert.InternalError, "record: no cipher suite")
 	}
-	if len(trafficSecret) != s.Hash.Size() {
+	if len(trafficSecret) != s.Hash.Size() || len(trafficSecret) > maxSecretLen {
 		return nil, alert.Errorf(alert.InternalError, "record: traffic secret is %d bytes, %s needs %d", len(trafficSecret), s.Name, s.Hash.Size())
 	}
-	key, iv := keyschedule.TrafficKeys(s.Hash, s.KeyLen, trafficSecret)
-	if key == nil || len(iv) != 12 {
+	// The key and IV of RFC 8446, Section 7.3, derived on the stack.
+	var key [32]byte
+	var iv [12]byte
+	defer clear(key[:])
+	if s.KeyLen > len(key) ||
+		!keyschedule.ExpandLabelInto(key[:s.KeyLen], s.Hash, trafficSecret, "key", nil) ||
+		!keyschedule.ExpandLabelInto(iv[:], s.Hash, trafficSecret, "iv", nil) {
 		return nil, alert.Errorf(alert.InternalError, "record: cannot derive %s traffic keys", s.Name)
 	}
-	aead, err := s.NewAEAD(key)
-	clear(key)
+	aead, err := s.NewAEAD(key[:s.KeyLen])
 	if err != nil {
 		return nil, alert.Errorf(alert.InternalError, "record: %v", err)
 	}
 	if aead.NonceSize() != 12 {
 		return nil, alert.Errorf(alert.InternalError, "record: %s AEAD nonce is %d bytes, want 12", s.Name, aead.NonceSize())
 	}
-	k := &halfKeys{secret: slices.Clone(trafficSecret), aead: aead}
-	copy(k.iv[:], iv)
-	return &HalfConn{suite: s, keys: func() *halfKeys { return k }}, nil
+	m := &halfConnMem{}
+	k := &m.k
+	k.aead, k.iv = aead, iv
+	k.secret = k.secretBuf[:copy(k.secretBuf[:], trafficSecret)]
+	m.h = HalfConn{suite: s, keys: func() *halfKeys { return k }}
+	return &m.h, nil
 }
 
 // Suite returns the cipher suite the HalfConn protects records with.

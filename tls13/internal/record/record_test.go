@@ -116,6 +116,25 @@ func TestNewHalfConnErrors(t *testing.T) {
 	}
 }
 
+// A handshake makes six to eight HalfConns, so NewHalfConn derives the
+// key and IV on the stack and allocates the HalfConn with its keys at
+// once: what remains is the AEAD's own state (AES-GCM: the block cipher
+// and the GCM; ChaCha20-Poly1305: one) and the closure that hides the
+// keys. A regression guard with a little slack, not an exact count.
+func TestNewHalfConnAllocations(t *testing.T) {
+	for _, s := range allSuites() {
+		secret := make([]byte, s.Hash.Size())
+		n := testing.AllocsPerRun(20, func() {
+			if _, err := NewHalfConn(s, secret); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if n > 5 {
+			t.Errorf("%s: NewHalfConn made %v allocations, want at most 5", s.Name, n)
+		}
+	}
+}
+
 func TestPaddingStripped(t *testing.T) {
 	for _, s := range allSuites() {
 		out, in := pair(t, s)

@@ -32,9 +32,23 @@ type Suite struct {
 	Hash crypto.Hash
 	// KeyLen is the AEAD key length in bytes (16 or 32).
 	KeyLen int
-	// NewAEAD returns the record protection AEAD for a key of KeyLen bytes.
-	// Every AEAD of TLS 1.3 uses a 12-byte nonce and a 16-byte tag.
-	NewAEAD func(key []byte) (cipher.AEAD, error)
+}
+
+// NewAEAD returns the record protection AEAD for a key of KeyLen bytes.
+// Every AEAD of TLS 1.3 uses a 12-byte nonce and a 16-byte tag. It is a
+// method that calls the constructors directly, rather than a function
+// field, so the key does not escape: the record layer derives it into a
+// stack buffer.
+func (s *Suite) NewAEAD(key []byte) (cipher.AEAD, error) {
+	switch s.ID {
+	case TLS_AES_128_GCM_SHA256:
+		return newGCM(key, 16)
+	case TLS_AES_256_GCM_SHA384:
+		return newGCM(key, 32)
+	case TLS_CHACHA20_POLY1305_SHA256:
+		return newChaCha20Poly1305(key)
+	}
+	return nil, fmt.Errorf("suite: no AEAD for cipher suite %s", Name(s.ID))
 }
 
 // String returns the suite's name.
@@ -43,21 +57,19 @@ func (s *Suite) String() string { return s.Name }
 // newGCM builds AES-GCM for a key of exactly keyLen bytes, so that a caller
 // passing a 32-byte key to the 128-bit suite is told rather than silently
 // upgraded.
-func newGCM(keyLen int) func(key []byte) (cipher.AEAD, error) {
-	return func(key []byte) (cipher.AEAD, error) {
-		if len(key) != keyLen {
-			return nil, fmt.Errorf("suite: AES-GCM key is %d bytes, want %d", len(key), keyLen)
-		}
-		block, err := aes.NewCipher(key)
-		if err != nil {
-			return nil, fmt.Errorf("suite: %w", err)
-		}
-		aead, err := cipher.NewGCM(block)
-		if err != nil {
-			return nil, fmt.Errorf("suite: %w", err)
-		}
-		return aead, nil
+func newGCM(key []byte, keyLen int) (cipher.AEAD, error) {
+	if len(key) != keyLen {
+		return nil, fmt.Errorf("suite: AES-GCM key is %d bytes, want %d", len(key), keyLen)
 	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("suite: %w", err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, fmt.Errorf("suite: %w", err)
+	}
+	return aead, nil
 }
 
 func newChaCha20Poly1305(key []byte) (cipher.AEAD, error) {
@@ -73,25 +85,22 @@ func newChaCha20Poly1305(key []byte) (cipher.AEAD, error) {
 
 var (
 	aes128GCM = &Suite{
-		ID:      TLS_AES_128_GCM_SHA256,
-		Name:    "TLS_AES_128_GCM_SHA256",
-		Hash:    crypto.SHA256,
-		KeyLen:  16,
-		NewAEAD: newGCM(16),
+		ID:     TLS_AES_128_GCM_SHA256,
+		Name:   "TLS_AES_128_GCM_SHA256",
+		Hash:   crypto.SHA256,
+		KeyLen: 16,
 	}
 	aes256GCM = &Suite{
-		ID:      TLS_AES_256_GCM_SHA384,
-		Name:    "TLS_AES_256_GCM_SHA384",
-		Hash:    crypto.SHA384,
-		KeyLen:  32,
-		NewAEAD: newGCM(32),
+		ID:     TLS_AES_256_GCM_SHA384,
+		Name:   "TLS_AES_256_GCM_SHA384",
+		Hash:   crypto.SHA384,
+		KeyLen: 32,
 	}
 	chacha20 = &Suite{
-		ID:      TLS_CHACHA20_POLY1305_SHA256,
-		Name:    "TLS_CHACHA20_POLY1305_SHA256",
-		Hash:    crypto.SHA256,
-		KeyLen:  chacha20poly1305.KeySize,
-		NewAEAD: newChaCha20Poly1305,
+		ID:     TLS_CHACHA20_POLY1305_SHA256,
+		Name:   "TLS_CHACHA20_POLY1305_SHA256",
+		Hash:   crypto.SHA256,
+		KeyLen: chacha20poly1305.KeySize,
 	}
 )
 

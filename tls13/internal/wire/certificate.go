@@ -108,39 +108,39 @@ func (c *CertificateEntry) readExtension(e Extension) error {
 // Marshal encodes the Certificate message, header included.
 func (m *Certificate) Marshal() ([]byte, error) {
 	const name = "Certificate"
-	return marshalMsg(TypeCertificate, name, func(b *cryptobyte.Builder) {
-		b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(m.RequestContext) })
-		b.AddUint24LengthPrefixed(func(b *cryptobyte.Builder) {
+	return marshalMsg(TypeCertificate, name, func(b *Builder) {
+		b.AddUint8LengthPrefixed(func(b *Builder) { b.AddBytes(m.RequestContext) })
+		b.AddUint24LengthPrefixed(func(b *Builder) {
 			for _, c := range m.Entries {
 				if len(c.Data) == 0 {
 					b.SetError(internalErr("%s: empty cert_data", name))
 					return
 				}
-				b.AddUint24LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(c.Data) })
+				b.AddUint24LengthPrefixed(func(b *Builder) { b.AddBytes(c.Data) })
 				addExtensions(b, c.extensions(b))
 			}
 		})
 	})
 }
 
-func (c *CertificateEntry) extensions(b *cryptobyte.Builder) []extBody {
+func (c *CertificateEntry) extensions(b *Builder) []extBody {
 	const name = "Certificate"
 	var t []extBody
 	if len(c.OCSPStaple) > 0 {
-		t = append(t, extBody{ExtStatusRequest, func(b *cryptobyte.Builder) {
+		t = append(t, extBody{ExtStatusRequest, func(b *Builder) {
 			b.AddUint8(1) // ocsp
-			b.AddUint24LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(c.OCSPStaple) })
+			b.AddUint24LengthPrefixed(func(b *Builder) { b.AddBytes(c.OCSPStaple) })
 		}})
 	}
 	if len(c.SCTs) > 0 {
-		t = append(t, extBody{ExtSCT, func(b *cryptobyte.Builder) {
-			b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) {
+		t = append(t, extBody{ExtSCT, func(b *Builder) {
+			b.AddUint16LengthPrefixed(func(b *Builder) {
 				for _, sct := range c.SCTs {
 					if len(sct) == 0 {
 						b.SetError(internalErr("%s: empty SCT", name))
 						return
 					}
-					b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(sct) })
+					b.AddUint16LengthPrefixed(func(b *Builder) { b.AddBytes(sct) })
 				}
 			})
 		}})
@@ -241,22 +241,22 @@ func (m *CertificateRequest) Marshal() ([]byte, error) {
 		return nil, internalErr("%s: no signature algorithms", name)
 	}
 	var t []extBody
-	add := func(typ uint16, w func(b *cryptobyte.Builder)) { t = append(t, extBody{typ, w}) }
+	add := func(typ uint16, w func(b *Builder)) { t = append(t, extBody{typ, w}) }
 	if len(m.SignatureAlgorithms) > 0 {
-		add(ExtSignatureAlgorithms, func(b *cryptobyte.Builder) { addUint16Vector(b, m.SignatureAlgorithms) })
+		add(ExtSignatureAlgorithms, func(b *Builder) { addUint16Vector(b, m.SignatureAlgorithms) })
 	}
 	if len(m.SignatureAlgorithmsCert) > 0 {
-		add(ExtSignatureAlgorithmsCert, func(b *cryptobyte.Builder) { addUint16Vector(b, m.SignatureAlgorithmsCert) })
+		add(ExtSignatureAlgorithmsCert, func(b *Builder) { addUint16Vector(b, m.SignatureAlgorithmsCert) })
 	}
 	if len(m.CertificateAuthorities) > 0 {
-		add(ExtCertificateAuthorities, func(b *cryptobyte.Builder) {
-			b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) {
+		add(ExtCertificateAuthorities, func(b *Builder) {
+			b.AddUint16LengthPrefixed(func(b *Builder) {
 				for _, dn := range m.CertificateAuthorities {
 					if len(dn) == 0 {
 						b.SetError(internalErr("%s: empty distinguished name", name))
 						return
 					}
-					b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(dn) })
+					b.AddUint16LengthPrefixed(func(b *Builder) { b.AddBytes(dn) })
 				}
 			})
 		})
@@ -265,8 +265,8 @@ func (m *CertificateRequest) Marshal() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return marshalMsg(TypeCertificateRequest, name, func(b *cryptobyte.Builder) {
-		b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(m.RequestContext) })
+	return marshalMsg(TypeCertificateRequest, name, func(b *Builder) {
+		b.AddUint8LengthPrefixed(func(b *Builder) { b.AddBytes(m.RequestContext) })
 		addExtensions(b, exts)
 	})
 }
@@ -302,8 +302,8 @@ func ParseCertificateVerify(msg []byte) (*CertificateVerify, error) {
 
 // Marshal encodes the CertificateVerify message, header included.
 func (m *CertificateVerify) Marshal() ([]byte, error) {
-	return marshalMsg(TypeCertificateVerify, "CertificateVerify", func(b *cryptobyte.Builder) {
+	return marshalMsg(TypeCertificateVerify, "CertificateVerify", func(b *Builder) {
 		b.AddUint16(m.Scheme)
-		b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(m.Signature) })
+		b.AddUint16LengthPrefixed(func(b *Builder) { b.AddBytes(m.Signature) })
 	})
 }

@@ -393,13 +393,13 @@ func readKeyShareEntry(s *cryptobyte.String, name string) (KeyShare, error) {
 	return ks, nil
 }
 
-func addKeyShareEntry(b *cryptobyte.Builder, ks KeyShare, name string) {
+func addKeyShareEntry(b *Builder, ks KeyShare, name string) {
 	if len(ks.Data) == 0 {
 		b.SetError(internalErr("%s: key share for group %d has no key_exchange", name, ks.Group))
 		return
 	}
 	b.AddUint16(ks.Group)
-	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(ks.Data) })
+	b.AddUint16LengthPrefixed(func(b *Builder) { b.AddBytes(ks.Data) })
 }
 
 // readOfferedPSKs reads OfferedPsks (RFC 8446, Section 4.2.11).
@@ -479,7 +479,7 @@ func readZTLSClientHello(data []byte) (*ZTLSClientHello, error) {
 	return z, nil
 }
 
-func (z *ZTLSClientHello) add(b *cryptobyte.Builder) {
+func (z *ZTLSClientHello) add(b *Builder) {
 	if len(z.CertHash) != 0 && len(z.CertHash) != 32 {
 		b.SetError(internalErr("ClientHello: ztls cert_hash of %d bytes", len(z.CertHash)))
 		return
@@ -492,15 +492,15 @@ func (z *ZTLSClientHello) add(b *cryptobyte.Builder) {
 	b.AddBytes(z.ZDataHash[:])
 	b.AddUint16(z.EarlySuite)
 	b.AddUint64(z.ObfuscatedTimeMS)
-	b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(z.CertHash) })
-	b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(z.Binder) })
+	b.AddUint8LengthPrefixed(func(b *Builder) { b.AddBytes(z.CertHash) })
+	b.AddUint8LengthPrefixed(func(b *Builder) { b.AddBytes(z.Binder) })
 }
 
 // extensions lists the ClientHello's present typed extensions in canonical
 // order, and where Extra goes among them.
 func (m *ClientHello) extensions() ([]extBody, int) {
 	var t []extBody
-	add := func(typ uint16, w func(b *cryptobyte.Builder)) { t = append(t, extBody{typ, w}) }
+	add := func(typ uint16, w func(b *Builder)) { t = append(t, extBody{typ, w}) }
 	if m.ServerName != "" {
 		add(ExtServerName, m.addServerName)
 	}
@@ -508,54 +508,54 @@ func (m *ClientHello) extensions() ([]extBody, int) {
 		add(ExtSupportedVersions, m.addSupportedVersions)
 	}
 	if len(m.SupportedGroups) > 0 {
-		add(ExtSupportedGroups, func(b *cryptobyte.Builder) { addUint16Vector(b, m.SupportedGroups) })
+		add(ExtSupportedGroups, func(b *Builder) { addUint16Vector(b, m.SupportedGroups) })
 	}
 	if m.HasKeyShare || len(m.KeyShares) > 0 {
 		add(ExtKeyShare, m.addKeyShares)
 	}
 	if len(m.SignatureAlgorithms) > 0 {
-		add(ExtSignatureAlgorithms, func(b *cryptobyte.Builder) { addUint16Vector(b, m.SignatureAlgorithms) })
+		add(ExtSignatureAlgorithms, func(b *Builder) { addUint16Vector(b, m.SignatureAlgorithms) })
 	}
 	if len(m.SignatureAlgorithmsCert) > 0 {
-		add(ExtSignatureAlgorithmsCert, func(b *cryptobyte.Builder) { addUint16Vector(b, m.SignatureAlgorithmsCert) })
+		add(ExtSignatureAlgorithmsCert, func(b *Builder) { addUint16Vector(b, m.SignatureAlgorithmsCert) })
 	}
 	if len(m.PSKModes) > 0 {
-		add(ExtPSKModes, func(b *cryptobyte.Builder) {
-			b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(m.PSKModes) })
+		add(ExtPSKModes, func(b *Builder) {
+			b.AddUint8LengthPrefixed(func(b *Builder) { b.AddBytes(m.PSKModes) })
 		})
 	}
 	if len(m.ALPN) > 0 {
-		add(ExtALPN, func(b *cryptobyte.Builder) { addALPNList(b, m.ALPN, "ClientHello") })
+		add(ExtALPN, func(b *Builder) { addALPNList(b, m.ALPN, "ClientHello") })
 	}
 	if len(m.Cookie) > 0 {
-		add(ExtCookie, func(b *cryptobyte.Builder) {
-			b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(m.Cookie) })
+		add(ExtCookie, func(b *Builder) {
+			b.AddUint16LengthPrefixed(func(b *Builder) { b.AddBytes(m.Cookie) })
 		})
 	}
 	if m.StatusRequest {
 		add(ExtStatusRequest, addOCSPStatusRequest)
 	}
 	if m.SCT {
-		add(ExtSCT, func(*cryptobyte.Builder) {})
+		add(ExtSCT, func(*Builder) {})
 	}
 	if m.RecordSizeLimit != 0 {
-		add(ExtRecordSizeLimit, func(b *cryptobyte.Builder) { b.AddUint16(m.RecordSizeLimit) })
+		add(ExtRecordSizeLimit, func(b *Builder) { b.AddUint16(m.RecordSizeLimit) })
 	}
 	if m.PostHandshakeAuth {
-		add(ExtPostHandshakeAuth, func(*cryptobyte.Builder) {})
+		add(ExtPostHandshakeAuth, func(*Builder) {})
 	}
 	extraAt := len(t)
 	if len(m.ZTLSBFE) > 0 {
-		add(ExtZTLSBFE, func(b *cryptobyte.Builder) {
+		add(ExtZTLSBFE, func(b *Builder) {
 			if len(m.ZTLSBFE) > 0xffff {
 				b.SetError(internalErr("ClientHello: ztls_bfe ciphertext of %d bytes", len(m.ZTLSBFE)))
 				return
 			}
-			b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(m.ZTLSBFE) })
+			b.AddUint16LengthPrefixed(func(b *Builder) { b.AddBytes(m.ZTLSBFE) })
 		})
 	}
 	if m.EarlyData {
-		add(ExtEarlyData, func(*cryptobyte.Builder) {})
+		add(ExtEarlyData, func(*Builder) {})
 	}
 	if m.ZTLS != nil {
 		add(ExtZTLS, m.ZTLS.add)
@@ -568,17 +568,17 @@ func (m *ClientHello) extensions() ([]extBody, int) {
 
 // addServerName writes ServerNameList (RFC 6066, Section 3) with one
 // host_name.
-func (m *ClientHello) addServerName(b *cryptobyte.Builder) {
-	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) {
+func (m *ClientHello) addServerName(b *Builder) {
+	b.AddUint16LengthPrefixed(func(b *Builder) {
 		b.AddUint8(0) // host_name
-		b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes([]byte(m.ServerName)) })
+		b.AddUint16LengthPrefixed(func(b *Builder) { b.AddBytes([]byte(m.ServerName)) })
 	})
 }
 
 // addSupportedVersions writes ProtocolVersion versions<2..254> (RFC 8446,
 // Section 4.2.1).
-func (m *ClientHello) addSupportedVersions(b *cryptobyte.Builder) {
-	b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) {
+func (m *ClientHello) addSupportedVersions(b *Builder) {
+	b.AddUint8LengthPrefixed(func(b *Builder) {
 		for _, v := range m.SupportedVersions {
 			b.AddUint16(v)
 		}
@@ -587,8 +587,8 @@ func (m *ClientHello) addSupportedVersions(b *cryptobyte.Builder) {
 
 // addKeyShares writes KeyShareEntry client_shares<0..2^16-1> (RFC 8446,
 // Section 4.2.8).
-func (m *ClientHello) addKeyShares(b *cryptobyte.Builder) {
-	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) {
+func (m *ClientHello) addKeyShares(b *Builder) {
+	b.AddUint16LengthPrefixed(func(b *Builder) {
 		for _, ks := range m.KeyShares {
 			addKeyShareEntry(b, ks, "ClientHello")
 		}
@@ -597,7 +597,7 @@ func (m *ClientHello) addKeyShares(b *cryptobyte.Builder) {
 
 // addOCSPStatusRequest writes CertificateStatusRequest (RFC 6066, Section
 // 8) for OCSP with no responder IDs and no request extensions.
-func addOCSPStatusRequest(b *cryptobyte.Builder) {
+func addOCSPStatusRequest(b *Builder) {
 	b.AddUint8(1)  // ocsp
 	b.AddUint16(0) // responder_id_list
 	b.AddUint16(0) // request_extensions
@@ -605,20 +605,20 @@ func addOCSPStatusRequest(b *cryptobyte.Builder) {
 
 // addPreSharedKey writes OfferedPsks (RFC 8446, Section 4.2.11):
 // PskIdentity identities<7..2^16-1>, PskBinderEntry binders<33..2^16-1>.
-func (m *ClientHello) addPreSharedKey(b *cryptobyte.Builder) {
-	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) {
+func (m *ClientHello) addPreSharedKey(b *Builder) {
+	b.AddUint16LengthPrefixed(func(b *Builder) {
 		for _, id := range m.PSKIdentities {
 			if len(id.Identity) == 0 {
 				b.SetError(internalErr("ClientHello: empty PSK identity"))
 				return
 			}
-			b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(id.Identity) })
+			b.AddUint16LengthPrefixed(func(b *Builder) { b.AddBytes(id.Identity) })
 			b.AddUint32(id.ObfuscatedTicketAge)
 		}
 	})
-	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) {
+	b.AddUint16LengthPrefixed(func(b *Builder) {
 		for _, bd := range m.PSKBinders {
-			b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(bd) })
+			b.AddUint8LengthPrefixed(func(b *Builder) { b.AddBytes(bd) })
 		}
 	})
 }
@@ -646,16 +646,16 @@ func (m *ClientHello) Marshal() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return marshalMsg(TypeClientHello, "ClientHello", func(b *cryptobyte.Builder) {
+	return marshalMsg(TypeClientHello, "ClientHello", func(b *Builder) {
 		vers := m.LegacyVersion
 		if vers == 0 {
 			vers = VersionTLS12
 		}
 		b.AddUint16(vers)
 		b.AddBytes(m.Random[:])
-		b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(m.SessionID) })
+		b.AddUint8LengthPrefixed(func(b *Builder) { b.AddBytes(m.SessionID) })
 		addUint16Vector(b, m.CipherSuites)
-		b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) {
+		b.AddUint8LengthPrefixed(func(b *Builder) {
 			if len(m.CompressionMethods) == 0 {
 				b.AddUint8(0)
 				return

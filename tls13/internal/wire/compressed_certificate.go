@@ -67,10 +67,10 @@ func (m *CompressedCertificate) Marshal() ([]byte, error) {
 	if m.UncompressedLength >= 1<<24 {
 		return nil, internalErr("%s: uncompressed_length %d does not fit 24 bits", name, m.UncompressedLength)
 	}
-	return marshalMsg(TypeCompressedCertificate, name, func(b *cryptobyte.Builder) {
+	return marshalMsg(TypeCompressedCertificate, name, func(b *Builder) {
 		b.AddUint16(m.Algorithm)
 		b.AddUint24(m.UncompressedLength)
-		b.AddUint24LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(m.Compressed) })
+		b.AddUint24LengthPrefixed(func(b *Builder) { b.AddBytes(m.Compressed) })
 	})
 }
 
@@ -110,8 +110,8 @@ func CompressCertificateExtension(algs []uint16) (Extension, error) {
 	if len(algs) == 0 || len(algs) > 127 {
 		return Extension{}, internalErr("%s: %d algorithms", what, len(algs))
 	}
-	var b cryptobyte.Builder
-	b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) {
+	var b Builder
+	b.AddUint8LengthPrefixed(func(b *Builder) {
 		for _, a := range algs {
 			b.AddUint16(a)
 		}

@@ -1,9 +1,5 @@
 package wire
 
-import (
-	"golang.org/x/crypto/cryptobyte"
-)
-
 // EncryptedExtensions is the EncryptedExtensions message (RFC 8446,
 // Section 4.3.1): Extension extensions<0..2^16-1>. Known extensions that
 // do not belong here fail to parse with illegal_parameter; unknown ones
@@ -81,27 +77,27 @@ func ParseEncryptedExtensions(msg []byte) (*EncryptedExtensions, error) {
 func (m *EncryptedExtensions) Marshal() ([]byte, error) {
 	const name = "EncryptedExtensions"
 	var t []extBody
-	add := func(typ uint16, w func(b *cryptobyte.Builder)) { t = append(t, extBody{typ, w}) }
+	add := func(typ uint16, w func(b *Builder)) { t = append(t, extBody{typ, w}) }
 	if m.ServerName {
-		add(ExtServerName, func(*cryptobyte.Builder) {})
+		add(ExtServerName, func(*Builder) {})
 	}
 	if len(m.SupportedGroups) > 0 {
-		add(ExtSupportedGroups, func(b *cryptobyte.Builder) { addUint16Vector(b, m.SupportedGroups) })
+		add(ExtSupportedGroups, func(b *Builder) { addUint16Vector(b, m.SupportedGroups) })
 	}
 	if m.ALPN != "" {
-		add(ExtALPN, func(b *cryptobyte.Builder) { addALPNList(b, []string{m.ALPN}, name) })
+		add(ExtALPN, func(b *Builder) { addALPNList(b, []string{m.ALPN}, name) })
 	}
 	if m.RecordSizeLimit != 0 {
-		add(ExtRecordSizeLimit, func(b *cryptobyte.Builder) { b.AddUint16(m.RecordSizeLimit) })
+		add(ExtRecordSizeLimit, func(b *Builder) { b.AddUint16(m.RecordSizeLimit) })
 	}
 	if m.EarlyData {
-		add(ExtEarlyData, func(*cryptobyte.Builder) {})
+		add(ExtEarlyData, func(*Builder) {})
 	}
 	exts, err := arrangeExtensions(name, t, len(t), m.Extra, m.Order)
 	if err != nil {
 		return nil, err
 	}
-	return marshalMsg(TypeEncryptedExtensions, name, func(b *cryptobyte.Builder) {
+	return marshalMsg(TypeEncryptedExtensions, name, func(b *Builder) {
 		addExtensions(b, exts)
 	})
 }

@@ -147,7 +147,7 @@ func readExtensions(s *cryptobyte.String, name string, where placement) ([]Exten
 // extBody is one extension to write: its type and a writer of its extension_data.
 type extBody struct {
 	typ   uint16
-	write func(b *cryptobyte.Builder)
+	write func(b *Builder)
 }
 
 // arrangeExtensions decides which extensions a message writes and in what
@@ -160,7 +160,7 @@ type extBody struct {
 // misplaced extensions on purpose.
 func arrangeExtensions(name string, typed []extBody, extraAt int, extra []Extension, order []uint16) ([]extBody, error) {
 	fromExtra := func(e Extension) extBody {
-		return extBody{e.Type, func(b *cryptobyte.Builder) { b.AddBytes(e.Data) }}
+		return extBody{e.Type, func(b *Builder) { b.AddBytes(e.Data) }}
 	}
 	if order == nil {
 		out := make([]extBody, 0, len(typed)+len(extra))
@@ -205,13 +205,13 @@ next:
 }
 
 // addExtensions writes the extensions<0..2^16-1> block.
-func addExtensions(b *cryptobyte.Builder, exts []extBody) {
+func addExtensions(b *Builder, exts []extBody) {
 	addExtensionsZTLS(b, exts, 0)
 }
 
 // addExtensionsZTLS writes exts with the ztls extension at codepoint cp.
-func addExtensionsZTLS(b *cryptobyte.Builder, exts []extBody, cp uint16) {
-	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) {
+func addExtensionsZTLS(b *Builder, exts []extBody, cp uint16) {
+	b.AddUint16LengthPrefixed(func(b *Builder) {
 		for _, e := range exts {
 			b.AddUint16(swapZTLS(e.typ, cp))
 			b.AddUint16LengthPrefixed(e.write)
@@ -219,11 +219,22 @@ func addExtensionsZTLS(b *cryptobyte.Builder, exts []extBody, cp uint16) {
 	})
 }
 
+// msgBufSize is the room marshalMsg starts with: every message of a
+// full x25519 handshake but a Certificate fits.
+const msgBufSize = 512
+
 // marshalMsg builds a handshake message: the header (type, uint24 length)
 // around the body that fill writes. fill reports its own errors through
 // b.SetError; cryptobyte's length overflows become internal_error.
-func marshalMsg(typ uint8, name string, fill func(b *cryptobyte.Builder)) ([]byte, error) {
-	var b cryptobyte.Builder
+func marshalMsg(typ uint8, name string, fill func(b *Builder)) ([]byte, error) {
+	// The Builder escapes (fill is a closure), so it comes with room for
+	// a typical message in the same allocation; the result is a slice of it.
+	m := new(struct {
+		b   Builder
+		buf [msgBufSize]byte
+	})
+	b := &m.b
+	b.buf = m.buf[:0]
 	b.AddUint8(typ)
 	b.AddUint24LengthPrefixed(fill)
 	out, err := b.Bytes()
@@ -234,7 +245,7 @@ func marshalMsg(typ uint8, name string, fill func(b *cryptobyte.Builder)) ([]byt
 		}
 		return nil, internalErr("%s: %v", name, err)
 	}
-	return out, nil
+	return out[:len(out):len(out)], nil
 }
 
 // readUint16List reads the contents of a vector of uint16 values.
@@ -273,8 +284,8 @@ func readUint16Vector(data []byte, what string) ([]uint16, error) {
 	return readUint16List(v, true, what)
 }
 
-func addUint16Vector(b *cryptobyte.Builder, list []uint16) {
-	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) {
+func addUint16Vector(b *Builder, list []uint16) {
+	b.AddUint16LengthPrefixed(func(b *Builder) {
 		for _, x := range list {
 			b.AddUint16(x)
 		}
@@ -329,14 +340,14 @@ func readALPNList(data []byte, what string) ([]string, error) {
 	return out, nil
 }
 
-func addALPNList(b *cryptobyte.Builder, names []string, what string) {
-	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) {
+func addALPNList(b *Builder, names []string, what string) {
+	b.AddUint16LengthPrefixed(func(b *Builder) {
 		for _, p := range names {
 			if len(p) == 0 || len(p) > 255 {
 				b.SetError(internalErr("%s: ALPN protocol name of %d bytes", what, len(p)))
 				return
 			}
-			b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes([]byte(p)) })
+			b.AddUint8LengthPrefixed(func(b *Builder) { b.AddBytes([]byte(p)) })
 		}
 	})
 }

@@ -1,9 +1,5 @@
 package wire
 
-import (
-	"golang.org/x/crypto/cryptobyte"
-)
-
 // Finished is the Finished message (RFC 8446, Section 4.4.4):
 // opaque verify_data[Hash.length]. Parsing accepts any body length; the
 // engine knows the hash and checks it.
@@ -25,7 +21,7 @@ func ParseFinished(msg []byte) (*Finished, error) {
 
 // Marshal encodes the Finished message, header included.
 func (m *Finished) Marshal() ([]byte, error) {
-	return marshalMsg(TypeFinished, "Finished", func(b *cryptobyte.Builder) {
+	return marshalMsg(TypeFinished, "Finished", func(b *Builder) {
 		b.AddBytes(m.VerifyData)
 	})
 }
@@ -51,7 +47,7 @@ func ParseEndOfEarlyData(msg []byte) (*EndOfEarlyData, error) {
 
 // Marshal encodes the EndOfEarlyData message: its 4-byte header.
 func (m *EndOfEarlyData) Marshal() ([]byte, error) {
-	return marshalMsg(TypeEndOfEarlyData, "EndOfEarlyData", func(*cryptobyte.Builder) {})
+	return marshalMsg(TypeEndOfEarlyData, "EndOfEarlyData", func(*Builder) {})
 }
 
 // KeyUpdate is the KeyUpdate message (RFC 8446, Section 4.6.3):
@@ -85,7 +81,7 @@ func ParseKeyUpdate(msg []byte) (*KeyUpdate, error) {
 
 // Marshal encodes the KeyUpdate message, header included.
 func (m *KeyUpdate) Marshal() ([]byte, error) {
-	return marshalMsg(TypeKeyUpdate, "KeyUpdate", func(b *cryptobyte.Builder) {
+	return marshalMsg(TypeKeyUpdate, "KeyUpdate", func(b *Builder) {
 		if m.UpdateRequested {
 			b.AddUint8(1)
 		} else {

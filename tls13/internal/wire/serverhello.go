@@ -193,35 +193,35 @@ func (m *ServerHello) Marshal() ([]byte, error) {
 		return nil, internalErr("ServerHello: carries selected_group or cookie")
 	}
 	var t []extBody
-	add := func(typ uint16, w func(b *cryptobyte.Builder)) { t = append(t, extBody{typ, w}) }
+	add := func(typ uint16, w func(b *Builder)) { t = append(t, extBody{typ, w}) }
 	if m.SupportedVersion != 0 {
-		add(ExtSupportedVersions, func(b *cryptobyte.Builder) { b.AddUint16(m.SupportedVersion) })
+		add(ExtSupportedVersions, func(b *Builder) { b.AddUint16(m.SupportedVersion) })
 	}
 	if hasKS {
-		add(ExtKeyShare, func(b *cryptobyte.Builder) { addKeyShareEntry(b, m.KeyShare, name) })
+		add(ExtKeyShare, func(b *Builder) { addKeyShareEntry(b, m.KeyShare, name) })
 	}
 	if m.SelectedGroup != 0 {
-		add(ExtKeyShare, func(b *cryptobyte.Builder) { b.AddUint16(m.SelectedGroup) })
+		add(ExtKeyShare, func(b *Builder) { b.AddUint16(m.SelectedGroup) })
 	}
 	if hasPSK {
-		add(ExtPreSharedKey, func(b *cryptobyte.Builder) { b.AddUint16(m.PSKIdentity) })
+		add(ExtPreSharedKey, func(b *Builder) { b.AddUint16(m.PSKIdentity) })
 	}
 	if len(m.Cookie) > 0 {
-		add(ExtCookie, func(b *cryptobyte.Builder) {
-			b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(m.Cookie) })
+		add(ExtCookie, func(b *Builder) {
+			b.AddUint16LengthPrefixed(func(b *Builder) { b.AddBytes(m.Cookie) })
 		})
 	}
 	if hasZTLS {
-		add(ExtZTLS, func(b *cryptobyte.Builder) { b.AddUint32(m.ZTLSID) })
+		add(ExtZTLS, func(b *Builder) { b.AddUint32(m.ZTLSID) })
 	}
 	exts, err := arrangeExtensions(name, t, len(t), m.Extra, m.Order)
 	if err != nil {
 		return nil, err
 	}
-	return marshalMsg(TypeServerHello, name, func(b *cryptobyte.Builder) {
+	return marshalMsg(TypeServerHello, name, func(b *Builder) {
 		b.AddUint16(VersionTLS12)
 		b.AddBytes(m.Random[:])
-		b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(m.SessionID) })
+		b.AddUint8LengthPrefixed(func(b *Builder) { b.AddBytes(m.SessionID) })
 		b.AddUint16(m.CipherSuite)
 		b.AddUint8(0)
 		addExtensionsZTLS(b, exts, m.ZTLSCodepoint)

@@ -71,17 +71,17 @@ func (m *NewSessionTicket) Marshal() ([]byte, error) {
 	}
 	var t []extBody
 	if m.HasEarlyData || m.MaxEarlyData != 0 {
-		t = append(t, extBody{ExtEarlyData, func(b *cryptobyte.Builder) { b.AddUint32(m.MaxEarlyData) }})
+		t = append(t, extBody{ExtEarlyData, func(b *Builder) { b.AddUint32(m.MaxEarlyData) }})
 	}
 	exts, err := arrangeExtensions(name, t, len(t), m.Extra, nil)
 	if err != nil {
 		return nil, err
 	}
-	return marshalMsg(TypeNewSessionTicket, name, func(b *cryptobyte.Builder) {
+	return marshalMsg(TypeNewSessionTicket, name, func(b *Builder) {
 		b.AddUint32(m.Lifetime)
 		b.AddUint32(m.AgeAdd)
-		b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(m.Nonce) })
-		b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(m.Ticket) })
+		b.AddUint8LengthPrefixed(func(b *Builder) { b.AddBytes(m.Nonce) })
+		b.AddUint16LengthPrefixed(func(b *Builder) { b.AddBytes(m.Ticket) })
 		addExtensions(b, exts)
 	})
 }

@@ -91,10 +91,10 @@ DNS over TLS runs on Go's crypto/tls (TLS 1.2 and 1.3) by default;
 only). Both hand resolvers session tickets, so a reconnecting resolver skips
 the certificate and its signatures. With ztls's engine and --psk-ke, a
 resolver that offers psk_ke (as OpenSSL's SSL_OP_ALLOW_NO_DHE_KEX does)
-also skips the key exchange, as TLS 1.2 session tickets did: reconnects
-cost about half the CPU (docs/dns-bench.md), and the ticket key, rotated
-hourly and dropped once its tickets expire (at most 25 hours), is then all
-that protects those sessions.
+also skips the key exchange, as TLS 1.2 session tickets did: a reconnect
+costs a third to a half of a full handshake's CPU (docs/dns-bench.md), and
+the ticket key, rotated hourly and dropped once its tickets expire (at most
+25 hours), is then all that protects those sessions.
 
 The zone's origin is taken from its SOA record, or given as ORIGIN=FILE when
 the file uses relative names without $ORIGIN.

@@ -297,7 +297,7 @@ func checkDNSServeFlags(f *dnsServeFlags) error {
 	if (f.tlsListen != "") != (f.cert != "" && f.key != "") {
 		return errors.New("dns serve: --tls needs --cert and --key, and they need --tls")
 	}
-	if f.tlsEngine != "go" && f.tlsEngine != "ztls" {
+	if f.tlsEngine != "" && f.tlsEngine != "go" && f.tlsEngine != "ztls" { // "": go
 		return fmt.Errorf("dns serve: --tls-engine %q: give go (crypto/tls) or ztls (ztls's TLS 1.3 engine)", f.tlsEngine)
 	}
 	if f.pskKE && f.tlsEngine != "ztls" {

@@ -182,7 +182,9 @@
 // reads which slots are zero. Decapsulate is write-ahead. Under a mutex it
 // picks the first unpunctured position of the ciphertext and copies that
 // slot into memory, marks all k positions punctured in memory, overwrites
-// their slots with zeros and fsyncs the file. Only after the fsync has
+// their slots with zeros and fsyncs the file (fdatasync on Linux: slots are
+// overwritten in place, the file's size never changes, so the data is all
+// that must be durable). Only after the fsync has
 // returned does it compute with the copy, which it zeroes as soon as the
 // pairing is done. So:
 //

@@ -118,7 +118,7 @@ func OpenKeyState(path string, opts *Options) (*KeyState, error) {
 		f.Close()
 		return nil, err
 	}
-	ks, err := openKeyState(f, opts)
+	ks, err := openKeyState(slotFileOf(f), opts)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%w (%s)", err, path)

@@ -74,11 +74,35 @@ func perConn(before, after uint64, n int) uint64 {
 	return (after - before) / uint64(n)
 }
 
-// idleClients are child processes holding idle connections.
-type idleClients struct {
+// children are child processes of the test, told to end by closing
+// their stdin.
+type children struct {
 	cmds   []*exec.Cmd
-	stdins []io.Closer
+	stdins []io.WriteCloser
 }
+
+// stop closes the children's stdin and waits for them; one that does not
+// end within 10 s is killed.
+func (c *children) stop() {
+	for _, in := range c.stdins {
+		in.Close()
+	}
+	for _, cmd := range c.cmds {
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	}
+	c.cmds, c.stdins = nil, nil
+}
+
+// idleClients are child processes holding idle connections (closing
+// their stdin tells them to close the connections and exit).
+type idleClients struct{ children }
 
 // holdIdleConns starts procs child processes that together open n
 // connections (tcp or tls) to addr, send one query on each, read its
@@ -136,25 +160,6 @@ func holdIdleConns(t testing.TB, network, addr string, n, procs int) *idleClient
 		t.Fatal(err)
 	}
 	return ic
-}
-
-// stop ends the child processes: closing stdin tells them to close their
-// connections and exit; one that does not is killed.
-func (ic *idleClients) stop() {
-	for _, in := range ic.stdins {
-		in.Close()
-	}
-	for _, cmd := range ic.cmds {
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	}
-	ic.cmds, ic.stdins = nil, nil
 }
 
 // TestIdleClientProcess is the child of holdIdleConns; it does nothing
@@ -384,10 +389,9 @@ func TestMeasureIdleDoTScale(t *testing.T) {
 // serverProcs are child processes (TestIdleServerProcess) serving DoT on
 // one loopback port with SO_REUSEPORT.
 type serverProcs struct {
-	addr   string
-	cmds   []*exec.Cmd
-	stdins []io.WriteCloser
-	lines  []*bufio.Scanner
+	children
+	addr  string
+	lines []*bufio.Scanner
 }
 
 // startServerProcs starts k server processes with room for n connections
@@ -473,23 +477,6 @@ func (sp *serverProcs) spread(t *testing.T) string {
 		parts = append(parts, strconv.FormatUint(v[2], 10))
 	}
 	return strings.Join(parts, ", ")
-}
-
-func (sp *serverProcs) stop() {
-	for _, in := range sp.stdins {
-		in.Close()
-	}
-	for _, cmd := range sp.cmds {
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	}
-	sp.cmds, sp.stdins = nil, nil
 }
 
 // TestIdleServerProcess is a child of startServerProcs; it does nothing

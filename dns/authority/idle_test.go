@@ -100,6 +100,28 @@ func (c *children) stop() {
 	c.cmds, c.stdins = nil, nil
 }
 
+// start runs this test binary's test named run as a child with env added
+// to the environment; it returns the child's stdout.
+func (c *children) start(t testing.TB, run string, env ...string) io.Reader {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+run+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c.cmds, c.stdins = append(c.cmds, cmd), append(c.stdins, in)
+	return out
+}
+
 // idleClients are child processes holding idle connections (closing
 // their stdin tells them to close the connections and exit).
 type idleClients struct{ children }
@@ -119,25 +141,10 @@ func holdIdleConns(t testing.TB, network, addr string, n, procs int) *idleClient
 		if i < n%procs {
 			share++
 		}
-		cmd := exec.Command(os.Args[0], "-test.run=^TestIdleClientProcess$", "-test.count=1")
 		// One source address per 20 000 connections: a loopback address
 		// has some 28 000 ephemeral ports.
-		cmd.Env = append(os.Environ(), "ZTLS_IDLE_CLIENT="+network, "ZTLS_IDLE_ADDR="+addr,
+		out := ic.start(t, "TestIdleClientProcess", "ZTLS_IDLE_CLIENT="+network, "ZTLS_IDLE_ADDR="+addr,
 			"ZTLS_IDLE_N="+strconv.Itoa(share), "ZTLS_IDLE_SRCS="+strconv.Itoa(1+n/20000))
-		cmd.Stderr = os.Stderr
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		ic.cmds = append(ic.cmds, cmd)
-		ic.stdins = append(ic.stdins, in)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -407,21 +414,7 @@ func startServerProcs(t *testing.T, k, n int) *serverProcs {
 	l.Close()
 	t.Cleanup(sp.stop)
 	for range k {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestIdleServerProcess$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "ZTLS_IDLE_SERVER="+sp.addr, "ZTLS_IDLE_SERVER_MAX="+strconv.Itoa(n))
-		cmd.Stderr = os.Stderr
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sp.cmds, sp.stdins = append(sp.cmds, cmd), append(sp.stdins, in)
+		out := sp.start(t, "TestIdleServerProcess", "ZTLS_IDLE_SERVER="+sp.addr, "ZTLS_IDLE_SERVER_MAX="+strconv.Itoa(n))
 		sc := bufio.NewScanner(out)
 		sp.lines = append(sp.lines, sc)
 		if line := sp.reply(t, sc); line != "idle-server ready" {

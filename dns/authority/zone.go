@@ -283,6 +283,11 @@ func (d *zoneData) finish(origin string) error {
 		if n.sets == nil {
 			continue
 		}
+		if name != origin && n.sets[dns.TypeSOA] != nil {
+			// As named-checkzone: an SOA marks the top of a zone, so one
+			// below the apex belongs in a zone of its own.
+			return fmt.Errorf("authority: zone %s has an SOA at %s, below its apex", origin, name)
+		}
 		if name != origin && n.sets[dns.TypeNS] != nil {
 			d.cuts = true
 		}

@@ -111,6 +111,7 @@ func TestLoadZoneErrors(t *testing.T) {
 		{"no SOA", "example.org.", "www 60 IN A 192.0.2.1\n", "no SOA"},
 		{"SOA not at apex", "example.org.", "www 60 IN SOA ns hm 1 2 3 4 5\n", "no SOA"},
 		{"two SOAs", "example.org.", "@ 60 IN SOA ns hm 1 2 3 4 5\n@ 60 IN SOA ns hm 2 2 3 4 5\n", "more than one SOA"},
+		{"SOA below the apex", "example.org.", "@ 60 IN SOA ns hm 1 2 3 4 5\nsub 60 IN SOA ns hm 1 2 3 4 5\n", "SOA at sub.example.org., below its apex"},
 		{"out of zone", "example.org.", "@ 60 IN SOA ns hm 1 2 3 4 5\nwww.example.net. 60 IN A 192.0.2.1\n", "outside zone"},
 		{"CNAME and other data", "example.org.", "@ 60 IN SOA ns hm 1 2 3 4 5\nx 60 IN CNAME y\nx 60 IN A 192.0.2.1\n", "CNAME and other data"},
 		{"class CH", "example.org.", "@ 60 IN SOA ns hm 1 2 3 4 5\nx 60 CH TXT \"a\"\n", "class must be IN"},

@@ -401,6 +401,9 @@ func commitStaged(stage, path string, existed bool) (undo func(), err error) {
 	return undo, nil
 }
 
+// testHookLoaded, if set, runs in LoadDir once the files are read.
+var testHookLoaded func(*Dir)
+
 // LoadDir reads a Z-data directory: the service, its certificate and key,
 // the fleet seed if any, and every key file. Key files that are
 // malformed, readable by others or not for this service are an error;
@@ -413,6 +416,10 @@ func LoadDir(path string) (*Dir, error) {
 		return nil, err
 	}
 	d.Config = cfg
+	// Stamped before the files are read, so that a write another process
+	// makes while they are read shows as a change (Changed) and is
+	// picked up, not taken for what was loaded.
+	stamp := d.readStamp()
 	opts, err := d.Config.Options()
 	if err != nil {
 		return nil, err
@@ -436,7 +443,10 @@ func LoadDir(path string) (*Dir, error) {
 	}
 	d.Skipped = skipped
 	d.Keyring.replace(keys)
-	d.stamp = d.readStamp()
+	if testHookLoaded != nil {
+		testHookLoaded(d)
+	}
+	d.stamp = stamp
 	return d, nil
 }
 

@@ -184,3 +184,41 @@ func TestDirReloadFleet(t *testing.T) {
 		}
 	}
 }
+
+// A process that rotates may write while another loads the directory
+// (a server and its DNS started together). What it writes after the
+// loader has read the files shows as a change at the loader's next
+// Changed, so the loader picks it up at once instead of at its next
+// periodic refresh.
+func TestLoadDirSeesWritesDuringTheLoad(t *testing.T) {
+	ca := testpki.NewCA(t, "ecdsa-p256")
+	old := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{testHost}})
+	rotator, path := newDir(t, ca, old, nil)
+	rotator.SetRotating(true)
+	if _, err := rotator.Rotate(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	next := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{testHost}})
+	testHookLoaded = func(*Dir) {
+		// Between the loader's reads and the end of LoadDir: a new
+		// certificate and the rotating process's keys for it.
+		replaceCert(t, rotator, next)
+		if _, err := rotator.Reload(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reader, err := LoadDir(path)
+	testHookLoaded = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if signedBy(reader, next.Chain[0]) {
+		t.Fatal("the hook ran before the reads: the test tests nothing")
+	}
+	if !reader.Changed() {
+		t.Fatal("a write made while the directory was loaded does not show as a change")
+	}
+	if _, err := reader.Refresh(time.Now()); err != nil || !signedBy(reader, next.Chain[0]) {
+		t.Fatalf("refresh after the change: %v; keys of the new certificate: %v", err, signedBy(reader, next.Chain[0]))
+	}
+}

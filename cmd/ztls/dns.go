@@ -702,7 +702,8 @@ func refreshZData(ctx context.Context, zones *authority.Zones, dirs []*zdata.Dir
 		skipped[d] = sayKeysSkipped(log, d, rotating[d], skipped[d])
 	}
 	for _, d := range dirs {
-		d.Changed() // from now on
+		// No Changed() here: what changed since LoadDir read the files
+		// is refreshed at the first poll.
 		check(d)
 	}
 	refresh := func(d *zdata.Dir) {

@@ -47,11 +47,7 @@ func signedBy(d *Dir, leaf []byte) bool {
 func TestDirReloadCertificate(t *testing.T) {
 	ca := testpki.NewCA(t, "ecdsa-p256")
 	old := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{testHost}})
-	rotator, path := newDir(t, ca, old, nil)
-	rotator.SetRotating(true)
-	if _, err := rotator.Rotate(time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	rotator, path := newRotatingDir(t, ca, old)
 	reader, err := LoadDir(path)
 	if err != nil {
 		t.Fatal(err)
@@ -102,11 +98,7 @@ func TestDirReloadCertificate(t *testing.T) {
 func TestDirReloadReaderFirst(t *testing.T) {
 	ca := testpki.NewCA(t, "ecdsa-p256")
 	old := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{testHost}})
-	rotator, path := newDir(t, ca, old, nil)
-	rotator.SetRotating(true)
-	if _, err := rotator.Rotate(time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	rotator, path := newRotatingDir(t, ca, old)
 	reader, err := LoadDir(path)
 	if err != nil {
 		t.Fatal(err)
@@ -193,11 +185,7 @@ func TestDirReloadFleet(t *testing.T) {
 func TestLoadDirSeesWritesDuringTheLoad(t *testing.T) {
 	ca := testpki.NewCA(t, "ecdsa-p256")
 	old := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{testHost}})
-	rotator, path := newDir(t, ca, old, nil)
-	rotator.SetRotating(true)
-	if _, err := rotator.Rotate(time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	rotator, path := newRotatingDir(t, ca, old)
 	next := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{testHost}})
 	testHookLoaded = func(*Dir) {
 		// Between the loader's reads and the end of LoadDir: a new
@@ -221,4 +209,16 @@ func TestLoadDirSeesWritesDuringTheLoad(t *testing.T) {
 	if _, err := reader.Refresh(time.Now()); err != nil || !signedBy(reader, next.Chain[0]) {
 		t.Fatalf("refresh after the change: %v; keys of the new certificate: %v", err, signedBy(reader, next.Chain[0]))
 	}
+}
+
+// newRotatingDir is newDir for leaf, made the directory's rotating
+// process, with its keys for now written.
+func newRotatingDir(t *testing.T, ca *testpki.CA, leaf *testpki.Leaf) (*Dir, string) {
+	t.Helper()
+	d, path := newDir(t, ca, leaf, nil)
+	d.SetRotating(true)
+	if _, err := d.Rotate(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return d, path
 }

@@ -48,26 +48,14 @@ func (r *Register) PunctureLog(host string, port int, life time.Duration) *Punct
 // a pending token, ARGV[4] the pending marker's PX, ARGV[5] the run_id,
 // ARGV[6..] the positions. Reply: {1, old bit...} set, {2, since} memory
 // too young, {3} a loss is being recorded, {4} a loss found (pending).
-const punctureScript = `
-if redis.replicate_commands then redis.replicate_commands() end
-local run = ARGV[5]
-local m = redis.call('GET', KEYS[2])
-if m then
-  local since, mrun = string.match(m, '^since (%-?%d+) (%x+)$')
-  if since and mrun == run then
-    if tonumber(since) > tonumber(ARGV[1]) then return {2, since} end
+var punctureScript = markedScript(`
     local out = {1}
     for i = 6, #ARGV do
       out[#out + 1] = redis.call('SETBIT', KEYS[1], ARGV[i], 1)
     end
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
     return out
-  end
-  if string.match(m, '^pending %x+ (%x+)$') == run then return {3} end
-end
-redis.call('SET', KEYS[2], 'pending ' .. ARGV[3] .. ' ' .. run, 'PX', ARGV[4])
-return {4}
-`
+`)
 
 var punctureSHA = scriptSHA(punctureScript)
 

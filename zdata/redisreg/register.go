@@ -150,7 +150,20 @@ func New(opts Options) (*Register, error) {
 // Reply: {0} replayed, {1} inserted, {2, since} memory too young, {3} a
 // loss is being recorded by another server, {4} a loss found: the marker
 // is now pending with ARGV[3].
-const insertScript = `
+var insertScript = markedScript(`
+    if redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[2]) then return {1} end
+    return {0}
+`)
+
+// markedScript is a script that does action only while the register's
+// memory marker (KEYS[2]) says "since T RUN" for this Redis process
+// (ARGV[5], run_id) with T no later than ARGV[1]: it answers {2, since}
+// when the memory is too young, {3} when another server is recording a
+// loss, and otherwise (a loss: no marker, or one of another run) marks the
+// loss pending with token ARGV[3] for ARGV[4] ms and answers {4}. action
+// is Lua returning the script's {0}/{1}... reply.
+func markedScript(action string) string {
+	return `
 if redis.replicate_commands then redis.replicate_commands() end
 local run = ARGV[5]
 local m = redis.call('GET', KEYS[2])
@@ -158,14 +171,13 @@ if m then
   local since, mrun = string.match(m, '^since (%-?%d+) (%x+)$')
   if since and mrun == run then
     if tonumber(since) > tonumber(ARGV[1]) then return {2, since} end
-    if redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[2]) then return {1} end
-    return {0}
-  end
+` + action + `  end
   if string.match(m, '^pending %x+ (%x+)$') == run then return {3} end
 end
 redis.call('SET', KEYS[2], 'pending ' .. ARGV[3] .. ' ' .. run, 'PX', ARGV[4])
 return {4}
 `
+}
 
 // sinceScript completes the recording of a loss: if the marker still is
 // the pending one this server wrote, under the same Redis process, it

@@ -8,28 +8,6 @@ import (
 	"github.com/ztls-project/ztls/internal/cputime"
 )
 
-// BenchmarkSpeculativeShares: full handshakes with the default groups, so
-// the client sends an X25519MLKEM768 share and an x25519 share and the
-// server picks the first. fixedbase makes both shares speculatively (the
-// default: fixed-base x25519 public keys, the crypto/ecdh key made only
-// for the hybrid's half when the ServerHello arrives); ecdh makes both with
-// crypto/ecdh's keys at once, as before.
-func BenchmarkSpeculativeShares(b *testing.B) {
-	p := getPKI(b, "ecdsa-p256")
-	ccfg, scfg := clientConfig(p), serverConfig(p)
-	ccfg.CipherSuites = []CipherSuite{TLS_AES_128_GCM_SHA256}
-	for _, v := range []struct {
-		name string
-		on   bool
-	}{{"fixedbase", true}, {"ecdh", false}} {
-		b.Run(v.name, func(b *testing.B) {
-			speculativeShares = v.on
-			defer func() { speculativeShares = true }()
-			benchEnginePairs(b, ccfg, scfg, X25519MLKEM768)
-		})
-	}
-}
-
 // benchEnginePairs runs b.N sequential engine-pair handshakes on one locked
 // OS thread and reports each side's working time and two CPU times per
 // handshake pair: cpu-ns/op of that thread (the handshakes' own work, not

@@ -276,23 +276,14 @@ func (c *Config) rand() io.Reader {
 	return rand.Reader
 }
 
-// newClientShare makes a client key share for group from Rand;
-// speculative says the ClientHello offers others the server may pick
-// instead.
-func (c *Config) newClientShare(group uint16, speculative bool) (kex.ClientShare, error) {
-	speculative = speculative && speculativeShares
+// newClientShare makes a client key share for group from Rand or the
+// key-share pool.
+func (c *Config) newClientShare(group uint16) (kex.ClientShare, error) {
 	if pool := c.keySharePool(); pool != nil {
-		return pool.ClientShare(group, speculative)
-	}
-	if speculative {
-		return kex.GenerateSpeculativeShare(group, c.rand())
+		return pool.ClientShare(group)
 	}
 	return kex.GenerateClientShare(group, c.rand())
 }
-
-// speculativeShares is false only while a benchmark measures what
-// speculative shares save.
-var speculativeShares = true
 
 // serverShare answers a client's key share for group with a fresh key
 // from Rand or the key-share pool.

@@ -149,9 +149,7 @@ func (e *engine) newClientHello(z *ZDataOffer) (*clientHelloParams, error) {
 }
 
 // addKeyShares makes a key share for each of Config.KeyShareGroups, the
-// one prepared for the Z-data where the group is the same. When there are
-// several, the server uses one at most, so they are made speculatively
-// (kex.GenerateSpeculativeShare: cheaper to make, dearer to use).
+// one prepared for the Z-data where the group is the same.
 func (e *engine) addKeyShares(p *clientHelloParams) error {
 	groups := e.cfg.keyShareGroups()
 	for _, g := range groups {
@@ -160,7 +158,7 @@ func (e *engine) addKeyShares(p *clientHelloParams) error {
 			s = zp.share
 		} else {
 			var err error
-			if s, err = e.cfg.newClientShare(g, len(groups) > 1); err != nil {
+			if s, err = e.cfg.newClientShare(g); err != nil {
 				return err
 			}
 		}
@@ -335,7 +333,7 @@ func (e *engine) handleHelloRetryRequest(p *clientHelloParams, hrr *wire.ServerH
 
 	ch := p.hello
 	if hrr.SelectedGroup != 0 {
-		share, err := e.cfg.newClientShare(hrr.SelectedGroup, false)
+		share, err := e.cfg.newClientShare(hrr.SelectedGroup)
 		if err != nil {
 			return nil, err
 		}
@@ -1133,7 +1131,7 @@ func (e *engine) ztlsSharedSecret(p *clientHelloParams, z *ZDataOffer) ([]byte, 
 			share = zp.share
 		} else {
 			var err error
-			if share, err = e.cfg.newClientShare(group, false); err != nil {
+			if share, err = e.cfg.newClientShare(group); err != nil {
 				return nil, err
 			}
 		}

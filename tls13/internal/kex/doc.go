@@ -15,10 +15,9 @@
 // All key material comes from the io.Reader the caller passes, never from
 // crypto/rand directly, so tests with fixed randomness reproduce every byte.
 //
-// A ClientHello offering several groups makes its shares with
-// GenerateSpeculativeShare: their x25519 public keys come from a fixed-base
-// multiplication on edwards25519 (x25519.go), and crypto/ecdh's key is made
-// only for the share the server picks. A Pool makes keys ahead of need, off
+// x25519 public keys come from a fixed-base multiplication on edwards25519 and
+// shared secrets from one Montgomery ladder (x25519.go), so a share the server
+// does not pick costs only the former. A Pool makes keys ahead of need, off
 // the handshake's path, for handshakes that do not take randomness from a
 // fixed reader.
 //

@@ -298,22 +298,12 @@ func (s *hybridShare) Shared(peer []byte) ([]byte, error) {
 // GenerateClientShare makes a fresh client key share for group, drawing all
 // key material from rand (nil means crypto/rand.Reader): x25519 reads 32
 // bytes; secp256r1/secp384r1/secp521r1 read 32/48/66 bytes per try until
-// the scalar is valid (secp521r1's top 7 bits cleared); X25519MLKEM768 reads a 64-byte ML-KEM seed (d || z) and then 32 bytes
-// for its x25519 half. The share is ready for Shared: use it for a share
-// that will almost surely be used (the only one of a ClientHello).
+// the scalar is valid (secp521r1's top 7 bits cleared); X25519MLKEM768 reads
+// a 64-byte ML-KEM seed (d || z) and then 32 bytes for its x25519 half. An
+// x25519 public key comes from the fixed-base multiplication and its shared
+// secret from one ladder (x25519.go), so a share the server does not pick
+// costs only the former.
 func GenerateClientShare(group uint16, rand io.Reader) (ClientShare, error) {
-	return generateClientShare(group, randOrDefault(rand), newX25519KeyECDH)
-}
-
-// GenerateSpeculativeShare is GenerateClientShare, reading the same bytes
-// from rand, for a share that may never be used: one of several in a
-// ClientHello, of which the server picks at most one. Its x25519 public key
-// (for X25519 and X25519MLKEM768) comes from the fixed-base multiplication,
-// and the crypto/ecdh key the shared secret needs is made only if Shared is
-// called. Shared then costs two Montgomery ladders instead of one (crypto/ecdh
-// has no way to make a private key without computing its public key), so
-// this pays off only when most such shares go unused (see docs/benchmarks.md).
-func GenerateSpeculativeShare(group uint16, rand io.Reader) (ClientShare, error) {
 	return generateClientShare(group, randOrDefault(rand), newX25519Key)
 }
 
@@ -367,10 +357,7 @@ func newMLKEMKey(rand io.Reader) (*mlkem.DecapsulationKey768, error) {
 // with alert illegal_parameter.
 func ServerShare(group uint16, clientShare []byte, rand io.Reader) (serverPublic, shared []byte, err error) {
 	rand = randOrDefault(rand)
-	// The server's x25519 key is used at once: crypto/ecdh's key, whose
-	// ladder gives the public key, costs less here than the fixed-base
-	// multiplication followed by that same ladder for the shared secret.
-	return serverShare(group, clientShare, rand, func() (*x25519Key, error) { return newX25519KeyECDH(rand) })
+	return serverShare(group, clientShare, rand, func() (*x25519Key, error) { return newX25519Key(rand) })
 }
 
 // serverShare is ServerShare with the server's x25519 key from newX, called

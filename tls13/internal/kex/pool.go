@@ -37,7 +37,7 @@ type Pool struct {
 func NewPool(size int) *Pool {
 	size = max(size, 1)
 	p := &Pool{}
-	p.x.init(size, func() (*x25519Key, error) { return newX25519KeyECDH(cryptorand.Reader) })
+	p.x.init(size, func() (*x25519Key, error) { return newX25519Key(cryptorand.Reader) })
 	p.mlkem.init(size, func() (*mlkem.DecapsulationKey768, error) { return newMLKEMKey(cryptorand.Reader) })
 	return p
 }
@@ -49,19 +49,14 @@ func (p *Pool) Taken() uint64 { return p.taken.Load() }
 // pool had none of the kind they needed.
 func (p *Pool) Inline() uint64 { return p.inline.Load() }
 
-// takeX returns an x25519 key from the pool or, when it is dry, a new one:
-// speculative ones by the fixed-base multiplication (see
-// GenerateSpeculativeShare), others with crypto/ecdh's key made at once.
-func (p *Pool) takeX(speculative bool) (*x25519Key, error) {
+// takeX returns an x25519 key from the pool or, when it is dry, a new one.
+func (p *Pool) takeX() (*x25519Key, error) {
 	if k, ok := p.x.take(); ok {
 		p.taken.Add(1)
 		return k, nil
 	}
 	p.inline.Add(1)
-	if speculative {
-		return newX25519Key(cryptorand.Reader)
-	}
-	return newX25519KeyECDH(cryptorand.Reader)
+	return newX25519Key(cryptorand.Reader)
 }
 
 func (p *Pool) takeMLKEM() (*mlkem.DecapsulationKey768, error) {
@@ -73,13 +68,13 @@ func (p *Pool) takeMLKEM() (*mlkem.DecapsulationKey768, error) {
 	return newMLKEMKey(cryptorand.Reader)
 }
 
-// ClientShare is GenerateClientShare (or GenerateSpeculativeShare) with
+// ClientShare is GenerateClientShare with
 // crypto/rand and the keys of X25519 and X25519MLKEM768 shares taken from
 // the pool; other groups' shares are made as GenerateClientShare makes them.
-func (p *Pool) ClientShare(group uint16, speculative bool) (ClientShare, error) {
+func (p *Pool) ClientShare(group uint16) (ClientShare, error) {
 	switch group {
 	case X25519:
-		k, err := p.takeX(speculative)
+		k, err := p.takeX()
 		if err != nil {
 			return nil, err
 		}
@@ -89,14 +84,11 @@ func (p *Pool) ClientShare(group uint16, speculative bool) (ClientShare, error) 
 		if err != nil {
 			return nil, err
 		}
-		x, err := p.takeX(speculative)
+		x, err := p.takeX()
 		if err != nil {
 			return nil, err
 		}
 		return &hybridShare{dk: dk, x: x}, nil
-	}
-	if speculative {
-		return GenerateSpeculativeShare(group, nil)
 	}
 	return GenerateClientShare(group, nil)
 }
@@ -105,7 +97,7 @@ func (p *Pool) ClientShare(group uint16, speculative bool) (ClientShare, error) 
 // (for X25519 and X25519MLKEM768) taken from the pool once the client's
 // share has been checked.
 func (p *Pool) ServerShare(group uint16, clientShare []byte) (serverPublic, shared []byte, err error) {
-	return serverShare(group, clientShare, cryptorand.Reader, func() (*x25519Key, error) { return p.takeX(false) })
+	return serverShare(group, clientShare, cryptorand.Reader, func() (*x25519Key, error) { return p.takeX() })
 }
 
 // Fill makes now, in the caller's goroutine, the keys a ClientHello with

@@ -40,8 +40,8 @@ func holds[K comparable](s *keyStack[K], k K) bool {
 func TestPoolSharesAgree(t *testing.T) {
 	p := NewPool(4)
 	for _, g := range []uint16{X25519, X25519MLKEM768, P256} {
-		for _, spec := range []bool{false, true} {
-			cs, err := p.ClientShare(g, spec)
+		for range 2 {
+			cs, err := p.ClientShare(g)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +73,7 @@ func TestPoolSharesAgree(t *testing.T) {
 func TestPoolKeysUsedOnce(t *testing.T) {
 	const size, workers, each = 8, 4, 40
 	p := NewPool(size)
-	if _, err := p.ClientShare(X25519MLKEM768, false); err != nil { // starts both refills
+	if _, err := p.ClientShare(X25519MLKEM768); err != nil { // starts both refills
 		t.Fatal(err)
 	}
 	waitFull(&p.x)
@@ -89,14 +89,14 @@ func TestPoolKeysUsedOnce(t *testing.T) {
 				var pubs [][]byte
 				switch (w + i) % 3 {
 				case 0:
-					cs, err := p.ClientShare(X25519, i%2 == 0)
+					cs, err := p.ClientShare(X25519)
 					if err != nil {
 						errs <- err
 						return
 					}
 					pubs = append(pubs, cs.Public())
 				case 1:
-					cs, err := p.ClientShare(X25519MLKEM768, false)
+					cs, err := p.ClientShare(X25519MLKEM768)
 					if err != nil {
 						errs <- err
 						return
@@ -144,13 +144,13 @@ func TestPoolKeysUsedOnce(t *testing.T) {
 // and the share erases it after use.
 func TestPoolForgetsTakenKeys(t *testing.T) {
 	p := NewPool(4)
-	if _, err := p.ClientShare(X25519MLKEM768, false); err != nil {
+	if _, err := p.ClientShare(X25519MLKEM768); err != nil {
 		t.Fatal(err)
 	}
 	waitFull(&p.x)
 	waitFull(&p.mlkem)
 	taken := p.Taken()
-	cs, err := p.ClientShare(X25519MLKEM768, false)
+	cs, err := p.ClientShare(X25519MLKEM768)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,8 +162,8 @@ func TestPoolForgetsTakenKeys(t *testing.T) {
 	if holds(&p.x, x) || holds(&p.mlkem, h.dk) {
 		t.Fatal("the pool still refers to a key it handed out")
 	}
-	if x.priv == nil {
-		t.Fatal("a pooled key's crypto/ecdh key was not made ahead")
+	if x.pub == ([32]byte{}) {
+		t.Fatal("a pooled key's public key was not made ahead")
 	}
 	srvPub, _, err := ServerShare(X25519MLKEM768, cs.Public(), nil)
 	if err != nil {
@@ -173,7 +173,7 @@ func TestPoolForgetsTakenKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs.Erase()
-	if x.scalar != ([32]byte{}) || x.priv != nil || h.dk != nil {
+	if x.scalar != ([32]byte{}) || h.dk != nil {
 		t.Fatal("Erase left key material in the share")
 	}
 	if _, err := cs.Shared(srvPub); err == nil {
@@ -187,14 +187,14 @@ func TestPoolForgetsTakenKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err = serverShare(X25519, peer.Public(), nil, func() (*x25519Key, error) {
-		k, err := p.takeX(false)
+		k, err := p.takeX()
 		used = k
 		return k, err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if holds(&p.x, used) || used.scalar != ([32]byte{}) || used.priv != nil {
+	if holds(&p.x, used) || used.scalar != ([32]byte{}) {
 		t.Fatal("the server's pooled key survived its handshake")
 	}
 }
@@ -206,7 +206,7 @@ func TestPoolDryFallsBack(t *testing.T) {
 	p.x.refilling, p.mlkem.refilling = true, true // as if a refill were stuck
 	const n = 5
 	for range n {
-		cs, err := p.ClientShare(X25519, false)
+		cs, err := p.ClientShare(X25519)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -253,7 +253,7 @@ func TestPoolFill(t *testing.T) {
 	}
 	p.x.refilling, p.mlkem.refilling = true, true // no background refill: count what Fill made
 	for range 3 {
-		if _, err := p.ClientShare(X25519MLKEM768, false); err != nil {
+		if _, err := p.ClientShare(X25519MLKEM768); err != nil {
 			t.Fatal(err)
 		}
 	}

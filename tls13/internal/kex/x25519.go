@@ -1,12 +1,13 @@
 package kex
 
 import (
-	"crypto/ecdh"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
 
 	"filippo.io/edwards25519"
+	"filippo.io/edwards25519/field"
 )
 
 // x25519PublicKey sets pub to X25519(scalar, 9), the public key of an x25519
@@ -29,16 +30,73 @@ func x25519PublicKey(pub, scalar *[32]byte) {
 	copy(pub[:], p.BytesMontgomery())
 }
 
-// x25519Key is an x25519 private key held as its scalar and its public key.
-// crypto/ecdh computes the public key with a Montgomery ladder whenever it
-// makes a PrivateKey, which costs twice the fixed-base multiplication; so the
-// *ecdh.PrivateKey used for the shared secret is made only when Shared is
-// first called, or ahead of need by a Pool. An x25519Key belongs to one
-// handshake: it is not safe for concurrent use.
+// x25519Ladder sets out to X25519(scalar, u): RFC 7748, Section 5, the
+// Montgomery ladder over the field arithmetic of filippo.io/edwards25519
+// (constant time, the same representation crypto/ecdh uses). It exists
+// because crypto/ecdh cannot make a private key without first running this
+// ladder once more for the public key, which the fixed-base multiplication
+// above has already given; so an x25519 share costs one ladder, not two.
+// u is 32 bytes; its top bit is ignored and non-canonical values are taken
+// modulo p, as the RFC asks.
+func x25519Ladder(out, scalar *[32]byte, u []byte) error {
+	var k [32]byte
+	copy(k[:], scalar[:])
+	k[0] &= 248
+	k[31] &= 127
+	k[31] |= 64
+
+	var x1, x2, z2, x3, z3, a, aa, b, bb, e, c, d, da, cb field.Element
+	if _, err := x1.SetBytes(u); err != nil {
+		return err
+	}
+	x2.One()
+	z2.Zero()
+	x3.Set(&x1)
+	z3.One()
+
+	swap := 0
+	for t := 254; t >= 0; t-- {
+		kt := int(k[t/8]>>(t%8)) & 1
+		swap ^= kt
+		x2.Swap(&x3, swap)
+		z2.Swap(&z3, swap)
+		swap = kt
+
+		a.Add(&x2, &z2)
+		aa.Square(&a)
+		b.Subtract(&x2, &z2)
+		bb.Square(&b)
+		e.Subtract(&aa, &bb)
+		c.Add(&x3, &z3)
+		d.Subtract(&x3, &z3)
+		da.Multiply(&d, &a)
+		cb.Multiply(&c, &b)
+		x3.Add(&da, &cb)
+		x3.Square(&x3)
+		z3.Subtract(&da, &cb)
+		z3.Square(&z3)
+		z3.Multiply(&z3, &x1)
+		x2.Multiply(&aa, &bb)
+		z2.Mult32(&e, 121665) // a24 = (486662 - 2) / 4
+		z2.Add(&z2, &aa)
+		z2.Multiply(&z2, &e)
+	}
+	x2.Swap(&x3, swap)
+	z2.Swap(&z3, swap)
+
+	z2.Invert(&z2)
+	x2.Multiply(&x2, &z2)
+	copy(out[:], x2.Bytes())
+	clear(k[:])
+	return nil
+}
+
+// x25519Key is an x25519 private key held as its scalar and its public key,
+// made by the fixed-base multiplication; the shared secret costs one ladder.
+// An x25519Key belongs to one handshake: it is not safe for concurrent use.
 type x25519Key struct {
 	scalar [32]byte
 	pub    [32]byte
-	priv   *ecdh.PrivateKey // nil until needed
 	erased bool
 }
 
@@ -53,57 +111,32 @@ func newX25519Key(rand io.Reader) (*x25519Key, error) {
 	return k, nil
 }
 
-// newX25519KeyECDH reads 32 bytes from rand and makes the *ecdh.PrivateKey at
-// once, taking the public key from it. A Pool uses it: the ladder that
-// computes the public key runs off the handshake's path anyway, and a
-// handshake then only runs the one for the shared secret.
-func newX25519KeyECDH(rand io.Reader) (*x25519Key, error) {
-	k := new(x25519Key)
-	if _, err := io.ReadFull(rand, k.scalar[:]); err != nil {
-		return nil, fmt.Errorf("kex: read x25519 private key from rand: %w", err)
-	}
-	priv, err := ecdh.X25519().NewPrivateKey(k.scalar[:])
-	if err != nil {
-		return nil, fmt.Errorf("kex: x25519 private key: %w", err)
-	}
-	k.priv = priv
-	copy(k.pub[:], priv.PublicKey().Bytes())
-	return k, nil
-}
-
 // public returns a fresh copy of the public key.
 func (k *x25519Key) public() []byte { return append([]byte(nil), k.pub[:]...) }
 
-// ecdhKey returns the crypto/ecdh form of the key, made once.
-func (k *x25519Key) ecdhKey() (*ecdh.PrivateKey, error) {
+// shared computes X25519(scalar, peer), rejecting a peer key of the wrong
+// length and an all-zero result (a low-order peer point: RFC 8446,
+// Section 7.4.2; RFC 7748, Section 6.1) as ecdhShared does.
+func (k *x25519Key) shared(peer []byte) ([]byte, error) {
 	if k.erased {
 		return nil, errErased
 	}
-	if k.priv == nil {
-		priv, err := ecdh.X25519().NewPrivateKey(k.scalar[:])
-		if err != nil {
-			return nil, fmt.Errorf("kex: x25519 private key: %w", err)
-		}
-		k.priv = priv
+	if len(peer) != 32 {
+		return nil, illegal("%s key share is %d bytes, want 32", Name(X25519), len(peer))
 	}
-	return k.priv, nil
+	var out [32]byte
+	if err := x25519Ladder(&out, &k.scalar, peer); err != nil {
+		return nil, illegal("%s key share: %v", Name(X25519), err)
+	}
+	if subtle.ConstantTimeCompare(out[:], make([]byte, 32)) == 1 {
+		return nil, illegal("%s shared secret is all zeros (low-order peer point)", Name(X25519))
+	}
+	return out[:], nil
 }
 
-// shared computes X25519(scalar, peer) with crypto/ecdh, rejecting an
-// all-zero result as ecdhShared does.
-func (k *x25519Key) shared(peer []byte) ([]byte, error) {
-	priv, err := k.ecdhKey()
-	if err != nil {
-		return nil, err
-	}
-	return ecdhShared(X25519, priv, peer)
-}
-
-// erase zeroes the scalar and drops the crypto/ecdh key (whose own copy
-// of the scalar Go gives no way to clear) once the key has served.
+// erase zeroes the scalar once the key has served.
 func (k *x25519Key) erase() {
 	clear(k.scalar[:])
-	k.priv = nil
 	k.erased = true
 }
 

@@ -100,7 +100,8 @@ func TestX25519PublicKeyMatchesECDH(t *testing.T) {
 }
 
 // TestX25519KeyReadsLikeECDH: a key takes exactly 32 bytes from rand (the
-// known-answer tests depend on it) and ends up as crypto/ecdh's key.
+// known-answer tests depend on it) and has crypto/ecdh's public key and
+// shared secret for the same bytes.
 func TestX25519KeyReadsLikeECDH(t *testing.T) {
 	src := bytes.Repeat([]byte{0x5a}, 40)
 	r := bytes.NewReader(src)
@@ -111,73 +112,170 @@ func TestX25519KeyReadsLikeECDH(t *testing.T) {
 	if r.Len() != 8 {
 		t.Fatalf("read %d bytes, want 32", 40-r.Len())
 	}
-	priv, err := k.ecdhKey()
+	priv, err := ecdh.X25519().NewPrivateKey(src[:32])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(priv.Bytes(), src[:32]) || !bytes.Equal(priv.PublicKey().Bytes(), k.public()) {
-		t.Fatal("crypto/ecdh key differs from the fixed-base key")
+	if !bytes.Equal(priv.PublicKey().Bytes(), k.public()) {
+		t.Fatal("crypto/ecdh's public key differs from the fixed-base key")
 	}
-	ahead, err := newX25519KeyECDH(bytes.NewReader(src))
+	peer := ecdhPublic(t, bytes.Repeat([]byte{0xa5}, 32))
+	peerKey, _ := ecdh.X25519().NewPublicKey(peer)
+	want, err := priv.ECDH(peerKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ahead.pub != k.pub || ahead.scalar != k.scalar {
-		t.Fatal("key made ahead differs from the fixed-base key")
+	if got, err := k.shared(peer); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("shared %x, %v; crypto/ecdh %x", got, err, want)
 	}
 	if _, err := newX25519Key(bytes.NewReader(src[:31])); err == nil {
 		t.Fatal("31 bytes of rand made a key")
 	}
 	k.erase()
-	if k.scalar != ([32]byte{}) || k.priv != nil {
+	if k.scalar != ([32]byte{}) {
 		t.Fatal("erase left the private key")
 	}
 }
 
-// TestSpeculativeShareMatches: a speculative share reads the same bytes
-// from rand as GenerateClientShare and yields the same public key and
-// shared secrets, for every group.
-func TestSpeculativeShareMatches(t *testing.T) {
-	for _, g := range allGroups {
-		t.Run(Name(g), func(t *testing.T) {
-			src := make([]byte, 4096)
-			if _, err := seeded(byte(g)).Read(src); err != nil {
-				t.Fatal(err)
-			}
-			r1, r2 := bytes.NewReader(src), bytes.NewReader(src)
-			eager, err := GenerateClientShare(g, r1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			spec, err := GenerateSpeculativeShare(g, r2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r1.Len() != r2.Len() {
-				t.Fatalf("speculative share read %d bytes, GenerateClientShare %d", len(src)-r2.Len(), len(src)-r1.Len())
-			}
-			if spec.Group() != g || !bytes.Equal(spec.Public(), eager.Public()) {
-				t.Fatal("speculative share's public key differs")
-			}
-			srvPub, secret, err := ServerShare(g, spec.Public(), seeded(1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range 2 { // Shared may be called twice (ZTLS)
-				got, err := spec.Shared(srvPub)
-				if err != nil || !bytes.Equal(got, secret) {
-					t.Fatalf("call %d: speculative secret %x, %v; want %x", i, got, err, secret)
-				}
-			}
-		})
+// TestX25519LadderRFC7748: Section 5.2's two test vectors, and its iterated
+// test at 1 and 1 000 iterations (k and u start at 9; each step sets u to
+// the old k and k to the result).
+func TestX25519LadderRFC7748(t *testing.T) {
+	for _, tc := range []struct{ scalar, u, out string }{
+		{"a546e36bf0527c9d3b16154b82465edd62144c0ac1fc5a18506a2244ba449ac4",
+			"e6db6867583030db3594c1a424b15f7c726624ec26b3353b10a903a6d0ab1c4c",
+			"c3da55379de9c6908e94ea4df28d084f32eccf03491c71f754b4075577a28552"},
+		{"4b66e9d4d1b4673c5ad22691957d6af5c11b6421e0ea01d42ca4169e7918ba0d",
+			"e5210f12786811d3f4b7959d0538ae2c31dbe7106fc03c3efc4cd549c715a493",
+			"95cbde9476e8907d7aade45cb4b873f88b595a68799fa152e6f8f7647aac7957"},
+	} {
+		var k, out [32]byte
+		copy(k[:], unhex(t, tc.scalar))
+		if err := x25519Ladder(&out, &k, unhex(t, tc.u)); err != nil {
+			t.Fatal(err)
+		}
+		if want := unhex(t, tc.out); !bytes.Equal(out[:], want) {
+			t.Fatalf("X25519(%s, %s) = %x, want %x", tc.scalar, tc.u, out, want)
+		}
 	}
+	var k, u [32]byte
+	k[0], u[0] = 9, 9
+	iterations := 1000
+	for i := 1; i <= iterations; i++ {
+		var out [32]byte
+		if err := x25519Ladder(&out, &k, u[:]); err != nil {
+			t.Fatal(err)
+		}
+		u, k = k, out
+		switch i {
+		case 1:
+			if want := unhex(t, "422c8e7a6227d7bca1350b3e2bb7279f7897b87bb6854b783c60e80311ae3079"); !bytes.Equal(k[:], want) {
+				t.Fatalf("after 1 iteration %x, want %x", k, want)
+			}
+		case 1000:
+			if want := unhex(t, "684cf59ba83309552800ef566f2f4d3c1c3887c49360e3875f2eb94d99532c51"); !bytes.Equal(k[:], want) {
+				t.Fatalf("after 1000 iterations %x, want %x", k, want)
+			}
+		}
+	}
+}
+
+// ecdhShared25519 is the reference shared secret: crypto/ecdh's, nil when
+// it refuses (an all-zero result).
+func ecdhShared25519(t testing.TB, scalar, peer []byte) []byte {
+	t.Helper()
+	priv, err := ecdh.X25519().NewPrivateKey(scalar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := ecdh.X25519().NewPublicKey(peer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, err := priv.ECDH(pub)
+	if err != nil {
+		return nil
+	}
+	return secret
+}
+
+// checkLadder compares a key's shared secret with crypto/ecdh's for one
+// scalar and peer key: the same bytes, or both refusing.
+func checkLadder(t testing.TB, scalar, peer []byte) {
+	t.Helper()
+	k := &x25519Key{}
+	copy(k.scalar[:], scalar)
+	got, err := k.shared(peer)
+	want := ecdhShared25519(t, scalar, peer)
+	if want == nil {
+		if err == nil {
+			t.Fatalf("scalar %x, peer %x: ladder gave %x where crypto/ecdh refused", scalar, peer, got)
+		}
+		return
+	}
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("scalar %x, peer %x: ladder %x, %v; crypto/ecdh %x", scalar, peer, got, err, want)
+	}
+}
+
+// TestX25519LadderMatchesECDH: the ladder agrees with crypto/ecdh on random
+// scalars and peer keys, on peer keys with the top bit set or above p
+// (taken modulo p, the top bit ignored), and on the low-order points,
+// whose all-zero secret both refuse.
+func TestX25519LadderMatchesECDH(t *testing.T) {
+	rnd := seeded(43)
+	draw := func() []byte {
+		b := make([]byte, 32)
+		if _, err := rnd.Read(b); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	p := unhex(t, "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f")
+	peers := [][]byte{
+		make([]byte, 32), // u = 0, low order
+		unhex(t, "0100000000000000000000000000000000000000000000000000000000000000"), // u = 1
+		unhex(t, "e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800"), // order 8
+		unhex(t, "5f9c95bca3508c24b1d0b1559c83ef5b04445cc4581c8e86d8224eddd09f1157"), // order 8
+		p, // p: 0 modulo p
+		unhex(t, "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f"), // p+1
+		bytes.Repeat([]byte{0xff}, 32),
+	}
+	n := 500
+	if testing.Short() {
+		n = 50
+	}
+	for range n {
+		peer := ecdhPublic(t, draw())
+		peers = append(peers, peer)
+		high := bytes.Clone(peer)
+		high[31] |= 0x80
+		peers = append(peers, high, draw())
+	}
+	for _, peer := range peers {
+		checkLadder(t, draw(), peer)
+	}
+}
+
+// FuzzX25519Ladder compares the shared secret with crypto/ecdh's for
+// arbitrary scalars and peer keys (each padded or cut to 32 bytes).
+func FuzzX25519Ladder(f *testing.F) {
+	f.Add(make([]byte, 32), make([]byte, 32))
+	f.Add(bytes.Repeat([]byte{0xff}, 32), bytes.Repeat([]byte{0xff}, 32))
+	f.Add([]byte("77076d0a7318a57d3c16c17251b26645"), []byte{9})
+	f.Fuzz(func(t *testing.T, scalar, peer []byte) {
+		s, u := make([]byte, 32), make([]byte, 32)
+		copy(s, scalar)
+		copy(u, peer)
+		checkLadder(t, s, u)
+	})
 }
 
 // TestEraseForbidsShared: an erased share of any group refuses to compute
 // a secret (an x25519 share would otherwise use a zero scalar).
 func TestEraseForbidsShared(t *testing.T) {
 	for _, g := range allGroups {
-		for _, gen := range []func(uint16, io.Reader) (ClientShare, error){GenerateClientShare, GenerateSpeculativeShare} {
+		for _, gen := range []func(uint16, io.Reader) (ClientShare, error){GenerateClientShare, func(g uint16, _ io.Reader) (ClientShare, error) { return NewPool(1).ClientShare(g) }} {
 			cs, err := gen(g, seeded(5))
 			if err != nil {
 				t.Fatal(err)
@@ -255,12 +353,21 @@ func BenchmarkX25519KeyGen(b *testing.B) {
 }
 
 // BenchmarkX25519Shared: the shared secret from a scalar and a peer's public
-// key. ecdh-held has the *ecdh.PrivateKey already (what an x25519 share cost
-// before, and what a Pool's keys cost); ecdh-new makes it from the scalar
-// first (what a fixed-base key costs); curve25519 is x/crypto's X25519.
+// key. ladder is this package's (what a share costs); ecdh-held is
+// crypto/ecdh's with its *ecdh.PrivateKey already made; ecdh-new makes that
+// key from the scalar first, a second ladder (what the shares cost before);
+// curve25519 is x/crypto's X25519.
 func BenchmarkX25519Shared(b *testing.B) {
 	scalar := bytes.Repeat([]byte{0x5a}, 32)
 	peer := ecdhPublic(b, bytes.Repeat([]byte{0xa5}, 32))
+	b.Run("ladder", func(b *testing.B) {
+		cpuLoop(b, func() (err error) {
+			k := &x25519Key{}
+			copy(k.scalar[:], scalar)
+			sinkBytes, err = k.shared(peer)
+			return err
+		})
+	})
 	b.Run("ecdh-held", func(b *testing.B) {
 		priv, err := ecdh.X25519().NewPrivateKey(scalar)
 		if err != nil {
@@ -272,10 +379,12 @@ func BenchmarkX25519Shared(b *testing.B) {
 		})
 	})
 	b.Run("ecdh-new", func(b *testing.B) {
-		cpuLoop(b, func() (err error) {
-			k := &x25519Key{}
-			copy(k.scalar[:], scalar)
-			sinkBytes, err = k.shared(peer)
+		cpuLoop(b, func() error {
+			priv, err := ecdh.X25519().NewPrivateKey(scalar)
+			if err != nil {
+				return err
+			}
+			sinkBytes, err = ecdhShared(X25519, priv, peer)
 			return err
 		})
 	})
@@ -289,62 +398,32 @@ func BenchmarkX25519Shared(b *testing.B) {
 
 // BenchmarkX25519UsedShare: an x25519 share that is made and then used once
 // (a ClientHello's only share, or the server's): 32 bytes to a public key
-// and a shared secret. fixedbase is GenerateSpeculativeShare (fixed-base
-// public key, then crypto/ecdh's key and the ECDH), ecdh is
-// GenerateClientShare (crypto/ecdh's key, then the ECDH).
+// and a shared secret. share is GenerateClientShare (fixed-base public key,
+// one ladder); ecdh is crypto/ecdh (a ladder for the public key, another
+// for the secret).
 func BenchmarkX25519UsedShare(b *testing.B) {
 	scalar := bytes.Repeat([]byte{0x5a}, 32)
 	peer := ecdhPublic(b, bytes.Repeat([]byte{0xa5}, 32))
-	for _, v := range []struct {
-		name string
-		gen  func(uint16, io.Reader) (ClientShare, error)
-	}{{"fixedbase", GenerateSpeculativeShare}, {"ecdh", GenerateClientShare}} {
-		b.Run(v.name, func(b *testing.B) {
-			cpuLoop(b, func() error {
-				cs, err := v.gen(X25519, bytes.NewReader(scalar))
-				if err != nil {
-					return err
-				}
-				sinkBytes = cs.Public()
-				sinkBytes, err = cs.Shared(peer)
+	b.Run("share", func(b *testing.B) {
+		cpuLoop(b, func() error {
+			cs, err := GenerateClientShare(X25519, bytes.NewReader(scalar))
+			if err != nil {
 				return err
-			})
+			}
+			sinkBytes = cs.Public()
+			sinkBytes, err = cs.Shared(peer)
+			return err
 		})
-	}
-}
-
-// BenchmarkTwoShareClient: the key exchange of a client that offers
-// X25519MLKEM768 and x25519 (the default) and gets an X25519MLKEM768
-// answer: both shares made, the hybrid one used. speculative makes them
-// with GenerateSpeculativeShare, ecdh with GenerateClientShare.
-func BenchmarkTwoShareClient(b *testing.B) {
-	peer, err := GenerateClientShare(X25519MLKEM768, seeded(1))
-	if err != nil {
-		b.Fatal(err)
-	}
-	srvPub, _, err := ServerShare(X25519MLKEM768, peer.Public(), seeded(2))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, v := range []struct {
-		name string
-		gen  func(uint16, io.Reader) (ClientShare, error)
-	}{{"speculative", GenerateSpeculativeShare}, {"ecdh", GenerateClientShare}} {
-		b.Run(v.name, func(b *testing.B) {
-			rnd := seeded(3)
-			cpuLoop(b, func() error {
-				hyb, err := v.gen(X25519MLKEM768, rnd)
-				if err != nil {
-					return err
-				}
-				x, err := v.gen(X25519, rnd)
-				if err != nil {
-					return err
-				}
-				sinkBytes = append(hyb.Public(), x.Public()...)
-				sinkBytes, err = hyb.Shared(srvPub)
+	})
+	b.Run("ecdh", func(b *testing.B) {
+		cpuLoop(b, func() error {
+			priv, err := ecdh.X25519().GenerateKey(bytes.NewReader(scalar))
+			if err != nil {
 				return err
-			})
+			}
+			sinkBytes = priv.PublicKey().Bytes()
+			sinkBytes, err = ecdhShared(X25519, priv, peer)
+			return err
 		})
-	}
+	})
 }

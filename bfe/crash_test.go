@@ -18,6 +18,9 @@ type memFile struct {
 	durable []byte
 	pending []memWrite
 	syncErr error
+	// syncGate, when set, holds every Sync until it receives (or is
+	// closed), so a test can see what happens while an fsync is slow.
+	syncGate chan struct{}
 }
 
 type memWrite struct {
@@ -54,6 +57,9 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 }
 
 func (f *memFile) Sync() error {
+	if f.syncGate != nil {
+		<-f.syncGate
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.syncErr != nil {
@@ -103,8 +109,9 @@ func keyFile(t testing.TB, params Params) []byte {
 	return readFile(t, path)
 }
 
-// TestWriteAheadOrder: the slot is read, all positions erased and synced,
-// and only then is anything computed with it.
+// TestWriteAheadOrder: the slot is read and all positions erased before
+// anything is computed with it, the fsync runs while the key is computed,
+// and the key is returned only once the fsync has returned.
 func TestWriteAheadOrder(t *testing.T) {
 	ks, _ := openMem(t, keyFile(t, defaultTestParams))
 	var steps []string
@@ -116,21 +123,60 @@ func TestWriteAheadOrder(t *testing.T) {
 	if _, err := ks.Decapsulate(context.Background(), ct); err != nil {
 		t.Fatal(err)
 	}
-	i := slices.Index(steps, "compute")
-	if i < 0 || i == 0 || steps[i-1] != "synced" || slices.Index(steps, "read") > slices.Index(steps, "erase") {
-		t.Fatalf("steps %v: want read, erase..., sync, synced, compute", steps)
+	at := func(s string) int { return slices.Index(steps, s) }
+	if !(at("read") >= 0 && at("read") < at("erase") && at("erase") < at("sync") &&
+		at("sync") < at("compute") && at("compute") < at("verified") &&
+		at("verified") < at("synced") && at("synced") == len(steps)-1) {
+		t.Fatalf("steps %v: want read, erase..., sync, compute, verified, synced", steps)
+	}
+}
+
+// TestKeyWaitsForSync holds the fsync and checks that the key is computed
+// meanwhile but not returned until the fsync is done.
+func TestKeyWaitsForSync(t *testing.T) {
+	ks, f := openMem(t, keyFile(t, defaultTestParams))
+	f.syncGate = make(chan struct{})
+	verified := make(chan struct{})
+	ks.hook = func(s string) {
+		if s == "verified" {
+			close(verified)
+		}
+	}
+	ct, want, err := ks.PublicKey().Encapsulate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		key []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		key, err := ks.Decapsulate(context.Background(), ct)
+		done <- result{key, err}
+	}()
+	<-verified // the pairings finished while the fsync is held
+	select {
+	case r := <-done:
+		t.Fatalf("Decapsulate returned (%x, %v) before its fsync", r.key, r.err)
+	default:
+	}
+	close(f.syncGate)
+	r := <-done
+	if r.err != nil || !bytes.Equal(r.key, want) {
+		t.Fatalf("Decapsulate = %x, %v; want %x", r.key, r.err, want)
 	}
 }
 
 // TestCrashNeverUnpunctures simulates a crash at every step of
 // Decapsulate, losing or keeping the writes not yet synced, and restarts
-// from what is on disk. A crash from the moment the key could have been
-// computed on must leave the ciphertext unusable; a crash before the erasure
-// was durable may leave it decapsulable once, which is safe because no key
-// was computed from it before the crash.
+// from what is on disk. A crash once the erasure is durable (from the step
+// after which the key could be returned) must leave the ciphertext
+// unusable; a crash before that may leave it decapsulable once, which is
+// safe because nothing computed from it left the process before the crash.
 func TestCrashNeverUnpunctures(t *testing.T) {
 	file := keyFile(t, defaultTestParams)
-	steps := []string{"read", "erase", "sync", "synced", "compute", "verified"}
+	steps := []string{"read", "erase", "sync", "compute", "verified", "synced"}
 	for _, step := range steps {
 		for _, keep := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/keepUnsynced=%v", step, keep), func(t *testing.T) {
@@ -139,10 +185,10 @@ func TestCrashNeverUnpunctures(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				computed := false
+				durable := false
 				ks.hook = func(s string) {
-					if s == "compute" {
-						computed = true
+					if s == "synced" {
+						durable = true
 					}
 					if s == step {
 						panic(crash{s})
@@ -159,15 +205,15 @@ func TestCrashNeverUnpunctures(t *testing.T) {
 				}
 				_, err = restarted.Decapsulate(context.Background(), ct)
 				switch {
-				case computed && !errors.Is(err, ErrPunctured):
-					t.Fatalf("crash after the key was computed: restarted Decapsulate = %v, want ErrPunctured", err)
+				case durable && !errors.Is(err, ErrPunctured):
+					t.Fatalf("crash after the erasure was durable: restarted Decapsulate = %v, want ErrPunctured", err)
 				case err == nil:
 					// Before durability: allowed once, never twice.
 					if _, err := restarted.Decapsulate(context.Background(), ct); !errors.Is(err, ErrPunctured) {
 						t.Fatalf("second decapsulation after restart: %v", err)
 					}
 				}
-				if computed {
+				if durable {
 					assertErased(t, restarted, ct)
 				}
 			})

@@ -181,26 +181,29 @@
 // OpenKeyState locks the file (flock) so that one process holds it, and
 // reads which slots are zero. Decapsulate is write-ahead. Under a mutex it
 // picks the first unpunctured position of the ciphertext and copies that
-// slot into memory, marks all k positions punctured in memory, overwrites
-// their slots with zeros and fsyncs the file (fdatasync on Linux: slots are
-// overwritten in place, the file's size never changes, so the data is all
-// that must be durable). Only after the fsync has
-// returned does it compute with the copy, which it zeroes as soon as the
-// pairing is done. So:
+// slot into memory, marks all k positions punctured in memory and
+// overwrites their slots with zeros; then it starts the fsync of the file
+// (fdatasync on Linux: slots are overwritten in place, the file's size
+// never changes, so the data is all that must be durable) and, while the
+// disk works, computes with the copy (which it zeroes as soon as the
+// pairing is done) and runs the FO check. The key is returned only after
+// the fsync has returned. So:
 //
-//   - a crash before the fsync returned computed nothing: the slots may
-//     survive on disk and the ciphertext may decapsulate once after the
-//     restart, which is its first use;
+//   - a crash before the fsync returned let nothing out of the process:
+//     the slots may survive on disk and the ciphertext may decapsulate once
+//     after the restart, which is its first use (the key computed before
+//     the crash, if any, died with the process's memory);
 //   - a crash after it leaves the slots erased on disk: the ciphertext
 //     never decapsulates again;
 //   - a failed write or fsync refuses the ciphertext, and the positions stay
 //     punctured in memory.
 //
-// There is no window in which a key has been computed and its slots are
+// There is no window in which a key has left Decapsulate and its slots are
 // still durable (TestCrashNeverUnpunctures crashes at every step, losing
-// or keeping the unsynced writes, and restarts from the disk image). A
-// ciphertext that fails the FO check has punctured its positions too, which
-// an attacker could do with valid ciphertexts anyway.
+// or keeping the unsynced writes, and restarts from the disk image;
+// TestKeyWaitsForSync holds the fsync and sees the key computed but not
+// returned). A ciphertext that fails the FO check has punctured its
+// positions too, which an attacker could do with valid ciphertexts anyway.
 //
 // Erasure on disk is an overwrite in place. A copy-on-write or
 // log-structured file system, a data-journaling mode, snapshots, backups or
@@ -221,8 +224,8 @@
 //
 // PublicKey and KeyState are safe for concurrent use. Of concurrent
 // Decapsulate calls with one ciphertext exactly one returns the key
-// (TestConcurrentDecapsulate); the pairings run outside the mutex, the
-// fsync inside it.
+// (TestConcurrentDecapsulate); the pairings and the fsync run outside the
+// mutex.
 //
 // # Library and costs
 //

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sync"
 
 	bls "github.com/consensys/gnark-crypto/ecc/bls12-381"
@@ -223,12 +224,14 @@ func (ks *KeyState) step(name string) {
 
 // Decapsulate returns the key of a ciphertext from PublicKey.Encapsulate,
 // once: every position of the ciphertext is erased from the key file, and
-// the erasure synced, before the key is computed, so no crash can leave a
-// returned key decapsulable again (see the package doc). It returns
-// ErrPunctured for a replay or a false positive, ErrInvalidCiphertext for
-// a ciphertext that was not made by Encapsulate for this key (whose
-// positions are punctured too), and an I/O or PunctureLog error when the
-// erasure could not be made durable (the ciphertext is refused).
+// the erasure synced, before the key is returned, so no crash can leave a
+// returned key decapsulable again (see the package doc). The fsync runs
+// while the pairings compute the key, which stays in this call's memory
+// until the fsync has succeeded. It returns ErrPunctured for a replay or a
+// false positive, ErrInvalidCiphertext for a ciphertext that was not made
+// by Encapsulate for this key (whose positions are punctured too), and an
+// I/O or PunctureLog error when the erasure could not be made durable (the
+// ciphertext is refused).
 func (ks *KeyState) Decapsulate(ctx context.Context, ciphertext []byte) ([]byte, error) {
 	pk := ks.pk
 	c0, err := pk.parseCiphertext(ciphertext)
@@ -251,17 +254,21 @@ func (ks *KeyState) Decapsulate(ctx context.Context, ciphertext []byte) ([]byte,
 
 	var slot [SlotSize]byte
 	defer clear(slot[:])
-	j, err := ks.take(pos, wasSet, &slot)
+	j, synced, err := ks.take(pos, wasSet, &slot)
 	if err != nil {
 		return nil, err
 	}
 
 	// From here on the slot exists only in this function's memory, which
-	// is cleared before it returns.
+	// is cleared before it returns, and nothing computed from it leaves
+	// this function before synced reports the erasure durable.
 	ks.step("compute")
 	var key [KeySize]byte
 	defer clear(key[:])
 	if !ks.decryptComponent(&key, &slot, &c0, ciphertext, j, pos[j]) {
+		if err := ks.awaitSync(synced); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%w: secret-key slot %d does not decode", ErrPunctured, pos[j])
 	}
 
@@ -281,10 +288,23 @@ func (ks *KeyState) Decapsulate(ctx context.Context, ciphertext []byte) ([]byte,
 	}
 	ok := subtle.ConstantTimeCompare(expected, ciphertext) == 1 && !r.IsZero()
 	ks.step("verified")
+	if err := ks.awaitSync(synced); err != nil {
+		return nil, err
+	}
 	if !ok {
 		return nil, ErrInvalidCiphertext
 	}
 	return outputKey(&pk.digest, &key, ciphertext), nil
+}
+
+// awaitSync waits for the fsync that take started and reports whether the
+// erasure is durable.
+func (ks *KeyState) awaitSync(synced <-chan error) error {
+	if err := <-synced; err != nil {
+		return fmt.Errorf("bfe: puncture: %w", err)
+	}
+	ks.step("synced")
+	return nil
 }
 
 // decryptComponent is the Boneh-Franklin decryption of component j with
@@ -316,17 +336,20 @@ func (ks *KeyState) decryptComponent(key *[KeySize]byte, slot *[SlotSize]byte, c
 //     PunctureLog, set there before this ciphertext) and copies its slot,
 //  2. marks all the ciphertext's positions punctured in memory, so that no
 //     other call can pick them even if the disk write below fails,
-//  3. overwrites them with zeros in the file and syncs it,
+//  3. overwrites them with zeros in the file,
 //
-// and returns the index j of the chosen position only once step 3 has
-// succeeded. A crash before the sync returns nothing: the slots may survive
-// on disk, but no key was computed from them. A crash after it leaves them
-// erased.
-func (ks *KeyState) take(pos []uint32, wasSet []bool, slot *[SlotSize]byte) (int, error) {
+// and then starts the fsync that makes step 3 durable. It returns the index
+// j of the chosen position and a channel that delivers the fsync's result;
+// the caller may compute with the slot meanwhile but must not let anything
+// derived from it go before a nil arrives. A crash before then returns
+// nothing: the slots may survive on disk, but no key left the process. A
+// crash after it leaves them erased. When there is no slot to use, take
+// syncs the erasure it wrote before it returns the error.
+func (ks *KeyState) take(pos []uint32, wasSet []bool, slot *[SlotSize]byte) (int, <-chan error, error) {
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	if ks.closed {
-		return -1, ErrClosed
+		return -1, nil, ErrClosed
 	}
 	use := -1
 	var eraseBuf [MaxHashes]uint32
@@ -343,7 +366,7 @@ func (ks *KeyState) take(pos []uint32, wasSet []bool, slot *[SlotSize]byte) (int
 		}
 	}
 	if len(erase) == 0 {
-		return -1, ErrPunctured
+		return -1, nil, ErrPunctured
 	}
 	var readErr error
 	if use >= 0 {
@@ -360,22 +383,29 @@ func (ks *KeyState) take(pos []uint32, wasSet []bool, slot *[SlotSize]byte) (int
 		ks.step("erase")
 		if _, err := ks.file.WriteAt(zero[:], slotOffset(i)); err != nil {
 			clear(slot[:])
-			return -1, fmt.Errorf("bfe: puncture: %w", err)
+			return -1, nil, fmt.Errorf("bfe: puncture: %w", err)
 		}
 	}
 	ks.step("sync")
-	if err := ks.file.Sync(); err != nil {
+	if readErr != nil || use < 0 {
 		clear(slot[:])
-		return -1, fmt.Errorf("bfe: puncture: %w", err)
+		if err := ks.file.Sync(); err != nil {
+			return -1, nil, fmt.Errorf("bfe: puncture: %w", err)
+		}
+		ks.step("synced")
+		if readErr != nil {
+			return -1, nil, fmt.Errorf("bfe: read key slot: %w", readErr)
+		}
+		return -1, nil, ErrPunctured
 	}
-	ks.step("synced")
-	switch {
-	case readErr != nil:
-		return -1, fmt.Errorf("bfe: read key slot: %w", readErr)
-	case use < 0:
-		return -1, ErrPunctured
-	}
-	return use, nil
+	synced := make(chan error, 1)
+	go func(f slotFile) { synced <- f.Sync() }(ks.file)
+	// Let the fsync start now: with one P (GOMAXPROCS=1) the goroutine
+	// would otherwise wait for the pairings, which do not yield, and the
+	// two would run one after the other. Once it blocks in the system
+	// call the runtime gives the P back to the pairings.
+	runtime.Gosched()
+	return use, synced, nil
 }
 
 func containsPosition(s []uint32, v uint32) bool {

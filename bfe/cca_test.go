@@ -284,3 +284,28 @@ func TestPunctureLogDownFailsClosed(t *testing.T) {
 		t.Fatalf("with the log down: %x, %v", key, err)
 	}
 }
+
+// TestDecapsulateWithSomePunctured: a valid ciphertext some of whose
+// positions other ciphertexts have punctured still decapsulates to its key,
+// with the first slot left, however many are gone before it.
+func TestDecapsulateWithSomePunctured(t *testing.T) {
+	file := keyFile(t, defaultTestParams)
+	ks, _ := openMem(t, file)
+	pk := ks.PublicKey()
+	ct, key, err := pk.Encapsulate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := positions(&pk.digest, pk.params, ct[:g2Compressed], nil)
+	for gone := 1; gone < len(pos); gone++ {
+		ks, _ := openMem(t, file)
+		for _, i := range pos[:gone] {
+			if i != pos[len(pos)-1] {
+				ks.setPunctured(i)
+			}
+		}
+		if got, err := ks.Decapsulate(context.Background(), ct); err != nil || !bytes.Equal(got, key) {
+			t.Fatalf("%d of %d positions punctured: %x, %v; want %x", gone, len(pos), got, err, key)
+		}
+	}
+}

@@ -11,9 +11,10 @@
 #   BENCHTIME  go test -benchtime (default 1s)
 #   GO      the go command (default go)
 #   RUSTLS_BENCH  the rustls benchmark peer (bench/rustls, built by
-#           `make bench-rustls`, which sets this): its in-memory handshakes
-#           run COUNT times after the Go benchmarks, with an ECDSA P-256
-#           CA and leaf made by openssl, and are summarised beside them
+#           `make bench-rustls`, which sets this): its in-memory handshakes,
+#           with an ECDSA P-256 CA and leaf made by openssl, run in COUNT
+#           rounds alternating with the Go benchmarks (one run of each per
+#           round), and are summarised beside them
 #
 # Ratios are "ztls is N times as fast": for handshakes gotls ns/op divided
 # by ztls ns/op, for bulk ztls MB/s divided by gotls MB/s. Targets:
@@ -107,12 +108,23 @@ if [ "${1:-}" = "-summarise" ]; then
 fi
 
 raw=${1:-$(mktemp /tmp/bench-tls.XXXXXX)}
-echo "# $GO test -run '^\$' -bench '$BENCH' -benchmem -benchtime $BENCHTIME -count $COUNT ./tls13/" >&2
+work=$(mktemp -d /tmp/bench-tls.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+# One test binary for every round, run in the package's directory (its
+# tests read testdata/ there).
+$GO test -c -o "$work/tls13.test" ./tls13/
+rungo() {
+	(cd tls13 && "$work/tls13.test" -test.run '^$' -test.bench "$BENCH" -test.benchmem \
+		-test.benchtime "$BENCHTIME" -test.count "$1")
+}
+echo "# tls13.test -test.bench '$BENCH' -test.benchmem -test.benchtime $BENCHTIME" >&2
 echo "# raw output: $raw" >&2
-$GO test -run '^$' -bench "$BENCH" -benchmem -benchtime "$BENCHTIME" -count "$COUNT" ./tls13/ | tee "$raw" >&2
-if [ -n "${RUSTLS_BENCH:-}" ]; then
-	pki=$(mktemp -d /tmp/bench-tls-pki.XXXXXX)
-	trap 'rm -rf "$pki"' EXIT
+: >"$raw"
+if [ -z "${RUSTLS_BENCH:-}" ]; then
+	rungo "$COUNT" | tee -a "$raw" >&2
+else
+	pki=$work/pki
+	mkdir "$pki"
 	(
 		cd "$pki"
 		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem \
@@ -122,13 +134,16 @@ if [ -n "${RUSTLS_BENCH:-}" ]; then
 		printf 'subjectAltName=DNS:localhost\nbasicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n' >ext
 		openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -out leaf.pem -extfile ext 2>/dev/null
 	)
-	echo "# $RUSTLS_BENCH (x$COUNT)" >&2
 	secs=${BENCHTIME%s}
 	case $secs in *[!0-9.]*|"") secs=1 ;; esac
+	# Rounds alternate the Go benchmarks and rustls, so that the machine's
+	# drift over the run (other VMs, frequency) falls on all three alike.
 	i=0
 	while [ "$i" -lt "$COUNT" ]; do
-		"$RUSTLS_BENCH" "$pki/ca.pem" "$pki/leaf.pem" "$pki/leaf.key" "$secs" | tee -a "$raw" >&2
 		i=$((i + 1))
+		echo "# round $i of $COUNT: Go benchmarks, then $RUSTLS_BENCH" >&2
+		rungo 1 | tee -a "$raw" >&2
+		"$RUSTLS_BENCH" "$pki/ca.pem" "$pki/leaf.pem" "$pki/leaf.key" "$secs" | tee -a "$raw" >&2
 	done
 fi
 summarise "$raw"

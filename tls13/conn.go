@@ -78,6 +78,7 @@ type Conn struct {
 	earlyLost bool
 	readBuf   []byte // small: what an idle connection waits with (readInput)
 	bulk      bool   // the last read filled readBuf: read with a large one
+	bulkShort bool   // the last bulk read did not fill its room
 	busy      bool   // the last read was large or filled readBuf
 	wbuf      []byte // guarded by writeMu
 	closed    bool
@@ -558,16 +559,28 @@ const bulkReadSize = 64 * 1024
 // otherwise copy into. Only the reader (readMu) touches the engine's input
 // side, so the room stays ours while we read into it without mu.
 func (c *Conn) readBulk() (int, error) {
+	size, fit := bulkReadSize, false
 	c.mu.Lock()
-	buf := c.e.inputSpace(bulkReadSize)
+	if c.bulkShort {
+		// The last read did not fill its room: the sender is not keeping
+		// up, or has stopped halfway through a record. Wait for that
+		// record's rest only, in a buffer no larger than the record, so a
+		// peer that stalls there ties up what crypto/tls would hold, not
+		// bulkReadSize.
+		if m := c.e.deframer.Missing(); m > 0 && m < size {
+			size, fit = m, true
+		}
+	}
+	buf := c.e.inputSpace(size, fit)
 	c.mu.Unlock()
 	if buf == nil {
 		// The engine failed: readLoop reports its error.
 		c.bulk = false
 		return 0, nil
 	}
-	n, err := c.conn.Read(buf[:bulkReadSize])
+	n, err := c.conn.Read(buf[:size])
 	c.busy = true
+	c.bulkShort = n < size
 	c.mu.Lock()
 	c.e.feedSpace(n)
 	c.collectEvents()

@@ -360,13 +360,17 @@ func (e *engine) feed(p []byte) error {
 // inputSpace returns room for n bytes of input (or more) in the record
 // buffer, for a caller that reads from the transport into it and then
 // calls feedSpace with what it read, saving feed's copy. Nothing else may
-// call into the engine's input side in between. It returns nil after a
-// failure.
-func (e *engine) inputSpace(n int) []byte {
+// call into the engine's input side in between. With fit, a record buffer
+// much larger than what it holds and n is given up for one that fits
+// (record.Deframer.Fit). It returns nil after a failure.
+func (e *engine) inputSpace(n int, fit bool) []byte {
 	if e.err != nil {
 		return nil
 	}
 	e.unlendApp()
+	if fit {
+		e.deframer.Fit(n)
+	}
 	return e.deframer.Space(n)
 }
 

@@ -600,7 +600,7 @@ func TestSelfLentApplicationData(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := seal('c', 2000)
-	copy(c.inputSpace(len(rec)), rec)
+	copy(c.inputSpace(len(rec), false), rec)
 	if err := c.feedSpace(len(rec)); err != nil {
 		t.Fatal(err)
 	}
@@ -645,7 +645,7 @@ func TestSelfFeedSpaceLeavesRecords(t *testing.T) {
 	s.close()
 	in = append(in, s.takeOutput()...)
 
-	copy(c.inputSpace(len(in)), in)
+	copy(c.inputSpace(len(in), false), in)
 	if err := c.feedSpace(len(in)); err != nil {
 		t.Fatal(err)
 	}

@@ -91,6 +91,38 @@ func (d *Deframer) Ready() bool {
 // Buffered returns the number of received bytes not yet returned by Next.
 func (d *Deframer) Buffered() int { return len(d.buf) - d.start }
 
+// Missing returns how many more bytes complete the first record not yet
+// returned: 0 when it is complete or nothing is buffered; while its header
+// is incomplete, the rest of the header and of the largest record.
+func (d *Deframer) Missing() int {
+	avail := d.buf[d.start:]
+	switch {
+	case len(avail) == 0:
+		return 0
+	case len(avail) < HeaderLen:
+		return HeaderLen + MaxCiphertext - len(avail)
+	}
+	return max(0, HeaderLen+(int(avail[3])<<8|int(avail[4]))-len(avail))
+}
+
+// Fit moves the unreturned bytes into a buffer with room for n more when
+// the one they are in is more than twice that size: a connection that
+// waits for the rest of a record then holds no more than the record. Like
+// Space, it invalidates the payload of the last Next.
+func (d *Deframer) Fit(n int) {
+	if d.err != nil {
+		return
+	}
+	need := d.Buffered() + n
+	if cap(d.buf) <= 2*need {
+		return
+	}
+	buf := make([]byte, d.Buffered(), need)
+	copy(buf, d.buf[d.start:])
+	clear(d.buf[:cap(d.buf)]) // decrypted payloads of returned records too
+	d.buf, d.start = buf, 0
+}
+
 // Next returns the next complete record: its content type and fragment.
 // ok is false when no complete record is buffered yet. payload aliases the
 // Deframer's buffer and stays valid until the next call to Write or Space

@@ -280,3 +280,52 @@ func TestDeframerSpaceCommit(t *testing.T) {
 		t.Fatal("Space after a failure")
 	}
 }
+
+// TestDeframerMissingFit: Missing counts what completes the record being
+// received, and Fit moves a half record out of a large buffer into one
+// that holds it and its rest, keeping the bytes and the records' order.
+func TestDeframerMissingFit(t *testing.T) {
+	rec := func(n int, fill byte) []byte {
+		return append([]byte{byte(TypeApplicationData), 3, 3, byte(n >> 8), byte(n)}, bytes.Repeat([]byte{fill}, n)...)
+	}
+	var d Deframer
+	if d.Missing() != 0 {
+		t.Fatalf("empty: Missing %d", d.Missing())
+	}
+	d.Write(rec(100, 1)[:3])
+	if got, want := d.Missing(), HeaderLen+MaxCiphertext-3; got != want {
+		t.Fatalf("partial header: Missing %d, want %d", got, want)
+	}
+	d = Deframer{}
+	first, second := rec(100, 1), rec(3000, 2)
+	room := d.Space(64 << 10)
+	n := copy(room, first)
+	n += copy(room[n:], second[:1000])
+	d.Commit(n)
+	if _, p, ok, err := d.Next(); !ok || err != nil || len(p) != 100 {
+		t.Fatalf("first record: %d bytes, %v, %v", len(p), ok, err)
+	}
+	if got, want := d.Missing(), len(second)-1000; got != want {
+		t.Fatalf("half record: Missing %d, want %d", got, want)
+	}
+	d.Fit(d.Missing())
+	if c := cap(d.buf); c != len(second) {
+		t.Fatalf("after Fit the buffer holds %d bytes, want %d", c, len(second))
+	}
+	room = d.Space(d.Missing())
+	d.Commit(copy(room, second[1000:]))
+	typ, p, ok, err := d.Next()
+	if !ok || err != nil || typ != TypeApplicationData || !bytes.Equal(p, second[HeaderLen:]) {
+		t.Fatalf("second record after Fit: %v, %v, %d bytes", ok, err, len(p))
+	}
+	if d.Missing() != 0 {
+		t.Fatalf("all read: Missing %d", d.Missing())
+	}
+	// A buffer already small enough is kept.
+	d.Write(second[:10])
+	before := cap(d.buf)
+	d.Fit(d.Missing())
+	if cap(d.buf) != before {
+		t.Fatalf("Fit reallocated a buffer of %d for %d", before, d.Buffered()+d.Missing())
+	}
+}

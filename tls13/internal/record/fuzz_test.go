@@ -36,6 +36,7 @@ func FuzzDeframer(f *testing.F) {
 	f.Add([]byte{23, 3, 3, 0x41, 0x00}, uint16(2))
 	f.Add([]byte{22, 3, 3, 0x40, 0x01}, uint16(3))
 	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"), uint16(4))
+	f.Add(all, uint16(0x8000|13))
 	f.Fuzz(func(t *testing.T, stream []byte, seed uint16) {
 		var d Deframer
 		var got []byte
@@ -60,6 +61,12 @@ func FuzzDeframer(f *testing.F) {
 			}
 			if d.Buffered() > len(stream) {
 				t.Fatal("buffered more than written")
+			}
+			if gotErr == nil && d.Buffered() > 0 && d.Missing() <= 0 {
+				t.Fatalf("%d bytes of an incomplete record buffered, Missing %d", d.Buffered(), d.Missing())
+			}
+			if seed&0x8000 != 0 { // what a reader waiting for a record's rest does
+				d.Fit(d.Missing())
 			}
 		}
 		// Reference: the same stream parsed in one piece.

@@ -48,24 +48,12 @@ func TestMauledCiphertextsRejected(t *testing.T) {
 // the decryption uses a later component; mauling an earlier one is still
 // refused.
 func TestMauledOtherComponentAfterPuncture(t *testing.T) {
-	file := keyFile(t, defaultTestParams)
-	ks, _ := openMem(t, file)
-	pk := ks.PublicKey()
-	ct, _, err := pk.Encapsulate(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pos := positions(&pk.digest, pk.params, ct[:g2Compressed], nil)
+	file, ct, _, pos := fileAndCiphertext(t)
 	last := len(pos) - 1
 	for j := range len(pos) {
 		m := bytes.Clone(ct)
 		m[g2Compressed+j*maskSize] ^= 1
-		ks, _ := openMem(t, file)
-		for _, i := range pos[:last] { // leave only the last position
-			if i != pos[last] {
-				ks.setPunctured(i)
-			}
-		}
+		ks := openPunctured(t, file, pos, last) // leave only the last position
 		if got, err := ks.Decapsulate(context.Background(), m); !errors.Is(err, ErrInvalidCiphertext) {
 			t.Fatalf("component %d mauled, decrypting with %d: %x, %v", j, last, got, err)
 		}
@@ -289,23 +277,38 @@ func TestPunctureLogDownFailsClosed(t *testing.T) {
 // positions other ciphertexts have punctured still decapsulates to its key,
 // with the first slot left, however many are gone before it.
 func TestDecapsulateWithSomePunctured(t *testing.T) {
-	file := keyFile(t, defaultTestParams)
+	file, ct, key, pos := fileAndCiphertext(t)
+	for gone := 1; gone < len(pos); gone++ {
+		ks := openPunctured(t, file, pos, gone)
+		if got, err := ks.Decapsulate(context.Background(), ct); err != nil || !bytes.Equal(got, key) {
+			t.Fatalf("%d of %d positions punctured: %x, %v; want %x", gone, len(pos), got, err, key)
+		}
+	}
+}
+
+// fileAndCiphertext makes a test key file and a ciphertext for it, with
+// the ciphertext's key and positions.
+func fileAndCiphertext(t *testing.T) (file, ct, key []byte, pos []uint32) {
+	t.Helper()
+	file = keyFile(t, defaultTestParams)
 	ks, _ := openMem(t, file)
 	pk := ks.PublicKey()
 	ct, key, err := pk.Encapsulate(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pos := positions(&pk.digest, pk.params, ct[:g2Compressed], nil)
-	for gone := 1; gone < len(pos); gone++ {
-		ks, _ := openMem(t, file)
-		for _, i := range pos[:gone] {
-			if i != pos[len(pos)-1] {
-				ks.setPunctured(i)
-			}
-		}
-		if got, err := ks.Decapsulate(context.Background(), ct); err != nil || !bytes.Equal(got, key) {
-			t.Fatalf("%d of %d positions punctured: %x, %v; want %x", gone, len(pos), got, err, key)
+	return file, ct, key, positions(&pk.digest, pk.params, ct[:g2Compressed], nil)
+}
+
+// openPunctured opens a fresh copy of file with the first n of pos
+// punctured in memory, except any equal to the last position, which stays.
+func openPunctured(t *testing.T, file []byte, pos []uint32, n int) *KeyState {
+	t.Helper()
+	ks, _ := openMem(t, file)
+	for _, i := range pos[:n] {
+		if i != pos[len(pos)-1] {
+			ks.setPunctured(i)
 		}
 	}
+	return ks
 }

@@ -77,16 +77,29 @@ func wrapDaemons() {
 			name := cmd.CommandPath()
 			sig := make(chan os.Signal, 1)
 			signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-			done := make(chan struct{})
+			stopping := func(s os.Signal) {
+				log.Info("stopping: finishing the work in flight", "command", name, "signal", s.String())
+			}
+			done, logged := make(chan struct{}), make(chan struct{})
 			go func() {
+				defer close(logged)
 				select {
 				case s := <-sig:
-					log.Info("stopping: finishing the work in flight", "command", name, "signal", s.String())
+					stopping(s)
 				case <-done:
+					// The command may have returned on the same signal
+					// (it listens too) before this goroutine ran: a
+					// select with both ready picks either, so look again.
+					select {
+					case s := <-sig:
+						stopping(s)
+					default:
+					}
 				}
 			}()
 			err := run(cmd, args)
 			close(done)
+			<-logged // "stopping" before "stopped"
 			signal.Stop(sig)
 			if err != nil && strings.EqualFold(logOpts.format, "json") {
 				// As text, main prints the error; as JSON it is a log line.

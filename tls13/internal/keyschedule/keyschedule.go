@@ -469,11 +469,24 @@ func (MasterSecret) String() string { return "<secret>" }
 func (MasterSecret) Format(f fmt.State, _ rune) { formatSecret(f) }
 
 // TrafficKeys derives the record protection key (keyLen bytes) and the
-// 12-byte IV from a traffic secret (RFC 8446, Section 7.3).
+// 12-byte IV from a traffic secret (RFC 8446, Section 7.3); nil, nil if it
+// cannot.
 func TrafficKeys(h crypto.Hash, keyLen int, trafficSecret []byte) (key, iv []byte) {
-	key = ExpandLabel(h, trafficSecret, "key", nil, keyLen)
-	iv = ExpandLabel(h, trafficSecret, "iv", nil, ivLen)
+	key, iv = make([]byte, keyLen), make([]byte, ivLen)
+	if !TrafficKeysInto(key, iv, h, trafficSecret) {
+		return nil, nil
+	}
 	return key, iv
+}
+
+// TrafficKeysInto is TrafficKeys writing the key into key (its length is
+// the key's) and the IV into iv (12 bytes), for a caller that keeps them
+// in its own memory: the record layer derives them on its stack. It
+// reports whether it could.
+func TrafficKeysInto(key, iv []byte, h crypto.Hash, trafficSecret []byte) bool {
+	return len(iv) == ivLen &&
+		ExpandLabelInto(key, h, trafficSecret, "key", nil) &&
+		ExpandLabelInto(iv, h, trafficSecret, "iv", nil)
 }
 
 // NextTrafficSecret is application_traffic_secret_N+1 of RFC 8446,

@@ -44,7 +44,7 @@ type halfConnMem struct {
 }
 
 // NewHalfConn derives the key and IV from trafficSecret with
-// keyschedule.TrafficKeys and returns a HalfConn at sequence number 0. The
+// keyschedule.TrafficKeysInto and returns a HalfConn at sequence number 0. The
 // secret is copied.
 func NewHalfConn(s *suite.Suite, trafficSecret []byte) (*HalfConn, error) {
 	if s == nil {
@@ -57,9 +57,7 @@ func NewHalfConn(s *suite.Suite, trafficSecret []byte) (*HalfConn, error) {
 	var key [32]byte
 	var iv [12]byte
 	defer clear(key[:])
-	if s.KeyLen > len(key) ||
-		!keyschedule.ExpandLabelInto(key[:s.KeyLen], s.Hash, trafficSecret, "key", nil) ||
-		!keyschedule.ExpandLabelInto(iv[:], s.Hash, trafficSecret, "iv", nil) {
+	if s.KeyLen > len(key) || !keyschedule.TrafficKeysInto(key[:s.KeyLen], iv[:], s.Hash, trafficSecret) {
 		return nil, alert.Errorf(alert.InternalError, "record: cannot derive %s traffic keys", s.Name)
 	}
 	aead, err := s.NewAEAD(key[:s.KeyLen])

@@ -32,8 +32,9 @@ func seededRand(seed byte) io.Reader {
 	return rand.NewChaCha8(s)
 }
 
-// alwaysFresh is a StrikeRegister that accepts every ClientHello, so a
-// replayed 0-RTT seed still reaches the early-data paths.
+// alwaysFresh is a StrikeRegister that accepts every ClientHello (a
+// register turned off), so a replayed 0-RTT seed still reaches the
+// early-data paths, and only a BFE key can refuse a replay.
 type alwaysFresh struct{}
 
 func (alwaysFresh) CheckAndInsert([]byte, time.Time, time.Time, time.Time) (bool, error) {

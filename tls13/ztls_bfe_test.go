@@ -14,21 +14,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ztls-project/ztls/bfe"
 	"github.com/ztls-project/ztls/tls13/internal/keyschedule"
 	"github.com/ztls-project/ztls/tls13/internal/suite"
 	"github.com/ztls-project/ztls/tls13/internal/wire"
 )
-
-// noStrikeRegister is a strike register turned off: it calls every
-// ClientHello fresh, so only the BFE key can refuse a replay.
-type noStrikeRegister struct{}
-
-func (noStrikeRegister) CheckAndInsert([]byte, time.Time, time.Time, time.Time) (bool, error) {
-	return true, nil
-}
 
 // newBFEKey generates a small BFE key (n = 64 decapsulations) for tests.
 func newBFEKey(t testing.TB) (*bfe.PublicKey, string) {
@@ -57,7 +48,7 @@ func newBFEZTLSSetup(t *testing.T) (*ztlsSetup, *bfe.KeyState, string) {
 	t.Cleanup(func() { ks.Close() })
 	z.offer.BFE = pk
 	z.key.Decapsulate = func(ct []byte) ([]byte, error) { return ks.Decapsulate(context.Background(), ct) }
-	z.scfg.StrikeRegister = noStrikeRegister{}
+	z.scfg.StrikeRegister = alwaysFresh{} // off: only the BFE key can refuse a replay
 	return z, ks, path
 }
 

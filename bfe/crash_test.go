@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 )
 
 // memFile is a key file in memory that models a crash: writes are held
@@ -156,10 +157,13 @@ func TestKeyWaitsForSync(t *testing.T) {
 		done <- result{key, err}
 	}()
 	<-verified // the pairings finished while the fsync is held
+	// A Decapsulate that did not wait would return within microseconds of
+	// "verified"; one that waits returns only after the gate opens, so
+	// this bound can only catch the fault, never fail a correct one.
 	select {
 	case r := <-done:
 		t.Fatalf("Decapsulate returned (%x, %v) before its fsync", r.key, r.err)
-	default:
+	case <-time.After(100 * time.Millisecond):
 	}
 	close(f.syncGate)
 	r := <-done

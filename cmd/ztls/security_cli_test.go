@@ -26,6 +26,7 @@ import (
 
 	"github.com/ztls-project/ztls/dial"
 	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testproc"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo/turbotest"
 	"github.com/ztls-project/ztls/zdata"
@@ -515,16 +516,7 @@ func stopCmd(cmd *exec.Cmd) {
 }
 
 // waitOrKill waits up to 5 s for a process told to end, then kills it.
-func waitOrKill(cmd *exec.Cmd) {
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		cmd.Process.Kill()
-		<-done
-	}
-}
+func waitOrKill(cmd *exec.Cmd) { testproc.WaitOrKill(cmd, 5*time.Second) }
 
 // A server alone on its Z-data directory keeps its anti-replay memory
 // across a clean restart (so early data is taken at once, and a flight

@@ -22,6 +22,7 @@ import (
 
 	"github.com/ztls-project/ztls/internal/dnstest"
 	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testproc"
 )
 
 // runCode runs the binary to completion, stdin the null device, and
@@ -215,14 +216,7 @@ func startBindOn53(t *testing.T, addr string, opts dnstest.BindOptions) {
 	}
 	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
+		testproc.WaitOrKill(cmd, 10*time.Second)
 	})
 	c := &dns.Client{Timeout: 200 * time.Millisecond}
 	m := new(dns.Msg)

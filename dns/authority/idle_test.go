@@ -23,6 +23,7 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/ztls-project/ztls/dns/dnsstream"
+	"github.com/ztls-project/ztls/internal/testproc"
 )
 
 // Memory per idle kept-open connection. The clients run in child
@@ -88,14 +89,7 @@ func (c *children) stop() {
 		in.Close()
 	}
 	for _, cmd := range c.cmds {
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
+		testproc.WaitOrKill(cmd, 10*time.Second)
 	}
 	c.cmds, c.stdins = nil, nil
 }

@@ -20,7 +20,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -151,14 +150,9 @@ func TestChromium(t *testing.T) {
 		for _, g := range groups {
 			suite, group := tls13.CipherSuiteName(s), tls13.GroupName(g)
 			t.Run(suite+"/"+group, func(t *testing.T) {
-				// Port 0, read back from the log: a port picked free
-				// beforehand may be taken by the time serve binds it.
 				ready, log := startLog(t, "serving TLS 1.3", "serve", "-v", "--listen", "127.0.0.1:0",
 					"--cert", cert, "--key", key, "--backend", backend, "--ciphers", suite, "--groups", group)
-				_, port, err := net.SplitHostPort(logAttr(ready, "addr"))
-				if err != nil {
-					t.Fatalf("no address in %q: %v", ready, err)
-				}
+				port := boundPort(t, ready)
 				// HTTP/1.1, so that the three stylesheets held in flight
 				// take three connections, one at least opened after the
 				// first handshake's ticket (over h2 they share one, and

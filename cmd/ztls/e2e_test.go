@@ -168,6 +168,20 @@ func startProc(t *testing.T, ready string, args ...string) (string, *logLines, *
 	}
 }
 
+// boundPort is the port in the addr= attribute of a server's ready line.
+// A server the test starts on port 0 says there where it listens, which
+// is race-free; a port picked free beforehand (freePort) may be taken by
+// another process before the server binds it, so freePort is only for
+// ports that must be known before the server starts (Z-data names them).
+func boundPort(t *testing.T, ready string) string {
+	t.Helper()
+	_, port, err := net.SplitHostPort(logAttr(ready, "addr"))
+	if err != nil {
+		t.Fatalf("no address in %q: %v", ready, err)
+	}
+	return port
+}
+
 func freePort(t *testing.T) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,9 +23,8 @@ func TestCLIResumptionAndZeroRTT(t *testing.T) {
 	ca := testpki.NewCA(t, "ecdsa-p256")
 	cert, key := ca.Issue(t, testpki.LeafOpts{KeyType: "ecdsa-p256"}).WritePEM(t, dir)
 	caFile := ca.WritePEM(t, dir)
-	port := strconv.Itoa(freePort(t))
-	start(t, "serving TLS 1.3", "serve", "--listen", "127.0.0.1:"+port, "--cert", cert, "--key", key,
-		"--respond", "pong", "--early-data", "16384", "--early-window", "300ms")
+	port := boundPort(t, start(t, "serving TLS 1.3", "serve", "--listen", "127.0.0.1:0", "--cert", cert, "--key", key,
+		"--respond", "pong", "--early-data", "16384", "--early-window", "300ms"))
 	time.Sleep(350 * time.Millisecond) // 0-RTT is refused for one window after start
 	sess := filepath.Join(dir, "sess.bin")
 	keylog := filepath.Join(dir, "keys.log")

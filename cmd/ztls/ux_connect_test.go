@@ -211,8 +211,7 @@ func TestUXGetZTLSBackend(t *testing.T) {
 // "first byte at 0.0 ms".
 func TestUXConnectEchoHalfClose(t *testing.T) {
 	p := newUXPKI(t)
-	port := strconv.Itoa(freePort(t))
-	start(t, "serving TLS 1.3", "serve", "--listen", "127.0.0.1:"+port, "--cert", p.cert, "--key", p.key, "--echo")
+	port := boundPort(t, start(t, "serving TLS 1.3", "serve", "--listen", "127.0.0.1:0", "--cert", p.cert, "--key", p.key, "--echo"))
 	addr := "127.0.0.1:" + port
 	for _, tc := range []struct {
 		name  string
@@ -262,8 +261,7 @@ func TestUXErrorsSayTheCure(t *testing.T) {
 	old.TLS = &tls.Config{MaxVersion: tls.VersionTLS12}
 	old.StartTLS()
 	defer old.Close()
-	port := strconv.Itoa(freePort(t))
-	start(t, "serving TLS 1.3", "serve", "--listen", "127.0.0.1:"+port, "--cert", p.cert, "--key", p.key, "--respond", "hi")
+	port := boundPort(t, start(t, "serving TLS 1.3", "serve", "--listen", "127.0.0.1:0", "--cert", p.cert, "--key", p.key, "--respond", "hi"))
 	ztlsAddr := "127.0.0.1:" + port
 	silent, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never answers
 	if err != nil {

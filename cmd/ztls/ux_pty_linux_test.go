@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -61,8 +60,7 @@ func (s *syncBuffer) waitFor(t *testing.T, what, want string, other *syncBuffer)
 // exits 0.
 func TestUXConnectInteractive(t *testing.T) {
 	p := newUXPKI(t)
-	port := strconv.Itoa(freePort(t))
-	start(t, "serving TLS 1.3", "serve", "--listen", "127.0.0.1:"+port, "--cert", p.cert, "--key", p.key, "--echo")
+	port := boundPort(t, start(t, "serving TLS 1.3", "serve", "--listen", "127.0.0.1:0", "--cert", p.cert, "--key", p.key, "--echo"))
 	master, slave := openPTY(t)
 	go func() { // the terminal's echo of what is typed: drained, unused
 		buf := make([]byte, 1024)

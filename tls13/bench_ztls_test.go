@@ -135,6 +135,64 @@ func benchServerFirstFlight(b *testing.B, leafKey string) {
 	}
 }
 
+// BenchmarkZTLSAfterIdle times the two steps of a ZTLS handshake that
+// sit on the testbed's critical path, the server's first flight and the
+// client's processing of it, once back to back ("busy", as every other
+// benchmark here runs) and once after the process sat idle ("idle-20ms":
+// a visit's one-way delay at 39.8 ms RTT, during which the testbed's client
+// and server wait). ns/op includes the idle time; server-flight-ns/op
+// and client-flight-ns/op are the two steps alone. The difference is what
+// a core that did something else meanwhile costs (caches, predictors):
+// docs/testbed.md, "Prefetch and prevalidate", where the testbed's excess
+// over whole round trips is taken apart.
+func BenchmarkZTLSAfterIdle(b *testing.B) {
+	p := getPKI(b, "ecdsa-p256")
+	offer, key := newZData(b, ecdh.X25519(), X25519, "localhost", "", p)
+	ccfg := benchClientConfig(p, X25519)
+	scfg := serverConfig(p)
+	scfg.ZData = &testZKeys{keys: []*ZDataKey{key}}
+	scfg.StrikeRegister = NewMemoryStrikeRegister(1<<30, time.Time{})
+	scfg.SessionTicketsDisabled = true
+	ccfg.SessionTicketsDisabled = true
+	for _, idle := range []time.Duration{0, 20 * time.Millisecond} {
+		name := "busy"
+		if idle > 0 {
+			name = "idle-" + idle.String()
+		}
+		b.Run(name, func(b *testing.B) {
+			var st, ct time.Duration
+			for i := 0; i < b.N; i++ {
+				cli := newEngine(ccfg, true)
+				if err := cli.startClient(nil, offer, []byte("GET /")); err != nil {
+					b.Fatal(err)
+				}
+				first := cli.takeOutput()
+				time.Sleep(idle)
+				t0 := time.Now()
+				srv := newEngine(scfg, false)
+				srv.startServer()
+				if err := srv.feed(first); err != nil {
+					b.Fatal(err)
+				}
+				flight := srv.takeOutput()
+				st += time.Since(t0)
+				time.Sleep(idle)
+				t1 := time.Now()
+				if err := cli.feed(flight); err != nil {
+					b.Fatal(err)
+				}
+				cli.takeOutput()
+				ct += time.Since(t1)
+				if !cli.done || !cli.info.ZTLS || !cli.info.EarlyDataAccepted {
+					b.Fatal("the ZTLS handshake did not complete with its early data")
+				}
+			}
+			b.ReportMetric(float64(st.Nanoseconds())/float64(b.N), "server-flight-ns/op")
+			b.ReportMetric(float64(ct.Nanoseconds())/float64(b.N), "client-flight-ns/op")
+		})
+	}
+}
+
 // BenchmarkZTLSBFE is BenchmarkZTLS with a BFE key on the record
 // (docs/ztls-spec.md, Section 7) at the default false-positive rate, sized
 // both ways (bfe.FewestHashes, the default: k = 5; bfe.SmallestKey:

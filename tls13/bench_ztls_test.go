@@ -89,11 +89,6 @@ func BenchmarkZTLS(b *testing.B) {
 // the ClientHello to its whole first flight, where every public-key
 // operation of its handshake happens.
 // The leaf's key type sets the denominator: the server's signature.
-//
-// With GOMAXPROCS > 1 a ZTLS server makes its key share on a second
-// goroutine beside the Z-data ECDH (startShare), so ns/op is the flight's
-// latency on two cores; -cpu 1 gives its CPU, the figure to compare
-// handshakes per second with.
 func BenchmarkZTLSServerFirstFlight(b *testing.B) {
 	for _, leafKey := range []string{"ecdsa-p256", "ed25519", "rsa2048"} {
 		b.Run(leafKey, func(b *testing.B) { benchServerFirstFlight(b, leafKey) })

@@ -258,7 +258,6 @@ type Config struct {
 	// testHookClientHello lets known-answer tests shape the ClientHello.
 	testHookClientHello         func(*wire.ClientHello)
 	testHookServerHello         func(*wire.ServerHello)
-	testHookShareStarted        func(*pendingShare) // the server began its key share beside the ZTLS secret
 	testHookEncryptedExtensions func(*wire.EncryptedExtensions)
 	testHookTicket              func([]byte) *sessionTicket
 	testHookFinished            func(verifyData []byte) // attack tests: corrupt our Finished

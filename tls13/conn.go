@@ -168,7 +168,7 @@ func (c *Config) Clone() *Config {
 		Revocation: c.Revocation, KeySharePool: c.KeySharePool,
 		testHookClientHello: c.testHookClientHello, testHookServerHello: c.testHookServerHello,
 		testHookEncryptedExtensions: c.testHookEncryptedExtensions, testHookTicket: c.testHookTicket,
-		testHookFinished: c.testHookFinished, testHookShareStarted: c.testHookShareStarted,
+		testHookFinished: c.testHookFinished,
 	}
 	return n
 }

@@ -26,7 +26,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"runtime"
 	"strings"
 	"time"
 
@@ -99,8 +98,6 @@ type serverHandshake struct {
 	hsTraffic   trafficSecrets
 	certReq     *wire.CertificateRequest
 	keys        *serverKeys // what the states after the flight need
-	// The key share begun beside the ZTLS early secret (startShare).
-	pending *pendingShare
 }
 
 // handle answers a ClientHello: with a HelloRetryRequest when it carries
@@ -134,8 +131,6 @@ func (s *serverExpectClientHello) handle(e *engine, typ uint8, msg []byte) (stat
 	if err := hs.pickALPN(); err != nil {
 		return nil, err
 	}
-	hs.startShare()
-	defer hs.dropShare()
 	if err := hs.considerZTLS(); err != nil {
 		return nil, err
 	}
@@ -578,7 +573,7 @@ func (hs *serverHandshake) sendServerHello() error {
 	}
 	var shared []byte
 	if hs.group != 0 {
-		pub, sec, err := hs.takeShare()
+		pub, sec, err := cfg.serverShare(hs.group, hs.share)
 		if err != nil {
 			return err
 		}
@@ -617,60 +612,6 @@ func (hs *serverHandshake) sendServerHello() error {
 	}
 	hs.shared = shared
 	return nil
-}
-
-// pendingShare is a server key share made on a goroutine of its own.
-type pendingShare struct {
-	done        chan struct{}
-	pub, shared []byte
-	err         error
-}
-
-// startShare begins the server's (EC)DHE key share and its shared secret
-// on a goroutine of its own when the ClientHello offers ZTLS: the Z-data
-// ECDH (and a BFE decapsulation) for the early secret is the other half
-// of the server's public-key work before its ServerHello, and the two do
-// not depend on each other, so on two cores the flight waits for the
-// longer one instead of both (on the testbed, where the server's flight
-// is on the one-round-trip critical path). The CPU spent is the same.
-// With GOMAXPROCS 1, or a Config.Rand (whose reads stay in the
-// handshake's order), sendServerHello makes the share as without ZTLS.
-func (hs *serverHandshake) startShare() {
-	cfg := hs.cfg
-	if hs.ch.ZTLS == nil || hs.group == 0 || cfg.Rand != nil || runtime.GOMAXPROCS(0) < 2 {
-		return
-	}
-	p := &pendingShare{done: make(chan struct{})}
-	group, share := hs.group, hs.share
-	go func() {
-		defer close(p.done)
-		p.pub, p.shared, p.err = cfg.serverShare(group, share)
-	}()
-	hs.pending = p
-	if cfg.testHookShareStarted != nil {
-		cfg.testHookShareStarted(p)
-	}
-}
-
-// takeShare is the server's key share and shared secret: startShare's,
-// or made now.
-func (hs *serverHandshake) takeShare() (pub, shared []byte, err error) {
-	if p := hs.pending; p != nil {
-		hs.pending = nil
-		<-p.done
-		return p.pub, p.shared, p.err
-	}
-	return hs.cfg.serverShare(hs.group, hs.share)
-}
-
-// dropShare erases a share startShare began that the handshake did not
-// take (it failed before its ServerHello), once it is made.
-func (hs *serverHandshake) dropShare() {
-	if p := hs.pending; p != nil {
-		hs.pending = nil
-		<-p.done
-		clear(p.shared)
-	}
 }
 
 // installHandshakeKeys derives the handshake traffic secrets and protects

@@ -246,25 +246,44 @@ func checkZtlsState(b *testing.B, st ConnectionState, suite CipherSuite, group C
 	}
 }
 
+// BenchmarkHandshake: full handshakes, per side. ztls-chaincache is ztls
+// with a ChainCache on the client, which verified the server's chain in
+// the run's first handshake and takes it from the cache afterwards (a
+// client meeting a server again; crypto/tls and rustls verify every
+// time): still a full handshake, with the CertificateVerify checked.
 func BenchmarkHandshake(b *testing.B) {
 	p := getPKI(b, "ecdsa-p256")
 	for _, hc := range hsCases {
-		b.Run(hc.name+"/ztls", func(b *testing.B) {
-			ccfg, scfg := benchClientConfig(p, hc.group), serverConfig(p)
-			b.ReportAllocs()
-			var ct, st time.Duration
-			for i := 0; i < b.N; i++ {
-				cli, _, c, s, err := enginePair(ccfg, scfg, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if i == 0 {
-					checkZtlsState(b, cli.info, TLS_AES_128_GCM_SHA256, hc.group, false)
-				}
-				ct, st = ct+c, st+s
+		for _, cached := range []bool{false, true} {
+			name := hc.name + "/ztls"
+			if cached {
+				name += "-chaincache"
 			}
-			reportSides(b, ct, st)
-		})
+			b.Run(name, func(b *testing.B) {
+				ccfg, scfg := benchClientConfig(p, hc.group), serverConfig(p)
+				if cached {
+					ccfg.ChainCache = NewChainCache(0)
+				}
+				b.ReportAllocs()
+				var ct, st time.Duration
+				for i := 0; i < b.N; i++ {
+					cli, _, c, s, err := enginePair(ccfg, scfg, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if i == 0 {
+						checkZtlsState(b, cli.info, TLS_AES_128_GCM_SHA256, hc.group, false)
+					}
+					ct, st = ct+c, st+s
+				}
+				reportSides(b, ct, st)
+				if cached {
+					if cs := ccfg.ChainCache.Stats(); cs.Misses != 1 || cs.Hits != uint64(b.N-1) {
+						b.Fatalf("chain cache %+v after %d handshakes", cs, b.N)
+					}
+				}
+			})
+		}
 		b.Run(hc.name+"/ztlsconn", func(b *testing.B) {
 			ccfg, scfg := benchClientConfig(p, hc.group), serverConfig(p)
 			benchConnHandshakes(b,

@@ -148,6 +148,12 @@ type Config struct {
 	// chains means verify now. Package dial sets it from its cache of
 	// prevalidated services. See prevalidated.go.
 	VerifiedChains func(certs []*x509.Certificate) [][]*x509.Certificate
+	// ChainCache, if set, keeps the server chains this client verifies
+	// and takes them when the same chain comes again under the same
+	// RootCAs and ServerName, within every certificate's validity:
+	// path building and the certificate signatures are skipped,
+	// Revocation and VerifyPeerCertificate still run (see ChainCache).
+	ChainCache *ChainCache
 
 	// ClientAuth is the server's client-certificate policy; ClientCAs its roots.
 	ClientAuth ClientAuthType

@@ -157,7 +157,7 @@ func (c *Config) Clone() *Config {
 	*n = Config{
 		Rand: c.Rand, Time: c.Time, Certificates: c.Certificates, RootCAs: c.RootCAs,
 		ServerName: c.ServerName, InsecureSkipVerify: c.InsecureSkipVerify,
-		VerifyPeerCertificate: c.VerifyPeerCertificate, VerifiedChains: c.VerifiedChains, ClientAuth: c.ClientAuth, ClientCAs: c.ClientCAs,
+		VerifyPeerCertificate: c.VerifyPeerCertificate, VerifiedChains: c.VerifiedChains, ChainCache: c.ChainCache, ClientAuth: c.ClientAuth, ClientCAs: c.ClientCAs,
 		CipherSuites: c.CipherSuites, Groups: c.Groups, KeyShareGroups: c.KeyShareGroups,
 		SignatureSchemes: c.SignatureSchemes, NextProtos: c.NextProtos, RecordSizeLimit: c.RecordSizeLimit,
 		PadTo: c.PadTo, SessionTicketsDisabled: c.SessionTicketsDisabled, CertificateCompression: c.CertificateCompression,

@@ -680,12 +680,19 @@ func (c *Config) checkServerChain(certs []*x509.Certificate) ([][]*x509.Certific
 	if chains := c.prevalidated(certs); chains != nil {
 		return chains, nil
 	}
+	now := c.now()
+	if chains := c.ChainCache.get(c.RootCAs, c.ServerName, certs, now); chains != nil {
+		if err := c.Revocation.CheckAny(chains, now); err != nil {
+			return nil, revocationError(err)
+		}
+		return chains, nil
+	}
 	chainVerifications.Add(1)
 	opts := x509.VerifyOptions{
 		Roots:         c.RootCAs,
 		DNSName:       c.ServerName,
 		Intermediates: x509.NewCertPool(),
-		CurrentTime:   c.now(),
+		CurrentTime:   now,
 	}
 	for _, ic := range certs[1:] {
 		opts.Intermediates.AddCert(ic)
@@ -694,9 +701,10 @@ func (c *Config) checkServerChain(certs []*x509.Certificate) ([][]*x509.Certific
 	if err != nil {
 		return nil, certificateError(err)
 	}
-	if err := c.Revocation.CheckAny(chains, opts.CurrentTime); err != nil {
+	if err := c.Revocation.CheckAny(chains, now); err != nil {
 		return nil, revocationError(err)
 	}
+	c.ChainCache.put(c.RootCAs, c.ServerName, certs, chains)
 	return chains, nil
 }
 

@@ -45,18 +45,26 @@ func ztlsPair(ccfg, scfg *Config, offer *ZDataOffer, request []byte) (ct, st tim
 	return t1.Sub(t0) + t3.Sub(t2), t2.Sub(t1) + t4.Sub(t3), nil
 }
 
-// BenchmarkZTLS compares, in one run, a server's (and client's) cost of a
-// ZTLS handshake with a full TLS 1.3 handshake: x25519, ECDSA P-256,
-// AES-128-GCM. ZTLS adds one ECDH on each side and drops the Certificate.
-func BenchmarkZTLS(b *testing.B) {
-	p := getPKI(b, "ecdsa-p256")
+// ztlsBench is the ZTLS benchmarks' setup: a Z-data key (x25519) for a
+// server whose leaf has key type leafKey, its offer, and the two configs
+// (AES-128-GCM, no tickets, a strike register that never fills up).
+func ztlsBench(b *testing.B, leafKey string) (offer *ZDataOffer, ccfg, scfg *Config) {
+	p := getPKI(b, leafKey)
 	offer, key := newZData(b, ecdh.X25519(), X25519, "localhost", "", p)
-	ccfg := benchClientConfig(p, X25519)
-	scfg := serverConfig(p)
+	ccfg = benchClientConfig(p, X25519)
+	scfg = serverConfig(p)
 	scfg.ZData = &testZKeys{keys: []*ZDataKey{key}}
 	scfg.StrikeRegister = NewMemoryStrikeRegister(1<<30, time.Time{})
 	scfg.SessionTicketsDisabled = true
 	ccfg.SessionTicketsDisabled = true
+	return offer, ccfg, scfg
+}
+
+// BenchmarkZTLS compares, in one run, a server's (and client's) cost of a
+// ZTLS handshake with a full TLS 1.3 handshake: x25519, ECDSA P-256,
+// AES-128-GCM. ZTLS adds one ECDH on each side and drops the Certificate.
+func BenchmarkZTLS(b *testing.B) {
+	offer, ccfg, scfg := ztlsBench(b, "ecdsa-p256")
 	b.Run("full-tls13", func(b *testing.B) {
 		b.ReportAllocs()
 		var ct, st time.Duration
@@ -96,14 +104,7 @@ func BenchmarkZTLSServerFirstFlight(b *testing.B) {
 }
 
 func benchServerFirstFlight(b *testing.B, leafKey string) {
-	p := getPKI(b, leafKey)
-	offer, key := newZData(b, ecdh.X25519(), X25519, "localhost", "", p)
-	ccfg := benchClientConfig(p, X25519)
-	scfg := serverConfig(p)
-	scfg.ZData = &testZKeys{keys: []*ZDataKey{key}}
-	scfg.StrikeRegister = NewMemoryStrikeRegister(1<<30, time.Time{})
-	scfg.SessionTicketsDisabled = true
-	ccfg.SessionTicketsDisabled = true
+	offer, ccfg, scfg := ztlsBench(b, leafKey)
 	for _, mode := range []string{"full-tls13", "ztls"} {
 		b.Run(mode, func(b *testing.B) {
 			flights := make([][]byte, b.N)
@@ -146,14 +147,7 @@ func benchServerFirstFlight(b *testing.B, leafKey string) {
 // docs/testbed.md, "Prefetch and prevalidate", where the testbed's excess
 // over whole round trips is taken apart.
 func BenchmarkZTLSAfterIdle(b *testing.B) {
-	p := getPKI(b, "ecdsa-p256")
-	offer, key := newZData(b, ecdh.X25519(), X25519, "localhost", "", p)
-	ccfg := benchClientConfig(p, X25519)
-	scfg := serverConfig(p)
-	scfg.ZData = &testZKeys{keys: []*ZDataKey{key}}
-	scfg.StrikeRegister = NewMemoryStrikeRegister(1<<30, time.Time{})
-	scfg.SessionTicketsDisabled = true
-	ccfg.SessionTicketsDisabled = true
+	offer, ccfg, scfg := ztlsBench(b, "ecdsa-p256")
 	for _, idle := range []time.Duration{0, 20 * time.Millisecond} {
 		name := "busy"
 		if idle > 0 {

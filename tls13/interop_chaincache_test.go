@@ -4,6 +4,7 @@ package tls13
 
 import (
 	"crypto/tls"
+	"fmt"
 	"net"
 	"testing"
 )
@@ -30,24 +31,24 @@ func TestChainCacheInterop(t *testing.T) {
 			t.Fatalf("chain cache after two connections: %+v, want one miss then one hit", cs)
 		}
 	}
-	t.Run("openssl", func(t *testing.T) {
-		t.Parallel()
-		srv := opensslServer(t, f)
-		twice(t, func(cfg *Config, n int) net.Conn {
-			c := srv.mustDialZTLS(t, cfg)
-			exchangeInteractive(t, c, srv, "chaincache"+string(rune('0'+n)))
-			return c
+	for _, peer := range []struct {
+		name     string
+		start    func(t *testing.T) *peerProc
+		exchange func(*testing.T, net.Conn, *peerProc, string)
+	}{
+		{"openssl", func(t *testing.T) *peerProc { return opensslServer(t, f) }, exchangeInteractive},
+		{"gnutls", func(t *testing.T) *peerProc { return gnutlsServer(t, f, "--disable-client-cert") }, echoRoundTrip},
+	} {
+		t.Run(peer.name, func(t *testing.T) {
+			t.Parallel()
+			srv := peer.start(t)
+			twice(t, func(cfg *Config, n int) net.Conn {
+				c := srv.mustDialZTLS(t, cfg)
+				peer.exchange(t, c, srv, fmt.Sprintf("chaincache%d", n))
+				return c
+			})
 		})
-	})
-	t.Run("gnutls", func(t *testing.T) {
-		t.Parallel()
-		srv := gnutlsServer(t, f, "--disable-client-cert")
-		twice(t, func(cfg *Config, n int) net.Conn {
-			c := srv.mustDialZTLS(t, cfg)
-			echoRoundTrip(t, c, srv, "chaincache"+string(rune('0'+n)))
-			return c
-		})
-	})
+	}
 	t.Run("crypto/tls", func(t *testing.T) {
 		t.Parallel()
 		addr := goServer(t, &tls.Config{Certificates: []tls.Certificate{f.p.goSrv}, MinVersion: tls.VersionTLS13}, goEcho)

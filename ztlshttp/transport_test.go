@@ -13,6 +13,7 @@ import (
 
 	"github.com/ztls-project/ztls/dial"
 	"github.com/ztls-project/ztls/internal/lab"
+	"github.com/ztls-project/ztls/tls13"
 )
 
 // stdClient is Go's own client (crypto/tls, net/http and its HTTP/2)
@@ -163,5 +164,40 @@ func TestNoDefaultResolver(t *testing.T) {
 	}
 	if _, err := DefaultResolver(); err == nil {
 		t.Fatal("DefaultResolver accepted a bad ZTLS_RESOLVER")
+	}
+}
+
+// A Transport keeps the chains its connections verified: a second
+// connection to the same server (the first closed) verifies nothing, over
+// ZTLS (the Z-data's leaf) and over TLS 1.3 (the Certificate message); the
+// caller's Config is left as it was.
+func TestTransportChainCache(t *testing.T) {
+	for _, mode := range []string{"auto", "tls"} {
+		t.Run(mode, func(t *testing.T) {
+			w, _, opts := setupWorldALPN(t, "http/1.1", "http/1.1")
+			opts.Mode = mode
+			tr := NewTransport(opts)
+			t.Cleanup(tr.CloseIdleConnections)
+			client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+			var verified [2]uint64
+			for i := range verified {
+				v0 := tls13.ChainVerifications()
+				resp, _ := get(t, client, "GET", "https://"+w.HostPort()+"/", "")
+				verified[i] = tls13.ChainVerifications() - v0
+				if resp.TLS == nil || len(resp.TLS.VerifiedChains) == 0 {
+					t.Fatalf("request %d: no verified chain", i+1)
+				}
+				if r := ReportOf(resp); r == nil || (mode == "auto") != (r.Mode == "ztls") {
+					t.Fatalf("request %d: report %+v", i+1, r)
+				}
+				tr.CloseIdleConnections() // the next request opens a new connection
+			}
+			if verified[0] == 0 || verified[1] != 0 {
+				t.Fatalf("chain verifications: %d on the first connection, %d on the second; want some, then none", verified[0], verified[1])
+			}
+			if opts.TLS.ChainCache != nil {
+				t.Fatal("NewTransport changed the caller's Config")
+			}
+		})
 	}
 }

@@ -35,6 +35,11 @@ import (
 // revocation verified, and the verified chain of each leaf seen (the
 // Z-data's TLSA leaf, or the certificate a truncated handshake fetched
 // from a host without Z-data), with the OCSP answers that went into it.
+// Besides the entries it keeps, for every connection through it whose
+// Config has no tls13.ChainCache of its own, the chains those
+// connections verified (a tls13.ChainCache): a second connection to a
+// server skips its chain's verification without any prefetch, with
+// revocation and VerifyPeerCertificate run again.
 // An entry expires at the earliest of its DNS TTLs, the Z-data's
 // not_after, its certificates' NotAfter and the nextUpdate of the CRLs
 // and OCSP answers it rests on (Prefetched.Expires says which); the least
@@ -71,6 +76,11 @@ type Cache struct {
 	// keyShares is the pool Prefetch fills and prefetched connections
 	// take their key shares' keys from; nil: none (KeyShares < 0).
 	keyShares *tls13.KeySharePool
+	// chains keeps the server chains the cache's connections verified
+	// (tls13.ChainCache), for connections whose Config has none: a
+	// later connection to the same server skips the chain's
+	// verification even without a prefetched entry.
+	chains *tls13.ChainCache
 	// ocspFetches counts OCSP requests sent (tests).
 	ocspFetches int
 	// manualPrepare: a lookup that takes the prepared key share makes
@@ -110,7 +120,7 @@ func NewCache(o CacheOptions) *Cache {
 		o.MaxEntries = DefaultCacheEntries
 	}
 	c := &Cache{max: o.MaxEntries, path: o.Path, ll: list.New(), m: map[string]*list.Element{},
-		ocsp: map[ocspKey]*ocspAnswer{}, now: time.Now}
+		ocsp: map[ocspKey]*ocspAnswer{}, now: time.Now, chains: tls13.NewChainCache(o.MaxEntries)}
 	switch {
 	case o.KeyShares == 0:
 		c.keyShares = tls13.NewKeySharePool(DefaultCacheKeyShares)
@@ -336,6 +346,7 @@ func (c *Cache) Clear() error {
 	c.ll.Init()
 	c.m = map[string]*list.Element{}
 	c.ocsp = map[ocspKey]*ocspAnswer{}
+	c.chains.Clear()
 	if c.path == "" {
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/lab"
 	"github.com/ztls-project/ztls/tls13"
 )
 
@@ -22,5 +23,41 @@ func TestCacheNoBFEIsPolicy(t *testing.T) {
 	}
 	if h := c.lookup("www.ztls.test", 443, policyOf(cfg, &Options{NoBFE: true}), now); h != nil && h.validated {
 		t.Fatal("an entry prefetched with BFE serves a connection with NoBFE")
+	}
+}
+
+// Connections through one Cache share the chains they verified
+// (tls13.ChainCache): without any prefetch, the second connection to a
+// server verifies no chain, over TLS 1.3 and over ZTLS; after Clear the
+// next one verifies again.
+func TestConnectionsShareVerifiedChains(t *testing.T) {
+	for _, noZData := range []bool{true, false} {
+		t.Run(map[bool]string{true: "tls", false: "ztls"}[noZData], func(t *testing.T) {
+			w := startWorld(t, lab.Options{NoZData: noZData})
+			d := countDNS(t, w)
+			cache := NewCache(CacheOptions{})
+			var verified [3]uint64
+			for i := range verified {
+				if i == 2 {
+					if err := cache.Clear(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				r, _, v, err := connectCounted(t, w, cache, d, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Report.Prefetch != "" || (r.Report.Mode == "ztls") == noZData {
+					t.Fatalf("connection %d: prefetch %q, mode %s", i+1, r.Report.Prefetch, r.Report.Mode)
+				}
+				if st := r.Conn.ConnectionState(); len(st.VerifiedChains) == 0 {
+					t.Fatalf("connection %d: no verified chain", i+1)
+				}
+				verified[i] = v
+			}
+			if verified[0] == 0 || verified[1] != 0 || verified[2] == 0 {
+				t.Fatalf("chain verifications per connection %v: want some, none (same cache), some (after Clear)", verified)
+			}
+		})
 	}
 }

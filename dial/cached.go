@@ -42,6 +42,10 @@ func (a *attempt) consultCache(ctx context.Context) {
 		clone()
 		a.cfg.VerifyPeerCertificate = a.cache.ocspHook(ctx, a.o.OCSP, a.now, a.cfg.VerifyPeerCertificate, nil)
 	}
+	if a.cfg.ChainCache == nil && !a.cfg.InsecureSkipVerify {
+		clone()
+		a.cfg.ChainCache = a.cache.chains
+	}
 	h := a.cache.lookup(a.host, a.port, pk, a.now())
 	if h == nil || (!h.validated && len(h.answers) == 0 && a.o.Resolver != nil) {
 		return // nothing, or addresses only where the resolver finds more

@@ -62,6 +62,17 @@ func NewChainCache(max int) *ChainCache {
 	return &ChainCache{max: max, entries: make(map[[32]byte]*list.Element)}
 }
 
+// Clear forgets every chain.
+func (c *ChainCache) Clear() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.entries = make(map[[32]byte]*list.Element)
+	c.lru.Init()
+}
+
 // ChainCacheStats counts a ChainCache's lookups.
 type ChainCacheStats struct {
 	Hits, Misses uint64

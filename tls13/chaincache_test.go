@@ -154,7 +154,12 @@ func TestChainCacheBound(t *testing.T) {
 	if st := c.Stats(); st.Entries != 2 {
 		t.Fatalf("%d entries, bound 2", st.Entries)
 	}
+	c.Clear()
+	if c.get(roots, "a.test", certs, now) != nil || c.Stats().Entries != 0 {
+		t.Fatal("an entry outlived Clear")
+	}
 	var nilCache *ChainCache
+	nilCache.Clear()
 	nilCache.put(roots, "a.test", certs, chains)
 	if nilCache.get(roots, "a.test", certs, now) != nil {
 		t.Fatal("a nil cache answered")

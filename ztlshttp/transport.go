@@ -83,12 +83,12 @@ const ResolverEnv = "ZTLS_RESOLVER"
 //     only, one without "http/1.1" HTTP/2 only.
 //   - Mode "" is "auto"; Request, ReplaySafe, ReadResponse, HTTP, Input
 //     and Out are the Transport's to set and are ignored.
-//   - TLS.ChainCache nil means one tls13.ChainCache for the Transport: a
-//     new connection to a server met before skips verifying the chain
-//     it verified then (revocation and VerifyPeerCertificate still run).
+//   - TLS.ChainCache nil means the dial.Cache's (Cache, else the
+//     process's): a new connection to a server met before skips
+//     verifying the chain verified then (revocation and
+//     VerifyPeerCertificate still run).
 func NewTransport(opts dial.Options) *Transport {
 	t := &Transport{opts: opts, noH2: map[string]bool{}}
-	t.opts.TLS = withChainCache(opts.TLS)
 	if t.opts.Resolver == nil && t.opts.Mode != "tls" {
 		t.opts.Resolver, t.resolvErr = DefaultResolver()
 	}
@@ -112,23 +112,6 @@ func NewTransport(opts dial.Options) *Transport {
 		}
 	}
 	return t
-}
-
-// withChainCache is cfg (a new one if nil) with a tls13.ChainCache
-// unless it has one: the Transport's connections to a server met before
-// take the chain verified then (same chain, RootCAs and ServerName,
-// within its validity; revocation and VerifyPeerCertificate run every
-// time) instead of verifying it again.
-func withChainCache(cfg *tls13.Config) *tls13.Config {
-	if cfg == nil {
-		cfg = &tls13.Config{}
-	} else if cfg.ChainCache != nil {
-		return cfg
-	} else {
-		cfg = cfg.Clone()
-	}
-	cfg.ChainCache = tls13.NewChainCache(0)
-	return cfg
 }
 
 // DialTLSContext returns a function for http.Transport.DialTLSContext that

@@ -1,7 +1,9 @@
 package dial
 
 import (
+	"bytes"
 	"crypto/x509"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,6 +54,14 @@ func TestConnectionsShareVerifiedChains(t *testing.T) {
 				}
 				if st := r.Conn.ConnectionState(); len(st.VerifiedChains) == 0 {
 					t.Fatalf("connection %d: no verified chain", i+1)
+				}
+				if want := map[bool]string{true: tls13.ChainCached, false: tls13.ChainVerified}[i == 1]; r.Report.TLS.Chain != want {
+					t.Fatalf("connection %d: report says the chain is %q, want %q", i+1, r.Report.TLS.Chain, want)
+				}
+				var text bytes.Buffer
+				r.Report.WriteText(&text)
+				if strings.Contains(text.String(), "from the chain cache") != (i == 1) {
+					t.Fatalf("connection %d: report text\n%s", i+1, text.String())
 				}
 				verified[i] = v
 			}

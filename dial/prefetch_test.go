@@ -213,8 +213,8 @@ func TestPrefetchedZTLSConnectionAsksNothing(t *testing.T) {
 			if turbo && rep.Transport != "turbo" {
 				t.Fatalf("transport %s (%s)", rep.Transport, rep.TurboFallback)
 			}
-			if queries != 0 || verifications != 0 {
-				t.Fatalf("the prefetched connection made %d DNS queries and %d chain verifications", queries, verifications)
+			if queries != 0 || verifications != 0 || rep.TLS.Chain != tls13.ChainPrevalidated {
+				t.Fatalf("the prefetched connection made %d DNS queries and %d chain verifications (chain %q)", queries, verifications, rep.TLS.Chain)
 			}
 			// Its ClientHello's key shares came from the keys Prefetch
 			// made: the X25519MLKEM768 share's two (the x25519 share is
@@ -252,8 +252,8 @@ func TestPrefetchedTLSConnectionAsksNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Report.Mode != "tls" || r.Report.Prefetch != PrefetchValidated || queries != 0 || verifications != 0 {
-		t.Fatalf("mode %s, prefetch %q, %d DNS queries, %d chain verifications", r.Report.Mode, r.Report.Prefetch, queries, verifications)
+	if r.Report.Mode != "tls" || r.Report.Prefetch != PrefetchValidated || queries != 0 || verifications != 0 || r.Report.TLS.Chain != tls13.ChainPrevalidated {
+		t.Fatalf("mode %s, prefetch %q, %d DNS queries, %d chain verifications, chain %q", r.Report.Mode, r.Report.Prefetch, queries, verifications, r.Report.TLS.Chain)
 	}
 }
 

@@ -78,6 +78,11 @@ type TLSReport struct {
 	// CertificateFromDNS: ZTLS let the server omit its Certificate; the
 	// leaf verified is the TLSA record's.
 	CertificateFromDNS bool `json:"certificate_from_dns,omitempty"`
+	// Chain is where the verified chain came from: "verified" (for this
+	// connection), "cache" (verified by an earlier connection, the
+	// Cache's tls13.ChainCache; revocation checked again) or
+	// "prevalidated" (by Prefetch); see tls13.ConnectionState.ChainSource.
+	Chain string `json:"chain,omitempty"`
 }
 
 // Timing holds milliseconds since the start of the DNS lookup, except
@@ -115,6 +120,7 @@ func (r *Report) fillTLS(st tls13.ConnectionState) {
 		r.TLS.Signature = tls13.SignatureSchemeName(st.SignatureScheme)
 	}
 	r.TLS.CertificateFromDNS = st.CertificateOmitted
+	r.TLS.Chain = st.ChainSource
 	r.EarlyData.Offered = st.EarlyDataOffered
 	r.EarlyData.Accepted = st.EarlyDataAccepted
 	r.EarlyData.BFE = st.ZTLSBFE
@@ -148,6 +154,12 @@ func (r *Report) WriteText(w io.Writer) {
 		from := ""
 		if r.TLS.CertificateFromDNS {
 			from = " (leaf from DNS: the server omitted its Certificate)"
+		}
+		switch r.TLS.Chain {
+		case tls13.ChainCached:
+			from += " (verified by an earlier connection: from the chain cache, revocation checked again)"
+		case tls13.ChainPrevalidated:
+			from += " (verified ahead, by the prefetch)"
 		}
 		fmt.Fprintf(w, "  verified chain: %s%s\n", strings.Join(r.PeerChain, " <- "), from)
 	} else if !r.TLS.Resumed {

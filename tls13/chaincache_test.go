@@ -40,6 +40,9 @@ func TestChainCacheSkipsVerification(t *testing.T) {
 	if st := cache.Stats(); st.Hits != 1 || st.Misses != 1 {
 		t.Fatalf("after the second handshake: %+v", st)
 	}
+	if first.ChainSource != ChainVerified || second.ChainSource != ChainCached {
+		t.Fatalf("chain sources %q then %q", first.ChainSource, second.ChainSource)
+	}
 	if len(second.VerifiedChains) != len(first.VerifiedChains) || len(second.VerifiedChains) == 0 ||
 		!second.VerifiedChains[0][0].Equal(p.server.Leaf) {
 		t.Fatalf("cached chains %v, verified %v", second.VerifiedChains, first.VerifiedChains)

@@ -47,6 +47,10 @@ type ConnectionState struct {
 	AnswerInFirstFlight bool
 	PeerCertificates    []*x509.Certificate
 	VerifiedChains      [][]*x509.Certificate
+	// ChainSource (client) says where VerifiedChains came from:
+	// ChainVerified, ChainCached or ChainPrevalidated; "" when no chain
+	// was verified (InsecureSkipVerify, resumption).
+	ChainSource string
 }
 
 // TraceEvent is one step of the handshake and when it happened.

@@ -592,7 +592,7 @@ func (s *clientExpectCertificate) handle(e *engine, typ uint8, msg []byte) (stat
 		// The leaf (and its chain) passed the same certificate policy as a
 		// Certificate message before any early byte left (offerZTLS).
 		e.info.PeerCertificates = p.zverdict.certs
-		e.info.VerifiedChains = p.zverdict.chains
+		e.info.VerifiedChains, e.info.ChainSource = p.zverdict.chains, p.zverdict.source
 		e.info.CertificateOmitted = true
 		st := &clientExpectCertificateVerify{keys: s.keys, certReq: s.certReq, pub: pub}
 		return st.handle(e, typ, msg)
@@ -625,8 +625,9 @@ func (s *clientExpectCertificate) handle(e *engine, typ uint8, msg []byte) (stat
 // engine waits for the result before it trusts either.
 type chainCheck struct {
 	raws   [][]byte
-	wait   func() // returns once chains and err are set
+	wait   func() // returns once chains, source and err are set
 	chains [][]*x509.Certificate
+	source string
 	err    error
 }
 
@@ -653,7 +654,7 @@ func (e *engine) startServerCertificateCheck(c *wire.Certificate) (*chainCheck, 
 		return cc, pub, nil
 	}
 	cfg := e.cfg
-	cc.wait = e.run(func() { cc.chains, cc.err = cfg.checkServerChain(certs) })
+	cc.wait = e.run(func() { cc.chains, cc.source, cc.err = cfg.checkServerChain(certs) })
 	return cc, pub, nil
 }
 
@@ -664,7 +665,7 @@ func (e *engine) finishServerCertificateCheck(cc *chainCheck) error {
 	if cc.err != nil {
 		return cc.err
 	}
-	e.info.VerifiedChains = cc.chains
+	e.info.VerifiedChains, e.info.ChainSource = cc.chains, cc.source
 	return e.cfg.runVerifyHook(cc.raws, cc.chains)
 }
 
@@ -673,19 +674,19 @@ func (e *engine) finishServerCertificateCheck(cc *chainCheck) error {
 // at Config.Time, the name (ServerName) and revocation. The Certificate
 // message and the Z-data leaf (VerifyZDataOffer) both go through it.
 // With InsecureSkipVerify it checks nothing and returns no chains.
-func (c *Config) checkServerChain(certs []*x509.Certificate) ([][]*x509.Certificate, error) {
+func (c *Config) checkServerChain(certs []*x509.Certificate) ([][]*x509.Certificate, string, error) {
 	if c.InsecureSkipVerify {
-		return nil, nil
+		return nil, "", nil
 	}
 	if chains := c.prevalidated(certs); chains != nil {
-		return chains, nil
+		return chains, ChainPrevalidated, nil
 	}
 	now := c.now()
 	if chains := c.ChainCache.get(c.RootCAs, c.ServerName, certs, now); chains != nil {
 		if err := c.Revocation.CheckAny(chains, now); err != nil {
-			return nil, revocationError(err)
+			return nil, "", revocationError(err)
 		}
-		return chains, nil
+		return chains, ChainCached, nil
 	}
 	chainVerifications.Add(1)
 	opts := x509.VerifyOptions{
@@ -699,13 +700,13 @@ func (c *Config) checkServerChain(certs []*x509.Certificate) ([][]*x509.Certific
 	}
 	chains, err := certs[0].Verify(opts)
 	if err != nil {
-		return nil, certificateError(err)
+		return nil, "", certificateError(err)
 	}
 	if err := c.Revocation.CheckAny(chains, now); err != nil {
-		return nil, revocationError(err)
+		return nil, "", revocationError(err)
 	}
 	c.ChainCache.put(c.RootCAs, c.ServerName, certs, chains)
-	return chains, nil
+	return chains, ChainVerified, nil
 }
 
 // runVerifyHook runs Config.VerifyPeerCertificate, if set.

@@ -43,25 +43,46 @@ func (c *Config) prevalidated(certs []*x509.Certificate) [][]*x509.Certificate {
 // fetched ahead of the connection, which it then hands back through
 // Config.VerifiedChains. It is safe for concurrent use.
 func (c *Config) VerifyServerChain(certs []*x509.Certificate) ([][]*x509.Certificate, error) {
+	chains, _, err := c.verifyServerChain(certs)
+	return chains, err
+}
+
+// verifyServerChain is VerifyServerChain, also saying where the chains
+// came from (ConnectionState.ChainSource).
+func (c *Config) verifyServerChain(certs []*x509.Certificate) ([][]*x509.Certificate, string, error) {
 	if len(certs) == 0 || certs[0] == nil {
-		return nil, errors.New("tls13: no certificate to verify")
+		return nil, "", errors.New("tls13: no certificate to verify")
 	}
 	if c.ServerName == "" && !c.InsecureSkipVerify {
-		return nil, errNoServerName
+		return nil, "", errNoServerName
 	}
-	chains, err := c.checkServerChain(certs)
+	chains, source, err := c.checkServerChain(certs)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	raws := make([][]byte, len(certs))
 	for i, cert := range certs {
 		raws[i] = cert.Raw
 	}
 	if err := c.runVerifyHook(raws, chains); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return chains, nil
+	return chains, source, nil
 }
+
+// ConnectionState.ChainSource values: where a client's verified chains
+// came from.
+const (
+	// ChainVerified: verified for this connection (or for its Z-data
+	// offer, before the ClientHello left).
+	ChainVerified = "verified"
+	// ChainCached: taken from Config.ChainCache, verified by an earlier
+	// connection; revocation was checked again.
+	ChainCached = "cache"
+	// ChainPrevalidated: taken from Config.VerifiedChains (package dial's
+	// prefetch verified it ahead of the connection).
+	ChainPrevalidated = "prevalidated"
+)
 
 // Public returns the key share the prepared Z-data exchange sends (the
 // ClientHello's key_exchange for its group), nil if it failed.

@@ -58,6 +58,7 @@ type zdataVerdict struct {
 	leaf   *x509.Certificate
 	certs  []*x509.Certificate // leaf first, then the intermediates
 	chains [][]*x509.Certificate
+	source string // ConnectionState.ChainSource
 }
 
 // errNoServerName is a client Config that could not check any name.
@@ -88,11 +89,11 @@ func (c *Config) zdataVerdict(z *ZDataOffer) (*zdataVerdict, error) {
 	// The same policy as the server's Certificate: roots, name,
 	// revocation, VerifyPeerCertificate (docs/ztls-spec.md, Section 4).
 	certs := append([]*x509.Certificate{z.Leaf}, z.Intermediates...)
-	chains, err := c.VerifyServerChain(certs)
+	chains, source, err := c.verifyServerChain(certs)
 	if err != nil {
 		return nil, err
 	}
-	v := &zdataVerdict{cfg: c, leaf: z.Leaf, certs: certs, chains: chains}
+	v := &zdataVerdict{cfg: c, leaf: z.Leaf, certs: certs, chains: chains, source: source}
 	z.verdict = v
 	return v, nil
 }

@@ -31,11 +31,11 @@ const DefaultChainCacheSize = 256
 // use, and VerifyPeerCertificate runs as without the cache.
 //
 // The cache is bounded (least recently used entries go first) and safe
-// for concurrent use; one ChainCache may serve many Configs. It is off
-// unless set (Config.ChainCache): with it, a certificate the server
-// presents that a CA has since stopped vouching for in a way no
-// revocation source says (a root removed from the system store while
-// the process runs) is trusted until the entry expires or is evicted.
+// for concurrent use; one ChainCache may serve many Configs. A Config
+// without one verifies every chain; package dial's Cache gives one to the
+// connections through it. What a cached chain cannot learn is only what
+// a verification would not learn either: x509 reads the system roots
+// once per process, and revocation is asked again each time.
 type ChainCache struct {
 	mu      sync.Mutex
 	max     int
@@ -79,8 +79,11 @@ type ChainCacheStats struct {
 	Entries      int
 }
 
-// Stats returns the cache's counts so far.
+// Stats returns the cache's counts so far (zero for a nil cache).
 func (c *ChainCache) Stats() ChainCacheStats {
+	if c == nil {
+		return ChainCacheStats{}
+	}
 	c.mu.Lock()
 	n := len(c.entries)
 	c.mu.Unlock()

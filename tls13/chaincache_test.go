@@ -163,6 +163,9 @@ func TestChainCacheBound(t *testing.T) {
 	}
 	var nilCache *ChainCache
 	nilCache.Clear()
+	if nilCache.Stats() != (ChainCacheStats{}) {
+		t.Fatal("a nil cache counted something")
+	}
 	nilCache.put(roots, "a.test", certs, chains)
 	if nilCache.get(roots, "a.test", certs, now) != nil {
 		t.Fatal("a nil cache answered")

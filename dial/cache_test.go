@@ -71,3 +71,34 @@ func TestConnectionsShareVerifiedChains(t *testing.T) {
 		})
 	}
 }
+
+// The Cache's shared chains serve only the name and roots they were
+// verified for: after a good connection, one through the same Cache
+// that names another server (ServerName) or trusts other roots fails
+// as it would without the Cache, over TLS 1.3 and ZTLS.
+func TestSharedChainsRefuseOtherNameAndRoots(t *testing.T) {
+	for _, noZData := range []bool{true, false} {
+		t.Run(map[bool]string{true: "tls", false: "ztls"}[noZData], func(t *testing.T) {
+			w := startWorld(t, lab.Options{NoZData: noZData})
+			d := countDNS(t, w)
+			cache := NewCache(CacheOptions{})
+			if _, _, _, err := connectCounted(t, w, cache, d, nil); err != nil {
+				t.Fatal(err)
+			}
+			for name, mutate := range map[string]func(*Options){
+				"other name": func(o *Options) { o.TLS.ServerName = "evil.test" },
+				"other roots": func(o *Options) {
+					o.TLS.RootCAs = x509.NewCertPool() // trusts nothing
+				},
+			} {
+				r, _, _, err := connectCounted(t, w, cache, d, func(o *Options) {
+					o.TLS = o.TLS.Clone()
+					mutate(o)
+				})
+				if err == nil {
+					t.Fatalf("%s: connected (chain %q)", name, r.Report.TLS.Chain)
+				}
+			}
+		})
+	}
+}

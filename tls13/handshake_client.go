@@ -673,7 +673,10 @@ func (e *engine) finishServerCertificateCheck(cc *chainCheck) error {
 // (leaf first), without the application's hook: the PKIX path to RootCAs
 // at Config.Time, the name (ServerName) and revocation. The Certificate
 // message and the Z-data leaf (VerifyZDataOffer) both go through it.
-// With InsecureSkipVerify it checks nothing and returns no chains.
+// With InsecureSkipVerify it checks nothing and returns no chains. Chains
+// Config.VerifiedChains holds are taken as they are, chains
+// Config.ChainCache holds with their revocation checked again; it says
+// which (ConnectionState.ChainSource).
 func (c *Config) checkServerChain(certs []*x509.Certificate) ([][]*x509.Certificate, string, error) {
 	if c.InsecureSkipVerify {
 		return nil, "", nil

@@ -366,9 +366,9 @@ func serverShare(group uint16, clientShare []byte, rand io.Reader, newX func() (
 		}
 		return priv.PublicKey().Bytes(), secret, nil
 	case X25519MLKEM768:
-		// ValidateShare's checks, with the encapsulation key parsed once:
-		// parsing checks it and expands its matrix, a large part of the
-		// server's ML-KEM work.
+		// The length, then the encapsulation key parsed once: parsing is
+		// FIPS 203's modulus check and expands the key's matrix, a large
+		// part of the server's ML-KEM work.
 		if want := shareLen(group, false); len(clientShare) != want {
 			return nil, nil, illegal("%s key share is %d bytes, want %d", Name(group), len(clientShare), want)
 		}

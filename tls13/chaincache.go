@@ -110,23 +110,24 @@ func chainKey(serverName string, certs []*x509.Certificate) [32]byte {
 }
 
 // get returns copies of the chains verified for certs under roots and
-// serverName, if every certificate in them is valid at now; else nil.
-func (c *ChainCache) get(roots *x509.CertPool, serverName string, certs []*x509.Certificate, now time.Time) [][]*x509.Certificate {
+// serverName, if every certificate in them is valid at now (else nil),
+// and the entry's key, for put after a verification.
+func (c *ChainCache) get(roots *x509.CertPool, serverName string, certs []*x509.Certificate, now time.Time) (chains [][]*x509.Certificate, key [32]byte) {
 	if c == nil {
-		return nil
+		return nil, key
 	}
-	key := chainKey(serverName, certs)
+	key = chainKey(serverName, certs)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el := c.entries[key]
 	if el == nil {
 		c.misses.Add(1)
-		return nil
+		return nil, key
 	}
 	e := el.Value.(*chainEntry)
 	if e.roots != roots {
 		c.misses.Add(1)
-		return nil
+		return nil, key
 	}
 	if now.Before(e.notBefore) || now.After(e.notAfter) {
 		// Outside some certificate's validity: verified again (and, if
@@ -134,19 +135,20 @@ func (c *ChainCache) get(roots *x509.CertPool, serverName string, certs []*x509.
 		c.lru.Remove(el)
 		delete(c.entries, key)
 		c.misses.Add(1)
-		return nil
+		return nil, key
 	}
 	c.lru.MoveToFront(el)
 	c.hits.Add(1)
-	return copyChains(e.chains)
+	return copyChains(e.chains), key
 }
 
-// put remembers chains, which verified certs under roots and serverName.
-func (c *ChainCache) put(roots *x509.CertPool, serverName string, certs []*x509.Certificate, chains [][]*x509.Certificate) {
+// put remembers chains, verified under roots for the presented chain and
+// server name that get named key.
+func (c *ChainCache) put(key [32]byte, roots *x509.CertPool, chains [][]*x509.Certificate) {
 	if c == nil || len(chains) == 0 {
 		return
 	}
-	e := &chainEntry{key: chainKey(serverName, certs), roots: roots, chains: copyChains(chains)}
+	e := &chainEntry{key: key, roots: roots, chains: copyChains(chains)}
 	first := true
 	for _, ch := range chains {
 		for _, cert := range ch {

@@ -134,6 +134,12 @@ func TestChainCacheHookSeesCachedChains(t *testing.T) {
 	}
 }
 
+// cachedChains is ChainCache.get's chains.
+func cachedChains(c *ChainCache, roots *x509.CertPool, name string, certs []*x509.Certificate, now time.Time) [][]*x509.Certificate {
+	chains, _ := c.get(roots, name, certs, now)
+	return chains
+}
+
 // TestChainCacheBound: the least recently used entry goes first.
 func TestChainCacheBound(t *testing.T) {
 	p := getPKI(t, "ecdsa-p256")
@@ -142,23 +148,23 @@ func TestChainCacheBound(t *testing.T) {
 	roots := p.pool()
 	now := time.Now()
 	c := NewChainCache(2)
-	c.put(roots, "a.test", certs, chains)
-	c.put(roots, "b.test", certs, chains)
-	if c.get(roots, "a.test", certs, now) == nil { // a is now the most recent
+	c.put(chainKey("a.test", certs), roots, chains)
+	c.put(chainKey("b.test", certs), roots, chains)
+	if cachedChains(c, roots, "a.test", certs, now) == nil { // a is now the most recent
 		t.Fatal("a missing")
 	}
-	c.put(roots, "c.test", certs, chains)
-	if c.get(roots, "b.test", certs, now) != nil {
+	c.put(chainKey("c.test", certs), roots, chains)
+	if cachedChains(c, roots, "b.test", certs, now) != nil {
 		t.Fatal("b, the least recently used, was kept past the bound")
 	}
-	if c.get(roots, "a.test", certs, now) == nil || c.get(roots, "c.test", certs, now) == nil {
+	if cachedChains(c, roots, "a.test", certs, now) == nil || cachedChains(c, roots, "c.test", certs, now) == nil {
 		t.Fatal("a recent entry was evicted")
 	}
 	if st := c.Stats(); st.Entries != 2 {
 		t.Fatalf("%d entries, bound 2", st.Entries)
 	}
 	c.Clear()
-	if c.get(roots, "a.test", certs, now) != nil || c.Stats().Entries != 0 {
+	if cachedChains(c, roots, "a.test", certs, now) != nil || c.Stats().Entries != 0 {
 		t.Fatal("an entry outlived Clear")
 	}
 	var nilCache *ChainCache
@@ -166,8 +172,8 @@ func TestChainCacheBound(t *testing.T) {
 	if nilCache.Stats() != (ChainCacheStats{}) {
 		t.Fatal("a nil cache counted something")
 	}
-	nilCache.put(roots, "a.test", certs, chains)
-	if nilCache.get(roots, "a.test", certs, now) != nil {
+	nilCache.put(chainKey("a.test", certs), roots, chains)
+	if cachedChains(nilCache, roots, "a.test", certs, now) != nil {
 		t.Fatal("a nil cache answered")
 	}
 }

@@ -685,11 +685,12 @@ func (c *Config) checkServerChain(certs []*x509.Certificate) ([][]*x509.Certific
 		return chains, ChainPrevalidated, nil
 	}
 	now := c.now()
-	if chains := c.ChainCache.get(c.RootCAs, c.ServerName, certs, now); chains != nil {
-		if err := c.Revocation.CheckAny(chains, now); err != nil {
+	cached, key := c.ChainCache.get(c.RootCAs, c.ServerName, certs, now)
+	if cached != nil {
+		if err := c.Revocation.CheckAny(cached, now); err != nil {
 			return nil, "", revocationError(err)
 		}
-		return chains, ChainCached, nil
+		return cached, ChainCached, nil
 	}
 	chainVerifications.Add(1)
 	opts := x509.VerifyOptions{
@@ -708,7 +709,7 @@ func (c *Config) checkServerChain(certs []*x509.Certificate) ([][]*x509.Certific
 	if err := c.Revocation.CheckAny(chains, now); err != nil {
 		return nil, "", revocationError(err)
 	}
-	c.ChainCache.put(c.RootCAs, c.ServerName, certs, chains)
+	c.ChainCache.put(key, c.RootCAs, chains)
 	return chains, ChainVerified, nil
 }
 

@@ -33,41 +33,47 @@ func TestCacheNoBFEIsPolicy(t *testing.T) {
 // server verifies no chain, over TLS 1.3 and over ZTLS; after Clear the
 // next one verifies again.
 func TestConnectionsShareVerifiedChains(t *testing.T) {
+	eachChainWorld(t, func(t *testing.T, noZData bool, w *lab.World, d *dnsCounter, cache *Cache) {
+		var verified [3]uint64
+		for i := range verified {
+			if i == 2 {
+				if err := cache.Clear(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r, _, v, err := connectCounted(t, w, cache, d, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Report.Prefetch != "" || (r.Report.Mode == "ztls") == noZData {
+				t.Fatalf("connection %d: prefetch %q, mode %s", i+1, r.Report.Prefetch, r.Report.Mode)
+			}
+			if st := r.Conn.ConnectionState(); len(st.VerifiedChains) == 0 {
+				t.Fatalf("connection %d: no verified chain", i+1)
+			}
+			if want := map[bool]string{true: tls13.ChainCached, false: tls13.ChainVerified}[i == 1]; r.Report.TLS.Chain != want {
+				t.Fatalf("connection %d: report says the chain is %q, want %q", i+1, r.Report.TLS.Chain, want)
+			}
+			var text bytes.Buffer
+			r.Report.WriteText(&text)
+			if strings.Contains(text.String(), "from the chain cache") != (i == 1) {
+				t.Fatalf("connection %d: report text\n%s", i+1, text.String())
+			}
+			verified[i] = v
+		}
+		if verified[0] == 0 || verified[1] != 0 || verified[2] == 0 {
+			t.Fatalf("chain verifications per connection %v: want some, none (same cache), some (after Clear)", verified)
+		}
+	})
+}
+
+// eachChainWorld runs f, as a subtest, against a world without Z-data
+// (TLS 1.3) and one with (ZTLS), each with a DNS counter and a new Cache.
+func eachChainWorld(t *testing.T, f func(t *testing.T, noZData bool, w *lab.World, d *dnsCounter, cache *Cache)) {
 	for _, noZData := range []bool{true, false} {
 		t.Run(map[bool]string{true: "tls", false: "ztls"}[noZData], func(t *testing.T) {
 			w := startWorld(t, lab.Options{NoZData: noZData})
-			d := countDNS(t, w)
-			cache := NewCache(CacheOptions{})
-			var verified [3]uint64
-			for i := range verified {
-				if i == 2 {
-					if err := cache.Clear(); err != nil {
-						t.Fatal(err)
-					}
-				}
-				r, _, v, err := connectCounted(t, w, cache, d, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if r.Report.Prefetch != "" || (r.Report.Mode == "ztls") == noZData {
-					t.Fatalf("connection %d: prefetch %q, mode %s", i+1, r.Report.Prefetch, r.Report.Mode)
-				}
-				if st := r.Conn.ConnectionState(); len(st.VerifiedChains) == 0 {
-					t.Fatalf("connection %d: no verified chain", i+1)
-				}
-				if want := map[bool]string{true: tls13.ChainCached, false: tls13.ChainVerified}[i == 1]; r.Report.TLS.Chain != want {
-					t.Fatalf("connection %d: report says the chain is %q, want %q", i+1, r.Report.TLS.Chain, want)
-				}
-				var text bytes.Buffer
-				r.Report.WriteText(&text)
-				if strings.Contains(text.String(), "from the chain cache") != (i == 1) {
-					t.Fatalf("connection %d: report text\n%s", i+1, text.String())
-				}
-				verified[i] = v
-			}
-			if verified[0] == 0 || verified[1] != 0 || verified[2] == 0 {
-				t.Fatalf("chain verifications per connection %v: want some, none (same cache), some (after Clear)", verified)
-			}
+			f(t, noZData, w, countDNS(t, w), NewCache(CacheOptions{}))
 		})
 	}
 }
@@ -77,28 +83,23 @@ func TestConnectionsShareVerifiedChains(t *testing.T) {
 // that names another server (ServerName) or trusts other roots fails
 // as it would without the Cache, over TLS 1.3 and ZTLS.
 func TestSharedChainsRefuseOtherNameAndRoots(t *testing.T) {
-	for _, noZData := range []bool{true, false} {
-		t.Run(map[bool]string{true: "tls", false: "ztls"}[noZData], func(t *testing.T) {
-			w := startWorld(t, lab.Options{NoZData: noZData})
-			d := countDNS(t, w)
-			cache := NewCache(CacheOptions{})
-			if _, _, _, err := connectCounted(t, w, cache, d, nil); err != nil {
-				t.Fatal(err)
+	eachChainWorld(t, func(t *testing.T, _ bool, w *lab.World, d *dnsCounter, cache *Cache) {
+		if _, _, _, err := connectCounted(t, w, cache, d, nil); err != nil {
+			t.Fatal(err)
+		}
+		for name, mutate := range map[string]func(*Options){
+			"other name": func(o *Options) { o.TLS.ServerName = "evil.test" },
+			"other roots": func(o *Options) {
+				o.TLS.RootCAs = x509.NewCertPool() // trusts nothing
+			},
+		} {
+			r, _, _, err := connectCounted(t, w, cache, d, func(o *Options) {
+				o.TLS = o.TLS.Clone()
+				mutate(o)
+			})
+			if err == nil {
+				t.Fatalf("%s: connected (chain %q)", name, r.Report.TLS.Chain)
 			}
-			for name, mutate := range map[string]func(*Options){
-				"other name": func(o *Options) { o.TLS.ServerName = "evil.test" },
-				"other roots": func(o *Options) {
-					o.TLS.RootCAs = x509.NewCertPool() // trusts nothing
-				},
-			} {
-				r, _, _, err := connectCounted(t, w, cache, d, func(o *Options) {
-					o.TLS = o.TLS.Clone()
-					mutate(o)
-				})
-				if err == nil {
-					t.Fatalf("%s: connected (chain %q)", name, r.Report.TLS.Chain)
-				}
-			}
-		})
-	}
+		}
+	})
 }

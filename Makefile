@@ -15,7 +15,7 @@ PEERS_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ztls-peers
 # rustup's cargo, when a non-login shell left it off the PATH.
 export PATH := $(PATH):$(HOME)/.cargo/bin
 
-.PHONY: all build deps peers demo test lint fuzz fuzz-long bench bench-tls bench-rustls bench-dns-auth bench-dns-resolver bench-turbo testbed-paper testbed-turbo
+.PHONY: all build deps peers demo test test-go lint fuzz fuzz-long bench bench-tls bench-rustls bench-dns-auth bench-dns-resolver bench-turbo testbed-paper testbed-turbo
 
 all: build
 
@@ -51,10 +51,22 @@ demo: build
 
 # The default test run: unit, known-answer, interop and integration tests, then
 # each fuzz target briefly.  Keep it under ~10 minutes.
+# CLOCK_AT=MM:SS runs the Go tests with the ztls clock (internal/clock) of
+# every test and every process they start reading that minute and second of
+# the hour as go test starts (scripts/clock-offset), e.g. CLOCK_AT=59:30 for a
+# run that crosses a key rotation 30 s in; unset, the system clock.
 test: deps
 	$(MAKE) --no-print-directory lint
-	$(GO) test -count=1 -timeout 15m $(PKGS)
+	$(MAKE) --no-print-directory test-go
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
+
+# The Go tests alone (no deps, lint or fuzzing), at CLOCK_AT if it is set.
+test-go:
+	@if [ -n "$(CLOCK_AT)" ]; then \
+		export ZTLS_CLOCK_OFFSET=$$(scripts/clock-offset $(CLOCK_AT)) || exit 2; \
+		echo "go test with the ztls clock at xx:$(CLOCK_AT) (ZTLS_CLOCK_OFFSET=$$ZTLS_CLOCK_OFFSET)"; \
+	fi; \
+	$(GO) test -count=1 -timeout 15m $(PKGS)
 
 # go vet and staticcheck (installed by deps into $(go env GOPATH)/bin).
 lint:

@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	bls "github.com/consensys/gnark-crypto/ecc/bls12-381"
+
 	"github.com/ztls-project/ztls/internal/cputime"
 )
 
@@ -176,7 +179,7 @@ func benchmarkKeyGen(b *testing.B, params Params, workers int) {
 	b.ReportMetric(float64(params.SecretKeySize()), "sk-bytes/epoch")
 	b.ReportMetric(float64(params.M), "slots")
 	dir := b.TempDir()
-	start := time.Now()
+	start := clock.Now()
 	cpu0, cpuOK := cputime.Process()
 	for i := 0; i < b.N; i++ {
 		path := filepath.Join(dir, fmt.Sprintf("%d.key", i))
@@ -184,7 +187,7 @@ func benchmarkKeyGen(b *testing.B, params Params, workers int) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N)/float64(params.M), "µs/slot")
+	b.ReportMetric(float64(clock.Since(start).Microseconds())/float64(b.N)/float64(params.M), "µs/slot")
 	if cpu1, _ := cputime.Process(); cpuOK {
 		b.ReportMetric((cpu1-cpu0).Seconds()/float64(b.N), "cpu-s/op")
 	}

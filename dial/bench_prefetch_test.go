@@ -44,6 +44,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/dns/resolver"
@@ -67,7 +69,7 @@ func newBenchService(b *testing.B) *benchService {
 		b.Fatal(err)
 	}
 	b.Cleanup(w.Close)
-	now := time.Now()
+	now := clock.Now()
 	recs := w.Service.Records(now)
 	zone := zdata.ZoneRRs(recs, w.Cert.Chain[0], w.Cert.Chain[1:], 5*time.Minute)
 	a, _ := dns.NewRR(dns.Fqdn(w.Host) + " 300 IN A 127.0.0.1")
@@ -110,7 +112,7 @@ func (s *benchService) unpack(b *testing.B) map[uint16]*resolver.Answer {
 func (s *benchService) coldOffer(b *testing.B, cfg *tls13.Config, answers map[uint16]*resolver.Answer) *tls13.ZDataOffer {
 	ks := tls13.NewZDataKeyShare(tls13.X25519, nil)
 	trust := newPolicy(cfg)
-	sel := zdata.NewSelector(s.w.Host, s.w.Port, zdata.SelectOptions{Now: time.Now(), Policy: trust.check})
+	sel := zdata.NewSelector(s.w.Host, s.w.Port, zdata.SelectOptions{Now: clock.Now(), Policy: trust.check})
 	sel.StartChains(rrsOf[*dns.TLSA](answers[dns.TypeTLSA]), rrsOf[*dns.CERT](answers[dns.TypeCERT]))
 	txt := txtStrings(answers[dns.TypeTXT])
 	likely, _ := sel.Likely(txt)
@@ -197,11 +199,11 @@ func (s *benchService) ztls(b *testing.B, cfg *tls13.Config, prefetched bool) {
 		b.StopTimer()
 		c.refill(s.w.Host, s.w.Port, cfg)
 		b.StartTimer()
-		h := c.lookup(s.w.Host, s.w.Port, pk, time.Now())
+		h := c.lookup(s.w.Host, s.w.Port, pk, clock.Now())
 		ccfg := cfg.Clone()
 		ccfg.VerifiedChains = h.verifiedChains
 		ccfg.KeySharePool = c.keySharePool(cfg)
-		a := &attempt{hit: h, cfg: ccfg, start: time.Now()}
+		a := &attempt{hit: h, cfg: ccfg, start: clock.Now()}
 		z := a.cachedZData()
 		if z.offer == nil || z.offer.Prepared == nil {
 			b.Fatalf("no prefetched offer: %v", z.err)
@@ -222,10 +224,10 @@ func (s *benchService) tls13(b *testing.B, cfg *tls13.Config, prefetched bool) {
 		}
 		c := NewCache(CacheOptions{})
 		pk := policyOf(cfg, &Options{})
-		c.store(&service{host: s.w.Host, port: s.w.Port, fetched: time.Now(), expires: time.Now().Add(time.Hour),
+		c.store(&service{host: s.w.Host, port: s.w.Port, fetched: clock.Now(), expires: clock.Now().Add(time.Hour),
 			v: &verdict{policy: pk, chains: map[string][][]*x509.Certificate{string(s.w.Cert.Leaf.Raw): chains}}})
 		config = func() *tls13.Config {
-			h := c.lookup(s.w.Host, s.w.Port, pk, time.Now())
+			h := c.lookup(s.w.Host, s.w.Port, pk, clock.Now())
 			ccfg := cfg.Clone()
 			ccfg.VerifiedChains = h.verifiedChains
 			ccfg.KeySharePool = c.keySharePool(cfg)

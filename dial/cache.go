@@ -24,6 +24,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/dns/resolver"
+	"github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/revocation"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/zdata"
@@ -67,7 +68,7 @@ type Cache struct {
 	ocsp    map[ocspKey]*ocspAnswer
 	refresh *refresher // nil: no background renewal
 
-	// now is the refresher's clock (time.Now); tests move it.
+	// now is the refresher's clock (clock.Now); tests move it.
 	now func() time.Time
 	// dialer opens the TCP connections of prefetching (truncated
 	// handshakes, OCSP); nil means a net.Dialer. Tests reach servers
@@ -120,7 +121,7 @@ func NewCache(o CacheOptions) *Cache {
 		o.MaxEntries = DefaultCacheEntries
 	}
 	c := &Cache{max: o.MaxEntries, path: o.Path, ll: list.New(), m: map[string]*list.Element{},
-		ocsp: map[ocspKey]*ocspAnswer{}, now: time.Now, chains: tls13.NewChainCache(o.MaxEntries)}
+		ocsp: map[ocspKey]*ocspAnswer{}, now: clock.Now, chains: tls13.NewChainCache(o.MaxEntries)}
 	switch {
 	case o.KeyShares == 0:
 		c.keyShares = tls13.NewKeySharePool(DefaultCacheKeyShares)
@@ -323,7 +324,7 @@ func (c *Cache) Forget(host string, port int) {
 	defer c.mu.Unlock()
 	if el, ok := c.m[cacheKey(host, port)]; ok {
 		c.removeLocked(el)
-		c.saveLocked(time.Now())
+		c.saveLocked(c.now())
 	}
 }
 
@@ -435,7 +436,7 @@ func (c *Cache) load() {
 	if json.Unmarshal(data, &in) != nil {
 		return
 	}
-	now := time.Now()
+	now := c.now()
 	for i := len(in) - 1; i >= 0; i-- {
 		d := in[i]
 		if !now.Before(d.Expires) || d.Port < 1 || d.Port > 65535 || d.Host == "" {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/internal/lab"
 	"github.com/ztls-project/ztls/tls13"
 )
@@ -17,7 +19,7 @@ import (
 func TestCacheNoBFEIsPolicy(t *testing.T) {
 	cfg := &tls13.Config{ServerName: "www.ztls.test"}
 	c := NewCache(CacheOptions{})
-	now := time.Now()
+	now := clock.Now()
 	c.store(&service{host: "www.ztls.test", port: 443, fetched: now, expires: now.Add(time.Hour),
 		v: &verdict{policy: policyOf(cfg, &Options{}), chains: map[string][][]*x509.Certificate{}}})
 	if h := c.lookup("www.ztls.test", 443, policyOf(cfg, &Options{}), now); h == nil || !h.validated {

@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/internal/testpki"
 	"github.com/ztls-project/ztls/tls13"
 )
@@ -112,7 +114,7 @@ func TestTruncatedHandshakeGnuTLS(t *testing.T) {
 	// (dial's TCP reaches no other namespace): the same leaf, no chain
 	// verification.
 	cfg := p.options(c).TLS
-	h := c.lookup("127.0.0.1", port, policyOf(cfg, &Options{}), time.Now())
+	h := c.lookup("127.0.0.1", port, policyOf(cfg, &Options{}), clock.Now())
 	if h == nil || !h.validated {
 		t.Fatal("no validated entry")
 	}

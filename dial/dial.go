@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ztls-project/ztls/dns/resolver"
+	"github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/tls13"
 )
 
@@ -85,7 +86,7 @@ type Options struct {
 	// value asks nothing.
 	OCSP OCSPPolicy
 	PrefetchOptions
-	// Now is the clock for Z-data validity; nil means time.Now.
+	// Now is the clock for Z-data validity; nil means the ztls clock (internal/clock: the system clock, unless ZTLS_CLOCK_OFFSET shifts it).
 	Now func() time.Time
 	// NoBFE makes the client one without Bloom filter encryption: it uses
 	// the v1 records of a server that publishes v2 twins with bfe=
@@ -224,12 +225,12 @@ func (a *attempt) configure(addr string) error {
 	return nil
 }
 
-// clock is Options.Now, or time.Now.
+// clock is Options.Now, or clock.Now.
 func (o *Options) clock() func() time.Time {
 	if o.Now != nil {
 		return o.Now
 	}
-	return time.Now
+	return clock.Now
 }
 
 // cacheOrDefault is Options.Cache, or the process default.

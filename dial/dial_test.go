@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/dns/resolver"
@@ -115,8 +117,8 @@ func TestConnectFallbacks(t *testing.T) {
 	}{
 		{"no Z-data", lab.Options{NoZData: true}, nil, string(zdata.ReasonNoZData)},
 		{"server without Z-data keys", lab.Options{ServerZData: &no}, nil, ReasonRejected},
-		{"expired", lab.Options{}, func(o *Options) { o.Now = func() time.Time { return time.Now().Add(2 * time.Hour) } }, string(zdata.ReasonExpired)},
-		{"not yet valid", lab.Options{}, func(o *Options) { o.Now = func() time.Time { return time.Now().Add(-2 * time.Hour) } }, string(zdata.ReasonNotYetValid)},
+		{"expired", lab.Options{}, func(o *Options) { o.Now = func() time.Time { return clock.Now().Add(2 * time.Hour) } }, string(zdata.ReasonExpired)},
+		{"not yet valid", lab.Options{}, func(o *Options) { o.Now = func() time.Time { return clock.Now().Add(-2 * time.Hour) } }, string(zdata.ReasonNotYetValid)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,7 +138,7 @@ func TestConnectForgedZData(t *testing.T) {
 	w := startWorld(t, lab.Options{})
 	// An attacker answers with a record whose signature is not the server's.
 	name := zdata.TXTName(w.Host, w.Port)
-	rec := w.Service.Records(time.Now())[0].Clone()
+	rec := w.Service.Records(clock.Now())[0].Clone()
 	rec.Signature[len(rec.Signature)/2] ^= 0x55
 	rr := rec.TXTRR(time.Minute)
 	rr.Hdr.Name = dns.Fqdn(name)
@@ -178,7 +180,7 @@ func TestConnectUnknownHost(t *testing.T) {
 
 func TestMemoryPersistsAndExpires(t *testing.T) {
 	path := t.TempDir() + "/aborts.json"
-	now := time.Now()
+	now := clock.Now()
 	OpenMemory(path).RememberAbort("old.test", 443, now)
 	m := OpenMemory(path)
 	if !m.Aborted("old.test", 443, now.Add(time.Hour)) {

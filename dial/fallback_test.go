@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/dns/resolver"
@@ -46,10 +48,10 @@ func records(t *testing.T, w *lab.World, host string, port int, cert tls13.Certi
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Rotate(time.Now()); err != nil {
+	if _, err := svc.Rotate(clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	return zdata.ZoneRRs(svc.Records(time.Now()), cert.Chain[0], nil, time.Minute)
+	return zdata.ZoneRRs(svc.Records(clock.Now()), cert.Chain[0], nil, time.Minute)
 }
 
 func TestFallbackLeafForAnotherName(t *testing.T) {
@@ -85,7 +87,7 @@ func TestFallbackUnknownGroupAndScheme(t *testing.T) {
 	}{{5, "24", zdata.ReasonUnknownGroup}, {8, "1025", zdata.ReasonUnknownScheme}} {
 		t.Run(string(tc.reason), func(t *testing.T) {
 			w := startWorld(t, lab.Options{})
-			rec := w.Service.Records(time.Now())[0]
+			rec := w.Service.Records(clock.Now())[0]
 			txt := rec.TXT()
 			txt[tc.field] = tc.value
 			rr := &dns.TXT{Hdr: dns.RR_Header{Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: 60}, Txt: txt}
@@ -104,7 +106,7 @@ func TestFallbackZDataCopiedToAnotherHost(t *testing.T) {
 	if err := w.AddAddress("copy.ztls.test", "127.0.0.1"); err != nil {
 		t.Fatal(err)
 	}
-	genuine := zdata.ZoneRRs(w.Service.Records(time.Now()), w.Cert.Chain[0], nil, time.Minute)
+	genuine := zdata.ZoneRRs(w.Service.Records(clock.Now()), w.Cert.Chain[0], nil, time.Minute)
 	if err := w.Publish("copy.ztls.test", w.Port, genuine); err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +144,7 @@ func TestFallbackZDataCopiedToAnotherPort(t *testing.T) {
 		}
 	}()
 	port := ln.Addr().(*net.TCPAddr).Port
-	genuine := zdata.ZoneRRs(w.Service.Records(time.Now()), w.Cert.Chain[0], nil, time.Minute)
+	genuine := zdata.ZoneRRs(w.Service.Records(clock.Now()), w.Cert.Chain[0], nil, time.Minute)
 	if err := w.Publish(w.Host, port, genuine); err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +175,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 // the publisher rotating every 4 minutes and DNS caching by TTL: no
 // connection may fall back because of rotation.
 func TestRotationNoFallbacks(t *testing.T) {
-	now := time.Now().Truncate(time.Hour).Add(37 * time.Minute)
+	now := clock.Now().Truncate(time.Hour).Add(37 * time.Minute)
 	clock := &fakeClock{t: now}
 	w := startWorld(t, lab.Options{Now: clock.Now})
 	res, err := resolver.New(resolver.Config{Servers: []string{w.DNSAddr}, Now: clock.Now, Timeout: 2 * time.Second})

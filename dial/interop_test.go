@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/internal/lab"
 )
 
@@ -44,8 +46,8 @@ func proc(t *testing.T, name string, args ...string) *bytes.Buffer {
 
 func waitListening(t *testing.T, addr string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	deadline := clock.Now().Add(10 * time.Second)
+	for clock.Now().Before(deadline) {
 		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
 			c.Close()
 			return
@@ -72,7 +74,7 @@ func ztlsAgainst(t *testing.T, w *lab.World) *Result {
 		t.Fatalf("mode %s, %d response bytes", rep.Mode, rep.ResponseBytes)
 	}
 	// The second connection: aborting servers are remembered.
-	if rep.FallbackReason == ReasonServerAborted && !mem.Aborted(w.Host, w.Port, time.Now()) {
+	if rep.FallbackReason == ReasonServerAborted && !mem.Aborted(w.Host, w.Port, clock.Now()) {
 		t.Fatal("abort not remembered")
 	}
 	t.Logf("server behaviour: %s", rep.FallbackReason)

@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/internal/testpki"
 	"github.com/ztls-project/ztls/revocation"
 	"github.com/ztls-project/ztls/tls13"
@@ -53,7 +55,7 @@ func startOCSP(t *testing.T) *ocspWorld {
 	line := func(status string, l *testpki.Leaf, revokedAt string) string {
 		return fmt.Sprintf("%s\t%s\t%s\t%X\tunknown\t/CN=localhost\n", status, l.Cert.NotAfter.UTC().Format("060102150405Z"), revokedAt, l.Cert.SerialNumber)
 	}
-	index := line("V", w.good, "") + line("R", w.revoked, time.Now().Add(-time.Hour).UTC().Format("060102150405Z")) + line("V", w.down, "")
+	index := line("V", w.good, "") + line("R", w.revoked, clock.Now().Add(-time.Hour).UTC().Format("060102150405Z")) + line("V", w.down, "")
 	write := func(name string, data []byte) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, data, 0o600); err != nil {
@@ -112,7 +114,7 @@ func TestOCSPAgainstOpenSSLResponder(t *testing.T) {
 			t.Run(pol.String()+"/"+tc.name, func(t *testing.T) {
 				c := w.cache(t)
 				chain := []*x509.Certificate{tc.leaf.Cert, w.ca.Cert}
-				o := c.checkOCSP(ctxT(t), pol, chain, time.Now())
+				o := c.checkOCSP(ctxT(t), pol, chain, clock.Now())
 				want := tc.hard
 				if pol == OCSPSoftFail && tc.status != "revoked" {
 					want = nil
@@ -125,12 +127,12 @@ func TestOCSPAgainstOpenSSLResponder(t *testing.T) {
 				}
 				// An answer is kept until its nextUpdate (-nmin 10); so is a
 				// soft-fail check that got none, for a while.
-				again := c.checkOCSP(ctxT(t), pol, chain, time.Now())
+				again := c.checkOCSP(ctxT(t), pol, chain, clock.Now())
 				cached := tc.status != "unavailable" || pol == OCSPSoftFail
 				if again.Cached != cached || again.Status != o.Status {
 					t.Fatalf("second check: cached %v, status %q", again.Cached, again.Status)
 				}
-				if tc.status == "good" && (o.Next.Before(time.Now().Add(9*time.Minute)) || o.Next.After(time.Now().Add(11*time.Minute))) {
+				if tc.status == "good" && (o.Next.Before(clock.Now().Add(9*time.Minute)) || o.Next.After(clock.Now().Add(11*time.Minute))) {
 					t.Fatalf("next update %v, want in 10 minutes", o.Next)
 				}
 			})

@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/dns/resolver"
 	"github.com/ztls-project/ztls/internal/lab"
 	"github.com/ztls-project/ztls/revocation"
@@ -197,7 +199,7 @@ func TestPrefetchedZTLSConnectionAsksNothing(t *testing.T) {
 			if turbo && p.TurboPort != w.Port {
 				t.Fatalf("TurboTLS port %d, want %d", p.TurboPort, w.Port)
 			}
-			if !p.Expires.After(time.Now()) || p.ExpiresBy == "" || p.Expires.After(p.ZData.NotAfter) {
+			if !p.Expires.After(clock.Now()) || p.ExpiresBy == "" || p.Expires.After(p.ZData.NotAfter) {
 				t.Fatalf("expires %v by %q (Z-data not after %v)", p.Expires, p.ExpiresBy, p.ZData.NotAfter)
 			}
 			r, queries, verifications, err := connectCounted(t, w, cache, d, func(o *Options) {
@@ -327,7 +329,7 @@ func TestPrefetchedEntryRevoked(t *testing.T) {
 func TestPrefetchedZDataRotatedAway(t *testing.T) {
 	w := startWorld(t, lab.Options{})
 	cache, d, p := prefetchWorld(t, w, nil)
-	now := time.Now()
+	now := clock.Now()
 	k, err := w.Service.Issue(now, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -515,15 +517,15 @@ func TestCacheFileKeepsAnswersNotVerdicts(t *testing.T) {
 // The cache is bounded: the least recently used entry goes.
 func TestCacheBounded(t *testing.T) {
 	c := NewCache(CacheOptions{MaxEntries: 2})
-	exp := time.Now().Add(time.Hour)
+	exp := clock.Now().Add(time.Hour)
 	for _, h := range []string{"a.test", "b.test"} {
-		c.store(&service{host: h, port: 443, fetched: time.Now(), expires: exp})
+		c.store(&service{host: h, port: 443, fetched: clock.Now(), expires: exp})
 	}
-	if c.lookup("a.test", 443, policyKey{}, time.Now()) == nil {
+	if c.lookup("a.test", 443, policyKey{}, clock.Now()) == nil {
 		t.Fatal("a.test missing")
 	}
-	c.store(&service{host: "c.test", port: 443, fetched: time.Now(), expires: exp})
-	if c.Len() != 2 || c.lookup("b.test", 443, policyKey{}, time.Now()) != nil || c.lookup("A.TEST.", 443, policyKey{}, time.Now()) == nil {
+	c.store(&service{host: "c.test", port: 443, fetched: clock.Now(), expires: exp})
+	if c.Len() != 2 || c.lookup("b.test", 443, policyKey{}, clock.Now()) != nil || c.lookup("A.TEST.", 443, policyKey{}, clock.Now()) == nil {
 		t.Fatal("the least recently used entry was not the one evicted")
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/internal/netns"
 	"github.com/ztls-project/ztls/internal/testproc"
 )
@@ -59,7 +61,7 @@ func startInNetns(t *testing.T, dir, name string, port int, ready string, args .
 	go func() { cmd.Wait(); close(p.done) }()
 	t.Cleanup(p.stop)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := clock.Now().Add(10 * time.Second)
 	for {
 		var err error
 		if ready != "" {
@@ -82,7 +84,7 @@ func startInNetns(t *testing.T, dir, name string, port int, ready string, args .
 			t.Fatalf("%s exited before listening on %s:\n%s", name, addr, p.out.String())
 		default:
 		}
-		if time.Now().After(deadline) {
+		if clock.Now().After(deadline) {
 			t.Fatalf("%s did not listen on %s: %v\n%s", name, addr, err, p.out.String())
 		}
 		time.Sleep(10 * time.Millisecond)

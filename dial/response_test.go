@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/internal/lab"
 	"github.com/ztls-project/ztls/tls13"
 )
@@ -85,7 +87,7 @@ func TestReadHTTPStopsAtEnd(t *testing.T) {
 			if tc.unclean {
 				c = &eofReader{client}
 			}
-			rr := &responseReader{c: c, max: max, out: &out, r: &r, start: time.Now(), step: func(string) {}}
+			rr := &responseReader{c: c, max: max, out: &out, r: &r, start: clock.Now(), step: func(string) {}}
 			err := rr.readHTTP(tc.method)
 			if tc.err == nil {
 				if err != nil || out.String() != tc.want {
@@ -132,7 +134,7 @@ func TestReadAllEnds(t *testing.T) {
 		{name: "timeout", r: io.MultiReader(strings.NewReader("po"), errReader{timeoutErr{}}), max: 10, err: ErrResponseTimeout},
 	} {
 		var r Report
-		rr := &responseReader{c: tc.r, max: tc.max, r: &r, start: time.Now(), step: func(string) {}}
+		rr := &responseReader{c: tc.r, max: tc.max, r: &r, start: clock.Now(), step: func(string) {}}
 		err := rr.readAll()
 		if !errors.Is(err, tc.err) || (tc.err == nil) != (err == nil) || r.ResponseLimited != tc.limited {
 			t.Errorf("%s: %v, limited %v", tc.name, err, r.ResponseLimited)
@@ -169,7 +171,7 @@ func TestConnectHTTPResponseOnOpenConnection(t *testing.T) {
 	}})
 	t.Cleanup(func() { close(held) }) // before the world's Close, which waits for the handler
 	var out bytes.Buffer
-	begin := time.Now()
+	begin := clock.Now()
 	r, err := connect(t, w, func(o *Options) {
 		o.Request, o.HTTP, o.Out = []byte("GET / HTTP/1.1\r\nHost: www.ztls.test\r\n\r\n"), true, &out
 	})
@@ -182,7 +184,7 @@ func TestConnectHTTPResponseOnOpenConnection(t *testing.T) {
 	if r.Report.Mode != "ztls" {
 		t.Fatalf("mode %s (%s)", r.Report.Mode, r.Report.FallbackReason)
 	}
-	if d := time.Since(begin); d > 5*time.Second {
+	if d := clock.Since(begin); d > 5*time.Second {
 		t.Fatalf("took %v: waited for the connection to close", d)
 	}
 }

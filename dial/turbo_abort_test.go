@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/internal/lab"
@@ -163,7 +165,7 @@ func TestTurboAbortOverUDPRetriedAndRemembered(t *testing.T) {
 		!strings.Contains(rep.TurboFallback, "unsupported_extension") {
 		t.Fatalf("transport %s, turbo fallback %q", rep.Transport, rep.TurboFallback)
 	}
-	if !mem.Aborted(w.Host, w.Port, time.Now()) {
+	if !mem.Aborted(w.Host, w.Port, clock.Now()) {
 		t.Fatal("abort not remembered")
 	}
 	hellos := be.hellos()
@@ -207,7 +209,7 @@ func TestTurboAbortOverTCPRetriedAndRemembered(t *testing.T) {
 	if rep.Transport != "tcp" || rep.TurboFallback != turbo.ReasonUDPTimeout || !hasStep(rep, "ztls_aborted_retry") {
 		t.Fatalf("transport %s (%q)", rep.Transport, rep.TurboFallback)
 	}
-	if !mem.Aborted(w.Host, w.Port, time.Now()) {
+	if !mem.Aborted(w.Host, w.Port, clock.Now()) {
 		t.Fatal("abort not remembered")
 	}
 	hellos := be.hellos()
@@ -229,7 +231,7 @@ func TestTurboPlainFailureIsNoZTLSAbort(t *testing.T) {
 	if !errors.As(err, &ae) {
 		t.Fatalf("err %v, want the server's alert", err)
 	}
-	if mem.Aborted(w.Host, w.Port, time.Now()) {
+	if mem.Aborted(w.Host, w.Port, clock.Now()) {
 		t.Fatal("a plain TLS failure was remembered as a ztls abort")
 	}
 	// The UDP flight's ClientHello, then TurboTLS's fallback on its TCP
@@ -265,7 +267,7 @@ func TestTurboAbortRetriedOnlyOnce(t *testing.T) {
 			t.Fatalf("udp %v: %d ClientHellos, want the ztls one and one retry", udp, n)
 		}
 		// It did abort on the ztls ClientHello: remembered, as over TCP.
-		if !mem.Aborted(w.Host, w.Port, time.Now()) {
+		if !mem.Aborted(w.Host, w.Port, clock.Now()) {
 			t.Fatalf("udp %v: abort not remembered", udp)
 		}
 	}

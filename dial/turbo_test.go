@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/internal/lab"
@@ -58,7 +60,7 @@ func (w writeCounter) Write(p []byte) (int, error) { w.n.Add(1); return w.Conn.W
 func TestConnectZTLSTurboEarlyHelloOfAForgedRecordIsNotSent(t *testing.T) {
 	w := startWorld(t, lab.Options{Turbo: true})
 	name := dns.Fqdn(zdata.TXTName(w.Host, w.Port))
-	valid := w.Service.Records(time.Now())[0]
+	valid := w.Service.Records(clock.Now())[0]
 	forged := valid.Clone()
 	forged.NotBefore, forged.NotAfter = forged.NotBefore.Add(time.Minute), forged.NotAfter.Add(time.Minute)
 	var rrs []dns.RR

@@ -12,16 +12,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/internal/testpki"
 )
 
 // makeCRL signs a CRL for ca revoking serials, valid until next.
 func makeCRL(t testing.TB, ca *testpki.CA, next time.Time, serials ...*big.Int) []byte {
 	t.Helper()
-	tmpl := &x509.RevocationList{Number: big.NewInt(1), ThisUpdate: time.Now().Add(-time.Hour), NextUpdate: next}
+	tmpl := &x509.RevocationList{Number: big.NewInt(1), ThisUpdate: clock.Now().Add(-time.Hour), NextUpdate: next}
 	for _, s := range serials {
 		tmpl.RevokedCertificateEntries = append(tmpl.RevokedCertificateEntries,
-			x509.RevocationListEntry{SerialNumber: s, RevocationTime: time.Now().Add(-time.Minute)})
+			x509.RevocationListEntry{SerialNumber: s, RevocationTime: clock.Now().Add(-time.Minute)})
 	}
 	der, err := x509.CreateRevocationList(rand.Reader, tmpl, ca.Cert, ca.Key)
 	if err != nil {
@@ -42,7 +44,7 @@ func parse(t testing.TB, der []byte) *x509.RevocationList {
 func TestCheck(t *testing.T) {
 	ca := testpki.NewCA(t, "ecdsa-p256")
 	good, bad := ca.Issue(t, testpki.LeafOpts{}), ca.Issue(t, testpki.LeafOpts{})
-	now := time.Now()
+	now := clock.Now()
 	c := New(parse(t, makeCRL(t, ca, now.Add(time.Hour), bad.Cert.SerialNumber)))
 	if err := c.Check([]*x509.Certificate{good.Cert, ca.Cert}, now); err != nil {
 		t.Fatalf("good leaf: %v", err)
@@ -89,7 +91,7 @@ func TestCheck(t *testing.T) {
 func TestLoad(t *testing.T) {
 	ca := testpki.NewCA(t, "ecdsa-p256")
 	leaf := ca.Issue(t, testpki.LeafOpts{})
-	der := makeCRL(t, ca, time.Now().Add(time.Hour), leaf.Cert.SerialNumber)
+	der := makeCRL(t, ca, clock.Now().Add(time.Hour), leaf.Cert.SerialNumber)
 	dir := t.TempDir()
 	derFile, pemFile, junk := filepath.Join(dir, "a.crl"), filepath.Join(dir, "b.pem"), filepath.Join(dir, "c.pem")
 	os.WriteFile(derFile, der, 0o600)
@@ -99,7 +101,7 @@ func TestLoad(t *testing.T) {
 	if err != nil || c.Len() != 2 {
 		t.Fatalf("Load: %v, %d CRLs", err, c.Len())
 	}
-	if err := c.Check([]*x509.Certificate{leaf.Cert, ca.Cert}, time.Now()); !errors.Is(err, ErrRevoked) {
+	if err := c.Check([]*x509.Certificate{leaf.Cert, ca.Cert}, clock.Now()); !errors.Is(err, ErrRevoked) {
 		t.Fatalf("loaded CRL: %v", err)
 	}
 	for _, bad := range []string{junk, filepath.Join(dir, "missing"), leafFile(t, dir, leaf)} {
@@ -118,7 +120,7 @@ func leafFile(t *testing.T, dir string, l *testpki.Leaf) string {
 // FuzzLoad: any file content gives a Checker or an error, never a panic.
 func FuzzLoad(f *testing.F) {
 	ca := testpki.NewCA(f, "ecdsa-p256")
-	der := makeCRL(f, ca, time.Now().Add(time.Hour), big.NewInt(7))
+	der := makeCRL(f, ca, clock.Now().Add(time.Hour), big.NewInt(7))
 	f.Add(der)
 	f.Add(pem.EncodeToMemory(&pem.Block{Type: "X509 CRL", Bytes: der}))
 	f.Add([]byte("-----BEGIN X509 CRL-----\n-----END X509 CRL-----\n"))
@@ -129,7 +131,7 @@ func FuzzLoad(f *testing.F) {
 		}
 		c, err := Load(p)
 		if err == nil {
-			c.Check([]*x509.Certificate{ca.Cert, ca.Cert}, time.Now())
+			c.Check([]*x509.Certificate{ca.Cert, ca.Cert}, clock.Now())
 		}
 	})
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"golang.org/x/crypto/cryptobyte"
 
 	"github.com/ztls-project/ztls/internal/testpki"
@@ -87,7 +89,7 @@ func TestAttackBadCertificateVerify(t *testing.T) {
 
 func TestAttackCertificates(t *testing.T) {
 	p := getPKI(t, "ecdsa-p256")
-	expired := p.ca.Issue(t, testpki.LeafOpts{KeyType: "ecdsa-p256", NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-24 * time.Hour)})
+	expired := p.ca.Issue(t, testpki.LeafOpts{KeyType: "ecdsa-p256", NotBefore: clock.Now().Add(-48 * time.Hour), NotAfter: clock.Now().Add(-24 * time.Hour)})
 	cases := []struct {
 		name  string
 		cert  Certificate

@@ -24,6 +24,8 @@ import (
 	"time"
 	_ "unsafe" // go:linkname, to make crypto/tls negotiate ChaCha20-Poly1305
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/internal/cputime"
 )
 
@@ -65,11 +67,11 @@ func (c *memConn) Read(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.off == len(b.buf) && !b.closed {
-		start := time.Now()
+		start := clock.Now()
 		for b.off == len(b.buf) && !b.closed {
 			b.cond.Wait()
 		}
-		c.blocked += time.Since(start)
+		c.blocked += clock.Since(start)
 	}
 	if b.off == len(b.buf) {
 		return 0, io.EOF
@@ -135,25 +137,25 @@ func (c *memConn) SetWriteDeadline(time.Time) error { return nil }
 // time each side spent inside the engine.
 func enginePair(ccfg, scfg *Config, sess *ClientSession) (cli, srv *engine, ct, st time.Duration, err error) {
 	cli, srv = newEngine(ccfg, true), newEngine(scfg, false)
-	t0 := time.Now()
+	t0 := clock.Now()
 	if err := cli.startClient(sess, nil, nil); err != nil {
 		return nil, nil, 0, 0, fmt.Errorf("client start: %w", err)
 	}
 	toServer := cli.takeOutput()
-	t1 := time.Now()
+	t1 := clock.Now()
 	ct += t1.Sub(t0)
 	srv.startServer()
-	st += time.Since(t1)
+	st += clock.Since(t1)
 	for round := 0; len(toServer) > 0; round++ {
 		if round > 10 {
 			return nil, nil, 0, 0, errors.New("handshake does not converge")
 		}
-		t0 = time.Now()
+		t0 = clock.Now()
 		if err := srv.feed(toServer); err != nil {
 			return nil, nil, 0, 0, fmt.Errorf("server: %w", err)
 		}
 		toClient := srv.takeOutput()
-		t1 = time.Now()
+		t1 = clock.Now()
 		st += t1.Sub(t0)
 		if len(toClient) == 0 {
 			break
@@ -162,7 +164,7 @@ func enginePair(ccfg, scfg *Config, sess *ClientSession) (cli, srv *engine, ct, 
 			return nil, nil, 0, 0, fmt.Errorf("client: %w", err)
 		}
 		toServer = cli.takeOutput()
-		ct += time.Since(t1)
+		ct += clock.Since(t1)
 	}
 	if !cli.done || !srv.done {
 		return nil, nil, 0, 0, errors.New("handshake did not finish")
@@ -180,13 +182,13 @@ func connPair(client, server func(net.Conn) interface{ Handshake() error }) (ct,
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t0 := time.Now()
+		t0 := clock.Now()
 		serr = s.Handshake()
-		st = time.Since(t0) - sa.blocked
+		st = clock.Since(t0) - sa.blocked
 	}()
-	t0 := time.Now()
+	t0 := clock.Now()
 	cerr := c.Handshake()
-	ct = time.Since(t0) - ca.blocked
+	ct = clock.Since(t0) - ca.blocked
 	if cerr != nil {
 		ca.Close()
 	}

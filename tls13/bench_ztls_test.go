@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/bfe"
 )
 
@@ -15,30 +17,30 @@ import (
 // server first flight with certificate omitted, client Finished) between
 // two engines, timing each side.
 func ztlsPair(ccfg, scfg *Config, offer *ZDataOffer, request []byte) (ct, st time.Duration, err error) {
-	t0 := time.Now()
+	t0 := clock.Now()
 	cli := newEngine(ccfg, true)
 	if err := cli.startClient(nil, offer, request); err != nil {
 		return 0, 0, err
 	}
 	first := cli.takeOutput()
-	t1 := time.Now()
+	t1 := clock.Now()
 	srv := newEngine(scfg, false)
 	srv.startServer()
 	if err := srv.feed(first); err != nil {
 		return 0, 0, err
 	}
 	flight := srv.takeOutput()
-	t2 := time.Now()
+	t2 := clock.Now()
 	if err := cli.feed(flight); err != nil {
 		return 0, 0, err
 	}
 	fin := cli.takeOutput()
-	t3 := time.Now()
+	t3 := clock.Now()
 	if err := srv.feed(fin); err != nil {
 		return 0, 0, err
 	}
 	srv.takeOutput()
-	t4 := time.Now()
+	t4 := clock.Now()
 	if !cli.done || !srv.done || !cli.info.ZTLS {
 		return 0, 0, errors.New("ZTLS handshake did not complete")
 	}
@@ -162,21 +164,21 @@ func BenchmarkZTLSAfterIdle(b *testing.B) {
 				}
 				first := cli.takeOutput()
 				time.Sleep(idle)
-				t0 := time.Now()
+				t0 := clock.Now()
 				srv := newEngine(scfg, false)
 				srv.startServer()
 				if err := srv.feed(first); err != nil {
 					b.Fatal(err)
 				}
 				flight := srv.takeOutput()
-				st += time.Since(t0)
+				st += clock.Since(t0)
 				time.Sleep(idle)
-				t1 := time.Now()
+				t1 := clock.Now()
 				if err := cli.feed(flight); err != nil {
 					b.Fatal(err)
 				}
 				cli.takeOutput()
-				ct += time.Since(t1)
+				ct += clock.Since(t1)
 				if !cli.done || !cli.info.ZTLS || !cli.info.EarlyDataAccepted {
 					b.Fatal("the ZTLS handshake did not complete with its early data")
 				}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/ztls-project/ztls/internal/clock"
 )
 
 // chainCachePair runs one full handshake of ccfg against p's server and
@@ -146,7 +148,7 @@ func TestChainCacheBound(t *testing.T) {
 	certs := []*x509.Certificate{p.server.Leaf}
 	chains := [][]*x509.Certificate{{p.server.Leaf, p.ca.Cert}}
 	roots := p.pool()
-	now := time.Now()
+	now := clock.Now()
 	c := NewChainCache(2)
 	c.put(chainKey("a.test", certs), roots, chains)
 	c.put(chainKey("b.test", certs), roots, chains)

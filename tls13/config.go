@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/revocation"
 	"github.com/ztls-project/ztls/tls13/internal/kex"
 	"github.com/ztls-project/ztls/tls13/internal/sig"
@@ -120,7 +121,7 @@ type Config struct {
 	// per Config, when first needed). nil means crypto/rand. Tests pass a
 	// fixed reader. It must be safe for concurrent use.
 	Rand io.Reader
-	// Time returns the current time; nil means time.Now. Tickets, 0-RTT
+	// Time returns the current time; nil means the ztls clock (internal/clock: the system clock, unless ZTLS_CLOCK_OFFSET shifts it). Tickets, 0-RTT
 	// freshness and certificate validity use it.
 	Time func() time.Time
 
@@ -313,7 +314,7 @@ func (c *Config) now() time.Time {
 	if c.Time != nil {
 		return c.Time()
 	}
-	return time.Now()
+	return clock.Now()
 }
 
 // lazy parses the certificates and makes the default replay register,

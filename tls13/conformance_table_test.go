@@ -19,10 +19,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
+	"golang.org/x/crypto/cryptobyte"
+
 	"github.com/ztls-project/ztls/tls13/internal/record"
 	"github.com/ztls-project/ztls/tls13/internal/suite"
 	"github.com/ztls-project/ztls/tls13/internal/wire"
-	"golang.org/x/crypto/cryptobyte"
 )
 
 const (
@@ -321,8 +324,8 @@ func noKeyUsageCert(t testing.TB) Certificate {
 			SerialNumber: big.NewInt(4242),
 			Subject:      pkix.Name{CommonName: "no digitalSignature"},
 			DNSNames:     []string{"localhost"},
-			NotBefore:    time.Now().Add(-time.Hour),
-			NotAfter:     time.Now().Add(24 * time.Hour),
+			NotBefore:    clock.Now().Add(-time.Hour),
+			NotAfter:     clock.Now().Add(24 * time.Hour),
 			KeyUsage:     x509.KeyUsageKeyEncipherment,
 			ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		}
@@ -1397,7 +1400,7 @@ func alertRuleRows(add func(conformanceRow)) {
 		rule: "a peer certificate past its notAfter is a certificate_expired",
 		setup: func(o *convOpts) {
 			withClientCert(o)
-			later := func() time.Time { return time.Now().Add(48 * time.Hour) } // test leaves live 24 h
+			later := func() time.Time { return clock.Now().Add(48 * time.Hour) } // test leaves live 24 h
 			if o.sutClient {
 				o.ccfg.Time = later
 			} else {

@@ -23,6 +23,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ztls-project/ztls/internal/clock"
 )
 
 // seededRand returns the same byte stream for the same seed.
@@ -97,7 +99,7 @@ var (
 func getFuzzEnv(t testing.TB) *fuzzEnv {
 	ed := getPKI(t, "ed25519")
 	fuzzEnvOnce.Do(func() {
-		env := &fuzzEnv{now: time.Now()}
+		env := &fuzzEnv{now: clock.Now()}
 		clock := func() time.Time { return env.now }
 		zkeys, zoffer := newFuzzZData(t, env.now, ed)
 		env.zoffer = zoffer

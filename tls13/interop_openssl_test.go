@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ztls-project/ztls/internal/clock"
 )
 
 var opensslSuites = map[CipherSuite]string{
@@ -385,7 +387,7 @@ func TestOpenSSLEarlyData(t *testing.T) {
 		// client reports is outside the 0-RTT freshness window (RFC 8446,
 		// Section 8.3); resumption still works, 0-RTT does not.
 		stale := scfg.Clone()
-		stale.Time = func() time.Time { return time.Now().Add(time.Minute) }
+		stale.Time = func() time.Time { return clock.Now().Add(time.Minute) }
 		// restarted: a new ticket key, so the ticket is unknown.
 		restarted := scfg.Clone()
 		restarted.TicketKey = [32]byte{4, 5, 6}

@@ -29,9 +29,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
+	"golang.org/x/sys/unix"
+
 	"github.com/ztls-project/ztls/internal/netns"
 	"github.com/ztls-project/ztls/internal/testproc"
-	"golang.org/x/sys/unix"
 )
 
 // procTimeout bounds every wait on a peer process.
@@ -217,7 +220,7 @@ func (p *peerProc) send(s string) {
 func (p *peerProc) sendCommand(line string) {
 	p.t.Helper()
 	p.send(line)
-	deadline := time.Now().Add(procTimeout)
+	deadline := clock.Now().Add(procTimeout)
 	for {
 		n, err := unix.IoctlGetInt(int(p.stdin.Fd()), unix.TIOCINQ) // FIONREAD
 		if err != nil {
@@ -226,7 +229,7 @@ func (p *peerProc) sendCommand(line string) {
 		if n == 0 {
 			return
 		}
-		if p.exited() || time.Now().After(deadline) {
+		if p.exited() || clock.Now().After(deadline) {
 			p.fatalf("%s did not read its stdin (%d bytes left)", p.name, n)
 		}
 		time.Sleep(2 * time.Millisecond)
@@ -236,7 +239,7 @@ func (p *peerProc) sendCommand(line string) {
 // waitOutputN waits until the output holds want at least n times.
 func (p *peerProc) waitOutputN(want string, n int) {
 	p.t.Helper()
-	deadline := time.Now().Add(procTimeout)
+	deadline := clock.Now().Add(procTimeout)
 	for strings.Count(p.output(), want) < n {
 		if p.exited() {
 			// A last look: the process may have printed it on its way out.
@@ -245,7 +248,7 @@ func (p *peerProc) waitOutputN(want string, n int) {
 			}
 			p.fatalf("%s exited (%v) before printing %q", p.name, p.err, want)
 		}
-		if time.Now().After(deadline) {
+		if clock.Now().After(deadline) {
 			p.fatalf("%s did not print %q within %v", p.name, want, procTimeout)
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -303,7 +306,7 @@ func tryServerProc(t *testing.T, name string, args func(port int) []string, ownN
 	}
 	p := startProc(t, name, args(port), ownNetns)
 	p.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	deadline := time.Now().Add(procTimeout)
+	deadline := clock.Now().Add(procTimeout)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		c, err := p.dial(ctx)
@@ -319,7 +322,7 @@ func tryServerProc(t *testing.T, name string, args func(port int) []string, ownN
 			}
 			p.fatalf("%s exited (%v) before listening on %s", name, p.err, p.addr)
 		}
-		if time.Now().After(deadline) {
+		if clock.Now().After(deadline) {
 			p.fatalf("%s did not listen on %s within %v: %v", name, p.addr, procTimeout, err)
 		}
 		time.Sleep(10 * time.Millisecond)

@@ -8,16 +8,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/revocation"
 )
 
 // revoking returns a Checker whose CRL, signed by p's CA, revokes serials.
 func revoking(t *testing.T, p *testPKI, serials ...*big.Int) *revocation.Checker {
 	t.Helper()
-	tmpl := &x509.RevocationList{Number: big.NewInt(1), ThisUpdate: time.Now().Add(-time.Hour), NextUpdate: time.Now().Add(time.Hour)}
+	tmpl := &x509.RevocationList{Number: big.NewInt(1), ThisUpdate: clock.Now().Add(-time.Hour), NextUpdate: clock.Now().Add(time.Hour)}
 	for _, s := range serials {
 		tmpl.RevokedCertificateEntries = append(tmpl.RevokedCertificateEntries,
-			x509.RevocationListEntry{SerialNumber: s, RevocationTime: time.Now().Add(-time.Minute)})
+			x509.RevocationListEntry{SerialNumber: s, RevocationTime: clock.Now().Add(-time.Minute)})
 	}
 	der, err := x509.CreateRevocationList(rand.Reader, tmpl, p.ca.Cert, p.ca.Key)
 	if err != nil {

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	ztlsclock "github.com/ztls-project/ztls/internal/clock"
 )
 
 // testClock is a Config.Time the test moves.
@@ -23,7 +25,7 @@ type testClock struct {
 	t  time.Time
 }
 
-func newTestClock() *testClock { return &testClock{t: time.Now()} }
+func newTestClock() *testClock { return &testClock{t: ztlsclock.Now()} }
 
 func (c *testClock) now() time.Time {
 	c.mu.Lock()
@@ -270,7 +272,7 @@ func TestResumptionRechecksClientCertificate(t *testing.T) {
 	}
 
 	// Past the certificate's NotAfter (the ticket itself still valid).
-	clock.advance(time.Until(p.client.Leaf.NotAfter) + time.Hour)
+	clock.advance(ztlsclock.Until(p.client.Leaf.NotAfter) + time.Hour)
 	sess.ReceivedAt = clock.now().Add(-time.Minute)
 	scfg = newServer()
 	scfg.TicketLifetime = 7 * 24 * time.Hour

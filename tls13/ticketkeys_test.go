@@ -4,13 +4,15 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ztls-project/ztls/internal/clock"
 )
 
 // A ticket sealed before a rotation still resumes after it; one whose key
 // has been dropped (every ticket it sealed expired) does not.
 func TestTicketKeysRotation(t *testing.T) {
 	p := getPKI(t, "ecdsa-p256")
-	t0 := time.Now()
+	t0 := clock.Now()
 	var serverNow atomic.Int64
 	serverNow.Store(t0.UnixNano())
 	keys := NewTicketKeys(time.Hour, nil)

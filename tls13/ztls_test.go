@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/tls13/internal/wire"
 )
 
@@ -41,7 +43,7 @@ func newZData(t testing.TB, curve ecdh.Curve, group CurveID, host, alpn string, 
 	}
 	var hash [32]byte
 	rand.Read(hash[:])
-	now := time.Now()
+	now := clock.Now()
 	key := &ZDataKey{
 		ID: 7, Hash: hash, Host: host, Group: group, MaxEarlyData: 4096, ALPN: alpn,
 		NotBefore: now.Add(-time.Minute), NotAfter: now.Add(time.Hour),
@@ -205,7 +207,7 @@ func TestZTLSRejections(t *testing.T) {
 	})
 	t.Run("expired on the server", func(t *testing.T) {
 		z := newZTLSSetup(t)
-		z.key.NotAfter = time.Now().Add(-time.Hour)
+		z.key.NotAfter = clock.Now().Add(-time.Hour)
 		c, s, a, err := z.run(t, []byte("x"), nil)
 		rejected(t, c, s, a, err, "no live Z-data")
 	})
@@ -223,7 +225,7 @@ func TestZTLSRejections(t *testing.T) {
 	})
 	t.Run("client clock far off", func(t *testing.T) {
 		z := newZTLSSetup(t)
-		z.ccfg.Time = func() time.Time { return time.Now().Add(-time.Minute) }
+		z.ccfg.Time = func() time.Time { return clock.Now().Add(-time.Minute) }
 		c, s, a, err := z.run(t, []byte("x"), nil)
 		rejected(t, c, s, a, err, "clock")
 	})

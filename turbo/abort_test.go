@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/internal/lab"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
@@ -94,7 +96,7 @@ func TestDialRefusedHookOnAbort(t *testing.T) {
 	aborted := false
 	errFallback := errors.New("fallback ran")
 	cc := &turbo.ClientConfig{TLS: cfg, Wait: 5 * time.Second,
-		ZData: w.Service.Records(time.Now())[0].Offer(w.Cert.Leaf), Early: []byte("GET /"), ReplaySafe: true,
+		ZData: w.Service.Records(clock.Now())[0].Offer(w.Cert.Leaf), Early: []byte("GET /"), ReplaySafe: true,
 		Refused: func(err error, a bool) { refused, aborted = err, a },
 		Fallback: func(ctx context.Context, tcp net.Conn, same *tls13.Conn) (*tls13.Conn, error) {
 			if refused == nil {

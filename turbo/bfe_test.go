@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/internal/lab"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
@@ -41,7 +43,7 @@ func startBFEWorld(t *testing.T) *bfeWorld {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Close)
-	now := time.Now()
+	now := clock.Now()
 	svc := w.Service
 	svc.BFEDir, svc.BFEServe = t.TempDir(), true
 	t.Cleanup(svc.CloseBFE)
@@ -217,8 +219,8 @@ func replayUDP(t *testing.T, bw *bfeWorld, flight [][]byte) {
 // returned, so that what they did is final.
 func (bw *bfeWorld) waitHandled(t *testing.T, n int32) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); bw.handled.Load() < n; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
+	for deadline := clock.Now().Add(10 * time.Second); bw.handled.Load() < n; time.Sleep(5 * time.Millisecond) {
+		if clock.Now().After(deadline) {
 			t.Fatalf("%d of %d server connections handled", bw.handled.Load(), n)
 		}
 	}

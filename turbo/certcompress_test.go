@@ -29,7 +29,7 @@ import (
 type compressChain struct {
 	pool *x509.CertPool
 	cert tls13.Certificate
-	now  time.Time // when the chain is valid; zero: time.Now()
+	now  time.Time // when the chain is valid; zero: clock.Now()
 }
 
 // newCompressChain issues a server chain of intermediates+1 certificates,

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/internal/lab"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
@@ -142,7 +144,7 @@ func (tw *world) clientTLS() *tls13.Config {
 }
 
 func (tw *world) zdata(t *testing.T) *tls13.ZDataOffer {
-	recs := tw.w.Service.Records(time.Now())
+	recs := tw.w.Service.Records(clock.Now())
 	if len(recs) == 0 {
 		t.Fatal("no Z-data records")
 	}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/ztls-project/ztls/internal/clock"
 )
 
 // pollUntil returns a datagram that is there, ends with the deadline
@@ -37,7 +39,7 @@ func TestPollUntil(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := pollUntil(cctx, b, buf, time.Now().Add(time.Hour)); err == nil {
+	if _, err := pollUntil(cctx, b, buf, clock.Now().Add(time.Hour)); err == nil {
 		t.Fatal("a cancelled poll read nothing and gave no error")
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/turbo/internal/wire"
 )
 
@@ -32,8 +34,8 @@ func TestTableEvictsPrefixOwnLastEntry(t *testing.T) {
 		return id
 	}
 	open()
-	for deadline := time.Now().Add(10 * time.Second); s.Stats().FlightErrors != 1; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
+	for deadline := clock.Now().Add(10 * time.Second); s.Stats().FlightErrors != 1; time.Sleep(time.Millisecond) {
+		if clock.Now().After(deadline) {
 			t.Fatal("the flight did not fail")
 		}
 	}

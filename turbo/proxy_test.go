@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/internal/lab"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
@@ -64,7 +66,7 @@ func TestProxyPairGo(t *testing.T) {
 		cfg.ServerName = w.Host
 		c := tls13.Client(raw, cfg)
 		if z {
-			c.SetZData(w.Service.Records(time.Now())[0].Offer(w.Cert.Leaf))
+			c.SetZData(w.Service.Records(clock.Now())[0].Offer(w.Cert.Leaf))
 			c.SetEarlyData([]byte("GET /"), true)
 		}
 		c.SetDeadline(time.Now().Add(10 * time.Second))

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/turbo/internal/wire"
 )
 
@@ -47,7 +48,7 @@ type Config struct {
 	SourceBurst int
 	// MaxClientFlight bounds a client flight; 0 means 16 KiB.
 	MaxClientFlight int
-	// Now is the clock (tests); nil means time.Now.
+	// Now is the clock (tests); nil means the ztls clock (internal/clock: the system clock, unless ZTLS_CLOCK_OFFSET shifts it).
 	Now func() time.Time
 	// Exec, if set, runs each call of Flight, so that a server can bound
 	// the CPU its UDP flights take: a thread-per-connection server with a
@@ -189,7 +190,7 @@ func NewServer(cfg Config) *Server {
 		cfg.MaxClientFlight = 16 << 10
 	}
 	if cfg.Now == nil {
-		cfg.Now = time.Now
+		cfg.Now = clock.Now
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{cfg: cfg, ctx: ctx, end: cancel, entries: map[ConnID]*entry{}, sources: map[netip.Addr]*source{},

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/internal/lab"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
@@ -37,9 +39,9 @@ func newSlowConn(c net.Conn, rtt time.Duration) *slowConn {
 			b := make([]byte, 16<<10)
 			n, err := c.Read(b)
 			if n > 0 {
-				at := time.Now().Add(s.half)
+				at := clock.Now().Add(s.half)
 				data := b[:n]
-				time.Sleep(time.Until(at))
+				time.Sleep(clock.Until(at))
 				s.in <- data
 			}
 			if err != nil {
@@ -127,7 +129,7 @@ func handshakeThroughput(b *testing.B, useTurbo bool, workers, clients, total in
 		work <- struct{}{}
 	}
 	close(work)
-	start := time.Now()
+	start := clock.Now()
 	var mu sync.Mutex
 	ok, fallbacks := 0, 0
 	for i := 0; i < clients; i++ {
@@ -183,7 +185,7 @@ func handshakeThroughput(b *testing.B, useTurbo bool, workers, clients, total in
 	if fallbacks > 0 {
 		b.Logf("%d of %d TurboTLS handshakes fell back", fallbacks, ok)
 	}
-	return float64(ok) / time.Since(start).Seconds()
+	return float64(ok) / clock.Since(start).Seconds()
 }
 
 // BenchmarkHandshakeThroughput40ms: 4 server workers, 64 concurrent

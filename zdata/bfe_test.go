@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/bfe"
 )
 
@@ -123,7 +125,7 @@ func TestParseTXTBFEField(t *testing.T) {
 }
 
 func TestSelectPrefersBFEUnlessNoBFE(t *testing.T) {
-	now := time.Now()
+	now := clock.Now()
 	fx := newBFEFixture(t, nil, now)
 	var txt [][]string
 	for _, r := range fx.svc.Records(now) {
@@ -231,7 +233,7 @@ func TestFleetBFEKeysIdentical(t *testing.T) {
 func TestDirKeepsBFETwin(t *testing.T) {
 	// Mid-period: within TwinLead of the next period the next key's twin
 	// is published too (checked at the end).
-	now := time.Now().Truncate(time.Hour).Add(30 * time.Minute)
+	now := clock.Now().Truncate(time.Hour).Add(30 * time.Minute)
 	dir := filepath.Join(t.TempDir(), "z")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)

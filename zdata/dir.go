@@ -20,6 +20,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/bfe"
+	"github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/tls13"
 )
 
@@ -687,7 +688,7 @@ func (d *Dir) Reload() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	now := time.Now()
+	now := clock.Now()
 	if !d.rotating && d.Service.Seed == nil {
 		// A process that does not rotate follows the one that does: it
 		// takes a new certificate once keys signed by it are on disk
@@ -862,7 +863,7 @@ func (d *Dir) Watch(ctx context.Context, interval time.Duration, fn func(*Dir, e
 			if !d.Changed() && n%10 != 0 {
 				continue
 			}
-			changed, err := d.Refresh(time.Now())
+			changed, err := d.Refresh(clock.Now())
 			if (changed || err != nil) && fn != nil {
 				fn(d, err)
 			}

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/internal/testpki"
@@ -40,7 +42,7 @@ func TestDirSurvivesRestart(t *testing.T) {
 	ca := testpki.NewCA(t, "ecdsa-p256")
 	leaf := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{testHost}, Intermediate: true})
 	d, path := newDir(t, ca, leaf, nil)
-	now := time.Now().UTC()
+	now := clock.Now().UTC()
 	added, err := d.Rotate(now)
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +127,7 @@ func TestDirReloadAndWatch(t *testing.T) {
 	ca := testpki.NewCA(t, "ecdsa-p256")
 	leaf := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{testHost}})
 	rotator, path := newDir(t, ca, leaf, nil)
-	now := time.Now().UTC()
+	now := clock.Now().UTC()
 	if _, err := rotator.Rotate(now); err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +192,7 @@ func TestDirFleetSeed(t *testing.T) {
 	seed := []byte("0123456789abcdef0123456789abcdef\n")
 	a, pa := newDir(t, ca, leaf, seed)
 	b, pb := newDir(t, ca, leaf, seed)
-	now := time.Now().UTC()
+	now := clock.Now().UTC()
 	if _, err := a.Rotate(now); err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +227,7 @@ func TestDirRejectsAndSkips(t *testing.T) {
 	ca := testpki.NewCA(t, "ecdsa-p256")
 	leaf := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{testHost}})
 	d, path := newDir(t, ca, leaf, nil)
-	now := time.Now().UTC()
+	now := clock.Now().UTC()
 	added, err := d.Rotate(now)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/internal/testpki"
@@ -38,7 +40,7 @@ func newFixture(t testing.TB, keyType string, opts Options, seed []byte) *fixtur
 	t.Helper()
 	ca := testpki.NewCA(t, "ecdsa-p256")
 	leaf := ca.Issue(t, testpki.LeafOpts{KeyType: keyType, DNSNames: []string{testHost, "other.test"},
-		NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(48 * time.Hour)})
+		NotBefore: clock.Now().Add(-48 * time.Hour), NotAfter: clock.Now().Add(48 * time.Hour)})
 	return newFixtureWith(t, ca, leaf, opts, seed)
 }
 

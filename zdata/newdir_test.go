@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/internal/testpki"
 )
 
@@ -31,7 +33,7 @@ func entries(t *testing.T, dir string) []string {
 // left behind.
 func TestNewDirAllOrNothing(t *testing.T) {
 	ca := testpki.NewCA(t, "ecdsa-p256")
-	now := time.Now()
+	now := clock.Now()
 	good := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{testHost}})
 	other := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{"other.test"}})
 	expired := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{testHost},
@@ -99,7 +101,7 @@ func TestNewDirAllOrNothing(t *testing.T) {
 // refused certificate leaves it as it was; a good one adds the files.
 func TestNewDirIntoExistingDirectory(t *testing.T) {
 	ca := testpki.NewCA(t, "ecdsa-p256")
-	now := time.Now()
+	now := clock.Now()
 	path := filepath.Join(t.TempDir(), "zd")
 	os.MkdirAll(path, 0o700)
 	other := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{"other.test"}})
@@ -158,7 +160,7 @@ func TestCreateDirLeavesNothingOnFailure(t *testing.T) {
 
 func TestCheckLeaf(t *testing.T) {
 	ca := testpki.NewCA(t, "ecdsa-p256")
-	now := time.Now()
+	now := clock.Now()
 	l := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{testHost}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour)})
 	if err := CheckLeaf(l.Cert, "SERVER.test", now); err != nil {
 		t.Fatal(err)
@@ -182,7 +184,7 @@ func TestCheckLeaf(t *testing.T) {
 // same seed keeps it, with another one refuses and leaves it untouched.
 func TestNewDirKeepsExistingSeed(t *testing.T) {
 	ca := testpki.NewCA(t, "ecdsa-p256")
-	now := time.Now()
+	now := clock.Now()
 	path := filepath.Join(t.TempDir(), "zd")
 	os.MkdirAll(path, 0o700)
 	good := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{testHost}})

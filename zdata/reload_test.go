@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/internal/testpki"
 )
 
@@ -69,7 +71,7 @@ func TestDirReloadCertificate(t *testing.T) {
 	if !signedBy(rotator, next.Chain[0]) || !rotator.Leaf().Equal(next.Cert) {
 		t.Fatal("the rotating directory kept keys of the old certificate")
 	}
-	if rrs := rotator.RRs(time.Now(), time.Minute); len(rrs) == 0 {
+	if rrs := rotator.RRs(clock.Now(), time.Minute); len(rrs) == 0 {
 		t.Fatal("no records after the reload")
 	}
 	again, err := LoadDir(path)
@@ -80,7 +82,7 @@ func TestDirReloadCertificate(t *testing.T) {
 	if !reader.Changed() {
 		t.Fatal("the reader does not see the directory change")
 	}
-	if changed, err := reader.Refresh(time.Now()); err != nil || !changed {
+	if changed, err := reader.Refresh(clock.Now()); err != nil || !changed {
 		t.Fatalf("refresh: %v, %v", changed, err)
 	}
 	if !signedBy(reader, next.Chain[0]) || !reader.Leaf().Equal(next.Cert) || len(reader.SkippedFiles()) != 0 {
@@ -111,7 +113,7 @@ func TestDirReloadReaderFirst(t *testing.T) {
 	if !signedBy(reader, old.Chain[0]) || !reader.Leaf().Equal(old.Cert) {
 		t.Fatal("the reader dropped the keys it serves before the new ones exist")
 	}
-	if rrs := reader.RRs(time.Now(), time.Minute); len(rrs) == 0 {
+	if rrs := reader.RRs(clock.Now(), time.Minute); len(rrs) == 0 {
 		t.Fatal("the reader publishes nothing between the two reloads")
 	}
 	if _, err := rotator.Reload(); err != nil {
@@ -120,7 +122,7 @@ func TestDirReloadReaderFirst(t *testing.T) {
 	if !reader.Changed() {
 		t.Fatal("the reader does not see the rotating process's write")
 	}
-	if changed, err := reader.Refresh(time.Now()); err != nil || !changed || !signedBy(reader, next.Chain[0]) || !reader.Leaf().Equal(next.Cert) {
+	if changed, err := reader.Refresh(clock.Now()); err != nil || !changed || !signedBy(reader, next.Chain[0]) || !reader.Leaf().Equal(next.Cert) {
 		t.Fatalf("refresh: %v, %v", changed, err)
 	}
 	// The reader's own reload now takes the new certificate as well (a
@@ -137,7 +139,7 @@ func TestDirReloadRefusesWrongCertificate(t *testing.T) {
 	old := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{testHost}})
 	d, _ := newDir(t, ca, old, nil)
 	d.SetRotating(true)
-	if _, err := d.Rotate(time.Now()); err != nil {
+	if _, err := d.Rotate(clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	replaceCert(t, d, ca.Issue(t, testpki.LeafOpts{DNSNames: []string{"elsewhere.test"}}))
@@ -158,7 +160,7 @@ func TestDirReloadFleet(t *testing.T) {
 	ca := testpki.NewCA(t, "ecdsa-p256")
 	old := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{testHost}})
 	d, _ := newDir(t, ca, old, []byte("0123456789abcdef0123456789abcdef"))
-	if _, err := d.Refresh(time.Now()); err != nil {
+	if _, err := d.Refresh(clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	ids := map[uint32]bool{}
@@ -206,7 +208,7 @@ func TestLoadDirSeesWritesDuringTheLoad(t *testing.T) {
 	if !reader.Changed() {
 		t.Fatal("a write made while the directory was loaded does not show as a change")
 	}
-	if _, err := reader.Refresh(time.Now()); err != nil || !signedBy(reader, next.Chain[0]) {
+	if _, err := reader.Refresh(clock.Now()); err != nil || !signedBy(reader, next.Chain[0]) {
 		t.Fatalf("refresh after the change: %v; keys of the new certificate: %v", err, signedBy(reader, next.Chain[0]))
 	}
 }
@@ -217,7 +219,7 @@ func newRotatingDir(t *testing.T, ca *testpki.CA, leaf *testpki.Leaf) (*Dir, str
 	t.Helper()
 	d, path := newDir(t, ca, leaf, nil)
 	d.SetRotating(true)
-	if _, err := d.Rotate(time.Now()); err != nil {
+	if _, err := d.Rotate(clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	return d, path

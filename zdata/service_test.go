@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/internal/testpki"
@@ -192,7 +194,7 @@ func TestRotationSimulated(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, "ecdsa-p256", tc.opts, tc.seed)
-			start := time.Now().UTC().Truncate(time.Second).Add(-20 * time.Minute)
+			start := clock.Now().UTC().Truncate(time.Second).Add(-20 * time.Minute)
 			end := start.Add(5 * time.Hour)
 			// The server's keyring state at every simulated minute.
 			type fetch struct {

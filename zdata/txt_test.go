@@ -9,10 +9,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ztls-project/ztls/internal/clock"
 )
 
 // t0 is a recent instant: the test CA is only valid from an hour ago.
-var t0 = time.Now().UTC().Truncate(time.Second).Add(-5 * time.Minute)
+var t0 = clock.Now().UTC().Truncate(time.Second).Add(-5 * time.Minute)
 
 // baseTXT returns a signed record with nsc= and alpn= and its strings:
 // v, nb, na, med, id, group, share, nsc, alpn, Y/N, scheme, sig.

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/internal/lab"
 	"github.com/ztls-project/ztls/tls13"
 )
@@ -47,7 +49,7 @@ func TestProxyHandshakeTimeout(t *testing.T) {
 			var early []byte
 			var offer *tls13.ZDataOffer
 			if tc.early != "" {
-				offer, early = w.Service.Records(time.Now())[0].Offer(w.Cert.Leaf), []byte(tc.early)
+				offer, early = w.Service.Records(clock.Now())[0].Offer(w.Cert.Leaf), []byte(tc.early)
 			}
 			if err := e.Start(nil, offer, early); err != nil {
 				t.Fatal(err)

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/tls13"
 )
 
@@ -42,12 +44,12 @@ func TestMeasureServeIdleFlood(t *testing.T) {
 		for range n {
 			d := &tls.Dialer{NetDialer: &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}, Timeout: 10 * time.Second},
 				Config: &tls.Config{ServerName: s.host, RootCAs: roots, MinVersion: tls.VersionTLS13}}
-			start := time.Now()
+			start := clock.Now()
 			c, err := d.Dial("tcp", addr)
 			if err != nil {
 				t.Fatalf("client from 127.0.0.2: %v", err)
 			}
-			out = append(out, time.Since(start))
+			out = append(out, clock.Since(start))
 			c.Close()
 		}
 		sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/internal/testpki"
 )
 
@@ -102,7 +104,7 @@ func TestCLIFleetBFE(t *testing.T) {
 			runID = v
 		}
 	}
-	since := time.Now().Add(-2 * time.Hour).UnixMilli()
+	since := clock.Now().Add(-2 * time.Hour).UnixMilli()
 	redisCLI(t, redis, "SET", "ztls:strike:marker", "since "+strconv.FormatInt(since, 10)+" "+runID)
 
 	dir := t.TempDir()

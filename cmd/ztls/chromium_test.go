@@ -30,6 +30,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/internal/testpki"
 	"github.com/ztls-project/ztls/tls13"
 )
@@ -189,7 +191,7 @@ func TestChromium(t *testing.T) {
 // returns them (all of them, in the failure message too).
 func waitServeLines(t *testing.T, log *logLines, ok func([]string) bool) []string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := clock.Now().Add(10 * time.Second)
 	for {
 		log.mu.Lock()
 		lines := append([]string(nil), log.lines...)
@@ -197,7 +199,7 @@ func waitServeLines(t *testing.T, log *logLines, ok func([]string) bool) []strin
 		if ok(lines) {
 			return lines
 		}
-		if time.Now().After(deadline) {
+		if clock.Now().After(deadline) {
 			t.Fatalf("ztls serve logged:\n%s", strings.Join(lines, "\n"))
 		}
 		time.Sleep(10 * time.Millisecond)

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/internal/testpki"
 )
 
@@ -246,8 +248,8 @@ func runUnitSandboxed(t *testing.T, u unitFile, command string) {
 		// set (an earlier SIGHUP is dropped, not fatal): repeat it.
 		reload := strings.ReplaceAll(u["ExecReload"][0], "$MAINPID", strconv.Itoa(cmd.Process.Pid))
 		args := strings.Fields(reload)
-		for deadline := time.Now().Add(15 * time.Second); !log.has("SIGHUP: reloaded"); time.Sleep(100 * time.Millisecond) {
-			if time.Now().After(deadline) {
+		for deadline := clock.Now().Add(15 * time.Second); !log.has("SIGHUP: reloaded"); time.Sleep(100 * time.Millisecond) {
+			if clock.Now().After(deadline) {
 				log.waitFor(t, "SIGHUP: reloaded")
 			}
 			if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
@@ -372,7 +374,7 @@ func (l *procLog) has(s string) bool {
 // waitFor waits until some line contains s.
 func (l *procLog) waitFor(t *testing.T, s string) string {
 	t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := clock.Now().Add(15 * time.Second); clock.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		l.mu.Lock()
 		for _, line := range l.all {
 			if strings.Contains(line, s) {

@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ztls-project/ztls/dns/authority"
+	"github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/internal/metrics"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
@@ -258,7 +259,7 @@ func runDNSServe(ctx context.Context, logw io.Writer, f *dnsServeFlags) error {
 	}
 	for _, d := range dirs {
 		log.Info("serving Z-data", "host", d.Config.Host, "port", d.Config.Port, "dir", d.Path, "rotates", rotating[d],
-			"live_keys", len(d.Keyring.Live(time.Now())))
+			"live_keys", len(d.Keyring.Live(clock.Now())))
 		if f.turbo {
 			log.Info("serving the TurboTLS advertisement", "host", d.Config.Host, "port", d.Config.Port, "udp_port", d.Config.Port)
 		}
@@ -341,7 +342,7 @@ func loadDNSZData(f *dnsServeFlags) (dirs []*zdata.Dir, rotating map[*zdata.Dir]
 		releases = append(releases, rel)
 		rotating[d] = true
 		d.SetRotating(true)
-		if _, err := d.Rotate(time.Now()); err != nil {
+		if _, err := d.Rotate(clock.Now()); err != nil {
 			return nil, nil, release, fmt.Errorf("dns serve: --zdata %s: rotating: %w", d.Path, err)
 		}
 	}
@@ -363,7 +364,7 @@ func loadDNSZones(f *dnsServeFlags, dirs []*zdata.Dir) ([]*authority.Zone, *auth
 	if err != nil {
 		return nil, nil, fmt.Errorf("dns serve: %w", err)
 	}
-	if err := addServiceRecords(zones, dirs, f.turbo, time.Now()); err != nil {
+	if err := addServiceRecords(zones, dirs, f.turbo, clock.Now()); err != nil {
 		return nil, nil, fmt.Errorf("dns serve: %w", err)
 	}
 	return zs, zones, nil
@@ -399,9 +400,9 @@ func dnsMetrics(f *dnsServeFlags, dirs []*zdata.Dir) *metrics.Registry {
 	for _, d := range dirs {
 		service := net.JoinHostPort(d.Config.Host, fmt.Sprint(d.Config.Port))
 		mt.GaugeFunc("ztls_zdata_live_keys", "Z-data keys live now (0: ZTLS clients fall back to TLS 1.3).",
-			func() float64 { return float64(len(d.Keyring.Live(time.Now()))) }, "service", service)
+			func() float64 { return float64(len(d.Keyring.Live(clock.Now()))) }, "service", service)
 		mt.GaugeFunc("ztls_zdata_expiry_seconds", "Seconds until the last live Z-data key expires (0: none live).",
-			func() float64 { return zdataExpiry(d, time.Now()).Seconds() }, "service", service)
+			func() float64 { return zdataExpiry(d, clock.Now()).Seconds() }, "service", service)
 	}
 	return mt
 }
@@ -659,7 +660,7 @@ func reloadZones(f *dnsServeFlags, served []*authority.Zone, dirs []*zdata.Dir) 
 	if err != nil {
 		return err
 	}
-	if err := addServiceRecords(staged, dirs, f.turbo, time.Now()); err != nil {
+	if err := addServiceRecords(staged, dirs, f.turbo, clock.Now()); err != nil {
 		return err
 	}
 	for i, z := range served {
@@ -690,7 +691,7 @@ func refreshZData(ctx context.Context, zones *authority.Zones, dirs []*zdata.Dir
 	empty := map[*zdata.Dir]bool{}
 	skipped := map[*zdata.Dir]string{}
 	check := func(d *zdata.Dir) {
-		live := len(d.Keyring.Live(time.Now())) > 0
+		live := len(d.Keyring.Live(clock.Now())) > 0
 		switch {
 		case !live && !empty[d]:
 			log.Warn("0 live Z-data keys: ZTLS clients fall back to TLS 1.3 (is its server rotating? 'ztls serve --zdata DIR' does, or 'ztls zdata rotate DIR' from cron)",
@@ -710,14 +711,14 @@ func refreshZData(ctx context.Context, zones *authority.Zones, dirs []*zdata.Dir
 		var err error
 		if rotating[d] {
 			var added []*zdata.Key
-			if added, err = d.Rotate(time.Now()); len(added) > 0 {
+			if added, err = d.Rotate(clock.Now()); len(added) > 0 {
 				log.Info("Z-data: added keys", "dir", d.Path, "keys", len(added))
 			}
 		} else {
-			err = keepCurrent(d, time.Now())
+			err = keepCurrent(d, clock.Now())
 		}
 		if err == nil {
-			err = serveZData(zones, d, time.Now())
+			err = serveZData(zones, d, clock.Now())
 		}
 		if err != nil && verbose {
 			log.Error("Z-data", "dir", d.Path, "err", err)

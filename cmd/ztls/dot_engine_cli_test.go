@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/internal/testpki"
@@ -117,7 +119,7 @@ func sClientDoT(t *testing.T, addr, caFile string, args ...string) string {
 		t.Fatal(err)
 	}
 	answer := []byte{0x00, 0x01, 0x00, 0x01} // type A, class IN ...
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := clock.Now().Add(10 * time.Second); clock.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		got := buf.String()
 		// The answer: its ID, then 127.0.0.1 as the address of the A
 		// record at the end.

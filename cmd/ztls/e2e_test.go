@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/dial"
 	"github.com/ztls-project/ztls/internal/dnstest"
 	"github.com/ztls-project/ztls/internal/testpki"
@@ -91,8 +93,8 @@ type logLines struct {
 // waitFor waits until some line contains s.
 func (l *logLines) waitFor(t *testing.T, s string) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	deadline := clock.Now().Add(10 * time.Second)
+	for clock.Now().Before(deadline) {
 		l.mu.Lock()
 		for i, line := range l.lines {
 			if strings.Contains(line, s) {

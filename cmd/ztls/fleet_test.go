@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/zdata"
 )
@@ -52,8 +54,8 @@ func firstFlight(t *testing.T, s *site) []byte {
 		t.Fatal(err)
 	}
 	var offer *tls13.ZDataOffer
-	for _, r := range d.Records(time.Now()) {
-		if r.CheckValidity(time.Now()) == nil {
+	for _, r := range d.Records(clock.Now()) {
+		if r.CheckValidity(clock.Now()) == nil {
 			offer = r.Offer(d.Service.Leaf())
 		}
 	}

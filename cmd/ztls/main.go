@@ -9,12 +9,16 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/ztls-project/ztls/internal/clock"
 )
 
 var rootCmd = &cobra.Command{
@@ -75,10 +79,30 @@ func main() {
 	// After every init: the commands are all registered.
 	wrapDaemons()
 	addSecretFiles(rootCmd)
+	if err := checkClockOffset(os.Stderr); err != nil {
+		printError(os.Stderr, err)
+		os.Exit(1)
+	}
 	if err := rootCmd.Execute(); err != nil {
 		printError(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// checkClockOffset refuses a ZTLS_CLOCK_OFFSET that is not a duration and
+// warns when one is set: every validity, rotation and replay decision of
+// this process then runs on a shifted clock (internal/clock; the tests use
+// it to run at chosen instants of a key period).
+func checkClockOffset(w io.Writer) error {
+	d, err := clock.Offset()
+	if err != nil {
+		return fmt.Errorf("%v; unset it to use the system clock", err)
+	}
+	if d != 0 {
+		fmt.Fprintf(w, "ztls: warning: %s=%s: this process's clock reads %s (shifted from the system's; for tests only)\n",
+			clock.EnvOffset, d, clock.Now().UTC().Format(time.RFC3339))
+	}
+	return nil
 }
 
 // addSecretFiles gives every command that takes --tsig-secret a

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ztls-project/ztls/internal/clock"
 )
 
 // scrape returns the metric lines (name{labels} value) of a /metrics page.
@@ -128,12 +130,12 @@ func TestCLITurboProxyMetrics(t *testing.T) {
 	}
 	defer c.Close()
 	c.Write([]byte("not a TurboTLS datagram"))
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := clock.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		m := scrape(t, url)
 		if m["ztls_turbo_datagrams_in_total"] >= 1 && m["ztls_turbo_dropped_total"] >= 1 {
 			return
 		}
-		if time.Now().After(deadline) {
+		if clock.Now().After(deadline) {
 			t.Fatalf("TurboTLS counters did not move: in %v, dropped %v", m["ztls_turbo_datagrams_in_total"], m["ztls_turbo_dropped_total"])
 		}
 	}

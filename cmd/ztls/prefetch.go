@@ -19,6 +19,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/ztls-project/ztls/dial"
+	"github.com/ztls-project/ztls/internal/clock"
 )
 
 type prefetchFlags struct {
@@ -139,7 +140,7 @@ func runPrefetch(f *prefetchFlags, args []string) error {
 		os.Stdout.Write(buf.Bytes())
 	} else {
 		for _, p := range results {
-			writePrefetched(os.Stdout, p, time.Now())
+			writePrefetched(os.Stdout, p, clock.Now())
 		}
 	}
 	if failed > 0 {
@@ -282,7 +283,7 @@ func (f *connectFlags) prefetchLinked(opts dial.Options, addr string, response *
 		}
 		done++
 		fmt.Fprintf(os.Stderr, "ztls: --prefetch-links: %s prefetched, expires in %s (%s)\n", p.Target,
-			time.Until(p.Expires).Round(time.Second), p.ExpiresBy)
+			clock.Until(p.Expires).Round(time.Second), p.ExpiresBy)
 	}
 	fmt.Fprintf(os.Stderr, "ztls: --prefetch-links: %d of %d linked hosts prefetched\n", done, len(hosts))
 }

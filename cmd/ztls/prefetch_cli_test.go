@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/dial"
 	"github.com/ztls-project/ztls/internal/lab"
 	"github.com/ztls-project/ztls/tls13"
@@ -57,7 +59,7 @@ func TestPrefetchCLI(t *testing.T) {
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &got) != nil || len(got) != 1 {
 		t.Fatalf("prefetch --json: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	if p := got[0]; p.ZData == nil || !p.Precomputed || p.ChainFrom != "zdata" || !p.Expires.After(time.Now()) || p.ExpiresBy == "" {
+	if p := got[0]; p.ZData == nil || !p.Precomputed || p.ChainFrom != "zdata" || !p.Expires.After(clock.Now()) || p.ExpiresBy == "" {
 		t.Fatalf("prefetched %+v", p)
 	}
 

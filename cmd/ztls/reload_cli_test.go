@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/dial"
 	"github.com/ztls-project/ztls/internal/testpki"
 	"github.com/ztls-project/ztls/tls13"
@@ -68,8 +70,8 @@ func TestCLIServeSIGHUPReloadUnderLoad(t *testing.T) {
 	})
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
+		for deadline := clock.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+			if clock.Now().After(deadline) {
 				t.Fatalf("waiting for %s", what)
 			}
 		}
@@ -250,7 +252,7 @@ func testCertificateReload(t *testing.T, dnsFirst bool) {
 	// then the server sends its new certificate in the handshake.
 	waitZTLS := func(cn string, fromDNS bool) dial.Report {
 		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for deadline := clock.Now().Add(30 * time.Second); clock.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 			mu.Lock()
 			for _, r := range reports {
 				if r.Mode == "ztls" && r.EarlyData.Accepted && len(r.PeerChain) > 0 && strings.Contains(r.PeerChain[0], "CN="+cn+",") && (r.TLS.CertificateFromDNS || !fromDNS) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/internal/metrics"
 	"github.com/ztls-project/ztls/server"
 	"github.com/ztls-project/ztls/tls13"
@@ -315,7 +316,7 @@ func (s *serving) antiReplay(cfg *tls13.Config) error {
 	case f.maxEarly > 0:
 		// Tickets are sealed with a key made at start: no ticket, and so
 		// no 0-RTT flight, predates this register.
-		cfg.StrikeRegister = tls13.NewMemoryStrikeRegister(1<<20, time.Now())
+		cfg.StrikeRegister = tls13.NewMemoryStrikeRegister(1<<20, clock.Now())
 	}
 	return nil
 }
@@ -329,14 +330,14 @@ func (s *serving) ownRegister(cfg *tls13.Config) error {
 	if zdir.Fleet() {
 		return fmt.Errorf("%s holds a fleet seed: every server of the fleet derives the same Z-data keys, so they must share one anti-replay register; add --strike-register redis://HOST:PORT (the same for every member)", zdir.Path)
 	}
-	sv, err := zdir.ServeAlone(1<<20, time.Now())
+	sv, err := zdir.ServeAlone(1<<20, clock.Now())
 	if err != nil {
 		return fmt.Errorf("%v: two servers with the same Z-data keys and separate anti-replay registers would both accept a replayed early request; share one register (--strike-register redis://HOST:PORT on every server) or give each server its own Z-data directory", err)
 	}
 	// Saved when the server stops cleanly (after its connections), so
 	// the next start continues this memory.
 	s.undo = append(s.undo, func() {
-		if err := sv.Close(time.Now()); err != nil {
+		if err := sv.Close(clock.Now()); err != nil {
 			s.log.Error("saving the anti-replay register failed: the next start refuses early data that may predate it", "err", err, "for_up_to", 2*window)
 		}
 	})
@@ -344,7 +345,7 @@ func (s *serving) ownRegister(cfg *tls13.Config) error {
 	switch since := sv.Register.Since(); {
 	case since.IsZero():
 		s.log.Info("anti-replay memory is complete (no server took early data under these keys without it): early data is taken at once", "dir", zdir.Path)
-	case time.Since(since) > 2*window:
+	case clock.Since(since) > 2*window:
 		s.log.Info("anti-replay memory continues from the last clean stop", "since", since.UTC().Format(time.RFC3339))
 	default:
 		s.log.Warn("the last server on this directory did not stop cleanly: early data that may predate this start is refused", "dir", zdir.Path, "for_up_to", 2*window)
@@ -409,9 +410,9 @@ func (s *serving) keepZData(ctx context.Context, port int) error {
 		}
 	}
 	s.serveBFE(ctx, keeper)
-	keeper.tick(ctx, time.Now()) // before serving: a key due now exists
-	s.log.Info("ZTLS on", "host", zdir.Config.Host, "port", zdir.Config.Port, "dir", zdir.Path, "live_keys", len(zdir.Keyring.Live(time.Now())))
-	go every(ctx, 10*time.Second, func() { keeper.tick(ctx, time.Now()) })
+	keeper.tick(ctx, clock.Now()) // before serving: a key due now exists
+	s.log.Info("ZTLS on", "host", zdir.Config.Host, "port", zdir.Config.Port, "dir", zdir.Path, "live_keys", len(zdir.Keyring.Live(clock.Now())))
+	go every(ctx, 10*time.Second, func() { keeper.tick(ctx, clock.Now()) })
 	return nil
 }
 
@@ -497,9 +498,9 @@ func (s *serving) serveMetrics(ctx context.Context) error {
 		func() float64 { return float64(srv.Stats().RefusedNetwork) })
 	if zdir != nil {
 		mt.GaugeFunc("ztls_zdata_live_keys", "Z-data keys live now (0: ZTLS clients fall back to TLS 1.3).",
-			func() float64 { return float64(len(zdir.Keyring.Live(time.Now()))) })
+			func() float64 { return float64(len(zdir.Keyring.Live(clock.Now()))) })
 		mt.GaugeFunc("ztls_zdata_expiry_seconds", "Seconds until the last live Z-data key expires (0: none live).",
-			func() float64 { return zdataExpiry(zdir, time.Now()).Seconds() })
+			func() float64 { return zdataExpiry(zdir, clock.Now()).Seconds() })
 	}
 	if s.tsrv != nil {
 		turboMetrics(mt, s.tsrv.Server)
@@ -532,7 +533,7 @@ func (s *serving) reload() {
 	if _, err := s.zdir.Reload(); err != nil {
 		s.log.Error("SIGHUP: Z-data", "err", err)
 	} else {
-		s.log.Info("SIGHUP: reloaded Z-data", "dir", s.zdir.Path, "live_keys", len(s.zdir.Keyring.Live(time.Now())))
+		s.log.Info("SIGHUP: reloaded Z-data", "dir", s.zdir.Path, "live_keys", len(s.zdir.Keyring.Live(clock.Now())))
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/spf13/pflag"
 
 	"github.com/ztls-project/ztls/internal/testpki"
@@ -45,7 +47,7 @@ func TestZTLSCodepointFlag(t *testing.T) {
 // holds no CRL is an error naming the flag.
 func TestCRLFlag(t *testing.T) {
 	ca := testpki.NewCA(t, "ecdsa-p256")
-	tmpl := &x509.RevocationList{Number: big.NewInt(1), ThisUpdate: time.Now(), NextUpdate: time.Now().Add(time.Hour)}
+	tmpl := &x509.RevocationList{Number: big.NewInt(1), ThisUpdate: clock.Now(), NextUpdate: clock.Now().Add(time.Hour)}
 	der, err := x509.CreateRevocationList(rand.Reader, tmpl, ca.Cert, ca.Key)
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/internal/testpki"
@@ -161,8 +163,8 @@ func startOpenSSL(t *testing.T, args ...string) (io.WriteCloser, *lineReader) {
 
 func waitTCP(t *testing.T, addr string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	deadline := clock.Now().Add(10 * time.Second)
+	for clock.Now().Before(deadline) {
 		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
 			c.Close()
 			return

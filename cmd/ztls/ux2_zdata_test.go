@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/internal/dnstest"
@@ -53,7 +55,7 @@ func TestUX2ZDataNewRefusesAndLeavesNothing(t *testing.T) {
 	ztlsBinary(t)
 	pems := t.TempDir()
 	ca := testpki.NewCA(t, "ecdsa-p256")
-	now := time.Now()
+	now := clock.Now()
 	other := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{"other.ztls.test"}})
 	expired := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{"www.ztls.test"}, NotBefore: now.Add(-72 * time.Hour), NotAfter: now.Add(-time.Hour)})
 	good := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{"www.ztls.test"}})
@@ -221,7 +223,7 @@ func startBindOn53(t *testing.T, addr string, opts dnstest.BindOptions) {
 	c := &dns.Client{Timeout: 200 * time.Millisecond}
 	m := new(dns.Msg)
 	m.SetQuestion(opts.Zones[0].Origin, dns.TypeSOA)
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := clock.Now().Add(20 * time.Second); clock.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if r, _, err := c.Exchange(m, addr+":53"); err == nil && r.Authoritative {
 			return
 		}

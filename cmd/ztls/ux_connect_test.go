@@ -27,6 +27,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/dial"
 	"github.com/ztls-project/ztls/internal/testpki"
 )
@@ -47,9 +49,9 @@ func uxRun(t *testing.T, stdin io.Reader, args ...string) uxResult {
 	cmd := exec.CommandContext(ctx, ztlsBinary(t), args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &stdout, &stderr
-	begin := time.Now()
+	begin := clock.Now()
 	err := cmd.Run()
-	r := uxResult{stdout: stdout.String(), stderr: stderr.String(), took: time.Since(begin)}
+	r := uxResult{stdout: stdout.String(), stderr: stderr.String(), took: clock.Since(begin)}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:

@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ztls-project/ztls/internal/testproc"
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"golang.org/x/sys/unix"
+
+	"github.com/ztls-project/ztls/internal/testproc"
 )
 
 // openPTY opens a pseudo-terminal pair (what creack/pty does, in four
@@ -46,7 +49,7 @@ type syncBuffer struct{ testproc.Buffer }
 // waitFor polls b until it contains want.
 func (s *syncBuffer) waitFor(t *testing.T, what, want string, other *syncBuffer) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := clock.Now().Add(10 * time.Second); clock.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if strings.Contains(s.String(), want) {
 			return
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ztls-project/ztls/dns/publish"
 	"github.com/ztls-project/ztls/dns/resolver"
+	"github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/turbo"
 	"github.com/ztls-project/ztls/zdata"
 )
@@ -118,17 +119,17 @@ func init() {
 				}
 			}
 			// All or nothing: a refused certificate leaves no directory.
-			d, err := zdata.NewDir(out, cfg, seed, time.Now())
+			d, err := zdata.NewDir(out, cfg, seed, clock.Now())
 			if err != nil {
 				return err
 			}
 			// The BFE keys of this period and the next two: an offline job
 			// here, a background one in the server afterwards.
-			if err := generateBFE(cmd.Context(), d, time.Now(), os.Stderr); err != nil {
+			if err := generateBFE(cmd.Context(), d, clock.Now(), os.Stderr); err != nil {
 				return err
 			}
 			fmt.Fprintf(os.Stderr, "ztls: Z-data for %s port %d in %s; publish these records (TTL ends before the records expire):\n", d.Config.Host, d.Config.Port, out)
-			lines := d.ZoneLines(time.Now(), ttl)
+			lines := d.ZoneLines(clock.Now(), ttl)
 			if turboPort != 0 {
 				// RFC 9460 HTTPS record advertising TurboTLS (key65280).
 				lines = append(lines, turbo.HTTPSRecord(d.Config.Host, d.Config.Port, uint16(turboPort), uint32(ttl/time.Second)).String())
@@ -201,15 +202,15 @@ restart.`,
 					return err
 				}
 			}
-			if err := generateBFE(cmd.Context(), d, time.Now(), os.Stderr); err != nil {
+			if err := generateBFE(cmd.Context(), d, clock.Now(), os.Stderr); err != nil {
 				return err
 			}
-			added, err := d.Rotate(time.Now())
+			added, err := d.Rotate(clock.Now())
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(os.Stderr, "ztls: %d key(s) added\n", len(added))
-			printLines(cmd.OutOrStdout(), d.ZoneLines(time.Now(), ttl))
+			printLines(cmd.OutOrStdout(), d.ZoneLines(clock.Now(), ttl))
 			return nil
 		},
 	}
@@ -229,7 +230,7 @@ func init() {
 			if err != nil {
 				return err
 			}
-			now := time.Now()
+			now := clock.Now()
 			type row struct {
 				ID        uint32    `json:"id"`
 				NotBefore time.Time `json:"not_before"`
@@ -337,7 +338,7 @@ Knot, PowerDNS) must allow updates with that key, e.g. in BIND:
 			if err != nil {
 				return err
 			}
-			now := time.Now()
+			now := clock.Now()
 			if len(d.Records(now)) == 0 {
 				return fmt.Errorf("nothing to publish: no live record in %s (run 'ztls zdata rotate %s')", args[0], args[0])
 			}
@@ -419,7 +420,7 @@ DNS is reached as by 'ztls lookup': --resolver (default /etc/resolv.conf),
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
 			defer cancel()
-			rep, err := checkZData(ctx, res, args[0], port, roots, time.Now())
+			rep, err := checkZData(ctx, res, args[0], port, roots, clock.Now())
 			if err != nil {
 				return err
 			}

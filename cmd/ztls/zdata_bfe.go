@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ztls-project/ztls/bfe"
+	"github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/zdata"
 )
 
@@ -183,7 +184,7 @@ func (s *serving) serveBFE(ctx context.Context, keeper *zdataKeeper) {
 	}
 	gen := func() {
 		start := time.Now()
-		made, err := d.Service.GenerateBFE(ctx, time.Now())
+		made, err := d.Service.GenerateBFE(ctx, clock.Now())
 		for _, p := range made {
 			s.log.Info("BFE: key generated", "file", filepath.Base(p), "connections", d.Config.BFEConnections, "took", time.Since(start).Round(time.Millisecond))
 		}
@@ -191,7 +192,7 @@ func (s *serving) serveBFE(ctx context.Context, keeper *zdataKeeper) {
 			s.log.Error("BFE: key generation failed: early data stays ECDH-only (v1) until it succeeds", "err", err)
 		}
 		if len(made) > 0 {
-			keeper.tick(ctx, time.Now()) // attach the new keys
+			keeper.tick(ctx, clock.Now()) // attach the new keys
 		}
 	}
 	go func() {

@@ -11,6 +11,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/dns/publish"
+	"github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/internal/metrics"
 	"github.com/ztls-project/ztls/turbo"
 	"github.com/ztls-project/ztls/zdata"
@@ -100,7 +101,7 @@ func (k *zdataKeeper) tick(ctx context.Context, now time.Time) {
 		}
 		go every(ctx, zdataPoll, func() {
 			if d.Changed() {
-				k.tick(ctx, time.Now())
+				k.tick(ctx, clock.Now())
 			}
 		})
 	})

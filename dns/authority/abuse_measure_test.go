@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/miekg/dns"
 )
 
@@ -32,13 +34,13 @@ func latencies(t *testing.T, n int, addr string, cfg *dns.Client) ([]time.Durati
 	var lat []time.Duration
 	fails := 0
 	for range n {
-		start := time.Now()
+		start := clock.Now()
 		m, _, err := cfg.Exchange(query("www.example.org.", dns.TypeA), addr)
 		if err != nil || len(m.Answer) != 2 {
 			fails++
 			continue
 		}
-		lat = append(lat, time.Since(start))
+		lat = append(lat, clock.Since(start))
 	}
 	slices.Sort(lat)
 	return lat, fails
@@ -165,7 +167,7 @@ func TestMeasureRRLAmplification(t *testing.T) {
 			anyq := packQuery(t, ednsQuery("big.example.org.", dns.TypeANY, 4096, false))
 			dst, _ := net.ResolveUDPAddr("udp", a.udp)
 			var wg sync.WaitGroup
-			start := time.Now()
+			start := clock.Now()
 			for i := range senders {
 				c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, byte(1+i))})
 				if err != nil {
@@ -200,7 +202,7 @@ func TestMeasureRRLAmplification(t *testing.T) {
 			}
 			st := s.Stats()
 			fmt.Printf("UDP flood [%s]: %d queries sent in %v, %d read; %d bytes in, %d answers, %d bytes out: out/in %.2f; RRL dropped %d, slipped %d; amplification-truncated %d\n",
-				cfg.name, senders*perSender, time.Since(start).Round(time.Millisecond), st.UDPQueries, st.UDPBytesIn,
+				cfg.name, senders*perSender, clock.Since(start).Round(time.Millisecond), st.UDPQueries, st.UDPBytesIn,
 				st.UDPResponses, st.UDPBytesOut, float64(st.UDPBytesOut)/float64(st.UDPBytesIn),
 				st.RRLDropped, st.RRLSlipped, st.AmplificationTruncated)
 		})

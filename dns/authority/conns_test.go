@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/miekg/dns"
 )
 
@@ -132,9 +134,9 @@ func askFrom(t *testing.T, src, network, addr string, tlsCfg *tls.Config) (time.
 // runs apart from the client's dial.
 func waitOpen(t *testing.T, s *Server, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := clock.Now().Add(10 * time.Second)
 	for s.Stats().ConnsOpen != n {
-		if time.Now().After(deadline) {
+		if clock.Now().After(deadline) {
 			t.Fatalf("server holds %d connections, want %d", s.Stats().ConnsOpen, n)
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -240,9 +242,9 @@ func TestIdleFloodFromOneNetwork(t *testing.T) {
 		}
 	}
 	// The server accepts in order; wait until it has decided on all 16.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := clock.Now().Add(10 * time.Second)
 	for st := s.Stats(); st.ConnsAccepted+st.ConnsRefusedPrefix < 16; st = s.Stats() {
-		if time.Now().After(deadline) {
+		if clock.Now().After(deadline) {
 			t.Fatalf("accepted %d, refused %d of 16", st.ConnsAccepted, st.ConnsRefusedPrefix)
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -309,9 +311,9 @@ func TestIdleFloodFillsTable(t *testing.T) {
 		t.Fatalf("DoT into a full table of idle connections: %v", err)
 	}
 	flood(64)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := clock.Now().Add(10 * time.Second)
 	for s.Stats().ConnsEvicted < 1+64 {
-		if time.Now().After(deadline) {
+		if clock.Now().After(deadline) {
 			t.Fatalf("evicted %d, want 65", s.Stats().ConnsEvicted)
 		}
 		time.Sleep(5 * time.Millisecond)

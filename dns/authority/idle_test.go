@@ -21,7 +21,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/miekg/dns"
+
 	"github.com/ztls-project/ztls/dns/dnsstream"
 	"github.com/ztls-project/ztls/internal/testproc"
 )
@@ -368,7 +371,7 @@ func TestMeasureIdleDoTScale(t *testing.T) {
 	}
 	probe("no idle connections")
 	before := mem()
-	start := time.Now()
+	start := clock.Now()
 	clients := holdIdleConns(t, "tls", addr, n, clientProcs)
 	if s != nil {
 		waitOpen(t, s, n)
@@ -378,7 +381,7 @@ func TestMeasureIdleDoTScale(t *testing.T) {
 		where = fmt.Sprintf("%d server processes (%s connections each)", len(servers.cmds), servers.spread(t))
 	}
 	t.Logf("%d DoT connections opened in %v by %d client processes, held by %s", n,
-		time.Since(start).Round(time.Millisecond), clientProcs, where)
+		clock.Since(start).Round(time.Millisecond), clientProcs, where)
 	after := mem()
 	t.Logf("server: resident %d -> %d MB, Go heap+stacks %d -> %d MB: %d bytes resident, %d bytes heap+stacks per idle DoT connection",
 		before.rss>>20, after.rss>>20, before.goBytes>>20, after.goBytes>>20,
@@ -509,7 +512,7 @@ func probeLatency(t testing.TB, addr string, conns int, d time.Duration) []time.
 		lat []time.Duration
 		wg  sync.WaitGroup
 	)
-	end := time.Now().Add(d)
+	end := clock.Now().Add(d)
 	for i := range conns {
 		wg.Add(1)
 		go func() {
@@ -520,14 +523,14 @@ func probeLatency(t testing.TB, addr string, conns int, d time.Duration) []time.
 				return
 			}
 			defer c.Close()
-			for id := uint16(1); time.Now().Before(end); id++ {
-				t0 := time.Now()
+			for id := uint16(1); clock.Now().Before(end); id++ {
+				t0 := clock.Now()
 				if err := askOn(c, id); err != nil {
 					t.Error(err)
 					return
 				}
 				mu.Lock()
-				lat = append(lat, time.Since(t0))
+				lat = append(lat, clock.Since(t0))
 				mu.Unlock()
 			}
 		}()

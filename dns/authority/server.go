@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
 	"github.com/ztls-project/ztls/dns/dnsstream"
+	"github.com/ztls-project/ztls/internal/clock"
 )
 
 // Defaults for the zero fields of a Server.
@@ -130,7 +132,7 @@ type Server struct {
 	// use.
 	CachedAnswer func(qtype uint16, rcode int)
 	// Time returns the current time, for server cookies and rate limiting;
-	// nil means time.Now.
+	// nil means the ztls clock (internal/clock: the system clock, unless ZTLS_CLOCK_OFFSET shifts it).
 	Time func() time.Time
 	// Logf, if set, receives one line per connection or socket error.
 	// Queries and answers are never logged.
@@ -197,7 +199,7 @@ func (s *Server) now() time.Time {
 	if s != nil && s.Time != nil {
 		return s.Time()
 	}
-	return time.Now()
+	return clock.Now()
 }
 
 func (s *Server) logf(format string, args ...any) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
 	"github.com/ztls-project/ztls/dns/dnsstream"
 	"github.com/ztls-project/ztls/internal/testpki"
 	"github.com/ztls-project/ztls/tls13"

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
 	"github.com/ztls-project/ztls/dns/dnsstream"
 )
 

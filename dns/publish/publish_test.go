@@ -9,7 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/ztls-project/ztls/internal/clock"
 
 	"github.com/miekg/dns"
 )
@@ -173,7 +174,7 @@ func startFakePrimary(t *testing.T, secret string) *fakePrimary {
 			fp.mu.Lock()
 			fp.got = append(fp.got, r)
 			fp.mu.Unlock()
-			m.SetTsig(r.IsTsig().Hdr.Name, dns.HmacSHA256, 300, time.Now().Unix())
+			m.SetTsig(r.IsTsig().Hdr.Name, dns.HmacSHA256, 300, clock.Now().Unix())
 		}
 		w.WriteMsg(m)
 	})

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/miekg/dns"
 )
 
@@ -38,9 +40,9 @@ func TestMeasureDoTBadCertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	start := time.Now()
+	start := clock.Now()
 	_, err = r.Lookup(context.Background(), "q.test", dns.TypeA)
-	t.Logf("one lookup: %d connections in %v; error: %v", srv.accepted.Load(), time.Since(start).Round(time.Millisecond), err)
+	t.Logf("one lookup: %d connections in %v; error: %v", srv.accepted.Load(), clock.Since(start).Round(time.Millisecond), err)
 	if err == nil {
 		t.Fatal("untrusted certificate accepted")
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/miekg/dns"
 )
 
@@ -131,7 +133,7 @@ func TestStreamClosedBeforeReplyNoStorm(t *testing.T) {
 func TestBackoffLongFirstWait(t *testing.T) {
 	u := &streamUpstream{backoff: 20 * time.Second, maxBackoff: time.Hour}
 	for i := range 64 {
-		start := time.Now()
+		start := clock.Now()
 		u.noteFailureLocked(errConnLost, false)
 		if wait := u.retryAt.Sub(start); wait < 0 || wait > time.Hour {
 			t.Fatalf("failure %d: wait %v", i+1, wait)

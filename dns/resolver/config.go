@@ -91,7 +91,7 @@ type Config struct {
 	ReconnectBackoff    time.Duration
 	MaxReconnectBackoff time.Duration
 	// Now returns the current time for the cache; tests use a fake clock.
-	// Default time.Now.
+	// Default: the ztls clock (internal/clock).
 	Now func() time.Time
 }
 

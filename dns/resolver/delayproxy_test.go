@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ztls-project/ztls/internal/clock"
 )
 
 // startDelayProxy forwards UDP and TCP on one loopback port to target,
@@ -109,7 +111,7 @@ func delayPump(dst, src net.Conn, oneWay time.Duration) {
 	go func() {
 		defer dst.Close()
 		for ch := range q {
-			time.Sleep(time.Until(ch.due))
+			time.Sleep(clock.Until(ch.due))
 			if _, err := dst.Write(ch.b); err != nil {
 				return
 			}
@@ -120,7 +122,7 @@ func delayPump(dst, src net.Conn, oneWay time.Duration) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			q <- chunk{append([]byte(nil), buf[:n]...), time.Now().Add(oneWay)}
+			q <- chunk{append([]byte(nil), buf[:n]...), clock.Now().Add(oneWay)}
 		}
 		if err != nil {
 			return

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/ztls-project/ztls/internal/clock"
 )
 
 var (
@@ -82,7 +84,7 @@ func New(cfg Config) (*Resolver, error) {
 	}
 	cfg.MaxReconnectBackoff = max(cfg.MaxReconnectBackoff, cfg.ReconnectBackoff)
 	if cfg.Now == nil {
-		cfg.Now = time.Now
+		cfg.Now = clock.Now
 	}
 	r := &Resolver{cfg: cfg, streams: make(map[string]*streamUpstream)}
 	for _, s := range cfg.Servers {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ztls-project/ztls/dns/authority"
 	"github.com/ztls-project/ztls/dns/resolver"
+	"github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/internal/testpki"
 	"github.com/ztls-project/ztls/server"
 	"github.com/ztls-project/ztls/tls13"
@@ -83,7 +84,7 @@ func Start(o Options) (w *World, err error) {
 		o.Respond = "hello"
 	}
 	if o.Now == nil {
-		o.Now = time.Now
+		o.Now = clock.Now
 	}
 	if o.HostIP == "" {
 		o.HostIP = "127.0.0.1"

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ztls-project/ztls/internal/clock"
 )
 
 // KeyTypes lists the key types NewKey, NewCA and Issue accept.
@@ -154,7 +156,7 @@ func caTemplate(cn string, pathLen int) (*x509.Certificate, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
+	now := clock.Now()
 	return &x509.Certificate{
 		SerialNumber:          sn,
 		Subject:               pkix.Name{CommonName: cn, Organization: []string{"ztls tests"}},
@@ -217,7 +219,7 @@ func (ca *CA) Make(o LeafOpts) (*Leaf, error) {
 		o.DNSNames = []string{"localhost", "server.test"}
 		o.IPs = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
 	}
-	now := time.Now()
+	now := clock.Now()
 	if o.NotBefore.IsZero() {
 		o.NotBefore = now.Add(-time.Hour)
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ztls-project/ztls/internal/clock"
 )
 
 func verify(t *testing.T, ca *CA, l *Leaf, host string, usage x509.ExtKeyUsage) error {
@@ -91,7 +93,7 @@ func TestIntermediateClientAndValidity(t *testing.T) {
 		t.Fatal("server-only leaf verified for clientAuth")
 	}
 
-	past := time.Now().Add(-48 * time.Hour)
+	past := clock.Now().Add(-48 * time.Hour)
 	expired := ca.Issue(t, LeafOpts{NotBefore: past, NotAfter: past.Add(time.Hour), IPs: []net.IP{net.IPv4(127, 0, 0, 2)}})
 	if err := verify(t, ca, expired, "127.0.0.2", x509.ExtKeyUsageServerAuth); err == nil {
 		t.Fatal("expired leaf verified")

@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/crypto/ocsp"
 
+	"github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/internal/testpki"
 	"github.com/ztls-project/ztls/testbed/hosts"
 )
@@ -70,7 +71,7 @@ func startOCSP(h *hosts.Host, ca *testpki.CA) (*ocspResponder, error) {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		resp, err := answerOCSP(ca, body, time.Now())
+		resp, err := answerOCSP(ca, body, clock.Now())
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return

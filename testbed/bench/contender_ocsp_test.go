@@ -3,7 +3,8 @@ package bench
 import (
 	"crypto"
 	"testing"
-	"time"
+
+	"github.com/ztls-project/ztls/internal/clock"
 
 	"golang.org/x/crypto/ocsp"
 
@@ -20,7 +21,7 @@ func TestAnswerOCSP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now()
+	now := clock.Now()
 	der, err := answerOCSP(ca, req, now)
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/miekg/dns"
 	"golang.org/x/sys/unix"
 
+	"github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/internal/dialhook"
 	"github.com/ztls-project/ztls/server"
 	"github.com/ztls-project/ztls/testbed/child"
@@ -130,7 +131,7 @@ func (e *turboContender) StartServer(ctx context.Context, h *hosts.Host, cfg Ser
 		if err != nil {
 			return nil, err
 		}
-		if err := publishZData(svc, cert, cfg.Publish, time.Now()); err != nil {
+		if err := publishZData(svc, cert, cfg.Publish, clock.Now()); err != nil {
 			return nil, err
 		}
 		s.wg.Add(1)

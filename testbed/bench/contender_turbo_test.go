@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/ztls-project/ztls/testbed/hosts"
@@ -157,7 +159,7 @@ func waitQueued(t *testing.T, c *net.UDPConn, buf []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+	for end := clock.Now().Add(5 * time.Second); clock.Now().Before(end); time.Sleep(time.Millisecond) {
 		var perr error
 		if err := rc.Read(func(fd uintptr) bool {
 			_, _, perr = unix.Recvfrom(int(fd), buf, unix.MSG_PEEK|unix.MSG_DONTWAIT)

@@ -27,6 +27,7 @@ import (
 
 	"github.com/ztls-project/ztls/dial"
 	dnsresolver "github.com/ztls-project/ztls/dns/resolver"
+	"github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/server"
 	"github.com/ztls-project/ztls/testbed/child"
 	"github.com/ztls-project/ztls/testbed/hosts"
@@ -146,7 +147,7 @@ func (s *engineServer) Close() error {
 // under dir and opens them for serving, before the first measurement.
 func startBFE(ctx context.Context, svc *zdata.Service, dir string) error {
 	svc.BFEDir, svc.BFEServe = filepath.Join(dir, "bfe"), true
-	if _, err := svc.GenerateBFE(ctx, time.Now()); err != nil {
+	if _, err := svc.GenerateBFE(ctx, clock.Now()); err != nil {
 		return fmt.Errorf("bench: ztls-bfe: %w", err)
 	}
 	return nil
@@ -212,7 +213,7 @@ func (e *engineContender) StartServer(ctx context.Context, h *hosts.Host, cfg Se
 			}
 			s.closeBFE = svc.CloseBFE
 		}
-		if err := publishZData(svc, cert, cfg.Publish, time.Now()); err != nil {
+		if err := publishZData(svc, cert, cfg.Publish, clock.Now()); err != nil {
 			return nil, err
 		}
 		// Records live an hour; a long benchmark rotates and republishes.

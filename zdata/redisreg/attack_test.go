@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	ztlsclock "github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/tls13"
 )
 
@@ -270,8 +272,8 @@ func TestAttackClockBehindRecordsLoss(t *testing.T) {
 func TestAttackClockAheadExpiry(t *testing.T) {
 	s := startRedis(t, 0)
 	const skew, d = 5 * time.Second, 4 * time.Second
-	ahead := func() time.Time { return time.Now().Add(d) }
-	setup, err := New(Options{Addr: s.addr, MaxClockSkew: skew, Now: func() time.Time { return time.Now().Add(-time.Hour) }})
+	ahead := func() time.Time { return ztlsclock.Now().Add(d) }
+	setup, err := New(Options{Addr: s.addr, MaxClockSkew: skew, Now: func() time.Time { return ztlsclock.Now().Add(-time.Hour) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +284,7 @@ func TestAttackClockAheadExpiry(t *testing.T) {
 	}
 	t.Cleanup(func() { setup.Close(); a.Close(); b.Close() })
 	// Redis's memory starts an hour back (as if it had run for long).
-	if fresh, err := setup.CheckAndInsert([]byte("setup"), time.Now(), time.Now(), time.Now()); !fresh || err != nil {
+	if fresh, err := setup.CheckAndInsert([]byte("setup"), ztlsclock.Now(), ztlsclock.Now(), ztlsclock.Now()); !fresh || err != nil {
 		t.Fatalf("setup: %v %v", fresh, err)
 	}
 
@@ -293,7 +295,7 @@ func TestAttackClockAheadExpiry(t *testing.T) {
 	mustFresh(t, "A accepts", fresh, err)
 
 	time.Sleep(100 * time.Millisecond)
-	nowB := time.Now()
+	nowB := ztlsclock.Now()
 	if nowB.After(expires) {
 		t.Skipf("the machine stalled %v: B's freshness window is over, nothing to test", nowB.Sub(nowA.Add(-d)))
 	}
@@ -304,7 +306,7 @@ func TestAttackClockAheadExpiry(t *testing.T) {
 	// The entry outlives B's window: its remaining life exceeds what is
 	// left of the window (read after PTTL answered, so only smaller).
 	rep := s.raw(t, "PTTL", DefaultPrefix+fmt.Sprintf("%x", victim.key))
-	if left := time.Until(expires); rep.kind != ':' || time.Duration(rep.num)*time.Millisecond <= left {
+	if left := ztlsclock.Until(expires); rep.kind != ':' || time.Duration(rep.num)*time.Millisecond <= left {
 		t.Fatalf("PTTL %+v, want more than %v", rep, left)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	ztlsclock "github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/internal/testpki"
@@ -110,7 +112,7 @@ func TestFleetReplayAndFailClosed(t *testing.T) {
 	leaf := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{"server.test"}})
 	cert := tls13.Certificate{Chain: leaf.Chain, PrivateKey: leaf.Key, Leaf: leaf.Cert}
 	seed := bytes.Repeat([]byte{0x42}, 32)
-	now := time.Now()
+	now := ztlsclock.Now()
 
 	var addrs []string
 	var results []<-chan serverResult
@@ -125,7 +127,7 @@ func TestFleetReplayAndFailClosed(t *testing.T) {
 		}
 		// The register's clock starts a minute back so its startup window
 		// (which the unit tests cover) is already over.
-		reg, err := New(Options{Addr: s.addr, Now: func() time.Time { return time.Now().Add(-time.Minute) }})
+		reg, err := New(Options{Addr: s.addr, Now: func() time.Time { return ztlsclock.Now().Add(-time.Minute) }})
 		if err != nil {
 			t.Fatal(err)
 		}

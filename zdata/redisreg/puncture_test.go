@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	ztlsclock "github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/bfe"
 	"github.com/ztls-project/ztls/internal/testpki"
 	"github.com/ztls-project/ztls/tls13"
@@ -28,7 +30,7 @@ func (noStrike) CheckAndInsert([]byte, time.Time, time.Time, time.Time) (bool, e
 // Redis's memory (which begins at its first use) covers the current epoch.
 func pastReg(t *testing.T, addr string) *Register {
 	t.Helper()
-	r, err := New(Options{Addr: addr, Timeout: 2 * time.Second, Now: func() time.Time { return time.Now().Add(-2 * time.Hour) }})
+	r, err := New(Options{Addr: addr, Timeout: 2 * time.Second, Now: func() time.Time { return ztlsclock.Now().Add(-2 * time.Hour) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +43,7 @@ func pastReg(t *testing.T, addr string) *Register {
 // every position unset.
 func TestPunctureLogRace(t *testing.T) {
 	s := startRedis(t, 0)
-	epoch := uint64(time.Now().Add(-time.Minute).Unix())
+	epoch := uint64(ztlsclock.Now().Add(-time.Minute).Unix())
 	logs := []*PunctureLog{pastReg(t, s.addr).PunctureLog("server.test", 443, time.Hour), pastReg(t, s.addr).PunctureLog("server.test", 443, time.Hour)}
 	pos := []uint32{3, 99, 1000, 70000}
 	// A new Redis: the first call records when its memory begins.
@@ -97,11 +99,11 @@ func TestPunctureLogFailsClosed(t *testing.T) {
 	l := reg.PunctureLog("server.test", 443, time.Hour)
 	// The register's clock is now: a new Redis's memory begins after an
 	// epoch that began a minute ago.
-	if _, err := l.TestAndSet(context.Background(), uint64(time.Now().Add(-time.Minute).Unix()), []uint32{1}); !errors.Is(err, tls13.ErrRegisterTooYoung) {
+	if _, err := l.TestAndSet(context.Background(), uint64(ztlsclock.Now().Add(-time.Minute).Unix()), []uint32{1}); !errors.Is(err, tls13.ErrRegisterTooYoung) {
 		t.Fatalf("memory younger than the epoch: %v", err)
 	}
 	s.stop()
-	if _, err := l.TestAndSet(context.Background(), uint64(time.Now().Add(time.Hour).Unix()), []uint32{1}); err == nil {
+	if _, err := l.TestAndSet(context.Background(), uint64(ztlsclock.Now().Add(time.Hour).Unix()), []uint32{1}); err == nil {
 		t.Fatal("Redis down: no error")
 	}
 }
@@ -118,7 +120,7 @@ func TestFleetBFEReplayWithoutRegister(t *testing.T) {
 	leaf := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{"server.test"}})
 	cert := tls13.Certificate{Chain: leaf.Chain, PrivateKey: leaf.Key, Leaf: leaf.Cert}
 	seed := bytes.Repeat([]byte{0x42}, 32)
-	now := time.Now()
+	now := ztlsclock.Now()
 
 	var addrs []string
 	var results []<-chan serverResult

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	ztlsclock "github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/tls13"
 )
 
@@ -59,7 +60,7 @@ type Options struct {
 
 	// Now is the clock the register reads for the time of a data loss and
 	// for policy re-checks. It must be the clock whose readings
-	// CheckAndInsert receives (tls13.Config.Time). nil means time.Now.
+	// CheckAndInsert receives (tls13.Config.Time). nil means the ztls clock (internal/clock: the system clock, unless ZTLS_CLOCK_OFFSET shifts it).
 	Now func() time.Time
 }
 
@@ -116,7 +117,7 @@ func New(opts Options) (*Register, error) {
 		opts.PolicyCheckInterval = DefaultPolicyCheckInterval
 	}
 	if opts.Now == nil {
-		opts.Now = time.Now
+		opts.Now = ztlsclock.Now
 	}
 	var id [8]byte
 	if _, err := rand.Read(id[:]); err != nil {

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	ztlsclock "github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/internal/testproc"
 	"github.com/ztls-project/ztls/tls13"
 )
@@ -79,7 +81,7 @@ func launchRedis(t testing.TB, port int, extra ...string) (*redisServer, string,
 			pass = extra[i+1]
 		}
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := ztlsclock.Now().Add(20 * time.Second)
 	for {
 		select {
 		case <-s.done:
@@ -102,7 +104,7 @@ func launchRedis(t testing.TB, port int, extra ...string) (*redisServer, string,
 				return nil, out.String(), errors.New("port taken by another process")
 			}
 		}
-		if time.Now().After(deadline) {
+		if ztlsclock.Now().After(deadline) {
 			s.stop()
 			return nil, out.String(), errors.New("did not come up")
 		}
@@ -418,12 +420,12 @@ func warm(t *testing.T, r *Register, clk *clock) {
 // Redis: the cost a fleet server adds to each accepted early-data handshake.
 func BenchmarkCheckAndInsert(b *testing.B) {
 	s := startRedis(b, 0)
-	r, err := New(Options{Addr: s.addr, Now: func() time.Time { return time.Now().Add(-time.Hour) }})
+	r, err := New(Options{Addr: s.addr, Now: func() time.Time { return ztlsclock.Now().Add(-time.Hour) }})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer r.Close()
-	now := time.Now()
+	now := ztlsclock.Now()
 	r.CheckAndInsert([]byte("warm"), now, now, now.Add(time.Second))
 	var key [8]byte
 	i := uint64(0)

@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/clock"
+
 	"github.com/ztls-project/ztls/internal/testproc"
 	"github.com/ztls-project/ztls/tls13/internal/keyschedule"
 	"github.com/ztls-project/ztls/tls13/internal/suite"
@@ -112,9 +114,9 @@ func (c *recordingConn) inLen() int {
 // process, not a timing assertion, and fails only after a generous limit.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := clock.Now().Add(20 * time.Second)
 	for !cond() {
-		if time.Now().After(deadline) {
+		if clock.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -533,8 +535,8 @@ func selfSigned(t *testing.T) tls.Certificate {
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1),
 		Subject:      pkix.Name{CommonName: "record interop test"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
+		NotBefore:    clock.Now().Add(-time.Hour),
+		NotAfter:     clock.Now().Add(time.Hour),
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {

@@ -229,7 +229,7 @@ func (e *engine) unwrapTicket(ticket []byte) (*sessionTicket, error) {
 		return nil, errors.New("tls13: unknown ticket")
 	}
 	if tk := e.cfg.TicketKeys; tk != nil {
-		plain, err := tk.open(ticket)
+		plain, err := tk.open(e.cfg.now(), e.cfg.ticketLifetime(), ticket)
 		if err != nil {
 			return nil, err
 		}

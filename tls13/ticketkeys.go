@@ -14,7 +14,11 @@ import (
 // TicketKeys is a server's rotating set of session-ticket keys. A new key
 // seals the tickets issued during each Period; an older key only opens
 // tickets, and is dropped once every ticket it sealed has expired (Period
-// plus the Config's ticket lifetime after it was made). Whoever steals the
+// plus the Config's ticket lifetime after it was made, by the Config's
+// clock). Keys are dropped whenever a ticket is sealed or opened, so a
+// dropped key opens nothing, even on a server that has stopped issuing
+// tickets; one that sees no handshake at all still holds its last key in
+// memory until its next handshake drops it. Whoever steals the
 // server's memory can therefore open the tickets of at most that span, and
 // so learn their resumption secrets, rather than of the process's whole
 // life as with one fixed TicketKey. A connection resumed with psk_ke
@@ -58,7 +62,7 @@ func (k *TicketKeys) Len() int {
 }
 
 // sealing returns the AEAD new tickets are sealed with at now, making a
-// new key when the newest is a period old (or older than now: a clock set
+// new key when the newest is a period old (or newer than now: a clock set
 // back) and dropping keys no unexpired ticket needs.
 func (k *TicketKeys) sealing(now time.Time, lifetime time.Duration, fallback io.Reader) (cipher.AEAD, error) {
 	k.mu.Lock()
@@ -97,11 +101,12 @@ func (k *TicketKeys) sealing(now time.Time, lifetime time.Duration, fallback io.
 func (k *TicketKeys) dropLocked(now time.Time, lifetime time.Duration) {
 	keep := k.keys[:0]
 	for i, key := range k.keys {
-		// A key seals until the next one is made (its successor's
-		// creation; the newest seals until now) and its tickets live
-		// lifetime after that.
-		sealedUntil := now
-		if i > 0 {
+		// A key seals for one period, or until the next one is made if
+		// that is sooner (a clock set back), and its tickets live
+		// lifetime after that. The newest key is no exception: on an
+		// idle server it has sealed nothing since its period ended.
+		sealedUntil := key.created.Add(k.period)
+		if i > 0 && k.keys[i-1].created.Before(sealedUntil) {
 			sealedUntil = k.keys[i-1].created
 		}
 		if now.Sub(sealedUntil) <= lifetime {
@@ -112,9 +117,12 @@ func (k *TicketKeys) dropLocked(now time.Time, lifetime time.Duration) {
 	k.keys = keep
 }
 
-// open decrypts a ticket with whichever held key sealed it.
-func (k *TicketKeys) open(ticket []byte) ([]byte, error) {
+// open decrypts a ticket with whichever held key sealed it, first
+// dropping, as sealing does, the keys whose tickets have all expired at
+// now: a server that seals nothing must not keep opening old tickets.
+func (k *TicketKeys) open(now time.Time, lifetime time.Duration, ticket []byte) ([]byte, error) {
 	k.mu.Lock()
+	k.dropLocked(now, lifetime)
 	aeads := make([]cipher.AEAD, len(k.keys))
 	for i, key := range k.keys {
 		aeads[i] = key.aead

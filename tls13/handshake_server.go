@@ -1066,6 +1066,13 @@ func (hs *serverHandshake) acceptZTLS() (string, error) {
 	if key == nil {
 		return "no live Z-data record with that zdata_id and zdata_hash", nil
 	}
+	if !ZDataLive(key.NotBefore, key.NotAfter, cfg.earlyDataWindow(), now) {
+		// A key ring that hands out a key before its not-before would let
+		// a flight be accepted before the instant every anti-replay guard
+		// measures from (docs/ztls-spec.md, Section 5).
+		return fmt.Sprintf("Z-data record not live at %s (valid %s to %s)", now.UTC().Format(time.RFC3339),
+			key.NotBefore.UTC().Format(time.RFC3339), key.NotAfter.UTC().Format(time.RFC3339)), nil
+	}
 	hs.zRejectedMax = key.MaxEarlyData
 	if !strings.EqualFold(ch.ServerName, key.Host) { // DNS names ignore ASCII case
 		return fmt.Sprintf("SNI %q is not the Z-data's host %q", ch.ServerName, key.Host), nil
@@ -1138,7 +1145,7 @@ func (hs *serverHandshake) checkZTLSFreshness(key *ZDataKey, es keyschedule.Earl
 	}
 	// Entries live until server time exceeds client time + W. No server
 	// could take this ClientHello before client time - W, nor before the
-	// key's not-before.
+	// key's not-before (ZDataLive: no key is live earlier).
 	sent := time.UnixMilli(clientMS)
 	notBefore := sent.Add(-w)
 	if notBefore.Before(key.NotBefore) {

@@ -206,6 +206,20 @@ func (p *ZDataPrepared) take(z *ZDataOffer) *ZDataPrepared {
 	return p
 }
 
+// ZDataLive is the one definition of when a server decrypts with a Z-data
+// key (docs/ztls-spec.md, Section 5): from the record's not-before, never
+// earlier, until its not-after plus the freshness window w, bounds
+// inclusive. Every guard takes the key's start from here: the restart guard
+// and the strike registers (no ClientHello under the key can have been
+// accepted before from), the fleet's BFE puncture log (the epoch is the
+// not-before), key rings (Keyring.Live, LookupZData) and pruning. A client
+// may use a record from 60 s before its not-before when its clock is behind
+// and no record is valid by it (package zdata, ClockSkew); the server's
+// clock has then reached the not-before.
+func ZDataLive(notBefore, notAfter time.Time, w time.Duration, now time.Time) bool {
+	return !now.Before(notBefore) && !now.After(notAfter.Add(w))
+}
+
 // ZDataKey is one live Z-data record's private side on a server.
 type ZDataKey struct {
 	ID           uint32
@@ -214,8 +228,11 @@ type ZDataKey struct {
 	Group        CurveID
 	MaxEarlyData uint32
 	ALPN         string
-	NotBefore    time.Time
-	NotAfter     time.Time
+	// NotBefore and NotAfter are the record's validity. The server takes
+	// early data under the key only while ZDataLive, and no earlier than
+	// NotBefore: the anti-replay guards measure from it.
+	NotBefore time.Time
+	NotAfter  time.Time
 	// ECDH computes the shared secret with a client's key_exchange bytes
 	// for Group, validating the share (an invalid share is an error).
 	ECDH func(peer []byte) ([]byte, error)
@@ -229,8 +246,9 @@ type ZDataKey struct {
 }
 
 // ZDataKeys finds the Z-data key named by a ClientHello's zdata_id and
-// zdata_hash among the records live at now (not-before ≤ now ≤ not-after
-// plus the freshness window). Implementations must be safe for concurrent use.
+// zdata_hash among the records live at now (ZDataLive: not-before ≤ now ≤
+// not-after plus the freshness window). The server checks the returned
+// key's liveness again. Implementations must be safe for concurrent use.
 type ZDataKeys interface {
 	LookupZData(id uint32, hash [32]byte, now time.Time) *ZDataKey
 }

@@ -89,8 +89,10 @@ func (k *Keyring) Get(id uint32) *Key {
 	return k.keys[id].key
 }
 
+// live is tls13.ZDataLive for r with the keyring's window: the one rule
+// for when a server decrypts with a key (from not-before, not earlier).
 func (k *Keyring) live(r *Record, now time.Time) bool {
-	return !now.Before(r.NotBefore.Add(-ClockSkew)) && !now.After(r.NotAfter.Add(k.window))
+	return tls13.ZDataLive(r.NotBefore, r.NotAfter, k.window, now)
 }
 
 // sorted returns the entries that pass keep, by not-before then id.
@@ -116,8 +118,8 @@ func (k *Keyring) sorted(keep func(*Record) bool) []*Key {
 // All returns every key, oldest first.
 func (k *Keyring) All() []*Key { return k.sorted(func(*Record) bool { return true }) }
 
-// Live returns the keys a server accepts at now: not-before minus 60 s ≤
-// now ≤ not-after plus the window; oldest first.
+// Live returns the keys a server accepts at now (tls13.ZDataLive):
+// not-before ≤ now ≤ not-after plus the window; oldest first.
 func (k *Keyring) Live(now time.Time) []*Key {
 	return k.sorted(func(r *Record) bool { return k.live(r, now) })
 }
@@ -175,7 +177,7 @@ func (k *Keyring) Prune(now time.Time) []*Key {
 	defer k.mu.Unlock()
 	var gone []*Key
 	for id, e := range k.keys {
-		if now.After(e.key.Record.NotAfter.Add(k.window)) {
+		if r := e.key.Record; now.After(r.NotAfter.Add(k.window)) { // past tls13.ZDataLive
 			gone = append(gone, e.key)
 			delete(k.keys, id)
 		}

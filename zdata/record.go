@@ -29,7 +29,9 @@ const (
 )
 
 // MaxValidity is the longest window from not-before to not-after a client
-// accepts, and ClockSkew the slack it allows before not-before.
+// accepts, and ClockSkew the slack it allows before not-before when no
+// record is valid by its clock (a clock behind the server's; servers take a
+// key only from its not-before, tls13.ZDataLive).
 const (
 	MaxValidity = time.Hour
 	ClockSkew   = 60 * time.Second
@@ -280,6 +282,14 @@ func (r *Record) CheckValidity(now time.Time) error {
 		return ErrExpired
 	}
 	return nil
+}
+
+// ValidAt reports whether now (at one-second precision) is within the
+// record's validity without the ClockSkew allowance: not-before ≤ now ≤
+// not-after. A client prefers such a record (Selector).
+func (r *Record) ValidAt(now time.Time) bool {
+	now = now.Truncate(time.Second)
+	return !now.Before(r.NotBefore) && !now.After(r.NotAfter)
 }
 
 // Offer returns what the TLS engine needs to send a ZTLS ClientHello with

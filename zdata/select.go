@@ -79,7 +79,11 @@ type SelectOptions struct {
 // known group and scheme, carry a valid share, are valid at Now and
 // verify with a TLSA 3 0 0 leaf whose chain leads to the roots (through
 // CERT intermediates) and whose name matches the host, Select returns the
-// one with the latest not-after, with Host, Port and LeafHash set, and
+// one with the latest not-after among those valid at Now (a record within
+// ClockSkew before its not-before only when none is: at a rollover the
+// current record, whose key the server still takes, not the next one,
+// which no server takes before its not-before: tls13.ZDataLive), with
+// Host, Port and LeafHash set, and
 // its leaf; otherwise the error's ReasonOf names why, taken from the
 // record that got furthest.
 //
@@ -187,7 +191,7 @@ func (s *Selector) Select(txt [][]string) (*Record, *x509.Certificate, error) {
 	if len(recs) == 0 && worst == nil {
 		return nil, nil, reasonErr(ReasonNoZData, fmt.Errorf("zdata: no ztls1 TXT record for %s", TXTName(s.host, s.port)))
 	}
-	// Latest not-after first; the first fully valid record wins.
+	// In screen's order; the first fully valid record wins.
 	for _, r := range recs {
 		if len(s.leaves) == 0 {
 			fail(reasonErr(ReasonNoLeaf, fmt.Errorf("zdata: no TLSA 3 0 0 record at %s", TLSAName(s.host, s.port))))
@@ -209,9 +213,11 @@ func (s *Selector) Select(txt [][]string) (*Record, *x509.Certificate, error) {
 
 // screen makes the checks of a record that come before its signature:
 // of the ztls1 records in txt, it returns those that parse, use a known
-// group and scheme, carry a valid share and are valid at now, latest
-// not-after first (Select's order: Likely is its first), and the failure
-// of the others that got furthest (nil: none failed).
+// group and scheme, carry a valid share and are valid at now (with the
+// ClockSkew allowance), in Select's order (Likely is its first): those
+// valid at now without the allowance first, then latest not-after, then
+// v2 with bfe= before v1; and the failure of the others that got
+// furthest (nil: none failed).
 func screen(txt [][]string, now time.Time, noBFE bool) ([]*Record, error) {
 	var recs []*Record
 	var worst error
@@ -232,6 +238,9 @@ func screen(txt [][]string, now time.Time, noBFE bool) ([]*Record, error) {
 		recs = append(recs, r)
 	}
 	sort.SliceStable(recs, func(i, j int) bool {
+		if vi, vj := recs[i].ValidAt(now), recs[j].ValidAt(now); vi != vj {
+			return vi
+		}
 		if !recs[i].NotAfter.Equal(recs[j].NotAfter) {
 			return recs[i].NotAfter.After(recs[j].NotAfter)
 		}

@@ -281,7 +281,11 @@ func TestSelectPrefersLatestValid(t *testing.T) {
 	}{
 		{t0.Add(10 * time.Minute), older},
 		{t0.Add(40 * time.Minute), newer},
-		{t0.Add(29 * time.Minute), newer}, // within 60 s of newer's not-before
+		// Within 60 s of newer's not-before, older is still valid: it is
+		// the one a server takes (no key is taken before its not-before).
+		{t0.Add(29 * time.Minute), older},
+		{t0.Add(30*time.Minute - time.Millisecond), older},
+		{t0.Add(30 * time.Minute), newer},
 		{t0.Add(80 * time.Minute), newer},
 	} {
 		r, _, err := selectOne(txt, tlsa, nil, "SERVER.test.", testPort, f.roots(), c.now)
@@ -290,6 +294,17 @@ func TestSelectPrefersLatestValid(t *testing.T) {
 		}
 		if r.ID != c.want.Record.ID {
 			t.Fatalf("at %v: picked id %d, want %d", c.now, r.ID, c.want.Record.ID)
+		}
+	}
+	// A client whose clock is behind, offered only the next record, uses it
+	// within 60 s of its not-before (the server's clock has reached it).
+	for _, c := range []struct {
+		now time.Time
+		ok  bool
+	}{{t0.Add(29 * time.Minute), true}, {t0.Add(29*time.Minute - time.Second), false}} {
+		r, _, err := selectOne(txtOf(newer), tlsa, nil, testHost, testPort, f.roots(), c.now)
+		if (err == nil) != c.ok || (c.ok && r.ID != newer.Record.ID) {
+			t.Fatalf("only the next record, at %v: %v, want usable %v", c.now, err, c.ok)
 		}
 	}
 	// The older record verifies with the decoy TLSA listed first too.

@@ -42,8 +42,8 @@ func TestCLIServeWarnsWithoutLiveKeys(t *testing.T) {
 	stopCmd(cmd)
 	_, log, cmd = startProc(t, "added key", "serve", "--listen", "127.0.0.1:"+strconv.Itoa(s.port), "--zdata", s.zd, "--respond", "hello")
 	defer stopCmd(cmd)
-	// One live key, or two within ClockSkew of the hour, when the next
-	// epoch's is live too.
+	// One live key, or two within the freshness window after the hour,
+	// when the ending key is still live (tls13.ZDataLive).
 	if live := logAttr(log.waitFor(t, "ZTLS on"), "live_keys"); live != "1" && live != "2" {
 		t.Fatalf("live_keys=%s after a start with rotation", live)
 	}

@@ -80,7 +80,8 @@ func TestCLIServeMetrics(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)
 		}
 	}
-	// One live key, or two within zdata.ClockSkew of the hour.
+	// One live key, or two within the freshness window after the hour
+	// (the ending key is live until its not-after plus W, tls13.ZDataLive).
 	if live := m["ztls_zdata_live_keys"]; live != 1 && live != 2 {
 		t.Errorf("ztls_zdata_live_keys = %v, want 1 (or 2 near the hour)", live)
 	}

@@ -116,7 +116,7 @@ type Result struct {
 // When it fails it returns the report so far, its Error set, with the
 // error (and no Conn); a failure after the handshake is the Result's Err.
 func Connect(ctx context.Context, addr string, o Options) (*Result, error) {
-	a := &attempt{o: o, start: time.Now(), res: &Result{Report: Report{Mode: "tls", Transport: "tcp"}}}
+	a := &attempt{o: o, start: time.Now() /* real time: elapsed */, res: &Result{Report: Report{Mode: "tls", Transport: "tcp"}}}
 	a.r = &a.res.Report
 	if err := a.run(ctx, addr); err != nil {
 		res := a.res
@@ -321,7 +321,7 @@ func (a *attempt) sendInput(c *tls13.Conn, deadline time.Time, hasDeadline bool)
 		// The rest is bounded by ctx's deadline or, when the input
 		// outlasted it (typing), as long again from now.
 		d := deadline
-		if now := time.Now(); now.After(d) {
+		if now := time.Now(); now.After(d) { // real time: a deadline
 			d = now.Add(deadline.Sub(a.start))
 		}
 		c.SetDeadline(d)

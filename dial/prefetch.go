@@ -201,7 +201,7 @@ type prefetcher struct {
 }
 
 func prefetchOne(ctx context.Context, o Options, target string) *Prefetched {
-	start := time.Now()
+	start := time.Now() // real time: elapsed
 	p := &Prefetched{Target: target}
 	f := &prefetcher{o: o, p: p}
 	if err := f.run(ctx, target); err != nil {

@@ -61,7 +61,7 @@ func (t *tcpTransport) dialTCP(ctx context.Context) (net.Conn, error) {
 		raw, took, _ = t.syn.take(ctx) // if it failed, dial again
 	}
 	if raw == nil {
-		tcpStart := time.Now()
+		tcpStart := time.Now() // real time: elapsed
 		var err error
 		if raw, err = dialFirst(ctx, a.ips, a.port); err != nil {
 			return nil, err
@@ -142,7 +142,7 @@ func (o *Options) sendsEarly(offer *tls13.ZDataOffer) bool {
 // runHandshake runs c's handshake and puts its time and trace in the
 // report.
 func (a *attempt) runHandshake(ctx context.Context, c *tls13.Conn) error {
-	hsStart := time.Now()
+	hsStart := time.Now() // real time: elapsed
 	err := c.HandshakeContext(ctx)
 	a.r.Timing.Handshake = ms(time.Since(hsStart))
 	a.traceConn(c)
@@ -193,11 +193,11 @@ var errTaken = errors.New("dial: connection taken")
 
 func startSYN(ctx context.Context, addr netip.AddrPort) *synConn {
 	ctx, cancel := context.WithCancel(ctx)
-	s := &synConn{ch: make(chan dialed, 1), start: time.Now(), cancel: cancel}
+	s := &synConn{ch: make(chan dialed, 1), start: time.Now(), cancel: cancel} // real time: elapsed
 	go func() {
 		var d net.Dialer
 		c, err := d.DialContext(ctx, "tcp", addr.String())
-		s.ch <- dialed{c, err, time.Now()}
+		s.ch <- dialed{c, err, time.Now()} // real time: elapsed
 	}()
 	return s
 }

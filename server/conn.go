@@ -53,7 +53,7 @@ func (s *Server) serveConn(t *tracked) {
 	defer s.forget(t)
 	// Until its handshake is done a connection has HandshakeTimeout,
 	// whatever path it takes (slowloris).
-	deadline := time.Now().Add(s.cfg.HandshakeTimeout)
+	deadline := time.Now().Add(s.cfg.HandshakeTimeout) // real time: a deadline
 	t.raw.SetDeadline(deadline)
 	c, early, err := s.accept(t.raw)
 	if err != nil {

@@ -334,7 +334,7 @@ func (c *Conn) bindContext(ctx context.Context) (unbind func(error) error) {
 		}
 		if hasDeadline {
 			c.conn.SetDeadline(time.Time{})
-			if err != nil && ctx.Err() == nil && !time.Now().Before(deadline) {
+			if err != nil && ctx.Err() == nil && !time.Now().Before(deadline) { // real time: a deadline
 				// The socket's timer fired a moment before the context's.
 				err = fmt.Errorf("tls13: handshake: %w (%v)", context.DeadlineExceeded, err)
 			}
@@ -437,7 +437,7 @@ func (c *Conn) collectEvents() {
 	if len(c.e.events) == 0 {
 		return
 	}
-	now := time.Now()
+	now := time.Now() // real time: the trace's event times
 	for _, ev := range c.e.events {
 		// The handshake's events always fit; KeyUpdates go on for the
 		// connection's life, so the trace stops growing at maxTrace.

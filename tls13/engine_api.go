@@ -80,7 +80,7 @@ func (x *Engine) Conn(c net.Conn, resendEarly bool) *Conn {
 	x.e.run = runConcurrently // the Conn lends goroutines, as its own engine gets
 	conn := &Conn{conn: c, cfg: x.e.cfg, isClient: x.e.isClient, e: x.e, started: true,
 		early: x.early, resend: resendEarly}
-	now := time.Now()
+	now := time.Now() // real time: the trace's event times
 	for _, ev := range x.e.events {
 		conn.trace = append(conn.trace, TraceEvent{Event: ev, At: now})
 	}

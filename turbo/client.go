@@ -236,7 +236,7 @@ func (h *Hello) Close() {
 // Dial sends the Hello over UDP and connects TCP to tcpAddr at the same
 // moment, and goes on as the package's Dial describes.
 func (h *Hello) Dial(ctx context.Context, tcpAddr netip.AddrPort) (*ClientResult, error) {
-	start := time.Now()
+	start := time.Now() // real time: elapsed
 	if h.used {
 		return nil, errors.New("turbo: a Hello serves one Dial")
 	}
@@ -374,7 +374,7 @@ func race(ctx context.Context, start time.Time, tcpAddr netip.AddrPort, h *Hello
 		}
 		w := cfg.wait(at)
 		w -= min(fallbackStart, w/8)
-		end := time.Now().Add(w)
+		end := time.Now().Add(w) // real time: a deadline
 		waitEnd.Store(end.UnixNano())
 		if w > 2*time.Millisecond && canPoll(udp) {
 			end = end.Add(-time.Millisecond) // readFlight polls the rest
@@ -532,7 +532,7 @@ func readFlight(ctx context.Context, udp net.Conn, id ConnID, clientLen, request
 		if polling {
 			n, err = pollUntil(ctx, udp, buf, time.Unix(0, waitEnd.Load()))
 		} else if n, err = udp.Read(buf); err != nil && errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() == nil {
-			if end := waitEnd.Load(); end != 0 && time.Now().UnixNano() < end {
+			if end := waitEnd.Load(); end != 0 && time.Now().UnixNano() < end { // real time: a deadline
 				polling = true
 				n, err = pollUntil(ctx, udp, buf, time.Unix(0, end))
 			}

@@ -29,12 +29,12 @@ func TestPollUntil(t *testing.T) {
 	}
 	buf := make([]byte, 64)
 	ctx := context.Background()
-	b.SetReadDeadline(time.Unix(1, 0)) // as after the early deadline fired
-	n, err := pollUntil(ctx, b, buf, time.Now().Add(5*time.Second))
+	b.SetReadDeadline(time.Unix(1, 0))                              // as after the early deadline fired
+	n, err := pollUntil(ctx, b, buf, time.Now().Add(5*time.Second)) // real time: a deadline
 	if err != nil || string(buf[:n]) != "flight" {
 		t.Fatalf("pollUntil = %q, %v", buf[:n], err)
 	}
-	if _, err := pollUntil(ctx, b, buf, time.Now().Add(2*time.Millisecond)); !errors.Is(err, os.ErrDeadlineExceeded) {
+	if _, err := pollUntil(ctx, b, buf, time.Now().Add(2*time.Millisecond)); !errors.Is(err, os.ErrDeadlineExceeded) { // real time: a deadline
 		t.Fatalf("nothing to read: %v, want the deadline error", err)
 	}
 	cctx, cancel := context.WithCancel(ctx)

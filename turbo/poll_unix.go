@@ -48,7 +48,7 @@ func pollUntil(ctx context.Context, udp net.Conn, buf []byte, end time.Time) (in
 			return 0, os.NewSyscallError("recvfrom", rerr)
 		case ctx.Err() != nil:
 			return 0, ctx.Err()
-		case !time.Now().Before(end):
+		case !time.Now().Before(end): // real time: a deadline
 			return 0, os.ErrDeadlineExceeded
 		}
 		runtime.Gosched()

@@ -157,7 +157,7 @@ func (p *ClientProxy) handle(down net.Conn) {
 		cfg.Sizes = proxySizes
 	}
 	h := newHello(p.ServerUDP, hello, nil, &cfg)
-	rr, err := race(ctx, time.Now(), p.ServerTCP, h, cfg.expected(p.ServerUDP), &cfg)
+	rr, err := race(ctx, time.Now() /* real time: elapsed */, p.ServerTCP, h, cfg.expected(p.ServerUDP), &cfg)
 	if err != nil {
 		p.logf("%s: %v", down.RemoteAddr(), err)
 		return
@@ -262,7 +262,7 @@ func (p *ServerProxy) readFlight(ctx context.Context, be net.Conn) ([]byte, erro
 	}
 	deadline, ok := ctx.Deadline()
 	if !ok {
-		deadline = time.Now().Add(2 * time.Second)
+		deadline = time.Now().Add(2 * time.Second) // real time: a deadline
 	}
 	var flight []byte
 	hdr := make([]byte, 5)

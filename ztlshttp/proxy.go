@@ -62,7 +62,7 @@ func (p *Proxy) ServeConnContext(base context.Context, c *tls13.Conn) error {
 	// The handshake's calls take hs (tls13 bounds a handshake by its
 	// context's deadline, and clears the socket's when it returns); the
 	// early data between them is read under the same deadline.
-	hsDeadline := time.Now().Add(hsTimeout)
+	hsDeadline := time.Now().Add(hsTimeout) // real time: a deadline
 	hs, hsCancel := context.WithDeadline(context.Background(), hsDeadline)
 	defer hsCancel()
 	ctx, cancel := context.WithTimeout(base, p.timeout())

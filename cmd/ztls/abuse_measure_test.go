@@ -74,7 +74,7 @@ func TestMeasureServeIdleFlood(t *testing.T) {
 	// Within one second (the handshake timeout is 10 s): which are closed?
 	var closedAtOnce atomic.Int64
 	var wg sync.WaitGroup
-	deadline := time.Now().Add(time.Second)
+	deadline := time.Now().Add(time.Second) // real time: a read deadline below
 	for _, c := range idle {
 		wg.Add(1)
 		go func() {

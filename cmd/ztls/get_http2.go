@@ -42,7 +42,7 @@ func runGetHTTP2(f *connectFlags, u *url.URL) error {
 		return err
 	}
 	req.Header.Set("User-Agent", "ztls")
-	start := time.Now()
+	start := time.Now() // real time: elapsed
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
 		err = f.cure(err, u.Host)

@@ -294,7 +294,7 @@ func (s *Server) serveConn(sc *streamConn) {
 		// Moving the deadline costs a timer update: do it at most once
 		// per tenth of the wait, not per query; the connection is then
 		// closed between wait and 1.1 × wait after its last query.
-		if now := time.Now(); deadline.Sub(now) < wait {
+		if now := time.Now(); deadline.Sub(now) < wait { // real time: a deadline
 			deadline = now.Add(wait + wait/10)
 			fr.setDeadline(deadline)
 		}

@@ -137,7 +137,7 @@ func (p *Publisher) Publish(ctx context.Context, sets []RRSet) error {
 		}
 		name := dnsname.Canonical(p.Key.Name)
 		c.TsigSecret = map[string]string{name: p.Key.Secret}
-		m.SetTsig(name, p.Key.algorithm(), 300, time.Now().Unix())
+		m.SetTsig(name, p.Key.algorithm(), 300, time.Now().Unix()) // real time: the primary checks TSIG against its system clock (RFC 8945)
 	}
 	r, _, err := c.ExchangeContext(ctx, m, p.Server)
 	if r != nil && r.Rcode != dns.RcodeSuccess {

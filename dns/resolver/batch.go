@@ -28,7 +28,7 @@ type Question struct {
 // its own Err. When ctx ends first, the error is ctx's and the answers that
 // had not landed carry it too.
 func (r *Resolver) LookupBatch(ctx context.Context, qs []Question, each func(Answer)) ([]*Answer, error) {
-	start := time.Now()
+	start := time.Now() // real time: elapsed
 	answers := make([]*Answer, len(qs))
 	r.mu.Lock()
 	closed := r.closed

@@ -155,7 +155,7 @@ func (r *Resolver) Exchange(ctx context.Context, q *dns.Msg) (*dns.Msg, error) {
 // the error is set only when no usable reply arrived. The Answer is
 // non-nil either way.
 func (r *Resolver) Lookup(ctx context.Context, name string, qtype uint16) (*Answer, error) {
-	start := time.Now()
+	start := time.Now() // real time: elapsed
 	fqdn := dns.Fqdn(name)
 	a := &Answer{Qtype: qtype, Name: fqdn}
 	if _, ok := dns.IsDomainName(fqdn); !ok || name == "" {

@@ -94,7 +94,7 @@ func (r *Resolver) LookupService(ctx context.Context, host string, port int, eac
 	if _, ok := dns.IsDomainName(fqdn); !ok || host == "" {
 		return nil, fmt.Errorf("resolver: bad domain name %q", host)
 	}
-	start := time.Now()
+	start := time.Now() // real time: elapsed
 	res := &ServiceResult{Host: fqdn, Port: port}
 	questions := []struct {
 		name  string

@@ -201,7 +201,7 @@ func (u *streamUpstream) noteFailureLocked(err error, lost bool) {
 	// Jitter down by up to half, so that clients that failed together do
 	// not come back together.
 	d -= rand.N(d/2 + 1)
-	u.retryAt = time.Now().Add(d)
+	u.retryAt = time.Now().Add(d) // real time: a backoff deadline
 }
 
 // noteReply ends the backoff: the server answers.

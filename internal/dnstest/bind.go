@@ -197,7 +197,7 @@ func BindConfig(dir string, port int, opts BindOptions) string {
 // waitBind polls until every zone's SOA is answered authoritatively.
 func waitBind(b *Bind, zones []BindZone, exited <-chan struct{}) error {
 	c := &dns.Client{Net: "udp", Timeout: 200 * time.Millisecond}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(20 * time.Second) // real time: a deadline
 	for _, z := range zones {
 		q := new(dns.Msg)
 		q.SetQuestion(dns.Fqdn(z.Origin), dns.TypeSOA)
@@ -210,7 +210,7 @@ func waitBind(b *Bind, zones []BindZone, exited <-chan struct{}) error {
 			if r, _, err := c.Exchange(q, b.Addr); err == nil && r.Rcode == dns.RcodeSuccess && r.Authoritative {
 				break
 			}
-			if time.Now().After(deadline) {
+			if time.Now().After(deadline) { // real time: a deadline
 				return fmt.Errorf("named did not serve %s on %s within 20s", z.Origin, b.Addr)
 			}
 			time.Sleep(50 * time.Millisecond)

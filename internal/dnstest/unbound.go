@@ -195,8 +195,8 @@ func waitUnbound(u *Unbound, exited <-chan struct{}) error {
 	c := &dns.Client{Net: "udp", Timeout: 200 * time.Millisecond}
 	q := new(dns.Msg)
 	q.SetQuestion("localhost.", dns.TypeA)
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	deadline := time.Now().Add(15 * time.Second) // real time: a deadline
+	for time.Now().Before(deadline) {            // real time: a deadline
 		select {
 		case <-exited:
 			return fmt.Errorf("unbound exited during start-up")

@@ -211,6 +211,16 @@ func TestZTLSRejections(t *testing.T) {
 		c, s, a, err := z.run(t, []byte("x"), nil)
 		rejected(t, c, s, a, err, "no live Z-data")
 	})
+	t.Run("key ring hands out a key before its not-before", func(t *testing.T) {
+		// The server checks tls13.ZDataLive itself: the anti-replay
+		// guards measure from the not-before, so no key may be taken
+		// earlier, whatever the ZDataKeys implementation returns.
+		z := newZTLSSetup(t)
+		z.key.NotBefore = clock.Now().Add(30 * time.Second)
+		z.scfg.ZData = laxZKeys{z.key}
+		c, s, a, err := z.run(t, []byte("x"), nil)
+		rejected(t, c, s, a, err, "not live")
+	})
 	t.Run("SNI is not the signed host", func(t *testing.T) {
 		z := newZTLSSetup(t)
 		z.key.Host = "other.test"
@@ -236,6 +246,11 @@ func TestZTLSRejections(t *testing.T) {
 		rejected(t, c, s, a, err, "strike register unavailable")
 	})
 }
+
+// laxZKeys returns its key for any id, hash and time.
+type laxZKeys struct{ key *ZDataKey }
+
+func (k laxZKeys) LookupZData(uint32, [32]byte, time.Time) *ZDataKey { return k.key }
 
 type brokenRegister struct{}
 

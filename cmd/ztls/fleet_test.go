@@ -14,14 +14,15 @@ import (
 	"github.com/ztls-project/ztls/zdata"
 )
 
-// startRedis runs a throwaway redis-server on a loopback port.
-func startRedis(t *testing.T) (addr string, stop func()) {
+// startRedis runs a throwaway redis-server on a loopback port, with
+// extra configuration arguments (e.g. "--requirepass", PASSWORD).
+func startRedis(t *testing.T, extra ...string) (addr string, stop func()) {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not installed (make deps installs it)")
 	}
 	port := freePort(t)
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	cmd := exec.Command("redis-server", append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}, extra...)...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

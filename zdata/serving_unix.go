@@ -123,7 +123,9 @@ const RotationLockFile = "rotate.lock"
 // keys (adds the next period's key, drops expired ones) while it lives:
 // servers sharing a directory (a fleet with a shared register) would
 // otherwise each write a different next key. ok is false when another
-// process holds the claim; it then only reloads what that one writes.
+// process holds the claim; it then only reloads what that one writes, and
+// tries again to take the rotation over when that one stops
+// (RotationClaim, which also marks the directory rotating).
 func (d *Dir) ClaimRotation() (release func(), ok bool, err error) {
 	path := filepath.Join(d.Path, RotationLockFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)

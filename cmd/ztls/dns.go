@@ -105,8 +105,10 @@ the file uses relative names without $ORIGIN.
 the first process to claim the directory (DIR/rotate.lock: this server, or
 a 'ztls serve --zdata DIR' started before it) rotates its keys, adding each
 period's key before it is due; the others pick up what it writes within a
-second. --rotate=false only reads, leaving rotation to another process or
-to 'ztls zdata rotate DIR' from cron; a --seed-file fleet derives its keys.
+second, and when it stops (cleanly or not) the first of them to find the
+lock free, within ten seconds, takes the rotation over. --rotate=false only
+reads, leaving rotation to another process or to 'ztls zdata rotate DIR'
+from cron; a --seed-file fleet derives its keys.
 
 SIGHUP reloads the zone files, the Z-data (a replaced certificate gets new
 keys at once in the rotating process) and the --tls certificate.
@@ -200,7 +202,7 @@ func (f *dnsServeFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.noCookies, "no-cookies", false, "turn DNS cookies (RFC 7873) off")
 	fs.DurationVar(&f.cookieRotate, "cookie-rotate", 0, "replace the DNS cookie secret this often (0: one random secret for the process)")
 	fs.BoolVarP(&f.verboseLogs, "verbose", "v", false, "log socket and connection errors")
-	fs.BoolVar(&f.rotate, "rotate", true, "rotate each --zdata directory's keys when no other process does (the first to claim DIR/rotate.lock rotates: ztls serve or this server); off: only reload")
+	fs.BoolVar(&f.rotate, "rotate", true, "rotate each --zdata directory's keys when no other process does (the first to claim DIR/rotate.lock rotates: ztls serve or this server; the others take over when it stops); off: only reload")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9181): queries by type and rcode, UDP bytes, RRL drops and slips, cookies, connections, live Z-data keys")
 }
 
@@ -248,7 +250,7 @@ func runDNSServe(ctx context.Context, logw io.Writer, f *dnsServeFlags) error {
 	if err := checkDNSServeFlags(f); err != nil {
 		return err
 	}
-	dirs, rotating, release, err := loadDNSZData(f)
+	dirs, claims, release, err := loadDNSZData(f)
 	defer release()
 	if err != nil {
 		return err
@@ -258,7 +260,7 @@ func runDNSServe(ctx context.Context, logw io.Writer, f *dnsServeFlags) error {
 		return err
 	}
 	for _, d := range dirs {
-		log.Info("serving Z-data", "host", d.Config.Host, "port", d.Config.Port, "dir", d.Path, "rotates", rotating[d],
+		log.Info("serving Z-data", "host", d.Config.Host, "port", d.Config.Port, "dir", d.Path, "rotates", claims[d].Held(),
 			"live_keys", len(d.Keyring.Live(clock.Now())))
 		if f.turbo {
 			log.Info("serving the TurboTLS advertisement", "host", d.Config.Host, "port", d.Config.Port, "udp_port", d.Config.Port)
@@ -272,7 +274,7 @@ func runDNSServe(ctx context.Context, logw io.Writer, f *dnsServeFlags) error {
 	}
 	defer onHUP(ctx, func() { reloadDNSServe(log, f, dot, zs, dirs) })()
 	if len(dirs) > 0 {
-		go refreshZData(ctx, zones, dirs, rotating, f.verboseLogs, log)
+		go refreshZData(ctx, zones, dirs, claims, f.verboseLogs, log)
 	}
 	mt := dnsMetrics(f, dirs)
 	srv := newAuthorityServer(ctx, f, zones, mt, log)
@@ -311,16 +313,17 @@ func checkDNSServeFlags(f *dnsServeFlags) error {
 }
 
 // loadDNSZData loads the --zdata directories and claims the rotation of
-// those no other process rotates; release gives the claims back (call it
+// those no other process rotates; claims holds a claim for each directory
+// this process may rotate (held, or tried again at each refresh to take
+// the rotation over: refreshZData), and release gives them back (call it
 // also when err is set).
-func loadDNSZData(f *dnsServeFlags) (dirs []*zdata.Dir, rotating map[*zdata.Dir]bool, release func(), err error) {
-	var releases []func()
+func loadDNSZData(f *dnsServeFlags) (dirs []*zdata.Dir, claims map[*zdata.Dir]*zdata.RotationClaim, release func(), err error) {
+	claims = map[*zdata.Dir]*zdata.RotationClaim{}
 	release = func() {
-		for i := len(releases) - 1; i >= 0; i-- {
-			releases[i]()
+		for _, c := range claims {
+			c.Release()
 		}
 	}
-	rotating = map[*zdata.Dir]bool{}
 	for _, path := range f.zdata {
 		d, err := zdata.LoadDir(path)
 		if err != nil {
@@ -332,21 +335,20 @@ func loadDNSZData(f *dnsServeFlags) (dirs []*zdata.Dir, rotating map[*zdata.Dir]
 		if !f.rotate || d.Fleet() {
 			continue
 		}
-		rel, ok, err := d.ClaimRotation()
+		c := zdata.NewRotationClaim(d)
+		claims[d] = c
+		took, err := c.Try(clock.Now())
 		if err != nil {
 			return nil, nil, release, fmt.Errorf("dns serve: --zdata: %w", err)
 		}
-		if !ok {
+		if !took {
 			continue
 		}
-		releases = append(releases, rel)
-		rotating[d] = true
-		d.SetRotating(true)
 		if _, err := d.Rotate(clock.Now()); err != nil {
 			return nil, nil, release, fmt.Errorf("dns serve: --zdata %s: rotating: %w", d.Path, err)
 		}
 	}
-	return dirs, rotating, release, nil
+	return dirs, claims, release, nil
 }
 
 // loadDNSZones reads the --zone files and adds the Z-data services'
@@ -684,10 +686,13 @@ func serveZData(zones *authority.Zones, d *zdata.Dir, now time.Time) error {
 // refreshZData keeps the served Z-data current: every ten seconds it
 // rotates the directories this process rotates and re-reads the others,
 // and within a second (zdataPoll) of another process writing one it
-// reads it again; each time it swaps the records served. It says loudly
-// when a directory has no live key (its service's clients then fall back
-// to TLS 1.3) and when it has one again, and which key files it cannot use.
-func refreshZData(ctx context.Context, zones *authority.Zones, dirs []*zdata.Dir, rotating map[*zdata.Dir]bool, verbose bool, log *slog.Logger) {
+// reads it again; each time it swaps the records served. A directory
+// another process rotates is claimed again at each refresh (claims), so
+// that this process takes the rotation over when that one stops. It says
+// loudly when a directory has no live key (its service's clients then
+// fall back to TLS 1.3) and when it has one again, and which key files
+// it cannot use.
+func refreshZData(ctx context.Context, zones *authority.Zones, dirs []*zdata.Dir, claims map[*zdata.Dir]*zdata.RotationClaim, verbose bool, log *slog.Logger) {
 	empty := map[*zdata.Dir]bool{}
 	skipped := map[*zdata.Dir]string{}
 	check := func(d *zdata.Dir) {
@@ -700,7 +705,7 @@ func refreshZData(ctx context.Context, zones *authority.Zones, dirs []*zdata.Dir
 			log.Info("Z-data: live keys again", "dir", d.Path)
 		}
 		empty[d] = !live
-		skipped[d] = sayKeysSkipped(log, d, rotating[d], skipped[d])
+		skipped[d] = sayKeysSkipped(log, d, claims[d].Held(), skipped[d])
 	}
 	for _, d := range dirs {
 		// No Changed() here: what changed since LoadDir read the files
@@ -709,7 +714,16 @@ func refreshZData(ctx context.Context, zones *authority.Zones, dirs []*zdata.Dir
 	}
 	refresh := func(d *zdata.Dir) {
 		var err error
-		if rotating[d] {
+		if c := claims[d]; c != nil && !c.Held() {
+			took, cerr := c.Try(clock.Now())
+			if cerr != nil {
+				log.Error("Z-data: taking over the rotation", "dir", d.Path, "err", cerr)
+			}
+			if took {
+				log.Info("Z-data: took over the rotation: the process that rotated this directory stopped", "dir", d.Path)
+			}
+		}
+		if claims[d].Held() {
 			var added []*zdata.Key
 			if added, err = d.Rotate(clock.Now()); len(added) > 0 {
 				log.Info("Z-data: added keys", "dir", d.Path, "keys", len(added))

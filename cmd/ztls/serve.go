@@ -483,15 +483,14 @@ func (s *serving) keepZData(ctx context.Context, port int) error {
 		keeper.pub.turboPort = port
 	}
 	if s.f.rotate && !zdir.Fleet() { // a fleet derives its keys: nothing to write
-		release, ok, err := zdir.ClaimRotation()
+		keeper.claim = zdata.NewRotationClaim(zdir)
+		s.undo = append(s.undo, keeper.claim.Release)
+		took, err := keeper.claim.Try(clock.Now())
 		if err != nil {
 			return err
 		}
-		if ok {
-			s.undo = append(s.undo, release)
-			keeper.rotate = true
-		} else {
-			s.log.Info("another process rotates the Z-data: this server reloads what it writes", "dir", zdir.Path)
+		if keeper.rotate = took; !took {
+			s.log.Info("another process rotates the Z-data: this server reloads what it writes, and takes the rotation over if that process stops", "dir", zdir.Path)
 		}
 	}
 	s.serveBFE(ctx, keeper)

@@ -41,9 +41,10 @@ Typical life:
 
 The servers keep the keys current themselves: the first to claim
 zd/rotate.lock adds each period's key before it is due and drops expired
-ones, the others pick up what it writes. 'ztls zdata rotate zd/' from cron
-is only for a directory no server rotates (--rotate=false); a fleet made
-with --seed-file derives its keys. A renewed certificate: replace its files,
+ones, the others pick up what it writes, and one of them takes the
+rotation over when it stops. 'ztls zdata rotate zd/' from cron is only for
+a directory no server rotates (--rotate=false); a fleet made with
+--seed-file derives its keys. A renewed certificate: replace its files,
 then reload every server on zd/ (SIGHUP, 'systemctl reload'): the rotating
 one signs new keys with it at once.`,
 }

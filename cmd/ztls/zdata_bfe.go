@@ -179,8 +179,8 @@ func (s *serving) serveBFE(ctx context.Context, keeper *zdataKeeper) {
 	}
 	s.undo = append(s.undo, d.Service.CloseBFE)
 	d.Keyring.OnBFE(newBFELogger(s.log).observe)
-	if !keeper.rotate && !d.Fleet() {
-		return
+	if keeper.claim == nil && !d.Fleet() {
+		return // never rotates (--rotate=false)
 	}
 	gen := func() {
 		start := time.Now()
@@ -195,10 +195,19 @@ func (s *serving) serveBFE(ctx context.Context, keeper *zdataKeeper) {
 			keeper.tick(ctx, clock.Now()) // attach the new keys
 		}
 	}
-	go func() {
-		gen()
-		every(ctx, time.Minute, gen)
-	}()
+	generate := func() {
+		go func() {
+			gen()
+			every(ctx, time.Minute, gen)
+		}()
+	}
+	if d.Fleet() {
+		generate()
+		return
+	}
+	// When this process rotates: from its first tick if it holds the
+	// claim, else once it takes the rotation over.
+	keeper.onRotate = generate
 }
 
 // bfeLogger logs decapsulations: each at debug level, the fill of a key

@@ -62,18 +62,25 @@ func (p *publishTarget) push(ctx context.Context, d *zdata.Dir, now time.Time) (
 // holds the rotation claim adds the next period's key before it is due
 // and drops expired ones (what 'ztls zdata rotate' does from cron), and
 // issues keys for a reloaded certificate at once (zdata.Dir.Reload); the
-// others pick up what it writes within a second (zdataPoll); with a
-// publish target the records are pushed whenever they change; and a
-// directory without a live key, or with keys this process cannot use, is
-// said loudly, since ZTLS clients then fall back to TLS 1.3.
+// others pick up what it writes within a second (zdataPoll), and try for
+// the claim at each tick, so that one of them takes the rotation over
+// when its holder stops; with a publish target the records are pushed
+// whenever they change; and a directory without a live key, or with keys
+// this process cannot use, is said loudly, since ZTLS clients then fall
+// back to TLS 1.3.
 //
 // tick runs from the server's periodic loop; the first tick also starts
 // the watch that ticks as soon as the directory changes.
 type zdataKeeper struct {
 	dir    *zdata.Dir
-	rotate bool // this process rotates (holds the claim)
-	pub    publishTarget
-	log    *slog.Logger
+	rotate bool                 // this process rotates (holds the claim)
+	claim  *zdata.RotationClaim // the claim, tried at each tick until held; nil: never rotates (--rotate=false, a fleet)
+	// onRotate, if set, runs once this process rotates: at the first
+	// tick when it held the claim from the start, else when it takes it
+	// over (serveBFE: the BFE key generation).
+	onRotate func()
+	pub      publishTarget
+	log      *slog.Logger
 
 	mu        sync.Mutex // one tick at a time
 	watching  sync.Once
@@ -95,9 +102,8 @@ func (k *zdataKeeper) tick(ctx context.Context, now time.Time) {
 	d := k.dir
 	k.watching.Do(func() {
 		d.SetRotating(k.rotate)
-		if k.rotate && !k.pub.set() {
-			k.log.Warn("Z-data: this server rotates the keys but publishes none of them (no --publish): each new key must reach DNS through 'ztls dns serve --zdata DIR' on this directory, or 'ztls zdata publish' after each rotation, else ZTLS clients fall back to TLS 1.3 once the published key expires",
-				"dir", d.Path)
+		if k.rotate {
+			k.startRotating()
 		}
 		go every(ctx, zdataPoll, func() {
 			if d.Changed() {
@@ -105,6 +111,9 @@ func (k *zdataKeeper) tick(ctx context.Context, now time.Time) {
 			}
 		})
 	})
+	if !k.rotate && k.claim != nil {
+		k.takeOver(now)
+	}
 	if k.rotate {
 		added, err := d.Rotate(now)
 		if err != nil {
@@ -143,6 +152,34 @@ func (k *zdataKeeper) tick(ctx context.Context, now time.Time) {
 		}
 		k.stale, k.published = false, key
 		k.log.Info("Z-data: published", "records", n, "host", d.Config.Host, "port", d.Config.Port, "server", k.pub.server)
+	}
+}
+
+// takeOver takes the rotation over when the process that held the claim
+// has stopped (its lock died with it). k.mu is held.
+func (k *zdataKeeper) takeOver(now time.Time) {
+	took, err := k.claim.Try(now)
+	if err != nil {
+		k.log.Error("Z-data: taking over the rotation", "dir", k.dir.Path, "err", err)
+	}
+	if !took {
+		return
+	}
+	k.rotate = true
+	k.log.Info("Z-data: took over the rotation: the process that rotated this directory stopped", "dir", k.dir.Path)
+	k.startRotating()
+}
+
+// startRotating is what a process does once it rotates: say when the keys
+// it makes reach no DNS, and start what else rotation needs (onRotate).
+// k.mu is held.
+func (k *zdataKeeper) startRotating() {
+	if !k.pub.set() {
+		k.log.Warn("Z-data: this server rotates the keys but publishes none of them (no --publish): each new key must reach DNS through 'ztls dns serve --zdata DIR' on this directory, or 'ztls zdata publish' after each rotation, else ZTLS clients fall back to TLS 1.3 once the published key expires",
+			"dir", k.dir.Path)
+	}
+	if k.onRotate != nil {
+		k.onRotate()
 	}
 }
 

@@ -72,7 +72,7 @@ func generateBFE(ctx context.Context, d *zdata.Dir, now time.Time, w io.Writer) 
 	if d.Config.BFEConnections <= 0 {
 		return nil
 	}
-	start := time.Now()
+	start := time.Now() // real time: elapsed
 	made, err := d.Service.GenerateBFE(ctx, now)
 	for _, p := range made {
 		fmt.Fprintf(w, "ztls: BFE key %s generated\n", filepath.Base(p))
@@ -183,7 +183,7 @@ func (s *serving) serveBFE(ctx context.Context, keeper *zdataKeeper) {
 		return // never rotates (--rotate=false)
 	}
 	gen := func() {
-		start := time.Now()
+		start := time.Now() // real time: elapsed
 		made, err := d.Service.GenerateBFE(ctx, clock.Now())
 		for _, p := range made {
 			s.log.Info("BFE: key generated", "file", filepath.Base(p), "connections", d.Config.BFEConnections, "took", time.Since(start).Round(time.Millisecond))

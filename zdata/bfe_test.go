@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/miekg/dns"
+
 	"github.com/ztls-project/ztls/internal/clock"
 
 	"github.com/ztls-project/ztls/bfe"
@@ -264,7 +266,7 @@ func TestDirKeepsBFETwin(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The live key's twin is published; the next key's only from
-	// TwinLead before its period.
+	// TwinLead before its period, in place of its v1 record.
 	live := d2.Keyring.Live(now)
 	pub := d2.Records(now)
 	if len(pub) != len(d2.Keyring.Published(now))+len(live) {
@@ -273,10 +275,81 @@ func TestDirKeepsBFETwin(t *testing.T) {
 	next := d2.Keyring.Published(now)[len(d2.Keyring.Published(now))-1]
 	if next.BFE != nil && next.Record.NotBefore.After(now) {
 		at := next.Record.NotBefore.Add(-TwinLead)
-		if got := len(d2.Records(at)); got != len(d2.Records(at.Add(-time.Second)))+1 {
-			t.Fatalf("at TwinLead before the next period: %d records", got)
+		before, after := d2.Records(at.Add(-time.Second)), d2.Records(at)
+		if len(after) != len(before) || before[len(before)-1] != next.Record || after[len(after)-1] != next.BFE.Record {
+			t.Fatalf("at TwinLead before the next period: %d records, %d a second before", len(after), len(before))
 		}
 	}
+}
+
+// TestTwinWindowAnswersFit: at every instant of a period, its last
+// minutes and the rollover included, the TXT answer of a BFE service
+// holds at most three records and fits a 1232-byte UDP answer
+// (docs/ztls-spec.md, Section 7.1), and a client takes a twin with bfe=
+// from it: the current one until the next period's not-before, the next
+// one from then on, also from an answer fetched just before (a cache
+// that kept it). With four records (the next v1 record and its twin,
+// 1370 bytes) the answer was truncated from 5 minutes before each
+// rollover and a UDP-only client got no Z-data.
+func TestTwinWindowAnswersFit(t *testing.T) {
+	// Certificates in these tests are valid around the ztls clock's now.
+	nb := clock.Now().Truncate(time.Hour)
+	instants := []time.Duration{0, 30 * time.Minute, 54*time.Minute + 59*time.Second, 55 * time.Minute,
+		57*time.Minute + 30*time.Second, 59*time.Minute + 30*time.Second, time.Hour - time.Millisecond,
+		time.Hour, time.Hour + 10*time.Second, time.Hour + 30*time.Minute}
+	for _, seed := range [][]byte{nil, []byte("0123456789abcdef0123456789abcdef")} {
+		fx := newBFEFixture(t, seed, nb)
+		var last [][]string // the answer fetched last before the rollover
+		for _, at := range instants {
+			now := nb.Add(at)
+			// The publisher's tick: keys ahead, then the records.
+			if _, err := fx.svc.GenerateBFE(context.Background(), now); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := fx.svc.Rotate(now); err != nil {
+				t.Fatal(err)
+			}
+			recs := fx.svc.Records(now)
+			if size := txtAnswerSize(t, recs); len(recs) > 3 || size > 1232 {
+				t.Errorf("fleet %v, at +%v: %d records, %d bytes", seed != nil, at, len(recs), size)
+			}
+			txt := make([][]string, len(recs))
+			for i, r := range recs {
+				txt[i] = r.TXT()
+			}
+			rec, _, err := selectOne(txt, fx.tlsa(), fx.certs(), testHost, testPort, fx.roots(), now)
+			if err != nil || !rec.V2 || len(rec.BFE) == 0 || !rec.ValidAt(now) || rec.NotBefore.After(now) {
+				t.Errorf("fleet %v, at +%v: the client took %+v (%v), want a twin valid now", seed != nil, at, rec, err)
+			}
+			if at < time.Hour {
+				last = txt
+			}
+		}
+		after := nb.Add(time.Hour + 5*time.Second)
+		rec, _, err := selectOne(last, fx.tlsa(), fx.certs(), testHost, testPort, fx.roots(), after)
+		if err != nil || !rec.V2 || !rec.NotBefore.Equal(nb.Add(time.Hour)) {
+			t.Errorf("fleet %v: after the rollover, from the answer fetched just before: %+v (%v), want the next twin", seed != nil, rec, err)
+		}
+	}
+}
+
+// txtAnswerSize is the size of the UDP answer to the TXT question of
+// recs' service, packed as an authority does (names compressed, an OPT
+// record for a 1232-byte EDNS0 buffer).
+func txtAnswerSize(t *testing.T, recs []*Record) int {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(TXTName(testHost, testPort), dns.TypeTXT)
+	m.Response, m.Authoritative, m.Compress = true, true, true
+	for _, r := range recs {
+		m.Answer = append(m.Answer, r.TXTRR(time.Minute))
+	}
+	m.SetEdns0(1232, false)
+	b, err := m.Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(b)
 }
 
 // A ClientHello naming a BFE record costs the server ten pairings, so

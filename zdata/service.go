@@ -335,21 +335,42 @@ func (s *Service) Rotate(now time.Time) (added []*Key, err error) {
 }
 
 // TwinLead is how long before its record's not-before a v2 twin is
-// published (docs/ztls-spec.md, Section 7.1): the next period's v1
-// record is published a whole period ahead for v1 clients, its twin only
-// this close to the rollover, so the TXT answer stays under 1232 bytes
-// for all but these minutes of each period.
+// published (docs/ztls-spec.md, Section 7.1), in place of its v1 record:
+// the next period's v1 record is published a whole period ahead for v1
+// clients, and in these last minutes its twin takes its place, so that
+// the answer for the rollover's BFE clients is in DNS before it while the
+// TXT answer never holds more than three Z-data records (under 1232
+// bytes in the default profile). A publisher that issues the next record
+// less than 2×TwinLead ahead (Options.LeadTime) swaps it at half its lead.
 const TwinLead = 5 * time.Minute
 
-// Records returns the records to publish at now (Keyring.Published):
-// each key's record, followed by its v2 twin with bfe= when it has one
-// and its not-before is at most TwinLead away.
+// twinLead is TwinLead, or half the lead time when that is shorter, so
+// that the next v1 record is always published for a while.
+func (s *Service) twinLead() time.Duration {
+	return min(TwinLead, s.Options.LeadTime/2)
+}
+
+// Records returns the records to publish at now (Keyring.Published, less
+// a record at its very not-after, whose successor is valid then): each
+// key's v1 record followed by its v2 twin with bfe= when it has one, but
+// for a key whose not-before is still ahead: its v1 record until
+// twinLead before it, then its twin instead (docs/ztls-spec.md, Section
+// 7.1). So at most three records: the current v1 and twin, and one of
+// the next period's.
 func (s *Service) Records(now time.Time) []*Record {
 	var out []*Record
 	for _, k := range s.Keyring.Published(now) {
-		out = append(out, k.Record)
-		if k.BFE != nil && !now.Before(k.Record.NotBefore.Add(-TwinLead)) {
+		r := k.Record
+		switch {
+		case !now.Before(r.NotAfter):
+		case k.BFE == nil:
+			out = append(out, r)
+		case !now.Before(r.NotBefore):
+			out = append(out, r, k.BFE.Record)
+		case !now.Before(r.NotBefore.Add(-s.twinLead())):
 			out = append(out, k.BFE.Record)
+		default:
+			out = append(out, r)
 		}
 	}
 	return out

@@ -2,10 +2,12 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/dial"
+	"github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/testbed/hosts"
 )
 
@@ -34,33 +37,38 @@ func newLoopbackWorld(t *testing.T) *loopbackWorld {
 	}
 	d := &dnsSetup{auth: &authority{rrs: map[rrKey][]dns.RR{}}}
 	t.Cleanup(d.close)
+	// UDP and TCP on one port, as a DNS server is reached.
 	serve := func(h dns.Handler) netip.AddrPort {
-		pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+		for {
+			pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := pc.LocalAddr().(*net.UDPAddr).AddrPort()
+			ln, err := net.Listen("tcp4", addr.String())
+			if err != nil {
+				pc.Close() // that TCP port is taken: another
+				continue
+			}
+			d.closers = append(d.closers, serveDNS(pc, ln, h))
+			return addr
 		}
-		srv := &dns.Server{PacketConn: pc, Handler: h}
-		started := make(chan struct{})
-		srv.NotifyStartedFunc = func() { close(started) }
-		go srv.ActivateAndServe()
-		<-started
-		d.closers = append(d.closers, func() { srv.Shutdown() })
-		return pc.LocalAddr().(*net.UDPAddr).AddrPort()
 	}
+	var dialer net.Dialer
 	authAddr := serve(d.auth)
 	up, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	d.closers = append(d.closers, func() { up.Close() })
-	d.res = &resolver{cache: newCache(), upstream: newExchanger(up, authAddr)}
+	d.res = &resolver{cache: newCache(), upstream: newExchanger(up, authAddr, dialer.DialContext)}
 	resAddr := serve(d.res)
 	cl, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	d.closers = append(d.closers, func() { cl.Close() })
-	d.stub = &stub{cache: newCache(), resolver: newExchanger(cl, resAddr)}
+	d.stub = &stub{cache: newCache(), resolver: newExchanger(cl, resAddr, dialer.DialContext)}
 	d.auth.add(&dns.A{Hdr: dns.RR_Header{Name: ServerName + ".", Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 300},
 		A: net.IPv4(127, 0, 0, 1)})
 	return &loopbackWorld{d: d, p: p, dir: dir}
@@ -138,6 +146,54 @@ func TestEngineContendersLoopback(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestEngineContendersTwinWindow runs the BFE cells of
+// TestEngineContendersLoopback in a test process (and its client workers)
+// whose clock reads the last minutes of an hour, when the next period's
+// v2 twin is published (docs/ztls-spec.md, Section 7.1). Their TXT answer
+// then held four records, 1.37 kB, which the benchmark's DNS sent whole
+// over UDP and the client's resolver dropped: every visit failed with no
+// Z-data (TestLoopbackDNSAnswersOverTCPWhenTruncated, and the answer's
+// size: zdata's TestTwinWindowAnswersFit).
+func TestEngineContendersTwinWindow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates the BFE keys once per instant")
+	}
+	for _, at := range []string{"57:30", "59:30"} {
+		t.Run(at, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run", "^TestEngineContendersLoopback$/^ztls-bfe", "-test.count=1", "-test.v")
+			cmd.Env = append(os.Environ(), clock.EnvOffset+"="+clockOffsetAt(t, at))
+			out, err := cmd.CombinedOutput()
+			if err != nil || strings.Count(string(out), "--- PASS: TestEngineContendersLoopback/ztls-bfe") != 6 {
+				t.Fatalf("the ztls-bfe cells at %s: %v\n%s", at, err, out)
+			}
+		})
+	}
+}
+
+// clockOffsetAt is the ZTLS_CLOCK_OFFSET that makes a process started now
+// read mmss ("59:30") of an hour: the nearest such instant, as
+// scripts/clock-offset picks it, on top of this process's own offset.
+func clockOffsetAt(t *testing.T, mmss string) string {
+	t.Helper()
+	var m, s int
+	if _, err := fmt.Sscanf(mmss, "%d:%d", &m, &s); err != nil {
+		t.Fatal(err)
+	}
+	off, err := clock.Offset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := clock.Now()
+	d := now.Truncate(time.Hour).Add(time.Duration(m)*time.Minute + time.Duration(s)*time.Second).Sub(now)
+	switch {
+	case d > 30*time.Minute:
+		d -= time.Hour
+	case d < -30*time.Minute:
+		d += time.Hour
+	}
+	return (off + d).Round(time.Millisecond).String()
 }
 
 // TestZTLSWithoutZDataIsAnError: a ztls sample that could not use ZTLS

@@ -15,7 +15,11 @@ import (
 
 // The benchmark's DNS: an authoritative server on the "dns" host, a caching
 // resolver on the "resolver" host and a stub with its own cache in the
-// client. They are deliberately small: the point is the round trips.
+// client. They are deliberately small: the point is the round trips. Like
+// real servers they answer over UDP and TCP, and over UDP within the
+// buffer the query advertised (truncated, TC set, past it: the client asks
+// again over TCP), so an answer over 1232 bytes costs what it costs on
+// the Internet instead of being dropped by the client.
 
 type rrKey struct {
 	name  string
@@ -97,6 +101,26 @@ func (a *authority) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 		m.Ns = []dns.RR{benchSOA}
 	}
 	a.mu.RUnlock()
+	writeReply(w, r, m)
+}
+
+// udpBufferSize is the EDNS0 buffer the benchmark's servers and
+// resolver advertise, DNS Flag Day 2020's, as the client's resolver does.
+const udpBufferSize = 1232
+
+// writeReply sends m, the reply to q. Over UDP it fits the buffer q
+// advertised (RFC 6891, Section 7; 512 bytes without EDNS0, RFC 1035,
+// Section 4.2.1): what does not is left out and TC set, and the client
+// asks again over TCP.
+func writeReply(w dns.ResponseWriter, q, m *dns.Msg) {
+	size := dns.MinMsgSize
+	if opt := q.IsEdns0(); opt != nil {
+		size = max(size, int(opt.UDPSize()))
+		m.SetEdns0(udpBufferSize, false)
+	}
+	if _, udp := w.RemoteAddr().(*net.UDPAddr); udp {
+		m.Truncate(size)
+	}
 	w.WriteMsg(m)
 }
 
@@ -140,17 +164,23 @@ func (c *cache) flush() {
 }
 
 // exchanger sends queries on one UDP socket and matches replies by ID, so
-// several lookups may run at once.
+// several lookups may run at once; a truncated reply is asked again over
+// TCP, on a connection from dial.
 type exchanger struct {
 	conn    net.PacketConn
 	server  net.Addr
+	dial    dialFunc
 	mu      sync.Mutex
 	waiting map[uint16]chan *dns.Msg
 	nextID  uint16
 }
 
-func newExchanger(conn net.PacketConn, server netip.AddrPort) *exchanger {
-	e := &exchanger{conn: conn, server: net.UDPAddrFromAddrPort(server), waiting: map[uint16]chan *dns.Msg{}, nextID: 1}
+// dialFunc opens a connection from the exchanger's host (in the testbed,
+// its network namespace: hosts.Host.DialContext).
+type dialFunc func(ctx context.Context, network, address string) (net.Conn, error)
+
+func newExchanger(conn net.PacketConn, server netip.AddrPort, dial dialFunc) *exchanger {
+	e := &exchanger{conn: conn, server: net.UDPAddrFromAddrPort(server), dial: dial, waiting: map[uint16]chan *dns.Msg{}, nextID: 1}
 	go e.readLoop()
 	return e
 }
@@ -195,6 +225,7 @@ func (e *exchanger) exchangeAny(ctx context.Context, name string, qtype uint16) 
 	q := new(dns.Msg)
 	q.SetQuestion(name, qtype)
 	q.RecursionDesired = true
+	q.SetEdns0(udpBufferSize, false)
 	ch := make(chan *dns.Msg, 1)
 	e.mu.Lock()
 	for e.waiting[e.nextID] != nil || e.nextID == 0 {
@@ -220,6 +251,9 @@ func (e *exchanger) exchangeAny(ctx context.Context, name string, qtype uint16) 
 		}
 		select {
 		case m := <-ch:
+			if m.Truncated {
+				return e.exchangeTCP(ctx, q)
+			}
 			return m, nil
 		case <-time.After(time.Second << try):
 		case <-ctx.Done():
@@ -227,6 +261,36 @@ func (e *exchanger) exchangeAny(ctx context.Context, name string, qtype uint16) 
 		}
 	}
 	return nil, fmt.Errorf("bench: dns: %s %s: no answer", name, dns.TypeToString[qtype])
+}
+
+// exchangeTCP asks q again over a TCP connection of its own (RFC 7766),
+// after a truncated UDP reply.
+func (e *exchanger) exchangeTCP(ctx context.Context, q *dns.Msg) (*dns.Msg, error) {
+	what := q.Question[0].Name + " " + dns.TypeToString[q.Question[0].Qtype]
+	c, err := e.dial(ctx, "tcp", e.server.String())
+	if err != nil {
+		return nil, fmt.Errorf("bench: dns: %s over TCP: %w", what, err)
+	}
+	defer c.Close()
+	if d, ok := ctx.Deadline(); ok {
+		c.SetDeadline(d)
+	}
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	dc := &dns.Conn{Conn: c}
+	if err := dc.WriteMsg(q); err != nil {
+		return nil, fmt.Errorf("bench: dns: %s over TCP: %w", what, err)
+	}
+	for {
+		m, err := dc.ReadMsg()
+		if err != nil {
+			return nil, fmt.Errorf("bench: dns: %s over TCP: %w", what, err)
+		}
+		if m.Id == q.Id && len(m.Question) == 1 && strings.EqualFold(m.Question[0].Name, q.Question[0].Name) &&
+			m.Question[0].Qtype == q.Question[0].Qtype {
+			return m, nil
+		}
+	}
 }
 
 // resolver is a caching resolver that asks the authority on a miss.
@@ -264,7 +328,7 @@ func (r *resolver) ServeDNS(w dns.ResponseWriter, q *dns.Msg) {
 	m.Rcode = ans.Rcode
 	m.Answer = append(m.Answer, ans.Answer...)
 	m.Ns = append(m.Ns, ans.Ns...) // the SOA of a negative answer (RFC 2308)
-	w.WriteMsg(m)
+	writeReply(w, q, m)
 }
 
 // stub is the client's DNS: a cache, then the resolver.
@@ -316,16 +380,17 @@ type dnsSetup struct {
 func startDNS(authHost, resHost, client *hosts.Host) (*dnsSetup, error) {
 	d := &dnsSetup{auth: &authority{rrs: map[rrKey][]dns.RR{}}}
 	serve := func(h *hosts.Host, handler dns.Handler) error {
-		pc, err := h.ListenPacket("udp4", netip.AddrPortFrom(h.Addr, 53).String())
+		addr := netip.AddrPortFrom(h.Addr, 53).String()
+		pc, err := h.ListenPacket("udp4", addr)
 		if err != nil {
 			return fmt.Errorf("bench: dns server on %s: %w", h.Name, err)
 		}
-		srv := &dns.Server{PacketConn: pc, Handler: handler}
-		started := make(chan struct{})
-		srv.NotifyStartedFunc = func() { close(started) }
-		go srv.ActivateAndServe()
-		<-started
-		d.closers = append(d.closers, func() { srv.Shutdown() })
+		ln, err := h.Listen("tcp4", addr)
+		if err != nil {
+			pc.Close()
+			return fmt.Errorf("bench: dns server on %s: %w", h.Name, err)
+		}
+		d.closers = append(d.closers, serveDNS(pc, ln, handler))
 		return nil
 	}
 	if err := serve(authHost, d.auth); err != nil {
@@ -338,7 +403,7 @@ func startDNS(authHost, resHost, client *hosts.Host) (*dnsSetup, error) {
 		return nil, fmt.Errorf("bench: resolver socket: %w", err)
 	}
 	d.closers = append(d.closers, func() { up.Close() })
-	d.res = &resolver{cache: newCache(), upstream: newExchanger(up, netip.AddrPortFrom(authHost.Addr, 53))}
+	d.res = &resolver{cache: newCache(), upstream: newExchanger(up, netip.AddrPortFrom(authHost.Addr, 53), resHost.DialContext)}
 	if err := serve(resHost, d.res); err != nil {
 		d.close()
 		return nil, err
@@ -349,8 +414,26 @@ func startDNS(authHost, resHost, client *hosts.Host) (*dnsSetup, error) {
 		return nil, fmt.Errorf("bench: stub socket: %w", err)
 	}
 	d.closers = append(d.closers, func() { cl.Close() })
-	d.stub = &stub{cache: newCache(), resolver: newExchanger(cl, netip.AddrPortFrom(resHost.Addr, 53))}
+	d.stub = &stub{cache: newCache(), resolver: newExchanger(cl, netip.AddrPortFrom(resHost.Addr, 53), client.DialContext)}
 	return d, nil
+}
+
+// serveDNS answers on pc (UDP) and ln (TCP, the same address) with h
+// until the returned function stops both.
+func serveDNS(pc net.PacketConn, ln net.Listener, h dns.Handler) (stop func()) {
+	var srvs []*dns.Server
+	for _, srv := range []*dns.Server{{PacketConn: pc, Handler: h}, {Listener: ln, Handler: h}} {
+		started := make(chan struct{})
+		srv.NotifyStartedFunc = func() { close(started) }
+		go srv.ActivateAndServe()
+		<-started
+		srvs = append(srvs, srv)
+	}
+	return func() {
+		for _, srv := range srvs {
+			srv.Shutdown()
+		}
+	}
 }
 
 func (d *dnsSetup) close() {

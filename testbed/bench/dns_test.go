@@ -1,10 +1,15 @@
 package bench
 
 import (
+	"context"
 	"net"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
+
+	dnsresolver "github.com/ztls-project/ztls/dns/resolver"
 )
 
 // captureWriter is a dns.ResponseWriter that keeps the reply.
@@ -43,5 +48,52 @@ func TestAuthorityNegativeAnswersCarrySOA(t *testing.T) {
 		if w.msg.Rcode != tc.rcode || gotSOA != tc.soa {
 			t.Errorf("%s %s: rcode %d, SOA %v; want %d, %v", tc.name, dns.TypeToString[tc.qtype], w.msg.Rcode, gotSOA, tc.rcode, tc.soa)
 		}
+	}
+}
+
+// TestLoopbackDNSAnswersOverTCPWhenTruncated: an answer over 1232 bytes
+// (here six 250-byte TXT records) reaches the client's resolver the way
+// it does on the Internet: truncated over UDP to the buffer the query
+// advertised, then whole over TCP, from the authority to the benchmark's
+// resolver and from it to the client. Before, both answered over UDP only
+// and sent the whole 1.6 kB datagram, which the client's resolver drops
+// (larger than its buffer) until its budget ran out: in the last minutes
+// of each hour, when ztls-bfe's TXT answer was 1.37 kB, every ztls-bfe
+// visit failed with no Z-data.
+func TestLoopbackDNSAnswersOverTCPWhenTruncated(t *testing.T) {
+	w := newLoopbackWorld(t)
+	name := "_ztls._443._tcp." + ServerName + "."
+	var rrs []dns.RR
+	for i := range 6 {
+		rrs = append(rrs, &dns.TXT{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: 60},
+			Txt: []string{strings.Repeat(string(rune('a'+i)), 250)}})
+	}
+	w.d.auth.replace(rrs)
+	resAddr := w.d.stub.resolver.server.String()
+
+	// Over UDP, within the buffer: TC, and 512 bytes without EDNS0.
+	q := new(dns.Msg)
+	q.SetQuestion(name, dns.TypeTXT)
+	r, _, err := (&dns.Client{Net: "udp"}).Exchange(q, resAddr)
+	if err != nil || !r.Truncated || r.Len() > dns.MinMsgSize {
+		t.Fatalf("UDP without EDNS0: %v, TC %v, %d bytes", err, r != nil && r.Truncated, r.Len())
+	}
+
+	// The client's resolver, over UDP: asked again over TCP, whole.
+	for _, scen := range []string{"cold", "cached"} {
+		res, err := dnsresolver.New(dnsresolver.Config{Servers: []string{resAddr}, Transport: dnsresolver.UDP, CacheSize: -1, Timeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := res.Lookup(context.Background(), name, dns.TypeTXT)
+		res.Close()
+		if err != nil || a.Err != nil || len(a.RRs) != len(rrs) || a.Transport != string(dnsresolver.TCP) {
+			t.Fatalf("%s: %v, %+v", scen, err, a)
+		}
+	}
+	// The benchmark's own stub too.
+	m, err := w.d.stub.lookup(context.Background(), name, dns.TypeTXT)
+	if err != nil || len(m.Answer) != len(rrs) {
+		t.Fatalf("stub: %v, %v", err, m)
 	}
 }

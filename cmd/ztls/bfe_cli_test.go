@@ -92,7 +92,27 @@ func TestCLIBFE(t *testing.T) {
 // application once: replayed to the other member and to the same one it is
 // refused as punctured; the other member erased the slots it learnt of.
 // With Redis down, early data is refused (fail closed).
-func TestCLIFleetBFE(t *testing.T) {
+func TestCLIFleetBFE(t *testing.T) { fleetBFE(t) }
+
+// TestCLIFleetBFEAtRollover is TestCLIFleetBFE with the clock of its
+// processes (and of its flights) in the last minutes of an hour, when the
+// next period's twin is published, in the last minute and just after the
+// rollover. In the last minute the test's client took the next period's
+// twin, which no member takes before its not-before: its flights were
+// refused (no live record), on a flight started after xx:59:00 also the
+// fresh one that TestCLIFleetBFE expects member 1 to accept.
+func TestCLIFleetBFEAtRollover(t *testing.T) {
+	for _, at := range []string{"57:30", "59:30", "00:05"} {
+		t.Run(at, func(t *testing.T) {
+			t.Setenv(clock.EnvOffset, offsetReading(t, at))
+			fleetBFE(t)
+		})
+	}
+}
+
+// fleetBFE is TestCLIFleetBFE on the clock of the processes it starts
+// (procNow).
+func fleetBFE(t *testing.T) {
 	s := newSite(t)
 	redis, stopRedis := startRedis(t)
 	// A Redis whose memory has been complete for two hours (this one is
@@ -104,7 +124,7 @@ func TestCLIFleetBFE(t *testing.T) {
 			runID = v
 		}
 	}
-	since := clock.Now().Add(-2 * time.Hour).UnixMilli()
+	since := procNow(t).Add(-2 * time.Hour).UnixMilli()
 	redisCLI(t, redis, "SET", "ztls:strike:marker", "since "+strconv.FormatInt(since, 10)+" "+runID)
 
 	dir := t.TempDir()

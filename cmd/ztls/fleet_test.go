@@ -1,12 +1,16 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/internal/clock"
 
@@ -48,26 +52,78 @@ func startRedis(t *testing.T, extra ...string) (addr string, stop func()) {
 }
 
 // firstFlight builds a genuine ZTLS first flight (ClientHello + early
-// request) from the site's Z-data, as an attacker on the path captures it.
+// request) from the site's Z-data, as an attacker on the path captures it:
+// with the record a client takes from what the directory publishes, on
+// the clock of the servers the test starts (procNow). Taking the last
+// record valid with the 60 s allowance, as it did, sent the next period's
+// twin in the last minute of each hour, a key no server takes before its
+// not-before (tls13.ZDataLive).
 func firstFlight(t *testing.T, s *site) []byte {
+	t.Helper()
 	d, err := zdata.LoadDir(s.zd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var offer *tls13.ZDataOffer
-	for _, r := range d.Records(clock.Now()) {
-		if r.CheckValidity(clock.Now()) == nil {
-			offer = r.Offer(d.Service.Leaf())
-		}
+	now := procNow(t)
+	var txt [][]string
+	for _, r := range d.Records(now) {
+		txt = append(txt, r.TXT())
 	}
-	if offer == nil {
-		t.Fatal("no valid record")
+	sel := zdata.NewSelector(s.host, s.port, zdata.SelectOptions{Roots: s.authority.Pool(), Now: now})
+	sel.StartChains([]*dns.TLSA{zdata.TLSA(s.host, s.port, d.Service.Cert.Chain[0], time.Minute)}, nil)
+	rec, leaf, err := sel.Select(txt)
+	if err != nil {
+		t.Fatalf("no record a client would use: %v", err)
 	}
-	e := tls13.NewClientEngine(&tls13.Config{ServerName: s.host, InsecureSkipVerify: true})
+	offer := rec.Offer(leaf)
+	e := tls13.NewClientEngine(&tls13.Config{ServerName: s.host, InsecureSkipVerify: true, Time: func() time.Time { return procNow(t) }})
 	if err := e.Start(nil, offer, []byte("GET /transfer?amount=100")); err != nil {
 		t.Fatal(err)
 	}
 	return append([]byte(nil), e.Output()...)
+}
+
+// procNow is the time on the clock of the ztls processes the test starts
+// now: this process's, moved by the difference between ZTLS_CLOCK_OFFSET
+// as they inherit it (a test may set it with t.Setenv) and as this process
+// read it at its start.
+func procNow(t *testing.T) time.Time {
+	t.Helper()
+	self, err := clock.Offset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var child time.Duration
+	if v := os.Getenv(clock.EnvOffset); v != "" {
+		if child, err = time.ParseDuration(v); err != nil {
+			t.Fatalf("%s=%q: %v", clock.EnvOffset, v, err)
+		}
+	}
+	return clock.Now().Add(child - self)
+}
+
+// offsetReading is the ZTLS_CLOCK_OFFSET that makes a process started now
+// read mmss ("59:30") of an hour: the nearest such instant, as
+// scripts/clock-offset picks it, on top of this process's own offset.
+func offsetReading(t *testing.T, mmss string) string {
+	t.Helper()
+	var m, s int
+	if _, err := fmt.Sscanf(mmss, "%d:%d", &m, &s); err != nil {
+		t.Fatal(err)
+	}
+	self, err := clock.Offset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := clock.Now()
+	d := now.Truncate(time.Hour).Add(time.Duration(m)*time.Minute + time.Duration(s)*time.Second).Sub(now)
+	switch {
+	case d > 30*time.Minute:
+		d -= time.Hour
+	case d < -30*time.Minute:
+		d += time.Hour
+	}
+	return (self + d).Round(time.Millisecond).String()
 }
 
 func deliver(t *testing.T, addr string, flight []byte) {

@@ -333,6 +333,77 @@ func TestTwinWindowAnswersFit(t *testing.T) {
 	}
 }
 
+// TestFleetBFEAcrossTwinWindow: two fleet members (one seed, one shared
+// puncture log) at instants of the last minutes of a period, its last
+// millisecond, the rollover and the window W after it. At each, the twin
+// a client takes from what the fleet publishes is live on both members
+// with one filter: a fresh flight is accepted by the member it reaches and
+// refused as punctured by the other, and a second fresh one is accepted by
+// the other. (The test's client in cmd/ztls took the next period's twin
+// in the last minute, a key no member takes before its not-before.)
+func TestFleetBFEAcrossTwinWindow(t *testing.T) {
+	nb := clock.Now().Truncate(time.Hour)
+	seed := []byte("0123456789abcdef0123456789abcdef")
+	log := &bfe.MemoryPunctureLog{}
+	var members []*fixture
+	for i := range 2 {
+		var fx *fixture
+		if i == 0 {
+			fx = newFixture(t, "ecdsa-p256", bfeOpts, seed)
+		} else {
+			fx = newFixtureWith(t, members[0].ca, members[0].leaf, bfeOpts, seed)
+		}
+		fx.svc.BFEDir, fx.svc.BFEServe, fx.svc.BFELog = t.TempDir(), true, log
+		t.Cleanup(fx.svc.CloseBFE)
+		members = append(members, fx)
+	}
+	for _, at := range []time.Duration{55 * time.Minute, 57*time.Minute + 30*time.Second, 59*time.Minute + 30*time.Second,
+		time.Hour - time.Millisecond, time.Hour, time.Hour + 5*time.Second, time.Hour + DefaultWindow} {
+		now := nb.Add(at)
+		for _, m := range members {
+			if _, err := m.svc.GenerateBFE(context.Background(), now); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := m.svc.Rotate(now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var txt [][]string
+		for _, r := range members[0].svc.Records(now) {
+			txt = append(txt, r.TXT())
+		}
+		rec, _, err := selectOne(txt, members[0].tlsa(), members[0].certs(), testHost, testPort, members[0].roots(), now)
+		if err != nil || !rec.V2 || rec.NotBefore.After(now) {
+			t.Fatalf("at +%v: the client took %+v (%v), want the twin valid now", at, rec, err)
+		}
+		flight := func() []byte {
+			ct, _, err := rec.BFEPublicKey().Encapsulate(rand.Reader)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ct
+		}
+		decap := func(m *fixture, ct []byte) error {
+			zk := m.svc.Keyring.LookupZData(rec.ID, rec.ZDataHash(), now)
+			if zk == nil || zk.Decapsulate == nil {
+				return errors.New("no live key with that twin")
+			}
+			_, err := zk.Decapsulate(ct)
+			return err
+		}
+		ct := flight()
+		if err := decap(members[0], ct); err != nil {
+			t.Fatalf("at +%v: member 0 refused a fresh flight: %v", at, err)
+		}
+		if err := decap(members[1], ct); !errors.Is(err, bfe.ErrPunctured) {
+			t.Fatalf("at +%v: member 1 took the replay: %v", at, err)
+		}
+		if err := decap(members[1], flight()); err != nil {
+			t.Fatalf("at +%v: member 1 refused a fresh flight: %v", at, err)
+		}
+	}
+}
+
 // txtAnswerSize is the size of the UDP answer to the TXT question of
 // recs' service, packed as an authority does (names compressed, an OPT
 // record for a 1232-byte EDNS0 buffer).

@@ -333,8 +333,13 @@ func (c *Config) lazy() {
 			// The default register's memory begins now: early data that
 			// may have been accepted before (by this server before a
 			// restart) is refused until it can no longer be fresh.
-			// (Tickets carry their creation in whole milliseconds.)
-			c.defaultReg = NewMemoryStrikeRegister(100000, c.now().Truncate(time.Millisecond))
+			// Exact, not rounded down: a ClientHello whose earliest
+			// acceptance (a Z-data record's not-before, a whole second)
+			// falls in the register's first millisecond but before it
+			// began may have been accepted by the server it replaces.
+			// Tickets carry their creation to the nanosecond, so one
+			// issued after the register began is never taken for older.
+			c.defaultReg = NewMemoryStrikeRegister(100000, c.now())
 		}
 	})
 }

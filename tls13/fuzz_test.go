@@ -507,7 +507,7 @@ func TestFuzzSeedsReachHandshakeEnd(t *testing.T) {
 func FuzzParseTicket(f *testing.F) {
 	p := getPKI(f, "ecdsa-p256")
 	for _, t := range []*sessionTicket{
-		{Suite: uint16(TLS_AES_128_GCM_SHA256), CreatedMS: 1, PSK: make([]byte, 32), SNI: "localhost"},
+		{Suite: uint16(TLS_AES_128_GCM_SHA256), CreatedNS: 1, PSK: make([]byte, 32), SNI: "localhost"},
 		{Suite: uint16(TLS_AES_256_GCM_SHA384), PSK: make([]byte, 48), ALPN: "h2", ClientCerts: [][]byte{p.client.Chain[0], p.ca.DER}},
 	} {
 		b, err := marshalTicket(t)

@@ -420,7 +420,7 @@ func (hs *serverHandshake) choosePSK() error {
 		if err != nil || suite.Lookup(t.Suite) == nil || suite.Lookup(t.Suite).Hash != hs.suite.Hash {
 			continue
 		}
-		created := time.UnixMilli(t.CreatedMS)
+		created := time.Unix(0, t.CreatedNS)
 		if now.Sub(created) > time.Duration(t.LifetimeS)*time.Second || now.Before(created.Add(-time.Minute)) {
 			continue
 		}
@@ -472,7 +472,7 @@ func (hs *serverHandshake) acceptEarlyData(t *sessionTicket, i int, now time.Tim
 	// replay at any moment it would still be fresh is caught), and any
 	// server could first have taken it at the later of the ticket's
 	// creation and then - W.
-	created := time.UnixMilli(t.CreatedMS)
+	created := time.Unix(0, t.CreatedNS)
 	clientAge := time.Duration(ch.PSKIdentities[i].ObfuscatedTicketAge-t.AgeAdd) * time.Millisecond
 	sent := created.Add(clientAge)
 	w := cfg.earlyDataWindow()
@@ -1013,7 +1013,7 @@ func (s *serverConnected) sendSessionTicket(e *engine) error {
 	}
 	t := &sessionTicket{
 		Suite:        e.suite.ID,
-		CreatedMS:    cfg.now().UnixMilli(),
+		CreatedNS:    cfg.now().UnixNano(),
 		AgeAdd:       binary.BigEndian.Uint32(ageAdd[:]),
 		LifetimeS:    uint32(cfg.ticketLifetime() / time.Second),
 		MaxEarlyData: cfg.MaxEarlyData,

@@ -273,7 +273,7 @@ func TestRFC8448Resumed0RTTServer(t *testing.T) {
 			if !bytes.Equal(ticket, sess.Ticket) {
 				return nil
 			}
-			return &sessionTicket{Suite: uint16(sess.Suite), CreatedMS: rfcTime.UnixMilli(), AgeAdd: sess.AgeAdd,
+			return &sessionTicket{Suite: uint16(sess.Suite), CreatedNS: rfcTime.UnixNano(), AgeAdd: sess.AgeAdd,
 				LifetimeS: uint32(sess.Lifetime / time.Second), MaxEarlyData: sess.MaxEarlyData, PSK: sess.PSK, SNI: "server"}
 		},
 	}

@@ -148,8 +148,11 @@ func sessionCacheKey(cfg *Config) string { return cfg.ServerName }
 // sessionTicket is the server's state inside a ticket, encrypted under the
 // ticket key so the server keeps nothing per client.
 type sessionTicket struct {
-	Suite        uint16
-	CreatedMS    int64
+	Suite uint16
+	// CreatedNS is when the ticket was issued, in Unix nanoseconds: exact,
+	// so that a ticket issued just after a strike register began is not
+	// taken for one that may predate it (a rounded time would be).
+	CreatedNS    int64
 	AgeAdd       uint32
 	LifetimeS    uint32
 	MaxEarlyData uint32
@@ -193,7 +196,7 @@ func (e *engine) wrapTicket(t *sessionTicket) ([]byte, error) {
 func marshalTicket(t *sessionTicket) ([]byte, error) {
 	var b wire.Builder
 	b.AddUint16(t.Suite)
-	b.AddUint64(uint64(t.CreatedMS))
+	b.AddUint64(uint64(t.CreatedNS))
 	b.AddUint32(t.AgeAdd)
 	b.AddUint32(t.LifetimeS)
 	b.AddUint32(t.MaxEarlyData)
@@ -268,7 +271,7 @@ func parseTicket(plain []byte) (*sessionTicket, error) {
 		}
 		t.ClientCerts = append(t.ClientCerts, []byte(der))
 	}
-	t.CreatedMS = int64(created)
+	t.CreatedNS = int64(created)
 	t.PSK, t.ALPN, t.SNI = []byte(psk), string(alpn), string(sni)
 	return t, nil
 }

@@ -381,6 +381,9 @@ func conformanceTable() []conformanceRow {
 	add(conformanceRow{id: "record/empty-plaintext-appdata", section: sec51, roles: bothRoles,
 		rule: "an empty unprotected application_data record during the handshake is unexpected",
 		run:  first(plain(record.TypeApplicationData, nil)), want: sends(AlertUnexpectedMessage)})
+	add(conformanceRow{id: "record/empty-plaintext-appdata-0x0301", section: secD, roles: bothRoles,
+		rule: "an empty application_data record of legacy_record_version 0x0301 before any key (17 03 01 00 00) is an unexpected_message: a TLSPlaintext's version is ignored",
+		run:  first(&rec{raw: []byte{23, 3, 1, 0, 0}}), want: sends(AlertUnexpectedMessage)})
 	add(conformanceRow{id: "record/plaintext-appdata", section: sec5, roles: bothRoles,
 		rule: "application data before keys is unexpected",
 		run:  first(plain(record.TypeApplicationData, []byte("GET /"))), want: sends(AlertUnexpectedMessage)})

@@ -300,6 +300,7 @@ func (e *engine) setReadKey(secret []byte) error {
 	}
 	e.rin = hc
 	e.readKeyChanged = true
+	e.deframer.Protected = true // application_data records are TLSCiphertext from now on
 	return nil
 }
 

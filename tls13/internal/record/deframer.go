@@ -11,9 +11,9 @@ import (
 //
 // It checks each header as soon as its five bytes arrive: a content type
 // other than the four of TLS 1.3 is an unexpected_message (RFC 8446,
-// Section 5), a protected record (application_data) whose
-// legacy_record_version is not 0x0303 a decode_error (an unprotected
-// record's is ignored); a length over MaxCiphertext, or over
+// Section 5), once Protected is set an application_data record (a
+// TLSCiphertext) whose legacy_record_version is not 0x0303 a decode_error
+// (every other record's version is ignored); a length over MaxCiphertext, or over
 // MaxPlaintext for the types that TLS 1.3 never protects (handshake, alert,
 // change_cipher_spec), is a record_overflow. Errors are sticky: after one,
 // Next keeps returning it and Write discards its input.
@@ -23,6 +23,13 @@ import (
 // Write keeps it below one record plus one Write. Consumed bytes are
 // reclaimed on the next Write, so steady-state use does not allocate.
 type Deframer struct {
+	// Protected says the reader has a key, so application_data records are
+	// TLSCiphertext and their legacy_record_version is checked. Before any
+	// key an application_data record is a TLSPlaintext, whose version
+	// RFC 8446, Appendix D says to ignore: the caller refuses the record
+	// itself (unexpected_message, Section 5), not its header.
+	Protected bool
+
 	buf   []byte // buf[start:] is unconsumed
 	start int
 	err   *alert.Error
@@ -137,14 +144,14 @@ func (d *Deframer) Next() (typ ContentType, payload []byte, ok bool, err error) 
 	if len(avail) < HeaderLen {
 		if len(avail) > 0 {
 			// Reject a bad type or version without waiting for the rest.
-			if e := checkHeader(avail); e != nil {
+			if e := checkHeader(avail, d.Protected); e != nil {
 				d.fail(e)
 				return 0, nil, false, e
 			}
 		}
 		return 0, nil, false, nil
 	}
-	if e := checkHeader(avail); e != nil {
+	if e := checkHeader(avail, d.Protected); e != nil {
 		d.fail(e)
 		return 0, nil, false, e
 	}
@@ -174,8 +181,8 @@ var (
 )
 
 // checkHeader validates the bytes of a record header that have arrived
-// (one to five).
-func checkHeader(h []byte) *alert.Error {
+// (one to five); protected: the reader has a key.
+func checkHeader(h []byte, protected bool) *alert.Error {
 	typ := ContentType(h[0])
 	switch typ {
 	case TypeChangeCipherSpec, TypeAlert, TypeHandshake, TypeApplicationData:
@@ -184,11 +191,13 @@ func checkHeader(h []byte) *alert.Error {
 	}
 	// RFC 8446, Section 5.1 and Appendix D: an unprotected record's
 	// legacy_record_version "MUST be ignored", whatever its value. A
-	// protected record's (TLSCiphertext: in TLS 1.3 every application_data
-	// record) is always 0x0303 (Section 5.2) and is part of the additional
-	// data, which HalfConn.Open builds with 0x0303: Appendix D lets it be
-	// validated, so it is, as OpenSSL does (decode_error).
-	if typ == TypeApplicationData && (len(h) >= 2 && h[1] != 3 || len(h) >= 3 && h[2] != 3) {
+	// protected record's (TLSCiphertext: once there is a key, every
+	// application_data record) is always 0x0303 (Section 5.2) and is part
+	// of the additional data, which HalfConn.Open builds with 0x0303:
+	// Appendix D lets it be validated, so it is, as OpenSSL does
+	// (decode_error). Before any key nothing is protected, so an
+	// application_data record's version is ignored like the others'.
+	if protected && typ == TypeApplicationData && (len(h) >= 2 && h[1] != 3 || len(h) >= 3 && h[2] != 3) {
 		return errBadVersion
 	}
 	if len(h) < HeaderLen {

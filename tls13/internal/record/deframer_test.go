@@ -96,26 +96,27 @@ func TestDeframerIncomplete(t *testing.T) {
 
 func TestDeframerErrors(t *testing.T) {
 	tests := []struct {
-		name  string
-		in    []byte
-		alert alert.Alert
+		name      string
+		in        []byte
+		alert     alert.Alert
+		protected bool // the reader has a key
 	}{
-		{"type 0", []byte{0}, alert.UnexpectedMessage},                              // RFC 8446, Section 5
-		{"type 24 (heartbeat)", []byte{24, 3, 3, 0, 0}, alert.UnexpectedMessage},    // RFC 8446, Section 5
-		{"type 0x80 (SSLv2)", []byte{0x80, 0x2e, 1, 3, 1}, alert.UnexpectedMessage}, // RFC 8446, Section 5
-		{"HTTP", []byte("GET / HTTP/1.1\r\n"), alert.UnexpectedMessage},             // RFC 8446, Section 5
+		{"type 0", []byte{0}, alert.UnexpectedMessage, false},                              // RFC 8446, Section 5
+		{"type 24 (heartbeat)", []byte{24, 3, 3, 0, 0}, alert.UnexpectedMessage, false},    // RFC 8446, Section 5
+		{"type 0x80 (SSLv2)", []byte{0x80, 0x2e, 1, 3, 1}, alert.UnexpectedMessage, false}, // RFC 8446, Section 5
+		{"HTTP", []byte("GET / HTTP/1.1\r\n"), alert.UnexpectedMessage, false},             // RFC 8446, Section 5
 		// RFC 8446, Appendix D: a TLSCiphertext's version is validated.
-		{"ciphertext major 2", []byte{23, 2}, alert.DecodeError},
-		{"ciphertext 0x0301", []byte{23, 3, 1}, alert.DecodeError},
-		{"ciphertext 0xfefd (DTLS)", []byte{23, 0xfe, 0xfd, 0, 1, 0}, alert.DecodeError},
-		{"ciphertext over 2^14+256", []byte{23, 3, 3, 0x41, 0x01}, alert.RecordOverflow},
-		{"length 0xffff", []byte{23, 3, 3, 0xff, 0xff}, alert.RecordOverflow},
-		{"handshake over 2^14", []byte{22, 3, 3, 0x40, 0x01}, alert.RecordOverflow},
-		{"alert over 2^14", []byte{21, 3, 1, 0x40, 0x01}, alert.RecordOverflow},
-		{"CCS over 2^14", []byte{20, 3, 3, 0x41, 0x00}, alert.RecordOverflow},
+		{"ciphertext major 2", []byte{23, 2}, alert.DecodeError, true},
+		{"ciphertext 0x0301", []byte{23, 3, 1}, alert.DecodeError, true},
+		{"ciphertext 0xfefd (DTLS)", []byte{23, 0xfe, 0xfd, 0, 1, 0}, alert.DecodeError, true},
+		{"ciphertext over 2^14+256", []byte{23, 3, 3, 0x41, 0x01}, alert.RecordOverflow, false},
+		{"length 0xffff", []byte{23, 3, 3, 0xff, 0xff}, alert.RecordOverflow, false},
+		{"handshake over 2^14", []byte{22, 3, 3, 0x40, 0x01}, alert.RecordOverflow, false},
+		{"alert over 2^14", []byte{21, 3, 1, 0x40, 0x01}, alert.RecordOverflow, false},
+		{"CCS over 2^14", []byte{20, 3, 3, 0x41, 0x00}, alert.RecordOverflow, false},
 	}
 	for _, tt := range tests {
-		var d Deframer
+		d := Deframer{Protected: tt.protected}
 		d.Write(tt.in)
 		_, _, ok, err := d.Next()
 		if ok || alertOf(err) != tt.alert {
@@ -129,8 +130,13 @@ func TestDeframerErrors(t *testing.T) {
 		}
 	}
 	// Accepted limits and versions: an unprotected record's
-	// legacy_record_version is ignored (RFC 8446, Section 5.1).
+	// legacy_record_version is ignored (RFC 8446, Section 5.1), and before
+	// any key an application_data record is unprotected too (Appendix D):
+	// 17 03 01 00 00 is left to the caller, who refuses the record itself.
 	for _, in := range [][]byte{
+		{23, 3, 1, 0, 0},
+		{23, 3, 1, 0, 5, 1, 2, 3, 4, 5},
+		{23, 0xfe, 0xfd, 0, 0},
 		{23, 3, 3, byte(MaxCiphertext >> 8), byte(MaxCiphertext & 0xff)},
 		{22, 3, 3, 0x40, 0x00},
 		{22, 3, 1, 0, 0},

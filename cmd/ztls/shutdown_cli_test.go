@@ -82,7 +82,6 @@ func waitExit(t *testing.T, cmd *exec.Cmd) {
 // its response, then serve says how many connections it drained, saves
 // the register and exits 0.
 func TestCLIServeStopFinishesRequestInFlight(t *testing.T) {
-	s := newSite(t)
 	arrived, release := make(chan struct{}), make(chan struct{})
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		close(arrived)
@@ -90,6 +89,9 @@ func TestCLIServeStopFinishesRequestInFlight(t *testing.T) {
 		io.WriteString(w, "slow answer")
 	}))
 	defer backend.Close()
+	// The site's port after the backend's: a free port picked first could
+	// be handed to the backend before serve binds it.
+	s := newSite(t)
 	cmd, log, addr := serveBackend(t, s, backend.URL, "--drain-timeout", "30s")
 	state := filepath.Join(s.zd, zdata.StrikeStateFile)
 	os.Remove(state) // only the clean stop below writes it

@@ -9,8 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/ztls-project/ztls/internal/clock"
+	"time"
 
 	"github.com/miekg/dns"
 )
@@ -174,7 +173,7 @@ func startFakePrimary(t *testing.T, secret string) *fakePrimary {
 			fp.mu.Lock()
 			fp.got = append(fp.got, r)
 			fp.mu.Unlock()
-			m.SetTsig(r.IsTsig().Hdr.Name, dns.HmacSHA256, 300, clock.Now().Unix())
+			m.SetTsig(r.IsTsig().Hdr.Name, dns.HmacSHA256, 300, time.Now().Unix()) // real time: TSIG is checked on the system clock
 		}
 		w.WriteMsg(m)
 	})

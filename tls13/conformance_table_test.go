@@ -1003,23 +1003,9 @@ func conformanceTable() []conformanceRow {
 		rule: "request_update other than 0 or 1 is an illegal_parameter",
 		run:  afterHandshake(sealed(record.TypeHandshake, hsMsg(wire.TypeKeyUpdate, []byte{2}))), want: sends(AlertIllegalParameter)})
 	add(conformanceRow{id: "keyupdate/one-reply", section: sec463, roles: bothRoles,
-		rule: "several update_requested before the receiver sends anything get one KeyUpdate in answer",
-		run: func(c *conv) {
-			if c.handshake() != nil {
-				return
-			}
-			ep := c.epoch()
-			var x []*rec
-			for i := range 5 {
-				x = append(x, &rec{ct: record.TypeHandshake, epoch: ep + i, data: hsMsg(wire.TypeKeyUpdate, []byte{1})})
-			}
-			from := len(c.sutOut)
-			c.deliver(x...)
-			c.t.Logf("records sent in answer: %d", c.sentRecords(from))
-			if n := c.sentRecords(from); n != 1 && c.err == nil {
-				c.err = fmt.Errorf("%d records in answer to 5 requests, want one KeyUpdate", n)
-			}
-		}, want: behaves("one KeyUpdate sent", func(c *conv) error { return c.err })})
+		rule: "several update_requested that arrive in separate reads (one TCP segment each) before the receiver sends data get one KeyUpdate, sent before its next application data",
+		run:  keyUpdateRequestsOverTCP(5),
+		want: behaves("one KeyUpdate, then the data", func(c *conv) error { return c.err })})
 	add(conformanceRow{id: "keyupdate/flood", section: bounds, roles: bothRoles,
 		rule: fmt.Sprintf("more than %d KeyUpdates without application data are refused", maxKeyUpdatesWithoutData),
 		run: func(c *conv) {

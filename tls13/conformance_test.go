@@ -41,6 +41,7 @@ import (
 	"github.com/ztls-project/ztls/tls13/internal/keyschedule"
 	"github.com/ztls-project/ztls/tls13/internal/record"
 	"github.com/ztls-project/ztls/tls13/internal/suite"
+	"github.com/ztls-project/ztls/tls13/internal/wire"
 )
 
 var updateConformanceDoc = flag.Bool("update-conformance-doc", false, "write docs/conformance.md from the conformance table")
@@ -679,4 +680,162 @@ func conformanceDoc(rows []conformanceRow, results map[string]string) []byte {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", r.id, r.section, r.rule, r.want, cell(asClient), cell(asServer))
 	}
 	return b.Bytes()
+}
+
+// tcpConv is a conversation whose handshake was done in memory, moved
+// onto a loopback TCP connection: the engine under test reads through a
+// Conn on one end, and the hostile peer writes records to the other with
+// Nagle's algorithm off, each write its own segment.
+type tcpConv struct {
+	*conv
+	sut  *Conn    // the engine under test's Conn
+	peer net.Conn // the hostile peer's end
+	got  chan []byte
+	rerr chan error
+}
+
+// overTCP moves c, its handshake done, onto loopback TCP and starts a
+// reader on the engine under test that passes on what it reads.
+func (c *conv) overTCP() *tcpConv {
+	c.t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer ln.Close()
+	peer, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	end, err := ln.Accept()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	peer.(*net.TCPConn).SetNoDelay(true)
+	end.(*net.TCPConn).SetNoDelay(true)
+	deadline := time.Now().Add(10 * time.Second) // real time: the sockets' Deadline(s)
+	peer.SetDeadline(deadline)
+	end.SetDeadline(deadline)
+	c.t.Cleanup(func() { peer.Close(); end.Close() })
+	x := &tcpConv{conv: c, peer: peer, got: make(chan []byte, 16), rerr: make(chan error, 1),
+		sut: &Conn{conn: end, cfg: c.sut.cfg, isClient: c.sutClient, e: c.sut, started: true}}
+	go func() {
+		buf := make([]byte, 1024)
+		for {
+			n, err := x.sut.Read(buf)
+			if n > 0 {
+				x.got <- bytes.Clone(buf[:n])
+			}
+			if err != nil {
+				x.rerr <- err
+				return
+			}
+		}
+	}()
+	return x
+}
+
+// send writes r to the engine under test in a segment of its own.
+func (x *tcpConv) send(r *rec) {
+	x.t.Helper()
+	if _, err := x.peer.Write(x.toSUT.write(x.t, nil, r)); err != nil {
+		x.t.Fatal(err)
+	}
+}
+
+// waitEvents waits until the engine under test's trace holds n events ev:
+// it has read what carried them.
+func (x *tcpConv) waitEvents(ev Event, n int) error {
+	for start := time.Now(); ; time.Sleep(time.Millisecond) { // real time: elapsed, bounded below
+		if countEvents(x.sut.Trace(), ev) >= n {
+			return nil
+		}
+		select {
+		case err := <-x.rerr:
+			return fmt.Errorf("the engine under test stopped reading: %v", err)
+		default:
+		}
+		if time.Since(start) > 5*time.Second {
+			return fmt.Errorf("the engine under test saw %d %s events in 5s, want %d", countEvents(x.sut.Trace(), ev), ev, n)
+		}
+	}
+}
+
+// readUntilData reads the engine under test's records from the socket
+// (keeping them in sutOut) until one carries application data; it
+// returns the records before it and the data.
+func (x *tcpConv) readUntilData() ([]*rec, []byte, error) {
+	prefix := "CLIENT_"
+	if !x.sutClient {
+		prefix = "SERVER_"
+	}
+	r := newRecordReader(x.sutLog, prefix, func() *suite.Suite { return x.sut.e.suite })
+	r.read(x.t, x.sutOut) // what it sent in memory: the sequence numbers go on from there
+	var before []*rec
+	buf := make([]byte, 4096)
+	for {
+		n, err := x.peer.Read(buf)
+		if n > 0 {
+			x.sutOut = append(x.sutOut, buf[:n]...)
+			for _, rc := range r.read(x.t, buf[:n]) {
+				if rc.ct == record.TypeApplicationData && rc.epoch >= 0 {
+					return before, rc.data, nil
+				}
+				before = append(before, rc)
+			}
+		}
+		if err != nil {
+			return before, nil, fmt.Errorf("reading the engine under test: %v", err)
+		}
+	}
+}
+
+// keyUpdateRequestsOverTCP completes the handshake, then sends n
+// KeyUpdate(update_requested), each in its own TCP segment and each read
+// by the engine under test before the next leaves, then makes the engine
+// under test write data: RFC 8446, Section 4.6.3 asks for one KeyUpdate
+// (update_not_requested) before that data, whatever number of requests
+// arrived while it was silent. The peer's data under its last key is read.
+func keyUpdateRequestsOverTCP(n int) func(c *conv) {
+	return func(c *conv) {
+		if c.handshake() != nil {
+			return
+		}
+		ep := c.epoch()
+		x := c.overTCP()
+		for i := range n {
+			x.send(&rec{ct: record.TypeHandshake, epoch: ep + i, data: hsMsg(wire.TypeKeyUpdate, []byte{1})})
+			if err := x.waitEvents(EventPeerKeyUpdate, i+1); err != nil {
+				c.err = err
+				return
+			}
+		}
+		if _, err := x.sut.Write([]byte("answer")); err != nil {
+			c.err = err
+			return
+		}
+		before, data, err := x.readUntilData()
+		if err != nil {
+			c.err = err
+			return
+		}
+		c.t.Logf("records before the data: %d", len(before))
+		if len(before) != 1 || !before[0].isMsg(wire.TypeKeyUpdate) || !bytes.Equal(before[0].data, hsMsg(wire.TypeKeyUpdate, []byte{0})) {
+			c.err = fmt.Errorf("%d records before the data in answer to %d requests in separate segments, want one KeyUpdate(update_not_requested)", len(before), n)
+			return
+		}
+		if string(data) != "answer" {
+			c.err = fmt.Errorf("data %q, want %q", data, "answer")
+			return
+		}
+		x.send(&rec{ct: record.TypeApplicationData, epoch: ep + n, data: []byte("ping")})
+		select {
+		case got := <-x.got:
+			if string(got) != "ping" {
+				c.err = fmt.Errorf("the engine under test read %q, want ping", got)
+			}
+		case err := <-x.rerr:
+			c.err = fmt.Errorf("the engine under test failed reading under the peer's last key: %v", err)
+		}
+	}
 }

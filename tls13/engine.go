@@ -134,11 +134,12 @@ type engine struct {
 	run func(job func()) (wait func())
 
 	// KeyUpdate flood bounds: a requested update is answered by one
-	// KeyUpdate before our next output, however many requests came
-	// (RFC 8446, Section 4.6.3), and a peer that sends many KeyUpdates
-	// and no data is cut off.
-	kuReplyQueued bool
-	kuSinceData   int
+	// KeyUpdate, sent before our next application data record (RFC 8446,
+	// Section 4.6.3), however many requests came, in however many reads,
+	// while we were silent; and a peer that sends many KeyUpdates and no
+	// data is cut off.
+	kuReplyPending bool
+	kuSinceData    int
 
 	// Records that carry nothing (change_cipher_spec, empty application
 	// data) and warning alerts, counted since the last record that did.
@@ -314,7 +315,6 @@ func (e *engine) takeOutput() []byte {
 	}
 	out := e.out
 	e.out = e.out[:0]
-	e.kuReplyQueued = false // the queued reply is on its way
 	return out
 }
 
@@ -701,6 +701,11 @@ func (e *engine) writeApp(p []byte) (int, error) {
 // sealApp protects p as application data records, as large as the
 // peer's record_size_limit (and our padding) allow.
 func (e *engine) sealApp(p []byte) (int, error) {
+	if e.kuReplyPending && len(p) > 0 {
+		if err := e.sendKeyUpdate(false); err != nil {
+			return 0, err
+		}
+	}
 	n := 0
 	for n < len(p) {
 		m := min(len(p)-n, e.maxSendPlain-e.padding(0))
@@ -729,11 +734,20 @@ func (e *engine) maybeRekey() error {
 	return nil
 }
 
-// sendKeyUpdate sends a KeyUpdate and moves our write side to the next secret.
+// sendKeyUpdate sends a KeyUpdate and moves our write side to the next
+// secret. It is also the answer to the peer's pending request, which RFC
+// 8446, Section 4.6.3 wants as update_not_requested: with requestPeer,
+// that answer goes first.
 func (e *engine) sendKeyUpdate(requestPeer bool) error {
 	if !e.done {
 		return fmt.Errorf("tls13: KeyUpdate before the handshake finished")
 	}
+	if e.kuReplyPending && requestPeer {
+		if err := e.sendKeyUpdate(false); err != nil {
+			return err
+		}
+	}
+	e.kuReplyPending = false
 	msg, err := (&wire.KeyUpdate{UpdateRequested: requestPeer}).Marshal()
 	if err != nil {
 		return e.fail(err)
@@ -810,10 +824,12 @@ func (e *engine) handleKeyUpdate(msg []byte) error {
 		return err
 	}
 	e.event(EventPeerKeyUpdate)
-	if ku.UpdateRequested && !e.sentClose && !e.kuReplyQueued {
-		// One reply answers every request that arrives before it leaves.
-		e.kuReplyQueued = true
-		return e.sendKeyUpdate(false)
+	if ku.UpdateRequested && !e.sentClose {
+		// RFC 8446, Section 4.6.3: the answer is due before our next
+		// application data record, so it waits for it (sealApp): every
+		// request that arrives before then, in this read or a later one,
+		// is answered by that one KeyUpdate.
+		e.kuReplyPending = true
 	}
 	return nil
 }

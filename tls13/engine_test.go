@@ -396,6 +396,10 @@ func TestSelfKeyUpdateBothWays(t *testing.T) {
 		t.Fatal(err)
 	}
 	roundTrip(t, c, "after server key update")
+	// The client's answer leaves before its next data (RFC 8446, Section
+	// 4.6.3), which may be this round trip's or, when the request arrived
+	// after the client wrote, the next one's.
+	roundTrip(t, c, "after the answer")
 	count := func(tr []TraceEvent) (n int) {
 		for _, e := range tr {
 			if e.Event == EventKeyUpdate {

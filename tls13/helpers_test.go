@@ -195,3 +195,14 @@ func ctxTimeout(t testing.TB) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// countEvents counts ev in a trace.
+func countEvents(tr []TraceEvent, ev Event) int {
+	n := 0
+	for _, x := range tr {
+		if x.Event == ev {
+			n++
+		}
+	}
+	return n
+}

@@ -240,9 +240,12 @@ func TestOpenSSLKeyUpdate(t *testing.T) {
 		if n := countEvents(c.Trace(), EventKeyUpdate); n != 2 {
 			srv.fatalf("%d KeyUpdates in trace after k, want 2", n)
 		}
-		// "K" requests an update: ztls answers with its own.
+		// "K" requests an update: ztls answers with its own before its
+		// next data (RFC 8446, Section 4.6.3), this exchange's or, when
+		// the request arrived after ztls wrote, the next one's.
 		srv.sendCommand("K\n")
 		exchangeInteractive(t, c, srv, "after-K")
+		exchangeInteractive(t, c, srv, "after-K-answer")
 		if n := countEvents(c.Trace(), EventKeyUpdate); n != 3 {
 			srv.fatalf("%d KeyUpdates in trace after K, want 3", n)
 		}

@@ -456,14 +456,3 @@ func nextResult(t *testing.T, results <-chan serverResult, p *peerProc) serverRe
 		return serverResult{}
 	}
 }
-
-// countEvents counts ev in a trace.
-func countEvents(tr []TraceEvent, ev Event) int {
-	n := 0
-	for _, x := range tr {
-		if x.Event == ev {
-			n++
-		}
-	}
-	return n
-}

@@ -398,8 +398,9 @@ func TestZeroRTTReplayAfterOneWindow(t *testing.T) {
 }
 
 // Point 15: a peer that asks for KeyUpdates and reads nothing makes us
-// queue one reply, not one per request; a peer that sends nothing but
-// KeyUpdates is cut off.
+// queue one reply, not one per request, sent before our next data (RFC
+// 8446, Section 4.6.3); a peer that sends nothing but KeyUpdates is cut
+// off.
 func TestKeyUpdateFloodBounded(t *testing.T) {
 	p := getPKI(t, "ecdsa-p256")
 	c, s := handshakeEngines(t, clientConfig(p), serverConfig(p))
@@ -414,12 +415,21 @@ func TestKeyUpdateFloodBounded(t *testing.T) {
 	if err := c.feed(flood); err != nil {
 		t.Fatal(err)
 	}
+	if out := c.takeOutput(); len(out) != 0 {
+		t.Fatalf("client answered before it had data to send: %d bytes", len(out))
+	}
+	if _, err := c.writeApp([]byte("pong")); err != nil {
+		t.Fatal(err)
+	}
 	out := bytes.Clone(c.takeOutput())
 	if err := s.feed(out); err != nil {
-		t.Fatalf("server reading the replies: %v", err)
+		t.Fatalf("server reading the reply and the data: %v", err)
 	}
-	if got := countKeyUpdates(t, out); got != 1 {
-		t.Fatalf("client queued %d KeyUpdate replies to 20 requests, want 1", got)
+	if got := countKeyUpdates(t, out) - 1; got != 1 {
+		t.Fatalf("client sent %d KeyUpdate replies to 20 requests before its data, want 1", got)
+	}
+	if n := s.readApp(make([]byte, 8)); n != 4 {
+		t.Fatalf("server read %d bytes of data after the reply, want 4", n)
 	}
 	// Still one connection: data flows both ways.
 	s.writeApp([]byte("ping"))
@@ -440,7 +450,7 @@ func TestKeyUpdateFloodBounded(t *testing.T) {
 }
 
 // countKeyUpdates counts the records in out, which holds only KeyUpdate
-// replies (nothing else was written).
+// replies and the data written after them.
 func countKeyUpdates(t *testing.T, out []byte) int {
 	t.Helper()
 	types, _ := recordLengths(t, out)

@@ -346,12 +346,16 @@ func TestFleetBFEAcrossTwinWindow(t *testing.T) {
 	seed := []byte("0123456789abcdef0123456789abcdef")
 	log := &bfe.MemoryPunctureLog{}
 	var members []*fixture
+	// k = 5 hashes (at 2^-10): the test decapsulates a dozen fresh
+	// ciphertexts under one key and needs none to be a false positive;
+	// bfeOpts (k = 1 of 496 slots) would refuse one about one run in twelve.
+	opts := Options{BFEConnections: 32, BFEFalsePositiveRate: 1.0 / 1024}
 	for i := range 2 {
 		var fx *fixture
 		if i == 0 {
-			fx = newFixture(t, "ecdsa-p256", bfeOpts, seed)
+			fx = newFixture(t, "ecdsa-p256", opts, seed)
 		} else {
-			fx = newFixtureWith(t, members[0].ca, members[0].leaf, bfeOpts, seed)
+			fx = newFixtureWith(t, members[0].ca, members[0].leaf, opts, seed)
 		}
 		fx.svc.BFEDir, fx.svc.BFEServe, fx.svc.BFELog = t.TempDir(), true, log
 		t.Cleanup(fx.svc.CloseBFE)

@@ -247,7 +247,8 @@ type Config struct {
 	// must agree: to the other side the extension at any other codepoint
 	// is an unknown one (a server ignores it and rejects the early data;
 	// a client aborts on it). A codepoint this package gives another
-	// meaning to is an error when the handshake starts.
+	// extension (ztls_bfe's 0xFF5B among them) is an error: Check reports
+	// it, and every handshake fails on it.
 	ZTLSExtension uint16
 
 	// MiddleboxCompat turns on the middlebox compatibility mode of RFC
@@ -344,14 +345,27 @@ func (c *Config) lazy() {
 	})
 }
 
-// ztlsCodepoint returns the ztls extension's codepoint, checked.
+// Check reports what in c no handshake could use, with the error the
+// handshake would fail with, so that a program refuses its configuration
+// when it reads it rather than failing every connection: a ZTLSExtension
+// equal to the codepoint of another extension this package sends or
+// parses (ztls_bfe's 0xFF5B, key_share's, ...). Listen calls it.
+func (c *Config) Check() error {
+	_, err := c.ztlsCodepoint()
+	return err
+}
+
+// ztlsCodepoint returns the ztls extension's codepoint, checked: it must
+// be one no other extension of this package's has, or the two could not
+// be told apart on the wire.
 func (c *Config) ztlsCodepoint() (uint16, error) {
 	cp := c.ZTLSExtension
 	if cp == 0 || cp == wire.ExtZTLS {
 		return wire.ExtZTLS, nil
 	}
 	if wire.KnownExtension(cp) {
-		return 0, fmt.Errorf("tls13: Config.ZTLSExtension %#04x is already another TLS extension", cp)
+		return 0, fmt.Errorf("tls13: Config.ZTLSExtension %#04x is the codepoint of the %s extension, which this package also sends or parses: the ztls extension needs a codepoint of its own (0 for the default, %#04x)",
+			cp, wire.ExtensionName(cp), wire.ExtZTLS)
 	}
 	return cp, nil
 }

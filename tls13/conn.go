@@ -200,6 +200,9 @@ func Listen(network, addr string, cfg *Config) (net.Listener, error) {
 	if cfg == nil || len(cfg.Certificates) == 0 {
 		return nil, errors.New("tls13: Listen needs a Config with a certificate (--cert/--key)")
 	}
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
 	l, err := net.Listen(network, addr)
 	if err != nil {
 		return nil, err

@@ -52,7 +52,7 @@ func (f *tlsFlags) register(fs *pflag.FlagSet, server bool) {
 	fs.IntVar(&f.padTo, "pad", 0, "pad every record's plaintext to a multiple of N bytes, 0 to 16384 (RFC 8446, Section 5.4)")
 	fs.BoolVar(&f.pskKE, "psk-ke", false, "also allow resumption without a fresh key exchange (psk_ke: no forward secrecy)")
 	fs.StringSliceVar(&f.crls, "crl", nil, "certificate revocation list file (PEM or DER; repeatable): a revoked peer certificate fails the handshake, a revoked Z-data leaf means no ZTLS")
-	fs.StringVar(&f.ztlsExt, "ztls-codepoint", "", "TLS extension codepoint of ztls, e.g. 0xff5a (the default, private use); clients and servers must agree")
+	fs.StringVar(&f.ztlsExt, "ztls-codepoint", "", "TLS extension codepoint of ztls, e.g. 0xff5a (the default, private use); clients and servers must agree, and it must differ from every other extension's (ztls_bfe is 0xff5b)")
 }
 
 var groupNames = map[string]tls13.CurveID{
@@ -157,6 +157,11 @@ func (f *tlsFlags) config(server bool) (*tls13.Config, error) {
 		v, err := strconv.ParseUint(f.ztlsExt, 0, 16)
 		if err != nil || v == 0 {
 			return nil, fmt.Errorf("--ztls-codepoint %q: want a TLS extension number from 1 to 65535, e.g. 0xff5a", f.ztlsExt)
+		}
+		// Another extension's codepoint (ztls_bfe's 0xff5b, key_share's)
+		// would fail every handshake: refused now, naming both.
+		if err := (&tls13.Config{ZTLSExtension: uint16(v)}).Check(); err != nil {
+			return nil, fmt.Errorf("--ztls-codepoint %s: %w", f.ztlsExt, err)
 		}
 		cfg.ZTLSExtension = uint16(v)
 	}

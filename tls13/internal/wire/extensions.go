@@ -2,6 +2,7 @@ package wire
 
 import (
 	"errors"
+	"fmt"
 
 	"golang.org/x/crypto/cryptobyte"
 
@@ -91,6 +92,30 @@ func swapAll(exts []Extension, order []uint16, cp uint16) {
 func KnownExtension(typ uint16) bool {
 	_, ok := extPlacement[typ]
 	return ok
+}
+
+// extNames are the IANA names of the extensions this package knows
+// (docs/ztls-spec.md, Sections 2 and 7.2, for the two of ztls).
+var extNames = map[uint16]string{
+	ExtServerName: "server_name", ExtStatusRequest: "status_request",
+	ExtSupportedGroups: "supported_groups", ExtSignatureAlgorithms: "signature_algorithms",
+	ExtALPN: "application_layer_protocol_negotiation", ExtSCT: "signed_certificate_timestamp",
+	ExtPadding: "padding", ExtCompressCertificate: "compress_certificate",
+	ExtRecordSizeLimit: "record_size_limit", ExtPreSharedKey: "pre_shared_key",
+	ExtEarlyData: "early_data", ExtSupportedVersions: "supported_versions", ExtCookie: "cookie",
+	ExtPSKModes: "psk_key_exchange_modes", ExtCertificateAuthorities: "certificate_authorities",
+	ExtPostHandshakeAuth: "post_handshake_auth", ExtSignatureAlgorithmsCert: "signature_algorithms_cert",
+	ExtKeyShare: "key_share", ExtRenegotiationInfo: "renegotiation_info",
+	ExtZTLS: "ztls", ExtZTLSBFE: "ztls_bfe",
+}
+
+// ExtensionName returns the name of an extension this package knows
+// ("key_share", "ztls_bfe"), or "extension 0xNNNN" for another.
+func ExtensionName(typ uint16) string {
+	if n, ok := extNames[typ]; ok {
+		return n
+	}
+	return fmt.Sprintf("extension %#04x", typ)
 }
 
 // readLastExtensions reads the extensions block that ends a message: the

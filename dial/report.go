@@ -78,6 +78,10 @@ type TLSReport struct {
 	// CertificateFromDNS: ZTLS let the server omit its Certificate; the
 	// leaf verified is the TLSA record's.
 	CertificateFromDNS bool `json:"certificate_from_dns,omitempty"`
+	// CertificateCompression is the algorithm (RFC 8879) the server's
+	// Certificate came compressed with ("brotli"); "" when it came whole
+	// or was omitted.
+	CertificateCompression string `json:"certificate_compression,omitempty"`
 	// Chain is where the verified chain came from: "verified" (for this
 	// connection), "cache" (verified by an earlier connection, the
 	// Cache's tls13.ChainCache; revocation checked again) or
@@ -120,6 +124,9 @@ func (r *Report) fillTLS(st tls13.ConnectionState) {
 		r.TLS.Signature = tls13.SignatureSchemeName(st.SignatureScheme)
 	}
 	r.TLS.CertificateFromDNS = st.CertificateOmitted
+	if st.CertificateCompression != 0 {
+		r.TLS.CertificateCompression = st.CertificateCompression.String()
+	}
 	r.TLS.Chain = st.ChainSource
 	r.EarlyData.Offered = st.EarlyDataOffered
 	r.EarlyData.Accepted = st.EarlyDataAccepted
@@ -160,6 +167,9 @@ func (r *Report) WriteText(w io.Writer) {
 			from += " (verified by an earlier connection: from the chain cache, revocation checked again)"
 		case tls13.ChainPrevalidated:
 			from += " (verified ahead, by the prefetch)"
+		}
+		if r.TLS.CertificateCompression != "" {
+			from += " (sent " + r.TLS.CertificateCompression + "-compressed)"
 		}
 		fmt.Fprintf(w, "  verified chain: %s%s\n", strings.Join(r.PeerChain, " <- "), from)
 	} else if !r.TLS.Resumed {

@@ -40,6 +40,7 @@ const (
 	secD    = "RFC 8446, Appendix D"
 	secD5   = "RFC 8446, Appendix D.5"
 	sec4    = "RFC 8446, Section 4"
+	sec411  = "RFC 8446, Section 4.1.1"
 	sec412  = "RFC 8446, Section 4.1.2"
 	sec413  = "RFC 8446, Section 4.1.3"
 	sec414  = "RFC 8446, Section 4.1.4"
@@ -1362,6 +1363,20 @@ func alertRuleRows(add func(conformanceRow)) {
 			o.scfg.Groups = []CurveID{P256}
 		},
 		run: serverGets, want: sends(AlertHandshakeFailure)})
+	// Groups left out by choice (README: x448 and RFC 7919's FFDHE): a
+	// client that offers only those shares no group with the server.
+	for _, g := range []struct {
+		id, names string
+		groups    []uint16
+		share     int
+	}{{"group/ffdhe-only", "ffdhe2048 and ffdhe3072", []uint16{0x0100, 0x0101}, 256}, {"group/x448-only", "x448", []uint16{0x001e}, 56}} {
+		add(conformanceRow{id: g.id, section: sec411, roles: asServer,
+			rule: fmt.Sprintf("a ClientHello offering only %s (left out by choice) shares no parameters with the server, which MUST abort with handshake_failure or insufficient_security", g.names),
+			run: rewriteCH(func(ch *wire.ClientHello) {
+				ch.SupportedGroups = g.groups
+				ch.KeyShares = []wire.KeyShare{{Group: g.groups[0], Data: bytes.Repeat([]byte{7}, g.share)}}
+			}), want: sends(AlertHandshakeFailure)})
+	}
 	add(conformanceRow{id: "alert/no-common-signature-scheme", section: sec62, roles: asServer,
 		rule:  "no signature scheme in common with the server's certificate (the client offers ed25519 only) is a handshake_failure",
 		setup: func(o *convOpts) { o.ccfg.SignatureSchemes = []SignatureScheme{0x0807} },

@@ -25,6 +25,7 @@ type tlsFlags struct {
 	middlebox  bool
 	pskKE      bool
 	ztlsExt    string
+	certComp   string
 	crls       []string
 	// misplacedCA is --ca given to a server, which has no TLS server to
 	// verify: refused with the flag it meant.
@@ -52,6 +53,11 @@ func (f *tlsFlags) register(fs *pflag.FlagSet, server bool) {
 	fs.IntVar(&f.padTo, "pad", 0, "pad every record's plaintext to a multiple of N bytes, 0 to 16384 (RFC 8446, Section 5.4)")
 	fs.BoolVar(&f.pskKE, "psk-ke", false, "also allow resumption without a fresh key exchange (psk_ke: no forward secrecy)")
 	fs.StringSliceVar(&f.crls, "crl", nil, "certificate revocation list file (PEM or DER; repeatable): a revoked peer certificate fails the handshake, a revoked Z-data leaf means no ZTLS")
+	if server {
+		fs.StringVar(&f.certComp, "cert-compression", "", "compress the certificate chain the server sends (RFC 8879) with the first of these, in preference order, that the client offers: zlib, brotli, zstd (e.g. brotli,zstd,zlib: Chromium offers brotli). A client that offers none gets it uncompressed. It shrinks the server's first flight (names and URLs repeated across a chain compress best), which can keep that flight within TCP's initial window and save a round trip; each chain is compressed once per process, so it costs the server almost nothing. Default: off")
+	} else {
+		fs.StringVar(&f.certComp, "cert-compression", "", "offer certificate compression (RFC 8879) for the server's chain: zlib, brotli, zstd, in preference order; a server that takes one sends a smaller first flight, which is decompressed here (the handshake's report says which was used). Default: off")
+	}
 	fs.StringVar(&f.ztlsExt, "ztls-codepoint", "", "TLS extension codepoint of ztls, e.g. 0xff5a (the default, private use); clients and servers must agree, and it must differ from every other extension's (ztls_bfe is 0xff5b)")
 }
 
@@ -67,6 +73,14 @@ const (
 	groupHelp = "X25519MLKEM768, x25519, secp256r1 (p-256), secp384r1 (p-384), secp521r1 (p-521), or a codepoint in hex such as 0x001d"
 	suiteHelp = "TLS_AES_128_GCM_SHA256 (aes128), TLS_AES_256_GCM_SHA384 (aes256), TLS_CHACHA20_POLY1305_SHA256 (chacha20), or a codepoint in hex such as 0x1301"
 )
+
+// certCompNames are the certificate compression algorithms (RFC 8879)
+// by their IANA names, as --cert-compression takes them.
+var certCompNames = map[string]tls13.CertCompressionAlgorithm{
+	"zlib": tls13.CertCompressionZlib, "brotli": tls13.CertCompressionBrotli, "zstd": tls13.CertCompressionZstd,
+}
+
+const certCompHelp = "zlib, brotli, zstd (a comma-separated list, preference order)"
 
 var suiteNames = map[string]tls13.CipherSuite{
 	"tls_aes_128_gcm_sha256": tls13.TLS_AES_128_GCM_SHA256, "aes128": tls13.TLS_AES_128_GCM_SHA256,
@@ -139,6 +153,14 @@ func (f *tlsFlags) config(server bool) (*tls13.Config, error) {
 	}
 	if cfg.CipherSuites, err = parseList(f.ciphers, suiteNames, "--ciphers", "cipher suite", suiteHelp); err != nil {
 		return nil, err
+	}
+	if cfg.CertificateCompression, err = parseList(f.certComp, certCompNames, "--cert-compression", "algorithm", certCompHelp); err != nil {
+		return nil, err
+	}
+	for _, a := range cfg.CertificateCompression {
+		if _, ok := certCompNames[a.String()]; !ok {
+			return nil, fmt.Errorf("--cert-compression: %v is not an algorithm ztls implements; valid: %s", a, certCompHelp)
+		}
 	}
 	if len(cfg.Groups) > 0 {
 		cfg.KeyShareGroups = cfg.Groups[:1]

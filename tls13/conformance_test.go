@@ -1,11 +1,12 @@
 package tls13
 
 // The conformance suite: a hostile peer that speaks raw records and
-// handshake messages, and a table (conformance_table_test.go) whose rows
-// are the MUSTs and MUST NOTs of RFC 8446 (as its errata correct it), RFC
-// 8449 and RFC 7301, each with the conversation that breaks it and the
-// reaction the rule asks for. Every row runs against the engine in each
-// role it applies to.
+// handshake messages, and a table (conformance_table_test.go,
+// conformance_sections_test.go) whose rows are rules of RFC 8446 (as its
+// errata correct it), RFC 8449 and RFC 7301, each labelled with its kind
+// (MUST, MUST NOT, SHOULD, permitted choice, limit), with the
+// conversation that breaks or exercises it and the reaction expected.
+// Every row runs against the engine in each role it applies to.
 //
 // The hostile peer is an honest engine of the other role whose output is
 // taken apart into records and handshake messages, rewritten by the row,
@@ -69,22 +70,70 @@ func (r role) String() string {
 // violates it (or exercises it), and the reaction expected.
 type conformanceRow struct {
 	id      string // short, stable: the subtest name and the doc's row
+	kind    ruleKind
 	section string // "RFC 8446, Section 5.1"
-	rule    string // the MUST or MUST NOT, in a few words
+	rule    string // the rule, in a few words
 	roles   role   // roles of the engine under test
 	setup   func(c *convOpts)
 	run     func(c *conv)
 	want    outcome
 }
 
-// outcome is the reaction a row expects from the engine under test.
-type outcome struct {
-	alert Alert               // a fatal alert sent, when check is nil
-	desc  string              // for behaviour rows: what must hold
-	check func(c *conv) error // behaviour rows
+// ruleKind says what kind of rule a row checks.
+type ruleKind int
+
+const (
+	// kindMust and kindMustNot: an absolute requirement of the RFC (on
+	// the engine, or on its peer, whose breach the engine must catch).
+	kindMust ruleKind = iota + 1
+	kindMustNot
+	// kindShould: a SHOULD or SHOULD NOT of the RFC that the engine follows.
+	kindShould
+	// kindPermitted: what the RFC allows (a MAY) or leaves to the
+	// implementation; the row shows the engine takes it from its peer,
+	// or what it chose.
+	kindPermitted
+	// kindLimit: a bound on what the RFC allows without one, so that a
+	// peer cannot keep the engine busy (as OpenSSL and BoringSSL bound it).
+	kindLimit
+)
+
+var kindNames = map[ruleKind]string{
+	kindMust: "MUST", kindMustNot: "MUST NOT", kindShould: "SHOULD",
+	kindPermitted: "permitted choice", kindLimit: "limit",
 }
 
+func (k ruleKind) String() string { return kindNames[k] }
+
+// outcome is the reaction a row expects from the engine under test.
+type outcome struct {
+	alert Alert // a fatal alert sent, when check is nil
+	// choice: the RFC names no alert for this breach (neither the rule
+	// nor the general rules of Sections 4, 5 and 6: unexpected_message
+	// for a message or record out of place, decode_error for one that
+	// breaks the syntax, illegal_parameter for a syntactically valid but
+	// wrong one); alert is the one ztls chose from Section 6.2.
+	choice bool
+	desc   string              // for behaviour rows: what must hold
+	check  func(c *conv) error // behaviour rows
+}
+
+// sends expects alert a, which the RFC names for the breach.
 func sends(a Alert) outcome { return outcome{alert: a} }
+
+// chooses expects alert a, ztls's choice where the RFC names none.
+func chooses(a Alert) outcome { return outcome{alert: a, choice: true} }
+
+// source says where the expected alert comes from, for the doc.
+func (o outcome) source() string {
+	switch {
+	case o.check != nil:
+		return "–"
+	case o.choice:
+		return "ztls's choice"
+	}
+	return "named"
+}
 
 func behaves(desc string, check func(c *conv) error) outcome {
 	return outcome{desc: desc, check: check}
@@ -120,6 +169,8 @@ type conv struct {
 	sutOut     []byte // everything the engine under test sent
 	err        error  // its first error
 	closed     error  // what its Conn reported when the transport ended (eof)
+	delivered  []*rec // what the peer delivered to the engine under test, in order
+	sess       *ClientSession
 }
 
 // rec is one record, or one handshake message in its own record, as the
@@ -369,7 +420,7 @@ func newConv(t *testing.T, r role, setup func(*convOpts)) *conv {
 			o.tamperSess(sess)
 		}
 	}
-	c := &conv{t: t, sutClient: r == asClient, sutLog: &keyLog{}, peerLog: &keyLog{}}
+	c := &conv{t: t, sutClient: r == asClient, sutLog: &keyLog{}, peerLog: &keyLog{}, sess: sess}
 	ccfg, scfg := o.ccfg, o.scfg
 	cli, srv := newEngine(ccfg, true), newEngine(scfg, false)
 	if c.sutClient {
@@ -406,6 +457,7 @@ func (c *conv) peerRecs() []*rec {
 // deliver writes recs to the engine under test and passes its answer on
 // to the peer. The engine's first error is kept in c.err.
 func (c *conv) deliver(recs ...*rec) error {
+	c.delivered = append(c.delivered, recs...)
 	var b []byte
 	for _, r := range recs {
 		b = c.toSUT.write(c.t, b, r)
@@ -610,6 +662,9 @@ func TestConformance(t *testing.T) {
 		if seen[row.id] {
 			t.Fatalf("duplicate row id %q", row.id)
 		}
+		if kindNames[row.kind] == "" {
+			t.Fatalf("row %q has no kind", row.id)
+		}
 		seen[row.id] = true
 		for _, r := range []role{asClient, asServer} {
 			if row.roles&r == 0 {
@@ -645,31 +700,58 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-// conformanceDoc renders docs/conformance.md: each row with its RFC
-// section, the roles it ran in and the result of each.
+// conformanceDoc renders docs/conformance.md: each row with its kind,
+// RFC section, where its alert comes from, the roles it ran in and the
+// result of each.
 func conformanceDoc(rows []conformanceRow, results map[string]string) []byte {
 	var b bytes.Buffer
 	b.WriteString("# RFC 8446 conformance\n\n")
 	b.WriteString("Generated by `go test ./tls13 -run TestConformance -update-conformance-doc` from the table in\n")
-	b.WriteString("`tls13/conformance_table_test.go`; `go test ./tls13` fails when this file differs from the table\n")
-	b.WriteString("and its results. Each row is one MUST or MUST NOT of RFC 8446 (or RFC 8449, RFC 7301): a hostile\n")
-	b.WriteString("peer breaks it in a real handshake (it rewrites an honest engine's records and messages under that\n")
-	b.WriteString("engine's own keys) and the engine under test must react as the Expected column says, in each role.\n")
-	b.WriteString("A section followed by an erratum number takes the rule as that erratum of RFC 8446 corrects it\n")
-	b.WriteString("(https://www.rfc-editor.org/errata/rfc8446).\n\n")
+	b.WriteString("`tls13/conformance_table_test.go` and `tls13/conformance_sections_test.go`; `go test ./tls13`\n")
+	b.WriteString("fails when this file differs from the table and its results. Each row is one rule of RFC 8446\n")
+	b.WriteString("(or RFC 8449, RFC 7301) run as a real conversation: a hostile peer breaks or exercises the rule\n")
+	b.WriteString("in a real handshake (it rewrites an honest engine's records and messages under that engine's own\n")
+	b.WriteString("keys, re-signs and re-MACs them where the rule needs a well-formed flight, or derives what it\n")
+	b.WriteString("checks from the secrets with code of its own), and the engine under test must react as the\n")
+	b.WriteString("Expected column says, in each role. A section followed by an erratum number takes the rule as\n")
+	b.WriteString("that erratum of RFC 8446 corrects it (https://www.rfc-editor.org/errata/rfc8446).\n\n")
+	b.WriteString("Kind says what the rule is: **MUST** and **MUST NOT** are absolute requirements (on the engine,\n")
+	b.WriteString("or on its peer, whose breach the engine must catch); **SHOULD** is a recommendation the engine\n")
+	b.WriteString("follows; **permitted choice** is what the RFC allows (a MAY) or leaves open, with what the\n")
+	b.WriteString("engine takes from its peer or chose itself; **limit** is a bound the engine puts on what the RFC\n")
+	b.WriteString("allows without one, so that a peer cannot keep it busy (OpenSSL's and BoringSSL's bounds).\n\n")
+	b.WriteString("Alert says where an expected alert comes from: **named** when the RFC names it for the breach,\n")
+	b.WriteString("in the rule itself or in its general rules (Section 4: a message out of order is an\n")
+	b.WriteString("unexpected_message; Section 5: so is an unexpected record; Section 6: a message that breaks the\n")
+	b.WriteString("syntax is a decode_error, one that is well formed but wrong an illegal_parameter); **ztls's\n")
+	b.WriteString("choice** when it names none and ztls picked the alert whose Section 6.2 description fits.\n\n")
+	b.WriteString("Not implemented, by choice: the groups x448 and ffdhe2048 to ffdhe8192 (README: \"Two kinds of\n")
+	b.WriteString("named group are left out on purpose\"); the rows `group/*` show a peer offering only those.\n")
+	b.WriteString("Post-handshake client authentication is not offered: the rows `pha/*` show what that means.\n\n")
 	sections := map[string]bool{}
-	n := 0
+	kinds := map[ruleKind]int{}
+	n, choices, named := 0, 0, 0
 	for _, r := range rows {
 		sections[r.section] = true
+		kinds[r.kind]++
+		switch r.want.source() {
+		case "named":
+			named++
+		case "ztls's choice":
+			choices++
+		}
 		for _, x := range []role{asClient, asServer} {
 			if r.roles&x != 0 {
 				n++
 			}
 		}
 	}
-	fmt.Fprintf(&b, "%d rules, %d runs (rule × role), %d sections.\n\n", len(rows), n, len(sections))
-	b.WriteString("| Row | RFC section | Rule | Expected | Client | Server |\n")
-	b.WriteString("|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "%d rules: %d MUST, %d MUST NOT, %d SHOULD, %d permitted choice, %d limit.\n",
+		len(rows), kinds[kindMust], kinds[kindMustNot], kinds[kindShould], kinds[kindPermitted], kinds[kindLimit])
+	fmt.Fprintf(&b, "%d runs (rule × role), %d sections; of the rows that expect an alert, %d alerts are named by the RFC\n", n, len(sections), named)
+	fmt.Fprintf(&b, "and %d are ztls's choice.\n\n", choices)
+	b.WriteString("| Row | Kind | RFC section | Rule | Expected | Alert | Client | Server |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		cell := func(x role) string {
 			if r.roles&x == 0 {
@@ -677,7 +759,7 @@ func conformanceDoc(rows []conformanceRow, results map[string]string) []byte {
 			}
 			return results[r.id+"/"+x.String()]
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", r.id, r.section, r.rule, r.want, cell(asClient), cell(asServer))
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s | %s |\n", r.id, r.kind, r.section, r.rule, r.want, r.want.source(), cell(asClient), cell(asServer))
 	}
 	return b.Bytes()
 }

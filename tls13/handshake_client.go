@@ -905,6 +905,10 @@ func (s *clientExpectFinished) sendClientFlight(e *engine) error {
 // sendClientCertificate answers a CertificateRequest with our chain (or an
 // empty one) and, with a chain, a CertificateVerify.
 func (e *engine) sendClientCertificate(t *keyschedule.Transcript, cr *wire.CertificateRequest) error {
+	// The first certificate that can sign with a scheme the server
+	// accepts, preferring one under a CA the server named in
+	// certificate_authorities (RFC 8446, Section 4.2.4: it SHOULD guide
+	// the choice).
 	var chosen *Certificate
 	var scheme uint16
 	for i := range e.cfg.Certificates {
@@ -913,7 +917,14 @@ func (e *engine) sendClientCertificate(t *keyschedule.Transcript, cr *wire.Certi
 		if err != nil {
 			continue
 		}
-		if sc, ok := preferredScheme(pub, e.cfg.signatureSchemes(), cr.SignatureAlgorithms); ok {
+		sc, ok := preferredScheme(pub, e.cfg.signatureSchemes(), cr.SignatureAlgorithms)
+		if !ok {
+			continue
+		}
+		if chosen == nil {
+			chosen, scheme = c, sc
+		}
+		if len(cr.CertificateAuthorities) == 0 || c.issuedUnder(cr.CertificateAuthorities) {
 			chosen, scheme = c, sc
 			break
 		}

@@ -488,12 +488,20 @@ func (hs *serverHandshake) acceptEarlyData(t *sessionTicket, i int, now time.Tim
 }
 
 // chooseCertificate picks the first chain that matches the SNI (or the
-// first at all) and whose key can sign with a scheme the client offers.
+// first at all) and whose key can sign with a scheme the client offers,
+// preferring among those for the SNI one under a CA of the client's
+// certificate_authorities.
 func (hs *serverHandshake) chooseCertificate() error {
-	cfg, name := hs.cfg, hs.ch.ServerName
-	var fallback *Certificate
-	var fallbackScheme uint16
-	var fallbackLeaf *x509.Certificate
+	cfg, name, cas := hs.cfg, hs.ch.ServerName, hs.ch.CertificateAuthorities
+	type choice struct {
+		c      *Certificate
+		leaf   *x509.Certificate
+		scheme uint16
+	}
+	// The first certificate for the name, the first for the name under a
+	// CA the client named in certificate_authorities (RFC 8446, Section
+	// 4.2.4: it SHOULD guide the choice), and the first of any name.
+	var forName, underCA, fallback *choice
 	for i := range cfg.Certificates {
 		c := &cfg.Certificates[i]
 		leaf, pub, err := cfg.certLeaf(i)
@@ -504,23 +512,56 @@ func (hs *serverHandshake) chooseCertificate() error {
 		if err != nil {
 			continue
 		}
-		if name == "" || leaf.VerifyHostname(name) == nil {
-			hs.cert, hs.certLeaf, hs.scheme = c, leaf, scheme
-			hs.certForName = name != ""
-			return nil
-		}
+		ch := &choice{c, leaf, scheme}
 		if fallback == nil {
-			fallback, fallbackLeaf, fallbackScheme = c, leaf, scheme
+			fallback = ch
+		}
+		if name != "" && leaf.VerifyHostname(name) != nil {
+			continue
+		}
+		if forName == nil {
+			forName = ch
+		}
+		if len(cas) == 0 || c.issuedUnder(cas) {
+			underCA = ch
+			break
 		}
 	}
-	if fallback == nil {
+	pick := fallback
+	switch {
+	case underCA != nil:
+		pick = underCA
+	case forName != nil:
+		pick = forName
+	}
+	if pick == nil {
 		if len(cfg.Certificates) == 0 {
 			return errorf(AlertInternalError, "server has no certificate configured")
 		}
 		return errorf(AlertHandshakeFailure, "no certificate whose key can sign with a scheme the client offers")
 	}
-	hs.cert, hs.certLeaf, hs.scheme = fallback, fallbackLeaf, fallbackScheme
+	hs.cert, hs.certLeaf, hs.scheme = pick.c, pick.leaf, pick.scheme
+	hs.certForName = name != "" && (underCA != nil || forName != nil)
 	return nil
+}
+
+// issuedUnder reports whether c's chain leads to one of authorities, the
+// DER distinguished names of certificate_authorities (RFC 8446, Section
+// 4.2.4): a certificate of the chain was issued by one, or one of its CA
+// certificates (all but the leaf) is one.
+func (c *Certificate) issuedUnder(authorities [][]byte) bool {
+	for i, der := range c.Chain {
+		x, err := parseCertificate(der)
+		if err != nil {
+			continue
+		}
+		for _, dn := range authorities {
+			if bytes.Equal(x.RawIssuer, dn) || i > 0 && bytes.Equal(x.RawSubject, dn) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func intersect[T comparable](peer, ours []T) []T {
@@ -640,6 +681,16 @@ func (hs *serverHandshake) sendEncryptedExtensions() error {
 	}
 	if ch.ServerName != "" && hs.cert != nil && hs.certForName {
 		ee.ServerName = true
+	}
+	if hs.group != 0 && hs.hrrGroup != 0 && hs.group != hs.hrrGroup {
+		// RFC 8446, Section 4.2.7: we took a share for a group other than
+		// the one we prefer among the client's; supported_groups tells it
+		// our preference (all our groups), for its next ClientHello.
+		for _, g := range cfg.groups() {
+			if kex.Supported(g) {
+				ee.SupportedGroups = append(ee.SupportedGroups, g)
+			}
+		}
 	}
 	if cfg.testHookEncryptedExtensions != nil {
 		cfg.testHookEncryptedExtensions(ee)

@@ -202,7 +202,7 @@ func ParseCertificateRequest(msg []byte) (*CertificateRequest, error) {
 		case ExtSignatureAlgorithmsCert:
 			m.SignatureAlgorithmsCert, err = readUint16Vector(e.Data, name+": signature_algorithms_cert")
 		case ExtCertificateAuthorities:
-			m.CertificateAuthorities, err = readAuthorities(e.Data)
+			m.CertificateAuthorities, err = readAuthorities(e.Data, name)
 		default:
 			m.Extra = append(m.Extra, e)
 		}
@@ -216,8 +216,9 @@ func ParseCertificateRequest(msg []byte) (*CertificateRequest, error) {
 	return m, nil
 }
 
-func readAuthorities(data []byte) ([][]byte, error) {
-	const name = "CertificateRequest"
+// readAuthorities reads certificate_authorities (RFC 8446, Section 4.2.4):
+// DistinguishedName authorities<3..2^16-1>, each opaque<1..2^16-1>.
+func readAuthorities(data []byte, name string) ([][]byte, error) {
 	s := cryptobyte.String(data)
 	var list cryptobyte.String
 	if !s.ReadUint16LengthPrefixed(&list) || list.Empty() || !s.Empty() {
@@ -232,6 +233,19 @@ func readAuthorities(data []byte) ([][]byte, error) {
 		out = append(out, bytesOf(dn))
 	}
 	return out, nil
+}
+
+// addAuthorities writes certificate_authorities' body.
+func addAuthorities(b *Builder, dns [][]byte, name string) {
+	b.AddUint16LengthPrefixed(func(b *Builder) {
+		for _, dn := range dns {
+			if len(dn) == 0 {
+				b.SetError(internalErr("%s: empty distinguished name", name))
+				return
+			}
+			b.AddUint16LengthPrefixed(func(b *Builder) { b.AddBytes(dn) })
+		}
+	})
 }
 
 // Marshal encodes the CertificateRequest message, header included.
@@ -249,17 +263,7 @@ func (m *CertificateRequest) Marshal() ([]byte, error) {
 		add(ExtSignatureAlgorithmsCert, func(b *Builder) { addUint16Vector(b, m.SignatureAlgorithmsCert) })
 	}
 	if len(m.CertificateAuthorities) > 0 {
-		add(ExtCertificateAuthorities, func(b *Builder) {
-			b.AddUint16LengthPrefixed(func(b *Builder) {
-				for _, dn := range m.CertificateAuthorities {
-					if len(dn) == 0 {
-						b.SetError(internalErr("%s: empty distinguished name", name))
-						return
-					}
-					b.AddUint16LengthPrefixed(func(b *Builder) { b.AddBytes(dn) })
-				}
-			})
-		})
+		add(ExtCertificateAuthorities, func(b *Builder) { addAuthorities(b, m.CertificateAuthorities, name) })
 	}
 	exts, err := arrangeExtensions(name, t, len(t), m.Extra, m.Order)
 	if err != nil {

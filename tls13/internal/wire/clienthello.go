@@ -92,6 +92,9 @@ type ClientHello struct {
 	SCT bool
 	// PostHandshakeAuth says post_handshake_auth is present (RFC 8446, Section 4.2.6).
 	PostHandshakeAuth bool
+	// CertificateAuthorities is certificate_authorities (RFC 8446,
+	// Section 4.2.4), as in CertificateRequest; nil means absent.
+	CertificateAuthorities [][]byte
 	// PSKIdentities and PSKBinders are pre_shared_key (RFC 8446,
 	// Section 4.2.11): PskIdentity identities<7..2^16-1>;
 	// PskBinderEntry binders<33..2^16-1>, each opaque<32..255>. nil means
@@ -230,6 +233,8 @@ func (m *ClientHello) readExtension(e Extension, last bool) error {
 	case ExtPostHandshakeAuth:
 		err = readEmpty(e.Data, "ClientHello: post_handshake_auth")
 		m.PostHandshakeAuth = true
+	case ExtCertificateAuthorities:
+		m.CertificateAuthorities, err = readAuthorities(e.Data, "ClientHello")
 	case ExtEarlyData:
 		err = readEmpty(e.Data, "ClientHello: early_data")
 		m.EarlyData = true
@@ -543,6 +548,9 @@ func (m *ClientHello) extensions() ([]extBody, int) {
 	}
 	if m.PostHandshakeAuth {
 		add(ExtPostHandshakeAuth, func(*Builder) {})
+	}
+	if len(m.CertificateAuthorities) > 0 {
+		add(ExtCertificateAuthorities, func(b *Builder) { addAuthorities(b, m.CertificateAuthorities, "ClientHello") })
 	}
 	extraAt := len(t)
 	if len(m.ZTLSBFE) > 0 {

@@ -198,6 +198,11 @@ func randClientHello(r *rand.Rand) *ClientHello {
 	m.StatusRequest = maybe(r)
 	m.SCT = maybe(r)
 	m.PostHandshakeAuth = maybe(r)
+	if maybe(r) {
+		for range 1 + r.IntN(3) {
+			m.CertificateAuthorities = append(m.CertificateAuthorities, randBytes(r, 1, 40))
+		}
+	}
 	switch r.IntN(3) {
 	case 0:
 		for range 1 + r.IntN(3) {

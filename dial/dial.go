@@ -42,7 +42,30 @@ type Options struct {
 	// early data is replayable (an attacker can deliver it twice) and not
 	// client-authenticated. When the server rejects it, it is resent after
 	// the handshake. Without ReplaySafe, Request never goes early.
+	// Whichever way, the server is sent one copy of it.
 	ReplaySafe bool
+	// RequestALPN is the application protocol Request is written in, an
+	// ALPN protocol ID ("http/1.1", "h2"); "" means data in no protocol
+	// in particular, sent whatever the handshake negotiates. With it, the
+	// ClientHello offers TLS.NextProtos narrowed to what the request can
+	// be sent in; Request goes early only under Z-data whose early data is
+	// for that protocol ("http/1.1" also under Z-data without alpn=, in a
+	// ClientHello without ALPN, as a connection without ALPN carries
+	// HTTP/1.1); and it is sent after the handshake only when the
+	// connection negotiated that protocol (or none, for "http/1.1"):
+	// otherwise it is not sent at all, and Result.Err wraps
+	// ErrRequestNotSent (the caller writes it anew in the protocol
+	// negotiated).
+	RequestALPN string
+	// RequestIn, with RequestALPN, gives Request written in another
+	// protocol of TLS.NextProtos (and whether that is replay-safe): it is
+	// called at most once, before the ClientHello, when the Z-data's early
+	// data is for proto, so the request goes early in it; nil (or an empty
+	// request) keeps Request as it is, sent after the handshake. A caller
+	// that sets it can write the request in any protocol of
+	// TLS.NextProtos, so the ClientHello offers them all (the Z-data's
+	// first), and the report says which was negotiated.
+	RequestIn func(proto string) (request []byte, replaySafe bool)
 	// ReadResponse reads up to this many bytes of response (0: don't read).
 	// Without HTTP the response ends when the server closes the
 	// connection (or at this many bytes, see Report.ResponseLimited).
@@ -160,6 +183,14 @@ type attempt struct {
 	wantZ  bool
 	offer  *tls13.ZDataOffer
 	reason string
+
+	// ALPN (alpn.go): the client's protocols (TLS.NextProtos), the one
+	// the request is written in, whether RequestIn was asked, and the
+	// HTTPS answer once seen.
+	protos  []string
+	reqALPN string
+	askedIn bool
+	https   *resolver.Answer
 }
 
 // run is the attempt, phase by phase.
@@ -222,6 +253,7 @@ func (a *attempt) configure(addr string) error {
 	}
 	a.now = a.o.clock()
 	a.cache = a.o.cacheOrDefault()
+	a.protos, a.reqALPN = a.cfg.NextProtos, a.o.RequestALPN
 	return nil
 }
 
@@ -284,17 +316,13 @@ func (a *attempt) exchange(ctx context.Context, c *tls13.Conn) error {
 	r.fillTLS(st)
 	a.settleReason(st)
 	r.AnswerInFirstFlight = st.AnswerInFirstFlight
-	if len(o.Request) > 0 && !st.EarlyDataOffered {
-		if _, err := c.Write(o.Request); err != nil {
-			return err
-		}
-	} else if st.EarlyDataOffered && !st.EarlyDataAccepted && c.EarlyDataLost() {
-		res.Err = ErrEarlyRequestLost
+	if err := a.sendRequest(c, st); err != nil {
+		return err
 	}
-	if o.Input != nil {
+	if o.Input != nil && res.Err == nil {
 		go a.sendInput(c, deadline, hasDeadline)
 	}
-	if o.ReadResponse > 0 {
+	if o.ReadResponse > 0 && res.Err == nil {
 		rr := &responseReader{c: c, max: o.ReadResponse, out: o.Out, r: r, start: a.start, step: a.step}
 		var err error
 		if o.HTTP {
@@ -312,6 +340,31 @@ func (a *attempt) exchange(ctx context.Context, c *tls13.Conn) error {
 	res.Session = c.Session()
 	r.Timing.Total = ms(time.Since(a.start))
 	return nil
+}
+
+// sendRequest sends the Request after the handshake unless it went as
+// early data and was accepted. dial is its one writer: the engine is told
+// not to resend rejected early data (handshake), so the server is sent
+// one copy, however the ZTLS offer fared. A request written in another
+// protocol than the one negotiated is not sent (RFC 8446, Section
+// 4.2.10: early data rejected on a connection that selected another ALPN
+// protocol must be constructed anew); Result.Err says so.
+func (a *attempt) sendRequest(c *tls13.Conn, st tls13.ConnectionState) error {
+	o := &a.o
+	switch {
+	case len(o.Request) == 0 || st.EarlyDataAccepted:
+		return nil
+	case !fitsALPN(a.reqALPN, st.NegotiatedProtocol):
+		negotiated := "no ALPN protocol"
+		if st.NegotiatedProtocol != "" {
+			negotiated = fmt.Sprintf("ALPN %q", st.NegotiatedProtocol)
+		}
+		a.res.Err = fmt.Errorf("%w: the request is written in %s, and the server selected %s", ErrRequestNotSent, a.reqALPN, negotiated)
+		a.step("request_not_sent")
+		return nil
+	}
+	_, err := c.Write(o.Request)
+	return err
 }
 
 // sendInput sends Options.Input as it is read, then half-closes.

@@ -147,6 +147,11 @@ func (a *attempt) abortedOnZTLS(c *tls13.Conn, err error) bool {
 		}
 	}
 	var ae *tls13.AlertError
+	if errors.As(err, &ae) && ae.Alert == tls13.AlertNoApplicationProto {
+		// About the ALPN list, not ztls: a retry without ztls would be
+		// refused the same way.
+		return false
+	}
 	return errors.As(err, &ae) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		isReset(err) || errors.Is(err, tls13.ErrClosedDuringHandshake)
 }
@@ -157,6 +162,7 @@ func (a *attempt) abortedOnZTLS(c *tls13.Conn, err error) bool {
 func (a *attempt) dropZTLS() {
 	a.mem.RememberAbort(a.host, a.port, a.now())
 	a.offer, a.reason = nil, ReasonServerAborted
+	a.setALPN(a.plainALPN())
 	a.r.EarlyData.Bytes = 0
 	a.step("ztls_aborted_retry")
 }
@@ -192,6 +198,7 @@ func (a *attempt) turboPort() (int, error) {
 		timer := time.NewTimer(a.budget())
 		select {
 		case ans := <-a.look.https:
+			a.https = ans
 			p, err := turbo.UDPPortFrom(ans.RRs)
 			if err != nil {
 				a.r.TurboFallback = ReasonTurboNoAdvert

@@ -15,9 +15,16 @@ import (
 
 // Errors after the handshake (Result.Err); errors.Is tells them apart.
 var (
-	// ErrEarlyRequestLost: the server rejected the early request, and it
-	// was not resent because it was not marked replay-safe.
+	// ErrEarlyRequestLost is no longer returned: only a replay-safe
+	// request goes early, and a rejected one is sent again after the
+	// handshake (or, in another protocol than the one negotiated, not at
+	// all: ErrRequestNotSent).
 	ErrEarlyRequestLost = errors.New("dial: early request rejected and not resent (not marked replay-safe)")
+	// ErrRequestNotSent: the Request is written in another application
+	// protocol (Options.RequestALPN) than the one the connection
+	// negotiated, so it was not sent; the connection is open, for the
+	// caller to send it in the protocol negotiated.
+	ErrRequestNotSent = errors.New("dial: request not sent")
 	// ErrResponseTimeout: the response did not end (the server neither
 	// finished it nor closed the connection) before the deadline.
 	ErrResponseTimeout = errors.New("dial: timed out waiting for the response")

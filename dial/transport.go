@@ -48,6 +48,10 @@ func (t *tcpTransport) connect(ctx context.Context) (*tls13.Conn, error) {
 		raw.Close()
 		return nil, err
 	}
+	if err := a.settleALPN(); err != nil {
+		raw.Close()
+		return nil, err
+	}
 	return a.handshakeTCP(ctx, raw, nil)
 }
 
@@ -119,7 +123,9 @@ func (a *attempt) handshake(ctx context.Context, raw net.Conn) (c *tls13.Conn, e
 		c.SetSession(a.o.Session)
 	}
 	if a.o.sendsEarly(a.offer) {
-		c.SetEarlyData(a.o.Request, a.o.ReplaySafe)
+		// Not resent by the engine when rejected: sendRequest does that,
+		// in the protocol negotiated only.
+		c.SetEarlyData(a.o.Request, false)
 		a.r.EarlyData.Bytes = len(a.o.Request)
 	}
 	return c, a.runHandshake(ctx, c)

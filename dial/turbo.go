@@ -85,6 +85,9 @@ func (t *turboTransport) connect(ctx context.Context) (*tls13.Conn, error) {
 	if err := a.awaitZData(ctx, t.makeEarly); err != nil {
 		return nil, err
 	}
+	if err := a.settleALPN(); err != nil {
+		return nil, err
+	}
 	hello, err := t.hello()
 	if err != nil {
 		return nil, err
@@ -101,8 +104,12 @@ func (t *turboTransport) connect(ctx context.Context) (*tls13.Conn, error) {
 
 // makeEarly makes the first flight from the likeliest record's offer.
 func (t *turboTransport) makeEarly(l likelyOffer) {
+	protos, keep, _ := t.a.alpnFor(l.offer)
+	if !keep {
+		return // the verified offer will not be made either
+	}
 	l.offer.Prepared = l.prepared.get()
-	cc := t.config(l.offer)
+	cc := t.config(l.offer, t.a.configWith(protos))
 	if h, err := turbo.NewHello(t.udp, cc); err == nil {
 		t.early, t.earlyCfg = h, cc
 	}
@@ -116,7 +123,7 @@ func (t *turboTransport) hello() (*turbo.Hello, error) {
 	if h != nil && a.offer != nil && sameOffer(a.offer, cc.ZData) {
 		t.early = nil // sent
 	} else {
-		h, cc = nil, t.config(a.offer)
+		h, cc = nil, t.config(a.offer, a.cfg)
 	}
 	if len(cc.Early) > 0 {
 		a.r.EarlyData.Bytes = len(cc.Early)
@@ -134,10 +141,12 @@ func (t *turboTransport) hello() (*turbo.Hello, error) {
 }
 
 // config is the TurboTLS client configuration for ZTLS with offer (nil:
-// TLS 1.3, resuming Options.Session if set), early data included.
-func (t *turboTransport) config(offer *tls13.ZDataOffer) *turbo.ClientConfig {
+// TLS 1.3, resuming Options.Session if set) over tlsCfg, early data
+// included. Rejected early data is not resent by turbo: sendRequest does
+// that.
+func (t *turboTransport) config(offer *tls13.ZDataOffer, tlsCfg *tls13.Config) *turbo.ClientConfig {
 	o := &t.a.o
-	cc := &turbo.ClientConfig{TLS: t.a.cfg, Wait: o.TurboWait, Sizes: o.TurboSizes, ReplaySafe: o.ReplaySafe}
+	cc := &turbo.ClientConfig{TLS: tlsCfg, Wait: o.TurboWait, Sizes: o.TurboSizes}
 	if t.wrapUDP != nil {
 		cc.DialUDP = turbo.WrapUDP(t.wrapUDP)
 	}

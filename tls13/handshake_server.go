@@ -80,6 +80,8 @@ type serverHandshake struct {
 	clientChains [][]*x509.Certificate
 	// ZTLS: the accepted Z-data key and the early secret it gives.
 	zkey         *ZDataKey
+	zfound       *ZDataKey // the live key the ztls extension names (ztlsKey)
+	zlooked      bool
 	zsecret      *keyschedule.EarlySecret
 	zRejectedMax uint32 // a rejected offer's published max_early_data_size
 	early        bool   // 0-RTT accepted
@@ -275,12 +277,19 @@ func (hs *serverHandshake) checkKeyExchange() error {
 }
 
 // pickALPN takes our first protocol the client offers (RFC 7301, Section
-// 3.2). 0-RTT is kept only with the ticket's protocol and suite (RFC
-// 8446, Section 4.2.10).
+// 3.2), or for a ztls ClientHello for one of our keys the key's early
+// ALPN when both sides speak it: its early data is written in that
+// protocol (docs/ztls-spec.md, Section 2), which a preference for
+// another would refuse. 0-RTT is kept only with the ticket's protocol
+// and suite (RFC 8446, Section 4.2.10).
 func (hs *serverHandshake) pickALPN() error {
 	ch := hs.ch
 	if len(ch.ALPN) > 0 && len(hs.cfg.NextProtos) > 0 {
-		for _, proto := range hs.cfg.NextProtos {
+		prefs := hs.cfg.NextProtos
+		if key := hs.ztlsKey(); key != nil && key.ALPN != "" && contains(prefs, key.ALPN) {
+			prefs = append([]string{key.ALPN}, prefs...)
+		}
+		for _, proto := range prefs {
 			if contains(ch.ALPN, proto) {
 				hs.alpn = proto
 				break
@@ -1091,6 +1100,18 @@ func (s *serverConnected) sendSessionTicket(e *engine) error {
 	return e.flushHandshake()
 }
 
+// ztlsKey is the live key the ClientHello's ztls extension names, nil
+// when there is none (or no extension, or no key ring).
+func (hs *serverHandshake) ztlsKey() *ZDataKey {
+	if !hs.zlooked {
+		hs.zlooked = true
+		if z := hs.ch.ZTLS; z != nil && hs.cfg.ZData != nil {
+			hs.zfound = hs.cfg.ZData.LookupZData(z.ZDataID, z.ZDataHash, hs.cfg.now())
+		}
+	}
+	return hs.zfound
+}
+
 // acceptZTLS applies the acceptance rules of docs/ztls-spec.md, Section 5 before the
 // ServerHello. It never aborts for a rule that fails (the early data is
 // rejected and the handshake goes on as TLS 1.3) except for an invalid
@@ -1113,7 +1134,7 @@ func (hs *serverHandshake) acceptZTLS() (string, error) {
 		return "server requires client certificates; early data is not client-authenticated", nil
 	}
 	now := cfg.now()
-	key := cfg.ZData.LookupZData(z.ZDataID, z.ZDataHash, now)
+	key := hs.ztlsKey()
 	if key == nil {
 		return "no live Z-data record with that zdata_id and zdata_hash", nil
 	}

@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ztls-project/ztls/dial"
@@ -21,20 +23,33 @@ import (
 // sent after the handshake. The HTTP/2 client writes its connection
 // preface and its first request apart: they are held (up to
 // maxEarlyH2 bytes) until the request is complete, then go together.
+// Package dial writes that first request, early or not; a connection
+// that turns out to need the other protocol is handed over to the
+// Transport's other client (opening.go), and this one ends with a
+// protocolSwitch error.
 type lazyConn struct {
 	ctx       context.Context
 	addr      string
 	opts      dial.Options
-	proto     string // "h2" or "http/1.1": what the client writes
-	resolvErr error  // why the Transport has no default resolver
-	noH2      func() // the server did not select h2 (proto h2)
+	proto     string     // "h2" or "http/1.1": what the client writes
+	resolvErr error      // why the Transport has no default resolver
+	t         *Transport // nil: no other client to hand a connection to
+	// dead: the connection failed, was closed or handed over; set with
+	// err, read without mu (the HTTP/2 pool asks while a connect holds
+	// mu).
+	dead atomic.Bool
+	open atomic.Bool // the connection is open, its handshake done
 
 	mu      sync.Mutex
 	ready   chan struct{}
-	pending []byte // h2: written before the connection opened
+	pending []byte   // h2: written before the connection opened
+	op      *opening // the connection being opened for this one, if any
+	handed  *opening // the connection handed over, and to which client:
+	handTo  string
 	conn    *tls13.Conn
 	err     error
 	report  *dial.Report
+	start   time.Time // of the connection's lookups (about: of its opening)
 }
 
 func newLazyConn(ctx context.Context, addr string, o dial.Options, proto string, resolvErr error) *lazyConn {
@@ -64,52 +79,165 @@ func (l *lazyConn) Write(p []byte) (int, error) {
 	} else {
 		first, early = p, sendEarly(p)
 	}
-	c, err := l.connect(first, early)
+	err := l.connect(first, early)
 	l.mu.Unlock()
 	if err != nil {
 		return 0, err
 	}
-	if !early {
-		if _, err := c.Write(first); err != nil {
-			return 0, err
-		}
-	}
 	return len(p), nil
 }
 
-// connect opens the connection, with first as its early request when
-// early; l.mu is held.
-func (l *lazyConn) connect(first []byte, early bool) (*tls13.Conn, error) {
+// connect opens the connection with first as its request, early when
+// early, or gives first to the connection handed over before its
+// ClientHello; l.mu is held.
+func (l *lazyConn) connect(first []byte, early bool) error {
 	defer close(l.ready)
-	o := l.opts
-	if early {
-		o.Request, o.ReplaySafe = append([]byte(nil), first...), true
+	op := l.op
+	if op == nil {
+		op = open(l.ctx, l.addr, l.opts, l.proto, first, early, l.t != nil)
+		l.op = op
+	} else {
+		op.give <- firstWrite{append([]byte(nil), first...), early}
 	}
-	res, err := dial.Connect(l.ctx, l.addr, o)
-	if res != nil {
-		rep := res.Report
-		if l.resolvErr != nil && rep.FallbackReason == dial.ReasonNoResolver {
-			rep.FallbackReason += " (" + l.resolvErr.Error() + ")"
+	select {
+	case proto := <-op.ask:
+		if l.t == nil || !l.t.missedEarly(l.addr, proto) {
+			// The Z-data's early data is for proto: the connection waits
+			// for the request in it, before its ClientHello.
+			return l.handOff(proto, false)
 		}
-		l.report = &rep
+		// The server did not take early data in proto before: the
+		// request stays as it is, sent after the handshake.
+		op.give <- firstWrite{}
+		<-op.done
+	case <-op.done:
+	}
+	res, err := op.res, op.err
+	l.start = op.start
+	if res != nil {
+		l.report = l.reportOf(res)
 	}
 	if err != nil {
 		var ae *tls13.AlertError
-		if l.proto == "h2" && errors.As(err, &ae) && ae.Alert == tls13.AlertNoApplicationProto {
-			l.noH2()
+		if l.proto == "h2" && !l.speaks("http/1.1") && errors.As(err, &ae) && ae.Alert == tls13.AlertNoApplicationProto {
 			err = fmt.Errorf("%w: %v", errNoH2, err)
 		}
 		l.err = err
-		return nil, err
+		l.dead.Store(true)
+		return err
 	}
-	if l.proto == "h2" && res.Conn.ConnectionState().NegotiatedProtocol != "h2" {
-		res.Conn.Close()
-		l.noH2()
-		l.err = errNoH2
-		return nil, l.err
+	if errors.Is(res.Err, dial.ErrRequestNotSent) {
+		// The server selected the other protocol; the request is unsent.
+		proto := res.Conn.ConnectionState().NegotiatedProtocol
+		if proto == "" {
+			proto = "http/1.1" // what a connection without ALPN carries
+		}
+		if res.Report.EarlyData.Offered && l.t != nil {
+			l.t.missEarly(l.addr, l.proto)
+		}
+		return l.handOff(proto, true)
 	}
 	l.conn = res.Conn
-	return res.Conn, nil
+	l.open.Store(true)
+	l.remember()
+	return nil
+}
+
+// handOff hands the connection being opened to the Transport's client
+// for proto, and ends this one; l.mu is held. negotiated: the server
+// selected proto (else the Z-data names it, before the ClientHello).
+func (l *lazyConn) handOff(proto string, negotiated bool) error {
+	op := l.op
+	l.op = nil
+	l.dead.Store(true)
+	if !l.speaks(proto) {
+		op.abandon()
+		if proto != "h2" && l.proto == "h2" {
+			l.err = errNoH2
+		} else {
+			l.err = fmt.Errorf("ztlshttp: the server selected ALPN %q, which this client does not speak", proto)
+		}
+		return l.err
+	}
+	if negotiated {
+		l.t.remember(l.addr, proto)
+	} else {
+		l.t.expect(l.addr, proto)
+	}
+	l.t.handOver(proto, l.addr, op)
+	l.handed, l.handTo = op, proto
+	l.err = &protocolSwitch{proto}
+	return l.err
+}
+
+// speaks reports whether a client of l's Transport speaks proto.
+func (l *lazyConn) speaks(proto string) bool {
+	if l.t == nil {
+		return proto == l.proto
+	}
+	return l.t.speaks(proto)
+}
+
+// adopt takes over op, a connection handed over by the other client:
+// before its ClientHello (the first Write gives it the request), or
+// open (the request unsent, for this client to write).
+func (l *lazyConn) adopt(op *opening) {
+	l.op = op
+	if !op.established() {
+		return
+	}
+	l.conn, l.report, l.start = op.res.Conn, l.reportOf(op.res), op.start
+	l.open.Store(true)
+	l.report.Error = "" // the request not sent in the other protocol: it is now
+	l.remember()
+	close(l.ready)
+}
+
+// responseReport is a copy of the connection report for a response that
+// has just arrived, its status and header; the first sets the
+// connection's first byte, timed from the start of its lookups.
+func (l *lazyConn) responseReport() *dial.Report {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.report == nil {
+		return nil
+	}
+	if l.report.Timing.FirstByte == 0 && !l.start.IsZero() {
+		l.report.Timing.FirstByte = math.Round(float64(time.Since(l.start).Microseconds())) / 1000
+	}
+	rep := *l.report
+	return &rep
+}
+
+// reportOf is the connection report of res, for this connection.
+func (l *lazyConn) reportOf(res *dial.Result) *dial.Report {
+	rep := res.Report
+	if l.resolvErr != nil && rep.FallbackReason == dial.ReasonNoResolver {
+		rep.FallbackReason += " (" + l.resolvErr.Error() + ")"
+	}
+	return &rep
+}
+
+// remember notes the protocol the connection speaks, for the
+// Transport's next connections to its server.
+func (l *lazyConn) remember() {
+	if l.t != nil {
+		l.t.remember(l.addr, l.proto)
+	}
+}
+
+// handedTo is the protocol of the client the connection was handed to
+// ("" when it was not), and handedOp that connection.
+func (l *lazyConn) handedTo() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.handTo
+}
+
+func (l *lazyConn) handedOp() *opening {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.handed
 }
 
 // sendEarly: p, the transport's first write, is one whole HTTP/1.x
@@ -175,12 +303,18 @@ func stdState(st tls13.ConnectionState, serverName string) tls.ConnectionState {
 }
 
 func (l *lazyConn) Close() error {
+	l.dead.Store(true)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.conn == nil {
 		if l.err == nil {
 			l.err = net.ErrClosed
 			close(l.ready)
+			if l.op != nil {
+				// Handed over before its ClientHello and never written to.
+				l.op.abandon()
+				l.op = nil
+			}
 		}
 		return nil
 	}

@@ -13,15 +13,20 @@
 //	client := &http.Client{Transport: ztlshttp.NewTransport(dial.Options{})}
 //	resp, err := client.Get("https://www.example.com/")
 //
-// It speaks HTTP/2 first (ALPN h2) and HTTP/1.1 when the server does not
-// select h2. resp.TLS is filled as crypto/tls would, and ReportOf(resp)
+// Its connections offer HTTP/2 and HTTP/1.1 (ALPN h2 and http/1.1) in one
+// ClientHello and speak the one the server selects, so first contact
+// costs one connection. resp.TLS is filled as crypto/tls would, and ReportOf(resp)
 // returns the connection report (ztls or TLS 1.3, the fallback reason,
 // whether the early data was accepted, timings). The connection is opened
 // when the request is written, so one complete GET, HEAD or OPTIONS request
 // (over HTTP/2: the preface, SETTINGS and that request's HEADERS) goes as
 // early data and its response can come in the server's first flight; any
-// other request waits for the handshake. DialTLSContext is the HTTP/1.1
-// dialer for an http.Transport of your own.
+// other request waits for the handshake. The early request is in the
+// protocol the Z-data names (its early ALPN; without one, HTTP/1.1 in a
+// ClientHello without ALPN); when the server selects the other protocol,
+// the request is written in that one after the handshake, on the same
+// connection, so the server receives it once. DialTLSContext is the
+// HTTP/1.1 dialer for an http.Transport of your own.
 //
 // # Server
 //
@@ -39,7 +44,8 @@
 //
 // The Z-data's early ALPN (zdata.Options.ALPN) must be the protocol the
 // server then negotiates, or the server refuses the early data; the
-// transport offers one protocol per ClientHello for that reason.
+// server selects it for a ztls ClientHello that offers it when it speaks
+// it (tls13.Config.NextProtos).
 //
 // # Early data
 //

@@ -4,9 +4,9 @@ package ztlshttp
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -37,16 +37,22 @@ import (
 // the request's HEADERS; with HTTP/1.1 the request. Anything else goes
 // after the handshake.
 //
-// Early data is in the protocol the Z-data names (its early ALPN), and
-// the client must choose the protocol before it can see the Z-data (the
-// lookups run in parallel with TCP). So a connection offers one ALPN
-// protocol, the one its request is written in: a server that selects it
-// (and whose Z-data names it) gets the request early; one that doesn't
-// refuses the handshake. The Transport tries HTTP/2 first and, when a
-// server does not select "h2", sends the request again over HTTP/1.1
-// and remembers that server (per host and port, for this Transport) so
-// its later connections go straight to HTTP/1.1. The first request to an
-// HTTP/1.1-only server therefore costs a refused handshake.
+// A connection offers both protocols in one ClientHello, as browsers
+// do, and speaks the one the server selects; first contact costs one
+// connection whatever the server speaks. The choice follows what is
+// known before the ClientHello: early data is in the protocol the
+// Z-data names (its early ALPN), so with Z-data the request goes early
+// in that protocol, the Z-data's protocol offered first (Z-data without
+// alpn= is for connections without ALPN: the ClientHello then offers
+// none, and the request goes as HTTP/1.1); without Z-data, an HTTPS
+// record's alpn narrows the offer. The request is written once: early
+// or, when the server selected another protocol, after the handshake in
+// that one, by its client, on the same connection (see opening.go). A
+// request whose body must be sent again for that needs Request.GetBody
+// (http.NewRequest sets it for in-memory bodies), as net/http's own
+// retries do. The protocol a server's connection spoke is remembered
+// (per host and port, for this Transport), so its next connections
+// write their first request in it.
 //
 // Create Transports with NewTransport; a Transport is safe for concurrent
 // use and, like http.Transport, should be reused.
@@ -55,11 +61,14 @@ type Transport struct {
 	resolvErr error // why there is no default resolver (then no Z-data)
 	h1        *http.Transport
 	h2        *http2.Transport // nil when HTTP/2 is off
-	h2Memory  *dial.Memory     // the HTTP/2 attempts' memory of aborts (see newH2Conn)
+	h2pool    *h2Pool
+	protos    []string // ALPN protocols, preference order
 
-	mu     sync.Mutex
-	noH2   map[string]bool // host:port whose server did not select h2
-	protos []string        // ALPN protocols, preference order
+	mu       sync.Mutex
+	known    map[string]string      // host:port → the protocol its last connection spoke
+	expected map[string]string      // host:port → the protocol a connection was handed over for before its ClientHello
+	missed   map[string]string      // host:port → the early protocol its server did not take
+	handed   map[handKey][]*opening // connections handed from one client to the other (opening.go)
 }
 
 // ResolverEnv names the environment variable that overrides the default
@@ -78,17 +87,19 @@ const ResolverEnv = "ZTLS_RESOLVER"
 //     no Z-data lookups. When no default resolver can be made, the
 //     connections use the system resolver and TLS 1.3, and the report's
 //     fallback reason says why.
-//   - TLS.NextProtos chooses the HTTP versions: nil means HTTP/2 then
-//     HTTP/1.1 ("h2", "http/1.1"); a list without "h2" means HTTP/1.1
+//   - TLS.NextProtos chooses the HTTP versions: nil means both, HTTP/2
+//     preferred ("h2", "http/1.1"); a list without "h2" means HTTP/1.1
 //     only, one without "http/1.1" HTTP/2 only.
-//   - Mode "" is "auto"; Request, ReplaySafe, ReadResponse, HTTP, Input
-//     and Out are the Transport's to set and are ignored.
+//   - Mode "" is "auto"; Request, ReplaySafe, RequestALPN, RequestIn,
+//     ReadResponse, HTTP, Input and Out are the Transport's to set and
+//     are ignored.
 //   - TLS.ChainCache nil means the dial.Cache's (Cache, else the
 //     process's): a new connection to a server met before skips
 //     verifying the chain verified then (revocation and
 //     VerifyPeerCertificate still run).
 func NewTransport(opts dial.Options) *Transport {
-	t := &Transport{opts: opts, noH2: map[string]bool{}}
+	t := &Transport{opts: opts, known: map[string]string{}, expected: map[string]string{}, missed: map[string]string{},
+		handed: map[handKey][]*opening{}}
 	if t.opts.Resolver == nil && t.opts.Mode != "tls" {
 		t.opts.Resolver, t.resolvErr = DefaultResolver()
 	}
@@ -102,14 +113,12 @@ func NewTransport(opts dial.Options) *Transport {
 		MaxIdleConnsPerHost: 4,
 		IdleConnTimeout:     90 * time.Second,
 	}
+	if len(t.protos) == 0 {
+		t.protos = []string{"http/1.1"} // none of the HTTP versions: the default's
+	}
 	if slices.Contains(t.protos, "h2") {
-		t.h2Memory = dial.NewMemory()
-		t.h2 = &http2.Transport{
-			DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
-				return t.dialer("h2")(ctx, network, addr)
-			},
-			IdleConnTimeout: 90 * time.Second,
-		}
+		t.h2pool = &h2Pool{t: t, conns: map[string][]pooledH2{}}
+		t.h2 = &http2.Transport{ConnPool: t.h2pool, IdleConnTimeout: 90 * time.Second}
 	}
 	return t
 }
@@ -143,41 +152,31 @@ func DialTLSContext(opts dial.Options) func(ctx context.Context, network, addr s
 	}
 }
 
-// dialer makes lazy connections speaking proto.
+// dialer makes lazy connections for the client speaking proto: one the
+// other client handed over (opening.go), else a new one, unless the
+// server is known to speak the other protocol: a client that opens a
+// connection anyway (the HTTP/2 client retries a request whose
+// connection changed hands) is told so.
 func (t *Transport) dialer(proto string) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		op := t.takeHanded(proto, addr)
+		if p := t.protoFor(addr); op == nil && p != proto {
+			return nil, &protocolSwitch{p}
+		}
 		o := t.opts
-		o.Request, o.ReplaySafe, o.ReadResponse, o.HTTP, o.Input, o.Out = nil, false, 0, false, nil, nil
+		o.ReadResponse, o.HTTP, o.Input, o.Out = 0, false, nil, nil
 		if o.TLS == nil {
 			o.TLS = &tls13.Config{}
 		}
 		o.TLS = o.TLS.Clone()
-		// One protocol: the early data's must be the one negotiated.
-		o.TLS.NextProtos = []string{proto}
-		if proto == "h2" && o.Memory == nil {
-			// A server without h2 refuses the ClientHello with an alert,
-			// which package dial would remember as an abort on ztls.
-			o.Memory = t.h2Memory
-		}
+		o.TLS.NextProtos = t.protos
 		l := newLazyConn(ctx, addr, o, proto, t.resolvErr)
-		if proto == "h2" {
-			l.noH2 = func() { t.rememberNoH2(addr) }
+		l.t = t
+		if op != nil {
+			l.adopt(op)
 		}
 		return l, nil
 	}
-}
-
-func (t *Transport) rememberNoH2(addr string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.noH2[addr] = true
-}
-
-func (t *Transport) useH2(addr string) bool {
-	if t.h2 == nil {
-		return false
-	}
-	return !slices.Contains(t.protos, "http/1.1") || !t.fellBack(addr)
 }
 
 // RoundTrip sends req over a ZTLS or TLS 1.3 connection and fills
@@ -188,37 +187,46 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.h1.RoundTrip(req)
 	}
 	addr := hostPort(req.URL.Host)
-	if t.useH2(addr) {
-		resp, err := t.roundTrip(t.h2, req)
-		if err == nil || !t.fellBack(addr) {
-			return resp, err
+	proto := t.protoFor(addr)
+	// A connection opened for req is handed to the other client at most
+	// twice: before its ClientHello (the Z-data's early data is in the
+	// other protocol), and after its handshake (the server selected the
+	// other); requests sharing an HTTP/2 connection that changed hands,
+	// or started for a protocol the server turned out not to speak, go
+	// to the other client too.
+	var err error
+	for range 4 {
+		var resp *http.Response
+		var lc *lazyConn
+		resp, lc, err = t.roundTrip(proto, req)
+		if err == nil {
+			return resp, nil
 		}
-		// The server did not select h2: nothing of the request reached
-		// an HTTP/2 server, so it is sent again over HTTP/1.1.
-		if req.Body != nil && req.Body != http.NoBody {
-			if req.GetBody == nil {
-				return nil, err
-			}
-			body, gerr := req.GetBody()
-			if gerr != nil {
-				return nil, err
-			}
-			req = req.Clone(req.Context())
-			req.Body = body
+		var sw *protocolSwitch
+		switch {
+		case lc != nil && lc.handedTo() != "":
+			to, op := lc.handedTo(), lc.handedOp()
+			defer t.release(to, addr, op)
+			proto = to
+		case errors.As(err, &sw):
+			proto = sw.proto
+		default:
+			return nil, err
+		}
+		if req, err = rewind(req, err); err != nil {
+			return nil, err
 		}
 	}
-	return t.roundTrip(t.h1, req)
+	return nil, fmt.Errorf("ztlshttp: the connections to %s kept changing hands, the last with: %w", addr, err)
 }
 
-// fellBack: the server at addr did not select h2.
-func (t *Transport) fellBack(addr string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.noH2[addr]
-}
-
-// roundTrip sends req with rt and notes the connection that carried it.
-func (t *Transport) roundTrip(rt http.RoundTripper, req *http.Request) (*http.Response, error) {
+// roundTrip sends req with the client for proto and notes the connection
+// that carried it (or was opened for it).
+func (t *Transport) roundTrip(proto string, req *http.Request) (*http.Response, *lazyConn, error) {
+	var rt http.RoundTripper = t.h1
+	if proto == "h2" {
+		rt = t.h2
+	}
 	var mu sync.Mutex
 	var conn *lazyConn
 	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
@@ -229,20 +237,35 @@ func (t *Transport) roundTrip(rt http.RoundTripper, req *http.Request) (*http.Re
 		}
 	}}
 	resp, err := rt.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
-	if err != nil {
-		return nil, err
-	}
 	mu.Lock()
 	lc := conn
 	mu.Unlock()
+	if err != nil {
+		return nil, lc, err
+	}
 	if lc != nil {
 		st := lc.ConnectionState()
 		resp.TLS = &st
-		if rep := lc.Report(); rep != nil {
+		if rep := lc.responseReport(); rep != nil {
+			if _, upgraded := resp.Body.(io.Writer); !upgraded {
+				resp.Body = &countingBody{ReadCloser: resp.Body, rep: rep}
+			}
 			resp.Request = req.WithContext(context.WithValue(req.Context(), reportKey{}, rep))
 		}
 	}
-	return resp, nil
+	return resp, lc, nil
+}
+
+// countingBody counts a response's body into its report as it is read.
+type countingBody struct {
+	io.ReadCloser
+	rep *dial.Report
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.rep.ResponseBytes += n
+	return n, err
 }
 
 type reportKey struct{}
@@ -253,7 +276,10 @@ type reportKey struct{}
 // parameters and timings. The report describes how the connection was
 // opened: only its first request can have gone as early data, so with
 // HTTP/2 (several requests on one connection) and keep-alive it is the
-// same for each response on the connection. Over HTTP/2 the server's
+// same for each response on the connection, Timing.FirstByte included
+// (when the connection's first response had arrived, its status and
+// header, from the start of the lookups), but for ResponseBytes: the
+// bytes of resp's body read so far (read the body, then look). Over HTTP/2 the server's
 // SETTINGS frame is application data too, so AnswerInFirstFlight then
 // says that the server spoke in its first flight, not that the response
 // came in it. nil when resp did not come from a Transport, or not over
@@ -269,8 +295,8 @@ func ReportOf(resp *http.Response) *dial.Report {
 // CloseIdleConnections closes the idle connections of both HTTP versions.
 func (t *Transport) CloseIdleConnections() {
 	t.h1.CloseIdleConnections()
-	if t.h2 != nil {
-		t.h2.CloseIdleConnections()
+	if t.h2pool != nil {
+		t.h2pool.closeIdle()
 	}
 }
 

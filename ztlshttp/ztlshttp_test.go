@@ -99,7 +99,7 @@ func setupWorldALPN(t *testing.T, early string, protos ...string) (*lab.World, *
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { res.Close() })
-	return w, be, dial.Options{Mode: "auto", TLS: w.ClientTLS(), Resolver: res, ZDataBudget: time.Second}
+	return w, be, dial.Options{Mode: "auto", TLS: w.ClientTLS(), Resolver: res, ZDataBudget: time.Second, Memory: dial.NewMemory()}
 }
 
 // do sends a request and returns the body and the connection report.

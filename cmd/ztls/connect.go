@@ -222,7 +222,7 @@ func newGetCmd() *cobra.Command {
 	g.register(get)
 	get.Flags().BoolVar(&g.prefetchLinks, "prefetch-links", false, "after the page, prefetch and prevalidate the https hosts it links to (see 'ztls prefetch'), kept for later runs")
 	get.Flags().IntVar(&g.linkConcurrency, "prefetch-concurrency", 4, "with --prefetch-links, prefetch at most N hosts at once")
-	get.Flags().BoolVar(&http2, "http2", false, "speak HTTP/2 (ALPN h2, the request's frames as early data) through the ztlshttp transport, falling back to HTTP/1.1 when the server does not select h2")
+	get.Flags().BoolVar(&http2, "http2", false, "speak HTTP/2 or HTTP/1.1, whichever the server selects (both offered in one ClientHello, as browsers do), through the ztlshttp transport; the request goes early in the protocol the Z-data names (over HTTP/2: its frames)")
 	return get
 }
 
@@ -262,6 +262,9 @@ func runConnect(f *connectFlags, addr string, req []byte, input io.Reader) error
 		}
 		notEarly = ""
 	}
+	// The request's protocol: dial then sends it only on a connection
+	// that speaks it, and early only under Z-data for it.
+	opts.RequestALPN = requestALPN(opts.Request)
 	if input == noMoreInput && httpRequest.Match(opts.Request) {
 		// The response has its own end; a half-close now may read as
 		// the client leaving (Go's net/http cancels the request).
@@ -409,6 +412,23 @@ func (endOfInput) Read([]byte) (int, error) { return 0, io.EOF }
 // Section 3).
 var httpRequest = regexp.MustCompile(`^[A-Z]+ [^ \r\n]+ HTTP/1\.[01]\r?\n`)
 
+// requestALPN is the ALPN protocol req is written in: "http/1.1" for an
+// HTTP/1.x request, "h2" for data that opens with HTTP/2's connection
+// preface, else "" (data in no protocol in particular).
+func requestALPN(req []byte) string {
+	switch {
+	case httpRequest.Match(req):
+		return "http/1.1"
+	case bytes.HasPrefix(req, []byte(http2Preface)):
+		return "h2"
+	}
+	return ""
+}
+
+// http2Preface opens an HTTP/2 client's connection (RFC 9113, Section
+// 3.4).
+const http2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
 // writeJSON prints the report on standard output.
 func writeJSON(r dial.Report) {
 	var buf bytes.Buffer
@@ -469,6 +489,8 @@ func (f *connectFlags) cure(err error, addr string) error {
 		return fmt.Errorf("%w: the server's certificate does not chain to the system's roots; pass the CA that issued it with --ca FILE (PEM), or --insecure for a test server", err)
 	case errors.As(err, &cve) && errors.As(err, &name):
 		return fmt.Errorf("%w: connect by a name the certificate holds, or pass it with --servername NAME", err)
+	case errors.Is(err, dial.ErrRequestNotSent):
+		return fmt.Errorf("%w: offer only the request's protocol (--alpn), or send it in the one the server selected", err)
 	case errors.Is(err, dial.ErrZTLSImpossible):
 		return fmt.Errorf("%w (--mode ztls; --mode auto falls back to TLS 1.3)", err)
 	case errors.Is(err, dial.ErrResponseTimeout):

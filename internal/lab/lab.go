@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
@@ -69,10 +70,11 @@ type World struct {
 	CAFile     string           // External: PEM root
 	Turbo      *turbo.TLSServer // the UDP side (Options.Turbo)
 
-	ca      *testpki.CA
-	now     func() time.Time
-	closers []func()
-	wg      sync.WaitGroup
+	ca       *testpki.CA
+	now      func() time.Time
+	closers  []func()
+	wg       sync.WaitGroup
+	accepted atomic.Int64 // TCP connections the server accepted
 }
 
 // Start builds and starts a world.
@@ -111,6 +113,7 @@ func Start(o Options) (w *World, err error) {
 	if err != nil {
 		return nil, err
 	}
+	ln = &countingListener{Listener: ln, n: &w.accepted}
 	w.closers = append(w.closers, func() { ln.Close() })
 	w.ServerAddr = ln.Addr().String()
 	w.Port = ln.Addr().(*net.TCPAddr).Port
@@ -253,6 +256,24 @@ func respondOnce(text string) func(*tls13.Conn) {
 		}
 		c.CloseWrite()
 	}
+}
+
+// Accepted is how many TCP connections the world's TLS server accepted,
+// handshakes that failed included.
+func (w *World) Accepted() int64 { return w.accepted.Load() }
+
+// countingListener counts the connections it accepts into n.
+type countingListener struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
 }
 
 // Resolver returns a T-DNS resolver that asks this world's authority.

@@ -119,6 +119,20 @@ measure-dns-scale:
 bench-dns-resolver:
 	sh scripts/bench-dns-resolver.sh
 
+# The soak (docs/soak.md; not part of make test): three `ztls serve` of one
+# fleet, Redis and the authority on loopback under ZTLS and BFE-ZTLS load for
+# SOAK_PERIODS key periods of a clock running SOAK_RATE times as fast (15 at
+# 30: about 31 minutes), members SIGKILLed and Redis restarted meanwhile,
+# every first flight replayed to every member; it fails if early data is
+# accepted twice, and writes its report to SOAK_REPORT.
+SOAK_PERIODS ?= 15
+SOAK_RATE    ?= 30
+SOAK_REPORT  ?= /tmp/ztls-soak-report.txt
+.PHONY: soak
+soak:
+	ZTLS_SOAK=1 ZTLS_SOAK_PERIODS=$(SOAK_PERIODS) ZTLS_SOAK_RATE=$(SOAK_RATE) ZTLS_SOAK_REPORT=$(SOAK_REPORT) \
+		$(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./cmd/ztls/
+
 # The testbed at the paper's RTTs (needs root; several minutes).
 testbed-paper: build
 	./bin/ztls bench --rtt paper --runs 20 --scenario stub,local-warm,public-cold \

@@ -89,16 +89,25 @@ func main() {
 	}
 }
 
-// checkClockOffset refuses a ZTLS_CLOCK_OFFSET that is not a duration and
-// warns when one is set: every validity, rotation and replay decision of
-// this process then runs on a shifted clock (internal/clock; the tests use
-// it to run at chosen instants of a key period).
+// checkClockOffset refuses a ZTLS_CLOCK_OFFSET that is not a duration, and
+// a ZTLS_CLOCK_RATE or ZTLS_CLOCK_ANCHOR the clock cannot use, and warns
+// when either is set: every validity, rotation and replay decision of this
+// process then runs on a shifted or faster clock (internal/clock; the
+// tests use the offset to run at chosen instants of a key period, the
+// soak the rate to run many periods in little time).
 func checkClockOffset(w io.Writer) error {
 	d, err := clock.Offset()
 	if err != nil {
 		return fmt.Errorf("%v; unset it to use the system clock", err)
 	}
-	if d != 0 {
+	rate, anchor, err := clock.Rate()
+	if err != nil {
+		return fmt.Errorf("%v; unset %s and %s to run the clock at the system's rate", err, clock.EnvRate, clock.EnvAnchor)
+	}
+	if rate != 1 {
+		fmt.Fprintf(w, "ztls: warning: %s=%g from %s (%s=%s): this process's clock runs %g times as fast as the system's and reads %s (for tests only: durations between two of its readings are scaled, timeouts and timers are not)\n",
+			clock.EnvRate, rate, anchor.UTC().Format(time.RFC3339Nano), clock.EnvOffset, d, rate, clock.Now().UTC().Format(time.RFC3339))
+	} else if d != 0 {
 		fmt.Fprintf(w, "ztls: warning: %s=%s: this process's clock reads %s (shifted from the system's; for tests only)\n",
 			clock.EnvOffset, d, clock.Now().UTC().Format(time.RFC3339))
 	}

@@ -18,7 +18,9 @@
 // must come from Now. Deadlines handed to the runtime (net.Conn.SetDeadline,
 // context.WithDeadline, timers) must come from time.Now: Now shifts the
 // monotonic reading too (time.Time.Add does), so a deadline taken from it is
-// off by the offset. Elapsed time between two values of Now is real.
+// off by the offset. Elapsed time between two values of Now is real,
+// unless ZTLS_CLOCK_RATE makes the clock run faster (rate.go: long runs
+// in simulated time, for tests only), which scales it.
 package clock
 
 import (
@@ -56,8 +58,13 @@ func Offset() (time.Duration, error) { return offset() }
 
 // Now returns the current time on the ztls clock: the system's, shifted by
 // Offset. It keeps the monotonic reading, so Since and Sub between two of
-// its values measure real elapsed time.
+// its values measure real elapsed time. With ZTLS_CLOCK_RATE (rate.go, for
+// tests) it runs that many times faster than the system's clock and has
+// no monotonic reading; Since and Sub between its values are then scaled.
 func Now() time.Time {
+	if s := scale(); s.rate != 1 {
+		return s.now()
+	}
 	d, _ := offset()
 	if d == 0 {
 		return time.Now()

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -173,6 +174,18 @@ func (s *Service) GenerateBFE(ctx context.Context, now time.Time) ([]string, err
 	if err := os.MkdirAll(s.BFEDir, 0o700); err != nil {
 		return nil, fmt.Errorf("zdata: %v", err)
 	}
+	// One generation at a time in the directory; holding the lock, any
+	// temporary file is a killed generation's and goes first.
+	release, locked, err := lockBFEGeneration(s.BFEDir, true)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if locked {
+		if err := removeBFETemps(s.BFEDir); err != nil {
+			return nil, err
+		}
+	}
 	var made []string
 	start := s.slot(now)
 	for i := 0; i < 3; i++ {
@@ -274,17 +287,58 @@ func mustParseBFE(enc []byte) *bfe.PublicKey {
 // reports whether the keyring changed.
 func (s *Service) AttachBFE() (bool, error) {
 	changed := false
+	var first error
 	for _, k := range s.Keyring.All() {
+		// One key's failure (an old key whose BFE file is gone) does not
+		// keep the others, the live ones among them, without their twins.
 		nk, err := s.withBFE(k)
 		if err != nil {
-			return changed, err
+			if first == nil {
+				first = err
+			}
+			continue
 		}
 		if nk != nil {
 			s.Keyring.Add(nk)
 			changed = true
 		}
 	}
-	return changed, nil
+	return changed, first
+}
+
+// bfeGenerationLock is the lock file a BFE key generation holds in the
+// service's BFE directory.
+const bfeGenerationLock = "generate.lock"
+
+// isBFETemp reports whether e is a BFE key generation's temporary file.
+func isBFETemp(e os.DirEntry) bool {
+	n := e.Name()
+	return strings.HasPrefix(n, "bfe-") && strings.Contains(n, ".tmp-")
+}
+
+// removeBFETemps removes the temporary files of BFE key generations in dir
+// (bfe.GenerateKey's "<key>.tmp-*" and "<key>.points.tmp-*"). Call it only
+// holding lockBFEGeneration: then they belong to a generation that was
+// killed, and in a fleet they hold the very slots of the key the seed
+// derives again, which punctures never erase: left, they would undo the
+// forward secrecy of the flights accepted under that key
+// (docs/ztls-spec.md, Section 7).
+func removeBFETemps(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("zdata: %v", err)
+	}
+	for _, e := range ents {
+		if isBFETemp(e) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("zdata: removing a killed BFE key generation's file: %v", err)
+			}
+		}
+	}
+	return nil
 }
 
 // closeBFE closes the key states of pruned keys and removes key files of
@@ -310,6 +364,16 @@ func (s *Service) closeBFE(gone []*Key, now time.Time) error {
 	}
 	st.mu.Unlock()
 	ents, err := os.ReadDir(s.BFEDir)
+	// A killed generation's temporary files, unless a generation runs.
+	if err == nil && slices.ContainsFunc(ents, isBFETemp) {
+		if release, ok, err := lockBFEGeneration(s.BFEDir, false); err == nil && ok {
+			err := removeBFETemps(s.BFEDir)
+			release()
+			if err != nil {
+				return err
+			}
+		}
+	}
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil

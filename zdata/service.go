@@ -328,10 +328,13 @@ func (s *Service) Rotate(now time.Time) (added []*Key, err error) {
 		s.Keyring.Add(k)
 		added = append(added, k)
 	}
+	// Prune first: a key past its life has no BFE file any more (closeBFE
+	// removed it), and attaching it would only fail.
+	gone := s.Keyring.Prune(now)
 	if _, err := s.AttachBFE(); err != nil {
 		return added, err
 	}
-	return added, s.closeBFE(s.Keyring.Prune(now), now)
+	return added, s.closeBFE(gone, now)
 }
 
 // TwinLead is how long before its record's not-before a v2 twin is

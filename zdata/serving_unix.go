@@ -188,3 +188,28 @@ func (d *Dir) ShareServing() (release func(), err error) {
 		f.Close()
 	}, nil
 }
+
+// lockBFEGeneration takes the lock a BFE key generation holds on dir
+// (dir/generate.lock) for as long as it writes its temporary files, so
+// that a temporary file found while holding it belongs to no running
+// generation (a killed one left it). wait blocks until it is free;
+// otherwise ok is false when another generation holds it.
+func lockBFEGeneration(dir string, wait bool) (release func(), ok bool, err error) {
+	path := filepath.Join(dir, bfeGenerationLock)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, false, fmt.Errorf("zdata: %v", err)
+	}
+	how := syscall.LOCK_EX
+	if !wait {
+		how |= syscall.LOCK_NB
+	}
+	if err := syscall.Flock(int(f.Fd()), how); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("zdata: locking %s: %v", path, err)
+	}
+	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, true, nil
+}

@@ -399,14 +399,44 @@ func dnsMetrics(f *dnsServeFlags, dirs []*zdata.Dir) *metrics.Registry {
 		return nil
 	}
 	mt := metrics.New()
+	// One gauge per service, over its directories (a fleet's, served by
+	// one authority): a second registration with the same label panicked
+	// (docs/soak.md, bug 3).
+	var services []string
+	of := map[string][]*zdata.Dir{}
 	for _, d := range dirs {
 		service := net.JoinHostPort(d.Config.Host, fmt.Sprint(d.Config.Port))
-		mt.GaugeFunc("ztls_zdata_live_keys", "Z-data keys live now (0: ZTLS clients fall back to TLS 1.3).",
-			func() float64 { return float64(len(d.Keyring.Live(clock.Now()))) }, "service", service)
-		mt.GaugeFunc("ztls_zdata_expiry_seconds", "Seconds until the last live Z-data key expires (0: none live).",
-			func() float64 { return zdataExpiry(d, clock.Now()).Seconds() }, "service", service)
+		if of[service] == nil {
+			services = append(services, service)
+		}
+		of[service] = append(of[service], d)
+	}
+	for _, service := range services {
+		ds := of[service]
+		mt.GaugeFunc("ztls_zdata_live_keys", "Z-data keys live now in the service's directories, each Zdata_id once "+
+			"(a fleet's directories hold the same keys) (0: ZTLS clients fall back to TLS 1.3).",
+			func() float64 { return float64(liveZDataKeys(ds, clock.Now())) }, "service", service)
+		mt.GaugeFunc("ztls_zdata_expiry_seconds", "Seconds until the last live Z-data key of the service's directories expires (0: none live).",
+			func() float64 {
+				var last time.Duration
+				for _, d := range ds {
+					last = max(last, zdataExpiry(d, clock.Now()))
+				}
+				return last.Seconds()
+			}, "service", service)
 	}
 	return mt
+}
+
+// liveZDataKeys counts the distinct Zdata_ids live at now in dirs.
+func liveZDataKeys(dirs []*zdata.Dir, now time.Time) int {
+	ids := map[uint32]bool{}
+	for _, d := range dirs {
+		for _, k := range d.Keyring.Live(now) {
+			ids[k.Record.ID] = true
+		}
+	}
+	return len(ids)
 }
 
 // defaultAnswerCache is --answer-cache's default: enough for the names
@@ -683,7 +713,8 @@ func serveZData(zones *authority.Zones, d *zdata.Dir, now time.Time) error {
 	return nil
 }
 
-// refreshZData keeps the served Z-data current: every ten seconds it
+// refreshZData keeps the served Z-data current: every ten seconds, and
+// just after each instant the records a directory publishes change, it
 // rotates the directories this process rotates and re-reads the others,
 // and within a second (zdataPoll) of another process writing one it
 // reads it again; each time it swaps the records served. A directory
@@ -740,14 +771,35 @@ func refreshZData(ctx context.Context, zones *authority.Zones, dirs []*zdata.Dir
 		check(d)
 	}
 	polls, round := 0, int(10*time.Second/zdataPoll)
-	every(ctx, zdataPoll, func() {
-		polls++
-		for _, d := range dirs {
-			if d.Changed() || polls%round == 0 {
-				refresh(d)
+	poll := time.NewTicker(zdataPoll)
+	defer poll.Stop()
+	// Also at each instant a directory's published set changes (a
+	// rollover, a twin's start), so that no answer is stale until the
+	// next round (docs/soak.md, bug 1).
+	var wake changeWake
+	defer wake.stop()
+	for {
+		first, next := nextZDataChange(dirs, clock.Now())
+		select {
+		case <-ctx.Done():
+			return
+		case <-poll.C:
+			polls++
+			for _, d := range dirs {
+				if d.Changed() || polls%round == 0 {
+					refresh(d)
+				}
+			}
+		case <-wake.wait(first):
+			wake.fired()
+			now := clock.Now()
+			for _, d := range dirs {
+				if n := next[d]; !n.IsZero() && !now.Before(n) {
+					refresh(d)
+				}
 			}
 		}
-	})
+	}
 }
 
 // every calls fn each interval until ctx is done.

@@ -105,11 +105,7 @@ func (k *zdataKeeper) tick(ctx context.Context, now time.Time) {
 		if k.rotate {
 			k.startRotating()
 		}
-		go every(ctx, zdataPoll, func() {
-			if d.Changed() {
-				k.tick(ctx, clock.Now())
-			}
-		})
+		go k.watch(ctx)
 	})
 	if !k.rotate && k.claim != nil {
 		k.takeOver(now)
@@ -152,6 +148,39 @@ func (k *zdataKeeper) tick(ctx context.Context, now time.Time) {
 		}
 		k.stale, k.published = false, key
 		k.log.Info("Z-data: published", "records", n, "host", d.Config.Host, "port", d.Config.Port, "server", k.pub.server)
+	}
+}
+
+// watch ticks within a second (zdataPoll) of another process changing the
+// directory and, with a publish target, just after each instant the
+// records it publishes change (a rollover, a twin's start), so that the
+// primary holds no stale set until the next periodic tick (docs/soak.md,
+// bug 1).
+func (k *zdataKeeper) watch(ctx context.Context) {
+	poll := time.NewTicker(zdataPoll)
+	defer poll.Stop()
+	var wake changeWake
+	defer wake.stop()
+	for {
+		var next time.Time
+		if k.pub.set() {
+			k.mu.Lock()
+			next, _ = nextZDataChange([]*zdata.Dir{k.dir}, clock.Now())
+			k.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-poll.C:
+			if k.dir.Changed() {
+				k.tick(ctx, clock.Now())
+			}
+		case <-wake.wait(next):
+			wake.fired()
+			if !clock.Now().Before(next) {
+				k.tick(ctx, clock.Now())
+			}
+		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"net"
 	"os"
@@ -102,28 +101,14 @@ func procNow(t *testing.T) time.Time {
 	return clock.Now().Add(child - self)
 }
 
-// offsetReading is the ZTLS_CLOCK_OFFSET that makes a process started now
-// read mmss ("59:30") of an hour: the nearest such instant, as
-// scripts/clock-offset picks it, on top of this process's own offset.
+// offsetReading is clock.OffsetReading, as ZTLS_CLOCK_OFFSET's value.
 func offsetReading(t *testing.T, mmss string) string {
 	t.Helper()
-	var m, s int
-	if _, err := fmt.Sscanf(mmss, "%d:%d", &m, &s); err != nil {
-		t.Fatal(err)
-	}
-	self, err := clock.Offset()
+	d, err := clock.OffsetReading(mmss)
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := clock.Now()
-	d := now.Truncate(time.Hour).Add(time.Duration(m)*time.Minute + time.Duration(s)*time.Second).Sub(now)
-	switch {
-	case d > 30*time.Minute:
-		d -= time.Hour
-	case d < -30*time.Minute:
-		d += time.Hour
-	}
-	return (self + d).Round(time.Millisecond).String()
+	return d.String()
 }
 
 func deliver(t *testing.T, addr string, flight []byte) {

@@ -86,3 +86,27 @@ func Or(f func() time.Time) func() time.Time {
 	}
 	return Now
 }
+
+// OffsetReading returns the ZTLS_CLOCK_OFFSET that makes a process started
+// now read mmss ("59:30") of an hour: the nearest such instant (at most 30
+// minutes away), on top of this process's own offset. Tests use it to
+// place the processes they start at an instant of a key period.
+func OffsetReading(mmss string) (time.Duration, error) {
+	var m, s int
+	if _, err := fmt.Sscanf(mmss, "%d:%d", &m, &s); err != nil || m < 0 || m > 59 || s < 0 || s > 59 {
+		return 0, fmt.Errorf("clock: %q is not MM:SS", mmss)
+	}
+	self, err := Offset()
+	if err != nil {
+		return 0, err
+	}
+	now := Now()
+	d := now.Truncate(time.Hour).Add(time.Duration(m)*time.Minute + time.Duration(s)*time.Second).Sub(now)
+	switch {
+	case d > 30*time.Minute:
+		d -= time.Hour
+	case d < -30*time.Minute:
+		d += time.Hour
+	}
+	return (self + d).Round(time.Millisecond), nil
+}

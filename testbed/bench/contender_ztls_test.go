@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -172,28 +171,14 @@ func TestEngineContendersTwinWindow(t *testing.T) {
 	}
 }
 
-// clockOffsetAt is the ZTLS_CLOCK_OFFSET that makes a process started now
-// read mmss ("59:30") of an hour: the nearest such instant, as
-// scripts/clock-offset picks it, on top of this process's own offset.
+// clockOffsetAt is clock.OffsetReading, as ZTLS_CLOCK_OFFSET's value.
 func clockOffsetAt(t *testing.T, mmss string) string {
 	t.Helper()
-	var m, s int
-	if _, err := fmt.Sscanf(mmss, "%d:%d", &m, &s); err != nil {
-		t.Fatal(err)
-	}
-	off, err := clock.Offset()
+	d, err := clock.OffsetReading(mmss)
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := clock.Now()
-	d := now.Truncate(time.Hour).Add(time.Duration(m)*time.Minute + time.Duration(s)*time.Second).Sub(now)
-	switch {
-	case d > 30*time.Minute:
-		d -= time.Hour
-	case d < -30*time.Minute:
-		d += time.Hour
-	}
-	return (off + d).Round(time.Millisecond).String()
+	return d.String()
 }
 
 // TestZTLSWithoutZDataIsAnError: a ztls sample that could not use ZTLS

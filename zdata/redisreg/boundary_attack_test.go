@@ -239,41 +239,30 @@ func TestBoundaryRestartReplay(t *testing.T) {
 
 // TestBoundaryFlushAllReplay: a fleet's Redis loses its data (FLUSHALL)
 // in the last minute of a period; the flight goes to the other member.
-func TestBoundaryFlushAllReplay(t *testing.T) {
-	s := startRedis(t, 0)
-	for _, at := range boundaryInstants {
-		t.Run(fmt.Sprint(at), func(t *testing.T) {
-			s.raw(t, "FLUSHALL")
-			w := newBoundaryWorld(t, false)
-			for i := 0; i < 2; i++ {
-				reg := newReg(t, s.addr, w.clk)
-				warm(t, reg, w.clk) // Redis's memory complete since long before
-				w.member(reg, nil)
-			}
-			honestAt(t, w, w.members[1], at)
-			runBoundaryAttack(t, w, at, func() []*boundaryMember {
-				s.raw(t, "FLUSHALL")
-				// The other member first: the one that took the flight
-				// would set the ciphertext's positions in Redis again.
-				return []*boundaryMember{w.members[1], w.members[0]}
-			})
-		})
-	}
-}
+func TestBoundaryFlushAllReplay(t *testing.T) { fleetLossAttack(t, false) }
 
 // TestBoundaryBFEMemberReplay: a BFE fleet (punctures shared in Redis,
 // strike registers off) loses Redis's data in the last minute of a
 // period; the flight goes to the other member.
-func TestBoundaryBFEMemberReplay(t *testing.T) {
+func TestBoundaryBFEMemberReplay(t *testing.T) { fleetLossAttack(t, true) }
+
+// fleetLossAttack runs the boundary attack on a fleet of two members
+// sharing one Redis, FLUSHALL as the loss: their strike register or, with
+// bfeKeys, their BFE puncture log (strike registers off).
+func fleetLossAttack(t *testing.T, bfeKeys bool) {
 	s := startRedis(t, 0)
 	for _, at := range boundaryInstants {
 		t.Run(fmt.Sprint(at), func(t *testing.T) {
 			s.raw(t, "FLUSHALL")
-			w := newBoundaryWorld(t, true)
+			w := newBoundaryWorld(t, bfeKeys)
 			for i := 0; i < 2; i++ {
 				reg := newReg(t, s.addr, w.clk)
-				warm(t, reg, w.clk)
-				w.member(noStrike{}, reg.PunctureLog("server.test", 443, zdata.EpochLength))
+				warm(t, reg, w.clk) // Redis's memory complete since long before
+				if bfeKeys {
+					w.member(noStrike{}, reg.PunctureLog("server.test", 443, zdata.EpochLength))
+				} else {
+					w.member(reg, nil)
+				}
 			}
 			honestAt(t, w, w.members[1], at)
 			runBoundaryAttack(t, w, at, func() []*boundaryMember {

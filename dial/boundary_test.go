@@ -267,29 +267,21 @@ func (s *bndSuite) bfeDir(t *testing.T) string {
 	return dir
 }
 
-// bndClock is a world's clock.
-type bndClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *bndClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *bndClock) set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if t.Before(c.t) {
+// forward moves a world's clock to t; the worlds only go forward (their
+// servers, registers and caches never saw a clock step back).
+func forward(c *clock.Manual, t time.Time) {
+	if t.Before(c.Now()) {
 		panic("boundary world: the clock would go back")
 	}
-	c.t = t
+	c.Set(t)
 }
-func (c *bndClock) add(d time.Duration) { c.set(c.Now().Add(d)) }
 
 // bndWorld is one deployment: a server, or a fleet of two on Redis.
 type bndWorld struct {
 	t       *testing.T
 	s       *bndSuite
 	name    string
-	clk     *bndClock
+	clk     *clock.Manual
 	bfe     bool
 	redis   *bndRedisPair // fleet: nil for a single server
 	proxy   *bndProxy     // fleet: the register's address
@@ -306,7 +298,7 @@ type bndWorld struct {
 // whose memory begins at nb+bndRedisStart.
 func (s *bndSuite) world(t *testing.T, name string, bfeKeys bool, rp *bndRedisPair) *bndWorld {
 	n := s.worlds.Add(1)
-	w := &bndWorld{t: t, s: s, name: name, clk: &bndClock{t: s.nb.Add(bndRedisStart)}, bfe: bfeKeys, redis: rp,
+	w := &bndWorld{t: t, s: s, name: name, clk: clock.NewManual(s.nb.Add(bndRedisStart)), bfe: bfeKeys, redis: rp,
 		accepted: map[string]int{}}
 	ips := []string{"127.0.0.1"}
 	if rp != nil {
@@ -323,7 +315,7 @@ func (s *bndSuite) world(t *testing.T, name string, bfeKeys bool, rp *bndRedisPa
 		reg.CheckAndInsert([]byte("warm-up"), now, now.Add(-10*time.Second), now.Add(10*time.Second))
 		reg.Close()
 	}
-	w.clk.set(s.nb.Add(bndWorldStart))
+	forward(w.clk, s.nb.Add(bndWorldStart))
 	t.Cleanup(w.close)
 	for _, ip := range ips {
 		dir := ""
@@ -345,7 +337,7 @@ func (w *bndWorld) close() {
 // moveTo sets the world's clock to nb+at; every server's keeper rotates
 // its keys then, and the world publishes them.
 func (w *bndWorld) moveTo(at time.Duration) {
-	w.clk.set(w.s.nb.Add(at))
+	forward(w.clk, w.s.nb.Add(at))
 	for _, m := range w.members {
 		m.keep()
 	}
@@ -897,10 +889,10 @@ func (w *bndWorld) runInstants(flows []bndFlow, restart bool) {
 			}
 		}
 		if restart {
-			w.clk.add(bndStep)
+			w.clk.Add(bndStep)
 			w.restart(0)
 		}
-		w.clk.add(bndStep)
+		w.clk.Add(bndStep)
 		for _, d := range flights {
 			w.replay(d)
 		}
@@ -938,7 +930,7 @@ func (s *bndSuite) runEvent(t *testing.T, in bndInstant, fleet bool, rp *bndRedi
 		t.Cleanup(func() { caches[i].Close() })
 		w.prefetch(m, f, caches[i], f.name+"/prefetch")
 	}
-	w.clk.add(bndStep)
+	w.clk.Add(bndStep)
 	switch event {
 	case "restart":
 		w.restart(0)
@@ -949,7 +941,7 @@ func (s *bndSuite) runEvent(t *testing.T, in bndInstant, fleet bool, rp *bndRedi
 	case "failover":
 		w.proxy.switchTo(rp.b)
 	}
-	w.clk.add(bndStep)
+	w.clk.Add(bndStep)
 	for _, d := range flights {
 		w.replay(d)
 	}

@@ -7,11 +7,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ztls-project/ztls/internal/clock"
+	"github.com/ztls-project/ztls/internal/testproc"
 )
 
 // The fleet Redis's password (--strike-register): never shown in what
@@ -147,20 +147,7 @@ func noPassword(t *testing.T, out string) {
 // kept (startProc keeps only what follows the ready line).
 type served struct {
 	cmd *exec.Cmd
-	mu  sync.Mutex
-	out strings.Builder
-}
-
-func (s *served) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.out.Write(p)
-}
-
-func (s *served) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.out.String()
+	testproc.Buffer
 }
 
 func (s *served) waitFor(t *testing.T, want string) {
@@ -170,7 +157,7 @@ func (s *served) waitFor(t *testing.T, want string) {
 			return
 		}
 	}
-	t.Fatalf("no %q in:\n%s", want, s)
+	t.Fatalf("no %q in:\n%s", want, s.String())
 }
 
 // startServe runs ztls with env added to the test's environment (less
@@ -184,7 +171,7 @@ func startServe(t *testing.T, env []string, ready string, args ...string) *serve
 		}
 	}
 	s.cmd.Env = append(s.cmd.Env, env...)
-	s.cmd.Stdout, s.cmd.Stderr = s, s
+	s.cmd.Stdout, s.cmd.Stderr = &s.Buffer, &s.Buffer
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

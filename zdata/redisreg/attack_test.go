@@ -64,7 +64,7 @@ func pooled(t *testing.T, r *Register) *conn {
 // notices it.
 func lossAttack(t *testing.T, lose func(s *redisServer) *redisServer, samePool bool, extra ...string) {
 	s := startRedis(t, 0, extra...)
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	clk := ztlsclock.NewManual(time.Unix(1_800_000_000, 0))
 	r := newReg(t, s.addr, clk)
 	warm(t, r, clk)
 	clk.Add(time.Minute)
@@ -90,7 +90,7 @@ func lossAttack(t *testing.T, lose func(s *redisServer) *redisServer, samePool b
 	// accepted, once; one a millisecond earlier is not.
 	after := hello{key: []byte("made after the loss"), sent: lossAt.Add(DefaultMaxClockSkew + window)}
 	early := hello{key: []byte("maybe before"), sent: after.sent.Add(-time.Millisecond)}
-	clk.t = after.sent
+	clk.Set(after.sent)
 	fresh, err = early.check(r, clk.Now())
 	mustRefuseTooYoung(t, "notBefore within the skew of the loss", fresh, err)
 	fresh, err = after.check(r, clk.Now())
@@ -177,7 +177,7 @@ func TestAttackEvictionPolicy(t *testing.T) {
 		for _, policy := range []string{"allkeys-lru", "volatile-lru", "volatile-ttl", "allkeys-random"} {
 			t.Run(tc.name+"/"+policy, func(t *testing.T) {
 				s := startRedis(t, 0, tc.extra...)
-				clk := &clock{t: time.Unix(1_800_000_000, 0)}
+				clk := ztlsclock.NewManual(time.Unix(1_800_000_000, 0))
 				r := newReg(t, s.addr, clk)
 				warm(t, r, clk)
 				clk.Add(time.Minute)
@@ -213,7 +213,7 @@ func TestAttackEvictionPolicy(t *testing.T) {
 	// A register that starts against an evicting Redis refuses from its
 	// first call.
 	s := startRedis(t, 0, "--maxmemory-policy", "volatile-lfu")
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	clk := ztlsclock.NewManual(time.Unix(1_800_000_000, 0))
 	r := newReg(t, s.addr, clk)
 	if fresh, err := r.CheckAndInsert([]byte("k"), clk.Now(), clk.Now(), clk.Now()); fresh || !errors.Is(err, ErrEvictionPolicy) {
 		t.Fatalf("first call: fresh=%v err=%v", fresh, err)
@@ -226,7 +226,7 @@ func TestAttackEvictionPolicy(t *testing.T) {
 // it. The MaxClockSkew added to "since" keeps it refused.
 func TestAttackClockBehindRecordsLoss(t *testing.T) {
 	s := startRedis(t, 0)
-	right := &clock{t: time.Unix(1_800_000_000, 0)}
+	right := ztlsclock.NewManual(time.Unix(1_800_000_000, 0))
 	const d = 800 * time.Millisecond // < DefaultMaxClockSkew
 	behind := func() time.Time { return right.Now().Add(-d) }
 	b := newReg(t, s.addr, right)
@@ -334,7 +334,7 @@ func TestRegisterMarkerStates(t *testing.T) {
 		{"pending, this run", "pending ab " + run, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := &clock{t: time.Unix(1_800_000_000, 0)}
+			clk := ztlsclock.NewManual(time.Unix(1_800_000_000, 0))
 			r := newReg(t, s.addr, clk)
 			s.raw(t, "SET", marker, tc.value)
 			h := hello{key: []byte(tc.name), sent: clk.Now()}
@@ -363,7 +363,7 @@ func TestRegisterMarkerStates(t *testing.T) {
 // keeps its data needs no quiet period: Redis's memory goes on.
 func TestRegisterServerRestart(t *testing.T) {
 	s := startRedis(t, 0)
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	clk := ztlsclock.NewManual(time.Unix(1_800_000_000, 0))
 	first := newReg(t, s.addr, clk)
 	warm(t, first, clk)
 	clk.Add(time.Minute)
@@ -385,7 +385,7 @@ func TestRegisterServerRestart(t *testing.T) {
 // a new one, instead of failing once per dead connection.
 func TestRegisterRestartDropsPool(t *testing.T) {
 	s := startRedis(t, 0)
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	clk := ztlsclock.NewManual(time.Unix(1_800_000_000, 0))
 	r := newReg(t, s.addr, clk)
 	warm(t, r, clk)
 	var cs []*conn

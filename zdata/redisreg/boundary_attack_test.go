@@ -29,7 +29,7 @@ import (
 // settable instant near the rollover to the period that starts at nb.
 type boundaryWorld struct {
 	t       *testing.T
-	clk     *clock
+	clk     *ztlsclock.Manual
 	nb      time.Time
 	ca      *testpki.CA
 	leaf    *testpki.Leaf
@@ -50,7 +50,7 @@ func newBoundaryWorld(t *testing.T, bfeKeys bool) *boundaryWorld {
 	leaf := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{"server.test"}})
 	// The next rollover after now (certificates are valid around now).
 	nb := ztlsclock.Now().Truncate(time.Hour).Add(time.Hour)
-	return &boundaryWorld{t: t, clk: &clock{t: nb.Add(-2 * time.Hour)}, nb: nb, ca: ca, leaf: leaf,
+	return &boundaryWorld{t: t, clk: ztlsclock.NewManual(nb.Add(-2 * time.Hour)), nb: nb, ca: ca, leaf: leaf,
 		cert: tls13.Certificate{Chain: leaf.Chain, PrivateKey: leaf.Key, Leaf: leaf.Cert},
 		seed: bytes.Repeat([]byte{0x42}, 32), bfe: bfeKeys}
 }
@@ -95,9 +95,7 @@ func (w *boundaryWorld) rotate(svc *zdata.Service) {
 
 // setTime moves the world to nb+at and rotates every member's keys.
 func (w *boundaryWorld) setTime(at time.Duration) {
-	w.clk.mu.Lock()
-	w.clk.t = w.nb.Add(at)
-	w.clk.mu.Unlock()
+	w.clk.Set(w.nb.Add(at))
 	for _, m := range w.members {
 		w.rotate(m.svc)
 	}

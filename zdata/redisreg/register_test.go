@@ -141,20 +141,7 @@ func (s *redisServer) raw(t *testing.T, args ...string) reply {
 	return rep
 }
 
-// clock is a settable clock shared by a register and its callers.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-func newReg(t *testing.T, addr string, clk *clock) *Register {
+func newReg(t *testing.T, addr string, clk *ztlsclock.Manual) *Register {
 	t.Helper()
 	r, err := New(Options{Addr: addr, Now: clk.Now, Timeout: 2 * time.Second})
 	if err != nil {
@@ -166,7 +153,7 @@ func newReg(t *testing.T, addr string, clk *clock) *Register {
 
 func TestRegisterFleet(t *testing.T) {
 	s := startRedis(t, 0)
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	clk := ztlsclock.NewManual(time.Unix(1_800_000_000, 0))
 	a := newReg(t, s.addr, clk)
 	b := newReg(t, s.addr, clk)
 	key := bytes.Repeat([]byte{0xab}, 32)
@@ -216,7 +203,7 @@ func TestRegisterFleet(t *testing.T) {
 
 func TestRegisterConcurrent(t *testing.T) {
 	s := startRedis(t, 0)
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	clk := ztlsclock.NewManual(time.Unix(1_800_000_000, 0))
 	regs := []*Register{newReg(t, s.addr, clk), newReg(t, s.addr, clk), newReg(t, s.addr, clk)}
 	for _, r := range regs {
 		warm(t, r, clk)
@@ -254,7 +241,7 @@ func TestRegisterConcurrent(t *testing.T) {
 
 func TestRegisterFailsClosed(t *testing.T) {
 	s := startRedis(t, 0)
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	clk := ztlsclock.NewManual(time.Unix(1_800_000_000, 0))
 	r := newReg(t, s.addr, clk)
 	warm(t, r, clk)
 	clk.Add(time.Minute)
@@ -358,7 +345,7 @@ func TestRegisterBadServers(t *testing.T) {
 			c.Write([]byte("-ERR nope\r\n"))
 		}
 	})
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	clk := ztlsclock.NewManual(time.Unix(1_800_000_000, 0))
 	for name, addr := range map[string]string{"silent": silent, "garbage": garbage, "errors": errs} {
 		r, err := New(Options{Addr: addr, Timeout: 200 * time.Millisecond, Now: clk.Now})
 		if err != nil {
@@ -384,7 +371,7 @@ func TestRegisterBadServers(t *testing.T) {
 
 func TestRegisterAuth(t *testing.T) {
 	s := startRedis(t, 0, "--requirepass", "s3cret")
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	clk := ztlsclock.NewManual(time.Unix(1_800_000_000, 0))
 	good, _ := New(Options{Addr: s.addr, Password: "s3cret", DB: 1, Now: clk.Now})
 	bad, _ := New(Options{Addr: s.addr, Password: "wrong", Now: clk.Now})
 	none, _ := New(Options{Addr: s.addr, Now: clk.Now})
@@ -408,7 +395,7 @@ func TestRegisterAuth(t *testing.T) {
 
 // warm makes the register's first call, which finds a Redis without
 // memory, records since when it has some (now), and is refused.
-func warm(t *testing.T, r *Register, clk *clock) {
+func warm(t *testing.T, r *Register, clk *ztlsclock.Manual) {
 	t.Helper()
 	now := clk.Now()
 	if fresh, err := r.CheckAndInsert([]byte("warm-up"), now, now.Add(-10*time.Second), now.Add(10*time.Second)); fresh || !errors.Is(err, tls13.ErrRegisterTooYoung) {

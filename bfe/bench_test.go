@@ -13,7 +13,7 @@ import (
 
 	bls "github.com/consensys/gnark-crypto/ecc/bls12-381"
 
-	"github.com/ztls-project/ztls/internal/cputime"
+	"github.com/ztls-project/ztls/internal/testsupport/cputime"
 )
 
 // The benchmarks of the targets. Run them alone (other benchmarks

@@ -34,7 +34,7 @@ package dial
 // nb+1ms and nb+61s. Within an instant the clock moves in microseconds
 // (event, then replays), so the next instant is still ahead.
 //
-// Worlds share one authority and CA (internal/lab, External) and one TCP
+// Worlds share one authority and CA (internal/testsupport/lab, External) and one TCP
 // and UDP port, so that BFE key files, which bind the port, are made once
 // and copied (zdata.Service.GenerateBFE finds them, as it finds those a
 // fleet member made from the seed). Run alone with
@@ -64,7 +64,7 @@ import (
 	"github.com/ztls-project/ztls/dns/resolver"
 	"github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/internal/dialhook"
-	"github.com/ztls-project/ztls/internal/lab"
+	"github.com/ztls-project/ztls/internal/testsupport/lab"
 	"github.com/ztls-project/ztls/server"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"

@@ -11,7 +11,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/dns/resolver"
-	"github.com/ztls-project/ztls/internal/lab"
+	"github.com/ztls-project/ztls/internal/testsupport/lab"
 )
 
 // The Z-data budget bounds the wait for the DNS answers, not for their

@@ -15,7 +15,7 @@ import (
 
 	"github.com/ztls-project/ztls/dns/resolver"
 	"github.com/ztls-project/ztls/internal/dialhook"
-	"github.com/ztls-project/ztls/internal/lab"
+	"github.com/ztls-project/ztls/internal/testsupport/lab"
 	"github.com/ztls-project/ztls/zdata"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/ztls-project/ztls/dial"
 	"github.com/ztls-project/ztls/dns/resolver"
-	"github.com/ztls-project/ztls/internal/lab"
+	"github.com/ztls-project/ztls/internal/testsupport/lab"
 )
 
 // connect runs one Connect to the world's server, sending "GET /" and

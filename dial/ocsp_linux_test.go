@@ -23,7 +23,7 @@ import (
 
 	"github.com/ztls-project/ztls/internal/clock"
 
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 	"github.com/ztls-project/ztls/revocation"
 	"github.com/ztls-project/ztls/tls13"
 )

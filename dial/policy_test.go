@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ztls-project/ztls/internal/lab"
+	"github.com/ztls-project/ztls/internal/testsupport/lab"
 )
 
 func TestConnectZDataLeafUnderPin(t *testing.T) {

@@ -24,7 +24,7 @@ import (
 	"github.com/ztls-project/ztls/internal/clock"
 
 	"github.com/ztls-project/ztls/dns/resolver"
-	"github.com/ztls-project/ztls/internal/lab"
+	"github.com/ztls-project/ztls/internal/testsupport/lab"
 	"github.com/ztls-project/ztls/revocation"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/zdata"

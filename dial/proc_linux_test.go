@@ -20,8 +20,8 @@ import (
 
 	"github.com/ztls-project/ztls/internal/clock"
 
-	"github.com/ztls-project/ztls/internal/netns"
-	"github.com/ztls-project/ztls/internal/testproc"
+	"github.com/ztls-project/ztls/internal/testsupport/netns"
+	"github.com/ztls-project/ztls/internal/testsupport/testproc"
 )
 
 // nsProc is a process in a network namespace of its own.

@@ -21,7 +21,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/ztls-project/ztls/internal/lab"
+	"github.com/ztls-project/ztls/internal/testsupport/lab"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
 )

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 	"github.com/ztls-project/ztls/tls13"
 )
 

@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/crypto/cryptobyte"
 
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 	"github.com/ztls-project/ztls/tls13/internal/record"
 	"github.com/ztls-project/ztls/tls13/internal/wire"
 )

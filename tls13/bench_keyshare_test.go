@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ztls-project/ztls/internal/cputime"
+	"github.com/ztls-project/ztls/internal/testsupport/cputime"
 )
 
 // benchEnginePairs runs b.N sequential engine-pair handshakes on one locked

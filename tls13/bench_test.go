@@ -26,7 +26,7 @@ import (
 
 	"github.com/ztls-project/ztls/internal/clock"
 
-	"github.com/ztls-project/ztls/internal/cputime"
+	"github.com/ztls-project/ztls/internal/testsupport/cputime"
 )
 
 // memConn is one end of an in-memory, buffered, full-duplex byte pipe.

@@ -33,7 +33,7 @@ import (
 
 	"golang.org/x/crypto/chacha20poly1305"
 
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 	"github.com/ztls-project/ztls/tls13/internal/record"
 	"github.com/ztls-project/ztls/tls13/internal/wire"
 )

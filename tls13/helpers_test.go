@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 )
 
 // testPKI is one CA with a server and a client leaf, shared by the tests.

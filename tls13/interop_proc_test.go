@@ -33,8 +33,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/ztls-project/ztls/internal/netns"
-	"github.com/ztls-project/ztls/internal/testproc"
+	"github.com/ztls-project/ztls/internal/testsupport/netns"
+	"github.com/ztls-project/ztls/internal/testsupport/testproc"
 )
 
 // procTimeout bounds every wait on a peer process.

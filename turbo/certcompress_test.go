@@ -17,7 +17,7 @@ import (
 	"testing/cryptotest"
 	"time"
 
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
 	"github.com/ztls-project/ztls/turbo/internal/wire"

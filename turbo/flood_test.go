@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ztls-project/ztls/internal/lab"
+	"github.com/ztls-project/ztls/internal/testsupport/lab"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
 	"github.com/ztls-project/ztls/turbo/internal/wire"

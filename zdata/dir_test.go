@@ -19,7 +19,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 )
 
 func newDir(t *testing.T, ca *testpki.CA, leaf *testpki.Leaf, seed []byte) (*Dir, string) {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/ztls-project/ztls/internal/clock"
 
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 )
 
 // entries lists a directory's names, sorted.

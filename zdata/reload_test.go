@@ -9,7 +9,7 @@ import (
 
 	"github.com/ztls-project/ztls/internal/clock"
 
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 )
 
 // replaceCert writes next's certificate and key over the files the

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ztls-project/ztls/internal/clock"
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 )
 
 // The process holding a directory's rotation claim stops; one that only

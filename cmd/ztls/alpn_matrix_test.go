@@ -29,7 +29,7 @@ import (
 
 	"github.com/ztls-project/ztls/dial"
 	"github.com/ztls-project/ztls/dns/resolver"
-	"github.com/ztls-project/ztls/internal/lab"
+	"github.com/ztls-project/ztls/internal/testsupport/lab"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/zdata"
 	"github.com/ztls-project/ztls/ztlshttp"

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 )
 
 // The runs of issue 27 against a real `ztls serve --backend`: get --http2

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ztls-project/ztls/dial"
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 	"github.com/ztls-project/ztls/tls13"
 )
 

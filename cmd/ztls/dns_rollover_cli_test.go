@@ -10,8 +10,8 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/internal/clock"
-	"github.com/ztls-project/ztls/internal/dnstest"
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/dnstest"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 	"github.com/ztls-project/ztls/zdata"
 )
 

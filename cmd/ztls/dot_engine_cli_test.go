@@ -18,8 +18,8 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/ztls-project/ztls/internal/testpki"
-	"github.com/ztls-project/ztls/internal/testproc"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testproc"
 )
 
 func TestCLIDoTZTLSEngine(t *testing.T) {

@@ -21,8 +21,8 @@ import (
 	"github.com/ztls-project/ztls/internal/clock"
 
 	"github.com/ztls-project/ztls/dial"
-	"github.com/ztls-project/ztls/internal/dnstest"
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/dnstest"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 )
 
 var (

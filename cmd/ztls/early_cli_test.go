@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/ztls-project/ztls/dial"
-	"github.com/ztls-project/ztls/internal/lab"
+	"github.com/ztls-project/ztls/internal/testsupport/lab"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/ztlshttp"
 )

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/ztls-project/ztls/dial"
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 )
 
 // get --http2 over ZTLS against serve --backend: the GET goes early as

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 )
 
 // Memory an idle TLS connection costs ztls serve, next to a crypto/tls

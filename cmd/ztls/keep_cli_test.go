@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ztls-project/ztls/internal/dnstest"
+	"github.com/ztls-project/ztls/internal/testsupport/dnstest"
 )
 
 // emptyKeys removes every key of a Z-data directory, as if it had not

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 )
 
 // jsonLogRecords checks that every line is a JSON log record with time,

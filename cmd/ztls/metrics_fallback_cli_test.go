@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 )
 
 // A genuine ZTLS fallback, scraped: DNS serves Z-data that the server

@@ -25,8 +25,8 @@ import (
 	"time"
 
 	"github.com/ztls-project/ztls/dial"
-	"github.com/ztls-project/ztls/internal/testpki"
-	"github.com/ztls-project/ztls/internal/testproc"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testproc"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo/turbotest"
 	"github.com/ztls-project/ztls/zdata"

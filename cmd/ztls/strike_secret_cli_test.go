@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/ztls-project/ztls/internal/clock"
-	"github.com/ztls-project/ztls/internal/testproc"
+	"github.com/ztls-project/ztls/internal/testsupport/testproc"
 )
 
 // The fleet Redis's password (--strike-register): never shown in what

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ztls-project/ztls/dial"
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 )
 
 // The plain TLS 1.3 path of the CLI: serve with 0-RTT, connect storing the

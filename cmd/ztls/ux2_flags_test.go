@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 )
 
 // Wrong suite and group names list the valid ones; nonsense numbers say

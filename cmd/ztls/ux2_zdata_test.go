@@ -22,9 +22,9 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/ztls-project/ztls/internal/dnstest"
-	"github.com/ztls-project/ztls/internal/testpki"
-	"github.com/ztls-project/ztls/internal/testproc"
+	"github.com/ztls-project/ztls/internal/testsupport/dnstest"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testproc"
 )
 
 // runCode runs the binary to completion, stdin the null device, and

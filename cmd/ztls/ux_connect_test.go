@@ -30,7 +30,7 @@ import (
 	"github.com/ztls-project/ztls/internal/clock"
 
 	"github.com/ztls-project/ztls/dial"
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 )
 
 // uxResult is one run of the binary.

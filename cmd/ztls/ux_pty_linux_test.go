@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/ztls-project/ztls/internal/testproc"
+	"github.com/ztls-project/ztls/internal/testsupport/testproc"
 )
 
 // openPTY opens a pseudo-terminal pair (what creack/pty does, in four

@@ -26,7 +26,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/dns/dnsstream"
-	"github.com/ztls-project/ztls/internal/testproc"
+	"github.com/ztls-project/ztls/internal/testsupport/testproc"
 )
 
 // Memory per idle kept-open connection. The clients run in child

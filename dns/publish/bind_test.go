@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	"github.com/ztls-project/ztls/internal/dnstest"
+	"github.com/ztls-project/ztls/internal/testsupport/dnstest"
 )
 
 const bindZone = `$TTL 300

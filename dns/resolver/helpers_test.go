@@ -11,7 +11,7 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/ztls-project/ztls/dns/dnsstream"
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 )
 
 // testPKI is a throwaway CA and a server certificate for localhost,

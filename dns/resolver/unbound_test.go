@@ -12,7 +12,7 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/ztls-project/ztls/dns/authority"
-	"github.com/ztls-project/ztls/internal/dnstest"
+	"github.com/ztls-project/ztls/internal/testsupport/dnstest"
 )
 
 // svcZone holds one ztls service, www.svc.test port 443, with every record

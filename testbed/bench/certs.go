@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 )
 
 // pki is the benchmark's throwaway CA and server certificate.
@@ -19,7 +19,7 @@ type pki struct {
 }
 
 // makePKI creates an ECDSA P-256 CA and a certificate for name signed by
-// it (internal/testpki), naming the OCSP responder at ocspURL if not "",
+// it (internal/testsupport/testpki), naming the OCSP responder at ocspURL if not "",
 // and writes them as PEM into dir for programs such as openssl.
 func makePKI(dir, name, ocspURL string) (*pki, error) {
 	ca, err := testpki.MakeCA("ecdsa-p256")

@@ -22,7 +22,7 @@ import (
 	"golang.org/x/crypto/ocsp"
 
 	"github.com/ztls-project/ztls/internal/clock"
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 	"github.com/ztls-project/ztls/testbed/hosts"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/crypto/ocsp"
 
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 )
 
 // The testbed's responder answers what dial's OCSP check asks: a "good"

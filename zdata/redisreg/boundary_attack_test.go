@@ -9,7 +9,7 @@ import (
 	"time"
 
 	ztlsclock "github.com/ztls-project/ztls/internal/clock"
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/zdata"
 )

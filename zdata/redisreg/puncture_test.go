@@ -13,7 +13,7 @@ import (
 	ztlsclock "github.com/ztls-project/ztls/internal/clock"
 
 	"github.com/ztls-project/ztls/bfe"
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/zdata"
 )

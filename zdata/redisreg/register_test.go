@@ -15,7 +15,7 @@ import (
 
 	ztlsclock "github.com/ztls-project/ztls/internal/clock"
 
-	"github.com/ztls-project/ztls/internal/testproc"
+	"github.com/ztls-project/ztls/internal/testsupport/testproc"
 	"github.com/ztls-project/ztls/tls13"
 )
 

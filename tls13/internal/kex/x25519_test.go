@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/ztls-project/ztls/internal/cputime"
+	"github.com/ztls-project/ztls/internal/testsupport/cputime"
 	"golang.org/x/crypto/curve25519"
 )
 

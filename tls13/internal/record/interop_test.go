@@ -23,7 +23,7 @@ import (
 
 	"github.com/ztls-project/ztls/internal/clock"
 
-	"github.com/ztls-project/ztls/internal/testproc"
+	"github.com/ztls-project/ztls/internal/testsupport/testproc"
 	"github.com/ztls-project/ztls/tls13/internal/keyschedule"
 	"github.com/ztls-project/ztls/tls13/internal/suite"
 )

@@ -17,7 +17,7 @@ import (
 	"golang.org/x/crypto/cryptobyte"
 	"golang.org/x/crypto/cryptobyte/asn1"
 
-	"github.com/ztls-project/ztls/internal/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 )
 
 var oidRSAEncryption = encasn1.ObjectIdentifier{1, 2, 840, 113549, 1, 1, 1}

@@ -16,5 +16,5 @@
 // Everything here is for tests and the testbed only: keys are not
 // protected. The functions that take a testing.TB call t.Fatal on failure;
 // MakeCA, CA.Make and the PEM methods return errors, for the testbed's
-// throwaway PKIs (testbed/bench, internal/lab).
+// throwaway PKIs (testbed/bench, internal/testsupport/lab).
 package testpki

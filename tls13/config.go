@@ -147,7 +147,7 @@ type Config struct {
 	// earlier under this Config's RootCAs, ServerName and Revocation, and
 	// are taken as they are (VerifyPeerCertificate still runs); nil or no
 	// chains means verify now. Package dial sets it from its cache of
-	// prevalidated services. See prevalidated.go.
+	// prevalidated services (VerifyServerChain).
 	VerifiedChains func(certs []*x509.Certificate) [][]*x509.Certificate
 	// ChainCache, if set, keeps the server chains this client verifies
 	// and takes them when the same chain comes again under the same

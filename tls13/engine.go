@@ -2,13 +2,11 @@ package tls13
 
 import (
 	"crypto"
-	"crypto/x509"
 	"fmt"
 
 	"github.com/ztls-project/ztls/tls13/internal/alert"
 	"github.com/ztls-project/ztls/tls13/internal/keyschedule"
 	"github.com/ztls-project/ztls/tls13/internal/record"
-	"github.com/ztls-project/ztls/tls13/internal/sig"
 	"github.com/ztls-project/ztls/tls13/internal/suite"
 	"github.com/ztls-project/ztls/tls13/internal/wire"
 )
@@ -773,41 +771,6 @@ func (e *engine) checkPeerFinished(baseKey, th []byte, fin *wire.Finished) error
 		return errPeerBadFinished
 	}
 	return nil
-}
-
-// checkCertificateEntries enforces RFC 8446, Section 4.4.2 on a peer's
-// Certificate: the extensions of its entries must answer extensions we
-// sent (in our ClientHello or CertificateRequest), and we ask for none
-// (no status_request or signed_certificate_timestamp), so any extension
-// there is one we did not request: unsupported_extension (Section 4.2).
-func checkCertificateEntries(c *wire.Certificate) error {
-	for i, entry := range c.Entries {
-		switch {
-		case entry.OCSPStaple != nil:
-			return errorf(AlertUnsupportedExtension, "certificate %d carries an OCSP staple that was not requested", i)
-		case entry.SCTs != nil:
-			return errorf(AlertUnsupportedExtension, "certificate %d carries SCTs that were not requested", i)
-		case len(entry.Extra) > 0:
-			return errorf(AlertUnsupportedExtension, "certificate %d carries extension %d that was not requested", i, entry.Extra[0].Type)
-		}
-	}
-	return nil
-}
-
-// leafPublicKey returns the key of the peer's end-entity certificate for
-// its CertificateVerify. RFC 8446, Section 4.4.2.2 (and RFC 5280, Section
-// 4.2.1.3): when the leaf has a Key Usage extension, it must allow
-// digitalSignature. This holds even when the application turned chain
-// verification off, and crypto/x509 does not check it.
-func leafPublicKey(leaf *x509.Certificate) (crypto.PublicKey, error) {
-	if leaf.KeyUsage != 0 && leaf.KeyUsage&x509.KeyUsageDigitalSignature == 0 {
-		return nil, errorf(AlertBadCertificate, "the peer's certificate does not allow its key to sign (keyUsage lacks digitalSignature)")
-	}
-	pub, err := sig.ParsePublicKey(leaf)
-	if err != nil {
-		return nil, errorf(AlertUnsupportedCert, "unsupported public key in certificate: %v", err)
-	}
-	return pub, nil
 }
 
 // handleKeyUpdate is shared by both roles' connected states.

@@ -20,7 +20,6 @@ import (
 	"bytes"
 	"crypto"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -28,7 +27,6 @@ import (
 	"net"
 	"time"
 
-	"github.com/ztls-project/ztls/revocation"
 	"github.com/ztls-project/ztls/tls13/internal/kex"
 	"github.com/ztls-project/ztls/tls13/internal/keyschedule"
 	"github.com/ztls-project/ztls/tls13/internal/sig"
@@ -616,161 +614,6 @@ func (s *clientExpectCertificate) handle(e *engine, typ uint8, msg []byte) (stat
 	}
 	return nil, unexpectedMessage(typ, wire.TypeCertificate, wire.TypeCompressedCertificate)
 }
-
-// chainCheck is the server certificate's chain, name and validity check.
-// It and the CertificateVerify signature check are the client's
-// public-key work on the round trip's critical path, and a second core
-// halves it: the check runs through engine.run, beside the signature
-// check when the driver lends the engine a goroutine (Conn does). The
-// engine waits for the result before it trusts either.
-type chainCheck struct {
-	raws   [][]byte
-	wait   func() // returns once chains, source and err are set
-	chains [][]*x509.Certificate
-	source string
-	err    error
-}
-
-// startServerCertificateCheck parses the chain and the leaf's key and
-// starts verifying the chain (unless InsecureSkipVerify).
-func (e *engine) startServerCertificateCheck(c *wire.Certificate) (*chainCheck, crypto.PublicKey, error) {
-	if len(c.Entries) == 0 {
-		return nil, nil, errorf(AlertDecodeError, "server sent an empty Certificate")
-	}
-	if err := checkCertificateEntries(c); err != nil {
-		return nil, nil, err
-	}
-	certs, raws, err := parseChain(c)
-	if err != nil {
-		return nil, nil, err
-	}
-	e.info.PeerCertificates = certs
-	pub, err := leafPublicKey(certs[0])
-	if err != nil {
-		return nil, nil, err
-	}
-	cc := &chainCheck{raws: raws, wait: func() {}}
-	if e.cfg.InsecureSkipVerify { // nothing to check
-		return cc, pub, nil
-	}
-	cfg := e.cfg
-	cc.wait = e.run(func() { cc.chains, cc.source, cc.err = cfg.checkServerChain(certs) })
-	return cc, pub, nil
-}
-
-// finishServerCertificateCheck waits for the chain check and runs the
-// application's VerifyPeerCertificate hook on the caller's goroutine.
-func (e *engine) finishServerCertificateCheck(cc *chainCheck) error {
-	cc.wait()
-	if cc.err != nil {
-		return cc.err
-	}
-	e.info.VerifiedChains, e.info.ChainSource = cc.chains, cc.source
-	return e.cfg.runVerifyHook(cc.raws, cc.chains)
-}
-
-// checkServerChain is the client's certificate policy for a server's chain
-// (leaf first), without the application's hook: the PKIX path to RootCAs
-// at Config.Time, the name (ServerName) and revocation. The Certificate
-// message and the Z-data leaf (VerifyZDataOffer) both go through it.
-// With InsecureSkipVerify it checks nothing and returns no chains. Chains
-// Config.VerifiedChains holds are taken as they are, chains
-// Config.ChainCache holds with their revocation checked again; it says
-// which (ConnectionState.ChainSource).
-func (c *Config) checkServerChain(certs []*x509.Certificate) ([][]*x509.Certificate, string, error) {
-	if c.InsecureSkipVerify {
-		return nil, "", nil
-	}
-	if chains := c.prevalidated(certs); chains != nil {
-		return chains, ChainPrevalidated, nil
-	}
-	now := c.now()
-	cached, key := c.ChainCache.get(c.RootCAs, c.ServerName, certs, now)
-	if cached != nil {
-		if err := c.Revocation.CheckAny(cached, now); err != nil {
-			return nil, "", revocationError(err)
-		}
-		return cached, ChainCached, nil
-	}
-	chainVerifications.Add(1)
-	opts := x509.VerifyOptions{
-		Roots:         c.RootCAs,
-		DNSName:       c.ServerName,
-		Intermediates: x509.NewCertPool(),
-		CurrentTime:   now,
-	}
-	for _, ic := range certs[1:] {
-		opts.Intermediates.AddCert(ic)
-	}
-	chains, err := certs[0].Verify(opts)
-	if err != nil {
-		return nil, "", certificateError(err)
-	}
-	if err := c.Revocation.CheckAny(chains, now); err != nil {
-		return nil, "", revocationError(err)
-	}
-	c.ChainCache.put(key, c.RootCAs, chains)
-	return chains, ChainVerified, nil
-}
-
-// runVerifyHook runs Config.VerifyPeerCertificate, if set.
-func (c *Config) runVerifyHook(raws [][]byte, chains [][]*x509.Certificate) error {
-	if c.VerifyPeerCertificate == nil {
-		return nil
-	}
-	if err := c.VerifyPeerCertificate(raws, chains); err != nil {
-		return &LocalError{Alert: AlertBadCertificate, Err: err}
-	}
-	return nil
-}
-
-func parseChain(c *wire.Certificate) ([]*x509.Certificate, [][]byte, error) {
-	var certs []*x509.Certificate
-	var raws [][]byte
-	for _, entry := range c.Entries {
-		cert, err := parseCertificate(entry.Data)
-		if err != nil {
-			return nil, nil, errorf(AlertBadCertificate, "cannot parse certificate: %v", err)
-		}
-		certs = append(certs, cert)
-		raws = append(raws, entry.Data)
-	}
-	return certs, raws, nil
-}
-
-// certificateError maps an x509 verification failure to its alert.
-func certificateError(err error) error {
-	a := AlertBadCertificate
-	switch e := err.(type) {
-	case x509.CertificateInvalidError:
-		if e.Reason == x509.Expired {
-			a = AlertCertificateExpired
-		}
-	case x509.UnknownAuthorityError:
-		a = AlertUnknownCA
-	case x509.HostnameError:
-		a = AlertBadCertificate
-	}
-	return &LocalError{Alert: a, Err: &CertificateVerificationError{Err: err}}
-}
-
-// revocationError maps a failed revocation check to its alert.
-func revocationError(err error) error {
-	a := AlertBadCertificate
-	if errors.Is(err, revocation.ErrRevoked) {
-		a = AlertCertificateRevoked
-	}
-	return &LocalError{Alert: a, Err: &CertificateVerificationError{Err: err}}
-}
-
-// CertificateVerificationError is returned when the peer's certificate
-// chain, name or validity does not verify.
-type CertificateVerificationError struct{ Err error }
-
-func (e *CertificateVerificationError) Error() string {
-	return "tls13: certificate verification failed: " + e.Err.Error()
-}
-func (e *CertificateVerificationError) Unwrap() error { return e.Err }
 
 type clientExpectCertificateVerify struct {
 	keys    *clientKeys

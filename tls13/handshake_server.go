@@ -930,42 +930,6 @@ func (s *serverExpectClientCertificate) handle(e *engine, typ uint8, msg []byte)
 	return &serverExpectClientCertificateVerify{keys: s.keys, pub: pub}, nil
 }
 
-// checkClientChain is the server's policy for a client's certificate
-// chain (leaf first): with ClientAuth >= VerifyClientCertIfGiven the PKIX
-// path to ClientCAs at Config.Time and revocation; otherwise only the
-// leaf's validity period; then VerifyPeerCertificate. A full handshake's
-// Certificate and a resumption's ticket both go through it.
-func (c *Config) checkClientChain(certs []*x509.Certificate, raws [][]byte) ([][]*x509.Certificate, error) {
-	now := c.now()
-	var chains [][]*x509.Certificate
-	if c.ClientAuth >= VerifyClientCertIfGiven {
-		opts := x509.VerifyOptions{
-			Roots:         c.ClientCAs,
-			Intermediates: x509.NewCertPool(),
-			CurrentTime:   now,
-			KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		}
-		for _, ic := range certs[1:] {
-			opts.Intermediates.AddCert(ic)
-		}
-		var err error
-		if chains, err = certs[0].Verify(opts); err != nil {
-			return nil, certificateError(err)
-		}
-		if err := c.Revocation.CheckAny(chains, now); err != nil {
-			return nil, revocationError(err)
-		}
-	} else if leaf := certs[0]; now.After(leaf.NotAfter) || now.Before(leaf.NotBefore) {
-		return nil, certificateError(x509.CertificateInvalidError{Cert: leaf, Reason: x509.Expired})
-	}
-	if c.VerifyPeerCertificate != nil {
-		if err := c.VerifyPeerCertificate(raws, chains); err != nil {
-			return nil, &LocalError{Alert: AlertBadCertificate, Err: err}
-		}
-	}
-	return chains, nil
-}
-
 // resumeClientChain re-checks, on resumption, the client certificate the
 // ticket was issued to: the policy may have changed, the certificate may
 // have expired or been revoked since. A ticket that fails is not used

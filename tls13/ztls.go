@@ -3,7 +3,6 @@ package tls13
 import (
 	"bytes"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"io"
 	"sync/atomic"
@@ -50,52 +49,6 @@ type ZDataOffer struct {
 	BFE ZDataBFE
 
 	verdict *zdataVerdict // set by VerifyZDataOffer
-}
-
-// zdataVerdict records that a Z-data leaf passed one Config's policy.
-type zdataVerdict struct {
-	cfg    *Config
-	leaf   *x509.Certificate
-	certs  []*x509.Certificate // leaf first, then the intermediates
-	chains [][]*x509.Certificate
-	source string // ConnectionState.ChainSource
-}
-
-// errNoServerName is a client Config that could not check any name.
-var errNoServerName = errors.New("tls13: the client Config has no ServerName: set it to the name to verify the server's certificate against (or InsecureSkipVerify, for tests only)")
-
-// VerifyZDataOffer runs c's certificate policy on the offer's leaf and
-// intermediates: the chain to RootCAs, the name ServerName, Revocation
-// and VerifyPeerCertificate, exactly as for a server's Certificate
-// message. It records the outcome in z, so a handshake with c that uses z
-// does not repeat it; package dial calls it while TCP connects, off the
-// first flight's path; it must not run while a handshake uses z. A
-// handshake whose offer was not verified under
-// its Config does it before the ClientHello leaves. On success the
-// connection's PeerCertificates and VerifiedChains come from it when the
-// server omits its Certificate.
-func (c *Config) VerifyZDataOffer(z *ZDataOffer) error {
-	_, err := c.zdataVerdict(z)
-	return err
-}
-
-func (c *Config) zdataVerdict(z *ZDataOffer) (*zdataVerdict, error) {
-	if v := z.verdict; v != nil && v.cfg == c && v.leaf == z.Leaf && len(v.certs) == 1+len(z.Intermediates) {
-		return v, nil
-	}
-	if z.Leaf == nil {
-		return nil, errors.New("tls13: Z-data offer without its TLSA leaf certificate")
-	}
-	// The same policy as the server's Certificate: roots, name,
-	// revocation, VerifyPeerCertificate (docs/ztls-spec.md, Section 4).
-	certs := append([]*x509.Certificate{z.Leaf}, z.Intermediates...)
-	chains, source, err := c.verifyServerChain(certs)
-	if err != nil {
-		return nil, err
-	}
-	v := &zdataVerdict{cfg: c, leaf: z.Leaf, certs: certs, chains: chains, source: source}
-	z.verdict = v
-	return v, nil
 }
 
 // ZDataBFE is a Z-data record's Bloom filter encryption public key as the
@@ -251,4 +204,13 @@ type ZDataKey struct {
 // key's liveness again. Implementations must be safe for concurrent use.
 type ZDataKeys interface {
 	LookupZData(id uint32, hash [32]byte, now time.Time) *ZDataKey
+}
+
+// Public returns the key share the prepared Z-data exchange sends (the
+// ClientHello's key_exchange for its group), nil if it failed.
+func (p *ZDataPrepared) Public() []byte {
+	if p == nil || p.err != nil || p.share == nil {
+		return nil
+	}
+	return p.share.Public()
 }

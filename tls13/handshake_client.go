@@ -14,15 +14,14 @@ package tls13
 //	{Finished}                                               -->
 //	                       <-- [NewSessionTicket] [KeyUpdate]
 //
-// Each state below is one line of that picture.
+// Each state below is one line of that picture. The ZTLS steps
+// (offerZTLS, checkZTLSEcho) are in ztls.go, the server certificate's
+// checks (startServerCertificateCheck, finishServerCertificateCheck) in
+// verify.go.
 
 import (
 	"bytes"
 	"crypto"
-	"crypto/sha256"
-	"encoding/binary"
-	"errors"
-	"fmt"
 	"io"
 	"net"
 	"time"
@@ -452,29 +451,6 @@ func (e *engine) readServerKeyShare(k *clientKeys, sh *wire.ServerHello) ([]byte
 	return shared, nil
 }
 
-// checkZTLSEcho checks a ztls echo (docs/ztls-spec.md, Section 3): our record, our early
-// suite, no PSK beside it, and a fresh key share.
-func (k *clientKeys) checkZTLSEcho(sh *wire.ServerHello) error {
-	p := k.p
-	if !sh.HasZTLS {
-		return nil
-	}
-	if sh.ZTLSID != p.ztls.ID {
-		return errorf(AlertIllegalParameter, "server echoed zdata_id %d, the client used %d", sh.ZTLSID, p.ztls.ID)
-	}
-	if sh.CipherSuite != p.hello.ZTLS.EarlySuite {
-		return errorf(AlertIllegalParameter, "server accepted ztls but selected another cipher suite than early_suite")
-	}
-	if k.resumed {
-		return errorf(AlertIllegalParameter, "server selected both a PSK and ztls")
-	}
-	if sh.HasKeyShare && bytes.Equal(sh.KeyShare.Data, p.ztls.Share) {
-		return errorf(AlertIllegalParameter, "server's fresh key share equals its Z-data share (no forward secrecy)")
-	}
-	k.ztls = true
-	return nil
-}
-
 // earlySecret is the first stage of the key schedule the server chose:
 // the PSK's, the Z-data's, or none.
 func (k *clientKeys) earlySecret(s *suite.Suite) keyschedule.EarlySecret {
@@ -880,140 +856,4 @@ func hashOf(h crypto.Hash, data []byte) []byte {
 
 func nextTrafficSecret(h crypto.Hash, secret []byte) []byte {
 	return keyschedule.NextTrafficSecret(h, secret)
-}
-
-// offerZTLS adds the ztls extension for a verified Z-data offer, or says
-// why it can't be used (the caller records that as the reason).
-func (e *engine) offerZTLS(p *clientHelloParams, z *ZDataOffer, earlyLen int) error {
-	early, err := e.ztlsEarlySuite(p, z, earlyLen)
-	if err != nil {
-		return err
-	}
-	// The certificate policy last of the checks (it is x509 work unless
-	// the offer was verified ahead, as package dial does), and before
-	// the ClientHello is changed for ztls.
-	v, err := e.cfg.zdataVerdict(z)
-	if err != nil {
-		return fmt.Errorf("the Z-data leaf fails the certificate policy: %v", err)
-	}
-	ch := p.hello
-	if z.ALPN != "" {
-		// Offer the early protocol first so the server can select it.
-		alpn := []string{z.ALPN}
-		for _, a := range ch.ALPN {
-			if a != z.ALPN {
-				alpn = append(alpn, a)
-			}
-		}
-		ch.ALPN = alpn
-	}
-	zs, err := e.ztlsSharedSecret(p, z)
-	if err != nil {
-		return err
-	}
-	ikm, err := e.ztlsBFE(p, z, zs)
-	if err != nil {
-		return err
-	}
-	es := keyschedule.NewEarlySecret(early.Hash, ikm)
-	mask := es.Expand("ztls time", 8)
-	ext := &wire.ZTLSClientHello{
-		ZDataID:          z.ID,
-		ZDataHash:        z.Hash,
-		EarlySuite:       early.ID,
-		ObfuscatedTimeMS: uint64(e.cfg.now().UnixMilli()) ^ binary.BigEndian.Uint64(mask),
-		Binder:           make([]byte, early.Hash.Size()),
-	}
-	if z.Leaf != nil {
-		sum := sha256.Sum256(z.Leaf.Raw)
-		ext.CertHash = sum[:]
-	}
-	ch.ZTLS = ext
-	ch.EarlyData = true
-	p.ztls, p.ztlsSecret, p.ztlsSuite, p.zverdict = z, &es, early, v
-	e.info.ZTLSOffered = true
-	return nil
-}
-
-// ztlsBFE returns the early secret's input for offer z: ZS, or for a
-// record with a BFE key ZS || K_bfe, its ciphertext then going in
-// ztls_bfe (docs/ztls-spec.md, Section 7.3). The encapsulation made ahead
-// with the prepared share is used when it is for this key.
-func (e *engine) ztlsBFE(p *clientHelloParams, z *ZDataOffer, zs []byte) ([]byte, error) {
-	if z.BFE == nil {
-		return zs, nil
-	}
-	var ct, key []byte
-	if zp := p.zprepared; zp != nil && zp.bfeKey != nil && bytes.Equal(zp.bfePub, z.BFE.Bytes()) {
-		ct, key = zp.bfeCiphertext, zp.bfeKey
-	} else {
-		var err error
-		if ct, key, err = z.BFE.Encapsulate(e.cfg.rand()); err != nil {
-			return nil, fmt.Errorf("BFE encapsulation: %v", err)
-		}
-	}
-	p.hello.ZTLSBFE = ct
-	return append(append(make([]byte, 0, len(zs)+len(key)), zs...), key...), nil
-}
-
-// ztlsEarlySuite checks that the offer suits this ClientHello (group,
-// early data size, ALPN) and picks the early suite: our first one the
-// Z-data's server supports.
-func (e *engine) ztlsEarlySuite(p *clientHelloParams, z *ZDataOffer, earlyLen int) (*suite.Suite, error) {
-	if err := checkZDataGroup(z.Group); err != nil {
-		return nil, err
-	}
-	if earlyLen > int(z.MaxEarlyData) {
-		return nil, fmt.Errorf("request of %d bytes exceeds the Z-data's max_early_data_size %d", earlyLen, z.MaxEarlyData)
-	}
-	var early *suite.Suite
-	for _, id := range e.cfg.cipherSuites() {
-		if s := suite.Lookup(id); s != nil && !contains(z.NSC, CipherSuite(id)) {
-			early = s
-			break
-		}
-	}
-	if early == nil {
-		return nil, errors.New("no cipher suite in common with the Z-data's server")
-	}
-	if z.ALPN != "" && !contains(p.hello.ALPN, z.ALPN) {
-		return nil, fmt.Errorf("tls13: the Z-data's early ALPN %q is not among ours", z.ALPN)
-	}
-	return early, nil
-}
-
-// ztlsSharedSecret is ZS, the ECDH of our key share for the Z-data's
-// group (added to the ClientHello if there is none yet) with the Z-data
-// share (docs/ztls-spec.md, Section 3), prepared ahead when it could be.
-func (e *engine) ztlsSharedSecret(p *clientHelloParams, z *ZDataOffer) ([]byte, error) {
-	ch, group := p.hello, uint16(z.Group)
-	var share kex.ClientShare
-	for _, cs := range p.shares {
-		if cs.Group() == group {
-			share = cs
-		}
-	}
-	if share == nil {
-		if zp := p.zprepared; zp != nil {
-			share = zp.share
-		} else {
-			var err error
-			if share, err = e.cfg.newClientShare(group); err != nil {
-				return nil, err
-			}
-		}
-		p.shares = append(p.shares, share)
-		ch.KeyShares = append(ch.KeyShares, wire.KeyShare{Group: group, Data: share.Public()})
-		if !contains(ch.SupportedGroups, group) {
-			ch.SupportedGroups = append(ch.SupportedGroups, group)
-		}
-	}
-	if zp := p.zprepared; zp != nil && share == zp.share {
-		return zp.zs, nil
-	}
-	zs, err := share.Shared(z.Share)
-	if err != nil {
-		return nil, fmt.Errorf("invalid Z-data key share: %v", err)
-	}
-	return zs, nil
 }

@@ -14,7 +14,9 @@ package tls13
 // The server decides everything (suite, group, PSK, 0-RTT) when the
 // ClientHello arrives and sends its whole flight at once: see
 // serverExpectClientHello.handle and serverHandshake.sendServerFlight,
-// which read as the list of those steps.
+// which read as the list of those steps. The ZTLS steps among them
+// (considerZTLS, mayOmitCertificate) are in ztls.go, the client
+// certificate policy (checkClientChain) in verify.go.
 
 import (
 	"bytes"
@@ -22,11 +24,8 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/x509"
-	"encoding/asn1"
 	"encoding/binary"
-	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/ztls-project/ztls/tls13/internal/kex"
@@ -302,23 +301,6 @@ func (hs *serverHandshake) pickALPN() error {
 	if hs.early && (hs.ticket.ALPN != hs.alpn || hs.ticket.Suite != hs.suite.ID) {
 		hs.early = false
 	}
-	return nil
-}
-
-// considerZTLS applies the ZTLS acceptance rules to a ztls offer and
-// records why it was rejected, if it was.
-func (hs *serverHandshake) considerZTLS() error {
-	if hs.ch.ZTLS == nil {
-		if hs.ch.ZTLSBFE != nil {
-			return errorf(AlertIllegalParameter, "ztls_bfe without ztls")
-		}
-		return nil
-	}
-	reason, err := hs.acceptZTLS()
-	if err != nil {
-		return err
-	}
-	hs.e.info.ZTLSRejectReason = reason
 	return nil
 }
 
@@ -1063,158 +1045,3 @@ func (s *serverConnected) sendSessionTicket(e *engine) error {
 	e.queueHandshake(raw)
 	return e.flushHandshake()
 }
-
-// ztlsKey is the live key the ClientHello's ztls extension names, nil
-// when there is none (or no extension, or no key ring).
-func (hs *serverHandshake) ztlsKey() *ZDataKey {
-	if !hs.zlooked {
-		hs.zlooked = true
-		if z := hs.ch.ZTLS; z != nil && hs.cfg.ZData != nil {
-			hs.zfound = hs.cfg.ZData.LookupZData(z.ZDataID, z.ZDataHash, hs.cfg.now())
-		}
-	}
-	return hs.zfound
-}
-
-// acceptZTLS applies the acceptance rules of docs/ztls-spec.md, Section 5 before the
-// ServerHello. It never aborts for a rule that fails (the early data is
-// rejected and the handshake goes on as TLS 1.3) except for an invalid
-// key share, which is the client's protocol error. It returns why it
-// rejected ("" when accepted).
-func (hs *serverHandshake) acceptZTLS() (string, error) {
-	cfg := hs.cfg
-	ch, z := hs.ch, hs.ch.ZTLS
-	switch {
-	case cfg.ZData == nil:
-		return "server has no Z-data keys", nil
-	case hs.hrr != nil:
-		return "HelloRetryRequest", nil
-	case !ch.EarlyData:
-		return "ztls without early_data", nil
-	case hs.psk != nil:
-		return "ClientHello also resumes a session", nil
-	case cfg.requiresClientCert():
-		// docs/ztls-spec.md, Section 1 field 10: early data is never client-authenticated.
-		return "server requires client certificates; early data is not client-authenticated", nil
-	}
-	now := cfg.now()
-	key := hs.ztlsKey()
-	if key == nil {
-		return "no live Z-data record with that zdata_id and zdata_hash", nil
-	}
-	if !ZDataLive(key.NotBefore, key.NotAfter, cfg.earlyDataWindow(), now) {
-		// A key ring that hands out a key before its not-before would let
-		// a flight be accepted before the instant every anti-replay guard
-		// measures from (docs/ztls-spec.md, Section 5).
-		return fmt.Sprintf("Z-data record not live at %s (valid %s to %s)", now.UTC().Format(time.RFC3339),
-			key.NotBefore.UTC().Format(time.RFC3339), key.NotAfter.UTC().Format(time.RFC3339)), nil
-	}
-	hs.zRejectedMax = key.MaxEarlyData
-	if !strings.EqualFold(ch.ServerName, key.Host) { // DNS names ignore ASCII case
-		return fmt.Sprintf("SNI %q is not the Z-data's host %q", ch.ServerName, key.Host), nil
-	}
-	early := suite.Lookup(z.EarlySuite)
-	if early == nil || !contains(cfg.cipherSuites(), z.EarlySuite) || !contains(ch.CipherSuites, z.EarlySuite) {
-		return "early_suite not supported", nil
-	}
-	if hs.alpn != key.ALPN {
-		return fmt.Sprintf("negotiated ALPN %q is not the Z-data's %q", hs.alpn, key.ALPN), nil
-	}
-	var share []byte
-	for _, ks := range ch.KeyShares {
-		if ks.Group == uint16(key.Group) {
-			share = ks.Data
-		}
-	}
-	if share == nil {
-		return "no key share for the Z-data's group", nil
-	}
-	if (key.Decapsulate != nil) != (ch.ZTLSBFE != nil) {
-		// docs/ztls-spec.md, Section 7.4: the record named decides.
-		return "ztls_bfe sent for a record without a BFE key, or missing for one with", nil
-	}
-	zs, err := key.ECDH(share)
-	if err != nil {
-		return "", errorf(AlertIllegalParameter, "invalid key share for the Z-data group: %v", err)
-	}
-	ikm := zs
-	if key.Decapsulate != nil {
-		// docs/ztls-spec.md, Section 7.3: ES = HKDF-Extract(0, ZS || K_bfe).
-		// Decapsulation punctures first; any failure rejects early data.
-		k, err := key.Decapsulate(ch.ZTLSBFE)
-		if err != nil {
-			return "BFE: " + err.Error(), nil
-		}
-		ikm = append(append(make([]byte, 0, len(zs)+len(k)), zs...), k...)
-	}
-	es := keyschedule.NewEarlySecret(early.Hash, ikm)
-	truncated := ch.Raw[:len(ch.Raw)-ch.BindersLen()]
-	if !keyschedule.VerifyFinished(early.Hash, es.BinderKey("ztls binder"), hashOf(early.Hash, truncated), z.Binder) {
-		return "binder does not verify", nil
-	}
-	if reason := hs.checkZTLSFreshness(key, es, early, now, key.Decapsulate == nil); reason != "" {
-		return reason, nil
-	}
-	hs.suite = early
-	hs.zkey, hs.zsecret = key, &es
-	hs.early = true
-	return "", nil
-}
-
-// checkZTLSFreshness takes a ztls ClientHello only within the freshness
-// window of the time the client claims and, with strike, only once (the
-// strike register; a BFE key refuses replays itself, docs/ztls-spec.md,
-// Section 7.4); it returns why not, or "".
-func (hs *serverHandshake) checkZTLSFreshness(key *ZDataKey, es keyschedule.EarlySecret, early *suite.Suite, now time.Time, strike bool) string {
-	cfg, z := hs.cfg, hs.ch.ZTLS
-	w := cfg.earlyDataWindow()
-	clientMS := int64(z.ObfuscatedTimeMS ^ binary.BigEndian.Uint64(es.Expand("ztls time", 8)))
-	skew := now.Sub(time.UnixMilli(clientMS))
-	if skew < 0 {
-		skew = -skew
-	}
-	if skew > w {
-		return fmt.Sprintf("client clock %v off (window %v)", skew.Round(time.Millisecond), w)
-	}
-	if !strike {
-		return ""
-	}
-	// Entries live until server time exceeds client time + W. No server
-	// could take this ClientHello before client time - W, nor before the
-	// key's not-before (ZDataLive: no key is live earlier).
-	sent := time.UnixMilli(clientMS)
-	notBefore := sent.Add(-w)
-	if notBefore.Before(key.NotBefore) {
-		notBefore = key.NotBefore
-	}
-	fresh, err := cfg.strikeRegister().CheckAndInsert(hashOf(early.Hash, hs.ch.Raw), now, notBefore, sent.Add(w))
-	if err != nil {
-		return "strike register unavailable: " + err.Error()
-	}
-	if !fresh {
-		return "replayed ClientHello"
-	}
-	return ""
-}
-
-// mayOmitCertificate: docs/ztls-spec.md, Section 4 lets an accepting server leave out the
-// Certificate the client already verified from DNS.
-func (hs *serverHandshake) mayOmitCertificate() bool {
-	ch := hs.ch
-	if hs.cert == nil || len(ch.ZTLS.CertHash) != 32 || ch.StatusRequest || ch.SCT {
-		return false
-	}
-	sum := sha256.Sum256(hs.cert.Chain[0])
-	if !hmac.Equal(sum[:], ch.ZTLS.CertHash) {
-		return false
-	}
-	for _, ext := range hs.certLeaf.Extensions {
-		if ext.Id.Equal(oidMustStaple) {
-			return false
-		}
-	}
-	return true
-}
-
-// oidMustStaple is the TLS Feature extension (RFC 7633).
-var oidMustStaple = asn1.ObjectIdentifier{1, 3, 6, 1, 5, 5, 7, 1, 24}

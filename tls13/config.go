@@ -51,7 +51,8 @@ func X509KeyPair(certPEM, keyPEM []byte) (Certificate, error) {
 	return Certificate{Chain: c.Chain, PrivateKey: c.Key, Leaf: c.Leaf, public: c.Public}, nil
 }
 
-// LoadCertPool reads a PEM file of trusted roots (a --ca file).
+// LoadCertPool reads a PEM file of trusted CA certificates (for
+// Config.RootCAs or Config.ClientCAs).
 func LoadCertPool(file string) (*x509.CertPool, error) { return sig.LoadCertPool(file) }
 
 // parsedCert is a Certificate's leaf and public key, parsed once per Config.

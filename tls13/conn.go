@@ -198,7 +198,7 @@ func NewListener(inner net.Listener, cfg *Config) net.Listener {
 // Listen listens on addr and returns a listener of server Conns.
 func Listen(network, addr string, cfg *Config) (net.Listener, error) {
 	if cfg == nil || len(cfg.Certificates) == 0 {
-		return nil, errors.New("tls13: Listen needs a Config with a certificate (--cert/--key)")
+		return nil, errors.New("tls13: Listen needs a Config with Certificates")
 	}
 	if err := cfg.Check(); err != nil {
 		return nil, err

@@ -627,7 +627,7 @@ func newResolver(server, transport, caFile string) (*resolver.Resolver, error) {
 	if caFile != "" {
 		pool, err := tls13.LoadCertPool(caFile)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--dns-ca: %w", err)
 		}
 		cfg.TLSConfig = &tls.Config{RootCAs: pool}
 	}

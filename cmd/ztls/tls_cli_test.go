@@ -76,6 +76,9 @@ func TestCLIErrorsSayWhatToDo(t *testing.T) {
 		{[]string{"zdata", "new", "--host", "x.test"}, "required"},
 		{[]string{"connect", "127.0.0.1:1", "--groups", "ffdhe2048"}, "unknown group"},
 		{[]string{"serve", "--listen", "127.0.0.1:0", "--keyshare-pool", "-1"}, "--keyshare-pool -1: want 0 (off) or more"},
+		// tls13's load errors name the files; the flag is the CLI's to add.
+		{[]string{"serve", "--listen", "127.0.0.1:0", "--cert", "/nonexistent/c.pem", "--key", "/nonexistent/k.pem"}, "--cert/--key: sig: read certificate chain: open /nonexistent/c.pem"},
+		{[]string{"connect", "127.0.0.1:1", "--ca", "/nonexistent/ca.pem"}, "--ca: sig: read CA certificates: open /nonexistent/ca.pem"},
 	} {
 		rootCmd.SetArgs(tc.args)
 		err := rootCmd.Execute()

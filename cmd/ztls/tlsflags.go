@@ -193,7 +193,7 @@ func (f *tlsFlags) config(server bool) (*tls13.Config, error) {
 		}
 		c, err := tls13.LoadX509KeyPair(f.cert, f.key)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--cert/--key: %w", err)
 		}
 		cfg.Certificates = []tls13.Certificate{c}
 	} else if server {
@@ -202,7 +202,7 @@ func (f *tlsFlags) config(server bool) (*tls13.Config, error) {
 	if f.ca != "" {
 		pool, err := tls13.LoadCertPool(f.ca)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--ca: %w", err)
 		}
 		if server {
 			cfg.ClientCAs = pool

@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/x509"
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -15,7 +16,11 @@ func tlsRoots(file string) (*x509.CertPool, error) {
 	if file == "" {
 		return nil, nil
 	}
-	return tls13.LoadCertPool(file)
+	pool, err := tls13.LoadCertPool(file)
+	if err != nil {
+		return nil, fmt.Errorf("--ca: %w", err)
+	}
+	return pool, nil
 }
 
 func absPath(p string) (string, error) { return filepath.Abs(p) }

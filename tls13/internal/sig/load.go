@@ -27,15 +27,16 @@ type Certified struct {
 // LoadKeyPair reads a PEM certificate chain (leaf first) and a PEM private
 // key: PKCS#8 ("PRIVATE KEY", including id-RSASSA-PSS keys), PKCS#1 ("RSA
 // PRIVATE KEY") or SEC1 ("EC PRIVATE KEY"). It checks that the key belongs to
-// the leaf. Error messages name the file and say how to fix it.
+// the leaf. Error messages name the file and say how to fix it; they name
+// no command-line flag, which is the caller's to add.
 func LoadKeyPair(certFile, keyFile string) (*Certified, error) {
 	certPEM, err := os.ReadFile(certFile)
 	if err != nil {
-		return nil, fmt.Errorf("sig: read certificate: %w: pass the certificate chain file with --cert", err)
+		return nil, fmt.Errorf("sig: read certificate chain: %w", err)
 	}
 	keyPEM, err := os.ReadFile(keyFile)
 	if err != nil {
-		return nil, fmt.Errorf("sig: read private key: %w: pass the key file with --key", err)
+		return nil, fmt.Errorf("sig: read private key: %w", err)
 	}
 	return parseKeyPair(certPEM, keyPEM, certFile, keyFile)
 }
@@ -46,7 +47,7 @@ func ParseKeyPair(certPEM, keyPEM []byte) (*Certified, error) {
 }
 
 func parseKeyPair(certPEM, keyPEM []byte, certName, keyFileName string) (*Certified, error) {
-	certs, err := parseCertificates(certPEM, certName, "--cert")
+	certs, err := parseCertificates(certPEM, certName)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +96,7 @@ func adaptRSAKind(key crypto.Signer, pub crypto.PublicKey) crypto.Signer {
 }
 
 // parseCertificates parses every CERTIFICATE block of data, in order.
-func parseCertificates(data []byte, name, flag string) ([]*x509.Certificate, error) {
+func parseCertificates(data []byte, name string) ([]*x509.Certificate, error) {
 	var chain []*x509.Certificate
 	sawKey := false
 	rest := data
@@ -120,9 +121,9 @@ func parseCertificates(data []byte, name, flag string) ([]*x509.Certificate, err
 		return chain, nil
 	}
 	if sawKey {
-		return nil, fmt.Errorf("sig: %s holds a private key but no certificate: did you swap --cert and --key?", name)
+		return nil, fmt.Errorf("sig: %s holds a private key but no certificate: are the certificate and key files swapped?", name)
 	}
-	return nil, fmt.Errorf("sig: no CERTIFICATE block in %s%s: pass a PEM certificate file with %s", name, derHint(data, "x509"), flag)
+	return nil, fmt.Errorf("sig: no CERTIFICATE block in %s%s: want a PEM file of certificates", name, derHint(data, "x509"))
 }
 
 // derHint recognises binary DER input and tells how to convert it.
@@ -154,7 +155,7 @@ func parsePrivateKey(data []byte, name string) (crypto.Signer, error) {
 			continue // e.g. EC PARAMETERS
 		}
 		if block.Type == "ENCRYPTED PRIVATE KEY" || block.Headers["Proc-Type"] != "" {
-			return nil, fmt.Errorf("sig: the private key in %s is encrypted: decrypt it with `openssl pkey -in KEY -out plain-key.pem` and pass that with --key", name)
+			return nil, fmt.Errorf("sig: the private key in %s is encrypted: decrypt it with `openssl pkey -in KEY -out plain-key.pem` and load that file", name)
 		}
 		key, err := decodeKey(block)
 		if err != nil {
@@ -163,9 +164,9 @@ func parsePrivateKey(data []byte, name string) (crypto.Signer, error) {
 		return key, nil
 	}
 	if sawCert {
-		return nil, fmt.Errorf("sig: %s holds a certificate but no private key: did you swap --cert and --key?", name)
+		return nil, fmt.Errorf("sig: %s holds a certificate but no private key: are the certificate and key files swapped?", name)
 	}
-	return nil, fmt.Errorf("sig: no PRIVATE KEY block in %s%s: pass the key file with --key", name, derHint(data, "pkey"))
+	return nil, fmt.Errorf("sig: no PRIVATE KEY block in %s%s: want a PEM file with the private key", name, derHint(data, "pkey"))
 }
 
 func decodeKey(block *pem.Block) (crypto.Signer, error) {
@@ -201,14 +202,14 @@ func decodeKey(block *pem.Block) (crypto.Signer, error) {
 	return signer, nil
 }
 
-// LoadCertPool reads every CERTIFICATE block of a PEM file (the --ca flag)
-// into a new pool.
+// LoadCertPool reads every CERTIFICATE block of a PEM file of trusted CA
+// certificates into a new pool.
 func LoadCertPool(pemFile string) (*x509.CertPool, error) {
 	data, err := os.ReadFile(pemFile)
 	if err != nil {
-		return nil, fmt.Errorf("sig: read CA file: %w: pass a PEM CA certificate file with --ca", err)
+		return nil, fmt.Errorf("sig: read CA certificates: %w", err)
 	}
-	certs, err := parseCertificates(data, pemFile, "--ca")
+	certs, err := parseCertificates(data, pemFile)
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,12 @@
 package tls13
 
 import (
+	"fmt"
+
 	"github.com/ztls-project/ztls/tls13/internal/kex"
 	"github.com/ztls-project/ztls/tls13/internal/sig"
 	"github.com/ztls-project/ztls/tls13/internal/suite"
+	"github.com/ztls-project/ztls/tls13/internal/wire"
 )
 
 // The codepoints a Config chooses among and a ConnectionState reports are
@@ -80,6 +83,59 @@ func GroupName[T ~uint16](id T) string { return CurveID(id).String() }
 // SignatureSchemeName returns the IANA name of a signature scheme: it is
 // SignatureScheme(id).String(), for a SignatureScheme or a plain uint16.
 func SignatureSchemeName[T ~uint16](id T) string { return SignatureScheme(id).String() }
+
+// PSKMode is a PSK key exchange mode (RFC 8446, Section 4.2.9: enum
+// PskKeyExchangeMode).
+type PSKMode uint8
+
+// PSK key exchange modes (RFC 8446, Section 4.2.9).
+const (
+	PSKModeKE    PSKMode = 0 // psk_ke: resumption without (EC)DHE, no forward secrecy
+	PSKModeDHEKE PSKMode = 1 // psk_dhe_ke: resumption with (EC)DHE
+)
+
+// String returns the mode's IANA name ("psk_dhe_ke"), or its codepoint in
+// hex for another.
+func (m PSKMode) String() string {
+	switch m {
+	case PSKModeKE:
+		return "psk_ke"
+	case PSKModeDHEKE:
+		return "psk_dhe_ke"
+	}
+	return fmt.Sprintf("0x%02x", uint8(m))
+}
+
+// offersMode reports whether a psk_key_exchange_modes list of the wire
+// holds m.
+func offersMode(modes []uint8, m PSKMode) bool { return contains(modes, uint8(m)) }
+
+// ExtensionType is a TLS extension's codepoint (RFC 8446, Section 4.2:
+// enum ExtensionType).
+type ExtensionType uint16
+
+// ExtensionZTLS is the ztls extension's codepoint unless
+// Config.ZTLSExtension moves it (docs/ztls-spec.md, Section 2): 0xFF5A, a
+// private-use value.
+const ExtensionZTLS ExtensionType = ExtensionType(wire.ExtZTLS)
+
+// String returns the name of an extension this package knows ("ztls",
+// "key_share"), or the codepoint in hex for another.
+func (t ExtensionType) String() string {
+	if wire.KnownExtension(uint16(t)) {
+		return wire.ExtensionName(uint16(t))
+	}
+	return fmt.Sprintf("0x%04x", uint16(t))
+}
+
+// wireModes converts PSK modes to the values of the wire.
+func wireModes(list []PSKMode) []uint8 {
+	out := make([]uint8, len(list))
+	for i, m := range list {
+		out[i] = uint8(m)
+	}
+	return out
+}
 
 // codepoints converts a list of named codepoints to the uint16 values of
 // the wire.

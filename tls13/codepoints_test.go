@@ -22,6 +22,12 @@ func TestCodepointsPrintTheirNames(t *testing.T) {
 		{Ed25519, "ed25519"},
 		{SignatureScheme(0x0808), "0x0808"},
 		{AlertHandshakeFailure, "handshake_failure"},
+		{PSKModeKE, "psk_ke"},
+		{PSKModeDHEKE, "psk_dhe_ke"},
+		{PSKMode(7), "0x07"},
+		{ExtensionZTLS, "ztls"},
+		{ExtensionType(0x0033), "key_share"},
+		{ExtensionType(0xfe77), "0xfe77"},
 	} {
 		if got := c.v.String(); got != c.want {
 			t.Errorf("%T(%d).String() = %q, want %q", c.v, c.v, got, c.want)

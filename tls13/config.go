@@ -107,12 +107,6 @@ const (
 	RequireAndVerifyClientCert
 )
 
-// PSK key exchange modes (RFC 8446, Section 4.2.9).
-const (
-	PSKModeKE    uint8 = 0 // psk_ke: resumption without (EC)DHE, no forward secrecy
-	PSKModeDHEKE uint8 = 1 // psk_dhe_ke: resumption with (EC)DHE
-)
-
 // A Config configures a client or a server. It may be shared by many
 // connections once passed to the engine and must not be changed after that.
 // The zero value is a usable client configuration with system roots.
@@ -218,7 +212,7 @@ type Config struct {
 	// too); nil means psk_dhe_ke only. Add PSKModeKE to allow resumption
 	// without a fresh key exchange (no forward secrecy for that
 	// connection beyond the ticket key's life).
-	PSKModes []uint8
+	PSKModes []PSKMode
 
 	// MaxEarlyData is the server's 0-RTT limit in bytes announced in its
 	// tickets; 0 means the server never accepts early data.
@@ -244,13 +238,13 @@ type Config struct {
 	Revocation *revocation.Checker
 
 	// ZTLSExtension is the codepoint of the ztls extension (docs/ztls-spec.md,
-	// Section 2); 0 means 0xFF5A, a private-use value. Clients and servers
+	// Section 2); 0 means ExtensionZTLS, 0xFF5A, a private-use value. Clients and servers
 	// must agree: to the other side the extension at any other codepoint
 	// is an unknown one (a server ignores it and rejects the early data;
 	// a client aborts on it). A codepoint this package gives another
 	// extension (ztls_bfe's 0xFF5B among them) is an error: Check reports
 	// it, and every handshake fails on it.
-	ZTLSExtension uint16
+	ZTLSExtension ExtensionType
 
 	// MiddleboxCompat turns on the middlebox compatibility mode of RFC
 	// 8446, Appendix D.4 (a legacy session ID and dummy ChangeCipherSpec
@@ -360,7 +354,7 @@ func (c *Config) Check() error {
 // be one no other extension of this package's has, or the two could not
 // be told apart on the wire.
 func (c *Config) ztlsCodepoint() (uint16, error) {
-	cp := c.ZTLSExtension
+	cp := uint16(c.ZTLSExtension)
 	if cp == 0 || cp == wire.ExtZTLS {
 		return wire.ExtZTLS, nil
 	}
@@ -456,11 +450,11 @@ func (c *Config) signatureSchemes() []uint16 {
 	return sig.SupportedForCertificateVerify()
 }
 
-func (c *Config) pskModes() []uint8 {
+func (c *Config) pskModes() []PSKMode {
 	if len(c.PSKModes) > 0 {
 		return c.PSKModes
 	}
-	return []uint8{PSKModeDHEKE}
+	return []PSKMode{PSKModeDHEKE}
 }
 
 func (c *Config) recordSizeLimit() int {

@@ -25,7 +25,7 @@ func TestConfigCheckZTLSExtension(t *testing.T) {
 		{wire.ExtCompressCertificate, []string{"compress_certificate"}},
 		{wire.ExtRenegotiationInfo, []string{"renegotiation_info"}},
 	} {
-		err := (&Config{ZTLSExtension: tc.cp}).Check()
+		err := (&Config{ZTLSExtension: ExtensionType(tc.cp)}).Check()
 		if tc.want == nil {
 			if err != nil {
 				t.Errorf("ZTLSExtension %#04x: %v", tc.cp, err)
@@ -44,7 +44,7 @@ func TestConfigCheckZTLSExtension(t *testing.T) {
 	}
 	// Every codepoint the engine gives a meaning to, and none other.
 	for cp := 1; cp <= 0xffff; cp++ {
-		err := (&Config{ZTLSExtension: uint16(cp)}).Check()
+		err := (&Config{ZTLSExtension: ExtensionType(cp)}).Check()
 		if clash := wire.KnownExtension(uint16(cp)) && uint16(cp) != wire.ExtZTLS; clash != (err != nil) {
 			t.Fatalf("ZTLSExtension %#04x: clash %v, Check %v", cp, clash, err)
 		}
@@ -52,7 +52,7 @@ func TestConfigCheckZTLSExtension(t *testing.T) {
 
 	p := getPKI(t, "ecdsa-p256")
 	cfg := serverConfig(p)
-	cfg.ZTLSExtension = wire.ExtZTLSBFE
+	cfg.ZTLSExtension = ExtensionType(wire.ExtZTLSBFE)
 	if ln, err := Listen("tcp", "127.0.0.1:0", cfg); err == nil || !strings.Contains(err.Error(), "ztls_bfe") {
 		if ln != nil {
 			ln.Close()

@@ -897,7 +897,7 @@ func transcriptRows(add func(conformanceRow)) {
 func keyScheduleRows(add func(conformanceRow)) {
 	pskKE := func(o *convOpts) {
 		o.resume = true
-		o.ccfg.PSKModes, o.scfg.PSKModes = []uint8{PSKModeKE}, []uint8{PSKModeKE}
+		o.ccfg.PSKModes, o.scfg.PSKModes = []PSKMode{PSKModeKE}, []PSKMode{PSKModeKE}
 	}
 	add(conformanceRow{id: "keyschedule/psk-ke-secrets", kind: kindMust, section: sec71, roles: bothRoles, setup: pskKE,
 		rule: "the key schedule from a PSK with no (EC)DHE (psk_ke: the 0-value in its place): binder, handshake and application traffic secrets and exporter secret as the peer derives them",

@@ -186,11 +186,11 @@ func TestSelfZeroRTTReplayRefused(t *testing.T) {
 func TestSelfPSKKE(t *testing.T) {
 	p := getPKI(t, "ecdsa-p256")
 	ccfg, scfg := clientConfig(p), serverConfig(p)
-	ccfg.PSKModes = []uint8{PSKModeKE}
-	scfg.PSKModes = []uint8{PSKModeKE, PSKModeDHEKE}
+	ccfg.PSKModes = []PSKMode{PSKModeKE}
+	scfg.PSKModes = []PSKMode{PSKModeKE, PSKModeDHEKE}
 	sess := firstTicket(t, ccfg, scfg)
 	ccfg2 := clientConfig(p)
-	ccfg2.PSKModes = []uint8{PSKModeKE}
+	ccfg2.PSKModes = []PSKMode{PSKModeKE}
 	ccfg2.ClientSessionCache = NewLRUClientSessionCache(1)
 	ccfg2.ClientSessionCache.Put("localhost", sess)
 	c, s, cerr, serr := pair(t, ccfg2, scfg)
@@ -211,16 +211,16 @@ func TestPSKModeServerPreference(t *testing.T) {
 	p := getPKI(t, "ecdsa-p256")
 	for _, tc := range []struct {
 		name   string
-		server []uint8
+		server []PSKMode
 		pskKE  bool
 	}{
-		{"server prefers a key exchange", []uint8{PSKModeDHEKE, PSKModeKE}, false},
-		{"server prefers psk_ke", []uint8{PSKModeKE, PSKModeDHEKE}, true},
+		{"server prefers a key exchange", []PSKMode{PSKModeDHEKE, PSKModeKE}, false},
+		{"server prefers psk_ke", []PSKMode{PSKModeKE, PSKModeDHEKE}, true},
 		{"server allows psk_dhe_ke only", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ccfg, scfg := clientConfig(p), serverConfig(p)
-			ccfg.PSKModes = []uint8{PSKModeKE, PSKModeDHEKE}
+			ccfg.PSKModes = []PSKMode{PSKModeKE, PSKModeDHEKE}
 			ccfg.ClientSessionCache = NewLRUClientSessionCache(1)
 			scfg.PSKModes = tc.server
 			firstTicket(t, ccfg, scfg)
@@ -244,9 +244,9 @@ func TestPSKModeServerPreference(t *testing.T) {
 func TestPSKKEOnlySendsNoKeyShare(t *testing.T) {
 	p := getPKI(t, "ecdsa-p256")
 	scfg := serverConfig(p)
-	scfg.PSKModes = []uint8{PSKModeKE, PSKModeDHEKE}
+	scfg.PSKModes = []PSKMode{PSKModeKE, PSKModeDHEKE}
 	ccfg := clientConfig(p)
-	ccfg.PSKModes = []uint8{PSKModeKE}
+	ccfg.PSKModes = []PSKMode{PSKModeKE}
 	ccfg.ClientSessionCache = NewLRUClientSessionCache(1)
 	var shares []int
 	ccfg.testHookClientHello = func(ch *wire.ClientHello) { shares = append(shares, len(ch.KeyShares)) }

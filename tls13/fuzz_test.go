@@ -115,7 +115,7 @@ func getFuzzEnv(t testing.TB) *fuzzEnv {
 		auth := server()
 		auth.ClientAuth, auth.ClientCAs = RequireAndVerifyClientCert, ed.pool()
 		pskKE := server()
-		pskKE.PSKModes = []uint8{PSKModeKE, PSKModeDHEKE}
+		pskKE.PSKModes = []PSKMode{PSKModeKE, PSKModeDHEKE}
 		p256First := server()
 		p256First.Groups = []CurveID{P256, X25519}
 		env.servers = []*Config{plain, auth, pskKE, p256First}
@@ -133,7 +133,7 @@ func getFuzzEnv(t testing.TB) *fuzzEnv {
 		c2 := client()
 		c2.MiddleboxCompat = true
 		c3 := client()
-		c3.PSKModes = []uint8{PSKModeKE, PSKModeDHEKE}
+		c3.PSKModes = []PSKMode{PSKModeKE, PSKModeDHEKE}
 		env.clients = []*Config{c0, c1, c2, c3}
 		theFuzzEnv = env
 	})

@@ -134,7 +134,7 @@ func (e *engine) newClientHello(z *ZDataOffer) (*clientHelloParams, error) {
 		p.zprepared = z.Prepared.take(z)
 	}
 	if !cfg.SessionTicketsDisabled {
-		ch.PSKModes = cfg.pskModes()
+		ch.PSKModes = wireModes(cfg.pskModes())
 	}
 	ext, err := cfg.certCompressionExtension()
 	if err != nil {
@@ -210,8 +210,8 @@ func (e *engine) sendClientHello(p *clientHelloParams) error {
 		age := uint32(e.cfg.now().Sub(p.session.ReceivedAt) / time.Millisecond)
 		ch.PSKIdentities = []wire.PSKIdentity{{Identity: p.session.Ticket, ObfuscatedTicketAge: age + p.session.AgeAdd}}
 		ch.PSKBinders = [][]byte{make([]byte, s.Hash.Size())}
-		if !contains(ch.PSKModes, PSKModeDHEKE) && !contains(ch.PSKModes, PSKModeKE) {
-			ch.PSKModes = []uint8{PSKModeDHEKE}
+		if !offersMode(ch.PSKModes, PSKModeDHEKE) && !offersMode(ch.PSKModes, PSKModeKE) {
+			ch.PSKModes = []uint8{uint8(PSKModeDHEKE)}
 		}
 	}
 	cp, err := e.cfg.ztlsCodepoint()
@@ -425,7 +425,7 @@ func (k *clientKeys) checkSelectedPSK(sh *wire.ServerHello, s *suite.Suite) erro
 func (e *engine) readServerKeyShare(k *clientKeys, sh *wire.ServerHello) ([]byte, error) {
 	p := k.p
 	if !sh.HasKeyShare {
-		if !k.resumed || !contains(p.hello.PSKModes, PSKModeKE) {
+		if !k.resumed || !offersMode(p.hello.PSKModes, PSKModeKE) {
 			return nil, errorf(AlertMissingExtension, "ServerHello without key_share")
 		}
 		return nil, nil

@@ -26,6 +26,7 @@ import (
 	"crypto/x509"
 	"encoding/binary"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/ztls-project/ztls/tls13/internal/kex"
@@ -72,7 +73,7 @@ type serverHandshake struct {
 	hrrGroup uint16 // the group a HelloRetryRequest would ask for (0: none)
 	psk      []byte
 	pskIndex int
-	pskMode  uint8
+	pskMode  PSKMode
 	ticket   *sessionTicket
 	// A resumed ticket's client chain, re-checked (resumeClientChain).
 	clientCerts  []*x509.Certificate
@@ -397,7 +398,7 @@ func (hs *serverHandshake) choosePSK() error {
 	// (psk_dhe_ke only with a key share to answer).
 	hs.pskMode = 0xff
 	for _, m := range cfg.pskModes() {
-		if contains(ch.PSKModes, m) && (m == PSKModeKE || m == PSKModeDHEKE && hs.group != 0) {
+		if offersMode(ch.PSKModes, m) && (m == PSKModeKE || m == PSKModeDHEKE && hs.group != 0) {
 			hs.pskMode = m
 			break
 		}
@@ -986,7 +987,7 @@ func (s *serverExpectClientFinished) handle(e *engine, typ uint8, msg []byte) (s
 	e.info.HandshakeComplete = true
 	e.event(EventPeerFinished)
 	e.event(EventHandshakeDone)
-	if !e.cfg.SessionTicketsDisabled && len(intersect(k.pskModes, e.cfg.pskModes())) > 0 {
+	if !e.cfg.SessionTicketsDisabled && slices.ContainsFunc(e.cfg.pskModes(), func(m PSKMode) bool { return offersMode(k.pskModes, m) }) {
 		if err := next.sendSessionTicket(e); err != nil {
 			return nil, err
 		}

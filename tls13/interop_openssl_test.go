@@ -300,7 +300,7 @@ func TestOpenSSLResumption(t *testing.T) {
 		t.Parallel()
 		srv := opensslServer(t, f, "-allow_no_dhe_kex")
 		cfg := clientConfig(f.p)
-		cfg.PSKModes = []uint8{PSKModeKE}
+		cfg.PSKModes = []PSKMode{PSKModeKE}
 		cfg.ClientSessionCache = NewLRUClientSessionCache(4)
 		for i := range 2 {
 			c := srv.mustDialZTLS(t, cfg)

@@ -137,7 +137,7 @@ func TestTicketKeysIdleServerDropsExpiredKey(t *testing.T) {
 	keys := NewTicketKeys(time.Hour, nil)
 	scfg := serverConfig(p)
 	scfg.TicketKeys = keys
-	scfg.PSKModes = []uint8{PSKModeKE, PSKModeDHEKE}
+	scfg.PSKModes = []PSKMode{PSKModeKE, PSKModeDHEKE}
 	scfg.Time = func() time.Time { return time.Unix(0, serverNow.Load()) }
 	life := scfg.ticketLifetime() // the default, 24 hours
 	limit := t0.Add(time.Hour + life)
@@ -147,7 +147,7 @@ func TestTicketKeysIdleServerDropsExpiredKey(t *testing.T) {
 	connect := func(sess *ClientSession) (bool, *ClientSession) {
 		t.Helper()
 		ccfg := clientConfig(p)
-		ccfg.PSKModes = []uint8{PSKModeKE, PSKModeDHEKE}
+		ccfg.PSKModes = []PSKMode{PSKModeKE, PSKModeDHEKE}
 		ccfg.Time = func() time.Time { return t0 }
 		ccfg.ClientSessionCache = NewLRUClientSessionCache(1)
 		if sess != nil {

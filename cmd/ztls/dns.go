@@ -587,7 +587,7 @@ func dotEngineConfig(f *dnsServeFlags) *tls13.Config {
 	}
 	cfg := &tls13.Config{NextProtos: []string{"dot"}, TicketKeys: tls13.NewTicketKeys(time.Hour, nil)}
 	if f.pskKE {
-		cfg.PSKModes = []uint8{tls13.PSKModeKE, tls13.PSKModeDHEKE}
+		cfg.PSKModes = []tls13.PSKMode{tls13.PSKModeKE, tls13.PSKModeDHEKE}
 	}
 	return cfg
 }

@@ -166,7 +166,7 @@ func (f *tlsFlags) config(server bool) (*tls13.Config, error) {
 		cfg.KeyShareGroups = cfg.Groups[:1]
 	}
 	if f.pskKE {
-		cfg.PSKModes = []uint8{tls13.PSKModeDHEKE, tls13.PSKModeKE}
+		cfg.PSKModes = []tls13.PSKMode{tls13.PSKModeDHEKE, tls13.PSKModeKE}
 	}
 	if len(f.crls) > 0 {
 		rev, err := revocation.Load(f.crls...)
@@ -182,10 +182,10 @@ func (f *tlsFlags) config(server bool) (*tls13.Config, error) {
 		}
 		// Another extension's codepoint (ztls_bfe's 0xff5b, key_share's)
 		// would fail every handshake: refused now, naming both.
-		if err := (&tls13.Config{ZTLSExtension: uint16(v)}).Check(); err != nil {
+		if err := (&tls13.Config{ZTLSExtension: tls13.ExtensionType(v)}).Check(); err != nil {
 			return nil, fmt.Errorf("--ztls-codepoint %s: %w", f.ztlsExt, err)
 		}
-		cfg.ZTLSExtension = uint16(v)
+		cfg.ZTLSExtension = tls13.ExtensionType(v)
 	}
 	if f.cert != "" || f.key != "" {
 		if f.cert == "" || f.key == "" {

@@ -31,7 +31,7 @@ func TestZTLSCodepointFlag(t *testing.T) {
 			}
 		}
 		cfg, err := f.config(false)
-		if err != nil || cfg.ZTLSExtension != want {
+		if err != nil || uint16(cfg.ZTLSExtension) != want {
 			t.Fatalf("--ztls-codepoint %q: %v, %#x", in, err, cfg.ZTLSExtension)
 		}
 	}

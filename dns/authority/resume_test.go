@@ -39,12 +39,12 @@ func TestDoTResumptionPSKKE(t *testing.T) {
 	a, clientCfg := startServer(t, s)
 	for _, tc := range []struct {
 		name  string
-		modes []uint8
+		modes []tls13.PSKMode
 		group bool // a key exchange on resumption
 	}{
-		{"psk_ke", []uint8{tls13.PSKModeKE}, false},
-		{"psk_ke preferred", []uint8{tls13.PSKModeKE, tls13.PSKModeDHEKE}, false},
-		{"psk_dhe_ke", []uint8{tls13.PSKModeDHEKE}, true},
+		{"psk_ke", []tls13.PSKMode{tls13.PSKModeKE}, false},
+		{"psk_ke preferred", []tls13.PSKMode{tls13.PSKModeKE, tls13.PSKModeDHEKE}, false},
+		{"psk_dhe_ke", []tls13.PSKMode{tls13.PSKModeDHEKE}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := ztlsClientConfig(clientCfg, nil)
@@ -148,7 +148,7 @@ func BenchmarkDoTReconnect(b *testing.B) {
 				}
 				zcfg := ztlsClientConfig(cfg, groups)
 				if bc.pskKE {
-					zcfg.PSKModes = []uint8{tls13.PSKModeKE}
+					zcfg.PSKModes = []tls13.PSKMode{tls13.PSKModeKE}
 				}
 				if !bc.resume {
 					zcfg.ClientSessionCache = nil

@@ -42,7 +42,7 @@ func ztlsServerConfig(cert tls.Certificate) *tls13.Config {
 	return &tls13.Config{
 		Certificates: []tls13.Certificate{{Chain: cert.Certificate, PrivateKey: cert.PrivateKey.(crypto.Signer), Leaf: cert.Leaf}},
 		TicketKeys:   tls13.NewTicketKeys(time.Hour, nil),
-		PSKModes:     []uint8{tls13.PSKModeKE, tls13.PSKModeDHEKE},
+		PSKModes:     []tls13.PSKMode{tls13.PSKModeKE, tls13.PSKModeDHEKE},
 	}
 }
 

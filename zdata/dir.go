@@ -35,18 +35,18 @@ const (
 // and key are, and the record options. Durations use Go syntax ("1h",
 // "10s"); zero values take the Options defaults.
 type ServiceConfig struct {
-	Host         string   `json:"host"`
-	Port         int      `json:"port"`
-	Cert         string   `json:"cert"` // PEM chain, leaf first; relative to DIR or absolute
-	Key          string   `json:"key"`  // PEM private key; relative to DIR or absolute
-	Group        uint16   `json:"group,omitempty"`
-	MaxEarlyData uint32   `json:"max_early_data,omitempty"`
-	ALPN         string   `json:"alpn,omitempty"`
-	NSC          []string `json:"nsc,omitempty"` // 4 hex digits each, e.g. "1303"
-	ClientCert   bool     `json:"client_cert,omitempty"`
-	Validity     string   `json:"validity,omitempty"`
-	LeadTime     string   `json:"lead_time,omitempty"`
-	Window       string   `json:"window,omitempty"`
+	Host         string        `json:"host"`
+	Port         int           `json:"port"`
+	Cert         string        `json:"cert"` // PEM chain, leaf first; relative to DIR or absolute
+	Key          string        `json:"key"`  // PEM private key; relative to DIR or absolute
+	Group        tls13.CurveID `json:"group,omitempty"`
+	MaxEarlyData uint32        `json:"max_early_data,omitempty"`
+	ALPN         string        `json:"alpn,omitempty"`
+	NSC          []string      `json:"nsc,omitempty"` // 4 hex digits each, e.g. "1303"
+	ClientCert   bool          `json:"client_cert,omitempty"`
+	Validity     string        `json:"validity,omitempty"`
+	LeadTime     string        `json:"lead_time,omitempty"`
+	Window       string        `json:"window,omitempty"`
 	// BFEConnections, BFEFalsePositiveRate and BFESizing size the BFE key
 	// of each period (docs/ztls-spec.md, Section 7); 0 connections: no
 	// BFE.

@@ -4,10 +4,12 @@ import (
 	"crypto/ecdh"
 	"crypto/subtle"
 	"fmt"
+
+	"github.com/ztls-project/ztls/tls13"
 )
 
 // Curve returns the crypto/ecdh curve of a ztls v1 group.
-func Curve(group uint16) (ecdh.Curve, error) {
+func Curve(group tls13.CurveID) (ecdh.Curve, error) {
 	switch group {
 	case GroupX25519:
 		return ecdh.X25519(), nil
@@ -64,7 +66,7 @@ func x25519LowOrder(share []byte) bool {
 // (docs/ztls-spec.md, Section 3, key hygiene): a secp256r1 share must be an
 // uncompressed point on the curve (RFC 8446, Section 4.2.8.2); an x25519
 // share must be 32 bytes and not of small order (RFC 8446, Section 7.4.2).
-func ValidateShare(group uint16, share []byte) error {
+func ValidateShare(group tls13.CurveID, share []byte) error {
 	curve, err := Curve(group)
 	if err != nil {
 		return err

@@ -87,7 +87,7 @@ func txtOf(keys ...*Key) [][]string {
 }
 
 // clientSecret is the client's side of ZS for a record's share.
-func clientSecret(t testing.TB, group uint16, share []byte) (ours []byte, secret []byte) {
+func clientSecret(t testing.TB, group tls13.CurveID, share []byte) (ours []byte, secret []byte) {
 	t.Helper()
 	curve, err := Curve(group)
 	if err != nil {

@@ -159,7 +159,7 @@ func (k *Keyring) LookupZData(id uint32, hash [32]byte, now time.Time) *tls13.ZD
 		Hash:         hash,
 		Decapsulate:  decapsulate,
 		Host:         r.Host,
-		Group:        tls13.CurveID(r.Group),
+		Group:        r.Group,
 		MaxEarlyData: r.MaxEarlyData,
 		ALPN:         r.ALPN,
 		NotBefore:    r.NotBefore,

@@ -17,15 +17,16 @@ import (
 	"github.com/ztls-project/ztls/tls13"
 )
 
-// Groups and signature schemes ztls v1 allows (docs/ztls-spec.md, Section 1).
+// Groups and signature schemes ztls v1 allows (docs/ztls-spec.md, Section
+// 1): tls13's named codepoints, which print their IANA names.
 const (
-	GroupX25519    uint16 = 29 // RFC 8446, Section 4.2.7: x25519
-	GroupSecp256r1 uint16 = 23 // RFC 8446, Section 4.2.7: secp256r1
+	GroupX25519    = tls13.X25519 // 29 x25519
+	GroupSecp256r1 = tls13.P256   // 23 secp256r1
 
-	SchemeRSAPSSSHA256    uint16 = 0x0804 // 2052 rsa_pss_rsae_sha256
-	SchemeECDSAP256SHA256 uint16 = 0x0403 // 1027 ecdsa_secp256r1_sha256
-	SchemeECDSAP384SHA384 uint16 = 0x0503 // 1283 ecdsa_secp384r1_sha384
-	SchemeEd25519         uint16 = 0x0807 // 2055 ed25519
+	SchemeRSAPSSSHA256    = tls13.PSSWithSHA256          // 2052 rsa_pss_rsae_sha256
+	SchemeECDSAP256SHA256 = tls13.ECDSAWithP256AndSHA256 // 1027 ecdsa_secp256r1_sha256
+	SchemeECDSAP384SHA384 = tls13.ECDSAWithP384AndSHA384 // 1283 ecdsa_secp384r1_sha384
+	SchemeEd25519         = tls13.Ed25519                // 2055 ed25519
 )
 
 // MaxValidity is the longest window from not-before to not-after a client
@@ -62,7 +63,7 @@ type Record struct {
 	NotAfter     time.Time // UTC, second precision
 	MaxEarlyData uint32
 	ID           uint32
-	Group        uint16
+	Group        tls13.CurveID
 	KeyShare     []byte   // raw TLS key_exchange bytes for Group
 	NSC          []uint16 // cipher suites the server does not support
 	ALPN         string   // the early-data ALPN protocol; "" means none
@@ -73,7 +74,7 @@ type Record struct {
 	// only a V2 record carries it.
 	BFE        []byte
 	ClientCert bool // the server sends CertificateRequest
-	Scheme     uint16
+	Scheme     tls13.SignatureScheme
 	Signature  []byte
 	LeafHash   [32]byte // SHA-256 of the TLSA leaf DER
 
@@ -306,7 +307,7 @@ func (r *Record) Offer(leaf *x509.Certificate) *tls13.ZDataOffer {
 func (r *Record) FillOffer(z *tls13.ZDataOffer) {
 	z.ID = r.ID
 	z.Hash = r.ZDataHash()
-	z.Group = tls13.CurveID(r.Group)
+	z.Group = r.Group
 	z.Share = append([]byte(nil), r.KeyShare...)
 	z.MaxEarlyData = r.MaxEarlyData
 	z.ALPN = r.ALPN
@@ -356,7 +357,7 @@ func (r *Record) Clone() *Record {
 // k pairings leave the first flight's path too (docs/ztls-spec.md,
 // Section 7.2). The result serves one handshake.
 func (r *Record) Prepare(ks *tls13.ZDataKeyShare) *tls13.ZDataPrepared {
-	p := ks.Prepare(tls13.CurveID(r.Group), r.KeyShare, nil)
+	p := ks.Prepare(r.Group, r.KeyShare, nil)
 	if pk := r.BFEPublicKey(); pk != nil {
 		// On error the engine encapsulates itself when it sends.
 		_ = p.EncapsulateBFE(pk, nil)

@@ -27,7 +27,7 @@ const DefaultMaxEarlyData = 16384
 // one-hour records, the next record always held one period ahead, and a
 // 10 s freshness window.
 type Options struct {
-	Group        uint16        // GroupX25519 (0) or GroupSecp256r1
+	Group        tls13.CurveID // GroupX25519 (0) or GroupSecp256r1
 	MaxEarlyData uint32        // 0: DefaultMaxEarlyData
 	ALPN         string        // early-data ALPN protocol; "" for none
 	NSC          []uint16      // cipher suites the server does not support
@@ -234,7 +234,7 @@ func EpochID(epoch int64) uint32 { return uint32(epoch) }
 // every server with the same seed derives the same key and no key serves
 // two services, epochs or groups. For secp256r1 a derived value outside
 // [1, n-1] is skipped with a counter in the info.
-func DeriveKey(seed []byte, host string, port int, epoch int64, group uint16) (*ecdh.PrivateKey, error) {
+func DeriveKey(seed []byte, host string, port int, epoch int64, group tls13.CurveID) (*ecdh.PrivateKey, error) {
 	if len(seed) == 0 {
 		return nil, errors.New("zdata: empty fleet seed")
 	}
@@ -248,7 +248,7 @@ func DeriveKey(seed []byte, host string, port int, epoch int64, group uint16) (*
 	info = append(info, h...)
 	info = binary.BigEndian.AppendUint16(info, uint16(port))
 	info = binary.BigEndian.AppendUint64(info, uint64(epoch))
-	info = binary.BigEndian.AppendUint16(info, group)
+	info = binary.BigEndian.AppendUint16(info, uint16(group))
 	for counter := 0; counter < 256; counter++ {
 		b, err := hkdf.Key(sha256.New, seed, []byte("ztls v1 fleet"), string(append(info, byte(counter))), 32)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ztls-project/ztls/internal/clock"
+	"github.com/ztls-project/ztls/tls13"
 
 	"github.com/miekg/dns"
 
@@ -70,7 +71,7 @@ func TestKeyringLookup(t *testing.T) {
 }
 
 func TestKeyringECDHRejectsBadShares(t *testing.T) {
-	for _, group := range []uint16{GroupX25519, GroupSecp256r1} {
+	for _, group := range []tls13.CurveID{GroupX25519, GroupSecp256r1} {
 		f := newFixture(t, "ecdsa-p256", Options{Group: group}, nil)
 		k := f.issue(t, t0)
 		f.svc.Keyring.Add(k)
@@ -105,7 +106,7 @@ func TestFleetAgrees(t *testing.T) {
 	for _, keyType := range []string{"ecdsa-p256", "ed25519"} {
 		leaf := ca.Issue(t, testpki.LeafOpts{KeyType: keyType, DNSNames: []string{testHost}})
 		seed := bytes.Repeat([]byte{7}, 32)
-		for _, group := range []uint16{GroupX25519, GroupSecp256r1} {
+		for _, group := range []tls13.CurveID{GroupX25519, GroupSecp256r1} {
 			a := newFixtureWith(t, ca, leaf, Options{Group: group, ALPN: "h2"}, seed)
 			b := newFixtureWith(t, ca, leaf, Options{Group: group, ALPN: "h2"}, append([]byte(nil), seed...))
 			epoch := EpochOf(t0)

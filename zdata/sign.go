@@ -13,11 +13,13 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/ztls-project/ztls/tls13"
 )
 
 // SchemeFor picks the signature scheme for a leaf public key: ECDSA P-256
 // and P-384, Ed25519, and RSA keys with RSA-PSS (never rsa_pkcs1).
-func SchemeFor(pub crypto.PublicKey) (uint16, error) {
+func SchemeFor(pub crypto.PublicKey) (tls13.SignatureScheme, error) {
 	switch k := pub.(type) {
 	case *ecdsa.PublicKey:
 		switch k.Curve {
@@ -36,7 +38,7 @@ func SchemeFor(pub crypto.PublicKey) (uint16, error) {
 }
 
 // KnownScheme reports whether ztls v1 allows scheme.
-func KnownScheme(scheme uint16) bool {
+func KnownScheme(scheme tls13.SignatureScheme) bool {
 	switch scheme {
 	case SchemeRSAPSSSHA256, SchemeECDSAP256SHA256, SchemeECDSAP384SHA384, SchemeEd25519:
 		return true
@@ -45,9 +47,9 @@ func KnownScheme(scheme uint16) bool {
 }
 
 // KnownGroup reports whether ztls v1 allows group.
-func KnownGroup(group uint16) bool { return rawShareLen(group) != 0 }
+func KnownGroup(group tls13.CurveID) bool { return rawShareLen(group) != 0 }
 
-func digest(scheme uint16, msg []byte) (crypto.Hash, []byte) {
+func digest(scheme tls13.SignatureScheme, msg []byte) (crypto.Hash, []byte) {
 	switch scheme {
 	case SchemeECDSAP384SHA384:
 		h := sha512.Sum384(msg)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ztls-project/ztls/bfe"
+	"github.com/ztls-project/ztls/tls13"
 )
 
 // maxString is the longest DNS character-string (RFC 1035, Section 3.3).
@@ -117,7 +118,7 @@ func ParseTXT(strs []string) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.MaxEarlyData, r.ID, r.Group = uint32(med), uint32(id), uint16(group)
+	r.MaxEarlyData, r.ID, r.Group = uint32(med), uint32(id), tls13.CurveID(group)
 	if r.KeyShare, err = parseShare(r.Group, fs[6]); err != nil {
 		return nil, err
 	}
@@ -160,7 +161,7 @@ func ParseTXT(strs []string) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.Scheme = uint16(scheme)
+	r.Scheme = tls13.SignatureScheme(scheme)
 	p.raw[fScheme] = fs[i]
 	i++
 	sig := strings.Join(fs[i:], "")
@@ -271,7 +272,7 @@ var (
 
 // rawShareLen is the key_exchange length of a group (RFC 8446, Section
 // 4.2.8.2), 0 for groups ztls v1 does not know.
-func rawShareLen(group uint16) int {
+func rawShareLen(group tls13.CurveID) int {
 	switch group {
 	case GroupX25519:
 		return 32
@@ -281,7 +282,7 @@ func rawShareLen(group uint16) int {
 	return 0
 }
 
-func parseShare(group uint16, s string) ([]byte, error) {
+func parseShare(group tls13.CurveID, s string) ([]byte, error) {
 	b, err := base64.StdEncoding.Strict().DecodeString(s)
 	if err != nil {
 		return nil, syntaxErr("key share", "bad base64: %v", err)
@@ -305,7 +306,7 @@ func parseShare(group uint16, s string) ([]byte, error) {
 
 // shareFromSPKI extracts the raw key from a DER SubjectPublicKeyInfo
 // (RFC 5280, Section 4.1.2.7) whose algorithm matches group.
-func shareFromSPKI(group uint16, der []byte) ([]byte, error) {
+func shareFromSPKI(group tls13.CurveID, der []byte) ([]byte, error) {
 	var spki struct {
 		Algorithm struct {
 			Algorithm  asn1.ObjectIdentifier

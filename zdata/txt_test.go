@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ztls-project/ztls/internal/clock"
+	"github.com/ztls-project/ztls/tls13"
 )
 
 // t0 is a recent instant: the test CA is only valid from an hour ago.
@@ -65,7 +66,7 @@ func TestTXTRoundTrip(t *testing.T) {
 				if got.ZDataHash() != k.Record.ZDataHash() {
 					t.Fatal("zdata_hash differs after round trip")
 				}
-				wantScheme := map[string]uint16{"ecdsa-p256": 1027, "ecdsa-p384": 1283, "ed25519": 2055, "rsa2048": 2052}[keyType]
+				wantScheme := map[string]tls13.SignatureScheme{"ecdsa-p256": 1027, "ecdsa-p384": 1283, "ed25519": 2055, "rsa2048": 2052}[keyType]
 				if got.Scheme != wantScheme {
 					t.Fatalf("scheme %d, want %d", got.Scheme, wantScheme)
 				}
@@ -104,7 +105,7 @@ func TestParseTXTAccepts(t *testing.T) {
 // as published (lower-case z, upper-case hex, DER share), not a
 // re-encoding.
 func TestPublishedFormIsSigned(t *testing.T) {
-	for _, group := range []uint16{GroupX25519, GroupSecp256r1} {
+	for _, group := range []tls13.CurveID{GroupX25519, GroupSecp256r1} {
 		f := newFixture(t, "ecdsa-p256", Options{Group: group, NSC: []uint16{0x00ff}, ALPN: "h2"}, nil)
 		k := f.issue(t, t0)
 		pub, err := Curve(group)

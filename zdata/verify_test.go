@@ -16,6 +16,7 @@ import (
 
 	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 	"github.com/ztls-project/ztls/revocation"
+	"github.com/ztls-project/ztls/tls13"
 )
 
 // forceSign signs r as it stands, bypassing Sign's checks, so tests can
@@ -33,7 +34,7 @@ func forceSign(t *testing.T, r *Record, l *testpki.Leaf, host string, port int) 
 }
 
 func TestSignEachScheme(t *testing.T) {
-	for keyType, scheme := range map[string]uint16{"ecdsa-p256": 1027, "ecdsa-p384": 1283, "ed25519": 2055, "rsa2048": 2052} {
+	for keyType, scheme := range map[string]tls13.SignatureScheme{"ecdsa-p256": 1027, "ecdsa-p384": 1283, "ed25519": 2055, "rsa2048": 2052} {
 		t.Run(keyType, func(t *testing.T) {
 			f := newFixture(t, keyType, Options{}, nil)
 			k := f.issue(t, t0)
@@ -391,7 +392,7 @@ func TestOffer(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := r.Offer(leaf)
-	if o.ID != k.Record.ID || o.Hash != k.Record.ZDataHash() || uint16(o.Group) != GroupX25519 || string(o.Share) != string(k.Record.KeyShare) ||
+	if o.ID != k.Record.ID || o.Hash != k.Record.ZDataHash() || o.Group != GroupX25519 || string(o.Share) != string(k.Record.KeyShare) ||
 		o.MaxEarlyData != 4096 || o.ALPN != "h2" || len(o.NSC) != 1 || o.NSC[0] != 0x1303 || o.Leaf != leaf {
 		t.Fatalf("offer %+v", o)
 	}
@@ -401,7 +402,7 @@ func TestOffer(t *testing.T) {
 	if zk == nil || zk.Host != testHost {
 		t.Fatal("keyring does not find the offered record")
 	}
-	ours, want := clientSecret(t, uint16(o.Group), o.Share)
+	ours, want := clientSecret(t, o.Group, o.Share)
 	got, err := zk.ECDH(ours)
 	if err != nil || string(got) != string(want) {
 		t.Fatalf("server ZS differs from client ZS: %v", err)

@@ -18,6 +18,7 @@ import (
 	"github.com/ztls-project/ztls/dns/publish"
 	"github.com/ztls-project/ztls/dns/resolver"
 	"github.com/ztls-project/ztls/internal/clock"
+	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
 	"github.com/ztls-project/ztls/zdata"
 )
@@ -587,7 +588,7 @@ func printLines(w io.Writer, lines []string) {
 	}
 }
 
-func parseZGroup(s string) (uint16, error) {
+func parseZGroup(s string) (tls13.CurveID, error) {
 	switch strings.ToLower(s) {
 	case "", "x25519":
 		return zdata.GroupX25519, nil
@@ -597,7 +598,7 @@ func parseZGroup(s string) (uint16, error) {
 	return 0, fmt.Errorf("--group: want x25519 or secp256r1 (ztls v1 allows only these), got %q", s)
 }
 
-func zGroupName(g uint16) string {
+func zGroupName(g tls13.CurveID) string {
 	if g == zdata.GroupSecp256r1 {
 		return "secp256r1"
 	}

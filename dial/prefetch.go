@@ -387,7 +387,7 @@ func (f *prefetcher) checkZData() {
 	v.inter = f.checked[leaf]
 	f.mu.Unlock()
 	f.exp.cap(rec.NotAfter, "Z-data not_after")
-	p.ZData = &PrefetchedZData{ID: rec.ID, Group: tls13.GroupName(rec.Group), NotBefore: rec.NotBefore, NotAfter: rec.NotAfter}
+	p.ZData = &PrefetchedZData{ID: rec.ID, Group: rec.Group.String(), NotBefore: rec.NotBefore, NotAfter: rec.NotAfter}
 	p.ChainFrom = "zdata"
 	v.prepared = rec.Prepare(nil)
 	p.Precomputed = v.prepared.Public() != nil

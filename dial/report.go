@@ -113,15 +113,15 @@ func ms(d time.Duration) float64 { return math.Round(float64(d.Microseconds())) 
 func (r *Report) fillTLS(st tls13.ConnectionState) {
 	r.TLS = TLSReport{
 		Version:     "TLS 1.3",
-		CipherSuite: tls13.CipherSuiteName(st.CipherSuite),
+		CipherSuite: st.CipherSuite.String(),
 		Resumed:     st.DidResume,
 		ALPN:        st.NegotiatedProtocol,
 	}
 	if st.Group != 0 {
-		r.TLS.Group = tls13.GroupName(st.Group)
+		r.TLS.Group = st.Group.String()
 	}
 	if st.SignatureScheme != 0 {
-		r.TLS.Signature = tls13.SignatureSchemeName(st.SignatureScheme)
+		r.TLS.Signature = st.SignatureScheme.String()
 	}
 	r.TLS.CertificateFromDNS = st.CertificateOmitted
 	if st.CertificateCompression != 0 {

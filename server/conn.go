@@ -143,7 +143,7 @@ func Describe(st tls13.ConnectionState) string {
 	case st.DidResume:
 		mode = "resumed"
 	}
-	return fmt.Sprintf("%s, %s, %s", mode, tls13.CipherSuiteName(st.CipherSuite), tls13.GroupName(st.Group))
+	return fmt.Sprintf("%s, %s, %s", mode, st.CipherSuite.String(), st.Group.String())
 }
 
 // askedRetry reports whether the handshake took a HelloRetryRequest.

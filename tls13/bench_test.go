@@ -244,7 +244,7 @@ func checkGoState(b *testing.B, c *tls.Conn, suite CipherSuite, group CurveID, r
 
 func checkZtlsState(b *testing.B, st ConnectionState, suite CipherSuite, group CurveID, resumed bool) {
 	if st.CipherSuite != suite || st.Group != group || st.DidResume != resumed {
-		b.Fatalf("ztls negotiated %s/%s resumed=%v", CipherSuiteName(st.CipherSuite), GroupName(st.Group), st.DidResume)
+		b.Fatalf("ztls negotiated %s/%s resumed=%v", st.CipherSuite.String(), st.Group.String(), st.DidResume)
 	}
 }
 
@@ -453,7 +453,7 @@ func BenchmarkBulk(b *testing.B) {
 				b.Fatal(err)
 			}
 			if got := cc.(*Conn).ConnectionState().CipherSuite; got != s.id {
-				b.Fatalf("negotiated %s", CipherSuiteName(got))
+				b.Fatalf("negotiated %s", got.String())
 			}
 			benchBulk(b, cc, sc)
 		})
@@ -466,7 +466,7 @@ func BenchmarkBulk(b *testing.B) {
 				b.Fatal(err)
 			}
 			if cli.info.CipherSuite != s.id {
-				b.Fatalf("negotiated %s", CipherSuiteName(cli.info.CipherSuite))
+				b.Fatalf("negotiated %s", cli.info.CipherSuite.String())
 			}
 			benchEngineBulk(b, cli, srv)
 		})
@@ -576,7 +576,7 @@ func TestSteadyStateNoAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 		if cli.info.CipherSuite != s.id {
-			t.Fatalf("negotiated %s, want %s", CipherSuiteName(cli.info.CipherSuite), s.name)
+			t.Fatalf("negotiated %s, want %s", cli.info.CipherSuite.String(), s.name)
 		}
 		msg, buf := make([]byte, bulkChunk), make([]byte, bulkChunk)
 		for _, dir := range []struct {

@@ -72,18 +72,6 @@ const (
 // its codepoint in hex for a scheme this package does not implement.
 func (s SignatureScheme) String() string { return sig.Name(uint16(s)) }
 
-// CipherSuiteName returns the IANA name of a TLS 1.3 cipher suite: it is
-// CipherSuite(id).String(), for a CipherSuite or a plain uint16.
-func CipherSuiteName[T ~uint16](id T) string { return CipherSuite(id).String() }
-
-// GroupName returns the IANA name of a named group: it is
-// CurveID(id).String(), for a CurveID or a plain uint16.
-func GroupName[T ~uint16](id T) string { return CurveID(id).String() }
-
-// SignatureSchemeName returns the IANA name of a signature scheme: it is
-// SignatureScheme(id).String(), for a SignatureScheme or a plain uint16.
-func SignatureSchemeName[T ~uint16](id T) string { return SignatureScheme(id).String() }
-
 // PSKMode is a PSK key exchange mode (RFC 8446, Section 4.2.9: enum
 // PskKeyExchangeMode).
 type PSKMode uint8

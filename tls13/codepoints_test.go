@@ -36,9 +36,4 @@ func TestCodepointsPrintTheirNames(t *testing.T) {
 			t.Errorf("fmt.Sprint = %q, want %q", got, c.want)
 		}
 	}
-	// The Name functions take the named types and plain uint16 alike.
-	if GroupName(X25519) != "x25519" || GroupName(uint16(0x1d)) != "x25519" ||
-		CipherSuiteName(uint16(0x1302)) != "TLS_AES_256_GCM_SHA384" || SignatureSchemeName(Ed25519) != "ed25519" {
-		t.Error("a Name function disagrees with String")
-	}
 }

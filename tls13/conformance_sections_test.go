@@ -1216,7 +1216,7 @@ func invariantRows(add func(conformanceRow)) {
 				}
 			}
 			for _, g := range ch.SupportedGroups {
-				try(GroupName(g), func(o *convOpts) { o.scfg.Groups = []CurveID{CurveID(g)} }, func(s *conv) error {
+				try(CurveID(g).String(), func(o *convOpts) { o.scfg.Groups = []CurveID{CurveID(g)} }, func(s *conv) error {
 					if s.sut.info.Group != CurveID(g) {
 						return fmt.Errorf("negotiated %v", s.sut.info.Group)
 					}
@@ -1224,7 +1224,7 @@ func invariantRows(add func(conformanceRow)) {
 				})
 			}
 			for _, cs := range ch.CipherSuites {
-				try(CipherSuiteName(cs), func(o *convOpts) { o.scfg.CipherSuites = []CipherSuite{CipherSuite(cs)} }, nil)
+				try(CipherSuite(cs).String(), func(o *convOpts) { o.scfg.CipherSuites = []CipherSuite{CipherSuite(cs)} }, nil)
 			}
 			keyFor := map[uint16]string{0x0403: "ecdsa-p256", 0x0503: "ecdsa-p384", 0x0603: "ecdsa-p521", 0x0807: "ed25519",
 				0x0804: "rsa2048", 0x0805: "rsa2048", 0x0806: "rsa2048"}
@@ -1232,11 +1232,11 @@ func invariantRows(add func(conformanceRow)) {
 				kt, ok := keyFor[scheme]
 				if !ok {
 					if scheme < 0x0809 || scheme > 0x080b {
-						c.err = fmt.Errorf("the client offers %s, which this row cannot test", SignatureSchemeName(scheme))
+						c.err = fmt.Errorf("the client offers %s, which this row cannot test", SignatureScheme(scheme).String())
 					}
 					continue
 				}
-				try(SignatureSchemeName(scheme), func(o *convOpts) {
+				try(SignatureScheme(scheme).String(), func(o *convOpts) {
 					p := getPKI(o.t, kt)
 					o.scfg.Certificates, o.scfg.SignatureSchemes, o.ccfg.RootCAs = []Certificate{p.server}, []SignatureScheme{SignatureScheme(scheme)}, p.pool()
 				}, func(s *conv) error {

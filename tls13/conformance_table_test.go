@@ -836,7 +836,7 @@ func conformanceTable() []conformanceRow {
 				return c.err
 			}
 			if got := c.sut.info.SignatureScheme; got != 0x0807 {
-				return fmt.Errorf("SignatureScheme %s, want the client's ed25519", SignatureSchemeName(got))
+				return fmt.Errorf("SignatureScheme %s, want the client's ed25519", got.String())
 			}
 			return nil
 		})})
@@ -853,7 +853,7 @@ func conformanceTable() []conformanceRow {
 				return c.err
 			}
 			if got := c.peer.info.SignatureScheme; got != 0x0806 {
-				return fmt.Errorf("client signed with %s, want rsa_pss_rsae_sha512", SignatureSchemeName(got))
+				return fmt.Errorf("client signed with %s, want rsa_pss_rsae_sha512", got.String())
 			}
 			return nil
 		})})

@@ -27,7 +27,7 @@ func TestSelfAllSuitesAndGroups(t *testing.T) {
 			ccfg.CipherSuites, ccfg.Groups = []CipherSuite{s}, []CurveID{g}
 			c, sv, cerr, serr := pair(t, ccfg, serverConfig(p))
 			if cerr != nil || serr != nil {
-				t.Fatalf("%s/%s: client %v, server %v", CipherSuiteName(s), GroupName(g), cerr, serr)
+				t.Fatalf("%s/%s: client %v, server %v", s.String(), g.String(), cerr, serr)
 			}
 			go echo(sv)
 			roundTrip(t, c, "self")

@@ -98,7 +98,7 @@ func Example() {
 	}
 	st := conn.ConnectionState()
 	fmt.Println(string(answer))
-	fmt.Println("group:", tls13.GroupName(st.Group))
+	fmt.Println("group:", st.Group.String())
 	fmt.Println("server:", st.PeerCertificates[0].Subject.CommonName)
 	// Output:
 	// hello, client

@@ -77,7 +77,7 @@ func TestGnuTLSSuitesAndGroups(t *testing.T) {
 	f := writeInteropFiles(t)
 	for _, s := range interopSuites {
 		for _, g := range interopGroups {
-			name := fmt.Sprintf("%s/%s", CipherSuiteName(s), GroupName(g))
+			name := fmt.Sprintf("%s/%s", s.String(), g.String())
 			prio := "--priority=" + gnutlsPriority(s, g)
 			t.Run("ztls client/"+name, func(t *testing.T) {
 				t.Parallel()
@@ -89,7 +89,7 @@ func TestGnuTLSSuitesAndGroups(t *testing.T) {
 				echoRoundTrip(t, c, srv, "suite")
 				st := c.ConnectionState()
 				if st.CipherSuite != s || st.Group != g || len(st.VerifiedChains) == 0 {
-					srv.fatalf("negotiated %s/%s (verified chains: %d)", CipherSuiteName(st.CipherSuite), GroupName(st.Group), len(st.VerifiedChains))
+					srv.fatalf("negotiated %s/%s (verified chains: %d)", st.CipherSuite.String(), st.Group.String(), len(st.VerifiedChains))
 				}
 			})
 			t.Run("ztls server/"+name, func(t *testing.T) {
@@ -104,7 +104,7 @@ func TestGnuTLSSuitesAndGroups(t *testing.T) {
 				cli.waitOutput("-(" + gnutlsSuites[s] + ")")
 				st := r.conn.ConnectionState()
 				if st.CipherSuite != s || st.Group != g {
-					cli.fatalf("negotiated %s/%s", CipherSuiteName(st.CipherSuite), GroupName(st.Group))
+					cli.fatalf("negotiated %s/%s", st.CipherSuite.String(), st.Group.String())
 				}
 			})
 		}
@@ -123,7 +123,7 @@ func TestGnuTLSHelloRetryRequest(t *testing.T) {
 		c := srv.mustDialZTLS(t, cfg)
 		echoRoundTrip(t, c, srv, "hrr")
 		if !hasEvent(c.Trace(), EventHelloRetryRequest) || c.ConnectionState().Group != P256 {
-			srv.fatalf("no HelloRetryRequest to P-256: group %s, trace %v", GroupName(c.ConnectionState().Group), c.Trace())
+			srv.fatalf("no HelloRetryRequest to P-256: group %s, trace %v", c.ConnectionState().Group.String(), c.Trace())
 		}
 	})
 	t.Run("ztls server", func(t *testing.T) {
@@ -137,7 +137,7 @@ func TestGnuTLSHelloRetryRequest(t *testing.T) {
 		r := nextResult(t, results, cli).mustHandshake(cli)
 		echoThrough(cli, "hrr")
 		if !hasEvent(r.conn.Trace(), EventHelloRetryRequest) || r.conn.ConnectionState().Group != P384 {
-			cli.fatalf("server did not retry for P-384: group %s", GroupName(r.conn.ConnectionState().Group))
+			cli.fatalf("server did not retry for P-384: group %s", r.conn.ConnectionState().Group.String())
 		}
 	})
 }

@@ -31,7 +31,7 @@ func TestGoServerSuitesAndGroups(t *testing.T) {
 	p := getPKI(t, "ecdsa-p256")
 	for _, s := range []CipherSuite{TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384, TLS_CHACHA20_POLY1305_SHA256} {
 		for _, g := range []CurveID{X25519, P256, P384, X25519MLKEM768} {
-			t.Run(fmt.Sprintf("%s/%s", CipherSuiteName(s), GroupName(g)), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/%s", s.String(), g.String()), func(t *testing.T) {
 				addr := goServer(t, &tls.Config{
 					Certificates: []tls.Certificate{p.goSrv}, MinVersion: tls.VersionTLS13,
 					CurvePreferences: []tls.CurveID{goGroups[g]},
@@ -44,10 +44,10 @@ func TestGoServerSuitesAndGroups(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer c.Close()
-				roundTrip(t, c, "hello over "+CipherSuiteName(s))
+				roundTrip(t, c, "hello over "+s.String())
 				st := c.ConnectionState()
 				if st.CipherSuite != s || st.Group != g {
-					t.Fatalf("negotiated %s/%s", CipherSuiteName(st.CipherSuite), GroupName(st.Group))
+					t.Fatalf("negotiated %s/%s", st.CipherSuite.String(), st.Group.String())
 				}
 				if len(st.VerifiedChains) == 0 {
 					t.Fatal("no verified chain")
@@ -61,7 +61,7 @@ func TestGoClientSuitesAndGroups(t *testing.T) {
 	p := getPKI(t, "ecdsa-p256")
 	for _, s := range []CipherSuite{TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384, TLS_CHACHA20_POLY1305_SHA256} {
 		for _, g := range []CurveID{X25519, P256, P384, X25519MLKEM768} {
-			t.Run(fmt.Sprintf("%s/%s", CipherSuiteName(s), GroupName(g)), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/%s", s.String(), g.String()), func(t *testing.T) {
 				scfg := serverConfig(p)
 				scfg.CipherSuites = []CipherSuite{s}
 				ln := NewListener(loopback(t), scfg)
@@ -319,7 +319,7 @@ func TestGoP521(t *testing.T) {
 	}
 	roundTrip(t, c, "p521 client")
 	if g := c.ConnectionState().Group; g != P521 {
-		t.Fatalf("negotiated %s", GroupName(g))
+		t.Fatalf("negotiated %s", g.String())
 	}
 	c.Close()
 

@@ -62,7 +62,7 @@ func TestOpenSSLSuitesAndGroups(t *testing.T) {
 	f := writeInteropFiles(t)
 	for _, s := range interopSuites {
 		for _, g := range interopGroups {
-			name := fmt.Sprintf("%s/%s", CipherSuiteName(s), GroupName(g))
+			name := fmt.Sprintf("%s/%s", s.String(), g.String())
 			peerArgs := []string{"-ciphersuites", opensslSuites[s], "-groups", opensslGroups[g]}
 			t.Run("ztls client/"+name, func(t *testing.T) {
 				t.Parallel()
@@ -74,7 +74,7 @@ func TestOpenSSLSuitesAndGroups(t *testing.T) {
 				exchangeInteractive(t, c, srv, "suite")
 				st := c.ConnectionState()
 				if st.CipherSuite != s || st.Group != g || len(st.VerifiedChains) == 0 {
-					srv.fatalf("negotiated %s/%s (verified chains: %d)", CipherSuiteName(st.CipherSuite), GroupName(st.Group), len(st.VerifiedChains))
+					srv.fatalf("negotiated %s/%s (verified chains: %d)", st.CipherSuite.String(), st.Group.String(), len(st.VerifiedChains))
 				}
 			})
 			t.Run("ztls server/"+name, func(t *testing.T) {
@@ -92,7 +92,7 @@ func TestOpenSSLSuitesAndGroups(t *testing.T) {
 				cli.waitOutput("TLSv1.3, Cipher is " + opensslSuites[s])
 				st := r.conn.ConnectionState()
 				if st.CipherSuite != s || st.Group != g {
-					cli.fatalf("negotiated %s/%s", CipherSuiteName(st.CipherSuite), GroupName(st.Group))
+					cli.fatalf("negotiated %s/%s", st.CipherSuite.String(), st.Group.String())
 				}
 			})
 		}
@@ -111,7 +111,7 @@ func TestOpenSSLHelloRetryRequest(t *testing.T) {
 		c := srv.mustDialZTLS(t, cfg)
 		exchangeInteractive(t, c, srv, "hrr")
 		if !hasEvent(c.Trace(), EventHelloRetryRequest) || c.ConnectionState().Group != P256 {
-			srv.fatalf("no HelloRetryRequest to P-256: group %s, trace %v", GroupName(c.ConnectionState().Group), c.Trace())
+			srv.fatalf("no HelloRetryRequest to P-256: group %s, trace %v", c.ConnectionState().Group.String(), c.Trace())
 		}
 	})
 	t.Run("ztls server", func(t *testing.T) {
@@ -127,7 +127,7 @@ func TestOpenSSLHelloRetryRequest(t *testing.T) {
 		}
 		echoThrough(cli, "hrr")
 		if !hasEvent(r.conn.Trace(), EventHelloRetryRequest) || r.conn.ConnectionState().Group != P256 {
-			cli.fatalf("server did not retry for P-256: group %s", GroupName(r.conn.ConnectionState().Group))
+			cli.fatalf("server did not retry for P-256: group %s", r.conn.ConnectionState().Group.String())
 		}
 	})
 }
@@ -508,7 +508,7 @@ func TestOpenSSLP521(t *testing.T) {
 		c := srv.mustDialZTLS(t, cfg)
 		exchangeInteractive(t, c, srv, "p521")
 		if g := c.ConnectionState().Group; g != P521 {
-			srv.fatalf("negotiated %s", GroupName(g))
+			srv.fatalf("negotiated %s", g.String())
 		}
 	})
 	t.Run("ztls server", func(t *testing.T) {
@@ -521,7 +521,7 @@ func TestOpenSSLP521(t *testing.T) {
 		}
 		echoThrough(cli, "p521")
 		if g := r.conn.ConnectionState().Group; g != P521 {
-			cli.fatalf("negotiated %s", GroupName(g))
+			cli.fatalf("negotiated %s", g.String())
 		}
 	})
 }

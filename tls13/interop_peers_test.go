@@ -182,7 +182,7 @@ func (lp *linePeer) peerServerRows(t *testing.T, f *interopFiles) {
 	srv := lp.startServer(t, f, append(srvArgs, "suites="+names(lp.suites, suites...), "groups="+names(lp.groups, groups...))...)
 	for _, s := range suites {
 		for _, g := range groups {
-			row := CipherSuiteName(s) + "/" + GroupName(g)
+			row := s.String() + "/" + g.String()
 			t.Run(row, func(t *testing.T) {
 				lp.skipKnown(t, "server/"+row)
 				cfg := clientConfig(f.p)
@@ -192,7 +192,7 @@ func (lp *linePeer) peerServerRows(t *testing.T, f *interopFiles) {
 				lineExchange(t, c, srv, "ping-"+row, "ping-"+row)
 				st := c.ConnectionState()
 				if st.CipherSuite != s || st.Group != g || len(st.VerifiedChains) == 0 {
-					srv.fatalf("negotiated %s/%s (verified chains: %d)", CipherSuiteName(st.CipherSuite), GroupName(st.Group), len(st.VerifiedChains))
+					srv.fatalf("negotiated %s/%s (verified chains: %d)", st.CipherSuite.String(), st.Group.String(), len(st.VerifiedChains))
 				}
 				c.Close()
 			})
@@ -208,7 +208,7 @@ func (lp *linePeer) peerServerRows(t *testing.T, f *interopFiles) {
 		c := hs.mustDialZTLS(t, cfg)
 		lineExchange(t, c, hs, "ping-hrr", "ping-hrr")
 		if !hasEvent(c.Trace(), EventHelloRetryRequest) || c.ConnectionState().Group != second {
-			hs.fatalf("no HelloRetryRequest to %s: group %s, trace %v", GroupName(second), GroupName(c.ConnectionState().Group), c.Trace())
+			hs.fatalf("no HelloRetryRequest to %s: group %s, trace %v", second.String(), c.ConnectionState().Group.String(), c.Trace())
 		}
 	})
 	t.Run("resumption", func(t *testing.T) {
@@ -293,7 +293,7 @@ func (lp *linePeer) peerClientRows(t *testing.T, f *interopFiles) {
 	groups := sortedIDs(lp.groups, allGroups)
 	for _, s := range suites {
 		for _, g := range groups {
-			row := CipherSuiteName(s) + "/" + GroupName(g)
+			row := s.String() + "/" + g.String()
 			t.Run(row, func(t *testing.T) {
 				lp.skipKnown(t, "client/"+row)
 				scfg := serverConfig(f.p)
@@ -308,7 +308,7 @@ func (lp *linePeer) peerClientRows(t *testing.T, f *interopFiles) {
 				finish(cli)
 				st := r.conn.ConnectionState()
 				if st.CipherSuite != s || st.Group != g || hasEvent(r.conn.Trace(), EventHelloRetryRequest) {
-					cli.fatalf("negotiated %s/%s (trace %v)", CipherSuiteName(st.CipherSuite), GroupName(st.Group), r.conn.Trace())
+					cli.fatalf("negotiated %s/%s (trace %v)", st.CipherSuite.String(), st.Group.String(), r.conn.Trace())
 				}
 			})
 		}
@@ -326,7 +326,7 @@ func (lp *linePeer) peerClientRows(t *testing.T, f *interopFiles) {
 		}
 		finish(cli)
 		if !hasEvent(r.conn.Trace(), EventHelloRetryRequest) || r.conn.ConnectionState().Group != second {
-			cli.fatalf("server did not retry for %s: group %s", GroupName(second), GroupName(r.conn.ConnectionState().Group))
+			cli.fatalf("server did not retry for %s: group %s", second.String(), r.conn.ConnectionState().Group.String())
 		}
 	})
 	t.Run("resumption", func(t *testing.T) {

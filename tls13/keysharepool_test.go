@@ -134,7 +134,7 @@ func TestClientErasesKeyShares(t *testing.T) {
 				t.Fatal(err)
 			}
 			if _, err := cs.Shared(peer); err == nil {
-				t.Fatalf("%s share still usable after the handshake", GroupName(CurveID(cs.Group())))
+				t.Fatalf("%s share still usable after the handshake", CurveID(cs.Group()).String())
 			}
 		}
 	}

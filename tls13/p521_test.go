@@ -29,7 +29,7 @@ func TestP521(t *testing.T) {
 		t.Fatalf("client: %v; server: %v", cerr, serr)
 	}
 	if cli.ConnectionState().Group != P521 || srv.ConnectionState().Group != P521 {
-		t.Fatalf("negotiated %s", GroupName(cli.ConnectionState().Group))
+		t.Fatalf("negotiated %s", cli.ConnectionState().Group.String())
 	}
 
 	scfg := serverConfig(p)
@@ -39,6 +39,6 @@ func TestP521(t *testing.T) {
 		t.Fatalf("client: %v; server: %v", cerr, serr)
 	}
 	if cli.ConnectionState().Group != P521 || !hasEvent(cli.Trace(), EventHelloRetryRequest) {
-		t.Fatalf("negotiated %s, trace %v", GroupName(cli.ConnectionState().Group), cli.Trace())
+		t.Fatalf("negotiated %s, trace %v", cli.ConnectionState().Group.String(), cli.Trace())
 	}
 }

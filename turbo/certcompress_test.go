@@ -260,7 +260,7 @@ func TestCertCompressionFlightTable(t *testing.T) {
 				chainBytes += len(der)
 			}
 			for _, g := range []uint16{uint16(tls13.X25519MLKEM768), uint16(tls13.X25519)} {
-				fmt.Fprintf(&b, "| %s, %d certs (%d B DER) | %s |", kt, inter+1, chainBytes, tls13.GroupName(g))
+				fmt.Fprintf(&b, "| %s, %d certs (%d B DER) | %s |", kt, inter+1, chainBytes, tls13.CurveID(g).String())
 				var plain int
 				for _, a := range algs {
 					cryptotest.SetGlobalRandom(t, chainSeed(kt, inter, g, a))
@@ -271,7 +271,7 @@ func TestCertCompressionFlightTable(t *testing.T) {
 						continue
 					}
 					if n >= plain {
-						t.Errorf("%s, %d certs, %s, %v: flight %d bytes, %d uncompressed", kt, inter+1, tls13.GroupName(g), a, n, plain)
+						t.Errorf("%s, %d certs, %s, %v: flight %d bytes, %d uncompressed", kt, inter+1, tls13.CurveID(g).String(), a, n, plain)
 					}
 					fmt.Fprintf(&b, " %d B (−%.0f %%), %d dgrams |", n, 100*float64(plain-n)/float64(plain), wire.DatagramsFor(n))
 				}

@@ -79,7 +79,7 @@ func ExampleService() {
 		// The first strings: version, not-before, not-after and
 		// max_early_data_size; then come the id, group, key share, ALPN,
 		// client-certificate flag, signature scheme and signature.
-		fmt.Println(txt[:4], "group", tls13.GroupName(rec.Group), "alpn", rec.ALPN)
+		fmt.Println(txt[:4], "group", rec.Group.String(), "alpn", rec.ALPN)
 	}
 	// Output:
 	// keys added: 2
@@ -165,7 +165,7 @@ func ExampleSelector() {
 	}
 	fmt.Println("use the record valid until", rec.NotAfter.Format(time.Kitchen), "signed by", leaf.Subject.CommonName)
 	offer := rec.Offer(leaf) // for tls13.Conn.SetZData
-	fmt.Println("offer:", tls13.GroupName(offer.Group), offer.MaxEarlyData, "bytes of early data")
+	fmt.Println("offer:", offer.Group.String(), offer.MaxEarlyData, "bytes of early data")
 
 	// Three hours later both records have expired: plain TLS 1.3, and
 	// ReasonOf says why for the connection report.

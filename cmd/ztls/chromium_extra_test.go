@@ -243,7 +243,7 @@ func (v chromeConnView) String() string {
 		paths = append(paths, fmt.Sprintf("%s(after update %v, peer updated %v)", r.path, r.afterUpdate, r.peerUpdated))
 	}
 	return fmt.Sprintf("complete=%v resumed=%v suite=%s group=%s certcomp=%v early offered=%v accepted=%v (%d bytes) requests=%v trace=%v",
-		st.HandshakeComplete, st.DidResume, tls13.CipherSuiteName(st.CipherSuite), tls13.GroupName(st.Group),
+		st.HandshakeComplete, st.DidResume, st.CipherSuite.String(), st.Group.String(),
 		st.CertificateCompression, st.EarlyDataOffered, st.EarlyDataAccepted, len(v.early), paths, v.trace)
 }
 

@@ -160,7 +160,7 @@ func TestChromium(t *testing.T) {
 	groups := []tls13.CurveID{tls13.X25519MLKEM768, tls13.X25519, tls13.P256, tls13.P384}
 	for _, s := range suites {
 		for _, g := range groups {
-			suite, group := tls13.CipherSuiteName(s), tls13.GroupName(g)
+			suite, group := s.String(), g.String()
 			t.Run(suite+"/"+group, func(t *testing.T) {
 				ready, log := startLog(t, "serving TLS 1.3", "serve", "-v", "--listen", "127.0.0.1:0",
 					"--cert", cert, "--key", key, "--backend", backend, "--ciphers", suite, "--groups", group)

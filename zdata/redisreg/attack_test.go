@@ -46,23 +46,16 @@ func mustRefuseTooYoung(t *testing.T, what string, fresh bool, err error) {
 	}
 }
 
-// pooled returns the register's only idle connection.
-func pooled(t *testing.T, r *Register) *conn {
-	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.idle) != 1 {
-		t.Fatalf("%d idle connections, want 1", len(r.idle))
-	}
-	return r.idle[0]
+// testKeys are the entry and marker keys of a ClientHello named key
+// under DefaultPrefix.
+func testKeys(key string) (entry, marker string) {
+	return (&Register{opts: Options{Prefix: DefaultPrefix}}).entryKey([]byte(key))
 }
 
 // lossAttack: a ClientHello is accepted, Redis loses its data by lose,
 // and the ClientHello is replayed while still fresh: refused. ClientHellos
-// that cannot predate the loss are accepted again. samePool says the
-// register's pooled connection survives the loss and must be the one that
-// notices it.
-func lossAttack(t *testing.T, lose func(s *redisServer) *redisServer, samePool bool, extra ...string) {
+// that cannot predate the loss are accepted again.
+func lossAttack(t *testing.T, lose func(s *redisServer) *redisServer, extra ...string) {
 	s := startRedis(t, 0, extra...)
 	clk := ztlsclock.NewManual(time.Unix(1_800_000_000, 0))
 	r := newReg(t, s.addr, clk)
@@ -72,15 +65,11 @@ func lossAttack(t *testing.T, lose func(s *redisServer) *redisServer, samePool b
 	victim := hello{key: []byte("accepted before the loss"), sent: clk.Now()}
 	fresh, err := victim.check(r, clk.Now())
 	mustFresh(t, "first use", fresh, err)
-	c := pooled(t, r)
 
 	lose(s)              // the server it returns (a restarted one) serves the same address
 	clk.Add(time.Second) // the replay comes while the ClientHello is still fresh
 	fresh, err = victim.check(r, clk.Now())
 	mustRefuseTooYoung(t, "replay after the loss", fresh, err)
-	if samePool && pooled(t, r) != c {
-		t.Fatal("the pooled connection was replaced; the loss must be found on it")
-	}
 	lossAt := clk.Now() // the register recorded the loss at this reading
 	clk.Add(time.Second)
 	fresh, err = victim.check(r, clk.Now())
@@ -98,9 +87,6 @@ func lossAttack(t *testing.T, lose func(s *redisServer) *redisServer, samePool b
 	if fresh, err := after.check(r, clk.Now()); fresh || err != nil {
 		t.Fatalf("its replay: fresh=%v err=%v, want refused as a replay", fresh, err)
 	}
-	if samePool && pooled(t, r) != c {
-		t.Fatal("the pooled connection was replaced")
-	}
 }
 
 func TestAttackFlushAll(t *testing.T) {
@@ -109,7 +95,7 @@ func TestAttackFlushAll(t *testing.T) {
 			t.Fatalf("FLUSHALL: %+v", rep)
 		}
 		return s
-	}, true)
+	})
 }
 
 func TestAttackFlushDB(t *testing.T) {
@@ -118,7 +104,7 @@ func TestAttackFlushDB(t *testing.T) {
 			t.Fatalf("FLUSHDB: %+v", rep)
 		}
 		return s
-	}, true)
+	})
 }
 
 // TestAttackRestart: Redis restarted without persistence on the same
@@ -126,7 +112,7 @@ func TestAttackFlushDB(t *testing.T) {
 func TestAttackRestart(t *testing.T) {
 	lossAttack(t, func(s *redisServer) *redisServer {
 		return restartRedis(t, s)
-	}, false)
+	})
 }
 
 // TestAttackRestartFromOldSnapshot: Redis restarts from an RDB snapshot
@@ -137,7 +123,7 @@ func TestAttackRestartFromOldSnapshot(t *testing.T) {
 	lossAttack(t, func(s *redisServer) *redisServer {
 		// Put the victim's entry aside, snapshot, put it back: the
 		// snapshot is now older than the entry.
-		k := DefaultPrefix + fmt.Sprintf("%x", "accepted before the loss")
+		k, marker := testKeys("accepted before the loss")
 		if rep := s.raw(t, "RENAME", k, "aside"); rep.str != "OK" {
 			t.Fatalf("RENAME: %+v", rep)
 		}
@@ -146,11 +132,11 @@ func TestAttackRestartFromOldSnapshot(t *testing.T) {
 		}
 		s.raw(t, "RENAME", "aside", k)
 		s = restartRedis(t, s, "--dir", dir)
-		if rep := s.raw(t, "EXISTS", DefaultPrefix+"marker", k); rep.num != 1 {
+		if rep := s.raw(t, "EXISTS", marker, k); rep.num != 1 {
 			t.Fatalf("after the restart, EXISTS marker entry = %+v, want the marker only", rep)
 		}
 		return s
-	}, false, "--dir", dir)
+	}, "--dir", dir)
 }
 
 // restartRedis kills s (no shutdown save) and starts a new one on its port.
@@ -248,7 +234,8 @@ func TestAttackClockBehindRecordsLoss(t *testing.T) {
 	right.Add(10 * time.Millisecond)
 	fresh, err = hello{key: []byte("other"), sent: behind()}.check(a, behind())
 	mustRefuseTooYoung(t, "A's call that finds the loss", fresh, err)
-	rep := s.raw(t, "GET", DefaultPrefix+"marker")
+	_, marker := testKeys("other")
+	rep := s.raw(t, "GET", marker)
 	if want := fmt.Sprintf("since %d ", behind().UnixMilli()); !strings.HasPrefix(rep.str, want) {
 		t.Fatalf("marker %q, want A's clock: %q...", rep.str, want)
 	}
@@ -305,7 +292,8 @@ func TestAttackClockAheadExpiry(t *testing.T) {
 	}
 	// The entry outlives B's window: its remaining life exceeds what is
 	// left of the window (read after PTTL answered, so only smaller).
-	rep := s.raw(t, "PTTL", DefaultPrefix+fmt.Sprintf("%x", victim.key))
+	entry, _ := testKeys(string(victim.key))
+	rep := s.raw(t, "PTTL", entry)
 	if left := ztlsclock.Until(expires); rep.kind != ':' || time.Duration(rep.num)*time.Millisecond <= left {
 		t.Fatalf("PTTL %+v, want more than %v", rep, left)
 	}
@@ -314,16 +302,13 @@ func TestAttackClockAheadExpiry(t *testing.T) {
 // TestRegisterMarkerStates: what each marker a Redis may hold means.
 func TestRegisterMarkerStates(t *testing.T) {
 	s := startRedis(t, 0)
-	run := ""
-	for _, line := range strings.Split(s.raw(t, "INFO", "server").str, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
-			run = v
-		}
+	// The marker names the process by its run_id and its replication
+	// history by its master_replid.
+	runID, replid := s.info(t, "server", "run_id"), s.info(t, "replication", "master_replid")
+	if runID == "" || replid == "" {
+		t.Fatal("no run_id or master_replid")
 	}
-	if run == "" {
-		t.Fatal("no run_id")
-	}
-	marker := DefaultPrefix + "marker"
+	run := runID + replid
 	for _, tc := range []struct {
 		name, value string
 		lost        bool // recorded as a loss: the marker becomes "since"
@@ -331,11 +316,13 @@ func TestRegisterMarkerStates(t *testing.T) {
 		{"garbage", "instance-0123", true},
 		{"since, other run", "since 1 00ff", true},
 		{"pending, other run", "pending ab 00ff", true},
+		{"since, this run_id, other replid (a failover and back)", "since 1 " + runID + strings.Repeat("0", len(replid)), true},
 		{"pending, this run", "pending ab " + run, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := ztlsclock.NewManual(time.Unix(1_800_000_000, 0))
 			r := newReg(t, s.addr, clk)
+			_, marker := testKeys(tc.name)
 			s.raw(t, "SET", marker, tc.value)
 			h := hello{key: []byte(tc.name), sent: clk.Now()}
 			fresh, err := h.check(r, clk.Now())
@@ -380,29 +367,15 @@ func TestRegisterServerRestart(t *testing.T) {
 	mustFresh(t, "new ClientHello right after the restart", fresh, err)
 }
 
-// TestRegisterRestartDropsPool: after a Redis restart every pooled
-// connection is dead; the first call drops them all and finds the loss on
-// a new one, instead of failing once per dead connection.
-func TestRegisterRestartDropsPool(t *testing.T) {
+// TestRegisterRestartFindsLoss: after a Redis restart the client's
+// connections are dead; the first call finds the loss on a new one,
+// instead of failing once per dead connection.
+func TestRegisterRestartFindsLoss(t *testing.T) {
 	s := startRedis(t, 0)
 	clk := ztlsclock.NewManual(time.Unix(1_800_000_000, 0))
 	r := newReg(t, s.addr, clk)
 	warm(t, r, clk)
-	var cs []*conn
-	for i := 0; i < maxIdle; i++ {
-		c, _, err := r.get()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs = append(cs, c)
-	}
-	for _, c := range cs {
-		r.put(c)
-	}
 	restartRedis(t, s)
 	fresh, err := hello{key: []byte("k"), sent: clk.Now()}.check(r, clk.Now())
 	mustRefuseTooYoung(t, "first call after the restart", fresh, err)
-	if c := pooled(t, r); c.broken {
-		t.Fatal("a broken connection was pooled")
-	}
 }

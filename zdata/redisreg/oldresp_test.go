@@ -2,11 +2,44 @@ package redisreg
 
 import (
 	"bufio"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strconv"
+	"strings"
+	"time"
 )
+
+// The register's own RESP2 client until issue 28 (resp.go and the conn of
+// register.go), kept for two uses only: the baseline of BenchmarkRegister
+// (the old hot path, one EVALSHA of oldInsertScript per accepted flight on
+// a pooled connection that read its run_id when dialled), and the tests'
+// inspection of a redis-server (redisServer.raw), which must not depend on
+// the client under test.
+
+// oldInsertScript is the strike script as it was: the run_id is an
+// argument (ARGV[5]), read by the connection when dialled.
+const oldInsertScript = `
+if redis.replicate_commands then redis.replicate_commands() end
+local run = ARGV[5]
+local m = redis.call('GET', KEYS[2])
+if m then
+  local since, mrun = string.match(m, '^since (%-?%d+) (%x+)$')
+  if since and mrun == run then
+    if tonumber(since) > tonumber(ARGV[1]) then return {2, since} end
+    if redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[2]) then return {1} end
+    return {0}
+  end
+  if string.match(m, '^pending %x+ (%x+)$') == run then return {3} end
+end
+redis.call('SET', KEYS[2], 'pending ' .. ARGV[3] .. ' ' .. run, 'PX', ARGV[4])
+return {4}
+`
+
+var oldInsertSHA = func() string { s := sha1.Sum([]byte(oldInsertScript)); return hex.EncodeToString(s[:]) }()
 
 // Limits on replies: this client only ever needs short ones, and a
 // misbehaving peer must not make it allocate without bound.
@@ -152,4 +185,87 @@ func readDepth(r *bufio.Reader, depth int) (reply, error) {
 		return reply{kind: kind, array: arr}, nil
 	}
 	return reply{}, protoErr("unknown reply type %q", kind)
+}
+
+// conn is one connection speaking RESP2. broken is set once a command
+// failed below the level of Redis replies; such a connection is closed.
+type conn struct {
+	nc     net.Conn
+	br     *bufio.Reader
+	buf    []byte
+	broken bool
+	run    []byte // the run_id of the Redis process at the other end
+}
+
+func (c *conn) close() { c.nc.Close() }
+
+// do sends one command and reads its reply within timeout.
+func (c *conn) do(timeout time.Duration, args ...[]byte) (reply, error) {
+	rep, err := c.roundTrip(timeout, args)
+	if err != nil {
+		c.broken = true
+	}
+	return rep, err
+}
+
+func (c *conn) roundTrip(timeout time.Duration, args [][]byte) (reply, error) {
+	if err := c.nc.SetDeadline(time.Now().Add(timeout)); err != nil {
+		return reply{}, fmt.Errorf("redisreg: %w", err)
+	}
+	c.buf = appendCommand(c.buf[:0], args...)
+	if _, err := c.nc.Write(c.buf); err != nil {
+		return reply{}, fmt.Errorf("redisreg: write: %w", err)
+	}
+	rep, err := readReply(c.br)
+	if err != nil {
+		if errors.Is(err, errProtocol) {
+			return reply{}, err
+		}
+		return reply{}, fmt.Errorf("redisreg: read: %w", err)
+	}
+	return rep, nil
+}
+
+// eval runs a script by its SHA1, sending its text only when Redis does
+// not have it cached (the first time, and after a restart or SCRIPT FLUSH).
+func (c *conn) eval(timeout time.Duration, script, sha string, keys [][]byte, args ...[]byte) (reply, error) {
+	cmd := make([][]byte, 0, 3+len(keys)+len(args))
+	cmd = append(cmd, []byte("EVALSHA"), []byte(sha), strconv.AppendInt(nil, int64(len(keys)), 10))
+	cmd = append(append(cmd, keys...), args...)
+	rep, err := c.do(timeout, cmd...)
+	if err == nil && rep.kind == '-' && strings.HasPrefix(rep.str, "NOSCRIPT") {
+		cmd[0], cmd[1] = []byte("EVAL"), []byte(script)
+		rep, err = c.do(timeout, cmd...)
+	}
+	return rep, err
+}
+
+// readRunID reads the run_id of the Redis process c is connected to.
+func (c *conn) readRunID(timeout time.Duration) error {
+	rep, err := c.do(timeout, []byte("INFO"), []byte("server"))
+	if err != nil {
+		return err
+	}
+	// Hex only, as the scripts' patterns for the marker expect.
+	if v := oldInfoField(rep, "run_id"); v != "" && strings.Trim(v, "0123456789abcdefABCDEF") == "" {
+		c.run = []byte(v)
+		return nil
+	}
+	if rep.kind == '-' {
+		return fmt.Errorf("redisreg: INFO server refused: %s", rep.str)
+	}
+	return protoErr("no run_id in INFO server")
+}
+
+// infoField is the value of field name in an INFO reply, "" if none.
+func oldInfoField(rep reply, name string) string {
+	if rep.kind != '$' {
+		return ""
+	}
+	for _, line := range strings.Split(rep.str, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return ""
 }

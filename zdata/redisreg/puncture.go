@@ -2,9 +2,12 @@ package redisreg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/ztls-project/ztls/bfe"
 	"github.com/ztls-project/ztls/tls13"
@@ -45,64 +48,46 @@ func (r *Register) PunctureLog(host string, port int, life time.Duration) *Punct
 //
 // KEYS[1] bitmap, KEYS[2] marker; ARGV[1] the latest acceptable "since"
 // (epoch start - MaxClockSkew, Unix ms), ARGV[2] the bitmap's PX, ARGV[3]
-// a pending token, ARGV[4] the pending marker's PX, ARGV[5] the run_id,
-// ARGV[6..] the positions. Reply: {1, old bit...} set, {2, since} memory
+// a pending token, ARGV[4] the pending marker's PX, ARGV[5..] the
+// positions. Reply: {1, old bit...} set, {2, since} memory
 // too young, {3} a loss is being recorded, {4} a loss found (pending).
-var punctureScript = markedScript(`
+var punctureScript = goredis.NewScript(markedScript(`
     local out = {1}
-    for i = 6, #ARGV do
+    for i = 5, #ARGV do
       out[#out + 1] = redis.call('SETBIT', KEYS[1], ARGV[i], 1)
     end
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
     return out
-`)
-
-var punctureSHA = scriptSHA(punctureScript)
+`))
 
 // TestAndSet implements bfe.PunctureLog. Any failure, Redis unreachable
 // included, is an error: bfe then refuses the ciphertext (fail closed).
-// Each Redis command is bounded by the Register's Options.Timeout; ctx is
+// Each Redis call is bounded by the Register's Options.Timeout; ctx is
 // checked before the call.
 func (l *PunctureLog) TestAndSet(ctx context.Context, epoch uint64, positions []uint32) ([]bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	r := l.r
-	for attempt := 0; ; attempt++ {
-		c, reused, err := r.get()
-		if err != nil {
-			return nil, err
-		}
-		was, err := l.testAndSet(c, epoch, positions)
-		r.put(c)
-		if err != nil && c.broken && reused && attempt == 0 && !isTimeout(err) {
-			r.dropIdle()
-			continue
-		}
-		return was, err
-	}
-}
-
-func (l *PunctureLog) testAndSet(c *conn, epoch uint64, positions []uint32) ([]bool, error) {
-	r := l.r
-	if err := r.checkPolicy(c); err != nil {
+	if err := r.checkPolicy(); err != nil {
 		return nil, err
 	}
-	key := []byte(r.opts.Prefix + "bfe:" + l.service + ":" + strconv.FormatUint(epoch, 10))
+	name := l.service + ":" + strconv.FormatUint(epoch, 10)
+	tag := r.tag([]byte(name))
+	key, marker := r.opts.Prefix+tag+"bfe:"+name, r.markerKey(tag)
 	skew := ceilMS(r.opts.MaxClockSkew)
 	latestSince := l.start(epoch).UnixMilli() - skew
 	for recorded := false; ; recorded = true {
 		token := r.id + strconv.FormatUint(r.seq.Add(1), 16)
-		args := [][]byte{strconv.AppendInt(nil, latestSince, 10), strconv.AppendInt(nil, ceilMS(l.ttl), 10),
-			[]byte(token), strconv.AppendInt(nil, 2*ceilMS(r.opts.Timeout), 10), c.run}
+		args := []any{latestSince, ceilMS(l.ttl), token, 2 * ceilMS(r.opts.Timeout)}
 		for _, p := range positions {
-			args = append(args, strconv.AppendUint(nil, uint64(p), 10))
+			args = append(args, p)
 		}
-		rep, err := c.eval(r.opts.Timeout, punctureScript, punctureSHA, [][]byte{key, r.marker}, args...)
+		arr, err := r.execRetry(punctureScript, "puncture script", []string{key, marker}, args)
 		if err != nil {
 			return nil, err
 		}
-		code, was, err := punctureResult(rep, len(positions))
+		code, was, err := punctureResult(arr, len(positions))
 		if err != nil {
 			return nil, err
 		}
@@ -117,9 +102,10 @@ func (l *PunctureLog) testAndSet(c *conn, epoch uint64, positions []uint32) ([]b
 			if recorded {
 				return nil, fmt.Errorf("redisreg: Redis lost data again while recording a loss: %w", tls13.ErrRegisterTooYoung)
 			}
-			if err := r.recordLoss(c, token); err != nil {
+			if err := r.recordLoss(marker, token); err != nil {
 				return nil, err
 			}
+			r.sweep(marker)
 			// The marker now says "since now", after the epoch began: the
 			// next round refuses, as it must.
 		}
@@ -127,25 +113,27 @@ func (l *PunctureLog) testAndSet(c *conn, epoch uint64, positions []uint32) ([]b
 }
 
 // punctureResult decodes punctureScript's reply for n positions.
-func punctureResult(rep reply, n int) (code int64, was []bool, err error) {
-	if rep.kind == '-' {
-		return 0, nil, fmt.Errorf("redisreg: puncture script: %s", rep.str)
+func punctureResult(arr []any, n int) (code int64, was []bool, err error) {
+	if len(arr) == 0 {
+		return 0, nil, errors.New("redisreg: empty reply to the puncture script")
 	}
-	if rep.kind != '*' || len(rep.array) == 0 || rep.array[0].kind != ':' {
-		return 0, nil, protoErr("unexpected reply %q to the puncture script", rep.kind)
+	code, ok := arr[0].(int64)
+	if !ok {
+		return 0, nil, errors.New("redisreg: unexpected reply to the puncture script")
 	}
-	switch code = rep.array[0].num; {
-	case code == resInserted && len(rep.array) == 1+n:
+	switch {
+	case code == resInserted && len(arr) == 1+n:
 		was = make([]bool, n)
-		for i, b := range rep.array[1:] {
-			if b.kind != ':' || (b.num != 0 && b.num != 1) {
-				return 0, nil, protoErr("bad bit in the puncture script's reply")
+		for i, m := range arr[1:] {
+			b, ok := m.(int64)
+			if !ok || (b != 0 && b != 1) {
+				return 0, nil, errors.New("redisreg: bad bit in the puncture script's reply")
 			}
-			was[i] = b.num == 1
+			was[i] = b == 1
 		}
 		return code, was, nil
-	case (code == resTooYoung && len(rep.array) == 2) || ((code == resPending || code == resLost) && len(rep.array) == 1):
+	case (code == resTooYoung && len(arr) == 2) || ((code == resPending || code == resLost) && len(arr) == 1):
 		return code, nil, nil
 	}
-	return 0, nil, protoErr("unexpected puncture script result")
+	return 0, nil, errors.New("redisreg: unexpected puncture script result")
 }

@@ -1,18 +1,23 @@
 package redisreg
 
 import (
-	"bufio"
+	"context"
 	"crypto/rand"
-	"crypto/sha1"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"math"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	ztlsclock "github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/tls13"
@@ -24,8 +29,12 @@ const (
 	DefaultTimeout             = time.Second
 	DefaultMaxClockSkew        = time.Second
 	DefaultPolicyCheckInterval = 10 * time.Second
-	maxIdle                    = 4
 )
+
+// shards is how many hash tags the keys are spread over. Each tag has its
+// own memory marker, so a script touches one Cluster slot, and the load
+// spreads over a Cluster's primaries.
+const shards = 16
 
 // ErrEvictionPolicy is wrapped by the error of every CheckAndInsert while
 // Redis runs with a maxmemory-policy other than noeviction: any other
@@ -34,13 +43,57 @@ const (
 // lets its ClientHello be replayed. The error names the policy found.
 var ErrEvictionPolicy = errors.New("redisreg: Redis may evict strike entries; set maxmemory-policy noeviction (redis.conf and CONFIG SET); early data refused")
 
-// Options configure a Register. Only Addr is required.
+// ErrScriptDenied is wrapped by the error of every call while the Redis
+// user may not run the register's scripts (an ACL without EVAL and
+// EVALSHA, or without the keys under Prefix).
+var ErrScriptDenied = errors.New("redisreg: the Redis user may not run the register's Lua scripts: allow EVAL, EVALSHA and INFO on the keys under Prefix; early data refused")
+
+// Mode is how the register finds Redis.
+type Mode int
+
+// Modes.
+const (
+	ModeSingle   Mode = iota // one primary at Addr
+	ModeSentinel             // the primary Sentinels at Addrs name MasterName
+	ModeCluster              // a Redis Cluster reached through any of Addrs
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeSentinel:
+		return "sentinel"
+	case ModeCluster:
+		return "cluster"
+	}
+	return "single"
+}
+
+// Options configure a Register. Addr (ModeSingle) or Addrs is required.
 type Options struct {
-	Addr     string        // Redis address, host:port
-	Password string        // sent with AUTH when non-empty; never logged
-	DB       int           // SELECT'ed when non-zero
-	Prefix   string        // key prefix; "" means DefaultPrefix
-	Timeout  time.Duration // dial and per-command timeout; 0 means DefaultTimeout
+	Mode  Mode
+	Addr  string   // ModeSingle: Redis's address, host:port
+	Addrs []string // ModeSentinel: the Sentinels; ModeCluster: some Cluster nodes (host:port)
+
+	// MasterName is the primary's name in the Sentinels' configuration
+	// (ModeSentinel).
+	MasterName string
+
+	Username string // ACL user; "" logs in as "default" (with Password) or not at all
+	Password string // never logged or put in an error
+	DB       int    // SELECT'ed when non-zero; not with ModeCluster
+
+	// SentinelUsername and SentinelPassword log in to the Sentinels
+	// (ModeSentinel); empty means the Sentinels ask for none.
+	SentinelUsername, SentinelPassword string
+
+	// TLS, when non-nil, is the TLS configuration for every connection
+	// (to the Sentinels too); nil means plaintext RESP. Give it RootCAs
+	// (the CA that issued Redis's certificate) and, for mutual TLS,
+	// Certificates.
+	TLS *tls.Config
+
+	Prefix  string        // key prefix, without '{' or '}'; "" means DefaultPrefix
+	Timeout time.Duration // dial and per-call timeout; 0 means DefaultTimeout
 
 	// MaxClockSkew bounds how far apart the clocks (tls13.Config.Time) of
 	// any two servers sharing the register may be; the operator keeps them
@@ -64,6 +117,13 @@ type Options struct {
 	Now func() time.Time
 }
 
+// Stats count the register's round trips to Redis since it was made.
+type Stats struct {
+	RoundTrips uint64        // commands and scripts sent
+	Errors     uint64        // of those, the ones that failed (unreachable, timeout, an error reply)
+	Latency    time.Duration // the round trips' summed duration
+}
+
 // Register is a strike register (tls13.StrikeRegister) kept in Redis, so
 // every server of a fleet pointed at the same Redis refuses a ClientHello
 // any of them has seen. Each CheckAndInsert is one Lua script that checks
@@ -72,15 +132,17 @@ type Options struct {
 // It fails closed: any connection, protocol or configuration problem is an
 // error, which the TLS server turns into rejected early data.
 //
-// Safe for concurrent use; it keeps up to four idle connections.
+// Safe for concurrent use; calls share a pool of connections.
 type Register struct {
-	opts   Options
-	marker []byte // the key of the memory marker
-	id     string // names this register's pending markers
-	seq    atomic.Uint64
+	opts Options
+	id   string // names this register's pending markers
+	seq  atomic.Uint64
+
+	roundTrips, errs atomic.Uint64
+	latency          atomic.Int64
 
 	mu       sync.Mutex
-	idle     []*conn
+	cl       goredis.UniversalClient // nil until the first call; connects lazily
 	closed   bool
 	policy   string    // maxmemory-policy last read; "" before the first reading
 	policyAt time.Time // when (Now) it was read
@@ -92,17 +154,40 @@ var _ tls13.StrikeRegister = (*Register)(nil)
 // start while Redis is down and simply refuses early data until Redis is
 // reachable.
 func New(opts Options) (*Register, error) {
-	if opts.Addr == "" {
-		return nil, errors.New("redisreg: no address")
-	}
-	if _, _, err := net.SplitHostPort(opts.Addr); err != nil {
-		return nil, fmt.Errorf("redisreg: address %q: %v", opts.Addr, err)
+	switch opts.Mode {
+	case ModeSingle:
+		if opts.Addr == "" {
+			return nil, errors.New("redisreg: no address")
+		}
+		if _, _, err := net.SplitHostPort(opts.Addr); err != nil {
+			return nil, fmt.Errorf("redisreg: address %q: %v", opts.Addr, err)
+		}
+	case ModeSentinel, ModeCluster:
+		if len(opts.Addrs) == 0 {
+			return nil, fmt.Errorf("redisreg: no %s addresses", opts.Mode)
+		}
+		for _, a := range opts.Addrs {
+			if _, _, err := net.SplitHostPort(a); err != nil {
+				return nil, fmt.Errorf("redisreg: address %q: %v", a, err)
+			}
+		}
+		if opts.Mode == ModeSentinel && opts.MasterName == "" {
+			return nil, errors.New("redisreg: Sentinel mode without MasterName")
+		}
+		if opts.Mode == ModeCluster && opts.DB != 0 {
+			return nil, errors.New("redisreg: a Redis Cluster has only DB 0")
+		}
+	default:
+		return nil, fmt.Errorf("redisreg: unknown Mode %d", opts.Mode)
 	}
 	if opts.DB < 0 {
 		return nil, errors.New("redisreg: negative DB")
 	}
 	if opts.MaxClockSkew < 0 {
 		return nil, errors.New("redisreg: negative MaxClockSkew")
+	}
+	if strings.ContainsAny(opts.Prefix, "{}") {
+		return nil, errors.New("redisreg: Prefix holds '{' or '}', which would change the keys' hash tags")
 	}
 	if opts.Prefix == "" {
 		opts.Prefix = DefaultPrefix
@@ -123,50 +208,82 @@ func New(opts Options) (*Register, error) {
 	if _, err := rand.Read(id[:]); err != nil {
 		return nil, fmt.Errorf("redisreg: %v", err)
 	}
-	return &Register{opts: opts, marker: []byte(opts.Prefix + "marker"), id: hex.EncodeToString(id[:])}, nil
+	return &Register{opts: opts, id: hex.EncodeToString(id[:])}, nil
 }
 
-// The memory marker (key Prefix+"marker", no expiry) holds one of
+// Keys. Every key holds a hash tag, {sN}, N in 0..shards-1, and each tag
+// has its own memory marker, Prefix+"{sN}marker". A script touches one
+// entry or bitmap and the marker of its tag: one Cluster slot.
 //
-//	since <ms> <run_id>          memory complete since <ms> (Unix ms, on the
-//	                             clock of the server that recorded the loss)
-//	pending <token> <run_id>     a loss is being recorded (expires by itself)
+// This layout replaced, in issue 28, one marker (Prefix+"marker") and
+// untagged entries. A register finds no marker under the new layout in a
+// Redis that holds the old one: a loss of data like a FLUSHALL, refused
+// until the ClientHellos that could predate it are over.
+
+func (r *Register) tag(name []byte) string {
+	h := fnv.New32a()
+	h.Write(name)
+	return "{s" + strconv.Itoa(int(h.Sum32()%shards)) + "}"
+}
+
+func (r *Register) markerKey(tag string) string { return r.opts.Prefix + tag + "marker" }
+
+// entryKey is the key of a ClientHello's entry, and its marker's.
+func (r *Register) entryKey(key []byte) (entry, marker string) {
+	tag := r.tag(key)
+	k := make([]byte, 0, len(r.opts.Prefix)+len(tag)+2*len(key))
+	k = append(append(k, r.opts.Prefix...), tag...)
+	k = hex.AppendEncode(k, key)
+	return string(k), r.markerKey(tag)
+}
+
+// The memory marker of a tag holds one of
 //
-// where run_id is the Redis process's (INFO server). A missing marker, an
-// unreadable one, or one naming another run_id (a restart, maybe from an
-// older snapshot, or a failover) means entries may have been lost.
+//	since <ms> <id>          memory complete since <ms> (Unix ms, on the
+//	                         clock of the server that recorded the loss)
+//	pending <token> <id>     a loss is being recorded (expires by itself)
 //
-// The scripts get the run_id as an argument: each connection reads it
-// once, when dialled. That is as atomic as reading INFO in the script, at
-// a fraction of the cost per call: a TCP connection never outlives the
-// Redis process that accepted it, so every script sent on it runs in the
-// process whose run_id it read.
+// where id names the Redis process and its replication history: its
+// run_id (INFO server) followed by its master_replid (INFO replication),
+// both read by the script itself, in the process that runs it. A missing
+// marker, an unreadable one, or one naming another id means entries may
+// have been lost: a FLUSHALL, a restart (maybe from an older snapshot: new
+// run_id), a failover to a replica (its own run_id, and a new replid), a
+// failover and back to the old primary (which resynced from the other
+// and was promoted again: a new replid).
+
+// identity is Lua setting local run to the id of the Redis process.
+const identity = `
+if redis.replicate_commands then redis.replicate_commands() end
+local run = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+local replid = string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)')
+if not run or not replid then return redis.error_reply('ERR ztls: no run_id or master_replid in INFO') end
+run = run .. replid
+`
 
 // insertScript checks the marker and, when Redis's memory covers the
 // ClientHello, inserts the entry.
 //
 // KEYS[1] entry, KEYS[2] marker; ARGV[1] the latest acceptable "since"
 // (notBefore - MaxClockSkew, Unix ms), ARGV[2] the entry's PX, ARGV[3] a
-// pending token, ARGV[4] the pending marker's PX, ARGV[5] the run_id.
-// Reply: {0} replayed, {1} inserted, {2, since} memory too young, {3} a
-// loss is being recorded by another server, {4} a loss found: the marker
-// is now pending with ARGV[3].
-var insertScript = markedScript(`
+// pending token, ARGV[4] the pending marker's PX. Reply: {0} replayed,
+// {1} inserted, {2, since} memory too young, {3} a loss is being recorded
+// by another server, {4} a loss found: the marker is now pending with
+// ARGV[3].
+var insertScript = goredis.NewScript(markedScript(`
     if redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[2]) then return {1} end
     return {0}
-`)
+`))
 
-// markedScript is a script that does action only while the register's
-// memory marker (KEYS[2]) says "since T RUN" for this Redis process
-// (ARGV[5], run_id) with T no later than ARGV[1]: it answers {2, since}
-// when the memory is too young, {3} when another server is recording a
-// loss, and otherwise (a loss: no marker, or one of another run) marks the
-// loss pending with token ARGV[3] for ARGV[4] ms and answers {4}. action
-// is Lua returning the script's {0}/{1}... reply.
+// markedScript is a script that does action only while the memory marker
+// (KEYS[2]) says "since T ID" for this Redis process with T no later than
+// ARGV[1]: it answers {2, since} when the memory is too young, {3} when
+// another server is recording a loss, and otherwise (a loss: no marker,
+// or one of another process) marks the loss pending with token ARGV[3]
+// for ARGV[4] ms and answers {4}. action is Lua returning the script's
+// {0}/{1}... reply.
 func markedScript(action string) string {
-	return `
-if redis.replicate_commands then redis.replicate_commands() end
-local run = ARGV[5]
+	return identity + `
 local m = redis.call('GET', KEYS[2])
 if m then
   local since, mrun = string.match(m, '^since (%-?%d+) (%x+)$')
@@ -181,26 +298,20 @@ return {4}
 }
 
 // sinceScript completes the recording of a loss: if the marker still is
-// the pending one this server wrote, under the same Redis process, it
-// becomes "since ARGV[2]". KEYS[1] marker; ARGV[1] token; ARGV[3] the
-// run_id; reply 1 or 0.
-const sinceScript = `
-if redis.replicate_commands then redis.replicate_commands() end
-local run = ARGV[3]
+// the pending one this server wrote, in the same Redis process, it
+// becomes "since ARGV[2]". KEYS[1] marker; ARGV[1] token; reply 1 or 0.
+var sinceScript = goredis.NewScript(identity + `
 if redis.call('GET', KEYS[1]) ~= 'pending ' .. ARGV[1] .. ' ' .. run then return 0 end
 redis.call('SET', KEYS[1], 'since ' .. ARGV[2] .. ' ' .. run)
 return 1
-`
+`)
 
-var (
-	insertSHA = scriptSHA(insertScript)
-	sinceSHA  = scriptSHA(sinceScript)
-)
-
-func scriptSHA(s string) string {
-	sum := sha1.Sum([]byte(s))
-	return hex.EncodeToString(sum[:])
-}
+// probeScript records a loss like insertScript and does nothing else:
+// KEYS[1] and KEYS[2] the marker, ARGV as insertScript's with ARGV[1]
+// past any marker.
+var probeScript = goredis.NewScript(markedScript(`
+    return {1}
+`))
 
 // Results of insertScript.
 const (
@@ -211,6 +322,92 @@ const (
 	resLost
 )
 
+// client returns the Redis client, made on first use. It connects when
+// a command needs a connection (go-redis dials lazily).
+func (r *Register) client() (goredis.UniversalClient, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, errors.New("redisreg: register closed")
+	}
+	if r.cl != nil {
+		return r.cl, nil
+	}
+	o := r.opts
+	// No retries by the client: a write script is never sent twice behind
+	// the register's back (a retried insert would find its own entry, a
+	// replay); execRetry decides. RESP2 and no CLIENT SETINFO, for Redis 5.
+	switch o.Mode {
+	case ModeSingle:
+		r.cl = goredis.NewClient(&goredis.Options{Addr: o.Addr, Username: o.Username, Password: o.Password, DB: o.DB,
+			TLSConfig: o.TLS, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
+			ContextTimeoutEnabled: true, MaxRetries: -1, Protocol: 2, DisableIdentity: true})
+	case ModeSentinel:
+		r.cl = goredis.NewFailoverClient(&goredis.FailoverOptions{MasterName: o.MasterName, SentinelAddrs: o.Addrs,
+			SentinelUsername: o.SentinelUsername, SentinelPassword: o.SentinelPassword,
+			Username: o.Username, Password: o.Password, DB: o.DB,
+			TLSConfig: o.TLS, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
+			ContextTimeoutEnabled: true, MaxRetries: -1, Protocol: 2, DisableIdentity: true})
+	case ModeCluster:
+		r.cl = goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: o.Addrs, Username: o.Username, Password: o.Password,
+			TLSConfig: o.TLS, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
+			ContextTimeoutEnabled: true, MaxRetries: -1, Protocol: 2, DisableIdentity: true})
+	}
+	return r.cl, nil
+}
+
+// wrapErr names what failed; a Redis error reply is kept as Redis wrote it
+// (it never holds the password), a denied script is ErrScriptDenied.
+func (r *Register) wrapErr(what string, err error) error {
+	var re goredis.Error
+	if errors.As(err, &re) && err != goredis.Nil {
+		msg := re.Error()
+		if strings.HasPrefix(msg, "NOPERM") {
+			return fmt.Errorf("%w (%s: %s)", ErrScriptDenied, what, msg)
+		}
+		if isAuthErr(msg) {
+			return fmt.Errorf("redisreg: AUTH refused: %w", err)
+		}
+		return fmt.Errorf("redisreg: %s: Redis answered: %w", what, err)
+	}
+	return fmt.Errorf("redisreg: %s: %w", what, err)
+}
+
+// do runs one call within the timeout, counting it.
+func (r *Register) do(what string, f func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
+	defer cancel()
+	start := time.Now() // real time: round-trip latency for Stats
+	err := f(ctx)
+	r.latency.Add(int64(time.Since(start)))
+	r.roundTrips.Add(1)
+	if err != nil {
+		r.errs.Add(1)
+		return r.wrapErr(what, err)
+	}
+	return nil
+}
+
+// exec runs script on the node holding keys and returns its array reply.
+func (r *Register) exec(script *goredis.Script, what string, keys []string, args []any) ([]any, error) {
+	cl, err := r.client()
+	if err != nil {
+		return nil, err
+	}
+	var arr []any
+	err = r.do(what, func(ctx context.Context) error {
+		var err error
+		arr, err = script.Run(ctx, cl, keys, args...).Slice()
+		return err
+	})
+	return arr, err
+}
+
+// Stats returns the register's counters.
+func (r *Register) Stats() Stats {
+	return Stats{RoundTrips: r.roundTrips.Load(), Errors: r.errs.Load(), Latency: time.Duration(r.latency.Load())}
+}
+
 // CheckAndInsert implements tls13.StrikeRegister. In one atomic script it
 // checks that Redis's memory is complete since notBefore - MaxClockSkew
 // and sets the key if absent, to live until expires + MaxClockSkew by the
@@ -218,49 +415,24 @@ const (
 // for a replay, and (false, err) otherwise: err wraps
 // tls13.ErrRegisterTooYoung when Redis lost data after notBefore (or is
 // recording such a loss), ErrEvictionPolicy when Redis may evict entries,
-// and says what failed when Redis cannot be reached or answers oddly.
+// ErrScriptDenied when the Redis user may not run the script, and says
+// what failed when Redis cannot be reached or answers oddly.
 func (r *Register) CheckAndInsert(key []byte, now, notBefore, expires time.Time) (bool, error) {
-	for attempt := 0; ; attempt++ {
-		c, reused, err := r.get()
-		if err != nil {
-			return false, err
-		}
-		fresh, err := r.checkAndInsert(c, key, now, notBefore, expires)
-		r.put(c)
-		// A pooled connection may have died with its Redis (a restart),
-		// and then so did the other idle ones: drop them and try once
-		// more on a new connection. Not after a timeout, which would
-		// double the wait (a retry could only refuse anyway).
-		if err != nil && c.broken && reused && attempt == 0 && !isTimeout(err) {
-			r.dropIdle()
-			continue
-		}
-		return fresh, err
-	}
-}
-
-func (r *Register) checkAndInsert(c *conn, key []byte, now, notBefore, expires time.Time) (bool, error) {
-	if err := r.checkPolicy(c); err != nil {
+	if err := r.checkPolicy(); err != nil {
 		return false, err
 	}
-	k := make([]byte, 0, len(r.opts.Prefix)+2*len(key))
-	k = append(k, r.opts.Prefix...)
-	k = hex.AppendEncode(k, key)
+	entry, marker := r.entryKey(key)
 	skew := ceilMS(r.opts.MaxClockSkew)
 	latestSince := notBefore.UnixMilli() - skew
-	ttl := ceilMS(expires.Sub(now)) + skew
-	if ttl < 1 {
-		ttl = 1
-	}
+	ttl := max(ceilMS(expires.Sub(now))+skew, 1)
 	for recorded := false; ; recorded = true {
 		token := r.id + strconv.FormatUint(r.seq.Add(1), 16)
-		rep, err := c.eval(r.opts.Timeout, insertScript, insertSHA, [][]byte{k, r.marker},
-			strconv.AppendInt(nil, latestSince, 10), strconv.AppendInt(nil, ttl, 10),
-			[]byte(token), strconv.AppendInt(nil, 2*ceilMS(r.opts.Timeout), 10), c.run)
+		arr, err := r.execRetry(insertScript, "strike script", []string{entry, marker},
+			[]any{latestSince, ttl, token, 2 * ceilMS(r.opts.Timeout)})
 		if err != nil {
 			return false, err
 		}
-		code, since, err := insertResult(rep)
+		code, since, err := insertResult(arr)
 		if err != nil {
 			return false, err
 		}
@@ -282,66 +454,136 @@ func (r *Register) checkAndInsert(c *conn, key []byte, now, notBefore, expires t
 		if recorded {
 			return false, fmt.Errorf("redisreg: Redis lost data again while recording a loss: %w", tls13.ErrRegisterTooYoung)
 		}
-		if err := r.recordLoss(c, token); err != nil {
+		if err := r.recordLoss(marker, token); err != nil {
 			return false, err
 		}
+		r.sweep(marker)
 		// Now the rule decides for this very ClientHello too.
 	}
 }
 
+// execRetry is exec, tried once more after a connection error that is
+// not a timeout: a connection that died with its Redis (a restart, a
+// failover) is replaced by the client, and the second try finds the loss
+// instead of failing. A timeout is not retried (it would double the wait,
+// and a retry could only refuse anyway).
+func (r *Register) execRetry(script *goredis.Script, what string, keys []string, args []any) ([]any, error) {
+	arr, err := r.exec(script, what, keys, args)
+	if err != nil && !isRedisReply(err) && !errors.Is(err, context.DeadlineExceeded) && !isTimeout(err) && r.connected() {
+		arr, err = r.exec(script, what, keys, args)
+	}
+	return arr, err
+}
+
+func (r *Register) connected() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cl != nil
+}
+
+// isAuthErr says a Redis error reply refuses the login.
+func isAuthErr(msg string) bool {
+	return strings.HasPrefix(msg, "WRONGPASS") || strings.HasPrefix(msg, "NOAUTH") || strings.Contains(msg, "AUTH")
+}
+
+// isRedisReply says err is Redis's answer (an error reply), not a failure
+// to get one.
+func isRedisReply(err error) bool {
+	var re goredis.Error
+	return errors.As(err, &re) || errors.Is(err, ErrScriptDenied)
+}
+
 // recordLoss turns the pending marker named by token into "since now".
-func (r *Register) recordLoss(c *conn, token string) error {
+func (r *Register) recordLoss(marker, token string) error {
 	now := r.opts.Now()
 	since := now.UnixMilli() // rounded down; the skew check wants it up
 	if now.After(time.UnixMilli(since)) {
 		since++
 	}
-	rep, err := c.eval(r.opts.Timeout, sinceScript, sinceSHA, [][]byte{r.marker}, []byte(token), strconv.AppendInt(nil, since, 10), c.run)
+	cl, err := r.client()
 	if err != nil {
 		return err
 	}
+	var n int64
+	err = r.do("recording a loss", func(ctx context.Context) error {
+		var err error
+		n, err = sinceScript.Run(ctx, cl, []string{marker}, token, since).Int64()
+		return err
+	})
 	switch {
-	case rep.kind == ':' && rep.num == 1:
+	case err != nil:
+		return err
+	case n == 1:
 		return nil
-	case rep.kind == ':' && rep.num == 0:
+	case n == 0:
 		return fmt.Errorf("redisreg: Redis lost data, and its recording was overtaken: %w", tls13.ErrRegisterTooYoung)
-	case rep.kind == '-':
-		return fmt.Errorf("redisreg: recording a loss: %s", rep.str)
 	}
-	return protoErr("unexpected reply %q to the marker script", rep.kind)
+	return fmt.Errorf("redisreg: unexpected reply %d to the marker script", n)
+}
+
+// sweep records the loss found under one tag under every other tag that
+// lost its memory too (the same Redis process, or another Cluster node
+// that did), now rather than on each tag's next use: one loss, and not
+// one per tag, costs early data. Errors are left to that next use.
+func (r *Register) sweep(done string) {
+	for i := range shards {
+		m := r.markerKey("{s" + strconv.Itoa(i) + "}")
+		if m == done {
+			continue
+		}
+		token := r.id + strconv.FormatUint(r.seq.Add(1), 16)
+		arr, err := r.exec(probeScript, "marker probe", []string{m, m}, []any{int64(math.MaxInt64), 1, token, 2 * ceilMS(r.opts.Timeout)})
+		if err != nil {
+			continue
+		}
+		if code, _, err := insertResult(arr); err == nil && code == resLost {
+			r.recordLoss(m, token)
+		}
+	}
 }
 
 // insertResult decodes insertScript's reply.
-func insertResult(rep reply) (code int, since int64, err error) {
-	if rep.kind == '-' {
-		return 0, 0, fmt.Errorf("redisreg: strike script: %s", rep.str)
+func insertResult(arr []any) (code int, since int64, err error) {
+	if len(arr) == 0 {
+		return 0, 0, errors.New("redisreg: empty reply to the strike script")
 	}
-	if rep.kind != '*' || len(rep.array) == 0 || rep.array[0].kind != ':' {
-		return 0, 0, protoErr("unexpected reply %q to the strike script", rep.kind)
+	c, ok := arr[0].(int64)
+	if !ok {
+		return 0, 0, errors.New("redisreg: unexpected reply to the strike script")
 	}
-	code = int(rep.array[0].num)
+	code = int(c)
 	switch {
-	case code == resTooYoung && len(rep.array) == 2 && rep.array[1].kind == '$':
-		since, err = strconv.ParseInt(rep.array[1].str, 10, 64)
-		if err != nil {
-			return 0, 0, protoErr("bad marker time %q", rep.array[1].str)
+	case code == resTooYoung && len(arr) == 2:
+		s, ok := arr[1].(string)
+		if ok {
+			since, err = strconv.ParseInt(s, 10, 64)
+		}
+		if !ok || err != nil {
+			return 0, 0, errors.New("redisreg: bad marker time in the strike script's reply")
 		}
 		return code, since, nil
-	case code >= resReplayed && code <= resLost && code != resTooYoung && len(rep.array) == 1:
+	case code >= resReplayed && code <= resLost && code != resTooYoung && len(arr) == 1:
 		return code, 0, nil
 	}
-	return 0, 0, protoErr("unexpected strike script result")
+	return 0, 0, errors.New("redisreg: unexpected strike script result")
 }
 
 // checkPolicy refuses while Redis's maxmemory-policy lets it evict
 // entries, reading the policy again once per PolicyCheckInterval.
-func (r *Register) checkPolicy(c *conn) error {
+func (r *Register) checkPolicy() error {
 	now := r.opts.Now()
 	r.mu.Lock()
 	policy, at := r.policy, r.policyAt
 	r.mu.Unlock()
 	if policy == "" || now.Before(at) || !now.Before(at.Add(r.opts.PolicyCheckInterval)) {
-		p, err := c.readPolicy(r.opts.Timeout)
+		cl, err := r.client()
+		if err != nil {
+			return err
+		}
+		p, err := r.readPolicy(cl)
+		if err != nil && !isRedisReply(err) && !isTimeout(err) {
+			p, err = r.readPolicy(cl) // once more, as execRetry
+		}
 		if err != nil {
 			return err
 		}
@@ -356,79 +598,99 @@ func (r *Register) checkPolicy(c *conn) error {
 	return nil
 }
 
-// Close closes the idle connections; later calls fail.
+// readPolicy is the maxmemory-policy of every node the client uses (the
+// primary; each primary and replica of a Cluster): the first that is not
+// noeviction, or noeviction.
+func (r *Register) readPolicy(cl goredis.UniversalClient) (string, error) {
+	cc, ok := cl.(*goredis.ClusterClient)
+	if !ok {
+		return r.nodePolicy(cl)
+	}
+	var mu sync.Mutex
+	var found []string
+	ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
+	defer cancel()
+	err := cc.ForEachShard(ctx, func(ctx context.Context, n *goredis.Client) error {
+		p, err := r.nodePolicy(n)
+		if err != nil {
+			return fmt.Errorf("%w (node %s)", err, n.Options().Addr)
+		}
+		mu.Lock()
+		found = append(found, p)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if len(found) == 0 {
+		return "", errors.New("redisreg: no Redis Cluster node known")
+	}
+	slices.Sort(found)
+	for _, p := range found {
+		if p != "noeviction" {
+			return p, nil
+		}
+	}
+	return "noeviction", nil
+}
+
+// nodePolicy reads maxmemory-policy with CONFIG GET or, where CONFIG is
+// renamed away or not permitted, from INFO memory.
+func (r *Register) nodePolicy(n goredis.Cmdable) (string, error) {
+	var m map[string]string
+	configErr := r.do("CONFIG GET", func(ctx context.Context) error {
+		var err error
+		m, err = n.ConfigGet(ctx, "maxmemory-policy").Result()
+		return err
+	})
+	if configErr == nil && m["maxmemory-policy"] != "" {
+		return m["maxmemory-policy"], nil
+	}
+	if configErr != nil && (!isRedisReply(configErr) || strings.Contains(configErr.Error(), "AUTH refused")) {
+		return "", configErr
+	}
+	var info string
+	infoErr := r.do("INFO memory", func(ctx context.Context) error {
+		var err error
+		info, err = n.Info(ctx, "memory").Result()
+		return err
+	})
+	if infoErr == nil {
+		if v := infoField(info, "maxmemory_policy"); v != "" {
+			return v, nil
+		}
+		infoErr = errors.New("no maxmemory_policy")
+	}
+	if !isRedisReply(infoErr) {
+		return "", infoErr
+	}
+	if configErr == nil {
+		configErr = errors.New("unexpected reply")
+	}
+	return "", fmt.Errorf("redisreg: cannot read Redis's maxmemory-policy (%v; %v): allow CONFIG GET or INFO to this user; early data refused", configErr, infoErr)
+}
+
+// infoField is the value of field name in an INFO reply, "" if none.
+func infoField(info, name string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// Close closes the connections; later calls fail.
 func (r *Register) Close() error {
 	r.mu.Lock()
-	r.closed = true
+	cl := r.cl
+	r.closed, r.cl = true, nil
 	r.mu.Unlock()
-	r.dropIdle()
+	if cl != nil {
+		cl.Close()
+	}
 	return nil
-}
-
-func (r *Register) dropIdle() {
-	r.mu.Lock()
-	idle := r.idle
-	r.idle = nil
-	r.mu.Unlock()
-	for _, c := range idle {
-		c.close()
-	}
-}
-
-// put returns c to the pool, or closes it if it broke.
-func (r *Register) put(c *conn) {
-	r.mu.Lock()
-	if !c.broken && !r.closed && len(r.idle) < maxIdle {
-		r.idle = append(r.idle, c)
-		c = nil
-	}
-	r.mu.Unlock()
-	if c != nil {
-		c.close()
-	}
-}
-
-// get returns an idle connection (reused) or dials a new one.
-func (r *Register) get() (c *conn, reused bool, err error) {
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return nil, false, errors.New("redisreg: register closed")
-	}
-	if n := len(r.idle); n > 0 {
-		c := r.idle[n-1]
-		r.idle = r.idle[:n-1]
-		r.mu.Unlock()
-		return c, true, nil
-	}
-	r.mu.Unlock()
-	c, err = r.dial()
-	return c, false, err
-}
-
-func (r *Register) dial() (*conn, error) {
-	nc, err := net.DialTimeout("tcp", r.opts.Addr, r.opts.Timeout)
-	if err != nil {
-		return nil, fmt.Errorf("redisreg: %w", err)
-	}
-	c := &conn{nc: nc, br: bufio.NewReader(nc)}
-	if r.opts.Password != "" {
-		if err := c.expectOK(r.opts.Timeout, "AUTH", []byte("AUTH"), []byte(r.opts.Password)); err != nil {
-			c.close()
-			return nil, err
-		}
-	}
-	if r.opts.DB != 0 {
-		if err := c.expectOK(r.opts.Timeout, "SELECT", []byte("SELECT"), []byte(strconv.Itoa(r.opts.DB))); err != nil {
-			c.close()
-			return nil, err
-		}
-	}
-	if err := c.readRunID(r.opts.Timeout); err != nil {
-		c.close()
-		return nil, err
-	}
-	return c, nil
 }
 
 // ceilMS is d in whole milliseconds, rounded up.
@@ -443,131 +705,4 @@ func ceilMS(d time.Duration) int64 {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
-}
-
-// conn is one connection speaking RESP2. broken is set once a command
-// failed below the level of Redis replies; such a connection is closed.
-type conn struct {
-	nc     net.Conn
-	br     *bufio.Reader
-	buf    []byte
-	broken bool
-	run    []byte // the run_id of the Redis process at the other end
-}
-
-func (c *conn) close() { c.nc.Close() }
-
-// do sends one command and reads its reply within timeout.
-func (c *conn) do(timeout time.Duration, args ...[]byte) (reply, error) {
-	rep, err := c.roundTrip(timeout, args)
-	if err != nil {
-		c.broken = true
-	}
-	return rep, err
-}
-
-func (c *conn) roundTrip(timeout time.Duration, args [][]byte) (reply, error) {
-	if err := c.nc.SetDeadline(time.Now().Add(timeout)); err != nil {
-		return reply{}, fmt.Errorf("redisreg: %w", err)
-	}
-	c.buf = appendCommand(c.buf[:0], args...)
-	if _, err := c.nc.Write(c.buf); err != nil {
-		return reply{}, fmt.Errorf("redisreg: write: %w", err)
-	}
-	rep, err := readReply(c.br)
-	if err != nil {
-		if errors.Is(err, errProtocol) {
-			return reply{}, err
-		}
-		return reply{}, fmt.Errorf("redisreg: read: %w", err)
-	}
-	return rep, nil
-}
-
-// eval runs a script by its SHA1, sending its text only when Redis does
-// not have it cached (the first time, and after a restart or SCRIPT FLUSH).
-func (c *conn) eval(timeout time.Duration, script, sha string, keys [][]byte, args ...[]byte) (reply, error) {
-	cmd := make([][]byte, 0, 3+len(keys)+len(args))
-	cmd = append(cmd, []byte("EVALSHA"), []byte(sha), strconv.AppendInt(nil, int64(len(keys)), 10))
-	cmd = append(append(cmd, keys...), args...)
-	rep, err := c.do(timeout, cmd...)
-	if err == nil && rep.kind == '-' && strings.HasPrefix(rep.str, "NOSCRIPT") {
-		cmd[0], cmd[1] = []byte("EVAL"), []byte(script)
-		rep, err = c.do(timeout, cmd...)
-	}
-	return rep, err
-}
-
-// readRunID reads the run_id of the Redis process c is connected to.
-func (c *conn) readRunID(timeout time.Duration) error {
-	rep, err := c.do(timeout, []byte("INFO"), []byte("server"))
-	if err != nil {
-		return err
-	}
-	// Hex only, as the scripts' patterns for the marker expect.
-	if v := infoField(rep, "run_id"); v != "" && strings.Trim(v, "0123456789abcdefABCDEF") == "" {
-		c.run = []byte(v)
-		return nil
-	}
-	if rep.kind == '-' {
-		return fmt.Errorf("redisreg: INFO server refused: %s", rep.str)
-	}
-	return protoErr("no run_id in INFO server")
-}
-
-// readPolicy reads maxmemory-policy with CONFIG GET or, where CONFIG is
-// renamed away or not permitted, from INFO memory.
-func (c *conn) readPolicy(timeout time.Duration) (string, error) {
-	rep, err := c.do(timeout, []byte("CONFIG"), []byte("GET"), []byte("maxmemory-policy"))
-	if err != nil {
-		return "", err
-	}
-	if rep.kind == '*' && len(rep.array) == 2 && rep.array[1].kind == '$' && rep.array[1].str != "" {
-		return rep.array[1].str, nil
-	}
-	configErr := "unexpected reply"
-	if rep.kind == '-' {
-		configErr = rep.str
-	}
-	rep, err = c.do(timeout, []byte("INFO"), []byte("memory"))
-	if err != nil {
-		return "", err
-	}
-	if v := infoField(rep, "maxmemory_policy"); v != "" {
-		return v, nil
-	}
-	infoErr := "no maxmemory_policy"
-	if rep.kind == '-' {
-		infoErr = rep.str
-	}
-	return "", fmt.Errorf("redisreg: cannot read Redis's maxmemory-policy (CONFIG GET: %s; INFO memory: %s): allow one of them to this user; early data refused", configErr, infoErr)
-}
-
-// infoField is the value of field name in an INFO reply, "" if none.
-func infoField(rep reply, name string) string {
-	if rep.kind != '$' {
-		return ""
-	}
-	for _, line := range strings.Split(rep.str, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
-			return v
-		}
-	}
-	return ""
-}
-
-// expectOK runs a command whose only good reply is +OK. The error names
-// the command, never its arguments (AUTH carries the password).
-func (c *conn) expectOK(timeout time.Duration, name string, args ...[]byte) error {
-	rep, err := c.do(timeout, args...)
-	if err != nil {
-		return err
-	}
-	if rep.kind != '+' || rep.str != "OK" {
-		if rep.kind == '-' {
-			return fmt.Errorf("redisreg: %s refused: %s", name, rep.str)
-		}
-		return fmt.Errorf("redisreg: %s: unexpected reply", name)
-	}
-	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
-	"fmt"
 	"net"
 	"os/exec"
 	"strconv"
@@ -141,6 +140,17 @@ func (s *redisServer) raw(t *testing.T, args ...string) reply {
 	return rep
 }
 
+// info is one field of an INFO section.
+func (s *redisServer) info(t *testing.T, section, field string) string {
+	t.Helper()
+	for _, line := range strings.Split(s.raw(t, "INFO", section).str, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
 func newReg(t *testing.T, addr string, clk *ztlsclock.Manual) *Register {
 	t.Helper()
 	r, err := New(Options{Addr: addr, Now: clk.Now, Timeout: 2 * time.Second})
@@ -185,7 +195,8 @@ func TestRegisterFleet(t *testing.T) {
 	}
 	// The entry expires when the window does, plus the clock skew
 	// (checked in Redis, not by waiting).
-	rep := s.raw(t, "PTTL", DefaultPrefix+fmt.Sprintf("%x", key))
+	entry, _ := testKeys(string(key))
+	rep := s.raw(t, "PTTL", entry)
 	if rep.kind != ':' || rep.num <= 10000 || rep.num > 10000+DefaultMaxClockSkew.Milliseconds() {
 		t.Fatalf("PTTL = %+v, want 10001..11000 ms", rep)
 	}

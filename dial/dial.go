@@ -16,9 +16,9 @@ import (
 
 // Options configures one connection.
 type Options struct {
-	// Mode: "auto" (ZTLS when valid Z-data is in hand, else TLS 1.3),
-	// "ztls" (fail if ZTLS can't be used) or "tls".
-	Mode string
+	// Mode says whether ZTLS is tried: ModeAuto (the zero value too),
+	// ModeZTLS or ModeTLS.
+	Mode Mode
 	// TLS is the client configuration; ServerName defaults to the host.
 	TLS *tls13.Config
 	// Resolver is the T-DNS resolver used for addresses and Z-data; nil
@@ -123,6 +123,38 @@ type Options struct {
 	TurboOptions
 }
 
+// Mode says whether a connection tries ZTLS (Options.Mode).
+type Mode string
+
+const (
+	// ModeAuto uses ZTLS when valid Z-data is in hand, else TLS 1.3; ""
+	// means the same.
+	ModeAuto Mode = "auto"
+	// ModeZTLS fails the connection when ZTLS cannot be used
+	// (ErrZTLSImpossible).
+	ModeZTLS Mode = "ztls"
+	// ModeTLS never tries ZTLS: TLS 1.3 (resuming Options.Session, if
+	// set).
+	ModeTLS Mode = "tls"
+)
+
+// String returns the mode's name; the zero value is "auto".
+func (m Mode) String() string {
+	if m == "" {
+		return string(ModeAuto)
+	}
+	return string(m)
+}
+
+// ParseMode parses "auto", "ztls" or "tls" ("" is auto).
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case "", ModeAuto, ModeZTLS, ModeTLS:
+		return m, nil
+	}
+	return "", fmt.Errorf("dial: unknown mode %q (want auto, ztls or tls)", s)
+}
+
 // Result is a finished connection.
 type Result struct {
 	Report  Report
@@ -222,10 +254,8 @@ func (a *attempt) run(ctx context.Context, addr string) error {
 // configure checks the options and the address and settles the TLS
 // configuration, the memory and the clock.
 func (a *attempt) configure(addr string) error {
-	switch a.o.Mode {
-	case "", "auto", "ztls", "tls":
-	default:
-		return fmt.Errorf("dial: unknown mode %q (want auto, ztls or tls)", a.o.Mode)
+	if _, err := ParseMode(string(a.o.Mode)); err != nil {
+		return err
 	}
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {

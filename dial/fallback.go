@@ -44,7 +44,7 @@ var ErrZTLSImpossible = errors.New(`dial: mode "ztls" impossible`)
 
 // planZTLS decides, before any lookup, whether ZTLS may be tried at all.
 func (a *attempt) planZTLS() error {
-	a.wantZ = a.o.Mode != "tls"
+	a.wantZ = a.o.Mode != ModeTLS
 	switch {
 	case !a.wantZ:
 		a.reason = ReasonModeTLS
@@ -72,7 +72,7 @@ func (a *attempt) planZTLS() error {
 // requireZTLS fails an attempt in Mode "ztls" once it is settled that it
 // has no verified offer to make, saying why.
 func (a *attempt) requireZTLS() error {
-	if a.o.Mode == "ztls" && a.offer == nil {
+	if a.o.Mode == ModeZTLS && a.offer == nil {
 		return fmt.Errorf("%w: %s", ErrZTLSImpossible, a.reason)
 	}
 	return nil

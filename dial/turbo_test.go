@@ -144,7 +144,7 @@ func TestConnectTurboBlockedFallsBack(t *testing.T) {
 	w := startWorld(t, lab.Options{Turbo: true})
 	for _, mode := range []string{"auto", "tls"} {
 		r, err := connectCtx(t, wrapUDP(blackHoled), w, func(o *Options) {
-			o.Mode, o.Turbo, o.TurboWait = mode, true, 30*time.Millisecond
+			o.Mode, o.Turbo, o.TurboWait = Mode(mode), true, 30*time.Millisecond
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -100,7 +100,7 @@ const ResolverEnv = "ZTLS_RESOLVER"
 func NewTransport(opts dial.Options) *Transport {
 	t := &Transport{opts: opts, known: map[string]string{}, expected: map[string]string{}, missed: map[string]string{},
 		handed: map[handKey][]*opening{}}
-	if t.opts.Resolver == nil && t.opts.Mode != "tls" {
+	if t.opts.Resolver == nil && t.opts.Mode != dial.ModeTLS {
 		t.opts.Resolver, t.resolvErr = DefaultResolver()
 	}
 	t.protos = []string{"h2", "http/1.1"}

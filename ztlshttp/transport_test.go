@@ -49,7 +49,7 @@ func TestRespTLS(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w, _, opts := setupWorldALPN(t, tc.early, tc.protos...)
-			opts.Mode = tc.mode
+			opts.Mode = dial.Mode(tc.mode)
 			tr := NewTransport(opts)
 			t.Cleanup(tr.CloseIdleConnections)
 			resp, _ := get(t, &http.Client{Transport: tr, Timeout: 10 * time.Second}, "GET", "https://"+w.HostPort()+"/", "")
@@ -175,7 +175,7 @@ func TestTransportChainCache(t *testing.T) {
 	for _, mode := range []string{"auto", "tls"} {
 		t.Run(mode, func(t *testing.T) {
 			w, _, opts := setupWorldALPN(t, "http/1.1", "http/1.1")
-			opts.Mode = mode
+			opts.Mode = dial.Mode(mode)
 			tr := NewTransport(opts)
 			t.Cleanup(tr.CloseIdleConnections)
 			client := &http.Client{Transport: tr, Timeout: 10 * time.Second}

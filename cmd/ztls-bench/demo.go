@@ -266,7 +266,7 @@ func demoLoopback(ctx context.Context, out, errOut io.Writer, runs int) error {
 				return fmt.Errorf("demo: %w", err)
 			}
 			c, err := dial.Connect(ctx, w.HostPort(), dial.Options{
-				Mode: r.mode, TLS: w.ClientTLS(), Resolver: res,
+				Mode: dial.Mode(r.mode), TLS: w.ClientTLS(), Resolver: res,
 				Request: []byte("GET / HTTP/1.0\r\n\r\n"), ReplaySafe: true, ReadResponse: 64,
 				// Loopback shows negotiation, not timing: give Z-data time
 				// to verify even on a busy machine.

@@ -384,12 +384,17 @@ func (f *connectFlags) dialOptions(cfg *tls13.Config) (dial.Options, func(), err
 	if err != nil {
 		return dial.Options{}, nil, err
 	}
+	mode, err := dial.ParseMode(f.mode)
+	if err != nil {
+		res.Close()
+		return dial.Options{}, nil, fmt.Errorf("--mode: %w", err)
+	}
 	ocsp, err := dial.ParseOCSPPolicy(f.ocsp)
 	if err != nil {
 		res.Close()
 		return dial.Options{}, nil, fmt.Errorf("--ocsp: %w", err)
 	}
-	opts := dial.Options{Mode: f.mode, TLS: cfg, Resolver: res, ZDataBudget: f.budget, Turbo: f.turbo || f.turboPort != 0, NoBFE: f.noBFE}
+	opts := dial.Options{Mode: mode, TLS: cfg, Resolver: res, ZDataBudget: f.budget, Turbo: f.turbo || f.turboPort != 0, NoBFE: f.noBFE}
 	opts.TurboPort, opts.TurboWait, opts.OCSP = f.turboPort, f.turboWait, ocsp
 	// What 'ztls prefetch' (or get --prefetch-links) kept: its DNS
 	// answers spare the lookups.

@@ -829,7 +829,7 @@ func (st *workerState) startVisit(v visit, who string) (*aVisit, error) {
 		}
 	}
 	a.o = dial.Options{
-		Mode:         v.Mode,
+		Mode:         dial.Mode(v.Mode),
 		TLS:          &tls13.Config{RootCAs: roots, ServerName: host, Groups: []tls13.CurveID{tls13.X25519}},
 		Resolver:     res,
 		Request:      v.Request,

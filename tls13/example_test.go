@@ -16,8 +16,6 @@ import (
 	"net"
 	"time"
 
-	"github.com/ztls-project/ztls/internal/clock"
-
 	"github.com/ztls-project/ztls/tls13"
 )
 
@@ -28,7 +26,7 @@ func newCertificate(name string) (tls13.Certificate, *x509.CertPool) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	now := clock.Now()
+	now := time.Now() // real time: a certificate and key for a real program's clock
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1),
 		Subject:      pkix.Name{CommonName: name},
@@ -203,7 +201,7 @@ func ExampleConn_SetZData() {
 		log.Fatal(err)
 	}
 	hash := sha256.Sum256([]byte("the record's signature input")) // zdata_hash
-	now := clock.Now()
+	now := time.Now()                                             // real time: a Z-data key for a real program's clock
 	key := &tls13.ZDataKey{
 		ID: 1, Hash: hash, Host: "example.com", Group: tls13.X25519, MaxEarlyData: 16384,
 		NotBefore: now.Add(-time.Minute), NotAfter: now.Add(time.Hour),

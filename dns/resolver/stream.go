@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,7 +73,7 @@ type streamUpstream struct {
 // report once per query (from the calling goroutine) as the replies land,
 // in whatever order the server sends them. Queries the connection lost
 // before their reply are sent again on a new connection.
-func (u *streamUpstream) exchange(ctx context.Context, ms []*dns.Msg, report func(j int, reply *dns.Msg, err error)) {
+func (u *streamUpstream) exchange(ctx context.Context, ms []*dns.Msg, report reportFunc) {
 	open := make([]int, len(ms))
 	for j := range open {
 		open[j] = j
@@ -308,16 +309,46 @@ func (c *streamConn) deathErr() error {
 // exchange sends ms, framed back to back in one write, and calls report
 // for each reply or for each query ctx ended before its reply. It returns
 // the indexes of the queries the connection lost, to be sent again.
-func (c *streamConn) exchange(ctx context.Context, ms []*dns.Msg, report func(n int, reply *dns.Msg, err error)) (lost []int) {
+func (c *streamConn) exchange(ctx context.Context, ms []*dns.Msg, report reportFunc) (lost []int) {
 	wires := make([]*dns.Msg, len(ms))
 	for n, m := range ms {
 		wires[n] = c.prepare(m)
 	}
 	ch := make(chan landed, len(ms))
-	c.mu.Lock()
-	if c.dead {
-		c.mu.Unlock()
+	if !c.register(wires, ch) {
 		return allIndexes(len(ms))
+	}
+	f := newInflight(wires, report)
+	frames := c.frameQueries(f)
+	if f.left == 0 {
+		return nil
+	}
+	// Once written, a failed write has killed the connection: the wait
+	// below sees done and hands the unanswered queries back.
+	c.send(ctx, frames)
+	switch err := f.drain(func() error { return c.await(ctx, ch, f) }); err {
+	case nil:
+		return nil
+	case errConnLost:
+		// The reader may have delivered just before the connection died.
+		takeLanded(f, ch)
+		return f.waiting()
+	default: // ctx ended
+		c.abandon(f, ch)
+		takeLanded(f, ch)
+		f.failWaiting(ctx.Err())
+		return nil
+	}
+}
+
+// register gives each of wires a random ID that no query in flight on c
+// carries and enters it as waiting, its reply to go to ch. It reports
+// false, registering nothing, when c is dead.
+func (c *streamConn) register(wires []*dns.Msg, ch chan landed) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dead {
+		return false
 	}
 	for n, w := range wires {
 		for {
@@ -332,85 +363,67 @@ func (c *streamConn) exchange(ctx context.Context, ms []*dns.Msg, report func(n 
 		c.idleTimer.Stop()
 		c.idleTimer = nil
 	}
-	c.mu.Unlock()
+	return true
+}
 
-	answered := make([]bool, len(ms))
-	left := len(ms)
+// frameQueries packs the queries of f into frames, back to back. A query
+// that cannot be packed is withdrawn and settled with the error.
+func (c *streamConn) frameQueries(f *inflight) []byte {
 	var frames []byte
-	for n, w := range wires {
+	for n, w := range f.wires {
 		packed, err := w.Pack()
 		if err == nil {
 			frames, err = dnsstream.AppendFrame(frames, packed)
 		}
 		if err != nil {
 			c.forget(w.Id)
-			answered[n] = true
-			left--
-			report(n, nil, fmt.Errorf("resolver: packing query: %w", err))
+			f.settle(n, nil, fmt.Errorf("resolver: packing query: %w", err))
 		}
 	}
-	if left == 0 {
-		return nil
-	}
-	// Once written, a failed write has killed the connection: the wait
-	// below sees done and hands the unanswered queries back.
-	c.send(ctx, frames)
-	take := func(l landed) {
-		if !answered[l.n] {
-			answered[l.n] = true
-			left--
-			report(l.n, l.reply, nil)
-		}
-	}
-	for left > 0 {
-		select {
-		case l := <-ch:
-			take(l)
-		case <-c.rtok:
-			c.readFor(ctx, ch, take, &left)
-		case <-c.done:
-			// The reader may have delivered just before the connection died.
-			for drained := false; !drained; {
-				select {
-				case l := <-ch:
-					take(l)
-				default:
-					drained = true
-				}
-			}
-			for n := range wires {
-				if !answered[n] {
-					lost = append(lost, n)
-				}
-			}
-			return lost
-		case <-ctx.Done():
-			c.mu.Lock()
-			for n, w := range wires {
-				if !answered[n] && c.pending[w.Id] != nil && c.pending[w.Id].ch == ch {
-					delete(c.pending, w.Id)
-				}
-			}
-			c.armIdleLocked()
-			c.mu.Unlock()
-			for drained := false; !drained; {
-				select {
-				case l := <-ch:
-					take(l)
-				default:
-					drained = true
-				}
-			}
-			for n := range wires {
-				if !answered[n] {
-					answered[n] = true
-					report(n, nil, ctx.Err())
-				}
-			}
-			return nil
-		}
+	return frames
+}
+
+// await waits for what comes next to the exchange of f (the next step of
+// its drain): a reply that another goroutine read, or the read token (then
+// it reads the connection for everyone until its own replies are in). It
+// returns errConnLost when the connection died, ctx's error when ctx ended.
+func (c *streamConn) await(ctx context.Context, ch chan landed, f *inflight) error {
+	select {
+	case l := <-ch:
+		f.settle(l.n, l.reply, nil)
+	case <-c.rtok:
+		c.readFor(ctx, ch, f)
+	case <-c.done:
+		return errConnLost
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	return nil
+}
+
+// abandon withdraws the queries of f still waiting, so that their replies,
+// should they come, are dropped.
+func (c *streamConn) abandon(f *inflight, ch chan landed) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for n, w := range f.wires {
+		if !f.settled[n] && c.pending[w.Id] != nil && c.pending[w.Id].ch == ch {
+			delete(c.pending, w.Id)
+		}
+	}
+	c.armIdleLocked()
+}
+
+// takeLanded settles the queries of f whose replies are already in ch.
+func takeLanded(f *inflight, ch chan landed) {
+	for {
+		select {
+		case l := <-ch:
+			f.settle(l.n, l.reply, nil)
+		default:
+			return
+		}
+	}
 }
 
 func allIndexes(n int) []int {
@@ -511,39 +524,42 @@ func (c *streamConn) armIdleLocked() {
 }
 
 // readFor reads and dispatches replies, holding the read token, until the
-// caller's own replies are in (left reaches zero), ctx ends or the
-// connection fails; then it puts the token back.
-func (c *streamConn) readFor(ctx context.Context, ch chan landed, take func(landed), left *int) {
+// replies of f are in, ctx ends or the connection fails; then it puts the
+// token back.
+func (c *streamConn) readFor(ctx context.Context, ch chan landed, f *inflight) {
 	defer func() { c.rtok <- struct{}{} }()
 	stop := context.AfterFunc(ctx, func() { c.conn.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
-	for {
-		for drained := false; !drained; {
-			select {
-			case l := <-ch:
-				take(l)
-			default:
-				drained = true
-			}
+	takeLanded(f, ch)
+	f.drain(func() error {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		if *left == 0 || ctx.Err() != nil {
-			return
+		err := c.readOne(ctx)
+		takeLanded(f, ch)
+		return err
+	})
+}
+
+// readOne reads one frame, within ctx, and dispatches it. A timeout is not
+// an error: ctx ended (the caller sees it), or a former reader's wake-up
+// came late. Any other error kills the connection and is returned.
+func (c *streamConn) readOne(ctx context.Context) error {
+	d, _ := ctx.Deadline() // zero (no deadline) when ctx has none
+	c.conn.SetReadDeadline(d)
+	frame, err := c.readFrame()
+	if err != nil {
+		if isTimeout(err) {
+			return nil
 		}
-		d, _ := ctx.Deadline() // zero (no deadline) when ctx has none
-		c.conn.SetReadDeadline(d)
-		frame, err := c.readFrame()
-		if err != nil {
-			if isTimeout(err) {
-				continue // ctx ended, or a former reader's stale wake-up
-			}
-			if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
-				err = errConnLost
-			}
-			c.fail(err)
-			return
+		if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
+			err = errConnLost
 		}
-		c.dispatch(frame)
+		c.fail(err)
+		return err
 	}
+	c.dispatch(frame)
+	return nil
 }
 
 // readFrame returns the next non-empty frame. A frame is consumed only
@@ -570,27 +586,26 @@ func (c *streamConn) readFrame() ([]byte, error) {
 	}
 }
 
-// dispatch hands a frame to the query it answers; anything else (short,
-// unknown ID, another question, malformed) is dropped, and the query keeps
-// waiting.
+// dispatch hands a frame to the query it answers. A frame the rule
+// refuses (short, unknown ID, another question, malformed) is dropped, and
+// the query keeps waiting.
 func (c *streamConn) dispatch(frame []byte) {
-	if len(frame) < 12 {
-		return
-	}
-	id := binary.BigEndian.Uint16(frame)
-	c.mu.Lock()
-	cl := c.pending[id]
-	c.mu.Unlock()
-	if cl == nil {
-		return // unsolicited or late: drop
-	}
-	reply, err := checkReply(cl.q, frame)
+	var cl *call
+	reply, err := replyRule{}.accept(netip.AddrPort{}, frame, func(id uint16) *dns.Msg {
+		c.mu.Lock()
+		cl = c.pending[id]
+		c.mu.Unlock()
+		if cl == nil {
+			return nil // unsolicited or late
+		}
+		return cl.q
+	})
 	if err != nil {
 		return
 	}
 	c.mu.Lock()
-	if c.pending[id] == cl {
-		delete(c.pending, id)
+	if c.pending[reply.Id] == cl {
+		delete(c.pending, reply.Id)
 		c.noteKeepaliveLocked(reply)
 		c.armIdleLocked()
 		cl.ch <- landed{cl.n, reply} // buffered for the whole batch

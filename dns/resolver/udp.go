@@ -2,7 +2,6 @@ package resolver
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -35,7 +34,7 @@ var udpBufs = sync.Pool{New: func() any { b := make([]byte, maxUDPBatch*udpSlot)
 // IDs; a datagram is accepted only if it comes from server, fits the
 // advertised buffer and carries the ID and exactly the question of a query
 // still waiting. Everything else is dropped and the wait goes on.
-func exchangeUDP(ctx context.Context, server *net.UDPAddr, ms []*dns.Msg, report func(j int, reply *dns.Msg, err error)) {
+func exchangeUDP(ctx context.Context, server *net.UDPAddr, ms []*dns.Msg, report reportFunc) {
 	for lo := 0; lo < len(ms); lo += maxUDPBatch {
 		hi := min(lo+maxUDPBatch, len(ms))
 		exchangeUDPChunk(ctx, server, ms[lo:hi], func(j int, reply *dns.Msg, err error) {
@@ -44,19 +43,15 @@ func exchangeUDP(ctx context.Context, server *net.UDPAddr, ms []*dns.Msg, report
 	}
 }
 
-func exchangeUDPChunk(ctx context.Context, server *net.UDPAddr, ms []*dns.Msg, report func(j int, reply *dns.Msg, err error)) {
-	failAll := func(err error) {
-		for j := range ms {
-			report(j, nil, err)
-		}
-	}
+func exchangeUDPChunk(ctx context.Context, server *net.UDPAddr, ms []*dns.Msg, report reportFunc) {
+	f := newInflight(withFreshIDs(ms), report)
 	network := "udp4"
 	if server.IP.To4() == nil {
 		network = "udp6"
 	}
 	conn, err := net.ListenUDP(network, nil)
 	if err != nil {
-		failAll(fmt.Errorf("resolver: %w", err))
+		f.failWaiting(fmt.Errorf("resolver: %w", err))
 		return
 	}
 	defer conn.Close()
@@ -65,25 +60,44 @@ func exchangeUDPChunk(ctx context.Context, server *net.UDPAddr, ms []*dns.Msg, r
 	if d, ok := ctx.Deadline(); ok {
 		conn.SetReadDeadline(d)
 	}
+	bc := batchConnOf(conn)
+	sendDatagrams(bc, server, f)
+	rd := newDatagramReader(bc, server, f.left)
+	defer rd.release()
+	if err := f.drain(func() error { return rd.next(f) }); err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		} else {
+			err = fmt.Errorf("resolver: %w", err)
+		}
+		f.failWaiting(err)
+	}
+}
 
-	// wires[j] is ms[j] with the ID really sent; nil once answered.
+// withFreshIDs returns copies of ms, each with a random ID that no other
+// query of ms carries: the IDs really sent.
+func withFreshIDs(ms []*dns.Msg) []*dns.Msg {
 	wires := make([]*dns.Msg, len(ms))
 	for j, m := range ms {
 		w := *m // shallow: only the ID changes
 		w.Id = freshID(wires[:j])
 		wires[j] = &w
 	}
-	// All queries leave in one sendmmsg(2) and the replies already there
-	// come in with one recvmmsg(2): fewer system calls, and the server is
-	// woken once for the whole batch.
-	bc := batchConnOf(conn)
-	out := make([]ipv4.Message, 0, len(ms))
-	sent := make([]int, 0, len(ms)) // out[n] carries wires[sent[n]]
-	for j, w := range wires {
+	return wires
+}
+
+// sendDatagrams sends the queries of f to server. They all leave in one
+// sendmmsg(2), and the replies already there come in with one recvmmsg(2)
+// (datagramReader): fewer system calls, and the server is woken once for
+// the whole batch. A query that cannot be packed or sent is settled with
+// the error.
+func sendDatagrams(bc batchConn, server *net.UDPAddr, f *inflight) {
+	out := make([]ipv4.Message, 0, len(f.wires))
+	sent := make([]int, 0, len(f.wires)) // out[n] carries f.wires[sent[n]]
+	for j, w := range f.wires {
 		packed, err := w.Pack()
 		if err != nil {
-			wires[j] = nil
-			report(j, nil, fmt.Errorf("resolver: packing query: %w", err))
+			f.settle(j, nil, fmt.Errorf("resolver: packing query: %w", err))
 			continue
 		}
 		out = append(out, ipv4.Message{Buffers: [][]byte{packed}, Addr: server})
@@ -94,78 +108,57 @@ func exchangeUDPChunk(ctx context.Context, server *net.UDPAddr, ms []*dns.Msg, r
 		if err != nil {
 			err = fmt.Errorf("resolver: %w", err)
 			for _, j := range sent[done:] {
-				wires[j] = nil
-				report(j, nil, err)
-			}
-			break
-		}
-		done += n
-	}
-	waiting := 0
-	for _, w := range wires {
-		if w != nil {
-			waiting++
-		}
-	}
-	want := server.AddrPort()
-	bp := udpBufs.Get().(*[]byte)
-	defer udpBufs.Put(bp)
-	in := make([]ipv4.Message, min(waiting, maxUDPBatch))
-	for n := range in {
-		in[n].Buffers = [][]byte{(*bp)[n*udpSlot : (n+1)*udpSlot]}
-	}
-	for waiting > 0 {
-		got, err := bc.ReadBatch(in[:min(waiting, len(in))], 0)
-		if err != nil {
-			if ctx.Err() != nil {
-				err = ctx.Err()
-			} else {
-				err = fmt.Errorf("resolver: %w", err)
-			}
-			for j, w := range wires {
-				if w != nil {
-					report(j, nil, err)
-				}
+				f.settle(j, nil, err)
 			}
 			return
 		}
-		for _, msg := range in[:got] {
-			from, ok := msg.Addr.(*net.UDPAddr)
-			if !ok {
-				continue
-			}
-			if fp := from.AddrPort(); fp.Addr().Unmap() != want.Addr().Unmap() || fp.Port() != want.Port() {
-				continue // errWrongSource
-			}
-			n := msg.N
-			if n > UDPBufferSize || n < 12 {
-				continue // errOversized, errShortReply
-			}
-			buf := msg.Buffers[0][:n]
-			id := binary.BigEndian.Uint16(buf)
-			j := -1
-			for k, w := range wires {
-				if w != nil && w.Id == id {
-					j = k
-					break
-				}
-			}
-			if j < 0 {
-				continue // errIDMismatch
-			}
-			reply, err := checkReply(wires[j], buf)
-			if err != nil {
-				continue
-			}
-			wires[j] = nil
-			waiting--
-			if reply.Truncated {
-				report(j, nil, errTruncated)
-			} else {
-				report(j, reply, nil)
-			}
-		}
+		done += n
 	}
+}
+
+// datagramReader receives the replies to a chunk, several datagrams per
+// system call, and settles the queries they answer.
+type datagramReader struct {
+	bc   batchConn
+	rule replyRule
+	bp   *[]byte // from udpBufs
+	in   []ipv4.Message
+}
+
+// newDatagramReader returns a reader for the replies from server to the
+// waiting queries.
+func newDatagramReader(bc batchConn, server *net.UDPAddr, waiting int) *datagramReader {
+	rd := &datagramReader{
+		bc:   bc,
+		rule: replyRule{datagram: true, server: server.AddrPort()},
+		bp:   udpBufs.Get().(*[]byte),
+		in:   make([]ipv4.Message, min(waiting, maxUDPBatch)),
+	}
+	for n := range rd.in {
+		rd.in[n].Buffers = [][]byte{(*rd.bp)[n*udpSlot : (n+1)*udpSlot]}
+	}
+	return rd
+}
+
+func (rd *datagramReader) release() { udpBufs.Put(rd.bp) }
+
+// next waits for the next datagrams (up to one per waiting query) and
+// settles the queries they answer; datagrams the rule refuses are dropped.
+// Its error is the socket's: ctx ended or the socket failed.
+func (rd *datagramReader) next(f *inflight) error {
+	got, err := rd.bc.ReadBatch(rd.in[:min(f.left, len(rd.in))], 0)
+	if err != nil {
+		return err
+	}
+	for _, msg := range rd.in[:got] {
+		from, _ := msg.Addr.(*net.UDPAddr) // nil: refused as errWrongSource
+		reply, err := rd.rule.accept(from.AddrPort(), msg.Buffers[0][:msg.N], f.query)
+		if reply == nil {
+			continue // refused (err says why): keep waiting
+		}
+		f.settle(f.index(reply.Id), reply, err)
+	}
+	return nil
 }
 
 // batchConn sends and receives several datagrams per system call

@@ -65,6 +65,7 @@ import (
 	"github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/internal/dialhook"
 	"github.com/ztls-project/ztls/internal/testsupport/lab"
+	"github.com/ztls-project/ztls/prevalidate"
 	"github.com/ztls-project/ztls/server"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
@@ -658,7 +659,7 @@ func (w *bndWorld) resolver() *resolver.Resolver {
 	return r
 }
 
-func (w *bndWorld) clientOptions(f bndFlow, res *resolver.Resolver, cache *Cache) Options {
+func (w *bndWorld) clientOptions(f bndFlow, res *resolver.Resolver, cache *prevalidate.Cache) Options {
 	o := Options{Mode: "auto", TLS: &tls13.Config{RootCAs: w.s.lab.Roots, Time: w.clk.Now}, Resolver: res,
 		Memory: NewMemory(), ZDataBudget: 2 * time.Second, Cache: cache, Now: w.clk.Now, NoBFE: !f.bfe, Turbo: f.turbo}
 	o.TurboWait = 5 * time.Second
@@ -669,7 +670,7 @@ func (w *bndWorld) target() string { return net.JoinHostPort(bndHost, strconv.It
 
 // connect is one Connect to m sending a request that names the
 // connection, early when allowed; cache nil is a fresh client.
-func (w *bndWorld) connect(m *bndMember, f bndFlow, cache *Cache, label string) *bndDial {
+func (w *bndWorld) connect(m *bndMember, f bndFlow, cache *prevalidate.Cache, label string) *bndDial {
 	t := w.t
 	t.Helper()
 	label = w.name + "/" + label
@@ -677,7 +678,7 @@ func (w *bndWorld) connect(m *bndMember, f bndFlow, cache *Cache, label string) 
 	res := w.resolver()
 	defer res.Close()
 	if cache == nil {
-		cache = NewCache(CacheOptions{})
+		cache = prevalidate.NewCache(prevalidate.CacheOptions{})
 		defer cache.Close()
 	}
 	req := fmt.Sprintf("GET /%s/%d", label, w.seq.Add(1))
@@ -711,7 +712,7 @@ func (w *bndWorld) connect(m *bndMember, f bndFlow, cache *Cache, label string) 
 
 // prefetch fills cache for m's service as Prefetch does at the world's
 // instant, and returns when the entry expires (zero: nothing cached).
-func (w *bndWorld) prefetch(m *bndMember, f bndFlow, cache *Cache, label string) time.Time {
+func (w *bndWorld) prefetch(m *bndMember, f bndFlow, cache *prevalidate.Cache, label string) time.Time {
 	t := w.t
 	t.Helper()
 	label = w.name + "/" + label
@@ -721,7 +722,7 @@ func (w *bndWorld) prefetch(m *bndMember, f bndFlow, cache *Cache, label string)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	now := w.clk.Now()
-	p := Prefetch(ctx, w.clientOptions(f, res, cache), w.target())[0]
+	p := prevalidate.Prefetch(ctx, w.clientOptions(f, res, cache).Prevalidation(), w.target())[0]
 	switch {
 	case p.Err == nil && p.ZData != nil:
 		t.Logf("%s: prefetched Z-data %d (%s to %s), expires %s by %s", label, p.ZData.ID,
@@ -857,12 +858,12 @@ func (w *bndWorld) replayUDP(m *bndMember, dgrams [][]byte) {
 // no quiet period).
 func (w *bndWorld) runInstants(flows []bndFlow, restart bool) {
 	type prefetching struct {
-		cache   *Cache
+		cache   *prevalidate.Cache
 		expires time.Time
 	}
 	pre := map[string]*prefetching{}
 	for _, f := range flows {
-		c := NewCache(CacheOptions{})
+		c := prevalidate.NewCache(prevalidate.CacheOptions{})
 		w.t.Cleanup(func() { c.Close() })
 		pre[f.name] = &prefetching{cache: c}
 	}
@@ -920,13 +921,13 @@ func (s *bndSuite) runEvent(t *testing.T, in bndInstant, fleet bool, rp *bndRedi
 	w := s.world(t, event+"@"+in.name, fleet, rp)
 	w.moveTo(in.at)
 	var flights []*bndDial
-	caches := make([]*Cache, len(flows))
+	caches := make([]*prevalidate.Cache, len(flows))
 	for i, f := range flows {
 		m := w.members[i%len(w.members)]
 		d := w.connect(m, f, nil, f.name+"/before@"+m.ip)
 		w.wantAccepted(d, f)
 		flights = append(flights, d)
-		caches[i] = NewCache(CacheOptions{})
+		caches[i] = prevalidate.NewCache(prevalidate.CacheOptions{})
 		t.Cleanup(func() { caches[i].Close() })
 		w.prefetch(m, f, caches[i], f.name+"/prefetch")
 	}

@@ -1,8 +1,8 @@
 package dial
 
-// The attempt's use of the Cache: what Prefetch fetched and validated
-// replaces the lookup phase's answers and the verifications, as inputs
-// that have already landed.
+// The attempt's use of the prevalidate.Cache: what Prefetch fetched and
+// validated replaces the lookup phase's answers and the verifications, as
+// inputs that have already landed.
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/ztls-project/ztls/prevalidate"
 	"github.com/ztls-project/ztls/zdata"
 )
 
@@ -31,38 +32,38 @@ const (
 // (tls13.Config.VerifiedChains), and, with Options.OCSP, the OCSP check
 // with the cache's answers.
 func (a *attempt) consultCache(ctx context.Context) {
-	pk := policyOf(a.cfg, &a.o)
+	pol := prevalidate.Policy{TLS: a.cfg, OCSP: a.o.OCSP, NoBFE: a.o.NoBFE}
 	cloned := false
 	clone := func() {
 		if !cloned {
 			a.cfg, cloned = a.cfg.Clone(), true
 		}
 	}
-	if a.o.OCSP != OCSPOff {
+	if a.o.OCSP != prevalidate.OCSPOff {
 		clone()
-		a.cfg.VerifyPeerCertificate = a.cache.ocspHook(ctx, a.o.OCSP, a.now, a.cfg.VerifyPeerCertificate, nil)
+		a.cfg.VerifyPeerCertificate = a.cache.CheckOCSP(ctx, a.o.OCSP, a.now, a.cfg.VerifyPeerCertificate)
 	}
 	if a.cfg.ChainCache == nil && !a.cfg.InsecureSkipVerify {
 		clone()
-		a.cfg.ChainCache = a.cache.chains
+		a.cfg.ChainCache = a.cache.ChainCache()
 	}
-	h := a.cache.lookup(a.host, a.port, pk, a.now())
-	if h == nil || (!h.validated && len(h.answers) == 0 && a.o.Resolver != nil) {
+	h := a.cache.Lookup(a.host, a.port, pol, a.now())
+	if h == nil || (!h.Validated && len(h.Answers) == 0 && a.o.Resolver != nil) {
 		return // nothing, or addresses only where the resolver finds more
 	}
 	a.hit = h
-	if !h.validated {
+	if !h.Validated {
 		a.r.Prefetch = PrefetchDNS
 		a.step("prefetched_dns")
 		return
 	}
 	a.r.Prefetch = PrefetchValidated
 	a.step("prefetched")
-	if len(h.chains) > 0 {
+	if len(h.Chains) > 0 {
 		clone()
-		a.cfg.VerifiedChains = h.verifiedChains
+		a.cfg.VerifiedChains = h.VerifiedChains
 	}
-	if pool := a.cache.keySharePool(a.cfg); pool != nil {
+	if pool := a.cache.KeySharePool(a.cfg); pool != nil {
 		clone()
 		a.cfg.KeySharePool = pool // the keys Prefetch made
 	}
@@ -72,9 +73,9 @@ func (a *attempt) consultCache(ctx context.Context) {
 // at once, nothing is asked.
 func (a *attempt) landCached(l *lookups) {
 	h := a.hit
-	l.addrs <- h.addrs
-	if h.https != nil {
-		l.https <- h.https
+	l.addrs <- h.Addrs
+	if h.HTTPS != nil {
+		l.https <- h.HTTPS
 	}
 	if a.wantZ {
 		l.zdata <- a.cachedZData()
@@ -88,16 +89,16 @@ func (a *attempt) landCached(l *lookups) {
 func (a *attempt) cachedZData() zresult {
 	h := a.hit
 	at := time.Since(a.start)
-	if h.rec == nil {
-		err := h.zerr
+	if h.ZData == nil {
+		err := h.ZDataErr
 		if err == nil {
 			err = &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New("none in the prefetched entry")}
 		}
 		return zresult{err: err, at: at}
 	}
-	offer := h.rec.Offer(h.leaf)
-	offer.Intermediates = h.inter
-	offer.Prepared = h.prepared
+	offer := h.ZData.Offer(h.Leaf)
+	offer.Intermediates = h.Intermediates
+	offer.Prepared = h.Prepared
 	if err := a.cfg.VerifyZDataOffer(offer); err != nil {
 		return zresult{err: &zdata.Error{Reason: zdata.ReasonUntrustedChain, Err: err}, at: at}
 	}
@@ -113,7 +114,7 @@ func (a *attempt) replayAnswers(l *lookups) {
 	if a.wantZ {
 		s.z = newZDataCheck(a.host, a.port, a.cfg, a.now(), a.start, a.o.NoBFE, l)
 	}
-	answers := a.hit.answers
+	answers := a.hit.Answers
 	go func() {
 		for _, ans := range answers {
 			if ans != nil {
@@ -121,7 +122,7 @@ func (a *attempt) replayAnswers(l *lookups) {
 			}
 		}
 		if !s.sentAddr {
-			if addrs := a.hit.addrs; len(addrs) > 0 {
+			if addrs := a.hit.Addrs; len(addrs) > 0 {
 				s.sentAddr = true
 				l.addrs <- append([]netip.Addr(nil), addrs...)
 			} else {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ztls-project/ztls/dns/resolver"
 	"github.com/ztls-project/ztls/internal/clock"
+	"github.com/ztls-project/ztls/prevalidate"
 	"github.com/ztls-project/ztls/tls13"
 )
 
@@ -93,22 +94,23 @@ type Options struct {
 	// Memory remembers servers that abort on a ztls ClientHello; nil
 	// means a process-wide default.
 	Memory *Memory
-	// Cache holds prevalidated services (filled by Prefetch): a
-	// connection that finds its host and port there, validated under
-	// its certificate policy, sends its first flight without a DNS
-	// lookup or a certificate verification (Report.Prefetch). nil means
-	// the process-wide DefaultCache, empty until a Prefetch with a nil
-	// Cache fills it, so a program that never prefetches connects as
-	// without a cache.
-	Cache *Cache
+	// Cache holds prevalidated services (filled by prevalidate.Prefetch):
+	// a connection that finds its host and port there, validated under
+	// its certificate policy (TLS, OCSP, NoBFE), sends its first flight
+	// without a DNS lookup or a certificate verification
+	// (Report.Prefetch), and shares the chains it verifies with the
+	// cache's other connections. nil means the process-wide
+	// prevalidate.DefaultCache, empty until a Prefetch with a nil Cache
+	// fills it, so a program that never prefetches connects as without a
+	// cache.
+	Cache *prevalidate.Cache
 	// OCSP asks the server leaf's OCSP responder (its authority
 	// information access) about it, soft- or hard-fail, before the leaf
 	// is trusted: with ZTLS before the Z-data is used, else during the
-	// handshake (on the critical path, unless Prefetch asked already:
+	// handshake (on the critical path, unless a Prefetch asked already:
 	// answers are kept in the Cache until their nextUpdate). The zero
 	// value asks nothing.
-	OCSP OCSPPolicy
-	PrefetchOptions
+	OCSP prevalidate.OCSPPolicy
 	// Now is the clock for Z-data validity; nil means the ztls clock (internal/clock: the system clock, unless ZTLS_CLOCK_OFFSET shifts it).
 	Now func() time.Time
 	// NoBFE makes the client one without Bloom filter encryption: it uses
@@ -203,8 +205,8 @@ type attempt struct {
 	res   *Result
 	r     *Report // &res.Report
 
-	cache *Cache
-	hit   *hit // the cache's entry for host:port, or nil
+	cache *prevalidate.Cache
+	hit   *prevalidate.Entry // the cache's entry for host:port, or nil
 
 	look *lookups     // what the lookup phase delivers
 	ips  []netip.Addr // the first address answer
@@ -296,11 +298,19 @@ func (o *Options) clock() func() time.Time {
 }
 
 // cacheOrDefault is Options.Cache, or the process default.
-func (o *Options) cacheOrDefault() *Cache {
+func (o *Options) cacheOrDefault() *prevalidate.Cache {
 	if o.Cache != nil {
 		return o.Cache
 	}
-	return defaultCache
+	return prevalidate.DefaultCache()
+}
+
+// Prevalidation returns the options of a prevalidate.Prefetch whose
+// entries a Connect with o uses: o's TLS configuration, Resolver, Cache,
+// OCSP policy, NoBFE and clock (an entry serves the certificate policy it
+// was validated under only).
+func (o Options) Prevalidation() prevalidate.Options {
+	return prevalidate.Options{TLS: o.TLS, Resolver: o.Resolver, Cache: o.Cache, OCSP: o.OCSP, NoBFE: o.NoBFE, Now: o.Now}
 }
 
 // awaitAddress waits for the first address answer, which starts the

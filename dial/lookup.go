@@ -58,7 +58,7 @@ func (a *attempt) startLookups(ctx context.Context) {
 	switch {
 	case a.ip.IsValid():
 		l.addrs <- []netip.Addr{a.ip}
-	case a.hit != nil && (a.hit.validated || len(a.hit.answers) == 0):
+	case a.hit != nil && (a.hit.Validated || len(a.hit.Answers) == 0):
 		a.landCached(l) // Prefetch's results, as already landed
 	case a.hit != nil:
 		a.replayAnswers(l)
@@ -129,34 +129,15 @@ func (s *serviceLookup) onAnswer(a resolver.Answer) {
 
 func (s *serviceLookup) onAddress(a resolver.Answer) {
 	s.pendingAddr--
-	var ips []netip.Addr
-	for _, rr := range a.RRs {
-		switch v := rr.(type) {
-		case *dns.A:
-			if ip, ok := netip.AddrFromSlice(v.A.To4()); ok {
-				ips = append(ips, ip)
-			}
-		case *dns.AAAA:
-			if ip, ok := netip.AddrFromSlice(v.AAAA); ok {
-				ips = append(ips, ip)
-			}
-		}
-	}
+	ips := a.Addrs()
 	switch {
 	case s.sentAddr:
 	case len(ips) > 0:
 		s.sentAddr = true
 		s.out.addrs <- ips
 	case s.pendingAddr == 0:
-		s.out.fail(fmt.Errorf("dial: %s has no address (A/AAAA): %s", s.host, rcodeText(a)))
+		s.out.fail(fmt.Errorf("dial: %s has no address (A/AAAA): %s", s.host, a.Status()))
 	}
-}
-
-func rcodeText(a resolver.Answer) string {
-	if a.Err != nil {
-		return a.Err.Error()
-	}
-	return dns.RcodeToString[a.Rcode]
 }
 
 // zdataCheck is the Z-data verification, on the lookup goroutine while
@@ -194,7 +175,7 @@ func newZDataCheck(host string, port int, cfg *tls13.Config, now, start time.Tim
 func (z *zdataCheck) onAnswer(a *resolver.Answer) {
 	switch a.Qtype {
 	case dns.TypeTXT:
-		z.txt, z.haveTXT = txtStrings(a), true
+		z.txt, z.haveTXT = a.TXTStrings(), true
 		z.prepare()
 	case dns.TypeTLSA:
 		z.tlsa = a
@@ -224,7 +205,7 @@ func (z *zdataCheck) prepare() {
 // later); before, on its own.
 func (z *zdataCheck) advance(sentAddr bool) {
 	if !z.chains && z.tlsa != nil && z.cert != nil {
-		z.sel.StartChains(rrsOf[*dns.TLSA](z.tlsa), rrsOf[*dns.CERT](z.cert))
+		z.sel.StartChains(resolver.RecordsOf[*dns.TLSA](z.tlsa), resolver.RecordsOf[*dns.CERT](z.cert))
 		z.chains = true
 	}
 	if z.done || !z.haveTXT || !z.chains {
@@ -324,24 +305,4 @@ func (s *preparedShare) get() *tls13.ZDataPrepared {
 type likelyOffer struct {
 	offer    *tls13.ZDataOffer
 	prepared *preparedShare
-}
-
-// rrsOf returns the records of type T in a.
-func rrsOf[T dns.RR](a *resolver.Answer) []T {
-	var out []T
-	for _, rr := range a.RRs {
-		if t, ok := rr.(T); ok {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// txtStrings returns the strings of each TXT record in a.
-func txtStrings(a *resolver.Answer) [][]string {
-	var txts [][]string
-	for _, t := range rrsOf[*dns.TXT](a) {
-		txts = append(txts, t.Txt)
-	}
-	return txts
 }

@@ -1,11 +1,11 @@
-package dial
+package prevalidate_test
 
 // Client CPU on the critical path, with and without prefetch, ZTLS and
 // TLS 1.3 side by side (issue 14). Nothing waits on a network: what the
 // DNS and the server would send is in memory, and only the client's
 // work is timed (the server's is done with the timer stopped).
 //
-//	go test ./dial -run '^$' -bench CriticalPathCPU -cpu 1 -count 5
+//	go test ./prevalidate -run '^$' -bench CriticalPathCPU -cpu 1 -count 5
 //
 // With -cpu 1 (GOMAXPROCS 1) ns/op is the CPU time: the checks dial runs
 // in parallel (the chain checks beside the signature) count in full.
@@ -41,10 +41,12 @@ package dial
 
 import (
 	"crypto/x509"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/ztls-project/ztls/internal/clock"
+	"github.com/ztls-project/ztls/prevalidate"
 
 	"github.com/miekg/dns"
 
@@ -107,51 +109,53 @@ func (s *benchService) unpack(b *testing.B) map[uint16]*resolver.Answer {
 	return out
 }
 
-// coldOffer is dial's Z-data check without a cache (zdataCheck): the
-// key share, the selection with the TLS client's policy, the ECDH.
+// coldOffer is dial's Z-data check without a cache (dial/lookup.go's
+// zdataCheck): the key share, the selection with the TLS client's
+// policy, the ECDH.
 func (s *benchService) coldOffer(b *testing.B, cfg *tls13.Config, answers map[uint16]*resolver.Answer) *tls13.ZDataOffer {
 	ks := tls13.NewZDataKeyShare(tls13.X25519, nil)
-	trust := newPolicy(cfg)
-	sel := zdata.NewSelector(s.w.Host, s.w.Port, zdata.SelectOptions{Now: clock.Now(), Policy: trust.check})
-	sel.StartChains(rrsOf[*dns.TLSA](answers[dns.TypeTLSA]), rrsOf[*dns.CERT](answers[dns.TypeCERT]))
-	txt := txtStrings(answers[dns.TypeTXT])
+	var mu sync.Mutex
+	checked := map[*x509.Certificate]*tls13.ZDataOffer{}
+	trust := func(leaf *x509.Certificate, inter []*x509.Certificate) error {
+		z := &tls13.ZDataOffer{Leaf: leaf, Intermediates: inter}
+		if err := cfg.VerifyZDataOffer(z); err != nil {
+			return err
+		}
+		mu.Lock()
+		checked[leaf] = z
+		mu.Unlock()
+		return nil
+	}
+	sel := zdata.NewSelector(s.w.Host, s.w.Port, zdata.SelectOptions{Now: clock.Now(), Policy: trust})
+	sel.StartChains(resolver.RecordsOf[*dns.TLSA](answers[dns.TypeTLSA]), resolver.RecordsOf[*dns.CERT](answers[dns.TypeCERT]))
+	txt := answers[dns.TypeTXT].TXTStrings()
 	likely, _ := sel.Likely(txt)
 	prepared := ks.Prepare(tls13.CurveID(likely.Group), likely.KeyShare, nil)
 	rec, leaf, err := sel.Select(txt)
 	if err != nil {
 		b.Fatal(err)
 	}
-	offer := trust.offer(leaf)
+	mu.Lock()
+	offer := checked[leaf]
+	mu.Unlock()
 	rec.FillOffer(offer)
 	offer.Prepared = prepared
 	return offer
 }
 
 // prefetched fills a cache with the service as Prefetch does.
-func (s *benchService) prefetched(b *testing.B, cfg *tls13.Config) *Cache {
-	c := NewCache(CacheOptions{})
+func (s *benchService) prefetched(b *testing.B, cfg *tls13.Config) *prevalidate.Cache {
+	c := prevalidate.NewCache(prevalidate.CacheOptions{})
 	res, err := s.w.Resolver(resolver.UDP)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer res.Close()
-	p := Prefetch(b.Context(), Options{TLS: cfg, Resolver: res, Cache: c}, s.w.HostPort())[0]
+	p := prevalidate.Prefetch(b.Context(), prevalidate.Options{TLS: cfg, Resolver: res, Cache: c}, s.w.HostPort())[0]
 	if p.Err != nil || p.ZData == nil {
 		b.Fatalf("prefetch: %+v", p)
 	}
 	return c
-}
-
-// refill makes the next connection's key share and ECDH, and the keys of
-// its ClientHello's key shares under cfg (prefetch time, off the clock).
-func (c *Cache) refill(host string, port int, cfg *tls13.Config) {
-	c.fillKeyShares(cfg)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	v := c.m[cacheKey(host, port)].Value.(*service).v
-	if v.prepared == nil {
-		v.prepared = tls13.PrepareZData(tls13.CurveID(v.rec.Group), v.rec.KeyShare, nil)
-	}
 }
 
 func BenchmarkCriticalPathCPU(b *testing.B) {
@@ -191,24 +195,28 @@ func (s *benchService) ztls(b *testing.B, cfg *tls13.Config, prefetched bool) {
 		return
 	}
 	c := s.prefetched(b, cfg)
-	c.manualPrepare = true // refill makes each share, off the clock
-	pk := policyOf(cfg, &Options{})
+	prevalidate.ManualPrepare(c) // Refill makes each share, off the clock
+	pol := prevalidate.Policy{TLS: cfg}
 	b.ResetTimer()
 	defer checkVerifications(b, tls13.ChainVerifications(), true)
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		c.refill(s.w.Host, s.w.Port, cfg)
+		prevalidate.Refill(c, s.w.Host, s.w.Port, cfg)
 		b.StartTimer()
-		h := c.lookup(s.w.Host, s.w.Port, pk, clock.Now())
+		h := c.Lookup(s.w.Host, s.w.Port, pol, clock.Now())
 		ccfg := cfg.Clone()
-		ccfg.VerifiedChains = h.verifiedChains
-		ccfg.KeySharePool = c.keySharePool(cfg)
-		a := &attempt{hit: h, cfg: ccfg, start: clock.Now()}
-		z := a.cachedZData()
-		if z.offer == nil || z.offer.Prepared == nil {
-			b.Fatalf("no prefetched offer: %v", z.err)
+		ccfg.VerifiedChains = h.VerifiedChains
+		ccfg.KeySharePool = c.KeySharePool(cfg)
+		// What dial's cachedZData makes of the entry.
+		if h.ZData == nil {
+			b.Fatalf("no prefetched Z-data: %v", h.ZDataErr)
 		}
-		firstFlight(ccfg, z.offer)
+		offer := h.ZData.Offer(h.Leaf)
+		offer.Intermediates, offer.Prepared = h.Intermediates, h.Prepared
+		if err := ccfg.VerifyZDataOffer(offer); err != nil || offer.Prepared == nil {
+			b.Fatalf("no prefetched offer: %v", err)
+		}
+		firstFlight(ccfg, offer)
 	}
 }
 
@@ -222,18 +230,17 @@ func (s *benchService) tls13(b *testing.B, cfg *tls13.Config, prefetched bool) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		c := NewCache(CacheOptions{})
-		pk := policyOf(cfg, &Options{})
-		c.store(&service{host: s.w.Host, port: s.w.Port, fetched: clock.Now(), expires: clock.Now().Add(time.Hour),
-			v: &verdict{policy: pk, chains: map[string][][]*x509.Certificate{string(s.w.Cert.Leaf.Raw): chains}}})
+		c := prevalidate.NewCache(prevalidate.CacheOptions{})
+		pol := prevalidate.Policy{TLS: cfg}
+		prevalidate.StoreChains(c, s.w.Host, s.w.Port, pol, map[string][][]*x509.Certificate{string(s.w.Cert.Leaf.Raw): chains})
 		config = func() *tls13.Config {
-			h := c.lookup(s.w.Host, s.w.Port, pk, clock.Now())
+			h := c.Lookup(s.w.Host, s.w.Port, pol, clock.Now())
 			ccfg := cfg.Clone()
-			ccfg.VerifiedChains = h.verifiedChains
-			ccfg.KeySharePool = c.keySharePool(cfg)
+			ccfg.VerifiedChains = h.VerifiedChains
+			ccfg.KeySharePool = c.KeySharePool(cfg)
 			return ccfg
 		}
-		fill = func() { c.fillKeyShares(cfg) }
+		fill = func() { c.KeySharePool(cfg).Fill(cfg) }
 	}
 	b.ResetTimer()
 	defer checkVerifications(b, tls13.ChainVerifications(), prefetched)

@@ -1,10 +1,9 @@
-package dial
+package prevalidate
 
-// The cache of prevalidated services (Stark et al., "The Case for
-// Prefetching and Prevalidating TLS Server Certificates", NDSS 2012): what
-// a connection needs before its first flight, fetched and checked ahead
-// of need (Prefetch), so that Connect spends no DNS round trip and no
-// certificate verification before it sends.
+// The cache of prevalidated services: what a connection needs before its
+// first flight, fetched and checked ahead of need (Prefetch), so that the
+// connection spends no DNS round trip and no certificate verification
+// before it sends.
 
 import (
 	"container/list"
@@ -17,6 +16,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -46,10 +46,11 @@ import (
 // and OCSP answers it rests on (Prefetched.Expires says which); the least
 // recently used entries go when the cache is full.
 //
-// A verdict holds for the certificate policy it was reached under (the
-// TLS Config's RootCAs, ServerName, Revocation and InsecureSkipVerify,
-// and Options.OCSP): a Connect under another policy uses the entry's
-// DNS answers only, and verifies as it does without a cache.
+// A verdict holds for the certificate policy it was reached under (a
+// Policy: the TLS Config's RootCAs, ServerName, Revocation and
+// InsecureSkipVerify, the OCSP policy and NoBFE): a connection under
+// another policy uses the entry's DNS answers only, and verifies as it
+// does without a cache.
 // VerifyPeerCertificate is not part of that policy: it runs on every
 // connection, on the prevalidated chains.
 //
@@ -75,7 +76,8 @@ type Cache struct {
 	// in other network namespaces through it.
 	dialer func(ctx context.Context, network, addr string) (net.Conn, error)
 	// keyShares is the pool Prefetch fills and prefetched connections
-	// take their key shares' keys from; nil: none (KeyShares < 0).
+	// take their key shares' keys from (KeySharePool); nil: none
+	// (KeyShares < 0).
 	keyShares *tls13.KeySharePool
 	// chains keeps the server chains the cache's connections verified
 	// (tls13.ChainCache), for connections whose Config has none: a
@@ -97,7 +99,7 @@ type CacheOptions struct {
 	// (created when first needed): see Cache.
 	Path string
 	// Refresh renews, in the background, entries that were used by a
-	// Connect and are in the last tenth of their life, fetching and
+	// connection (Lookup) and are in the last tenth of their life, fetching and
 	// validating them again as Prefetch did (with its Options); entries
 	// nobody used are left to expire. Close stops it.
 	Refresh bool
@@ -155,12 +157,13 @@ func DefaultCachePath() string {
 	return filepath.Join(dir, "ztls", "prefetch.json")
 }
 
-// defaultCache is the cache of Options with a nil Cache: empty until a
-// Prefetch with a nil Cache fills it, so Connect is unchanged without one.
+// defaultCache is the cache of Options with a nil Cache (and of
+// dial.Options with a nil Cache): empty until a Prefetch with a nil Cache
+// fills it, so a connection is unchanged without one.
 var defaultCache = NewCache(CacheOptions{Refresh: true})
 
-// DefaultCache returns the process-wide cache that Options with a nil
-// Cache use.
+// DefaultCache returns the process-wide cache that Options (and
+// dial.Options) with a nil Cache use.
 func DefaultCache() *Cache { return defaultCache }
 
 // service is one cache entry.
@@ -176,7 +179,7 @@ type service struct {
 	addrs   []netip.Addr
 	https   *resolver.Answer // nil: not looked up
 	v       *verdict         // nil: fetched, not validated (loaded from a file)
-	used    bool             // by a Connect since it was fetched
+	used    bool             // by a connection (Lookup) since it was fetched
 	opts    *Options         // how Prefetch fetched it, for the refresher
 	// handshake is the chain a truncated handshake fetched (DER, leaf
 	// first), kept so a file holds it.
@@ -199,8 +202,26 @@ type verdict struct {
 	prepared *tls13.ZDataPrepared
 }
 
-// policyKey is what a verdict depends on: the certificate policy of
-// tls13's checkServerChain and dial's OCSP check.
+// Policy is what a verdict is reached under and holds for: the
+// certificate policy of TLS (RootCAs, ServerName, Revocation and
+// InsecureSkipVerify: the checks of tls13.Config.VerifyServerChain), the
+// OCSP check and NoBFE (the record a prefetch selects, and encapsulates
+// for, depends on it). A connection looks its entry up under its own.
+type Policy struct {
+	TLS   *tls13.Config
+	OCSP  OCSPPolicy
+	NoBFE bool
+}
+
+func (p Policy) key() policyKey {
+	if p.TLS == nil {
+		return policyKey{ocsp: p.OCSP, noBFE: p.NoBFE}
+	}
+	return policyKey{roots: p.TLS.RootCAs, name: canonicalName(p.TLS.ServerName), insecure: p.TLS.InsecureSkipVerify,
+		rev: p.TLS.Revocation, ocsp: p.OCSP, noBFE: p.NoBFE}
+}
+
+// policyKey is a Policy as a verdict keeps it.
 type policyKey struct {
 	roots    *x509.CertPool
 	name     string
@@ -224,39 +245,53 @@ func (p policyKey) same(q policyKey) bool {
 	return p.roots != nil && q.roots != nil && p.roots.Equal(q.roots)
 }
 
-func policyOf(cfg *tls13.Config, o *Options) policyKey {
-	return policyKey{roots: cfg.RootCAs, name: canonicalName(cfg.ServerName), insecure: cfg.InsecureSkipVerify,
-		rev: cfg.Revocation, ocsp: o.OCSP, noBFE: o.NoBFE}
-}
-
 func canonicalName(host string) string { return strings.ToLower(strings.TrimSuffix(host, ".")) }
 
-func cacheKey(host string, port int) string { return key(canonicalName(host), port) }
+func hostPort(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }
 
-// hit is what a Connect takes from the cache: a snapshot of an entry,
-// with the verdict when it holds under the connection's policy.
-type hit struct {
-	addrs     []netip.Addr
-	https     *resolver.Answer
-	answers   []*resolver.Answer
-	validated bool
-	rec       *zdata.Record
-	leaf      *x509.Certificate
-	inter     []*x509.Certificate
-	zerr      error
-	chains    map[string][][]*x509.Certificate
-	prepared  *tls13.ZDataPrepared // this connection's alone
+func cacheKey(host string, port int) string { return hostPort(canonicalName(host), port) }
+
+// Entry is what a connection takes from the cache: a snapshot of an
+// entry, with the verdict when it holds under the connection's Policy.
+type Entry struct {
+	// Addrs are the addresses; HTTPS is the HTTPS answer (nil: not looked
+	// up); Answers are all the DNS answers in the order a
+	// resolver.LookupService lands them (none without a resolver).
+	Addrs   []netip.Addr
+	HTTPS   *resolver.Answer
+	Answers []*resolver.Answer
+	// Validated: the verdict below holds under the Policy looked up
+	// with; otherwise the entry gives its DNS answers only.
+	Validated bool
+	// ZData is the Z-data record selected, with its TLSA Leaf and CERT
+	// Intermediates, verified; or ZDataErr says why there is none (a
+	// *zdata.Error, or nil when nothing was looked up).
+	ZData         *zdata.Record
+	Leaf          *x509.Certificate
+	Intermediates []*x509.Certificate
+	ZDataErr      error
+	// Chains are the verified chains, by leaf DER (see VerifiedChains).
+	Chains map[string][][]*x509.Certificate
+	// Prepared is the key share and Z-data ECDH made for ZData: this
+	// connection's alone (tls13.ZDataPrepared is single-use).
+	Prepared *tls13.ZDataPrepared
 }
 
-// verifiedChains is tls13.Config.VerifiedChains for a validated hit.
-func (h *hit) verifiedChains(certs []*x509.Certificate) [][]*x509.Certificate {
-	return h.chains[string(certs[0].Raw)]
+// VerifiedChains is tls13.Config.VerifiedChains for a validated entry:
+// the chains verified for the leaf certs[0].
+func (e *Entry) VerifiedChains(certs []*x509.Certificate) [][]*x509.Certificate {
+	return e.Chains[string(certs[0].Raw)]
 }
 
-// lookup returns host:port's entry unexpired at now, marked used, or nil.
-// A verdict under pk comes with it, and its prepared key share, which no
-// later lookup gets (a new one is made in the background).
-func (c *Cache) lookup(host string, port int, pk policyKey, now time.Time) *hit {
+// Lookup returns host:port's entry unexpired at now, marked used (the
+// refresher renews used entries), or nil. A verdict under p comes with
+// it, and its prepared key share, which no later Lookup gets (a new one
+// is made in the background).
+func (c *Cache) Lookup(host string, port int, p Policy, now time.Time) *Entry {
+	return c.lookup(host, port, p.key(), now)
+}
+
+func (c *Cache) lookup(host string, port int, pk policyKey, now time.Time) *Entry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := cacheKey(host, port)
@@ -275,12 +310,12 @@ func (c *Cache) lookup(host string, port int, pk policyKey, now time.Time) *hit 
 	if c.refresh != nil && s.opts != nil && !now.Before(refreshAt(s)) {
 		c.refresh.wake() // used in its last tenth: renew it now
 	}
-	h := &hit{addrs: s.addrs, https: s.https, answers: s.answers}
+	h := &Entry{Addrs: s.addrs, HTTPS: s.https, Answers: s.answers}
 	if v := s.v; v != nil && v.policy.same(pk) {
-		h.validated = true
-		h.rec, h.leaf, h.inter, h.zerr, h.chains = v.rec, v.leaf, v.inter, v.zerr, v.chains
-		h.prepared, v.prepared = v.prepared, nil
-		if h.prepared != nil && !c.manualPrepare {
+		h.Validated = true
+		h.ZData, h.Leaf, h.Intermediates, h.ZDataErr, h.Chains = v.rec, v.leaf, v.inter, v.zerr, v.chains
+		h.Prepared, v.prepared = v.prepared, nil
+		if h.Prepared != nil && !c.manualPrepare {
 			go c.prepareNext(s, v)
 		}
 	}
@@ -317,7 +352,7 @@ func (c *Cache) store(s *service) {
 	}
 }
 
-// Forget drops host:port's entry (a Connect does so when the server
+// Forget drops host:port's entry (a connection does so when the server
 // refused what the entry held, e.g. Z-data rotated away).
 func (c *Cache) Forget(host string, port int) {
 	c.mu.Lock()
@@ -481,16 +516,21 @@ func (c *Cache) load() {
 // fillKeyShares makes the keys of cfg's ClientHello key shares in the
 // cache's pool, and reports whether they are ready.
 func (c *Cache) fillKeyShares(cfg *tls13.Config) bool {
-	pool := c.keySharePool(cfg)
+	pool := c.KeySharePool(cfg)
 	return pool != nil && pool.Fill(cfg) == nil
 }
 
-// keySharePool is the pool a connection with cfg takes its key shares'
-// keys from: the cache's, unless cfg brings its own (or a Rand, whose
-// keys must come from it).
-func (c *Cache) keySharePool(cfg *tls13.Config) *tls13.KeySharePool {
+// KeySharePool is the pool a connection with cfg takes its key shares'
+// keys from (tls13.Config.KeySharePool), the one Prefetch fills: the
+// cache's, or nil when cfg brings its own (or a Rand, whose keys must
+// come from it) or the cache has none (CacheOptions.KeyShares < 0).
+func (c *Cache) KeySharePool(cfg *tls13.Config) *tls13.KeySharePool {
 	if c.keyShares == nil || cfg.Rand != nil || cfg.KeySharePool != nil {
 		return nil
 	}
 	return c.keyShares
 }
+
+// ChainCache is the cache's tls13.ChainCache: the server chains its
+// connections verified, for connections whose Config has none.
+func (c *Cache) ChainCache() *tls13.ChainCache { return c.chains }

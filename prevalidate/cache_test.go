@@ -1,13 +1,14 @@
-package dial
+package prevalidate_test
 
 import (
 	"bytes"
 	"crypto/x509"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/ztls-project/ztls/dial"
 	"github.com/ztls-project/ztls/internal/clock"
+	"github.com/ztls-project/ztls/prevalidate"
 
 	"github.com/ztls-project/ztls/internal/testsupport/lab"
 	"github.com/ztls-project/ztls/tls13"
@@ -18,14 +19,13 @@ import (
 // connection that refuses BFE, which then looks the service up itself.
 func TestCacheNoBFEIsPolicy(t *testing.T) {
 	cfg := &tls13.Config{ServerName: "www.ztls.test"}
-	c := NewCache(CacheOptions{})
+	c := prevalidate.NewCache(prevalidate.CacheOptions{})
 	now := clock.Now()
-	c.store(&service{host: "www.ztls.test", port: 443, fetched: now, expires: now.Add(time.Hour),
-		v: &verdict{policy: policyOf(cfg, &Options{}), chains: map[string][][]*x509.Certificate{}}})
-	if h := c.lookup("www.ztls.test", 443, policyOf(cfg, &Options{}), now); h == nil || !h.validated {
+	prevalidate.StoreChains(c, "www.ztls.test", 443, prevalidate.Policy{TLS: cfg}, map[string][][]*x509.Certificate{})
+	if h := c.Lookup("www.ztls.test", 443, prevalidate.Policy{TLS: cfg}, now); h == nil || !h.Validated {
 		t.Fatal("the entry does not serve its own policy")
 	}
-	if h := c.lookup("www.ztls.test", 443, policyOf(cfg, &Options{NoBFE: true}), now); h != nil && h.validated {
+	if h := c.Lookup("www.ztls.test", 443, prevalidate.Policy{TLS: cfg, NoBFE: true}, now); h != nil && h.Validated {
 		t.Fatal("an entry prefetched with BFE serves a connection with NoBFE")
 	}
 }
@@ -35,7 +35,7 @@ func TestCacheNoBFEIsPolicy(t *testing.T) {
 // server verifies no chain, over TLS 1.3 and over ZTLS; after Clear the
 // next one verifies again.
 func TestConnectionsShareVerifiedChains(t *testing.T) {
-	eachChainWorld(t, func(t *testing.T, noZData bool, w *lab.World, d *dnsCounter, cache *Cache) {
+	eachChainWorld(t, func(t *testing.T, noZData bool, w *lab.World, d *dnsCounter, cache *prevalidate.Cache) {
 		var verified [3]uint64
 		for i := range verified {
 			if i == 2 {
@@ -71,11 +71,11 @@ func TestConnectionsShareVerifiedChains(t *testing.T) {
 
 // eachChainWorld runs f, as a subtest, against a world without Z-data
 // (TLS 1.3) and one with (ZTLS), each with a DNS counter and a new Cache.
-func eachChainWorld(t *testing.T, f func(t *testing.T, noZData bool, w *lab.World, d *dnsCounter, cache *Cache)) {
+func eachChainWorld(t *testing.T, f func(t *testing.T, noZData bool, w *lab.World, d *dnsCounter, cache *prevalidate.Cache)) {
 	for _, noZData := range []bool{true, false} {
 		t.Run(map[bool]string{true: "tls", false: "ztls"}[noZData], func(t *testing.T) {
 			w := startWorld(t, lab.Options{NoZData: noZData})
-			f(t, noZData, w, countDNS(t, w), NewCache(CacheOptions{}))
+			f(t, noZData, w, countDNS(t, w), prevalidate.NewCache(prevalidate.CacheOptions{}))
 		})
 	}
 }
@@ -85,17 +85,17 @@ func eachChainWorld(t *testing.T, f func(t *testing.T, noZData bool, w *lab.Worl
 // that names another server (ServerName) or trusts other roots fails
 // as it would without the Cache, over TLS 1.3 and ZTLS.
 func TestSharedChainsRefuseOtherNameAndRoots(t *testing.T) {
-	eachChainWorld(t, func(t *testing.T, _ bool, w *lab.World, d *dnsCounter, cache *Cache) {
+	eachChainWorld(t, func(t *testing.T, _ bool, w *lab.World, d *dnsCounter, cache *prevalidate.Cache) {
 		if _, _, _, err := connectCounted(t, w, cache, d, nil); err != nil {
 			t.Fatal(err)
 		}
-		for name, mutate := range map[string]func(*Options){
-			"other name": func(o *Options) { o.TLS.ServerName = "evil.test" },
-			"other roots": func(o *Options) {
+		for name, mutate := range map[string]func(*dial.Options){
+			"other name": func(o *dial.Options) { o.TLS.ServerName = "evil.test" },
+			"other roots": func(o *dial.Options) {
 				o.TLS.RootCAs = x509.NewCertPool() // trusts nothing
 			},
 		} {
-			r, _, _, err := connectCounted(t, w, cache, d, func(o *Options) {
+			r, _, _, err := connectCounted(t, w, cache, d, func(o *dial.Options) {
 				o.TLS = o.TLS.Clone()
 				mutate(o)
 			})

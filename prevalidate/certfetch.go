@@ -1,4 +1,4 @@
-package dial
+package prevalidate
 
 // The truncated handshake: Stark et al.'s fourth way to prefetch a
 // certificate, for hosts that publish no Z-data.
@@ -40,7 +40,7 @@ func (c *Cache) fetchChain(ctx context.Context, addrs []netip.Addr, port int, cf
 	stop := context.AfterFunc(ctx, func() { raw.Close() })
 	defer stop()
 	fail := func(err error) ([]*x509.Certificate, string, error) {
-		return nil, addr, fmt.Errorf("dial: truncated handshake with %s: %w", addr, err)
+		return nil, addr, fmt.Errorf("prevalidate: truncated handshake with %s: %w", addr, err)
 	}
 	e := tls13.NewClientEngine(hc)
 	if err := e.Start(nil, nil, nil); err != nil {
@@ -98,5 +98,5 @@ func (c *Cache) dialTCP(ctx context.Context, addrs []netip.Addr, port int) (net.
 			return conn, nil
 		}
 	}
-	return nil, fmt.Errorf("dial: connecting to port %d: %w", port, err)
+	return nil, fmt.Errorf("prevalidate: connecting to port %d: %w", port, err)
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package dial
+package prevalidate_test
 
 // The truncated handshake (a host without Z-data) against OpenSSL,
 // GnuTLS and crypto/tls servers: the prefetch reads the server's
@@ -22,7 +22,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/dial"
 	"github.com/ztls-project/ztls/internal/clock"
+	"github.com/ztls-project/ztls/prevalidate"
 
 	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 	"github.com/ztls-project/ztls/tls13"
@@ -44,17 +46,17 @@ func newTruncatedPKI(t *testing.T) *truncatedPKI {
 	return p
 }
 
-func (p *truncatedPKI) options(c *Cache) Options {
-	return Options{Mode: "auto", TLS: &tls13.Config{RootCAs: p.ca.Pool(), ServerName: "localhost"}, Cache: c,
-		Request: []byte("ping\n"), ReplaySafe: true, Memory: NewMemory()}
+func (p *truncatedPKI) options(c *prevalidate.Cache) dial.Options {
+	return dial.Options{Mode: "auto", TLS: &tls13.Config{RootCAs: p.ca.Pool(), ServerName: "localhost"}, Cache: c,
+		Request: []byte("ping\n"), ReplaySafe: true, Memory: dial.NewMemory()}
 }
 
 // prefetchHandshake prefetches addr by a truncated handshake and checks
 // what it says.
-func (p *truncatedPKI) prefetchHandshake(t *testing.T, c *Cache, addr string) {
+func (p *truncatedPKI) prefetchHandshake(t *testing.T, c *prevalidate.Cache, addr string) {
 	t.Helper()
 	v0 := tls13.ChainVerifications()
-	got := Prefetch(ctxT(t), p.options(c), addr)[0]
+	got := prevalidate.Prefetch(ctxT(t), p.options(c).Prevalidation(), addr)[0]
 	if got.Err != nil {
 		t.Fatal(got.Err)
 	}
@@ -68,10 +70,10 @@ func (p *truncatedPKI) prefetchHandshake(t *testing.T, c *Cache, addr string) {
 
 // connectPrefetched connects to addr with c and returns the chain
 // verifications the connection made.
-func (p *truncatedPKI) connectPrefetched(t *testing.T, c *Cache, addr string) (uint64, *Result) {
+func (p *truncatedPKI) connectPrefetched(t *testing.T, c *prevalidate.Cache, addr string) (uint64, *dial.Result) {
 	t.Helper()
 	v0 := tls13.ChainVerifications()
-	r, err := Connect(ctxT(t), addr, p.options(c))
+	r, err := dial.Connect(ctxT(t), addr, p.options(c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,9 +95,9 @@ func TestTruncatedHandshakeOpenSSL(t *testing.T) {
 	}
 	proc(t, "openssl", "s_server", "-accept", addr, "-cert", p.certFile, "-cert_chain", inter, "-key", p.key, "-tls1_3", "-quiet")
 	waitListening(t, addr)
-	c := NewCache(CacheOptions{})
+	c := prevalidate.NewCache(prevalidate.CacheOptions{})
 	p.prefetchHandshake(t, c, addr)
-	if n, r := p.connectPrefetched(t, c, addr); n != 0 || r.Report.Prefetch != PrefetchValidated || len(r.Report.PeerChain) != 2 || !hasStep(r.Report, "prefetched") {
+	if n, r := p.connectPrefetched(t, c, addr); n != 0 || r.Report.Prefetch != dial.PrefetchValidated || len(r.Report.PeerChain) != 2 || !hasStep(r.Report, "prefetched") {
 		t.Fatalf("OpenSSL, prefetched: %d chain verifications, %+v", n, r.Report)
 	}
 }
@@ -105,8 +107,8 @@ func TestTruncatedHandshakeGnuTLS(t *testing.T) {
 	const port = 4433 // a namespace of its own has every port free
 	srv := startInNetns(t, p.dir, "gnutls-serv", port, "", "--port", strconv.Itoa(port), "--echo",
 		"--x509certfile", p.certFile, "--x509keyfile", p.key, "--disable-client-cert", "--priority", "NORMAL:-VERS-ALL:+VERS-TLS1.3")
-	c := NewCache(CacheOptions{})
-	c.dialer = func(ctx context.Context, _, addr string) (net.Conn, error) { return srv.dial(ctx, addr) }
+	c := prevalidate.NewCache(prevalidate.CacheOptions{})
+	prevalidate.SetDialer(c, func(ctx context.Context, _, addr string) (net.Conn, error) { return srv.dial(ctx, addr) })
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	p.prefetchHandshake(t, c, addr)
 
@@ -114,12 +116,12 @@ func TestTruncatedHandshakeGnuTLS(t *testing.T) {
 	// (dial's TCP reaches no other namespace): the same leaf, no chain
 	// verification.
 	cfg := p.options(c).TLS
-	h := c.lookup("127.0.0.1", port, policyOf(cfg, &Options{}), clock.Now())
-	if h == nil || !h.validated {
+	h := c.Lookup("127.0.0.1", port, prevalidate.Policy{TLS: cfg}, clock.Now())
+	if h == nil || !h.Validated {
 		t.Fatal("no validated entry")
 	}
 	cfg = cfg.Clone()
-	cfg.VerifiedChains = h.verifiedChains
+	cfg.VerifiedChains = h.VerifiedChains
 	raw, err := srv.dial(ctxT(t), addr)
 	if err != nil {
 		t.Fatal(err)
@@ -162,17 +164,17 @@ func TestTruncatedHandshakeGoServer(t *testing.T) {
 		}
 	})
 	addr := ln.Addr().String()
-	c := NewCache(CacheOptions{})
+	c := prevalidate.NewCache(prevalidate.CacheOptions{})
 	p.prefetchHandshake(t, c, addr)
 	if handshakes.Load() != 0 {
 		t.Fatal("the truncated handshake completed a handshake on the server")
 	}
-	if n, r := p.connectPrefetched(t, c, addr); n != 0 || r.Report.Prefetch != PrefetchValidated {
+	if n, r := p.connectPrefetched(t, c, addr); n != 0 || r.Report.Prefetch != dial.PrefetchValidated {
 		t.Fatalf("crypto/tls, prefetched: %d chain verifications, %+v", n, r.Report)
 	}
 	// The server now presents another leaf: verified as usual.
 	serveOther.Store(1)
-	if n, r := p.connectPrefetched(t, c, addr); n != 1 || r.Report.Prefetch != PrefetchValidated {
+	if n, r := p.connectPrefetched(t, c, addr); n != 1 || r.Report.Prefetch != dial.PrefetchValidated {
 		t.Fatalf("crypto/tls, another leaf: %d chain verifications, want 1", n)
 	}
 }

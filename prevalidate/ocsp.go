@@ -1,4 +1,4 @@
-package dial
+package prevalidate
 
 // OCSP (RFC 6960) to the responder named in the server certificate's
 // authority information access, its answers kept in the Cache until their
@@ -27,7 +27,7 @@ import (
 )
 
 // OCSPPolicy says whether and how the client asks the leaf's OCSP
-// responder about it (Options.OCSP).
+// responder about it (Options.OCSP, dial.Options.OCSP).
 type OCSPPolicy int
 
 const (
@@ -63,15 +63,15 @@ func ParseOCSPPolicy(s string) (OCSPPolicy, error) {
 	case "hard", "hard-fail":
 		return OCSPHardFail, nil
 	}
-	return OCSPOff, fmt.Errorf("dial: OCSP policy %q: want off, soft or hard", s)
+	return OCSPOff, fmt.Errorf("prevalidate: OCSP policy %q: want off, soft or hard", s)
 }
 
 // Errors of the OCSP check; errors.Is tells them apart. A revoked answer
 // is also a revocation.ErrRevoked.
 var (
-	ErrOCSPRevoked     = fmt.Errorf("dial: OCSP: %w", revocation.ErrRevoked)
-	ErrOCSPUnknown     = errors.New(`dial: OCSP: the responder answered "unknown" (hard-fail)`)
-	ErrOCSPUnavailable = errors.New("dial: OCSP: no usable answer from the responder (hard-fail)")
+	ErrOCSPRevoked     = fmt.Errorf("prevalidate: OCSP: %w", revocation.ErrRevoked)
+	ErrOCSPUnknown     = errors.New(`prevalidate: OCSP: the responder answered "unknown" (hard-fail)`)
+	ErrOCSPUnavailable = errors.New("prevalidate: OCSP: no usable answer from the responder (hard-fail)")
 )
 
 // ocspTimeout bounds one OCSP request.
@@ -178,7 +178,7 @@ func (c *Cache) fetchOCSP(ctx context.Context, leaf, issuer *x509.Certificate, n
 			continue
 		}
 		if now.Add(time.Minute).Before(resp.ThisUpdate) {
-			err = fmt.Errorf("dial: OCSP answer from %s is from the future (%s)", url, resp.ThisUpdate.UTC().Format(time.RFC3339))
+			err = fmt.Errorf("prevalidate: OCSP answer from %s is from the future (%s)", url, resp.ThisUpdate.UTC().Format(time.RFC3339))
 			continue
 		}
 		next := resp.NextUpdate
@@ -186,7 +186,7 @@ func (c *Cache) fetchOCSP(ctx context.Context, leaf, issuer *x509.Certificate, n
 			next = now.Add(ocspDefaultTTL)
 		}
 		if !now.Before(next) {
-			err = fmt.Errorf("dial: OCSP answer from %s is stale (next update %s)", url, next.UTC().Format(time.RFC3339))
+			err = fmt.Errorf("prevalidate: OCSP answer from %s is stale (next update %s)", url, next.UTC().Format(time.RFC3339))
 			continue
 		}
 		return &ocspAnswer{status: resp.Status, revokedAt: resp.RevokedAt, next: next}
@@ -196,7 +196,7 @@ func (c *Cache) fetchOCSP(ctx context.Context, leaf, issuer *x509.Certificate, n
 
 func (c *Cache) askResponder(ctx context.Context, url string, req []byte, leaf, issuer *x509.Certificate) (*ocsp.Response, error) {
 	if !strings.HasPrefix(url, "http://") {
-		return nil, fmt.Errorf("dial: OCSP responder %q is not an http:// URL", url)
+		return nil, fmt.Errorf("prevalidate: OCSP responder %q is not an http:// URL", url)
 	}
 	c.mu.Lock()
 	c.ocspFetches++
@@ -209,19 +209,19 @@ func (c *Cache) askResponder(ctx context.Context, url string, req []byte, leaf, 
 	hreq.Header.Set("Accept", "application/ocsp-response")
 	hresp, err := c.httpClient().Do(hreq)
 	if err != nil {
-		return nil, fmt.Errorf("dial: OCSP responder %s: %w", url, err)
+		return nil, fmt.Errorf("prevalidate: OCSP responder %s: %w", url, err)
 	}
 	defer hresp.Body.Close()
 	if hresp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("dial: OCSP responder %s: HTTP %s", url, hresp.Status)
+		return nil, fmt.Errorf("prevalidate: OCSP responder %s: HTTP %s", url, hresp.Status)
 	}
 	body, err := io.ReadAll(io.LimitReader(hresp.Body, 64<<10))
 	if err != nil {
-		return nil, fmt.Errorf("dial: OCSP responder %s: %w", url, err)
+		return nil, fmt.Errorf("prevalidate: OCSP responder %s: %w", url, err)
 	}
 	resp, err := ocsp.ParseResponseForCert(body, leaf, issuer)
 	if err != nil {
-		return nil, fmt.Errorf("dial: OCSP responder %s: %w", url, err)
+		return nil, fmt.Errorf("prevalidate: OCSP responder %s: %w", url, err)
 	}
 	return resp, nil
 }
@@ -262,11 +262,21 @@ func (n *ocspNote) add(o ocspOutcome) {
 	n.status = o.Status
 }
 
-// ocspHook returns a tls13.Config.VerifyPeerCertificate that checks the
+// VerifyFunc is a tls13.Config.VerifyPeerCertificate.
+type VerifyFunc = func(rawCerts [][]byte, verifiedChains [][]*x509.Certificate) error
+
+// CheckOCSP returns a tls13.Config.VerifyPeerCertificate that checks the
 // verified chain's leaf with OCSP under pol before running next (the
-// application's hook, may be nil), noting what it found in note (may be
-// nil). Without verified chains (InsecureSkipVerify) nothing is asked.
-func (c *Cache) ocspHook(ctx context.Context, pol OCSPPolicy, now func() time.Time, next func([][]byte, [][]*x509.Certificate) error, note *ocspNote) func([][]byte, [][]*x509.Certificate) error {
+// application's hook, may be nil), with the answers kept in the cache
+// (and keeping the answers it gets) until their nextUpdate: a connection
+// after a Prefetch under pol asks no responder. Without verified chains
+// (InsecureSkipVerify) nothing is asked. ctx bounds the requests.
+func (c *Cache) CheckOCSP(ctx context.Context, pol OCSPPolicy, now func() time.Time, next VerifyFunc) VerifyFunc {
+	return c.ocspHook(ctx, pol, now, next, nil)
+}
+
+// ocspHook is CheckOCSP, noting what it found in note (may be nil).
+func (c *Cache) ocspHook(ctx context.Context, pol OCSPPolicy, now func() time.Time, next VerifyFunc, note *ocspNote) VerifyFunc {
 	return func(raws [][]byte, chains [][]*x509.Certificate) error {
 		if len(chains) > 0 {
 			o := c.checkOCSP(ctx, pol, chains[0], now())

@@ -1,6 +1,6 @@
 //go:build linux
 
-package dial
+package prevalidate_test
 
 // OCSP against a real responder started by the test (openssl ocsp with
 // an index file, in a network namespace of its own since it binds every
@@ -21,7 +21,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/dial"
 	"github.com/ztls-project/ztls/internal/clock"
+	"github.com/ztls-project/ztls/prevalidate"
 
 	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 	"github.com/ztls-project/ztls/revocation"
@@ -78,28 +80,22 @@ func startOCSP(t *testing.T) *ocspWorld {
 
 // cache is a new cache whose OCSP requests (to ocspPort and the port
 // after it) go into the responder's namespace.
-func (w *ocspWorld) cache(t *testing.T) *Cache {
-	c := NewCache(CacheOptions{})
+func (w *ocspWorld) cache(t *testing.T) *prevalidate.Cache {
+	c := prevalidate.NewCache(prevalidate.CacheOptions{})
 	t.Cleanup(func() { c.Close() })
-	c.dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+	prevalidate.SetDialer(c, func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if strings.HasSuffix(addr, fmt.Sprintf(":%d", ocspPort)) || strings.HasSuffix(addr, fmt.Sprintf(":%d", ocspPort+1)) {
 			return w.responder.dial(ctx, addr)
 		}
 		var d net.Dialer
 		return d.DialContext(ctx, network, addr)
-	}
+	})
 	return c
-}
-
-func (c *Cache) fetches() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ocspFetches
 }
 
 func TestOCSPAgainstOpenSSLResponder(t *testing.T) {
 	w := startOCSP(t)
-	for _, pol := range []OCSPPolicy{OCSPSoftFail, OCSPHardFail} {
+	for _, pol := range []prevalidate.OCSPPolicy{prevalidate.OCSPSoftFail, prevalidate.OCSPHardFail} {
 		for _, tc := range []struct {
 			name   string
 			leaf   *testpki.Leaf
@@ -107,20 +103,20 @@ func TestOCSPAgainstOpenSSLResponder(t *testing.T) {
 			hard   error // under hard-fail; soft-fail passes but for revoked
 		}{
 			{"good", w.good, "good", nil},
-			{"revoked", w.revoked, "revoked", ErrOCSPRevoked},
-			{"unknown", w.absent, "unknown", ErrOCSPUnknown},
-			{"responder down", w.down, "unavailable", ErrOCSPUnavailable},
+			{"revoked", w.revoked, "revoked", prevalidate.ErrOCSPRevoked},
+			{"unknown", w.absent, "unknown", prevalidate.ErrOCSPUnknown},
+			{"responder down", w.down, "unavailable", prevalidate.ErrOCSPUnavailable},
 		} {
 			t.Run(pol.String()+"/"+tc.name, func(t *testing.T) {
 				c := w.cache(t)
 				chain := []*x509.Certificate{tc.leaf.Cert, w.ca.Cert}
-				o := c.checkOCSP(ctxT(t), pol, chain, clock.Now())
+				o := prevalidate.CheckOCSPChain(ctxT(t), c, pol, chain, clock.Now())
 				want := tc.hard
-				if pol == OCSPSoftFail && tc.status != "revoked" {
+				if pol == prevalidate.OCSPSoftFail && tc.status != "revoked" {
 					want = nil
 				}
-				if o.Status != tc.status || !errors.Is(o.Err, want) || (want == nil) != (o.Err == nil) || c.fetches() != 1 {
-					t.Fatalf("status %q, error %v, %d requests; want %q, %v, 1", o.Status, o.Err, c.fetches(), tc.status, want)
+				if o.Status != tc.status || !errors.Is(o.Err, want) || (want == nil) != (o.Err == nil) || prevalidate.OCSPFetches(c) != 1 {
+					t.Fatalf("status %q, error %v, %d requests; want %q, %v, 1", o.Status, o.Err, prevalidate.OCSPFetches(c), tc.status, want)
 				}
 				if tc.status == "revoked" && !errors.Is(o.Err, revocation.ErrRevoked) {
 					t.Fatal("a revoked answer is not a revocation.ErrRevoked")
@@ -129,8 +125,8 @@ func TestOCSPAgainstOpenSSLResponder(t *testing.T) {
 				// responder runs on the system clock, the test's clock may
 				// be up to an hour ahead, scripts/clock-offset); so is a
 				// soft-fail check that got none, for a while.
-				again := c.checkOCSP(ctxT(t), pol, chain, clock.Now())
-				cached := tc.status != "unavailable" || pol == OCSPSoftFail
+				again := prevalidate.CheckOCSPChain(ctxT(t), c, pol, chain, clock.Now())
+				cached := tc.status != "unavailable" || pol == prevalidate.OCSPSoftFail
 				if again.Cached != cached || again.Status != o.Status {
 					t.Fatalf("second check: cached %v, status %q", again.Cached, again.Status)
 				}
@@ -176,9 +172,9 @@ func serveLeaf(t *testing.T, leaf *testpki.Leaf) string {
 
 // leafOptions are Options for a connection to a server with a leaf of
 // w's CA, by IP address, checking the name localhost.
-func (w *ocspWorld) options(c *Cache, pol OCSPPolicy) Options {
-	return Options{Mode: "auto", TLS: &tls13.Config{RootCAs: w.ca.Pool(), ServerName: "localhost"}, Cache: c, OCSP: pol,
-		Request: []byte("GET /"), ReplaySafe: true, ReadResponse: 100, Memory: NewMemory()}
+func (w *ocspWorld) options(c *prevalidate.Cache, pol prevalidate.OCSPPolicy) dial.Options {
+	return dial.Options{Mode: "auto", TLS: &tls13.Config{RootCAs: w.ca.Pool(), ServerName: "localhost"}, Cache: c, OCSP: pol,
+		Request: []byte("GET /"), ReplaySafe: true, ReadResponse: 100, Memory: dial.NewMemory()}
 }
 
 // Without prefetch an enabled OCSP check is on the critical path (a
@@ -190,17 +186,17 @@ func TestOCSPOnAndOffTheCriticalPath(t *testing.T) {
 	good := serveLeaf(t, w.good)
 
 	c := w.cache(t)
-	r, err := Connect(ctxT(t), good, w.options(c, OCSPHardFail))
+	r, err := dial.Connect(ctxT(t), good, w.options(c, prevalidate.OCSPHardFail))
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.Conn.Close()
-	if c.fetches() != 1 || r.Report.Prefetch != "" {
-		t.Fatalf("without prefetch: %d OCSP requests during the connection, want 1", c.fetches())
+	if prevalidate.OCSPFetches(c) != 1 || r.Report.Prefetch != "" {
+		t.Fatalf("without prefetch: %d OCSP requests during the connection, want 1", prevalidate.OCSPFetches(c))
 	}
 
 	c = w.cache(t)
-	p := Prefetch(ctxT(t), w.options(c, OCSPHardFail), good)[0]
+	p := prevalidate.Prefetch(ctxT(t), w.options(c, prevalidate.OCSPHardFail).Prevalidation(), good)[0]
 	if p.Err != nil || p.OCSP != "good" || p.ChainFrom != "handshake" || !p.ServerContacted {
 		t.Fatalf("prefetched %+v", p)
 	}
@@ -209,20 +205,20 @@ func TestOCSPOnAndOffTheCriticalPath(t *testing.T) {
 	}
 	w.responder.stop()
 	v0 := tls13.ChainVerifications()
-	r, err = Connect(ctxT(t), good, w.options(c, OCSPHardFail))
+	r, err = dial.Connect(ctxT(t), good, w.options(c, prevalidate.OCSPHardFail))
 	if err != nil {
 		t.Fatalf("hard-fail with the answer prefetched, responder gone: %v", err)
 	}
 	r.Conn.Close()
-	if r.Report.Prefetch != PrefetchValidated || c.fetches() != 1 || tls13.ChainVerifications() != v0 {
-		t.Fatalf("prefetched: %q, %d OCSP requests, %d chain verifications", r.Report.Prefetch, c.fetches(), tls13.ChainVerifications()-v0)
+	if r.Report.Prefetch != dial.PrefetchValidated || prevalidate.OCSPFetches(c) != 1 || tls13.ChainVerifications() != v0 {
+		t.Fatalf("prefetched: %q, %d OCSP requests, %d chain verifications", r.Report.Prefetch, prevalidate.OCSPFetches(c), tls13.ChainVerifications()-v0)
 	}
 	// The responder is down now: without the prefetched answer, hard-fail
 	// refuses and soft-fail lets the connection through.
-	if _, err := Connect(ctxT(t), good, w.options(w.cache(t), OCSPHardFail)); !errors.Is(err, ErrOCSPUnavailable) {
+	if _, err := dial.Connect(ctxT(t), good, w.options(w.cache(t), prevalidate.OCSPHardFail)); !errors.Is(err, prevalidate.ErrOCSPUnavailable) {
 		t.Fatalf("hard-fail, responder down: %v", err)
 	}
-	r, err = Connect(ctxT(t), good, w.options(w.cache(t), OCSPSoftFail))
+	r, err = dial.Connect(ctxT(t), good, w.options(w.cache(t), prevalidate.OCSPSoftFail))
 	if err != nil {
 		t.Fatalf("soft-fail, responder down: %v", err)
 	}
@@ -234,16 +230,16 @@ func TestOCSPOnAndOffTheCriticalPath(t *testing.T) {
 func TestOCSPRevokedServer(t *testing.T) {
 	w := startOCSP(t)
 	revoked := serveLeaf(t, w.revoked)
-	for _, pol := range []OCSPPolicy{OCSPSoftFail, OCSPHardFail} {
+	for _, pol := range []prevalidate.OCSPPolicy{prevalidate.OCSPSoftFail, prevalidate.OCSPHardFail} {
 		c := w.cache(t)
-		if _, err := Connect(ctxT(t), revoked, w.options(c, pol)); !errors.Is(err, revocation.ErrRevoked) {
+		if _, err := dial.Connect(ctxT(t), revoked, w.options(c, pol)); !errors.Is(err, revocation.ErrRevoked) {
 			t.Fatalf("%s: %v", pol, err)
 		}
-		p := Prefetch(ctxT(t), w.options(c, pol), revoked)[0]
+		p := prevalidate.Prefetch(ctxT(t), w.options(c, pol).Prevalidation(), revoked)[0]
 		if p.Err == nil || !strings.Contains(p.Error, "revoked") || !strings.Contains(p.ChainError, "revoked") || len(p.Chain) != 0 || c.Len() != 0 {
 			t.Fatalf("%s: prefetched %+v", pol, p)
 		}
-		if _, err := Connect(ctxT(t), revoked, w.options(c, pol)); !errors.Is(err, revocation.ErrRevoked) {
+		if _, err := dial.Connect(ctxT(t), revoked, w.options(c, pol)); !errors.Is(err, revocation.ErrRevoked) {
 			t.Fatalf("%s after prefetch: %v", pol, err)
 		}
 	}

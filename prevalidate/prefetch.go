@@ -1,4 +1,4 @@
-package dial
+package prevalidate
 
 // Prefetch: everything a connection checks before its first flight,
 // fetched and checked ahead of need into the Cache.
@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"strconv"
@@ -18,28 +19,80 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/dns/resolver"
+	"github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
 	"github.com/ztls-project/ztls/zdata"
 )
 
-// PrefetchOptions tune Prefetch (embedded in Options).
-type PrefetchOptions struct {
-	// PrefetchConcurrency bounds the targets fetched at once; 0 means 4.
-	PrefetchConcurrency int
-	// PrefetchNoHandshake: for a host without Z-data, fetch no
-	// certificate (a truncated handshake contacts the server; see the
-	// package documentation): its DNS answers are cached, and its
-	// certificate is verified on the connection.
-	PrefetchNoHandshake bool
+// Options configure Prefetch. An entry serves a connection whose
+// certificate policy (Policy: TLS, OCSP, NoBFE) is the one it was
+// prefetched under; dial.Options.Prevalidation gives the Options that
+// match a connection's.
+type Options struct {
+	// TLS is the connections' client configuration: its certificate
+	// policy verifies, its ClientHello is the truncated handshake's;
+	// ServerName defaults to the host.
+	TLS *tls13.Config
+	// Resolver is the T-DNS resolver for the addresses, the HTTPS record
+	// and the Z-data; nil means the system resolver for addresses and no
+	// Z-data.
+	Resolver *resolver.Resolver
+	// Cache is where the entries go; nil means the process-wide
+	// DefaultCache.
+	Cache *Cache
+	// OCSP asks the leaf's OCSP responder about it under this policy
+	// (its answers are kept in the Cache until their nextUpdate); the
+	// zero value asks nothing.
+	OCSP OCSPPolicy
+	// NoBFE selects as a client without Bloom filter encryption does
+	// (dial.Options.NoBFE).
+	NoBFE bool
+	// Now is the clock for Z-data validity and expiry; nil means the
+	// ztls clock (internal/clock).
+	Now func() time.Time
+	// Concurrency bounds the targets fetched at once; 0 means
+	// DefaultConcurrency.
+	Concurrency int
+	// NoHandshake: for a host without Z-data, fetch no certificate (a
+	// truncated handshake contacts the server; see the package
+	// documentation): its DNS answers are cached, and its certificate is
+	// verified on the connection.
+	NoHandshake bool
 }
 
-// DefaultPrefetchConcurrency is PrefetchOptions.PrefetchConcurrency's 0.
-const DefaultPrefetchConcurrency = 4
+// DefaultConcurrency is Options.Concurrency's 0.
+const DefaultConcurrency = 4
+
+// clock is Options.Now, or clock.Now.
+func (o *Options) clock() func() time.Time {
+	if o.Now != nil {
+		return o.Now
+	}
+	return clock.Now
+}
+
+// cacheOrDefault is Options.Cache, or the process default.
+func (o *Options) cacheOrDefault() *Cache {
+	if o.Cache != nil {
+		return o.Cache
+	}
+	return defaultCache
+}
 
 // systemAddrTTL is how long addresses from the system resolver (which
 // tells no TTL) are kept.
 const systemAddrTTL = 30 * time.Second
+
+// Why an entry has no Z-data, besides the Selector's reasons: the words
+// of dial's fallback reasons for the same cases.
+const (
+	reasonNoResolver = "no DNS resolver for Z-data"
+	reasonServerName = "TLS ServerName differs from the dialled host (Z-data is signed for the dialled host)"
+)
+
+// ms is d in milliseconds, to the microsecond, as reports give times.
+func ms(d time.Duration) float64 { return math.Round(float64(d.Microseconds())) / 1000 }
 
 // failedAnswerTTL caps the life of an entry one of whose lookups failed
 // (timed out, SERVFAIL): it is tried again soon.
@@ -99,31 +152,31 @@ type PrefetchedZData struct {
 }
 
 // Prefetch fetches and validates, for each target (HOST:PORT, or HOST
-// for port 443), what Connect with o would otherwise fetch and check
-// before its first flight, and keeps it in o.Cache (nil: the process
-// default), so that a later Connect to that target with o's certificate
-// policy sends its first flight without a DNS lookup or a certificate
-// verification:
+// for port 443), what a connection (dial.Connect) would otherwise fetch
+// and check before its first flight, and keeps it in o.Cache (nil: the
+// process default), so that a later connection to that target with o's
+// certificate policy sends its first flight without a DNS lookup or a
+// certificate verification:
 //
 //   - the addresses, the HTTPS record (TurboTLS's port), the Z-data TXT,
-//     TLSA and CERT records, with o.Resolver (all at once, as Connect);
-//   - the Z-data record Connect would select, its signature, validity,
+//     TLSA and CERT records, with o.Resolver (all at once, as a
+//     connection asks them);
+//   - the Z-data record a connection would select, its signature, validity,
 //     chain, name and revocation (o.TLS's Revocation CRLs, and OCSP under
 //     o.OCSP) checked, and the key share and Z-data ECDH for the next
 //     connection made (used by one connection only);
 //   - for a host without Z-data, its certificate, by
-//     a truncated TLS 1.3 handshake (unless PrefetchNoHandshake), checked
+//     a truncated TLS 1.3 handshake (unless NoHandshake), checked
 //     the same way.
 //
-// Targets are fetched at most PrefetchConcurrency at once; the results
-// are in the order of targets, and a failed target has its Err set
-// (nothing is cached for it). Request, Input, Out, Session and the
-// other options of one connection are not used.
+// Targets are fetched at most Concurrency at once; the results are in
+// the order of targets, and a failed target has its Err set (nothing is
+// cached for it).
 func Prefetch(ctx context.Context, o Options, targets ...string) []*Prefetched {
 	out := make([]*Prefetched, len(targets))
-	n := o.PrefetchConcurrency
+	n := o.Concurrency
 	if n <= 0 {
-		n = DefaultPrefetchConcurrency
+		n = DefaultConcurrency
 	}
 	sem := make(chan struct{}, n)
 	var wg sync.WaitGroup
@@ -140,9 +193,9 @@ func Prefetch(ctx context.Context, o Options, targets ...string) []*Prefetched {
 	return out
 }
 
-// PrefetchTarget turns HOST, HOST:PORT or an https:// URL into the
-// HOST:PORT Prefetch and Connect take (port 443 by default).
-func PrefetchTarget(s string) (string, error) {
+// ParseTarget turns HOST, HOST:PORT or an https:// URL into the
+// HOST:PORT Prefetch and dial.Connect take (port 443 by default).
+func ParseTarget(s string) (string, error) {
 	if rest, ok := strings.CutPrefix(s, "https://"); ok {
 		s, _, _ = strings.Cut(rest, "/")
 	}
@@ -154,14 +207,14 @@ func PrefetchTarget(s string) (string, error) {
 		if strings.Contains(err.Error(), "missing port") {
 			host, port = s, "443"
 		} else {
-			return "", fmt.Errorf("dial: %q is not HOST[:PORT]: %w", s, err)
+			return "", fmt.Errorf("prevalidate: %q is not HOST[:PORT]: %w", s, err)
 		}
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return "", fmt.Errorf("dial: bad port in %q", s)
+		return "", fmt.Errorf("prevalidate: bad port in %q", s)
 	}
 	if host == "" {
-		return "", fmt.Errorf("dial: no host in %q", s)
+		return "", fmt.Errorf("prevalidate: no host in %q", s)
 	}
 	return net.JoinHostPort(host, port), nil
 }
@@ -212,7 +265,7 @@ func prefetchOne(ctx context.Context, o Options, target string) *Prefetched {
 }
 
 func (f *prefetcher) run(ctx context.Context, target string) error {
-	addr, err := PrefetchTarget(target)
+	addr, err := ParseTarget(target)
 	if err != nil {
 		return err
 	}
@@ -236,13 +289,13 @@ func (f *prefetcher) run(ctx context.Context, target string) error {
 		f.vcfg.VerifyPeerCertificate = f.cache.ocspHook(ctx, f.o.OCSP, f.o.clock(), f.cfg.VerifyPeerCertificate, f.note)
 	}
 	f.s = &service{host: host, port: f.port, fetched: f.now}
-	f.v = &verdict{policy: policyOf(f.cfg, &f.o), chains: map[string][][]*x509.Certificate{}}
+	f.v = &verdict{policy: Policy{TLS: f.cfg, OCSP: f.o.OCSP, NoBFE: f.o.NoBFE}.key(), chains: map[string][][]*x509.Certificate{}}
 	f.s.v = f.v
 	if err := f.lookup(ctx); err != nil {
 		return err
 	}
 	f.checkZData()
-	if f.v.rec == nil && !f.o.PrefetchNoHandshake {
+	if f.v.rec == nil && !f.o.NoHandshake {
 		if err := f.handshake(ctx); err != nil {
 			return err
 		}
@@ -250,12 +303,11 @@ func (f *prefetcher) run(ctx context.Context, target string) error {
 	f.settleExpiry()
 	if !f.now.Before(f.s.expires) {
 		if f.p.ChainError != "" { // an IP address with an invalid certificate
-			return fmt.Errorf("dial: %s not prefetched: %s", addr, f.p.ChainError)
+			return fmt.Errorf("prevalidate: %s not prefetched: %s", addr, f.p.ChainError)
 		}
-		return fmt.Errorf("dial: nothing to cache for %s: %s ends at once", addr, f.s.why)
+		return fmt.Errorf("prevalidate: nothing to cache for %s: %s ends at once", addr, f.s.why)
 	}
 	opts := f.o
-	opts.Request, opts.Input, opts.Out, opts.Session = nil, nil, nil, nil
 	f.s.opts = &opts
 	f.cache.store(f.s)
 	f.p.KeyShares = f.cache.fillKeyShares(f.cfg)
@@ -275,17 +327,17 @@ func (f *prefetcher) lookup(ctx context.Context) error {
 	} else if f.o.Resolver == nil {
 		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", f.host)
 		if err != nil {
-			return fmt.Errorf("dial: looking up %s: %w", f.host, err)
+			return fmt.Errorf("prevalidate: looking up %s: %w", f.host, err)
 		}
 		s.addrs = ips
 		f.exp.cap(f.now.Add(systemAddrTTL), "system resolver (no TTL)")
 	} else {
 		res, err := f.o.Resolver.LookupService(ctx, f.host, f.port, nil)
 		if res == nil {
-			return fmt.Errorf("dial: looking up %s: %w", f.host, err)
+			return fmt.Errorf("prevalidate: looking up %s: %w", f.host, err)
 		}
 		// The order in which LookupService lands its answers, which a
-		// Connect replays.
+		// connection replays.
 		s.answers = []*resolver.Answer{res.A, res.AAAA, res.HTTPS, res.TXT, res.CERT, res.TLSA}
 		p.DNSQuestions = len(s.answers)
 		for _, a := range s.answers {
@@ -299,22 +351,9 @@ func (f *prefetcher) lookup(ctx context.Context) error {
 			}
 			f.exp.cap(f.now.Add(answerTTL(a)), "DNS TTL ("+name+")")
 		}
-		for _, a := range []*resolver.Answer{res.A, res.AAAA} {
-			for _, rr := range a.RRs {
-				switch v := rr.(type) {
-				case *dns.A:
-					if ip, ok := netip.AddrFromSlice(v.A.To4()); ok {
-						s.addrs = append(s.addrs, ip)
-					}
-				case *dns.AAAA:
-					if ip, ok := netip.AddrFromSlice(v.AAAA); ok {
-						s.addrs = append(s.addrs, ip)
-					}
-				}
-			}
-		}
+		s.addrs = append(res.A.Addrs(), res.AAAA.Addrs()...)
 		if len(s.addrs) == 0 {
-			return fmt.Errorf("dial: %s has no address (A/AAAA): %s", f.host, rcodeText(*res.A))
+			return fmt.Errorf("prevalidate: %s has no address (A/AAAA): %s", f.host, res.A.Status())
 		}
 		if res.HTTPS != nil && res.HTTPS.Err == nil {
 			s.https = res.HTTPS
@@ -350,7 +389,7 @@ func answerTTL(a *resolver.Answer) time.Duration {
 	return failedAnswerTTL
 }
 
-// checkZData selects and verifies the Z-data as Connect would, and
+// checkZData selects and verifies the Z-data as a connection would, and
 // precomputes the key share and ECDH for the record selected.
 func (f *prefetcher) checkZData() {
 	v, p := f.v, f.p
@@ -363,9 +402,9 @@ func (f *prefetcher) checkZData() {
 	txt, tlsa, cert := answers[dns.TypeTXT], answers[dns.TypeTLSA], answers[dns.TypeCERT]
 	switch {
 	case f.o.Resolver == nil || len(f.s.answers) == 0:
-		v.zerr = &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New(ReasonNoResolver)}
+		v.zerr = &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New(reasonNoResolver)}
 	case !strings.EqualFold(strings.TrimSuffix(f.cfg.ServerName, "."), strings.TrimSuffix(f.host, ".")):
-		v.zerr = &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New(ReasonServerName)}
+		v.zerr = &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New(reasonServerName)}
 	case txt == nil || tlsa == nil || cert == nil:
 		v.zerr = &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New("the Z-data lookups did not complete")}
 	}
@@ -375,8 +414,8 @@ func (f *prefetcher) checkZData() {
 	}
 	f.checked = map[*x509.Certificate][]*x509.Certificate{}
 	sel := zdata.NewSelector(f.host, f.port, zdata.SelectOptions{Now: f.now, Policy: f.checkLeaf, NoBFE: f.o.NoBFE})
-	sel.StartChains(rrsOf[*dns.TLSA](tlsa), rrsOf[*dns.CERT](cert))
-	rec, leaf, err := sel.Select(txtStrings(txt))
+	sel.StartChains(resolver.RecordsOf[*dns.TLSA](tlsa), resolver.RecordsOf[*dns.CERT](cert))
+	rec, leaf, err := sel.Select(txt.TXTStrings())
 	if err != nil {
 		v.zerr = err
 		p.ZDataReason = string(zdata.ReasonOf(err)) + ": " + err.Error()

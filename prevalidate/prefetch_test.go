@@ -1,4 +1,4 @@
-package dial
+package prevalidate_test
 
 // Prefetch and the cache of prevalidated services (issue 14): a
 // prefetched entry is used (no DNS query at the server, no chain
@@ -21,7 +21,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/dial"
 	"github.com/ztls-project/ztls/internal/clock"
+	"github.com/ztls-project/ztls/prevalidate"
 
 	"github.com/ztls-project/ztls/dns/resolver"
 	"github.com/ztls-project/ztls/internal/testsupport/lab"
@@ -142,9 +144,9 @@ func (d *dnsCounter) resolver(t *testing.T) *resolver.Resolver {
 	return r
 }
 
-func prefetch(t *testing.T, o Options, targets ...string) []*Prefetched {
+func prefetch(t *testing.T, o dial.Options, targets ...string) []*prevalidate.Prefetched {
 	t.Helper()
-	ps := Prefetch(ctxT(t), o, targets...)
+	ps := prevalidate.Prefetch(ctxT(t), o.Prevalidation(), targets...)
 	for _, p := range ps {
 		if p.Err != nil {
 			t.Fatalf("prefetch %s: %v", p.Target, p.Err)
@@ -155,12 +157,12 @@ func prefetch(t *testing.T, o Options, targets ...string) []*Prefetched {
 
 // prefetchWorld prefetches the world's service into a new cache through
 // a DNS counter.
-func prefetchWorld(t *testing.T, w *lab.World, mutate func(*Options)) (*Cache, *dnsCounter, *Prefetched) {
+func prefetchWorld(t *testing.T, w *lab.World, mutate func(*dial.Options)) (*prevalidate.Cache, *dnsCounter, *prevalidate.Prefetched) {
 	t.Helper()
-	cache := NewCache(CacheOptions{})
+	cache := prevalidate.NewCache(prevalidate.CacheOptions{})
 	t.Cleanup(func() { cache.Close() })
 	d := countDNS(t, w)
-	o := Options{TLS: w.ClientTLS(), Resolver: d.resolver(t), Cache: cache}
+	o := dial.Options{TLS: w.ClientTLS(), Resolver: d.resolver(t), Cache: cache}
 	if mutate != nil {
 		mutate(&o)
 	}
@@ -173,11 +175,11 @@ func prefetchWorld(t *testing.T, w *lab.World, mutate func(*Options)) (*Cache, *
 
 // connectCounted connects with the cache and a fresh resolver through d,
 // and returns the DNS queries and chain verifications it made.
-func connectCounted(t *testing.T, w *lab.World, cache *Cache, d *dnsCounter, mutate func(*Options)) (r *Result, queries int64, verifications uint64, err error) {
+func connectCounted(t *testing.T, w *lab.World, cache *prevalidate.Cache, d *dnsCounter, mutate func(*dial.Options)) (r *dial.Result, queries int64, verifications uint64, err error) {
 	t.Helper()
 	res := d.resolver(t)
 	q0, v0 := d.n.Load(), tls13.ChainVerifications()
-	r, err = connect(t, w, func(o *Options) {
+	r, err = connect(t, w, func(o *dial.Options) {
 		o.Cache, o.Resolver = cache, res
 		if mutate != nil {
 			mutate(o)
@@ -195,21 +197,21 @@ func TestPrefetchedZTLSConnectionAsksNothing(t *testing.T) {
 			if p.ZData == nil || p.ChainFrom != "zdata" || !p.Precomputed || !p.KeyShares || p.ServerContacted || len(p.Chain) != 2 {
 				t.Fatalf("prefetched %+v", p)
 			}
-			taken, inline := cache.keyShares.Taken(), cache.keyShares.GeneratedInline()
+			taken, inline := prevalidate.KeyShares(cache).Taken(), prevalidate.KeyShares(cache).GeneratedInline()
 			if turbo && p.TurboPort != w.Port {
 				t.Fatalf("TurboTLS port %d, want %d", p.TurboPort, w.Port)
 			}
 			if !p.Expires.After(clock.Now()) || p.ExpiresBy == "" || p.Expires.After(p.ZData.NotAfter) {
 				t.Fatalf("expires %v by %q (Z-data not after %v)", p.Expires, p.ExpiresBy, p.ZData.NotAfter)
 			}
-			r, queries, verifications, err := connectCounted(t, w, cache, d, func(o *Options) {
+			r, queries, verifications, err := connectCounted(t, w, cache, d, func(o *dial.Options) {
 				o.Turbo, o.TurboWait = turbo, 5*time.Second
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
 			rep := r.Report
-			if rep.Mode != "ztls" || !rep.AnswerInFirstFlight || rep.Prefetch != PrefetchValidated {
+			if rep.Mode != "ztls" || !rep.AnswerInFirstFlight || rep.Prefetch != dial.PrefetchValidated {
 				t.Fatalf("mode %s (%s), answer in first flight %v, prefetch %q", rep.Mode, rep.FallbackReason, rep.AnswerInFirstFlight, rep.Prefetch)
 			}
 			if turbo && rep.Transport != "turbo" {
@@ -221,7 +223,7 @@ func TestPrefetchedZTLSConnectionAsksNothing(t *testing.T) {
 			// Its ClientHello's key shares came from the keys Prefetch
 			// made: the X25519MLKEM768 share's two (the x25519 share is
 			// the Z-data one, prepared with its ECDH).
-			if got, made := cache.keyShares.Taken()-taken, cache.keyShares.GeneratedInline()-inline; got != 2 || made != 0 {
+			if got, made := prevalidate.KeyShares(cache).Taken()-taken, prevalidate.KeyShares(cache).GeneratedInline()-inline; got != 2 || made != 0 {
 				t.Fatalf("key shares' keys: %d from the prefetch's pool, %d made at connection time; want 2 and 0", got, made)
 			}
 			if st := r.Conn.ConnectionState(); len(st.VerifiedChains) == 0 || !st.PeerCertificates[0].Equal(w.Service.Leaf()) {
@@ -232,7 +234,7 @@ func TestPrefetchedZTLSConnectionAsksNothing(t *testing.T) {
 			}
 
 			// Without the cache, the same connection asks and verifies.
-			_, queries, verifications, err = connectCounted(t, w, NewCache(CacheOptions{}), d, func(o *Options) {
+			_, queries, verifications, err = connectCounted(t, w, prevalidate.NewCache(prevalidate.CacheOptions{}), d, func(o *dial.Options) {
 				o.Turbo, o.TurboWait = turbo, 5*time.Second
 			})
 			if err != nil || queries == 0 || verifications == 0 {
@@ -254,7 +256,7 @@ func TestPrefetchedTLSConnectionAsksNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Report.Mode != "tls" || r.Report.Prefetch != PrefetchValidated || queries != 0 || verifications != 0 || r.Report.TLS.Chain != tls13.ChainPrevalidated {
+	if r.Report.Mode != "tls" || r.Report.Prefetch != dial.PrefetchValidated || queries != 0 || verifications != 0 || r.Report.TLS.Chain != tls13.ChainPrevalidated {
 		t.Fatalf("mode %s, prefetch %q, %d DNS queries, %d chain verifications, chain %q", r.Report.Mode, r.Report.Prefetch, queries, verifications, r.Report.TLS.Chain)
 	}
 }
@@ -265,7 +267,7 @@ func TestPrefetchedEntryExpired(t *testing.T) {
 	w := startWorld(t, lab.Options{})
 	cache, d, p := prefetchWorld(t, w, nil)
 	later := p.Expires.Add(time.Second)
-	r, queries, verifications, err := connectCounted(t, w, cache, d, func(o *Options) {
+	r, queries, verifications, err := connectCounted(t, w, cache, d, func(o *dial.Options) {
 		o.Now = func() time.Time { return later }
 	})
 	if err != nil {
@@ -297,8 +299,8 @@ func TestPrefetchedEntryRevoked(t *testing.T) {
 		return revocation.New(crl)
 	}
 	good, revoked := checker(), checker(w.Cert.Leaf)
-	withCRL := func(c *revocation.Checker) func(*Options) {
-		return func(o *Options) { o.TLS = w.ClientTLS(); o.TLS.Revocation = c }
+	withCRL := func(c *revocation.Checker) func(*dial.Options) {
+		return func(o *dial.Options) { o.TLS = w.ClientTLS(); o.TLS.Revocation = c }
 	}
 	cache, d, p := prefetchWorld(t, w, withCRL(good))
 	if p.ZData == nil || p.ExpiresBy == "" {
@@ -317,7 +319,7 @@ func TestPrefetchedEntryRevoked(t *testing.T) {
 	if !errors.Is(err, revocation.ErrRevoked) || verifications == 0 || queries != 0 {
 		t.Fatalf("revoked at the prefetch: %v, %d verifications, %d queries", err, verifications, queries)
 	}
-	if r.Report.Prefetch != PrefetchValidated || r.Report.EarlyData.Offered {
+	if r.Report.Prefetch != dial.PrefetchValidated || r.Report.EarlyData.Offered {
 		t.Fatalf("report %+v", r.Report)
 	}
 }
@@ -345,7 +347,7 @@ func TestPrefetchedZDataRotatedAway(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := r.Report
-	if rep.Mode != "tls" || rep.FallbackReason != ReasonRejected || !rep.PrefetchDropped || queries != 0 || cache.Len() != 0 {
+	if rep.Mode != "tls" || rep.FallbackReason != dial.ReasonRejected || !rep.PrefetchDropped || queries != 0 || cache.Len() != 0 {
 		t.Fatalf("rotated away: mode %s (%s), dropped %v, %d queries, %d entries", rep.Mode, rep.FallbackReason, rep.PrefetchDropped, queries, cache.Len())
 	}
 	r, queries, _, err = connectCounted(t, w, cache, d, nil)
@@ -467,12 +469,10 @@ func TestPrefetchedKeyShareUsedOnce(t *testing.T) {
 	if contacted != 0 {
 		t.Fatal("prefetching Z-data contacted the web server")
 	}
-	cache.mu.Lock()
-	prepared := cache.m[cacheKey(w.Host, w.Port)].Value.(*service).v.prepared.Public()
-	cache.mu.Unlock()
+	prepared := prevalidate.PreparedShare(cache, w.Host, w.Port)
 	for i := 0; i < 2; i++ {
 		r, _, _, err := connectCounted(t, w, cache, d, nil)
-		if err != nil || r.Report.Mode != "ztls" || r.Report.Prefetch != PrefetchValidated {
+		if err != nil || r.Report.Mode != "ztls" || r.Report.Prefetch != dial.PrefetchValidated {
 			t.Fatalf("connection %d: %v %+v", i+1, err, r)
 		}
 	}
@@ -496,9 +496,9 @@ func TestPrefetchedKeyShareUsedOnce(t *testing.T) {
 func TestCacheFileKeepsAnswersNotVerdicts(t *testing.T) {
 	w := startWorld(t, lab.Options{})
 	path := t.TempDir() + "/prefetch.json"
-	cache, d, _ := prefetchWorld(t, w, func(o *Options) { o.Cache = OpenCache(CacheOptions{Path: path}) })
+	cache, d, _ := prefetchWorld(t, w, func(o *dial.Options) { o.Cache = prevalidate.OpenCache(prevalidate.CacheOptions{Path: path}) })
 	_ = cache
-	loaded := OpenCache(CacheOptions{Path: path})
+	loaded := prevalidate.OpenCache(prevalidate.CacheOptions{Path: path})
 	if loaded.Len() != 1 {
 		t.Fatalf("%d entries loaded", loaded.Len())
 	}
@@ -506,26 +506,27 @@ func TestCacheFileKeepsAnswersNotVerdicts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Report.Mode != "ztls" || r.Report.Prefetch != PrefetchDNS || queries != 0 || verifications == 0 {
+	if r.Report.Mode != "ztls" || r.Report.Prefetch != dial.PrefetchDNS || queries != 0 || verifications == 0 {
 		t.Fatalf("loaded entry: mode %s (%s), prefetch %q, %d queries, %d verifications", r.Report.Mode, r.Report.FallbackReason, r.Report.Prefetch, queries, verifications)
 	}
-	if err := loaded.Clear(); err != nil || loaded.Len() != 0 || OpenCache(CacheOptions{Path: path}).Len() != 0 {
+	if err := loaded.Clear(); err != nil || loaded.Len() != 0 || prevalidate.OpenCache(prevalidate.CacheOptions{Path: path}).Len() != 0 {
 		t.Fatalf("Clear: %v", err)
 	}
 }
 
 // The cache is bounded: the least recently used entry goes.
 func TestCacheBounded(t *testing.T) {
-	c := NewCache(CacheOptions{MaxEntries: 2})
+	c := prevalidate.NewCache(prevalidate.CacheOptions{MaxEntries: 2})
 	exp := clock.Now().Add(time.Hour)
 	for _, h := range []string{"a.test", "b.test"} {
-		c.store(&service{host: h, port: 443, fetched: clock.Now(), expires: exp})
+		prevalidate.StoreUnvalidated(c, h, 443, exp)
 	}
-	if c.lookup("a.test", 443, policyKey{}, clock.Now()) == nil {
+	var pol prevalidate.Policy
+	if c.Lookup("a.test", 443, pol, clock.Now()) == nil {
 		t.Fatal("a.test missing")
 	}
-	c.store(&service{host: "c.test", port: 443, fetched: clock.Now(), expires: exp})
-	if c.Len() != 2 || c.lookup("b.test", 443, policyKey{}, clock.Now()) != nil || c.lookup("A.TEST.", 443, policyKey{}, clock.Now()) == nil {
+	prevalidate.StoreUnvalidated(c, "c.test", 443, exp)
+	if c.Len() != 2 || c.Lookup("b.test", 443, pol, clock.Now()) != nil || c.Lookup("A.TEST.", 443, pol, clock.Now()) == nil {
 		t.Fatal("the least recently used entry was not the one evicted")
 	}
 }
@@ -535,24 +536,20 @@ func TestCacheBounded(t *testing.T) {
 func TestCacheRefreshesUsedEntries(t *testing.T) {
 	w := startWorld(t, lab.Options{})
 	cache, d, p := prefetchWorld(t, w, nil)
-	entry := func() *service {
-		cache.mu.Lock()
-		defer cache.mu.Unlock()
-		return cache.m[cacheKey(w.Host, w.Port)].Value.(*service)
-	}
+	entry := func() prevalidate.EntryState { return prevalidate.StateOf(cache, w.Host, w.Port) }
 	if _, _, _, err := connectCounted(t, w, cache, d, nil); err != nil {
 		t.Fatal(err)
 	}
 	used := entry()
-	life := p.Expires.Sub(used.fetched)
-	cache.now = func() time.Time { return p.Expires.Add(-life / 20) }
-	cache.refreshDue(ctxT(t))
+	life := p.Expires.Sub(used.Fetched)
+	prevalidate.SetNow(cache, func() time.Time { return p.Expires.Add(-life / 20) })
+	prevalidate.RefreshDue(ctxT(t), cache)
 	renewed := entry()
-	if renewed == used || renewed.used || renewed.opts == nil || renewed.v == nil || renewed.v.rec == nil {
+	if renewed.Entry == used.Entry || renewed.Used || !renewed.Renewable || !renewed.ZData {
 		t.Fatal("the used entry was not renewed")
 	}
-	cache.refreshDue(ctxT(t))
-	if entry() != renewed {
+	prevalidate.RefreshDue(ctxT(t), cache)
+	if entry().Entry != renewed.Entry {
 		t.Fatal("an entry nobody used was renewed")
 	}
 }
@@ -576,7 +573,7 @@ func TestPrefetchedEntryKeptWhenServerAbortsOnZTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Report.FallbackReason != ReasonServerAborted || r.Report.Prefetch != PrefetchValidated || r.Report.PrefetchDropped ||
+	if r.Report.FallbackReason != dial.ReasonServerAborted || r.Report.Prefetch != dial.PrefetchValidated || r.Report.PrefetchDropped ||
 		cache.Len() != 1 || queries != 0 || verifications != 0 {
 		t.Fatalf("abort on ztls: %q, prefetch %q dropped %v, %d entries, %d queries, %d verifications", r.Report.FallbackReason,
 			r.Report.Prefetch, r.Report.PrefetchDropped, cache.Len(), queries, verifications)

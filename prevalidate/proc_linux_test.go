@@ -1,6 +1,6 @@
 //go:build linux
 
-package dial
+package prevalidate_test
 
 // Peers that cannot be told to bind loopback only (openssl ocsp takes a
 // port number, gnutls-serv binds every address) run in a network

@@ -1,4 +1,4 @@
-package dial
+package prevalidate
 
 import (
 	"context"
@@ -94,7 +94,7 @@ func (c *Cache) refreshDue(ctx context.Context) time.Time {
 		at := refreshAt(s)
 		switch {
 		case !now.Before(at) && s.used:
-			jobs = append(jobs, job{*s.opts, key(s.host, s.port)})
+			jobs = append(jobs, job{*s.opts, hostPort(s.host, s.port)})
 			s.opts = nil // once
 		case now.Before(at) && (next.IsZero() || at.Before(next)):
 			next = at

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ztls-project/ztls/dial"
+	"github.com/ztls-project/ztls/prevalidate"
 	"github.com/ztls-project/ztls/tls13"
 )
 
@@ -14,10 +15,10 @@ import (
 // cache: the request leaves without a lookup or a chain verification.
 func TestTransportUsesPrefetchedService(t *testing.T) {
 	w, _, opts := setupWorld(t)
-	opts.Cache = dial.NewCache(dial.CacheOptions{})
+	opts.Cache = prevalidate.NewCache(prevalidate.CacheOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if p := dial.Prefetch(ctx, opts, w.HostPort())[0]; p.Err != nil || p.ZData == nil {
+	if p := prevalidate.Prefetch(ctx, opts.Prevalidation(), w.HostPort())[0]; p.Err != nil || p.ZData == nil {
 		t.Fatalf("prefetch: %+v", p)
 	}
 	tr := NewTransport(opts)

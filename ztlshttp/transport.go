@@ -93,7 +93,7 @@ const ResolverEnv = "ZTLS_RESOLVER"
 //   - Mode "" is "auto"; Request, ReplaySafe, RequestALPN, RequestIn,
 //     ReadResponse, HTTP, Input and Out are the Transport's to set and
 //     are ignored.
-//   - TLS.ChainCache nil means the dial.Cache's (Cache, else the
+//   - TLS.ChainCache nil means the prevalidate.Cache's (Cache, else the
 //     process's): a new connection to a server met before skips
 //     verifying the chain verified then (revocation and
 //     VerifyPeerCertificate still run).

@@ -30,6 +30,7 @@ import (
 	"github.com/ztls-project/ztls/dial"
 	"github.com/ztls-project/ztls/dns/resolver"
 	"github.com/ztls-project/ztls/internal/testsupport/lab"
+	"github.com/ztls-project/ztls/prevalidate"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/zdata"
 	"github.com/ztls-project/ztls/ztlshttp"
@@ -274,7 +275,7 @@ func runTransport(t *testing.T, aw *alpnWorld, c alpnClient, method, path string
 	cfg := aw.w.ClientTLS()
 	cfg.NextProtos = c.protos
 	tr := ztlshttp.NewTransport(dial.Options{Mode: "auto", TLS: cfg, Resolver: aw.res, ZDataBudget: 2 * time.Second,
-		Memory: dial.NewMemory(), Cache: dial.NewCache(dial.CacheOptions{})})
+		Memory: dial.NewMemory(), Cache: prevalidate.NewCache(prevalidate.CacheOptions{})})
 	defer tr.CloseIdleConnections()
 	var body io.Reader
 	if method == "POST" {

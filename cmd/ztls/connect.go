@@ -24,6 +24,7 @@ import (
 
 	"github.com/ztls-project/ztls/dial"
 	"github.com/ztls-project/ztls/dns/resolver"
+	"github.com/ztls-project/ztls/prevalidate"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/ztlshttp"
 )
@@ -389,7 +390,7 @@ func (f *connectFlags) dialOptions(cfg *tls13.Config) (dial.Options, func(), err
 		res.Close()
 		return dial.Options{}, nil, fmt.Errorf("--mode: %w", err)
 	}
-	ocsp, err := dial.ParseOCSPPolicy(f.ocsp)
+	ocsp, err := prevalidate.ParseOCSPPolicy(f.ocsp)
 	if err != nil {
 		res.Close()
 		return dial.Options{}, nil, fmt.Errorf("--ocsp: %w", err)

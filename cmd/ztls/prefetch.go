@@ -20,6 +20,7 @@ import (
 
 	"github.com/ztls-project/ztls/dial"
 	"github.com/ztls-project/ztls/internal/clock"
+	"github.com/ztls-project/ztls/prevalidate"
 )
 
 type prefetchFlags struct {
@@ -76,7 +77,7 @@ Z-data comes from DNS alone and costs the server nothing.`,
 	fs.StringVar(&f.c.transport, "dns-transport", "udp", "DNS transport: udp, tcp or tls (DNS over TLS, RFC 7858: hides the names prefetched from the path)")
 	fs.StringVar(&f.c.dnsCA, "dns-ca", "", "PEM roots for the DNS-over-TLS server (default: the system's)")
 	fs.StringVar(&f.c.ocsp, "ocsp", "off", "ask the certificate's OCSP responder: off, soft (no answer passes, as browsers do) or hard (only a good answer passes)")
-	fs.IntVar(&f.concurrency, "concurrency", dial.DefaultPrefetchConcurrency, "prefetch at most N targets at once")
+	fs.IntVar(&f.concurrency, "concurrency", prevalidate.DefaultConcurrency, "prefetch at most N targets at once")
 	fs.BoolVar(&f.noHandshake, "no-handshake", false, "for hosts without Z-data, fetch no certificate (no truncated handshake: the server is not contacted)")
 	fs.BoolVar(&f.clear, "clear", false, "forget everything prefetched (the file in the user cache dir), then prefetch the targets given, if any")
 	f.c.tls.register(fs, false)
@@ -106,7 +107,7 @@ func runPrefetch(f *prefetchFlags, args []string) error {
 	}
 	targets := make([]string, len(args))
 	for i, a := range args {
-		t, err := dial.PrefetchTarget(a)
+		t, err := prevalidate.ParseTarget(a)
 		if err != nil {
 			return err
 		}
@@ -122,10 +123,11 @@ func runPrefetch(f *prefetchFlags, args []string) error {
 	}
 	defer closeRes()
 	opts.Cache = cache
-	opts.PrefetchConcurrency, opts.PrefetchNoHandshake = f.concurrency, f.noHandshake
+	po := opts.Prevalidation()
+	po.Concurrency, po.NoHandshake = f.concurrency, f.noHandshake
 	ctx, cancel := context.WithTimeout(context.Background(), f.c.timeout)
 	defer cancel()
-	results := dial.Prefetch(ctx, opts, targets...)
+	results := prevalidate.Prefetch(ctx, po, targets...)
 	failed := 0
 	for _, p := range results {
 		if p.Err != nil {
@@ -151,12 +153,12 @@ func runPrefetch(f *prefetchFlags, args []string) error {
 
 // cliCache is the CLI's prefetch cache: in the user cache dir when there
 // is one (its DNS answers outlive the process), else in memory.
-func cliCache() *dial.Cache {
-	return dial.OpenCache(dial.CacheOptions{Path: dial.DefaultCachePath()})
+func cliCache() *prevalidate.Cache {
+	return prevalidate.OpenCache(prevalidate.CacheOptions{Path: prevalidate.DefaultCachePath()})
 }
 
 // writePrefetched prints one target's prefetch for people.
-func writePrefetched(w io.Writer, p *dial.Prefetched, now time.Time) {
+func writePrefetched(w io.Writer, p *prevalidate.Prefetched, now time.Time) {
 	if p.Err != nil {
 		fmt.Fprintf(w, "%s: not prefetched: %v\n", p.Target, p.Err)
 		return
@@ -271,12 +273,12 @@ func (f *connectFlags) prefetchLinked(opts dial.Options, addr string, response *
 		fmt.Fprintln(os.Stderr, "ztls: --prefetch-links: the page links to no other https host")
 		return
 	}
-	opts.Request, opts.Out, opts.Input = nil, nil, nil
-	opts.PrefetchConcurrency = f.linkConcurrency
+	po := opts.Prevalidation()
+	po.Concurrency = f.linkConcurrency
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
 	done := 0
-	for _, p := range dial.Prefetch(ctx, opts, hosts...) {
+	for _, p := range prevalidate.Prefetch(ctx, po, hosts...) {
 		if p.Err != nil {
 			fmt.Fprintf(os.Stderr, "ztls: --prefetch-links: %s: %v\n", p.Target, p.Err)
 			continue

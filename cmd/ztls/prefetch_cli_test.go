@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ztls-project/ztls/internal/clock"
+	"github.com/ztls-project/ztls/prevalidate"
 
 	"github.com/ztls-project/ztls/dial"
 	"github.com/ztls-project/ztls/internal/testsupport/lab"
@@ -55,7 +56,7 @@ func TestPrefetchCLI(t *testing.T) {
 	common := []string{"--resolver", w.DNSAddr, "--ca", caFile}
 
 	r := uxRun(t, nil, append([]string{"prefetch", w.HostPort(), "--json"}, common...)...)
-	var got []dial.Prefetched
+	var got []prevalidate.Prefetched
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &got) != nil || len(got) != 1 {
 		t.Fatalf("prefetch --json: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}

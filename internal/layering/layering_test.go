@@ -37,7 +37,7 @@ var product = map[string][]string{
 	"zdata":              {"bfe", "internal/clock", "revocation", "tls13"},
 	"zdata/redisreg":     {"bfe", "internal/clock", "tls13", "zdata"},
 	"server":             {"internal/clock", "internal/connlimit", "tls13", "turbo"},
-	"prevalidate":        {"dns/resolver", "internal/clock", "revocation", "tls13", "zdata"},
+	"prevalidate":        {"dns/resolver", "internal/clock", "revocation", "tls13", "turbo", "zdata"},
 	"dial":               {"dns/resolver", "internal/clock", "internal/dialhook", "prevalidate", "revocation", "tls13", "turbo", "zdata"},
 	"ztlshttp":           {"dial", "dns/resolver", "internal/clock", "prevalidate", "tls13"},
 	"internal/metrics":   {"dns/authority", "internal/clock", "server", "tls13", "zdata/redisreg"},

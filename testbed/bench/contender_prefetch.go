@@ -1,9 +1,9 @@
 package bench
 
 // The prefetch contenders (issue 14): tls-prefetch, ztls-prefetch and
-// ztls-turbo-prefetch are tls, ztls and ztls-turbo with dial.Prefetch
+// ztls-turbo-prefetch are tls, ztls and ztls-turbo with prevalidate.Prefetch
 // run before the click: Prime, unmeasured, prefetches the service into
-// the worker's dial.Cache (addresses, HTTPS record, Z-data verified and
+// the worker's prevalidate.Cache (addresses, HTTPS record, Z-data verified and
 // the key share and ECDH made, or the certificate by a truncated
 // handshake), then the harness flushes the DNS caches as for every
 // contender, and the measured visit, timed from the click as the others,
@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/ztls-project/ztls/dial"
+	"github.com/ztls-project/ztls/prevalidate"
 )
 
 // prefetchSuffix ends the name of a prefetch contender.
@@ -36,9 +37,9 @@ func (e *turboContender) Prime(ctx context.Context, c *Client) error {
 // prefetchVisit prefetches addr with o into a new cache, kept for the
 // next visit.
 func (st *workerState) prefetchVisit(ctx context.Context, o dial.Options, addr string) *workerResult {
-	st.cache = dial.NewCache(dial.CacheOptions{})
+	st.cache = prevalidate.NewCache(prevalidate.CacheOptions{})
 	o.Cache = st.cache
-	p := dial.Prefetch(ctx, o, addr)[0]
+	p := prevalidate.Prefetch(ctx, o.Prevalidation(), addr)[0]
 	if p.Err != nil {
 		return &workerResult{Err: fmt.Sprintf("bench: prefetch: %v", p.Err)}
 	}
@@ -51,13 +52,13 @@ func (st *workerState) prefetchVisit(ctx context.Context, o dial.Options, addr s
 // cacheFor is the cache a visit uses: the prefetched one, else a new
 // empty one (not the process default: every other visit is a first
 // contact).
-func (st *workerState) cacheFor(prefetched bool) *dial.Cache {
+func (st *workerState) cacheFor(prefetched bool) *prevalidate.Cache {
 	if prefetched && st.cache != nil {
 		c := st.cache
 		st.cache = nil // one visit per prefetch
 		return c
 	}
-	return dial.NewCache(dial.CacheOptions{})
+	return prevalidate.NewCache(prevalidate.CacheOptions{})
 }
 
 // checkPrefetched: a prefetch contender's visit took everything from the

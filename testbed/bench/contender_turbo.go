@@ -89,7 +89,7 @@ type turboContender struct {
 	name string
 	mode string  // dial mode: tls or ztls
 	drop float64 // probability a datagram is dropped at the client
-	// prefetch: Prime prefetches into the worker's dial.Cache, runs use it.
+	// prefetch: Prime prefetches into the worker's prevalidate.Cache, runs use it.
 	prefetch bool
 
 	slot workerSlot

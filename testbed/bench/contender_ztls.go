@@ -28,6 +28,7 @@ import (
 	"github.com/ztls-project/ztls/dial"
 	dnsresolver "github.com/ztls-project/ztls/dns/resolver"
 	"github.com/ztls-project/ztls/internal/clock"
+	"github.com/ztls-project/ztls/prevalidate"
 	"github.com/ztls-project/ztls/server"
 	"github.com/ztls-project/ztls/testbed/child"
 	"github.com/ztls-project/ztls/testbed/hosts"
@@ -112,7 +113,7 @@ type engineContender struct {
 	name   string
 	mode   string // dial mode: "tls" or "ztls"
 	resume bool   // tls-0rtt: Prime fetches a ticket, runs resume with 0-RTT
-	// prefetch: Prime prefetches into the worker's dial.Cache, runs use it.
+	// prefetch: Prime prefetches into the worker's prevalidate.Cache, runs use it.
 	prefetch bool
 	ocsp     bool // the client asks the leaf's OCSP responder, hard-fail
 	bfe      bool // ztls-bfe: the Z-data keys carry BFE keys
@@ -733,7 +734,7 @@ func serveJobs(args []string, in io.Reader, out io.Writer, serve func(st *worker
 type workerState struct {
 	session *tls13.ClientSession
 	roots   map[string]*x509.CertPool
-	cache   *dial.Cache // filled by the last prefetch job
+	cache   *prevalidate.Cache // filled by the last prefetch job
 }
 
 func (st *workerState) rootsFor(file string) (*x509.CertPool, error) {
@@ -842,7 +843,7 @@ func (st *workerState) startVisit(v visit, who string) (*aVisit, error) {
 		// ZTLS waits for the OCSP answer before it uses the Z-data: the
 		// wait is what ztls-ocsp measures (the Z-data budget bounds the
 		// DNS answers, not their checks).
-		a.o.OCSP = dial.OCSPHardFail
+		a.o.OCSP = prevalidate.OCSPHardFail
 	}
 	return a, nil
 }
@@ -854,7 +855,7 @@ func (a *aVisit) close() {
 
 // connect makes the measured connection with cache and reports it; r is
 // nil when it failed.
-func (a *aVisit) connect(cache *dial.Cache, addr string) (*dial.Result, *workerResult) {
+func (a *aVisit) connect(cache *prevalidate.Cache, addr string) (*dial.Result, *workerResult) {
 	a.o.Cache = cache
 	r, err := dial.Connect(a.ctx, addr, a.o)
 	if err != nil {

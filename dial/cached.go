@@ -112,7 +112,7 @@ func (a *attempt) cachedZData() zresult {
 func (a *attempt) replayAnswers(l *lookups) {
 	s := &serviceLookup{out: l, host: a.host, port: a.port, pendingAddr: 2}
 	if a.wantZ {
-		s.z = newZDataCheck(a.host, a.port, a.cfg, a.now(), a.start, a.o.NoBFE, l)
+		s.z = a.newZDataCheck(l)
 	}
 	answers := a.hit.Answers
 	go func() {

@@ -313,21 +313,6 @@ func (o Options) Prevalidation() prevalidate.Options {
 	return prevalidate.Options{TLS: o.TLS, Resolver: o.Resolver, Cache: o.Cache, OCSP: o.OCSP, NoBFE: o.NoBFE, Now: o.Now}
 }
 
-// awaitAddress waits for the first address answer, which starts the
-// transport.
-func (a *attempt) awaitAddress(ctx context.Context) error {
-	select {
-	case a.ips = <-a.look.addrs:
-	case err := <-a.look.err:
-		return err
-	case <-ctx.Done():
-		return fmt.Errorf("dial: looking up %s: %w", a.host, ctx.Err())
-	}
-	a.r.Timing.DNS = ms(time.Since(a.start))
-	a.step("address")
-	return nil
-}
-
 // budget is how long to wait for Z-data (and TurboTLS's advertisement).
 func (a *attempt) budget() time.Duration {
 	if a.o.ZDataBudget > 0 {

@@ -4,7 +4,6 @@ package dial
 // from TurboTLS to TCP alone, and the reason the report gives for it.
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
-	"github.com/ztls-project/ztls/zdata"
 )
 
 // Fallback reasons that are not Z-data verification failures.
@@ -76,60 +74,6 @@ func (a *attempt) requireZTLS() error {
 		return fmt.Errorf("%w: %s", ErrZTLSImpossible, a.reason)
 	}
 	return nil
-}
-
-// awaitZData waits, when ZTLS is wanted, at most the budget for the
-// Z-data answers and then for their verdict, and settles what the
-// handshake offers: the verified offer, or the reason there is none. The
-// budget bounds the DNS wait only: once the answers are in, what remains
-// is checking them (an OCSP query among it, when asked for), which a TLS
-// 1.3 handshake would spend on the same certificate, so falling back
-// would save nothing. onLikely, if set, takes the likeliest record's
-// offer, unverified, which comes before the verdict (TurboTLS makes its
-// first flight with it meanwhile).
-func (a *attempt) awaitZData(ctx context.Context, onLikely func(likelyOffer)) error {
-	if !a.wantZ {
-		return nil
-	}
-	var likely <-chan likelyOffer
-	if onLikely != nil {
-		likely = a.look.likely
-	}
-	timer := time.NewTimer(a.budget())
-	defer timer.Stop()
-	budget := timer.C
-	answered := a.look.answered
-	for {
-		// The likely offer is sent before the verdict: take it first
-		// when both are in.
-		select {
-		case l := <-likely:
-			likely = nil
-			onLikely(l)
-			continue
-		default:
-		}
-		select {
-		case l := <-likely:
-			likely = nil
-			onLikely(l)
-		case <-answered:
-			answered, budget = nil, nil
-			a.step("zdata_answered")
-		case z := <-a.look.zdata:
-			a.offer = z.offer
-			if z.err != nil {
-				a.reason = string(zdata.ReasonOf(z.err)) + ": " + z.err.Error()
-			}
-			a.r.Trace = append(a.r.Trace, TraceStep{Step: "zdata_verified", AtMS: ms(z.at)})
-			return a.requireZTLS()
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-budget:
-			a.reason = ReasonBudget
-			return a.requireZTLS()
-		}
-	}
 }
 
 // abortedOnZTLS reports whether the handshake c failed with err because

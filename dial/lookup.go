@@ -74,9 +74,78 @@ func (a *attempt) startLookups(ctx context.Context) {
 	default:
 		s := &serviceLookup{out: l, host: a.host, port: a.port, pendingAddr: 2}
 		if a.wantZ {
-			s.z = newZDataCheck(a.host, a.port, a.cfg, a.now(), a.start, a.o.NoBFE, l)
+			s.z = a.newZDataCheck(l)
 		}
 		go s.run(ctx, a.o.Resolver)
+	}
+}
+
+// awaitAddress waits for the first address answer, which starts the
+// transport.
+func (a *attempt) awaitAddress(ctx context.Context) error {
+	select {
+	case a.ips = <-a.look.addrs:
+	case err := <-a.look.err:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("dial: looking up %s: %w", a.host, ctx.Err())
+	}
+	a.r.Timing.DNS = ms(time.Since(a.start))
+	a.step("address")
+	return nil
+}
+
+// awaitZData waits, when ZTLS is wanted, at most the budget for the
+// Z-data answers and then for their verdict, and settles what the
+// handshake offers: the verified offer, or the reason there is none. The
+// budget bounds the DNS wait only: once the answers are in, what remains
+// is checking them (an OCSP query among it, when asked for), which a TLS
+// 1.3 handshake would spend on the same certificate, so falling back
+// would save nothing. onLikely, if set, takes the likeliest record's
+// offer, unverified, which comes before the verdict (TurboTLS makes its
+// first flight with it meanwhile).
+func (a *attempt) awaitZData(ctx context.Context, onLikely func(likelyOffer)) error {
+	if !a.wantZ {
+		return nil
+	}
+	var likely <-chan likelyOffer
+	if onLikely != nil {
+		likely = a.look.likely
+	}
+	timer := time.NewTimer(a.budget())
+	defer timer.Stop()
+	budget := timer.C
+	answered := a.look.answered
+	for {
+		// The likely offer is sent before the verdict: take it first
+		// when both are in.
+		select {
+		case l := <-likely:
+			likely = nil
+			onLikely(l)
+			continue
+		default:
+		}
+		select {
+		case l := <-likely:
+			likely = nil
+			onLikely(l)
+		case <-answered:
+			answered, budget = nil, nil
+			a.step("zdata_answered")
+		case z := <-a.look.zdata:
+			a.offer = z.offer
+			if z.err != nil {
+				a.reason = string(zdata.ReasonOf(z.err)) + ": " + z.err.Error()
+			}
+			a.r.Trace = append(a.r.Trace, TraceStep{Step: "zdata_verified", AtMS: ms(z.at)})
+			return a.requireZTLS()
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-budget:
+			a.reason = ReasonBudget
+			return a.requireZTLS()
+		}
 	}
 }
 
@@ -163,10 +232,12 @@ type zdataCheck struct {
 	done       bool // the verdict is under way
 }
 
-func newZDataCheck(host string, port int, cfg *tls13.Config, now, start time.Time, noBFE bool, out *lookups) *zdataCheck {
-	trust := newPolicy(cfg)
-	z := &zdataCheck{sel: zdata.NewSelector(host, port, zdata.SelectOptions{Now: now, Policy: trust.check, NoBFE: noBFE}),
-		trust: trust, start: start, out: out, keyShare: make(chan *tls13.ZDataKeyShare, 1)}
+// newZDataCheck starts the attempt's Z-data check, which delivers to out;
+// the client's key share is made at once.
+func (a *attempt) newZDataCheck(out *lookups) *zdataCheck {
+	trust := newPolicy(a.cfg)
+	sel := zdata.NewSelector(a.host, a.port, zdata.SelectOptions{Now: a.now(), Policy: trust.check, NoBFE: a.o.NoBFE})
+	z := &zdataCheck{sel: sel, trust: trust, start: a.start, out: out, keyShare: make(chan *tls13.ZDataKeyShare, 1)}
 	go func() { z.keyShare <- tls13.NewZDataKeyShare(tls13.X25519, nil) }()
 	return z
 }

@@ -2,6 +2,32 @@ package dial
 
 // The lookup phase, and the Z-data verification that runs in it while
 // the transport connects.
+//
+// With a resolver, the phase is a small pipeline: every question leaves at
+// once, each answer is taken as it lands, and the public-key work starts
+// as soon as its inputs are in, so that it overlaps the DNS round trip
+// and the TCP handshake instead of following them. Goroutines are in
+// [brackets], the lookups channels the attempt reads in <angles>:
+//
+//	[lookup: serviceLookup.run, resolver.LookupService's callback]
+//	  A, AAAA ----(first address)--------------------------> <addrs> or <err>
+//	  HTTPS ------------------------------------------------> <https>
+//	  TXT, TLSA, CERT --> zdataCheck (zdata.Selector)
+//	                        TLSA+CERT in: chain checks start (the Selector's goroutines)
+//	                        all three in: ---------------------> <answered>
+//	                                      likeliest record ----> <likely> (TurboTLS)
+//	                                      verdict: signatures -> <zdata>
+//	                                      (on [lookup], or its own goroutine
+//	                                       while no address is out yet)
+//	[key share]  X25519 key, made at once --keyShare--+
+//	[prepare]    from the TXT answer: the ECDH with   +--> preparedShare
+//	             the likeliest record's share              (the verdict's offer and
+//	                                                        TurboTLS's early flight)
+//
+// The attempt reads <addrs>/<err> in awaitAddress, <https> in TurboTLS's
+// transport, and <answered>, <likely> and <zdata> in awaitZData, whose
+// budget bounds the wait for the answers, not their checks. A cache
+// entry (cached.go) delivers on the same channels, as if landed at once.
 
 import (
 	"context"

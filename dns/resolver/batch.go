@@ -112,87 +112,117 @@ type landFunc func(k int, reply *dns.Msg, transport string, err error)
 func (r *Resolver) queryBatch(ctx context.Context, qs []*dns.Msg, land landFunc) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
-	type item struct {
-		m         *dns.Msg // as sent (without the wire ID)
-		done      bool
-		lastErr   error
-		lastReply *dns.Msg
-		lastTrans string
+	b := newOpenQuestions(qs, land)
+	attempt := r.cfg.Timeout / time.Duration(2*len(r.servers))
+	attempt = min(max(attempt, 50*time.Millisecond), 2*time.Second)
+	for len(b.open) > 0 {
+		for i := range r.servers {
+			ms, note := b.round()
+			actx, acancel := context.WithTimeout(ctx, attempt)
+			r.tryBatch(actx, i, ms, note)
+			acancel()
+			b.closeLanded()
+			if len(b.open) == 0 || ctx.Err() != nil {
+				break
+			}
+		}
+		b.landLastReplies()
+		if ctx.Err() != nil {
+			break
+		}
 	}
-	items := make([]item, len(qs))
-	open := make([]int, len(qs)) // indexes of the items still open
+	for _, k := range b.open {
+		land(k, nil, "", queryError(ctx, r.cfg.Timeout, qs[k].Question[0], b.items[k].lastErr))
+	}
+}
+
+// openQuestions is the state of queryBatch: each question, what the
+// servers said to it so far, and which are still open.
+type openQuestions struct {
+	items []openQuestion
+	open  []int // indexes of the items still open
+	land  landFunc
+}
+
+type openQuestion struct {
+	m         *dns.Msg // as sent (without the wire ID)
+	done      bool
+	lastErr   error
+	lastReply *dns.Msg // a SERVFAIL or REFUSED, the answer if nothing better comes
+	lastTrans string
+}
+
+func newOpenQuestions(qs []*dns.Msg, land landFunc) *openQuestions {
+	b := &openQuestions{items: make([]openQuestion, len(qs)), open: make([]int, len(qs)), land: land}
 	for k, q := range qs {
 		m := q.Copy()
 		m.Compress = false
 		if m.IsEdns0() == nil {
 			m.SetEdns0(UDPBufferSize, false)
 		}
-		items[k].m = m
-		open[k] = k
+		b.items[k].m = m
+		b.open[k] = k
 	}
-	attempt := r.cfg.Timeout / time.Duration(2*len(r.servers))
-	attempt = min(max(attempt, 50*time.Millisecond), 2*time.Second)
-	sub := make([]*dns.Msg, 0, len(qs))
-	closeOpen := func() {
-		kept := open[:0]
-		for _, k := range open {
-			if !items[k].done {
-				kept = append(kept, k)
-			}
-		}
-		open = kept
+	return b
+}
+
+// round returns the questions still open, for one attempt at a server,
+// and the function that takes the attempt's outcome for each of them.
+func (b *openQuestions) round() ([]*dns.Msg, landFunc) {
+	cur := b.open
+	ms := make([]*dns.Msg, len(cur))
+	for j, k := range cur {
+		ms[j] = b.items[k].m
 	}
-	for len(open) > 0 {
-		for i := range r.servers {
-			sub = sub[:0]
-			for _, k := range open {
-				sub = append(sub, items[k].m)
-			}
-			cur := open
-			actx, acancel := context.WithTimeout(ctx, attempt)
-			r.tryBatch(actx, i, sub, func(j int, reply *dns.Msg, transport string, err error) {
-				k := cur[j]
-				it := &items[k]
-				if errors.Is(err, ErrClosed) {
-					it.done = true
-					land(k, nil, "", ErrClosed)
-					return
-				}
-				if err != nil {
-					// A timeout says less than what came before it (the
-					// certificate that failed, the refused connect).
-					if it.lastErr == nil || !isDeadline(err) {
-						it.lastErr = err
-					}
-					return
-				}
-				if reply.Rcode == dns.RcodeServerFailure || reply.Rcode == dns.RcodeRefused {
-					it.lastReply, it.lastTrans = reply, transport
-					return
-				}
-				it.done = true
-				land(k, reply, transport, nil)
-			})
-			acancel()
-			closeOpen()
-			if len(open) == 0 || ctx.Err() != nil {
-				break
-			}
+	return ms, func(j int, reply *dns.Msg, transport string, err error) {
+		b.note(cur[j], reply, transport, err)
+	}
+}
+
+// note takes the outcome of one attempt for question k: a usable reply
+// lands it, a SERVFAIL or REFUSED is kept in case no server does better,
+// an error is kept for the question's own error.
+func (b *openQuestions) note(k int, reply *dns.Msg, transport string, err error) {
+	it := &b.items[k]
+	switch {
+	case errors.Is(err, ErrClosed):
+		it.done = true
+		b.land(k, nil, "", ErrClosed)
+	case err != nil:
+		// A timeout says less than what came before it (the
+		// certificate that failed, the refused connect).
+		if it.lastErr == nil || !isDeadline(err) {
+			it.lastErr = err
 		}
-		for _, k := range open {
-			if it := &items[k]; it.lastReply != nil {
-				it.done = true
-				land(k, it.lastReply, it.lastTrans, nil)
-			}
-		}
-		closeOpen()
-		if ctx.Err() != nil {
-			break
+	case reply.Rcode == dns.RcodeServerFailure || reply.Rcode == dns.RcodeRefused:
+		it.lastReply, it.lastTrans = reply, transport
+	default:
+		it.done = true
+		b.land(k, reply, transport, nil)
+	}
+}
+
+// landLastReplies lands, as their answer, the SERVFAIL or REFUSED that the
+// open questions got when every server gave one.
+func (b *openQuestions) landLastReplies() {
+	for _, k := range b.open {
+		if it := &b.items[k]; it.lastReply != nil {
+			it.done = true
+			b.land(k, it.lastReply, it.lastTrans, nil)
 		}
 	}
-	for _, k := range open {
-		land(k, nil, "", queryError(ctx, r.cfg.Timeout, qs[k].Question[0], items[k].lastErr))
+	b.closeLanded()
+}
+
+// closeLanded drops the questions that landed from open.
+func (b *openQuestions) closeLanded() {
+	kept := b.open[:0]
+	for _, k := range b.open {
+		if !b.items[k].done {
+			kept = append(kept, k)
+		}
 	}
+	b.open = kept
 }
 
 // queryError says why question q got no answer.

@@ -4,11 +4,11 @@ package dial
 // from TurboTLS to TCP alone, and the reason the report gives for it.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
@@ -128,40 +128,32 @@ func (a *attempt) settleReason(st tls13.ConnectionState) {
 	a.r.FallbackReason = reason
 }
 
-// turboPort is the server's TurboTLS UDP port: Options.TurboPort, else
-// the HTTPS record's advertisement (key65280) when it lands within the
-// budget after the address. 0, with the reason in Report.TurboFallback,
-// means TurboTLS is not tried: TCP goes on alone.
-func (a *attempt) turboPort() (int, error) {
-	port := a.o.TurboPort
-	if port == 0 {
-		if a.o.Resolver == nil || a.ip.IsValid() {
-			a.r.TurboFallback = ReasonTurboNoDNS
-			return 0, nil
+// turboFallback runs the handshake over TCP when TurboTLS's outcome o is
+// a Miss: the server's flight did not finish the handshake over UDP. A
+// server that answered the ztls ClientHello sent over UDP with an alert
+// gets the one retry without ztls (docs/ztls-spec.md, Section 6), as TLS
+// 1.3 on the TCP connection already open, which has carried nothing yet.
+// Otherwise the handshake begun over UDP goes on over TCP when it can
+// (the flight just did not come, and the ClientHello carries no early
+// data), else a new one starts there; a ztls abort on TCP is retried on a
+// new TCP connection, without UDP (it just failed to arrive in time).
+func (a *attempt) turboFallback(ctx context.Context, o *turbo.Outcome) (*tls13.Conn, error) {
+	if o.Miss.Kind == turbo.MissAborted && a.offer != nil {
+		a.dropZTLS()
+		c, err := a.handshake(ctx, o.TCP)
+		if err != nil {
+			o.TCP.Close()
+			return nil, err
 		}
-		timer := time.NewTimer(a.budget())
-		select {
-		case ans := <-a.look.https:
-			a.https = ans
-			p, err := turbo.UDPPortFrom(ans.RRs)
-			if err != nil {
-				a.r.TurboFallback = ReasonTurboNoAdvert
-				if !errors.Is(err, turbo.ErrNoAdvert) {
-					a.r.TurboFallback += ": " + err.Error()
-				}
-			}
-			port = int(p)
-		case <-timer.C:
-			a.r.TurboFallback = ReasonTurboNoHTTPS
-		}
-		timer.Stop()
-		if port == 0 {
-			return 0, nil
-		}
-		a.step("turbo_advert")
+		return c, nil
 	}
-	if port < 1 || port > 65535 {
-		return 0, fmt.Errorf("dial: bad TurboTLS UDP port %d", port)
+	var same *tls13.Conn
+	if o.CanContinue() {
+		var err error
+		if same, err = o.ContinueOnTCP(); err != nil {
+			o.TCP.Close()
+			return nil, fmt.Errorf("dial: %w", err)
+		}
 	}
-	return port, nil
+	return a.handshakeTCP(ctx, o.TCP, same)
 }

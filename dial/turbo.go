@@ -3,6 +3,7 @@ package dial
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -47,9 +48,9 @@ var defaultSizes = &turbo.SizeCache{}
 // hand, which then overlaps the SYN's round trip.
 type turboTransport struct {
 	a       *attempt
-	wrapUDP func(net.Conn) net.Conn // internal/dialhook
-	syn     *synConn                // the TCP connect begun at address time
-	udp     netip.AddrPort          // the server's TurboTLS port
+	dialUDP func(netip.AddrPort) (net.Conn, error) // internal/dialhook (nil: turbo's)
+	syn     *synConn                               // the TCP connect begun at address time
+	udp     netip.AddrPort                         // the server's TurboTLS port
 	// With ZTLS the first flight is made from the likeliest Z-data record
 	// while the lookup goroutine checks the records (both are public-key
 	// and cold-cache work on the critical path, here on two cores); it is
@@ -59,9 +60,13 @@ type turboTransport struct {
 }
 
 func newTurboTransport(ctx context.Context, a *attempt) *turboTransport {
-	return &turboTransport{a: a, wrapUDP: dialhook.WrapUDP(ctx)}
+	return &turboTransport{a: a, dialUDP: dialhook.DialUDP(ctx)}
 }
 
+// connect sends the first flight over UDP as TCP connects (turbo's
+// Hello.Dial), and takes turbo's outcome: the connection when the
+// server's flight came over UDP, else the handshake over TCP that
+// turboFallback (fallback.go) decides.
 func (t *turboTransport) connect(ctx context.Context) (*tls13.Conn, error) {
 	a := t.a
 	tcpAddr := netip.AddrPortFrom(a.ips[0], uint16(a.port))
@@ -94,12 +99,56 @@ func (t *turboTransport) connect(ctx context.Context) (*tls13.Conn, error) {
 	}
 	a.step("turbo_udp_sent")
 	dialAt := time.Since(a.start)
-	tr, err := hello.Dial(ctx, tcpAddr)
+	o, err := hello.Dial(ctx, tcpAddr)
 	if err != nil {
 		return nil, fmt.Errorf("dial: %w", err)
 	}
-	t.report(tr, dialAt, port)
-	return tr.Conn, nil
+	c := o.Conn
+	if c == nil {
+		if c, err = a.turboFallback(ctx, o); err != nil {
+			return nil, err
+		}
+	}
+	t.report(o, c, dialAt, port)
+	return c, nil
+}
+
+// turboPort is the server's TurboTLS UDP port: Options.TurboPort, else
+// the HTTPS record's advertisement (key65280) when it lands within the
+// budget after the address. 0, with the reason in Report.TurboFallback,
+// means TurboTLS is not tried: TCP goes on alone.
+func (a *attempt) turboPort() (int, error) {
+	port := a.o.TurboPort
+	if port == 0 {
+		if a.o.Resolver == nil || a.ip.IsValid() {
+			a.r.TurboFallback = ReasonTurboNoDNS
+			return 0, nil
+		}
+		timer := time.NewTimer(a.budget())
+		select {
+		case ans := <-a.look.https:
+			a.https = ans
+			p, err := turbo.UDPPortFrom(ans.RRs)
+			if err != nil {
+				a.r.TurboFallback = ReasonTurboNoAdvert
+				if !errors.Is(err, turbo.ErrNoAdvert) {
+					a.r.TurboFallback += ": " + err.Error()
+				}
+			}
+			port = int(p)
+		case <-timer.C:
+			a.r.TurboFallback = ReasonTurboNoHTTPS
+		}
+		timer.Stop()
+		if port == 0 {
+			return 0, nil
+		}
+		a.step("turbo_advert")
+	}
+	if port < 1 || port > 65535 {
+		return 0, fmt.Errorf("dial: bad TurboTLS UDP port %d", port)
+	}
+	return port, nil
 }
 
 // makeEarly makes the first flight from the likeliest record's offer.
@@ -128,7 +177,6 @@ func (t *turboTransport) hello() (*turbo.Hello, error) {
 	if len(cc.Early) > 0 {
 		a.r.EarlyData.Bytes = len(cc.Early)
 	}
-	t.setFallback(cc)
 	if h != nil {
 		a.step("turbo_hello_made_early")
 		return h, nil
@@ -142,14 +190,11 @@ func (t *turboTransport) hello() (*turbo.Hello, error) {
 
 // config is the TurboTLS client configuration for ZTLS with offer (nil:
 // TLS 1.3, resuming Options.Session if set) over tlsCfg, early data
-// included. Rejected early data is not resent by turbo: sendRequest does
-// that.
+// included, on the TCP connection begun at address time. Rejected early
+// data is not resent by turbo: sendRequest does that.
 func (t *turboTransport) config(offer *tls13.ZDataOffer, tlsCfg *tls13.Config) *turbo.ClientConfig {
 	o := &t.a.o
-	cc := &turbo.ClientConfig{TLS: tlsCfg, Wait: o.TurboWait, Sizes: o.TurboSizes}
-	if t.wrapUDP != nil {
-		cc.DialUDP = turbo.WrapUDP(t.wrapUDP)
-	}
+	cc := &turbo.ClientConfig{TLS: tlsCfg, Wait: o.TurboWait, Sizes: o.TurboSizes, DialUDP: t.dialUDP, DialTCP: t.takeSYN}
 	if cc.Sizes == nil {
 		cc.Sizes = defaultSizes
 	}
@@ -164,50 +209,31 @@ func (t *turboTransport) config(offer *tls13.ZDataOffer, tlsCfg *tls13.Config) *
 	return cc
 }
 
-// setFallback has turbo.Dial take the TCP connection begun at address
-// time and, when the UDP flight does not make it, finish over that
-// connection as TCP alone would.
-func (t *turboTransport) setFallback(cc *turbo.ClientConfig) {
-	a := t.a
-	cc.DialTCP = func(ctx context.Context, _ netip.AddrPort) (net.Conn, error) {
-		c, _, err := t.syn.take(ctx)
-		return c, err
-	}
-	udpAborted := false
-	cc.Refused = func(_ error, aborted bool) { udpAborted = aborted }
-	cc.Fallback = func(ctx context.Context, tcp net.Conn, same *tls13.Conn) (*tls13.Conn, error) {
-		if udpAborted && a.offer != nil {
-			// The server answered the ztls ClientHello sent over UDP with
-			// an alert (docs/ztls-spec.md, Section 6): the one retry without ztls runs as
-			// TLS 1.3 on the TCP connection already open, which has
-			// carried nothing yet.
-			a.dropZTLS()
-			return a.handshake(ctx, tcp)
-		}
-		// The handshake already begun when the flight just did not come,
-		// else a new one; a ztls abort there is retried on a new TCP
-		// connection, without UDP (it just failed to arrive in time).
-		return a.handshakeTCP(ctx, tcp, same)
-	}
+// takeSYN is turbo's DialTCP: the connect begun at address time.
+func (t *turboTransport) takeSYN(ctx context.Context, _ netip.AddrPort) (net.Conn, error) {
+	c, _, err := t.syn.take(ctx)
+	return c, err
 }
 
-// report puts what TurboTLS did in the report.
-func (t *turboTransport) report(tr *turbo.ClientResult, dialAt time.Duration, udpPort int) {
-	a, r := t.a, t.a.r
-	r.Address = tr.Conn.RemoteAddr().String()
+// report puts what TurboTLS did in the report: o, turbo's outcome for
+// the Hello sent at dialAt, and c, the connection whose handshake is done.
+func (t *turboTransport) report(o *turbo.Outcome, c *tls13.Conn, dialAt time.Duration, udpPort int) {
+	a, r, tr := t.a, t.a.r, o.Exchange
+	done := time.Since(a.start) - dialAt
+	r.Address = c.RemoteAddr().String()
 	r.Timing.TCPConnect = ms(tr.TCPConnected)
-	r.Timing.Handshake = ms(tr.Done - tr.TCPConnected)
+	r.Timing.Handshake = ms(done - tr.TCPConnected)
 	r.Trace = append(r.Trace, TraceStep{Step: "tcp_connected", AtMS: ms(dialAt + tr.TCPConnected)})
 	if tr.FlightAt > 0 {
 		r.Trace = append(r.Trace, TraceStep{Step: "turbo_flight_complete", AtMS: ms(dialAt + tr.FlightAt)})
 	}
 	r.Turbo = &TurboReport{Requests: tr.RequestsSent, Responses: tr.ResponsesReceived, BytesSent: tr.BytesSent,
 		BytesReceived: tr.BytesReceived, ServerFlight: tr.ServerFlight, UDPPort: udpPort, WaitedMS: ms(tr.Waited)}
-	if tr.Turbo {
+	if o.Miss == nil {
 		r.Transport = "turbo"
-		a.traceConn(tr.Conn)
+		a.traceConn(c)
 	} else {
-		r.TurboFallback = tr.FallbackReason
+		r.TurboFallback = o.Miss.Error()
 	}
 }
 

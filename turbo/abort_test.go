@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,9 +68,10 @@ func alertBackend(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// A UDP flight that is an alert: Refused hears it as an abort before
-// Fallback runs on the TCP connection, which has carried nothing yet.
-func TestDialRefusedHookOnAbort(t *testing.T) {
+// A UDP flight that is an alert: the outcome is MissAborted, with the
+// engine's alert as its cause, and a TCP connection that has carried
+// nothing yet, on which the handshake begun cannot continue.
+func TestDialOutcomeAborted(t *testing.T) {
 	w, err := lab.Start(lab.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -92,29 +94,36 @@ func TestDialRefusedHookOnAbort(t *testing.T) {
 
 	cfg := w.ClientTLS()
 	cfg.ServerName = w.Host
-	var refused error
-	aborted := false
-	errFallback := errors.New("fallback ran")
 	cc := &turbo.ClientConfig{TLS: cfg, Wait: 5 * time.Second,
-		ZData: w.Service.Records(clock.Now())[0].Offer(w.Cert.Leaf), Early: []byte("GET /"), ReplaySafe: true,
-		Refused: func(err error, a bool) { refused, aborted = err, a },
-		Fallback: func(ctx context.Context, tcp net.Conn, same *tls13.Conn) (*tls13.Conn, error) {
-			if refused == nil {
-				t.Error("Fallback ran before Refused")
-			}
-			if same != nil {
-				t.Error("a refused flight's handshake was handed on to continue")
-			}
-			return nil, errFallback
-		}}
+		ZData: w.Service.Records(clock.Now())[0].Offer(w.Cert.Leaf), Early: []byte("GET /"), ReplaySafe: true}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err = turbo.Dial(ctx, addr, addr, cc)
-	if !errors.Is(err, errFallback) {
-		t.Fatalf("Dial: %v, want the fallback's error", err)
+	h, err := turbo.NewHello(addr, cc)
+	if err != nil {
+		t.Fatal(err)
 	}
+	o, err := h.Dial(ctx, addr)
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	defer o.TCP.Close()
 	var ae *tls13.AlertError
-	if !aborted || !errors.As(refused, &ae) {
-		t.Fatalf("Refused(%v, %v), want the alert as an abort", refused, aborted)
+	if o.Conn != nil || o.Miss == nil || o.Miss.Kind != turbo.MissAborted || !errors.As(o.Miss, &ae) {
+		t.Fatalf("outcome conn %v, miss %v, want the alert as an abort", o.Conn, o.Miss)
+	}
+	if !strings.HasPrefix(o.Miss.Error(), turbo.ReasonFlightAborted+": ") || o.ServerFlight == 0 {
+		t.Fatalf("miss %q, server flight %d", o.Miss, o.ServerFlight)
+	}
+	if o.CanContinue() {
+		t.Fatal("a refused flight's handshake may continue on TCP")
+	}
+	if _, err := o.ContinueOnTCP(); err == nil {
+		t.Fatal("ContinueOnTCP went on after an abort")
+	}
+	// The TCP connection has carried nothing: the server proxy's backend
+	// hears a new ClientHello on it, and aborts again.
+	c := tls13.Client(o.TCP, cfg)
+	if err := c.HandshakeContext(ctx); !errors.As(err, &ae) {
+		t.Fatalf("handshake on the TCP connection: %v, want the backend's alert", err)
 	}
 }

@@ -113,7 +113,7 @@ func TestBFETurboReplayRefused(t *testing.T) {
 	req := []byte("GET / HTTP/1.0\r\n\r\n")
 	res, err := turbo.Dial(dialCtx(t), bw.tcp, bw.udp, &turbo.ClientConfig{
 		TLS: bw.clientTLS(), ZData: bw.offer(), Early: req, ReplaySafe: true, Wait: 5 * time.Second,
-		DialUDP: turbo.WrapUDP(func(c net.Conn) net.Conn { udp.Conn = c; return udp })})
+		DialUDP: wrapUDP(func(c net.Conn) net.Conn { udp.Conn = c; return udp })})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,10 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -243,9 +245,10 @@ func TestUDPBlockedFallsBack(t *testing.T) {
 		name string
 		udp  netip.AddrPort
 		want string
+		kind turbo.MissKind
 	}{
-		{"black hole", netip.MustParseAddrPort(hole.LocalAddr().String()), turbo.ReasonUDPTimeout},
-		{"port unreachable", closedAddr, ""},
+		{"black hole", netip.MustParseAddrPort(hole.LocalAddr().String()), turbo.ReasonUDPTimeout, turbo.MissTimeout},
+		{"port unreachable", closedAddr, "", turbo.MissUDPError},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := turbo.Dial(dialCtx(t), tw.tcp, tc.udp, &turbo.ClientConfig{TLS: tw.clientTLS(), Wait: 50 * time.Millisecond})
@@ -255,6 +258,12 @@ func TestUDPBlockedFallsBack(t *testing.T) {
 			if res.Turbo || res.FallbackReason == "" || (tc.want != "" && res.FallbackReason != tc.want) {
 				t.Fatalf("turbo %v, reason %q", res.Turbo, res.FallbackReason)
 			}
+			if res.Miss.Kind != tc.kind || res.FallbackReason != res.Miss.Error() {
+				t.Fatalf("miss %v (%q), want %v", res.Miss.Kind, res.Miss, tc.kind)
+			}
+			if tc.kind == turbo.MissUDPError && !errors.Is(res.Miss, syscall.ECONNREFUSED) {
+				t.Fatalf("miss %q, want the ICMP port unreachable's ECONNREFUSED", res.Miss)
+			}
 			if got := exchange(t, res, []byte("GET /")); got != answer {
 				t.Fatalf("answer %q", got)
 			}
@@ -262,6 +271,38 @@ func TestUDPBlockedFallsBack(t *testing.T) {
 				t.Fatal("server says turbo")
 			}
 		})
+	}
+}
+
+// A flight that comes whole and fails the client's checks (here a
+// certificate for another name) is MissRefused: the handshake begun over
+// UDP cannot continue, and TCP has carried nothing.
+func TestDialOutcomeRefused(t *testing.T) {
+	tw := startWorld(t, turbo.Config{})
+	cfg := tw.clientTLS()
+	cfg.ServerName = "other.example"
+	h, err := turbo.NewHello(tw.udp, &turbo.ClientConfig{TLS: cfg, Wait: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := h.Dial(dialCtx(t), tw.tcp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.TCP.Close()
+	if o.Conn != nil || o.Miss == nil || o.Miss.Kind != turbo.MissRefused || o.Miss.Err == nil || o.CanContinue() {
+		t.Fatalf("outcome conn %v, miss %v", o.Conn, o.Miss)
+	}
+	if !strings.HasPrefix(o.Miss.Error(), turbo.ReasonFlightRefused+": ") || o.ServerFlight == 0 {
+		t.Fatalf("miss %q, server flight %d", o.Miss, o.ServerFlight)
+	}
+	// A new handshake on the TCP connection, as a caller's fallback runs.
+	c := tls13.Client(o.TCP, tw.clientTLS())
+	if err := c.HandshakeContext(dialCtx(t)); err != nil {
+		t.Fatalf("handshake on the TCP connection: %v", err)
+	}
+	if tw.lastConn(t).Turbo {
+		t.Fatal("server says turbo")
 	}
 }
 
@@ -283,6 +324,18 @@ func (tw *world) fallBack(t *testing.T, cfg *turbo.ClientConfig, z bool) *turbo.
 		t.Fatalf("ztls %v: answer %q", z, got)
 	}
 	return res
+}
+
+// wrapUDP returns a ClientConfig.DialUDP that opens the default socket
+// and hands it to wrap (to count, delay or drop datagrams).
+func wrapUDP(wrap func(net.Conn) net.Conn) func(netip.AddrPort) (net.Conn, error) {
+	return func(addr netip.AddrPort) (net.Conn, error) {
+		c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(addr))
+		if err != nil {
+			return nil, err
+		}
+		return wrap(c), nil
+	}
 }
 
 // dropper drops chosen datagrams of the client's UDP socket.
@@ -317,16 +370,20 @@ func TestLossFallsBack(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		out, in func(int) bool
+		want    turbo.MissKind
 	}{
-		{"first request lost", func(i int) bool { return i == 0 }, nil},
-		{"first response lost", nil, func(i int) bool { return i == 0 }},
-		{"last response lost", nil, func(i int) bool { return i == 1 }},
+		{"first request lost", func(i int) bool { return i == 0 }, nil, turbo.MissTimeout},
+		{"first response lost", nil, func(i int) bool { return i == 0 }, turbo.MissIncomplete},
+		{"last response lost", nil, func(i int) bool { return i == 1 }, turbo.MissIncomplete},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, z := range []bool{false, true} {
 				cfg := &turbo.ClientConfig{TLS: tw.clientTLS(), Wait: 100 * time.Millisecond,
-					DialUDP: turbo.WrapUDP(func(c net.Conn) net.Conn { return &dropper{Conn: c, dropOut: tc.out, dropIn: tc.in} })}
+					DialUDP: wrapUDP(func(c net.Conn) net.Conn { return &dropper{Conn: c, dropOut: tc.out, dropIn: tc.in} })}
 				res := tw.fallBack(t, cfg, z)
+				if res.Miss.Kind != tc.want {
+					t.Fatalf("ztls %v: miss %v, want %v", z, res.Miss.Kind, tc.want)
+				}
 				if z && !res.Conn.ConnectionState().ZTLS {
 					t.Fatal("fallback did not keep ZTLS over TCP")
 				}
@@ -432,7 +489,7 @@ func TestTimeoutSendsTheSameClientHelloOverTCP(t *testing.T) {
 	for _, z := range []bool{false, true} {
 		udp, tcp := &recorder{drop: true}, &recorder{}
 		cfg := &turbo.ClientConfig{TLS: tw.clientTLS(), Wait: 20 * time.Millisecond,
-			DialUDP: turbo.WrapUDP(func(c net.Conn) net.Conn { udp.Conn = c; return udp }),
+			DialUDP: wrapUDP(func(c net.Conn) net.Conn { udp.Conn = c; return udp }),
 			DialTCP: func(ctx context.Context, a netip.AddrPort) (net.Conn, error) {
 				var d net.Dialer
 				c, err := d.DialContext(ctx, "tcp", a.String())

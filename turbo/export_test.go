@@ -8,3 +8,6 @@ func ReadClientHelloForFuzz(r io.Reader) ([]byte, error) { return readClientHell
 
 // ReadLink exposes the link record reader to the external tests.
 var ReadLink = readLink
+
+// AbortedFlight exposes the abort test on a refused flight.
+var AbortedFlight = abortedFlight

@@ -157,7 +157,7 @@ func (p *ClientProxy) handle(down net.Conn) {
 		cfg.Sizes = proxySizes
 	}
 	h := newHello(p.ServerUDP, hello, nil, &cfg)
-	rr, err := race(ctx, time.Now() /* real time: elapsed */, p.ServerTCP, h, cfg.expected(p.ServerUDP), &cfg)
+	rr, err := runRace(ctx, time.Now() /* real time: elapsed */, p.ServerTCP, h)
 	if err != nil {
 		p.logf("%s: %v", down.RemoteAddr(), err)
 		return
@@ -178,7 +178,7 @@ func (p *ClientProxy) handle(down net.Conn) {
 		if _, err := up.Write(hello); err != nil {
 			return
 		}
-		p.logf("%s: TCP only (%s)", down.RemoteAddr(), rr.FallbackReason)
+		p.logf("%s: TCP only (%s)", down.RemoteAddr(), rr.miss)
 	}
 	splice(down, up)
 }

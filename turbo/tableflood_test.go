@@ -358,7 +358,7 @@ func TestTableFloodLegitimateClientsStayTurbo(t *testing.T) {
 	for range dials {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		r, err := turbo.Dial(ctx, tw.tcp, tw.udp, &turbo.ClientConfig{TLS: w2client(w), Wait: 10 * time.Second,
-			DialUDP: turbo.WrapUDP(func(c net.Conn) net.Conn { return floodedUDP{Conn: c, f: f} })})
+			DialUDP: wrapUDP(func(c net.Conn) net.Conn { return floodedUDP{Conn: c, f: f} })})
 		if f.err != nil {
 			cancel()
 			t.Fatal(f.err)

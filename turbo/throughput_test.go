@@ -150,7 +150,7 @@ func handshakeThroughput(b *testing.B, useTurbo bool, workers, clients, total in
 				if useTurbo {
 					var res *turbo.ClientResult
 					res, err = turbo.Dial(ctx, tcpAddr, tcpAddr, &turbo.ClientConfig{TLS: cfg, DialTCP: dialTCP, Wait: 10 * rtt,
-						DialUDP: turbo.WrapUDP(func(c net.Conn) net.Conn { return newSlowConn(c, rtt) })})
+						DialUDP: wrapUDP(func(c net.Conn) net.Conn { return newSlowConn(c, rtt) })})
 					if err == nil {
 						if !res.Turbo {
 							mu.Lock()

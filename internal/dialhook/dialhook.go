@@ -7,6 +7,7 @@ package dialhook
 import (
 	"context"
 	"net"
+	"net/netip"
 )
 
 type wrapUDPKey struct{}
@@ -17,8 +18,25 @@ func WithWrapUDP(ctx context.Context, wrap func(net.Conn) net.Conn) context.Cont
 	return context.WithValue(ctx, wrapUDPKey{}, wrap)
 }
 
-// WrapUDP returns the wrapper ctx carries (nil: none).
-func WrapUDP(ctx context.Context) func(net.Conn) net.Conn {
+// wrapUDP returns the wrapper ctx carries (nil: none).
+func wrapUDP(ctx context.Context) func(net.Conn) net.Conn {
 	wrap, _ := ctx.Value(wrapUDPKey{}).(func(net.Conn) net.Conn)
 	return wrap
+}
+
+// DialUDP returns the opener of TurboTLS UDP sockets ctx asks for (a
+// turbo.ClientConfig.DialUDP): the default socket passed through the
+// wrapper WithWrapUDP set; nil when ctx carries none.
+func DialUDP(ctx context.Context) func(netip.AddrPort) (net.Conn, error) {
+	wrap := wrapUDP(ctx)
+	if wrap == nil {
+		return nil
+	}
+	return func(addr netip.AddrPort) (net.Conn, error) {
+		c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(addr))
+		if err != nil {
+			return nil, err
+		}
+		return wrap(c), nil
+	}
 }

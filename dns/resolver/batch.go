@@ -278,7 +278,7 @@ func (r *Resolver) tryBatch(ctx context.Context, i int, ms []*dns.Msg, land land
 }
 
 // tryStream sends ms over the kept-open t connection to server i.
-func (r *Resolver) tryStream(ctx context.Context, t Transport, i int, ms []*dns.Msg, report func(j int, reply *dns.Msg, err error)) {
+func (r *Resolver) tryStream(ctx context.Context, t Transport, i int, ms []*dns.Msg, report reportFunc) {
 	s, err := r.stream(t, r.servers[i])
 	if err != nil {
 		for j := range ms {

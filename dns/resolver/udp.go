@@ -33,7 +33,8 @@ var udpBufs = sync.Pool{New: func() any { b := make([]byte, maxUDPBatch*udpSlot)
 // from one fresh socket (a fresh random source port) with distinct random
 // IDs; a datagram is accepted only if it comes from server, fits the
 // advertised buffer and carries the ID and exactly the question of a query
-// still waiting. Everything else is dropped and the wait goes on.
+// still waiting (replyRule.accept). Everything else is dropped and the wait
+// goes on.
 func exchangeUDP(ctx context.Context, server *net.UDPAddr, ms []*dns.Msg, report reportFunc) {
 	for lo := 0; lo < len(ms); lo += maxUDPBatch {
 		hi := min(lo+maxUDPBatch, len(ms))

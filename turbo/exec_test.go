@@ -7,15 +7,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/turbohook"
 	"github.com/ztls-project/ztls/turbo"
 )
 
-// Config.Exec runs every UDP flight: a one-slot pool sees the flight, and
+// execConfig is a server Config whose flights run through exec.
+func execConfig(exec turbohook.Exec) turbo.Config {
+	var cfg turbo.Config
+	turbohook.SetExec(&cfg, exec)
+	return cfg
+}
+
+// The testbed's Exec (internal/turbohook) runs every UDP flight: a one-slot pool sees the flight, and
 // the handshake continues on TCP as usual.
 func TestExecRunsFlights(t *testing.T) {
 	slot := make(chan struct{}, 1)
 	var calls atomic.Int32
-	tw := startWorld(t, turbo.Config{Exec: func(ctx context.Context, work func()) error {
+	tw := startWorld(t, execConfig(func(ctx context.Context, work func()) error {
 		select {
 		case slot <- struct{}{}:
 		case <-ctx.Done():
@@ -25,7 +33,7 @@ func TestExecRunsFlights(t *testing.T) {
 		calls.Add(1)
 		work()
 		return nil
-	}})
+	}))
 	for i := 0; i < 3; i++ {
 		res, err := turbo.Dial(dialCtx(t), tw.tcp, tw.udp, &turbo.ClientConfig{TLS: tw.clientTLS(), Wait: 5 * time.Second})
 		if err != nil {
@@ -49,9 +57,9 @@ func TestExecRunsFlights(t *testing.T) {
 // An Exec that refuses (a closed pool) makes the flight fail: no UDP
 // answer, the client falls back to TLS over its TCP connection.
 func TestExecRefusalFailsFlight(t *testing.T) {
-	tw := startWorld(t, turbo.Config{Exec: func(ctx context.Context, work func()) error {
+	tw := startWorld(t, execConfig(func(ctx context.Context, work func()) error {
 		return errors.New("pool closed")
-	}})
+	}))
 	res, err := turbo.Dial(dialCtx(t), tw.tcp, tw.udp, &turbo.ClientConfig{TLS: tw.clientTLS(), Wait: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ztls-project/ztls/internal/clock"
+	"github.com/ztls-project/ztls/internal/turbohook"
 	"github.com/ztls-project/ztls/turbo/internal/wire"
 )
 
@@ -50,16 +51,15 @@ type Config struct {
 	MaxClientFlight int
 	// Now is the clock (tests); nil means the ztls clock (internal/clock: the system clock, unless ZTLS_CLOCK_OFFSET shifts it).
 	Now func() time.Time
-	// Exec, if set, runs each call of Flight, so that a server can bound
-	// the CPU its UDP flights take: a thread-per-connection server with a
-	// fixed worker pool queues the flight on that pool, next to its TCP
-	// connections (testbed/bench's throughput measurement does). Exec must
-	// either call work exactly once and return nil after work returned, or
-	// return an error without calling it (ctx ended first, the pool is
-	// closed); the flight then fails like one that Flight refused, and no
-	// datagram answers it. nil runs Flight in the flight's own goroutine,
-	// at once. Exec is called from several goroutines at the same time.
-	Exec func(ctx context.Context, work func()) error
+
+	// exec, if set (internal/turbohook), runs each call of Flight: the
+	// testbed's thread-per-connection server queues the flight on its
+	// fixed worker pool, next to its TCP connections.
+	exec turbohook.Exec
+}
+
+func init() {
+	turbohook.SetExec = func(cfg any, exec turbohook.Exec) { cfg.(*Config).exec = exec }
 }
 
 // Stats are counters of a Server since it started.
@@ -406,9 +406,9 @@ func (s *Server) runFlight(ctx context.Context, e *entry, clientFlight []byte) {
 	var state any
 	var err error
 	compute := func() { flight, state, err = s.cfg.Flight(ctx, e.from, clientFlight) }
-	if s.cfg.Exec == nil {
+	if s.cfg.exec == nil {
 		compute()
-	} else if xerr := s.cfg.Exec(ctx, compute); xerr != nil {
+	} else if xerr := s.cfg.exec(ctx, compute); xerr != nil {
 		flight, state, err = nil, nil, fmt.Errorf("turbo: the flight was not run: %w", xerr)
 	}
 	var dgrams [][]byte

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ztls-project/ztls/internal/turbohook"
 	"github.com/ztls-project/ztls/testbed/hosts"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
@@ -34,7 +35,7 @@ import (
 // 1.3. A worker holds a TCP connection from the moment it takes it off the
 // queue (which it joins when its first bytes are in) to the end of its
 // handshake (the client's Finished verified); TurboTLS's UDP flights are computed by the same workers
-// (turbo.Config.Exec), queued in arrival order with the connections. When
+// (internal/turbohook's Exec), queued in arrival order with the connections. When
 // its handshake is done the worker sends one byte and closes: the client's
 // handshake counts when that byte arrives, so a handshake is complete on
 // both sides.
@@ -584,10 +585,9 @@ func startPooledServer(h *hosts.Host, addr netip.AddrPort, cert tls13.Certificat
 	tc.SessionTicketsDisabled = true // handshakes only: no ticket after each
 	// Every client shares one address: the per-source limit must not be
 	// what bounds the server; the table holds every client's flight.
-	s.turbo = turbo.NewTLSServer(tc, nil, turbo.Config{
-		SourceRate: 1e9, SourceBurst: 1 << 20, MaxEntries: 4 * clients,
-		Exec: s.execFlight,
-	})
+	tcfg := turbo.Config{SourceRate: 1e9, SourceBurst: 1 << 20, MaxEntries: 4 * clients}
+	turbohook.SetExec(&tcfg, s.execFlight)
+	s.turbo = turbo.NewTLSServer(tc, nil, tcfg)
 	s.turbo.LinkTimeout = timeout
 	for i := 0; i < workers; i++ {
 		s.workers.Add(1)
@@ -635,7 +635,7 @@ func startPooledServer(h *hosts.Host, addr netip.AddrPort, cert tls13.Certificat
 	return s, nil
 }
 
-// execFlight is turbo.Config.Exec: the flight waits for a worker like a
+// execFlight is the server's turbohook.Exec: the flight waits for a worker like a
 // connection does.
 func (s *pooledServer) execFlight(ctx context.Context, work func()) error {
 	done := make(chan struct{})

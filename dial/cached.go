@@ -1,30 +1,15 @@
 package dial
 
-// The attempt's use of the prevalidate.Cache: what Prefetch fetched and
-// validated replaces the lookup phase's answers and the verifications, as
-// inputs that have already landed.
+// The attempt's use of the prevalidate.Cache: before the lookups, the
+// entry for host:port (whose answers the lookup phase then delivers as
+// landed, lookup.go), the chains verified through the cache and the OCSP
+// check with its answers; after the handshake, dropping an entry the
+// server refused.
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net/netip"
-	"time"
 
 	"github.com/ztls-project/ztls/prevalidate"
-	"github.com/ztls-project/ztls/zdata"
-)
-
-// Report.Prefetch values.
-const (
-	// PrefetchValidated: the addresses, the HTTPS record and the Z-data
-	// verdict came from the cache, and the chains it verified were not
-	// verified again.
-	PrefetchValidated = "validated"
-	// PrefetchDNS: the DNS answers came from the cache (an entry loaded
-	// from a file, or validated under another certificate policy); the
-	// Z-data and the certificate were verified as without a cache.
-	PrefetchDNS = "dns"
 )
 
 // consultCache settles what the attempt takes from the cache: the entry
@@ -67,72 +52,6 @@ func (a *attempt) consultCache(ctx context.Context) {
 		clone()
 		a.cfg.KeySharePool = pool // the keys Prefetch made
 	}
-}
-
-// landCached is the lookup phase of a validated entry: everything lands
-// at once, nothing is asked.
-func (a *attempt) landCached(l *lookups) {
-	h := a.hit
-	l.addrs <- h.Addrs
-	if h.HTTPS != nil {
-		l.https <- h.HTTPS
-	}
-	if a.wantZ {
-		l.zdata <- a.cachedZData()
-	}
-}
-
-// cachedZData is the Z-data verdict of a validated entry: the offer of
-// the record Prefetch selected, its leaf's chain taken from the entry
-// (the application's VerifyPeerCertificate still runs on it), with the
-// key share and ECDH made for it, or why there is none.
-func (a *attempt) cachedZData() zresult {
-	h := a.hit
-	at := time.Since(a.start)
-	if h.ZData == nil {
-		err := h.ZDataErr
-		if err == nil {
-			err = &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New("none in the prefetched entry")}
-		}
-		return zresult{err: err, at: at}
-	}
-	offer := h.ZData.Offer(h.Leaf)
-	offer.Intermediates = h.Intermediates
-	offer.Prepared = h.Prepared
-	if err := a.cfg.VerifyZDataOffer(offer); err != nil {
-		return zresult{err: &zdata.Error{Reason: zdata.ReasonUntrustedChain, Err: err}, at: at}
-	}
-	return zresult{offer: offer, at: at}
-}
-
-// replayAnswers is the lookup phase of an entry holding DNS answers but
-// no verdict for this policy: its answers land, in the order the
-// resolver lands them, on the same path as the resolver's (the Z-data
-// is verified as without a cache).
-func (a *attempt) replayAnswers(l *lookups) {
-	s := &serviceLookup{out: l, host: a.host, port: a.port, pendingAddr: 2}
-	if a.wantZ {
-		s.z = a.newZDataCheck(l)
-	}
-	answers := a.hit.Answers
-	go func() {
-		for _, ans := range answers {
-			if ans != nil {
-				s.onAnswer(*ans)
-			}
-		}
-		if !s.sentAddr {
-			if addrs := a.hit.Addrs; len(addrs) > 0 {
-				s.sentAddr = true
-				l.addrs <- append([]netip.Addr(nil), addrs...)
-			} else {
-				l.fail(fmt.Errorf("dial: %s has no address in the cache", a.host))
-			}
-		}
-		if s.z != nil {
-			s.z.giveUp()
-		}
-	}()
 }
 
 // dropCached forgets the entry whose Z-data the server refused (rotated

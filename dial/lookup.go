@@ -106,6 +106,72 @@ func (a *attempt) startLookups(ctx context.Context) {
 	}
 }
 
+// landCached is the lookup phase of a validated entry: everything lands
+// at once, nothing is asked.
+func (a *attempt) landCached(l *lookups) {
+	h := a.hit
+	l.addrs <- h.Addrs
+	if h.HTTPS != nil {
+		l.https <- h.HTTPS
+	}
+	if a.wantZ {
+		l.zdata <- a.cachedZData()
+	}
+}
+
+// cachedZData is the Z-data verdict of a validated entry: the offer of
+// the record Prefetch selected, its leaf's chain taken from the entry
+// (the application's VerifyPeerCertificate still runs on it), with the
+// key share and ECDH made for it, or why there is none.
+func (a *attempt) cachedZData() zresult {
+	h := a.hit
+	at := time.Since(a.start)
+	if h.ZData == nil {
+		err := h.ZDataErr
+		if err == nil {
+			err = &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New("none in the prefetched entry")}
+		}
+		return zresult{err: err, at: at}
+	}
+	offer := h.ZData.Offer(h.Leaf)
+	offer.Intermediates = h.Intermediates
+	offer.Prepared = h.Prepared
+	if err := a.cfg.VerifyZDataOffer(offer); err != nil {
+		return zresult{err: &zdata.Error{Reason: zdata.ReasonUntrustedChain, Err: err}, at: at}
+	}
+	return zresult{offer: offer, at: at}
+}
+
+// replayAnswers is the lookup phase of an entry holding DNS answers but
+// no verdict for this policy: its answers land, in the order the
+// resolver lands them, on the same path as the resolver's (the Z-data
+// is verified as without a cache).
+func (a *attempt) replayAnswers(l *lookups) {
+	s := &serviceLookup{out: l, host: a.host, port: a.port, pendingAddr: 2}
+	if a.wantZ {
+		s.z = a.newZDataCheck(l)
+	}
+	answers := a.hit.Answers
+	go func() {
+		for _, ans := range answers {
+			if ans != nil {
+				s.onAnswer(*ans)
+			}
+		}
+		if !s.sentAddr {
+			if addrs := a.hit.Addrs; len(addrs) > 0 {
+				s.sentAddr = true
+				l.addrs <- append([]netip.Addr(nil), addrs...)
+			} else {
+				l.fail(fmt.Errorf("dial: %s has no address in the cache", a.host))
+			}
+		}
+		if s.z != nil {
+			s.z.giveUp()
+		}
+	}()
+}
+
 // awaitAddress waits for the first address answer, which starts the
 // transport.
 func (a *attempt) awaitAddress(ctx context.Context) error {

@@ -46,6 +46,18 @@ type Report struct {
 	PrefetchDropped bool `json:"prefetch_dropped,omitempty"`
 }
 
+// Report.Prefetch values.
+const (
+	// PrefetchValidated: the addresses, the HTTPS record and the Z-data
+	// verdict came from the cache, and the chains it verified were not
+	// verified again.
+	PrefetchValidated = "validated"
+	// PrefetchDNS: the DNS answers came from the cache (an entry loaded
+	// from a file, or validated under another certificate policy); the
+	// Z-data and the certificate were verified as without a cache.
+	PrefetchDNS = "dns"
+)
+
 // TurboReport is the UDP side of a TurboTLS attempt.
 type TurboReport struct {
 	UDPPort       int     `json:"udp_port"`

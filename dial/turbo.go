@@ -46,6 +46,12 @@ var defaultSizes = &turbo.SizeCache{}
 // little later, and TCP is needed either way. The UDP flight follows as
 // soon as the advertisement (and, for ZTLS, the verified Z-data) is in
 // hand, which then overlaps the SYN's round trip.
+//
+// Control goes one way: connect hands turbo the Hello and the connect
+// begun at address time (Hello.Dial), turbo returns its outcome (the
+// connection, or a turbo.Miss and the TCP connection), and on a Miss
+// dial decides the handshake over TCP (turboFallback, in fallback.go,
+// beside the TCP transport's rules), then tls13 runs it.
 type turboTransport struct {
 	a       *attempt
 	dialUDP func(netip.AddrPort) (net.Conn, error) // internal/dialhook (nil: turbo's)

@@ -3,9 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/ztls-project/ztls/dial"
 	"github.com/ztls-project/ztls/dns/resolver"
@@ -30,6 +31,7 @@ import (
 )
 
 type connectFlags struct {
+	name      string // the command: connect, get or prefetch (errors name it)
 	tls       tlsFlags
 	mode      string
 	json      bool
@@ -39,17 +41,25 @@ type connectFlags struct {
 	data      string
 	// earlyUnsafe sends a request that is not replay-safe as early data.
 	earlyUnsafe bool
-	timeout     time.Duration
-	maxBytes    int
-	resolver    string
-	transport   string
-	budget      time.Duration
-	noBFE       bool
-	dnsCA       string
-	turbo       bool
-	turboPort   int
-	turboWait   time.Duration
-	ocsp        string
+	// raw sends --data as given, a request line alone too (connect).
+	raw bool
+	// showCerts prints the server's chain as PEM (connect).
+	showCerts bool
+	// out, if set, wraps where the response goes (get's -o and --fail).
+	out      func(io.Writer) io.Writer
+	timeout  time.Duration
+	maxBytes int
+	budget   time.Duration
+	noBFE    bool
+	// How DNS is reached, as lookup's flags say it (dnsClient).
+	resolvers     []string
+	transport     string
+	dnsCA         string
+	dnsServername string
+	turbo         bool
+	turboPort     int
+	turboWait     time.Duration
+	ocsp          string
 	// get --prefetch-links (prefetch.go)
 	prefetchLinks   bool
 	linkConcurrency int
@@ -64,9 +74,7 @@ func (f *connectFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.sessOut, "sess-out", "", "store the server's session ticket in FILE (it holds a secret: keep it private)")
 	fs.DurationVar(&f.timeout, "timeout", 15*time.Second, "give up after this long (a response not finished by then is an error); typing on a terminal does not count")
 	fs.IntVar(&f.maxBytes, "max-bytes", 1<<20, "read at most N bytes of response")
-	fs.StringVar(&f.resolver, "resolver", "", "DNS server for addresses and Z-data, HOST[:PORT] (default: the first nameserver of /etc/resolv.conf)")
-	fs.StringVar(&f.transport, "dns-transport", "udp", "DNS transport: udp, tcp or tls (DNS over TLS, RFC 7858)")
-	fs.StringVar(&f.dnsCA, "dns-ca", "", "PEM roots for the DNS-over-TLS server (default: the system's)")
+	f.registerDNS(fs)
 	fs.DurationVar(&f.budget, "zdata-budget", 20*time.Millisecond, "how long to wait for the Z-data answers after TCP connects before falling back to TLS 1.3 (their checks, OCSP included, are waited for once the answers are in)")
 	fs.BoolVar(&f.noBFE, "no-bfe", false, "act as a client without Bloom filter encryption: use a server's v1 Z-data records, not its v2 records with bfe=")
 	fs.BoolVar(&f.turbo, "turbo", false, "TurboTLS: send the first flight over UDP while TCP connects, to servers whose HTTPS record advertises a UDP port (key65280)")
@@ -74,6 +82,21 @@ func (f *connectFlags) register(cmd *cobra.Command) {
 	fs.DurationVar(&f.turboWait, "turbo-wait", 0, "wait this long for the UDP flight after TCP connects (default: half the TCP connect time, at least 2 ms)")
 	fs.StringVar(&f.ocsp, "ocsp", "off", "ask the certificate's OCSP responder before trusting it: off, soft (no answer passes, as browsers do) or hard (only a good answer passes); answers prefetched ('ztls prefetch') are used until their nextUpdate")
 	f.tls.register(fs, false)
+}
+
+// registerDNS adds the flags that say how connect, get and prefetch reach
+// DNS, named and meaning as in lookup.
+func (f *connectFlags) registerDNS(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&f.resolvers, "resolver", nil, "DNS server for addresses and Z-data, HOST[:PORT], repeatable, tried in order (default: $"+ztlshttp.ResolverEnv+", else the nameservers of /etc/resolv.conf)")
+	fs.StringVar(&f.transport, "dns-transport", "", "DNS transport: udp, tcp or tls (DNS over TLS, RFC 7858, port 853 unless --resolver names one) (default: udp, or tcp with resolv.conf's 'options use-vc')")
+	fs.StringVar(&f.dnsCA, "dns-ca", "", "PEM roots the DNS-over-TLS resolver's certificate must chain to (default: the system's)")
+	fs.StringVar(&f.dnsServername, "dns-servername", "", "name the DNS-over-TLS resolver's certificate must carry (default: the resolver's host)")
+}
+
+// dnsClient is the DNS flags as lookup's, for dnsClientFlags.config.
+func (f *connectFlags) dnsClient() *dnsClientFlags {
+	return &dnsClientFlags{resolvers: f.resolvers, transport: f.transport, ca: f.dnsCA, servername: f.dnsServername,
+		timeout: resolver.DefaultTimeout, resolvConf: "/etc/resolv.conf"}
 }
 
 // The help of connect and get.
@@ -151,7 +174,7 @@ func init() {
 
 // newConnectCmd is ztls connect.
 func newConnectCmd() *cobra.Command {
-	var f connectFlags
+	f := connectFlags{name: "connect"}
 	cmd := &cobra.Command{
 		Use:     "connect HOST:PORT",
 		Short:   "Open a TLS 1.3 connection, send a request, print the response (like openssl s_client)",
@@ -178,18 +201,24 @@ func newConnectCmd() *cobra.Command {
 					input = os.Stdin
 				}
 			}
+			if !f.raw && input == noMoreInput {
+				req = f.completeRequest(req, addr)
+			}
 			return runConnect(&f, addr, req, input)
 		},
 	}
 	cmd.Flags().StringVar(&f.data, "data", "", "request to send (default: standard input when it is a pipe or file); early data only if it is a GET, HEAD or OPTIONS request")
 	cmd.Flags().BoolVar(&f.earlyUnsafe, "early-unsafe", false, "also send a request that is not replay-safe (a POST, non-HTTP data) as early data, accepting that an attacker may replay it to the server")
+	cmd.Flags().BoolVar(&f.raw, "raw", false, "send --data (or standard input) exactly as given: an HTTP request line alone (e.g. 'GET /') is not completed into a whole request")
+	cmd.Flags().BoolVar(&f.showCerts, "showcerts", false, "print the server's certificate chain as PEM, leaf first, each with its subject and issuer (as openssl s_client -showcerts), after the response; on a failed verification, the certificate that failed")
 	f.register(cmd)
 	return cmd
 }
 
 // newGetCmd is ztls get.
 func newGetCmd() *cobra.Command {
-	var g connectFlags
+	g := connectFlags{name: "get"}
+	var c getFlags
 	var http2 bool
 	get := &cobra.Command{
 		Use:     "get URL",
@@ -206,21 +235,55 @@ func newGetCmd() *cobra.Command {
 			if u.Port() == "" {
 				host = net.JoinHostPort(u.Hostname(), "443")
 			}
+			r, err := c.build()
+			if err != nil {
+				return err
+			}
+			pinned, err := c.resolveAddr(u)
+			if err != nil {
+				return err
+			}
+			if pinned != "" && g.tls.servername == "" {
+				g.tls.servername = u.Hostname() // SNI and the name verified
+			}
+			file, err := c.openOutput()
+			if err != nil {
+				return err
+			}
+			if file != nil {
+				defer file.Close()
+			}
 			if http2 {
 				if g.prefetchLinks {
 					return fmt.Errorf("--prefetch-links reads the page over HTTP/1.1: leave out --http2")
 				}
-				return runGetHTTP2(&g, u)
+				return runGetHTTP2(&g, u, r, pinned, file, c.fail)
 			}
-			path := u.RequestURI()
-			req := []byte(fmt.Sprintf("GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: ztls\r\nConnection: close\r\n\r\n", path, u.Host))
+			if pinned != "" {
+				host = pinned
+			}
+			var split *responseSplit
+			if file != nil || c.fail {
+				g.out = func(out io.Writer) io.Writer {
+					split = &responseSplit{head: out, body: out, fail: c.fail}
+					if file != nil {
+						split.head, split.body = os.Stderr, file
+					}
+					return split
+				}
+			}
 			if len(g.tls.alpn) == 0 {
 				g.tls.alpn = []string{"http/1.1"}
 			}
-			return runConnect(&g, host, req, nil)
+			err = runConnect(&g, host, r.http11(u), nil)
+			if err == nil && split != nil && split.failed() {
+				return errHTTPStatus(split.Status())
+			}
+			return err
 		},
 	}
 	g.register(get)
+	c.register(get.Flags())
 	get.Flags().BoolVar(&g.prefetchLinks, "prefetch-links", false, "after the page, prefetch and prevalidate the https hosts it links to (see 'ztls prefetch'), kept for later runs")
 	get.Flags().IntVar(&g.linkConcurrency, "prefetch-concurrency", 4, "with --prefetch-links, prefetch at most N hosts at once")
 	get.Flags().BoolVar(&http2, "http2", false, "speak HTTP/2 or HTTP/1.1, whichever the server selects (both offered in one ClientHello, as browsers do), through the ztlshttp transport; the request goes early in the protocol the Z-data names (over HTTP/2: its frames)")
@@ -253,6 +316,10 @@ func runConnect(f *connectFlags, addr string, req []byte, input io.Reader) error
 	if f.json {
 		opts.Out = os.Stderr
 	}
+	out := opts.Out // where the chain goes, with the response
+	if f.out != nil {
+		opts.Out = f.out(opts.Out)
+	}
 	page := f.teeForLinks(&opts)
 	if opts.Session, err = f.loadSession(); err != nil {
 		return err
@@ -275,6 +342,9 @@ func runConnect(f *connectFlags, addr string, req []byte, input io.Reader) error
 	defer cancel()
 	res, err := dial.Connect(ctx, addr, opts)
 	if err != nil {
+		if f.showCerts {
+			writeFailedCert(out, err)
+		}
 		err = f.cure(err, addr)
 		if f.json && res != nil {
 			res.Report.Error = err.Error()
@@ -291,6 +361,12 @@ func runConnect(f *connectFlags, addr string, req []byte, input io.Reader) error
 	}
 	if err := f.saveSession(res.Session); err != nil {
 		return err
+	}
+	if f.showCerts {
+		writeChain(out, res.Conn.ConnectionState())
+	}
+	if res.Err == nil && len(opts.Request) > 0 && res.Report.ResponseBytes == 0 {
+		res.Err = errNoResponse
 	}
 	if res.Err != nil {
 		err = f.cure(res.Err, addr)
@@ -381,7 +457,11 @@ func writePrivate(path string, data []byte) error {
 // address in --mode tls; close it with the returned func), the Z-data
 // budget, TurboTLS, and the memory of servers that aborted on ztls.
 func (f *connectFlags) dialOptions(cfg *tls13.Config) (dial.Options, func(), error) {
-	res, err := newResolver(f.resolver, f.transport, f.dnsCA)
+	rcfg, err := f.dnsClient().config(f.name)
+	if err != nil {
+		return dial.Options{}, nil, err
+	}
+	res, err := resolver.New(rcfg)
 	if err != nil {
 		return dial.Options{}, nil, err
 	}
@@ -505,6 +585,8 @@ func (f *connectFlags) cure(err error, addr string) error {
 		return fmt.Errorf("%w: gave up after --timeout %v", err, f.timeout)
 	case errors.Is(err, dial.ErrResponseTooLong):
 		return fmt.Errorf("%w: raise --max-bytes (now %d) to read it whole", err, f.maxBytes)
+	case errors.Is(err, errNoResponse):
+		return fmt.Errorf("%w: is the data in the server's protocol? For HTTP give a whole request (e.g. --data $'GET / HTTP/1.1\\r\\nHost: %s\\r\\n\\r\\n'), or fetch a URL with 'ztls get https://%s/'", err, hostHeader(addr, f.tls.servername), hostHeader(addr, f.tls.servername))
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("%w: is a server listening on %s?", err, addr)
 	}
@@ -612,30 +694,124 @@ func earlyPolicy(f *connectFlags, req []byte) (safe bool, why string) {
 	return ok, why
 }
 
-// newResolver makes the T-DNS resolver for --resolver/--dns-transport.
-func newResolver(server, transport, caFile string) (*resolver.Resolver, error) {
-	var cfg resolver.Config
-	if server == "" {
-		c, err := resolver.FromResolvConf("/etc/resolv.conf")
-		if err != nil {
-			return nil, fmt.Errorf("no --resolver given and /etc/resolv.conf unusable: %w", err)
+// errNoResponse: the server closed the connection without a byte of
+// response to a request.
+var errNoResponse = errors.New("the server closed the connection without a response (0 bytes)")
+
+// bareRequestLine matches an HTTP request line alone (RFC 9112, Section
+// 3), without the header that must follow: what a person types, e.g.
+// 'GET /' or 'HEAD /index.html HTTP/1.1'.
+var bareRequestLine = regexp.MustCompile(`^(GET|HEAD|OPTIONS|POST|PUT|DELETE|PATCH|TRACE) (/[^ \r\n]*|\*|https?://[^ \r\n]+)( HTTP/1\.[01])?\r?\n?$`)
+
+// completeRequest makes an HTTP request line given alone (req) into a
+// whole HTTP/1.1 request to addr: a server cannot answer the line by
+// itself (an HTTP server waits for the rest, or calls it malformed), so
+// the line is what a person means, not what they want sent. Other data
+// is returned unchanged; --raw sends the line as it is.
+func (f *connectFlags) completeRequest(req []byte, addr string) []byte {
+	m := bareRequestLine.FindSubmatch(req)
+	if m == nil {
+		return req
+	}
+	proto := "HTTP/1.1"
+	if len(m[3]) > 0 {
+		proto = string(m[3][1:])
+	}
+	host := hostHeader(addr, f.tls.servername)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s %s\r\nHost: %s\r\nUser-Agent: ztls\r\nConnection: close\r\n", m[1], m[2], proto, host)
+	switch string(m[1]) {
+	case "POST", "PUT", "PATCH":
+		b.WriteString("Content-Length: 0\r\n")
+	}
+	b.WriteString("\r\n")
+	fmt.Fprintf(os.Stderr, "ztls: %q is an HTTP request line alone: sending it as a whole request (Host: %s); 'ztls get https://%s%s' does this for a URL, --raw sends the data unchanged\n",
+		strings.TrimRight(string(req), "\r\n"), host, host, m[2])
+	return []byte(b.String())
+}
+
+// hostHeader is the Host header for a connection to addr (HOST:PORT):
+// servername, when given, as the name the server's certificate is
+// checked against, else the host; with the port unless it is 443.
+func hostHeader(addr, servername string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if servername != "" {
+		host = servername
+	}
+	if port == "443" {
+		if strings.Contains(host, ":") {
+			return "[" + host + "]"
 		}
-		cfg = c
-	} else {
-		cfg.Servers = []string{server}
+		return host
 	}
-	switch resolver.Transport(transport) {
-	case resolver.UDP, resolver.TCP, resolver.TLS:
-		cfg.Transport = resolver.Transport(transport)
-	default:
-		return nil, fmt.Errorf("--dns-transport: want udp, tcp or tls, got %q", transport)
+	return net.JoinHostPort(host, port)
+}
+
+// writeChain prints the server's certificates as openssl s_client
+// -showcerts does: for each, leaf first, its subject and issuer, then
+// its PEM.
+func writeChain(w io.Writer, st tls13.ConnectionState) {
+	certs := st.PeerCertificates
+	if len(certs) == 0 {
+		fmt.Fprintln(w, "---\nno certificate chain: the session was resumed (the chain was checked when its ticket was issued)\n---")
+		return
 	}
-	if caFile != "" {
-		pool, err := tls13.LoadCertPool(caFile)
-		if err != nil {
-			return nil, fmt.Errorf("--dns-ca: %w", err)
-		}
-		cfg.TLSConfig = &tls.Config{RootCAs: pool}
+	from := ""
+	if st.CertificateOmitted {
+		from = " (from DNS: the server omitted its Certificate, as ZTLS allows)"
 	}
-	return resolver.New(cfg)
+	fmt.Fprintf(w, "---\nCertificate chain%s\n", from)
+	for i, c := range certs {
+		fmt.Fprintf(w, " %d s:%s\n   i:%s\n", i, c.Subject, c.Issuer)
+		pem.Encode(w, &pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
+	}
+	fmt.Fprintln(w, "---")
+}
+
+// writeFailedCert prints the certificate a failed verification names,
+// so the user sees what the server presented.
+func writeFailedCert(w io.Writer, err error) {
+	var (
+		unkCA   x509.UnknownAuthorityError
+		name    x509.HostnameError
+		invalid x509.CertificateInvalidError
+		cert    *x509.Certificate
+	)
+	switch {
+	case errors.As(err, &unkCA):
+		cert = unkCA.Cert
+	case errors.As(err, &name):
+		cert = name.Certificate
+	case errors.As(err, &invalid):
+		cert = invalid.Cert
+	}
+	if cert == nil {
+		return
+	}
+	fmt.Fprintf(w, "---\nThe certificate that failed verification\n 0 s:%s\n   i:%s\n", cert.Subject, cert.Issuer)
+	pem.Encode(w, &pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})
+	fmt.Fprintln(w, "---")
+}
+
+// exitError ends the process with its own exit status: get --fail's 22
+// for an HTTP error, as curl's.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// exitCode is the process's exit status for err (not nil): 1 unless it
+// says otherwise.
+func exitCode(err error) int {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return 1
 }

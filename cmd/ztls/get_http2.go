@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -19,8 +20,10 @@ import (
 // else HTTP/1.1. It prints the response (status line, header, body) and
 // the connection report like get does, with the first byte and the
 // response size measured here (the transport reads the response, not
-// package dial).
-func runGetHTTP2(f *connectFlags, u *url.URL) error {
+// package dial). r is the request get's flags make; pinned, if set, the
+// address --resolve gives; the body goes to file (nil: with the header);
+// with fail, a status of 400 or more prints no response and is exit 22.
+func runGetHTTP2(f *connectFlags, u *url.URL, r *getRequest, pinned string, file *os.File, fail bool) error {
 	if err := f.check(); err != nil {
 		return err
 	}
@@ -37,11 +40,29 @@ func runGetHTTP2(f *connectFlags, u *url.URL) error {
 	defer tr.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	target := *u
+	if pinned != "" {
+		target.Host = pinned // dialled there; Host and SNI stay the URL's name
+	}
+	var body io.Reader
+	if r.body != nil {
+		body = bytes.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, target.String(), body)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("User-Agent", "ztls")
+	req.Host = u.Host
+	if !r.removed("User-Agent") {
+		req.Header.Set("User-Agent", "ztls")
+	}
+	for name, values := range r.header {
+		if name == "Host" {
+			req.Host = values[0]
+			continue
+		}
+		req.Header[name] = values
+	}
 	start := time.Now() // real time: elapsed
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
@@ -57,10 +78,18 @@ func runGetHTTP2(f *connectFlags, u *url.URL) error {
 	if f.json {
 		out = os.Stderr
 	}
-	fmt.Fprintf(out, "%s %s\r\n", resp.Proto, resp.Status)
-	resp.Header.Write(out) // sorted by name, as on the wire
-	fmt.Fprint(out, "\r\n")
-	n, rerr := io.Copy(out, io.LimitReader(resp.Body, int64(f.maxBytes)+1))
+	head, bodyOut := out, out
+	if file != nil {
+		head, bodyOut = os.Stderr, file
+	}
+	failed := fail && resp.StatusCode >= 400
+	if failed {
+		head, bodyOut = io.Discard, io.Discard
+	}
+	fmt.Fprintf(head, "%s %s\r\n", resp.Proto, resp.Status)
+	resp.Header.Write(head) // sorted by name, as on the wire
+	fmt.Fprint(head, "\r\n")
+	n, rerr := io.Copy(bodyOut, io.LimitReader(resp.Body, int64(f.maxBytes)+1))
 	var rep dial.Report
 	if r := ztlshttp.ReportOf(resp); r != nil {
 		rep = *r
@@ -77,6 +106,9 @@ func runGetHTTP2(f *connectFlags, u *url.URL) error {
 	}
 	if err != nil {
 		rep.Error = err.Error()
+	}
+	if err == nil && failed {
+		err = errHTTPStatus(resp.StatusCode)
 	}
 	if f.json {
 		writeJSON(rep)

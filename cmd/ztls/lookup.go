@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ztls-project/ztls/dns/resolver"
+	"github.com/ztls-project/ztls/ztlshttp"
 )
 
 type lookupFlags struct {
@@ -31,9 +32,9 @@ type lookupFlags struct {
 }
 
 // dnsClientFlags say how a command reaches DNS: lookup and zdata check
-// share them, so that --resolver, --dns-transport, --dns-ca and
-// --dns-servername mean one thing everywhere ('connect' and 'get' take
-// --resolver, --dns-transport and --dns-ca too).
+// share them, and connect, get and prefetch build them from their own
+// flags (connectFlags.dnsClient), so that --resolver, --dns-transport,
+// --dns-ca, --dns-servername and ZTLS_RESOLVER mean one thing everywhere.
 type dnsClientFlags struct {
 	resolvers  []string
 	transport  string
@@ -47,7 +48,7 @@ type dnsClientFlags struct {
 // register adds the flags; dig adds dig's -p for --dns-port and keeps
 // lookup's old spellings --ca and --servername as deprecated aliases.
 func (f *dnsClientFlags) register(fs *pflag.FlagSet, dig bool) {
-	fs.StringSliceVar(&f.resolvers, "resolver", nil, "resolver ADDR[:PORT] to ask, repeatable (default: /etc/resolv.conf)")
+	fs.StringSliceVar(&f.resolvers, "resolver", nil, "resolver ADDR[:PORT] to ask, repeatable, tried in order (default: $ZTLS_RESOLVER, else /etc/resolv.conf)")
 	fs.StringVar(&f.transport, "dns-transport", "", "udp, tcp or tls (default: udp, or tcp with resolv.conf's 'options use-vc')")
 	fs.StringVar(&f.ca, "dns-ca", "", "PEM roots the DNS-over-TLS resolver's certificate must chain to (default: the system's)")
 	fs.StringVar(&f.servername, "dns-servername", "", "name the DNS-over-TLS resolver's certificate must carry (default: the resolver's host)")
@@ -219,14 +220,22 @@ func (f *dnsClientFlags) config(cmd string) (resolver.Config, error) {
 	if f.timeout <= 0 {
 		return cfg, fmt.Errorf("%s: --timeout %v: want a positive duration, e.g. 5s", cmd, f.timeout)
 	}
-	fromConf := len(f.resolvers) == 0
+	servers, from := f.resolvers, "--resolver"
+	if len(servers) == 0 {
+		// As the Go client (ztlshttp.DefaultResolver): the environment's
+		// server before resolv.conf's.
+		if env := os.Getenv(ztlshttp.ResolverEnv); env != "" {
+			servers, from = []string{env}, ztlshttp.ResolverEnv
+		}
+	}
+	fromConf := len(servers) == 0
 	if !fromConf {
-		cfg.Servers = append([]string(nil), f.resolvers...)
+		cfg.Servers = append([]string(nil), servers...)
 		cfg.Transport = resolver.UDP
 	} else {
 		var err error
 		if cfg, err = resolver.FromResolvConf(f.resolvConf); err != nil {
-			return cfg, fmt.Errorf("%s: no --resolver given and %w", cmd, err)
+			return cfg, fmt.Errorf("%s: no --resolver given, no %s set, and %w", cmd, ztlshttp.ResolverEnv, err)
 		}
 	}
 	if f.transport != "" {
@@ -258,7 +267,7 @@ func (f *dnsClientFlags) config(cmd string) (resolver.Config, error) {
 			continue
 		}
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return cfg, fmt.Errorf("%s: resolver %q: the port must be a number from 1 to 65535", cmd, s)
+			return cfg, fmt.Errorf("%s: resolver %q (%s): the port must be a number from 1 to 65535", cmd, s, from)
 		}
 	}
 	if cfg.Transport == resolver.TLS {

@@ -91,7 +91,7 @@ func main() {
 	}
 	if err := rootCmd.Execute(); err != nil {
 		printError(os.Stderr, err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 

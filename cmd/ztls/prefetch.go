@@ -73,15 +73,13 @@ Z-data comes from DNS alone and costs the server nothing.`,
 	fs := cmd.Flags()
 	fs.BoolVar(&f.c.json, "json", false, "print what was fetched as JSON, one object per target in a list")
 	fs.DurationVar(&f.c.timeout, "timeout", 15*time.Second, "give up after this long")
-	fs.StringVar(&f.c.resolver, "resolver", "", "DNS server for addresses and Z-data, HOST[:PORT] (default: the first nameserver of /etc/resolv.conf)")
-	fs.StringVar(&f.c.transport, "dns-transport", "udp", "DNS transport: udp, tcp or tls (DNS over TLS, RFC 7858: hides the names prefetched from the path)")
-	fs.StringVar(&f.c.dnsCA, "dns-ca", "", "PEM roots for the DNS-over-TLS server (default: the system's)")
+	f.c.registerDNS(fs) // --dns-transport tls hides the names prefetched from the path
 	fs.StringVar(&f.c.ocsp, "ocsp", "off", "ask the certificate's OCSP responder: off, soft (no answer passes, as browsers do) or hard (only a good answer passes)")
 	fs.IntVar(&f.concurrency, "concurrency", prevalidate.DefaultConcurrency, "prefetch at most N targets at once")
 	fs.BoolVar(&f.noHandshake, "no-handshake", false, "for hosts without Z-data, fetch no certificate (no truncated handshake: the server is not contacted)")
 	fs.BoolVar(&f.clear, "clear", false, "forget everything prefetched (the file in the user cache dir), then prefetch the targets given, if any")
 	f.c.tls.register(fs, false)
-	f.c.mode = "auto"
+	f.c.mode, f.c.name = "auto", "prefetch"
 	rootCmd.AddCommand(cmd)
 }
 

@@ -341,17 +341,17 @@ func (r *Register) client() (goredis.UniversalClient, error) {
 	case ModeSingle:
 		r.cl = goredis.NewClient(&goredis.Options{Addr: o.Addr, Username: o.Username, Password: o.Password, DB: o.DB,
 			TLSConfig: o.TLS, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
-			ContextTimeoutEnabled: true, MaxRetries: -1, Protocol: 2, DisableIdentity: true})
+			ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1, Protocol: 2, DisableIdentity: true})
 	case ModeSentinel:
 		r.cl = goredis.NewFailoverClient(&goredis.FailoverOptions{MasterName: o.MasterName, SentinelAddrs: o.Addrs,
 			SentinelUsername: o.SentinelUsername, SentinelPassword: o.SentinelPassword,
 			Username: o.Username, Password: o.Password, DB: o.DB,
 			TLSConfig: o.TLS, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
-			ContextTimeoutEnabled: true, MaxRetries: -1, Protocol: 2, DisableIdentity: true})
+			ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1, Protocol: 2, DisableIdentity: true})
 	case ModeCluster:
 		r.cl = goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: o.Addrs, Username: o.Username, Password: o.Password,
 			TLSConfig: o.TLS, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
-			ContextTimeoutEnabled: true, MaxRetries: -1, Protocol: 2, DisableIdentity: true})
+			ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1, Protocol: 2, DisableIdentity: true})
 	}
 	return r.cl, nil
 }
@@ -469,10 +469,26 @@ func (r *Register) CheckAndInsert(key []byte, now, notBefore, expires time.Time)
 // and a retry could only refuse anyway).
 func (r *Register) execRetry(script *goredis.Script, what string, keys []string, args []any) ([]any, error) {
 	arr, err := r.exec(script, what, keys, args)
+	if err != nil && !isRedisReply(err) {
+		r.reloadTopology()
+	}
 	if err != nil && !isRedisReply(err) && !errors.Is(err, context.DeadlineExceeded) && !isTimeout(err) && r.connected() {
 		arr, err = r.exec(script, what, keys, args)
 	}
 	return arr, err
+}
+
+// reloadTopology has a Cluster client read the slots' owners again (in
+// the background): after a connection error a primary may have died and
+// its replica taken its slots, which the client would otherwise learn
+// only from a MOVED reply the dead node cannot send.
+func (r *Register) reloadTopology() {
+	r.mu.Lock()
+	cc, ok := r.cl.(*goredis.ClusterClient)
+	r.mu.Unlock()
+	if ok {
+		cc.ReloadState(context.Background())
+	}
 }
 
 func (r *Register) connected() bool {

@@ -64,6 +64,13 @@ func startRedis(t testing.TB, port int, extra ...string) *redisServer {
 func launchRedis(t testing.TB, port int, extra ...string) (*redisServer, string, error) {
 	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", t.TempDir(), "--loglevel", "warning"}, extra...)
+	return launch(t, port, args, extra)
+}
+
+// launch runs redis-server with args (a Sentinel when they say so) and
+// waits until the server on port is the one it started; extra are the
+// caller's own arguments, searched for --requirepass.
+func launch(t testing.TB, port int, args, extra []string) (*redisServer, string, error) {
 	cmd := exec.Command("redis-server", args...)
 	var out testproc.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -1,0 +1,507 @@
+package redisreg
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	ztlsclock "github.com/ztls-project/ztls/internal/clock"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
+	"github.com/ztls-project/ztls/tls13"
+)
+
+// The register on each way of reaching Redis (issue 28): TLS, ACL users,
+// Sentinel and Cluster, each against real servers on loopback that the
+// test starts and stops. Sentinel and Cluster take a few seconds each
+// (a failover is waited for); -short skips them.
+
+// tlsRedis is a redis-server with a plaintext port (s.addr, for the
+// test's own inspection) and a TLS port that verifies clients' certificates
+// against ca when authClients.
+type tlsRedis struct {
+	s       *redisServer
+	tlsAddr string
+	ca      *testpki.CA
+	client  tls.Certificate // issued by ca
+}
+
+func startTLSRedis(t *testing.T, authClients bool) *tlsRedis {
+	t.Helper()
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, "ecdsa-p256")
+	cert, key := ca.Issue(t, testpki.LeafOpts{Client: true}).WritePEM(t, dir)
+	caFile := ca.WritePEM(t, dir)
+	cl := ca.Issue(t, testpki.LeafOpts{Client: true})
+	auth := "no"
+	if authClients {
+		auth = "yes"
+	}
+	tp := freePort(t)
+	s := startRedis(t, 0, "--tls-port", strconv.Itoa(tp), "--tls-cert-file", cert, "--tls-key-file", key,
+		"--tls-ca-cert-file", caFile, "--tls-auth-clients", auth)
+	return &tlsRedis{s: s, tlsAddr: "127.0.0.1:" + strconv.Itoa(tp), ca: ca,
+		client: tls.Certificate{Certificate: cl.Chain, PrivateKey: cl.Key}}
+}
+
+// basicSuite: two fleet members sharing the register accept a ClientHello
+// once and refuse its replay, on every hash tag; BFE punctures race
+// between them, exactly one wins.
+func basicSuite(t *testing.T, opts Options) {
+	t.Helper()
+	clk := ztlsclock.NewManual(time.Unix(1_800_000_000, 0))
+	opts.Now, opts.Timeout = clk.Now, 3*time.Second
+	a, b := mustNew(t, opts), mustNew(t, opts)
+	warm(t, a, clk)
+	clk.Add(time.Minute)
+	now := clk.Now()
+	for i := range 48 { // every tag, most of them twice
+		k := []byte("key " + strconv.Itoa(i))
+		fresh, err := a.CheckAndInsert(k, now, now, now.Add(window))
+		mustFresh(t, string(k), fresh, err)
+		if fresh, err := b.CheckAndInsert(k, now, now, now.Add(window)); fresh || err != nil {
+			t.Fatalf("%s replayed to the other member: fresh=%v err=%v, want a replay", k, fresh, err)
+		}
+	}
+	epoch := uint64(clk.Now().Add(time.Second).Unix())
+	la, lb := a.PunctureLog("server.test", 443, time.Hour), b.PunctureLog("server.test", 443, time.Hour)
+	clk.Add(time.Minute)
+	pos := []uint32{3, 77, 1024}
+	var wg sync.WaitGroup
+	var wins sync.Map
+	for i, l := range []*PunctureLog{la, lb, la, lb} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			was, err := l.TestAndSet(context.Background(), epoch, pos)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if !was[0] && !was[1] && !was[2] {
+				wins.Store(i, true)
+			}
+		}()
+	}
+	wg.Wait()
+	n := 0
+	wins.Range(func(any, any) bool { n++; return true })
+	if n != 1 {
+		t.Fatalf("%d members saw the ciphertext's positions unset, want exactly 1", n)
+	}
+}
+
+func mustNew(t *testing.T, opts Options) *Register {
+	t.Helper()
+	r, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func TestRegisterTLS(t *testing.T) {
+	srv := startTLSRedis(t, true)
+	good := Options{Addr: srv.tlsAddr, TLS: &tls.Config{RootCAs: srv.ca.Pool(), Certificates: []tls.Certificate{srv.client}}}
+	t.Run("mutual TLS", func(t *testing.T) { basicSuite(t, good) })
+
+	clk := ztlsclock.NewManual(time.Unix(1_800_000_000, 0))
+	now := clk.Now()
+	other := testpki.NewCA(t, "ecdsa-p256")
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want string
+	}{
+		// Someone on the path (or a wrong server) with a certificate
+		// from another CA: refused before anything is sent.
+		{"wrong CA", Options{Addr: srv.tlsAddr, TLS: &tls.Config{RootCAs: other.Pool(), Certificates: []tls.Certificate{srv.client}}}, "certificate signed by unknown authority"},
+		{"no client certificate", Options{Addr: srv.tlsAddr, TLS: &tls.Config{RootCAs: srv.ca.Pool()}}, ""},
+		{"plaintext to the TLS port", Options{Addr: srv.tlsAddr}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.Now, tc.opts.Timeout = clk.Now, time.Second
+			r := mustNew(t, tc.opts)
+			fresh, err := r.CheckAndInsert([]byte("k"), now, now, now.Add(window))
+			if fresh || err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("fresh=%v err=%v, want an error with %q", fresh, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestRegisterACL: a Redis user allowed exactly what the register needs
+// works; one without EVAL is refused with an error that says so.
+func TestRegisterACL(t *testing.T) {
+	s := startRedis(t, 0)
+	// What docs/security.md tells operators to grant (the scripts' own
+	// commands are checked against the user too).
+	if rep := s.raw(t, "ACL", "SETUSER", "ztls", "on", ">ztls-pw", "~"+DefaultPrefix+"*", "resetchannels",
+		"-@all", "+evalsha", "+eval", "+get", "+set", "+setbit", "+pexpire", "+info", "+config|get", "+ping"); rep.str != "OK" {
+		t.Fatalf("ACL SETUSER: %+v", rep)
+	}
+	if rep := s.raw(t, "ACL", "SETUSER", "noeval", "on", ">noeval-pw", "~"+DefaultPrefix+"*", "-@all",
+		"+get", "+set", "+info", "+config|get", "+ping"); rep.str != "OK" {
+		t.Fatalf("ACL SETUSER: %+v", rep)
+	}
+	t.Run("least privilege", func(t *testing.T) {
+		basicSuite(t, Options{Addr: s.addr, Username: "ztls", Password: "ztls-pw"})
+	})
+	clk := ztlsclock.NewManual(time.Unix(1_800_000_000, 0))
+	r := mustNew(t, Options{Addr: s.addr, Username: "noeval", Password: "noeval-pw", Now: clk.Now})
+	now := clk.Now()
+	fresh, err := r.CheckAndInsert([]byte("k"), now, now, now.Add(window))
+	if fresh || !errors.Is(err, ErrScriptDenied) || !strings.Contains(err.Error(), "EVAL") {
+		t.Fatalf("user without EVAL: fresh=%v err=%v, want ErrScriptDenied", fresh, err)
+	}
+	wrong := mustNew(t, Options{Addr: s.addr, Username: "ztls", Password: "not-it", Now: clk.Now})
+	fresh, err = wrong.CheckAndInsert([]byte("k"), now, now, now.Add(window))
+	if fresh || err == nil || !strings.Contains(err.Error(), "AUTH refused") || strings.Contains(err.Error(), "not-it") {
+		t.Fatalf("wrong password: fresh=%v err=%v, want AUTH refused, without the password", fresh, err)
+	}
+}
+
+// sentinelSetup is a primary, its replica and one Sentinel watching them
+// as "ztls" (quorum 1).
+type sentinelSetup struct {
+	primary, replica, sentinel *redisServer
+}
+
+func startSentinel(t *testing.T) *sentinelSetup {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("Sentinel failover: not with -short")
+	}
+	if _, err := exec.LookPath("redis-sentinel"); err != nil {
+		t.Skip("redis-sentinel not installed (make deps)")
+	}
+	p := startRedis(t, 0)
+	_, pport, _ := strings.Cut(p.addr, ":")
+	r := startRedis(t, 0, "--replicaof", "127.0.0.1", pport)
+	waitFor(t, "the replica's link", func() bool { return r.info(t, "replication", "master_link_status") == "up" })
+	var sn *redisServer
+	for try := 0; ; try++ {
+		port := freePort(t)
+		dir := t.TempDir()
+		conf := filepath.Join(dir, "sentinel.conf")
+		text := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor ztls 127.0.0.1 %s 1\n"+
+			"sentinel down-after-milliseconds ztls 1000\nsentinel failover-timeout ztls 10000\n", port, dir, pport)
+		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, out, err := launch(t, port, []string{conf, "--sentinel"}, nil)
+		if err == nil {
+			sn = s
+			break
+		}
+		if try == 4 {
+			t.Fatalf("redis-sentinel: %v: %s", err, out)
+		}
+	}
+	waitFor(t, "the Sentinel to find the replica", func() bool {
+		rep := sn.raw(t, "SENTINEL", "REPLICAS", "ztls")
+		return rep.kind == '*' && len(rep.array) == 1 && strings.Contains(fmt.Sprint(rep.array[0]), "slave")
+	})
+	return &sentinelSetup{primary: p, replica: r, sentinel: sn}
+}
+
+// waitFor polls cond until it holds, failing the test after a minute.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := ztlsclock.Now().Add(time.Minute)
+	for !cond() {
+		if ztlsclock.Now().After(deadline) {
+			t.Fatalf("waited a minute for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// failoverWorld is a fleet of two members (v1 strike register and v2
+// puncture log each) on a register reached through opts, with flights
+// accepted before a failover that the test then makes happen.
+type failoverWorld struct {
+	t     *testing.T
+	clk   *ztlsclock.Manual
+	regs  []*Register
+	keys  [][]byte
+	epoch uint64
+	pos   [][]uint32
+}
+
+func newFailoverWorld(t *testing.T, opts Options) *failoverWorld {
+	clk := ztlsclock.NewManual(time.Unix(1_800_000_000, 0))
+	opts.Now, opts.Timeout = clk.Now, 2*time.Second
+	w := &failoverWorld{t: t, clk: clk}
+	for range 2 {
+		w.regs = append(w.regs, mustNew(t, opts))
+	}
+	warm(t, w.regs[0], clk)
+	w.epoch = uint64(clk.Now().Add(time.Second).Unix())
+	clk.Add(time.Minute)
+	now := clk.Now()
+	// Accepted once before the failover, on either member: v1 entries on
+	// every tag, v2 punctures under several services (tags).
+	// Their entries must outlive the real time a failover takes (Redis
+	// expires them by its own clock, while the test's stands still): the
+	// flights are fresh for longLife.
+	for i := range 48 {
+		k := []byte("captured " + strconv.Itoa(i))
+		fresh, err := w.regs[i%2].CheckAndInsert(k, now, now.Add(-window), now.Add(longLife))
+		mustFresh(t, string(k), fresh, err)
+		w.keys = append(w.keys, k)
+	}
+	for i := range 8 {
+		pos := []uint32{uint32(i), uint32(100 + i)}
+		was, err := w.log(i%2, i).TestAndSet(context.Background(), w.epoch, pos)
+		if err != nil || was[0] || was[1] {
+			t.Fatalf("puncture %d before the failover: %v %v", i, was, err)
+		}
+		w.pos = append(w.pos, pos)
+	}
+	return w
+}
+
+// unreplicate makes the failover lose what the fleet accepted before
+// it, as an asynchronous replica does when its primary dies before
+// sending the last writes: each captured entry and bitmap is deleted on
+// the replicas (a replicated DEL) and written back on its primary alone
+// (redis.set_repl(redis.REPL_NONE)). The replicas keep the memory marker,
+// so only the marker's naming of the Redis process tells the promoted
+// replica's memory from the old primary's.
+func (w *failoverWorld) unreplicate() {
+	t := w.t
+	cl, err := w.regs[0].client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, k := range w.keys {
+		e, _ := testKeys(string(k))
+		keys = append(keys, e)
+	}
+	for i := range w.pos {
+		l := w.log(0, i)
+		name := l.service + ":" + strconv.FormatUint(w.epoch, 10)
+		keys = append(keys, DefaultPrefix+w.regs[0].tag([]byte(name))+"bfe:"+name)
+	}
+	const script = `
+local v = redis.call('GET', KEYS[1])
+local ttl = redis.call('PTTL', KEYS[1])
+if not v or ttl < 1 then return 0 end
+redis.call('DEL', KEYS[1])
+redis.set_repl(redis.REPL_NONE)
+redis.call('SET', KEYS[1], v, 'PX', ttl)
+return 1
+`
+	for _, k := range keys {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		n, err := cl.Eval(ctx, script, []string{k}).Int()
+		cancel()
+		if err != nil || n != 1 {
+			t.Fatalf("unreplicating %s: %v %v", k, n, err)
+		}
+	}
+}
+
+// longLife is how long the failover tests' captured flights stay fresh.
+const longLife = 10 * time.Minute
+
+func (w *failoverWorld) log(member, service int) *PunctureLog {
+	return w.regs[member].PunctureLog("svc"+strconv.Itoa(service)+".test", 443, time.Hour)
+}
+
+// afterFailover replays every captured flight to every member until the
+// register answers again: never accepted. It returns how long (real time)
+// the register failed before it answered, then checks that early data
+// comes back: a ClientHello made W + MaxClockSkew after the loss was
+// recorded is accepted, once.
+func (w *failoverWorld) afterFailover(start time.Time) time.Duration {
+	t := w.t
+	w.clk.Add(time.Second)
+	now := w.clk.Now()
+	var outage time.Duration
+	var lastLog time.Time
+	waitFor(t, "the register to answer after the failover", func() bool {
+		for _, k := range w.keys {
+			fresh, err := w.regs[0].CheckAndInsert(k, now, now.Add(-window), now.Add(longLife))
+			if fresh {
+				t.Fatalf("%s accepted again during the failover", k)
+			}
+			if err != nil && !errors.Is(err, tls13.ErrRegisterTooYoung) {
+				if ztlsclock.Since(lastLog) > 5*time.Second {
+					t.Logf("%v after the failover began: %v", ztlsclock.Since(start).Round(time.Millisecond), err)
+					lastLog = ztlsclock.Now()
+				}
+				return false
+			}
+		}
+		outage = ztlsclock.Since(start)
+		return true
+	})
+	for _, r := range w.regs {
+		for _, k := range w.keys {
+			fresh, err := r.CheckAndInsert(k, now, now.Add(-window), now.Add(longLife))
+			if fresh {
+				t.Fatalf("%s accepted again after the failover (err %v)", k, err)
+			}
+		}
+		for i, pos := range w.pos {
+			for m := range w.regs {
+				was, err := w.log(m, i).TestAndSet(context.Background(), w.epoch, pos)
+				if err == nil && !was[0] && !was[1] {
+					t.Fatalf("puncture %d accepted again after the failover, on member %d", i, m)
+				}
+			}
+		}
+	}
+	// Early data comes back by itself: made after the loss (+ skew).
+	w.clk.Add(window + DefaultMaxClockSkew + time.Second)
+	now = w.clk.Now()
+	for i, r := range w.regs {
+		k := []byte("after " + strconv.Itoa(i))
+		fresh, err := r.CheckAndInsert(k, now, now.Add(-window), now.Add(window))
+		mustFresh(t, "a ClientHello made after the failover", fresh, err)
+	}
+	// So do BFE epochs that begin after it.
+	later := uint64(now.Unix())
+	w.clk.Add(time.Second)
+	if was, err := w.log(1, 0).TestAndSet(context.Background(), later, []uint32{1, 2}); err != nil || was[0] || was[1] {
+		t.Fatalf("an epoch begun after the failover: %v %v", was, err)
+	}
+	return outage
+}
+
+// TestSentinelFailover: a flight accepted before a Sentinel failover is
+// never accepted after it, on either member, for v1 and v2; early data
+// comes back by itself. The real time the register refused while the
+// Sentinel moved the primary is logged: with a window W and skew S, early
+// data is refused for that long plus W + S.
+func TestSentinelFailover(t *testing.T) {
+	st := startSentinel(t)
+	opts := Options{Mode: ModeSentinel, Addrs: []string{st.sentinel.addr}, MasterName: "ztls"}
+	t.Run("basic", func(t *testing.T) { basicSuite(t, opts) })
+	w := newFailoverWorld(t, opts)
+	w.unreplicate()
+	start := ztlsclock.Now()
+	waitFor(t, "SENTINEL FAILOVER to start", func() bool {
+		return st.sentinel.raw(t, "SENTINEL", "FAILOVER", "ztls").str == "OK"
+	})
+	waitFor(t, "the Sentinel to name the replica", func() bool {
+		rep := st.sentinel.raw(t, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", "ztls")
+		return rep.kind == '*' && len(rep.array) == 2 && "127.0.0.1:"+rep.array[1].str == st.replica.addr
+	})
+	// Until the Sentinel turns the old primary into a replica both are
+	// primaries, and members may still reach the old one, which has the
+	// entries: wait, so that the replays go to the promoted replica.
+	waitFor(t, "the old primary to be a replica", func() bool {
+		return st.primary.info(t, "replication", "role") == "slave"
+	})
+	outage := w.afterFailover(start)
+	t.Logf("Sentinel failover: the register refused for %v of real time, then early data made after the loss (+ W + MaxClockSkew) was accepted", outage.Round(time.Millisecond))
+}
+
+// clusterSetup is a Redis Cluster of three primaries and three replicas.
+type clusterSetup struct {
+	nodes []*redisServer
+}
+
+func startCluster(t *testing.T) *clusterSetup {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("Redis Cluster: not with -short")
+	}
+	c := &clusterSetup{}
+	args := []string{"--cluster", "create"}
+	for range 6 {
+		s := startRedis(t, 0, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000")
+		c.nodes = append(c.nodes, s)
+		args = append(args, s.addr)
+	}
+	args = append(args, "--cluster-replicas", "1", "--cluster-yes")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "redis-cli", args...).CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	for _, s := range c.nodes {
+		waitFor(t, "the cluster to be ok on "+s.addr, func() bool { return clusterInfo(t, s, "cluster_state") == "ok" })
+	}
+	for _, s := range c.nodes {
+		if s.info(t, "replication", "role") == "slave" {
+			waitFor(t, "the replica's link on "+s.addr, func() bool { return s.info(t, "replication", "master_link_status") == "up" })
+		}
+	}
+	return c
+}
+
+func clusterInfo(t *testing.T, s *redisServer, field string) string {
+	for _, line := range strings.Split(s.raw(t, "CLUSTER", "INFO").str, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func (c *clusterSetup) addrs() []string {
+	var a []string
+	for _, s := range c.nodes {
+		a = append(a, s.addr)
+	}
+	return a
+}
+
+// TestClusterFailover: a primary of the Cluster is killed and its replica
+// promoted; what was accepted before is never accepted after, on either
+// member, for v1 and v2; early data comes back by itself.
+func TestClusterFailover(t *testing.T) {
+	c := startCluster(t)
+	opts := Options{Mode: ModeCluster, Addrs: c.addrs()}
+	t.Run("basic", func(t *testing.T) { basicSuite(t, opts) })
+	w := newFailoverWorld(t, opts)
+	var victim, survivor *redisServer
+	for _, s := range c.nodes {
+		if s.info(t, "replication", "role") == "master" && victim == nil {
+			victim = s
+		} else if survivor == nil {
+			survivor = s
+		}
+	}
+	replicas := 0
+	for _, s := range c.nodes {
+		if s != victim && s.info(t, "replication", "role") == "slave" && s.info(t, "replication", "master_port") == victim.addr[len("127.0.0.1:"):] {
+			replicas++
+			defer func() {
+				if s.info(t, "replication", "role") != "master" {
+					t.Errorf("the replica %s of the killed primary was not promoted", s.addr)
+				}
+			}()
+		}
+	}
+	if replicas != 1 {
+		t.Fatalf("%d replicas of %s, want 1", replicas, victim.addr)
+	}
+	w.unreplicate()
+	start := ztlsclock.Now()
+	victim.stop()
+	waitFor(t, "the cluster to be ok again", func() bool {
+		for _, s := range c.nodes {
+			if s != victim && clusterInfo(t, s, "cluster_state") != "ok" {
+				return false
+			}
+		}
+		return true
+	})
+	outage := w.afterFailover(start)
+	t.Logf("Cluster primary killed: the register refused for %v of real time, then early data made after the loss (+ W + MaxClockSkew) was accepted", outage.Round(time.Millisecond))
+}

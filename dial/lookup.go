@@ -228,7 +228,7 @@ func (a *attempt) awaitZData(ctx context.Context, onLikely func(likelyOffer)) er
 		case z := <-a.look.zdata:
 			a.offer = z.offer
 			if z.err != nil {
-				a.reason = string(zdata.ReasonOf(z.err)) + ": " + z.err.Error()
+				a.reason = zdata.ReasonText(z.err)
 			}
 			a.r.Trace = append(a.r.Trace, TraceStep{Step: "zdata_verified", AtMS: ms(z.at)})
 			return a.requireZTLS()

@@ -409,7 +409,7 @@ func (f *prefetcher) checkZData() {
 		v.zerr = &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New("the Z-data lookups did not complete")}
 	}
 	if v.zerr != nil {
-		p.ZDataReason = v.zerr.Error()
+		p.ZDataReason = zdata.ReasonText(v.zerr)
 		return
 	}
 	f.checked = map[*x509.Certificate][]*x509.Certificate{}
@@ -418,7 +418,7 @@ func (f *prefetcher) checkZData() {
 	rec, leaf, err := sel.Select(txt.TXTStrings())
 	if err != nil {
 		v.zerr = err
-		p.ZDataReason = string(zdata.ReasonOf(err)) + ": " + err.Error()
+		p.ZDataReason = zdata.ReasonText(err)
 		return
 	}
 	v.rec, v.leaf = rec, leaf

@@ -3,6 +3,7 @@ package zdata
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Reason names why a client could not use Z-data and fell back to plain
@@ -63,7 +64,10 @@ func (e *Error) Error() string {
 	if e.Err == nil {
 		return "zdata: " + string(e.Reason)
 	}
-	return fmt.Sprintf("zdata: %s: %v", e.Reason, trimPrefix(e.Err.Error()))
+	// A cause that is itself a Z-data error for the same reason does
+	// not say it again.
+	cause := strings.TrimPrefix(trimPrefix(e.Err.Error()), string(e.Reason)+": ")
+	return fmt.Sprintf("zdata: %s: %s", e.Reason, cause)
 }
 
 // Unwrap returns the cause.
@@ -77,7 +81,35 @@ func trimPrefix(s string) string {
 	return s
 }
 
-func reasonErr(r Reason, err error) error { return &Error{Reason: r, Err: err} }
+func reasonErr(r Reason, err error) error {
+	if e, ok := err.(*Error); ok && e.Reason == r {
+		return err // already says it
+	}
+	return &Error{Reason: r, Err: err}
+}
+
+// ReasonText is err as a connection report's fallback reason: its Reason,
+// then what went wrong, each said once ("no Z-data: no ztls1 TXT record
+// for _443._ztls.www.example.com"), without the package prefix that
+// err.Error() carries. It is "" for nil.
+func ReasonText(err error) string {
+	if err == nil {
+		return ""
+	}
+	r := string(ReasonOf(err))
+	msg := err.Error()
+	for {
+		s := strings.TrimPrefix(strings.TrimPrefix(msg, "zdata: "), r+": ")
+		if s == msg {
+			break
+		}
+		msg = s
+	}
+	if msg == "" || msg == r {
+		return r
+	}
+	return r + ": " + msg
+}
 
 // ReasonOf returns the fallback reason err stands for: ReasonNone for nil,
 // the Reason of an *Error in err's chain, the reason of a sentinel error,

@@ -179,7 +179,7 @@ func writePrefetched(w io.Writer, p *prevalidate.Prefetched, now time.Time) {
 		fmt.Fprintf(w, "  Z-data id %d (%s), valid until %s: signature, validity, chain, name and revocation verified%s\n",
 			z.ID, z.Group, z.NotAfter.Local().Format(time.DateTime), pre)
 	} else {
-		fmt.Fprintf(w, "  no Z-data: %s\n", p.ZDataReason)
+		fmt.Fprintf(w, "  no ZTLS: %s\n", p.ZDataReason) // the reason says what of the Z-data
 	}
 	switch {
 	case len(p.Chain) > 0:

@@ -90,6 +90,15 @@ func TestREADMEWalkthrough(t *testing.T) {
 		out.Write(b)
 		t.Fatalf("the walkthrough did not finish:\n%s", out.String())
 	}
+	// Its files, private keys among them, stay in ./walkthrough/ (which
+	// .gitignore names), not in the directory it was pasted in: the
+	// repository's root.
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if n := e.Name(); n != "bin" && n != "walkthrough" && n != "output.txt" && !strings.HasPrefix(n, ".") {
+			t.Errorf("the walkthrough left %s in the directory it was pasted in", n)
+		}
+	}
 	// The --json connection report: the JSON object in the output.
 	var rep dial.Report
 	text := out.String()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ztls-project/ztls/tls13"
+	"github.com/ztls-project/ztls/zdata"
 )
 
 // Report is the connection report of `ztls connect --json`:
@@ -150,9 +151,17 @@ func (r *Report) fillTLS(st tls13.ConnectionState) {
 
 // WriteText prints the report for people.
 func (r *Report) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "connected to %s: %s over %s", r.Address, strings.ToUpper(r.Mode), r.Transport)
-	if r.FallbackReason != "" {
-		fmt.Fprintf(w, " (fell back: %s)", r.FallbackReason)
+	mode := strings.ToUpper(r.Mode)
+	if r.Mode == "tls" {
+		mode = "TLS 1.3"
+	}
+	fmt.Fprintf(w, "connected to %s: %s over %s", r.Address, mode, r.Transport)
+	switch {
+	case r.FallbackReason == "":
+	case r.fellBack():
+		fmt.Fprintf(w, " (fell back from ZTLS because %s)", r.FallbackReason)
+	default:
+		fmt.Fprintf(w, " (no ZTLS: %s)", r.FallbackReason)
 	}
 	if r.TurboFallback != "" {
 		fmt.Fprintf(w, " (TurboTLS not used: %s)", r.TurboFallback)
@@ -253,6 +262,18 @@ func (r *Report) writeSteps(w io.Writer) {
 		i = j
 	}
 	fmt.Fprintln(w)
+}
+
+// fellBack reports whether ZTLS was tried and given up (Z-data found but
+// not usable, an offer the server refused or aborted on, answers too late),
+// as opposed to never tried: Mode "tls", no Z-data published, nothing to
+// send early, no name or resolver to look the Z-data up with.
+func (r *Report) fellBack() bool {
+	switch r.FallbackReason {
+	case "", ReasonModeTLS, ReasonNoResolver, ReasonIPLiteral, ReasonNoEarly, ReasonServerName, ReasonRemembered:
+		return false
+	}
+	return !strings.HasPrefix(r.FallbackReason, string(zdata.ReasonNoZData))
 }
 
 func orNone(s, none string) string {

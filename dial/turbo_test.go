@@ -159,6 +159,76 @@ func TestConnectTurboBlockedFallsBack(t *testing.T) {
 	}
 }
 
+// Nothing listens on the UDP port: the ICMP port unreachable fails the
+// socket (turbo.MissUDPError) before the wait ends, and the handshake
+// goes on over the TCP connection already open: the same ClientHello
+// without early data (mode tls), a new one with it (auto: ZTLS).
+func TestConnectTurboPortUnreachableFallsBack(t *testing.T) {
+	w := startWorld(t, lab.Options{Turbo: true})
+	closed, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := closed.LocalAddr().(*net.UDPAddr).Port
+	closed.Close()
+	for _, mode := range []string{"auto", "tls"} {
+		r, err := connect(t, w, func(o *Options) {
+			o.Mode, o.Turbo, o.TurboPort, o.TurboWait = Mode(mode), true, port, 5*time.Second
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := r.Report
+		if rep.Transport != "tcp" || !strings.HasPrefix(rep.TurboFallback, turbo.ReasonUDPError+": ") ||
+			!strings.Contains(rep.TurboFallback, "refused") || rep.Turbo == nil || rep.Turbo.Responses != 0 {
+			t.Fatalf("%s: transport %s (%s)", mode, rep.Transport, rep.TurboFallback)
+		}
+		if want := map[string]string{"auto": "ztls", "tls": "tls"}[mode]; rep.Mode != want {
+			t.Fatalf("%s: mode %s (%s)", mode, rep.Mode, rep.FallbackReason)
+		}
+	}
+}
+
+// firstResponseLost drops the first datagram the client's UDP socket
+// reads: the server's flight stays incomplete (turbo.MissIncomplete).
+type firstResponseLost struct {
+	net.Conn
+	dropped bool
+}
+
+func (f *firstResponseLost) Read(b []byte) (int, error) {
+	n, err := f.Conn.Read(b)
+	if err == nil && !f.dropped {
+		f.dropped = true
+		return f.Conn.Read(b)
+	}
+	return n, err
+}
+
+// A response datagram lost: the flight is incomplete when the wait runs
+// out, the report says so as for a flight that never came, and the
+// handshake goes on over TCP.
+func TestConnectTurboIncompleteFlightFallsBack(t *testing.T) {
+	w := startWorld(t, lab.Options{Turbo: true})
+	for _, mode := range []string{"auto", "tls"} {
+		lose := func(c net.Conn) net.Conn { return &firstResponseLost{Conn: c} }
+		r, err := connectCtx(t, wrapUDP(lose), w, func(o *Options) {
+			o.Mode, o.Turbo, o.TurboWait = Mode(mode), true, 100*time.Millisecond
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := r.Report
+		if rep.Transport != "tcp" || rep.TurboFallback != turbo.ReasonUDPTimeout || rep.Turbo == nil ||
+			rep.Turbo.Responses == 0 || rep.Turbo.ServerFlight != 0 {
+			t.Fatalf("%s: transport %s (%s), turbo %+v", mode, rep.Transport, rep.TurboFallback, rep.Turbo)
+		}
+		if want := map[string]string{"auto": "ztls", "tls": "tls"}[mode]; rep.Mode != want {
+			t.Fatalf("%s: mode %s (%s)", mode, rep.Mode, rep.FallbackReason)
+		}
+	}
+}
+
 // The readable report shows what TurboTLS did and the steps in time
 // order, those of one moment together.
 func TestReportTextShowsTurboAndSteps(t *testing.T) {

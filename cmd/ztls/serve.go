@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -41,6 +40,7 @@ type serveFlags struct {
 	zdataDir   string
 	strike     string
 	strikeFile string
+	strikeTLS  strikeTLSFlags // --strike-register-ca, -cert, -key, -password-file
 	window     time.Duration
 	turbo      bool
 	hsTimeout  time.Duration
@@ -109,8 +109,9 @@ memory and exits (a second signal stops at once).`,
 	fs.IntVar(&f.keyPool, "keyshare-pool", 0, "keep up to N x25519 keys made ahead of need, refilled in the background, so a handshake only computes its shared secret (0: off; each key serves one handshake)")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print one line per connection")
 	fs.StringVar(&f.backend, "backend", "", "reverse-proxy HTTP/1.1 to URL (early requests get Early-Data: 1; a 425 answer is retried after the handshake)")
-	fs.StringVar(&f.strike, "strike-register", "", "share 0-RTT and ZTLS anti-replay state with a fleet: redis://HOST:PORT, or redis://:PASSWORD@HOST:PORT (shows in ps: prefer --strike-register-file or $"+envRedisPassword+", which is used when the URL has no password); required when servers share Z-data keys (a --seed-file fleet, or one Z-data directory). Redis must run with maxmemory-policy noeviction; it fails closed: early data is refused while Redis is unreachable, and after it lost data (docs/security.md)")
+	fs.StringVar(&f.strike, "strike-register", "", "share 0-RTT and ZTLS anti-replay state with a fleet: redis://[USER[:PASSWORD]@]HOST:PORT[/DB], rediss://... (TLS), redis-sentinel://[USER@]HOST:PORT[,HOST:PORT...]/MASTER or redis-cluster://[USER@]HOST:PORT[,HOST:PORT...] (a password in the URL shows in ps: prefer --strike-register-password-file, --strike-register-file or $"+envRedisPassword+"); required when servers share Z-data keys (a --seed-file fleet, or one Z-data directory). Redis must run with maxmemory-policy noeviction; it fails closed: early data is refused while Redis is unreachable, and after it lost data (docs/security.md)")
 	fs.StringVar(&f.strikeFile, "strike-register-file", "", "read the --strike-register URL (with its password) from FILE instead, so it does not show in ps; FILE must not be readable by group or others (chmod 600)")
+	f.strikeTLS.register(fs)
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9180): handshakes by mode, ZTLS accepted/rejected by reason, early bytes, strike-register errors, TurboTLS datagrams, Z-data key expiry, connections open and closed by --max-conns-per-ip and --max-conns-per-net")
 	fs.BoolVar(&f.rotate, "rotate", true, "with --zdata: add each period's Z-data key before it is due and drop expired ones (what 'ztls zdata rotate' does from cron); one process per directory rotates, the others reload")
 	fs.StringVar(&f.publish.server, "publish", "", "with --zdata: push the Z-data records to this RFC 2136 primary (HOST[:PORT]) at start and whenever they change (see 'ztls zdata publish')")
@@ -362,11 +363,12 @@ func (s *serving) sharedRegister(cfg *tls13.Config) error {
 	if err != nil {
 		return err
 	}
-	reg, err := redisreg.New(redisreg.Options{Addr: r.addr, Password: r.password, MaxClockSkew: s.f.skew})
+	r.opts.MaxClockSkew = s.f.skew
+	reg, err := redisreg.New(r.opts)
 	if err != nil {
 		return err
 	}
-	s.log.Info("anti-replay register shared in Redis", "url", r.shown, "auth", r.auth)
+	s.log.Info("anti-replay register shared in Redis", "url", r.shown, "mode", r.opts.Mode.String(), "tls", r.tlsShown, "auth", r.auth)
 	s.undo = append(s.undo, func() { reg.Close() })
 	cfg.StrikeRegister, s.reg = reg, reg
 	if s.zdir == nil {
@@ -386,88 +388,6 @@ func (s *serving) sharedRegister(cfg *tls13.Config) error {
 	}
 	s.undo = append(s.undo, release)
 	return nil
-}
-
-// envRedisPassword names the environment variable that holds the fleet
-// Redis's password when the --strike-register URL carries none: unlike the
-// command line, the environment does not show in ps.
-const envRedisPassword = "REDIS_PASSWORD"
-
-// redisTarget is where the fleet's register lives and how to log in.
-type redisTarget struct {
-	addr     string // host:port
-	password string // "" when Redis asks for none
-	shown    string // the URL with its password masked: for errors and logs
-	auth     string // where the password came from, for the log
-}
-
-// redisTarget reads the register's URL from --strike-register or
-// --strike-register-file, and its password from the URL or else from
-// $REDIS_PASSWORD. Nothing it returns or logs holds the password but
-// the password field.
-func (f *serveFlags) redisTarget() (redisTarget, error) {
-	flag, raw := "--strike-register", f.strike
-	if f.strikeFile != "" {
-		if f.strike != "" {
-			return redisTarget{}, errors.New("give --strike-register or --strike-register-file, not both")
-		}
-		var err error
-		if raw, err = readSecretFile(f.strikeFile); err != nil {
-			return redisTarget{}, fmt.Errorf("--strike-register-file: %w", err)
-		}
-		flag = "--strike-register-file " + f.strikeFile
-	}
-	return parseRedisURL(flag, raw, os.Getenv(envRedisPassword))
-}
-
-// parseRedisURL reads redis://[:PASSWORD@]HOST:PORT; envPassword is the
-// password used when the URL has none.
-func parseRedisURL(flag, raw, envPassword string) (redisTarget, error) {
-	r := redisTarget{shown: redactRedisURL(raw)}
-	u, err := url.Parse(raw)
-	// An @ that url.Parse did not take for the end of a user and password
-	// means a password with an unescaped / ? or #, read as host and path:
-	// refused rather than sent to a host made of the password's first part.
-	if err != nil || u.Scheme != "redis" || u.Hostname() == "" || u.Port() == "" || (u.User == nil && strings.Contains(raw, "@")) {
-		return r, fmt.Errorf("%s: want redis://HOST:PORT or redis://:PASSWORD@HOST:PORT (percent-encode @ / ? # %% in the password), got %q", flag, r.shown)
-	}
-	// The register's Redis client logs in with AUTH PASSWORD, which is the
-	// default user's login (Redis 6 ACLs); it cannot name another user.
-	if name := u.User.Username(); name != "" && name != "default" {
-		return r, fmt.Errorf("%s: %q names a Redis user, but the strike register logs in only as Redis's default user (AUTH PASSWORD): give the password alone, after a colon: redis://:PASSWORD@HOST:PORT", flag, r.shown)
-	}
-	r.addr = u.Host
-	switch pass, _ := u.User.Password(); {
-	case pass != "":
-		r.password, r.auth = pass, "password from the URL"
-	case envPassword != "":
-		r.password, r.auth = envPassword, "password from $"+envRedisPassword
-	default:
-		r.auth = "none"
-	}
-	return r, nil
-}
-
-// redactRedisURL is raw with the user and password (what stands between
-// the scheme and the last @) masked as url.URL.Redacted masks a password.
-// It works on the text rather than on url.Parse's reading, which takes a
-// password holding an unescaped / ? or # for the host and path.
-func redactRedisURL(raw string) string {
-	at := strings.LastIndex(raw, "@")
-	if at < 0 {
-		return raw
-	}
-	start := 0
-	if i := strings.Index(raw[:at], "://"); i >= 0 {
-		start = i + len("://")
-	}
-	// A user name is shown; text with no colon may be a password that
-	// lacks the colon before it, and is masked whole.
-	masked := "xxxxx"
-	if colon := strings.IndexByte(raw[start:at], ':'); colon >= 0 {
-		masked = raw[start:start+colon] + ":xxxxx"
-	}
-	return raw[:start] + masked + raw[at:]
 }
 
 // keepZData rotates (when this process holds the claim), reloads and
@@ -541,6 +461,9 @@ func (s *serving) newServer() error {
 	f := s.f
 	if f.metrics != "" {
 		s.mt = metrics.New()
+		if s.reg != nil {
+			strikeMetrics(s.mt, s.reg)
+		}
 	}
 	cfg := server.Config{
 		TLS:              s.cur.Load,

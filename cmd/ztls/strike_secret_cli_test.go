@@ -36,16 +36,16 @@ func TestCLIStrikeRegisterErrorsHidePassword(t *testing.T) {
 	for _, tc := range []struct {
 		url, want string
 	}{
-		{"redis://:" + pw + "@", "want redis://HOST:PORT"},
-		{"rediss://:" + pw + "@127.0.0.1:6379", `got "rediss://:xxxxx@127.0.0.1:6379"`},
-		{"redis://:" + pw + "@[::1", `got "redis://:xxxxx@[::1"`},
-		// Unescaped, the slash makes url.Parse read ":pw-Kq9f3-never" as
-		// the host: refused, not dialled.
-		{"redis://:" + strikePassword + "@127.0.0.1:6379", `got "redis://:xxxxx@127.0.0.1:6379"`},
-		{pw + "@127.0.0.1:6379", `got "xxxxx@127.0.0.1:6379"`},
-		{"redis://" + pw + "@127.0.0.1:6379", `"redis://xxxxx@127.0.0.1:6379" names a Redis user`},
-		{"redis://admin:" + pw + "@127.0.0.1:6379", `"redis://admin:xxxxx@127.0.0.1:6379" names a Redis user`},
-		{"redis://:" + pw + "@127.0.0.1", `got "redis://:xxxxx@127.0.0.1"`},
+		{"redis://:" + pw + "@", "want redis://[USER[:PASSWORD]@]HOST:PORT"},
+		{"http://:" + pw + "@127.0.0.1:6379", `in "http://:xxxxx@127.0.0.1:6379"`},
+		{"redis://:" + pw + "@[::1", `in "redis://:xxxxx@[::1"`},
+		// Unescaped, the slash would make a URL parser read
+		// ":pw-Kq9f3-never" as the host: refused, not dialled.
+		{"redis://:" + strikePassword + "@127.0.0.1:6379", `in "redis://:xxxxx@127.0.0.1:6379"`},
+		{pw + "@127.0.0.1:6379", `in "xxxxx@127.0.0.1:6379"`},
+		{"redis://admin:" + pw + "@127.0.0.1:6379/db", `in "redis://admin:xxxxx@127.0.0.1:6379/db"`},
+		{"redis-sentinel://admin:" + pw + "@127.0.0.1:26379", `no MASTER name in "redis-sentinel://admin:xxxxx@127.0.0.1:26379"`},
+		{"redis://:" + pw + "@127.0.0.1", `in "redis://:xxxxx@127.0.0.1"`},
 	} {
 		out := serveRefused(t, append(serve, tc.url)...)
 		if !strings.Contains(out, tc.want) {
@@ -86,6 +86,11 @@ func TestCLIStrikeRegisterPasswordOutOfBand(t *testing.T) {
 	if err := os.Chmod(file, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	pwFile := filepath.Join(s.dir, "strike-password")
+	writeFile(t, pwFile, strikePassword+"\n")
+	if err := os.Chmod(pwFile, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		env  []string
@@ -97,6 +102,8 @@ func TestCLIStrikeRegisterPasswordOutOfBand(t *testing.T) {
 			"the strike register started after this ClientHello", "auth=\"password from the URL\""},
 		{"environment", []string{envRedisPassword + "=" + strikePassword}, []string{"--strike-register", "redis://" + redis},
 			"the strike register started after this ClientHello", "auth=\"password from $REDIS_PASSWORD\""},
+		{"password file", []string{envRedisPassword + "=" + wrong}, []string{"--strike-register", "redis://" + redis, "--strike-register-password-file", pwFile},
+			"the strike register started after this ClientHello", "auth=\"password from " + pwFile + "\""},
 		// The URL's password comes first.
 		{"URL before environment", []string{envRedisPassword + "=" + wrong}, []string{"--strike-register-file", file},
 			"the strike register started after this ClientHello", "auth=\"password from the URL\""},

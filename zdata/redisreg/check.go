@@ -147,6 +147,14 @@ func (rep Report) String() string {
 		}
 		fmt.Fprintf(&b, "memory complete since: unknown for %d of %d tags (a loss of data, or never used: the next call records it)\n", lost, len(rep.Tags))
 	}
+	same := true
+	for _, t := range rep.Tags {
+		same = same && t.Node == rep.Tags[0].Node && t.State == rep.Tags[0].State && t.Since.Equal(rep.Tags[0].Since)
+	}
+	if same && len(rep.Tags) > 0 {
+		fmt.Fprintf(&b, "tags: %d, all on %s, %s\n", len(rep.Tags), rep.Tags[0].Node, rep.Tags[0].State)
+		return b.String()
+	}
 	for _, t := range rep.Tags {
 		fmt.Fprintf(&b, "  %-6s %-22s %s", t.Tag, t.Node, t.State)
 		if t.State == "complete" {

@@ -505,3 +505,24 @@ func TestClusterFailover(t *testing.T) {
 	outage := w.afterFailover(start)
 	t.Logf("Cluster primary killed: the register refused for %v of real time, then early data made after the loss (+ W + MaxClockSkew) was accepted", outage.Round(time.Millisecond))
 }
+
+// TestRegisterCheckReport: Check reads what the first call recorded (the
+// loss found on one tag is recorded on all), and a FLUSHALL shows.
+func TestRegisterCheckReport(t *testing.T) {
+	s := startRedis(t, 0)
+	clk := ztlsclock.NewManual(time.Unix(1_800_000_000, 0))
+	r := newReg(t, s.addr, clk)
+	rep, err := r.Check(context.Background())
+	if _, complete := rep.MemorySince(); err != nil || complete || rep.Policy != "noeviction" || len(rep.Tags) != shards {
+		t.Fatalf("before any use: %v\n%v", err, rep)
+	}
+	warm(t, r, clk)
+	rep, err = r.Check(context.Background())
+	if since, complete := rep.MemorySince(); err != nil || !complete || !since.Equal(clk.Now()) {
+		t.Fatalf("after the first call: %v, since %v, complete %v\n%v", err, since, complete, rep)
+	}
+	s.raw(t, "FLUSHALL")
+	if rep, err = r.Check(context.Background()); err != nil || !strings.Contains(rep.String(), "lost") {
+		t.Fatalf("after FLUSHALL: %v\n%v", err, rep)
+	}
+}

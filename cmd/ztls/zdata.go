@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -120,6 +121,9 @@ func init() {
 					*f = abs
 				}
 			}
+			if err := checkNoZData(out); err != nil {
+				return err
+			}
 			// All or nothing: a refused certificate leaves no directory.
 			d, err := zdata.NewDir(out, cfg, seed, clock.Now())
 			if err != nil {
@@ -156,6 +160,23 @@ func init() {
 	fs.DurationVar(&ttl, "ttl", 5*time.Minute, "largest TTL to print")
 	bf.add(fs)
 	zdataCmd.AddCommand(cmd)
+}
+
+// checkNoZData refuses an --out that already holds Z-data, saying what is
+// there and the ways forward: zdata new never replaces keys that servers
+// may hold and clients may have cached.
+func checkNoZData(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, zdata.ServiceFile)); err != nil {
+		return nil // zdata.NewDir says what else is in the way
+	}
+	what := "Z-data"
+	if d, err := zdata.LoadDir(dir); err == nil {
+		now := clock.Now()
+		what = fmt.Sprintf("the Z-data of %s port %d (%d keys, %d live now)", d.Config.Host, d.Config.Port,
+			len(d.Keyring.All()), len(d.Keyring.Live(now)))
+	}
+	return fmt.Errorf("--out %s already holds %s: 'ztls zdata rotate %s' adds the keys of the coming periods, 'ztls zdata show %s' lists them; to start over (another host, port or certificate), give another --out, or stop the servers using %s and remove it first (clients keep its records until their TTL ends)",
+		dir, what, dir, dir, dir)
 }
 
 func init() {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
@@ -98,6 +99,11 @@ func (a *attempt) abortedOnZTLS(c *tls13.Conn, err error) bool {
 	}
 	return errors.As(err, &ae) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		isReset(err) || errors.Is(err, tls13.ErrClosedDuringHandshake)
+}
+
+// isReset reports whether err is the peer resetting the connection.
+func isReset(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // dropZTLS makes the retry after an abort on ztls plain TLS 1.3: the

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -108,8 +107,4 @@ func (m *Memory) saveLocked(now time.Time) {
 	if os.WriteFile(tmp, data, 0o600) == nil {
 		os.Rename(tmp, m.path)
 	}
-}
-
-func isReset(err error) bool {
-	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }

@@ -139,13 +139,35 @@ interactive: each line typed is sent, what comes back is printed, Ctrl-D
 ends the input (the half-close) and Ctrl-C quits; --timeout then bounds
 the connecting and the wait after Ctrl-D, not the typing.
 
+A request line typed alone, such as --data 'GET /', is no request an HTTP
+server can answer (it waits for the header, or calls it malformed): it is
+sent as the whole HTTP/1.1 request it stands for, with Host (the
+--servername, else the host, and the port unless 443), User-Agent and
+Connection: close, and the blank line that ends it. --raw sends the data
+exactly as given. For HTTP, 'ztls get URL' writes the request for you.
+
+--showcerts prints the server's certificate chain as PEM after the
+response, each with its subject and issuer (as openssl s_client
+-showcerts); under ZTLS the chain is the one from DNS, the server having
+omitted its Certificate. When verification fails, the certificate that
+failed is printed instead.
+
 Exit status: 0 when the response ended as it should, 1 otherwise (no
-connection, a failed handshake, a response cut short or not finished
+connection, a failed handshake, a server that closed without a byte of
+response to the request sent, a response cut short or not finished
 within --timeout), with or without --json; once a connection is tried,
 --json prints the report, its "error" field set when it failed (a flag
 refused before that prints no report).`
 	connectExample = `  ztls connect 127.0.0.1:8443 --ca cert.pem --servername localhost --data 'ping'
   ztls connect example.test:443 --json
+  # an HTTP request line alone is completed: Host: example.test, CRLFs
+  ztls connect example.test:443 --data 'GET /'
+  # the server's chain as PEM, as openssl s_client -showcerts
+  ztls connect example.test:443 --showcerts </dev/null
+  # two resolvers, tried in order; or DNS over TLS to a resolver by name
+  ztls connect example.test:443 --resolver 10.0.0.53 --resolver 10.0.1.53 --data 'GET /'
+  ztls connect example.test:443 --resolver 9.9.9.9 --dns-transport tls --dns-servername dns.quad9.net --data 'GET /'
+  ZTLS_RESOLVER=127.0.0.1:5354 ztls connect www.ztls.test:8443 --ca ca.pem --data 'GET /' --json
   # a POST goes after the handshake; to accept that it may be replayed:
   ztls connect example.test:443 --early-unsafe \
       --data $'POST /vote HTTP/1.1\r\nHost: example.test\r\nContent-Length: 0\r\n\r\n'
@@ -158,14 +180,34 @@ and print the response (status line and header as received, then the
 body); --json prints the connection report on standard output and the
 response on standard error.
 
+The request is shaped with curl's flags: -H adds a header (repeatable), -X
+sets the method, -d sends a body (a POST unless -X says otherwise; @FILE
+reads a file, @- standard input), -I asks for the header only (HEAD).
+Only a GET, HEAD or OPTIONS goes as early data: a request with a body is
+sent after the handshake, once, whatever the fallback. -o writes the body
+to a file (the status line and header then go to standard error).
+--resolve HOST:PORT:ADDR connects to ADDR without asking DNS for the
+address, the URL's name still sent and verified (ZTLS is then not
+tried: the Z-data is looked up by name).
+
 get stops at the response's end (its Content-Length or last chunk),
 whether or not the server then closes the connection. Exit status: 0 for
-a whole response (whatever its HTTP status), 1 otherwise (no connection,
-a failed handshake, a response cut short, longer than --max-bytes or not
-finished within --timeout), with or without --json.`
+a whole response (whatever its HTTP status; with --fail, 22 for a status
+of 400 or more, whose response is not printed, as curl), 1 otherwise (no
+connection, a failed handshake, a response cut short, longer than
+--max-bytes or not finished within --timeout), with or without --json.`
 	getExample = `  ztls get https://localhost:8443/ --ca cert.pem
   ztls get https://localhost:8443/index.html --ca cert.pem --json
-  ztls get https://localhost:8443/ --ca cert.pem --http2   # HTTP/2, as browsers speak it`
+  ztls get https://localhost:8443/ --ca cert.pem --http2   # HTTP/2, as browsers speak it
+  # curl's habits: headers, a POST, the header only, the body to a file
+  ztls get https://example.test/api -H 'Accept: application/json' -H 'Authorization: Bearer TOKEN'
+  ztls get https://example.test/form -d 'name=ztls' -d 'lang=go'
+  ztls get https://example.test/upload -X PUT -d @report.json -H 'Content-Type: application/json'
+  ztls get https://example.test/ -I
+  ztls get https://example.test/big.tar -o big.tar --fail || echo "HTTP error or no response"
+  # a server not (yet) in DNS, reached by its name
+  ztls get https://www.example.test/ --resolve www.example.test:443:192.0.2.10
+  ZTLS_RESOLVER=127.0.0.1:5354 ztls get https://www.ztls.test:8443/ --ca ca.pem`
 )
 
 func init() {
@@ -222,7 +264,7 @@ func newGetCmd() *cobra.Command {
 	var http2 bool
 	get := &cobra.Command{
 		Use:     "get URL",
-		Short:   "HTTP GET over TLS 1.3 and print the response",
+		Short:   "Fetch a URL over TLS 1.3 (curl's -H, -X, -d, -I, -o, --fail, --resolve) and print the response",
 		Long:    getLong,
 		Example: getExample,
 		Args:    oneArg("URL", "https://example.com/"),

@@ -89,8 +89,9 @@ The type is any record type (A, AAAA, TXT, TLSA, HTTPS, CERT, MX, ...) or
   HTTPS                      NAME for port 443, else _PORT._https.NAME
 and prints each answer the moment it lands, then the total.
 
-The resolvers come from /etc/resolv.conf unless @SERVER or --resolver
-names them. A resolver without a port is reached on -p, else on 53 (853
+The resolvers come from @SERVER or --resolver (repeatable, tried in
+order), else from ZTLS_RESOLVER (HOST[:PORT], as the Go client reads it),
+else from /etc/resolv.conf. A resolver without a port is reached on -p, else on 53 (853
 with --dns-transport tls). Over TLS its certificate must name
 --dns-servername (default: the resolver's address) and chain to --dns-ca
 (default: the system roots).
@@ -100,6 +101,7 @@ lands; --type ztls adds a last line with kind "service" summing up.`,
 		Example: `  ztls lookup www.example.test
   ztls lookup @127.0.0.1 -p 5353 www.example.test AAAA +short
   ztls lookup www.example.test --type AAAA --resolver 127.0.0.1:5353
+  ZTLS_RESOLVER=127.0.0.1:5353 ztls lookup www.example.test ztls +short
   ztls lookup www.example.test ztls --port 8443 --resolver 127.0.0.1:5353 --dns-transport tcp
   ztls lookup www.example.test --type ztls --resolver 127.0.0.1:853 --dns-transport tls \
       --dns-ca ca.pem --dns-servername dns.example.test --json`,

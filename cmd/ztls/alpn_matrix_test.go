@@ -189,8 +189,8 @@ func alpnName(protos []string) string {
 	return protos[0]
 }
 
-// TestALPNMatrix runs every cell: 72 through the transport, 36 through
-// get (GET only), 48 through connect (http/1.1 and both: connect sends
+// TestALPNMatrix runs every cell: 72 through the transport, 72 through
+// get (a POST with -d), 48 through connect (http/1.1 and both: connect sends
 // the bytes it is given, here an HTTP/1.1 request). It logs one line per
 // cell: the backend's count, the connections the server accepted, ZTLS.
 func TestALPNMatrix(t *testing.T) {
@@ -208,9 +208,9 @@ func TestALPNMatrix(t *testing.T) {
 			{"both", nil, true, []string{"GET", "POST"}},
 		}, runTransport},
 		{"get", []alpnClient{
-			{"h2", []string{"h2"}, true, []string{"GET"}},              // get --http2 --alpn h2
-			{"http/1.1", []string{"http/1.1"}, false, []string{"GET"}}, // get
-			{"both", nil, true, []string{"GET"}},                       // get --http2
+			{"h2", []string{"h2"}, true, []string{"GET", "POST"}},              // get --http2 --alpn h2
+			{"http/1.1", []string{"http/1.1"}, false, []string{"GET", "POST"}}, // get
+			{"both", nil, true, []string{"GET", "POST"}},                       // get --http2
 		}, runGet},
 		{"connect", []alpnClient{
 			{"http/1.1", []string{"http/1.1"}, false, []string{"GET", "POST"}},
@@ -301,9 +301,13 @@ func runTransport(t *testing.T, aw *alpnWorld, c alpnClient, method, path string
 	return rep, err
 }
 
-// runGet runs ztls get (GET only): --http2 for the clients that switch.
-func runGet(t *testing.T, aw *alpnWorld, c alpnClient, _, path string) (dial.Report, error) {
+// runGet runs ztls get (a POST with -d): --http2 for the clients that
+// switch.
+func runGet(t *testing.T, aw *alpnWorld, c alpnClient, method, path string) (dial.Report, error) {
 	args := []string{"get", "https://" + aw.w.HostPort() + path}
+	if method == "POST" {
+		args = append(args, "-d", "pay=1")
+	}
 	if c.canSwitch {
 		args = append(args, "--http2")
 	}

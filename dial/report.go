@@ -178,24 +178,7 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprint(w, ", resumed")
 	}
 	fmt.Fprintln(w)
-	if len(r.PeerChain) > 0 {
-		from := ""
-		if r.TLS.CertificateFromDNS {
-			from = " (leaf from DNS: the server omitted its Certificate)"
-		}
-		switch r.TLS.Chain {
-		case tls13.ChainCached:
-			from += " (verified by an earlier connection: from the chain cache, revocation checked again)"
-		case tls13.ChainPrevalidated:
-			from += " (verified ahead, by the prefetch)"
-		}
-		if r.TLS.CertificateCompression != "" {
-			from += " (sent " + r.TLS.CertificateCompression + "-compressed)"
-		}
-		fmt.Fprintf(w, "  verified chain: %s%s\n", strings.Join(r.PeerChain, " <- "), from)
-	} else if !r.TLS.Resumed {
-		fmt.Fprintln(w, "  certificate NOT verified (InsecureSkipVerify)")
-	}
+	r.writeChain(w)
 	if r.EarlyData.Offered {
 		state := "rejected"
 		if r.EarlyData.Accepted {
@@ -233,6 +216,31 @@ func (r *Report) WriteText(w io.Writer) {
 		limited = " (stopped there: the most asked for)"
 	}
 	fmt.Fprintf(w, "  response: %d bytes%s\n", r.ResponseBytes, limited)
+}
+
+// writeChain prints the verified chain and where it came from, or that
+// none was verified.
+func (r *Report) writeChain(w io.Writer) {
+	if len(r.PeerChain) == 0 {
+		if !r.TLS.Resumed {
+			fmt.Fprintln(w, "  certificate NOT verified (InsecureSkipVerify)")
+		}
+		return
+	}
+	from := ""
+	if r.TLS.CertificateFromDNS {
+		from = " (leaf from DNS: the server omitted its Certificate)"
+	}
+	switch r.TLS.Chain {
+	case tls13.ChainCached:
+		from += " (verified by an earlier connection: from the chain cache, revocation checked again)"
+	case tls13.ChainPrevalidated:
+		from += " (verified ahead, by the prefetch)"
+	}
+	if r.TLS.CertificateCompression != "" {
+		from += " (sent " + r.TLS.CertificateCompression + "-compressed)"
+	}
+	fmt.Fprintf(w, "  verified chain: %s%s\n", strings.Join(r.PeerChain, " <- "), from)
 }
 
 // writeSteps prints the trace in the order the steps happened (several

@@ -82,6 +82,11 @@ func (g *getFlags) build() (*getRequest, error) {
 			return nil, fmt.Errorf("--header (-H) %q: a value cannot hold a line break or control character", h)
 		}
 		name = textproto.CanonicalMIMEHeaderKey(name)
+		if name == "Content-Length" || name == "Transfer-Encoding" {
+			// A second framing header would make the request ambiguous
+			// (RFC 9112, Section 6.3).
+			return nil, fmt.Errorf("--header (-H) %q: get frames the body itself (Content-Length from --data)", h)
+		}
 		if value == "" {
 			r.remove = append(r.remove, name)
 			r.header.Del(name)

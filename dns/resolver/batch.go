@@ -2,9 +2,12 @@ package resolver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/miekg/dns"
@@ -115,11 +118,21 @@ func (r *Resolver) queryBatch(ctx context.Context, qs []*dns.Msg, land landFunc)
 	b := newOpenQuestions(qs, land)
 	attempt := r.cfg.Timeout / time.Duration(2*len(r.servers))
 	attempt = min(max(attempt, 50*time.Millisecond), 2*time.Second)
-	for len(b.open) > 0 {
+	// A server whose certificate failed verification is not asked again
+	// within this budget: that is not transient, and a lookup that only
+	// has such servers fails at once.
+	badCert := make([]bool, len(r.servers))
+	for len(b.open) > 0 && slices.Contains(badCert, false) {
 		for i := range r.servers {
+			if badCert[i] {
+				continue
+			}
 			ms, note := b.round()
 			actx, acancel := context.WithTimeout(ctx, attempt)
-			r.tryBatch(actx, i, ms, note)
+			r.tryBatch(actx, i, ms, func(j int, reply *dns.Msg, transport string, err error) {
+				badCert[i] = badCert[i] || isCertificateError(err)
+				note(j, reply, transport, err)
+			})
 			acancel()
 			b.closeLanded()
 			if len(b.open) == 0 || ctx.Err() != nil {
@@ -132,7 +145,7 @@ func (r *Resolver) queryBatch(ctx context.Context, qs []*dns.Msg, land landFunc)
 		}
 	}
 	for _, k := range b.open {
-		land(k, nil, "", queryError(ctx, r.cfg.Timeout, qs[k].Question[0], b.items[k].lastErr))
+		land(k, nil, "", queryError(ctx, r.cfg.Timeout, r.servers, qs[k].Question[0], b.items[k].lastErr))
 	}
 }
 
@@ -226,15 +239,22 @@ func (b *openQuestions) closeLanded() {
 }
 
 // queryError says why question q got no answer.
-func queryError(ctx context.Context, budget time.Duration, q dns.Question, lastErr error) error {
+func queryError(ctx context.Context, budget time.Duration, servers []string, q dns.Question, lastErr error) error {
 	what := q.Name + " " + dns.TypeToString[q.Qtype]
 	if lastErr == nil || isDeadline(lastErr) {
 		if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			return fmt.Errorf("resolver: %s: %w", what, err)
 		}
-		return fmt.Errorf("resolver: %s: no reply within %v", what, budget)
+		return fmt.Errorf("resolver: %s: no reply from %s within %v", what, strings.Join(servers, ", "), budget)
 	}
 	return fmt.Errorf("resolver: %s: %w", what, lastErr)
+}
+
+// isCertificateError reports whether err is a server's certificate that
+// failed verification (untrusted, expired, for another name).
+func isCertificateError(err error) bool {
+	var ce *tls.CertificateVerificationError
+	return errors.As(err, &ce)
 }
 
 // isDeadline reports whether err only says that time ran out.

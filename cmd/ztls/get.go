@@ -44,7 +44,7 @@ func (g *getFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&g.resolve, "resolve", nil, "connect to ADDR for HOST:PORT, as curl --resolve HOST:PORT:ADDR (repeatable; ADDR an IP address): the URL's name is still sent as SNI and Host and verified in the certificate; ZTLS is not tried (its Z-data is looked up by name)")
 }
 
-// request is get's request: its method, its header lines after the
+// getRequest is get's request: its method, its header lines after the
 // defaults, and its body (nil: none).
 type getRequest struct {
 	method string

@@ -134,9 +134,11 @@ func TestEarlyCLIPostNotEarlyByDefault(t *testing.T) {
 		t.Fatalf("POST: backend saw %+v, want one request not early with the body", seen)
 	}
 
-	// Data that is not an HTTP request is not sent early either.
-	if rep := s.connectJSON(t, "ping"); rep.EarlyData.Offered || !strings.Contains(rep.FallbackReason, "not an HTTP request") {
-		t.Fatalf("non-HTTP data: early %+v, fallback %q", rep.EarlyData, rep.FallbackReason)
+	// Data that is not an HTTP request is not sent early either (and the
+	// HTTP server, closing without a response, makes it exit status 1).
+	r := uxRun(t, nil, s.args("ping")...)
+	if rep := uxReport(t, r); r.code != 1 || rep.EarlyData.Offered || !strings.Contains(rep.FallbackReason, "not an HTTP request") {
+		t.Fatalf("non-HTTP data: exit %d, early %+v, fallback %q", r.code, rep.EarlyData, rep.FallbackReason)
 	}
 	s.backend.next()
 

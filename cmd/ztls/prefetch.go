@@ -65,6 +65,8 @@ handshake contacts the server (a TLS handshake's work on its side);
 Z-data comes from DNS alone and costs the server nothing.`,
 		Example: `  ztls prefetch www.example.test example.org:8443 --resolver 127.0.0.1:5353 --ca ca.pem
   ztls prefetch www.example.test --ocsp hard --json
+  # the names prefetched hidden from the path: DNS over TLS, the resolver checked by name
+  ztls prefetch www.example.test --resolver 9.9.9.9 --dns-transport tls --dns-servername dns.quad9.net
   ztls prefetch --clear`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPrefetch(&f, args)

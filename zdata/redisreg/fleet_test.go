@@ -189,7 +189,7 @@ func TestFleetReplayAndFailClosed(t *testing.T) {
 
 // clientSelects is the client's view of DNS: the record it selects, and
 // its leaf, from what svc publishes at now.
-func clientSelects(t *testing.T, svc *zdata.Service, leaf *testpki.Leaf, ca *testpki.CA, now time.Time) (*zdata.Record, *x509.Certificate) {
+func clientSelects(t testing.TB, svc *zdata.Service, leaf *testpki.Leaf, ca *testpki.CA, now time.Time) (*zdata.Record, *x509.Certificate) {
 	t.Helper()
 	var txt [][]string
 	var tlsa []*dns.TLSA

@@ -34,7 +34,7 @@ type tlsRedis struct {
 	client  tls.Certificate // issued by ca
 }
 
-func startTLSRedis(t *testing.T, authClients bool) *tlsRedis {
+func startTLSRedis(t testing.TB, authClients bool) *tlsRedis {
 	t.Helper()
 	dir := t.TempDir()
 	ca := testpki.NewCA(t, "ecdsa-p256")
@@ -215,7 +215,7 @@ func startSentinel(t *testing.T) *sentinelSetup {
 }
 
 // waitFor polls cond until it holds, failing the test after a minute.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := ztlsclock.Now().Add(time.Minute)
 	for !cond() {
@@ -415,7 +415,7 @@ type clusterSetup struct {
 	nodes []*redisServer
 }
 
-func startCluster(t *testing.T) *clusterSetup {
+func startCluster(t testing.TB) *clusterSetup {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("Redis Cluster: not with -short")
@@ -444,7 +444,7 @@ func startCluster(t *testing.T) *clusterSetup {
 	return c
 }
 
-func clusterInfo(t *testing.T, s *redisServer, field string) string {
+func clusterInfo(t testing.TB, s *redisServer, field string) string {
 	for _, line := range strings.Split(s.raw(t, "CLUSTER", "INFO").str, "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
 			return v

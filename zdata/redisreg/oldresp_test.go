@@ -2,6 +2,7 @@ package redisreg
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // The register's own RESP2 client until issue 28 (resp.go and the conn of
@@ -269,3 +272,10 @@ func oldInfoField(rep reply, name string) string {
 	}
 	return ""
 }
+
+// quietRedis drops go-redis's own log lines in the tests' output.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
+func init() { goredis.SetLogger(quietRedis{}) }

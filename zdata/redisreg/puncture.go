@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/ztls-project/ztls/bfe"
 	"github.com/ztls-project/ztls/tls13"
 )
@@ -43,22 +41,18 @@ func (r *Register) PunctureLog(host string, port int, life time.Duration) *Punct
 }
 
 // punctureScript sets the positions of one ciphertext in an epoch's
-// bitmap when Redis's memory covers the epoch, with the marker rules of
-// insertScript.
-//
-// KEYS[1] bitmap, KEYS[2] marker; ARGV[1] the latest acceptable "since"
-// (epoch start - MaxClockSkew, Unix ms), ARGV[2] the bitmap's PX, ARGV[3]
-// a pending token, ARGV[4] the pending marker's PX, ARGV[5..] the
-// positions. Reply: {1, old bit...} set, {2, since} memory
-// too young, {3} a loss is being recorded, {4} a loss found (pending).
-var punctureScript = goredis.NewScript(markedScript(`
+// bitmap (KEYS[1]) when Redis's memory covers the epoch, with the marker
+// rules of markedScript: ARGV[1] the latest acceptable "since" (epoch
+// start - MaxClockSkew, Unix ms), ARGV[2] the bitmap's PX, ARGV[6..] the
+// positions. Reply: {1, old bit...} set, or markedScript's.
+var punctureScript = markedScript(`
     local out = {1}
-    for i = 5, #ARGV do
+    for i = 6, #ARGV do
       out[#out + 1] = redis.call('SETBIT', KEYS[1], ARGV[i], 1)
     end
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
     return out
-`))
+`)
 
 // TestAndSet implements bfe.PunctureLog. Any failure, Redis unreachable
 // included, is an error: bfe then refuses the ciphertext (fail closed).

@@ -143,6 +143,7 @@ type Register struct {
 
 	mu       sync.Mutex
 	cl       goredis.UniversalClient // nil until the first call; connects lazily
+	idle     map[string][]*pconn     // by node address
 	closed   bool
 	policy   string    // maxmemory-policy last read; "" before the first reading
 	policyAt time.Time // when (Now) it was read
@@ -208,7 +209,7 @@ func New(opts Options) (*Register, error) {
 	if _, err := rand.Read(id[:]); err != nil {
 		return nil, fmt.Errorf("redisreg: %v", err)
 	}
-	return &Register{opts: opts, id: hex.EncodeToString(id[:])}, nil
+	return &Register{opts: opts, id: hex.EncodeToString(id[:]), idle: map[string][]*pconn{}}, nil
 }
 
 // Keys. Every key holds a hash tag, {sN}, N in 0..shards-1, and each tag
@@ -244,46 +245,36 @@ func (r *Register) entryKey(key []byte) (entry, marker string) {
 //	pending <token> <id>     a loss is being recorded (expires by itself)
 //
 // where id names the Redis process and its replication history: its
-// run_id (INFO server) followed by its master_replid (INFO replication),
-// both read by the script itself, in the process that runs it. A missing
-// marker, an unreadable one, or one naming another id means entries may
-// have been lost: a FLUSHALL, a restart (maybe from an older snapshot: new
-// run_id), a failover to a replica (its own run_id, and a new replid), a
-// failover and back to the old primary (which resynced from the other
-// and was promoted again: a new replid).
-
-// identity is Lua setting local run to the id of the Redis process.
-const identity = `
-if redis.replicate_commands then redis.replicate_commands() end
-local run = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
-local replid = string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)')
-if not run or not replid then return redis.error_reply('ERR ztls: no run_id or master_replid in INFO') end
-run = run .. replid
-`
-
-// insertScript checks the marker and, when Redis's memory covers the
-// ClientHello, inserts the entry.
+// run_id (INFO server) followed by its master_replid (INFO replication).
+// A missing marker, an unreadable one, or one naming another id means
+// entries may have been lost: a FLUSHALL, a restart (maybe from an older
+// snapshot: a new run_id), a failover to a replica (its own run_id, and a
+// new replid), a failover and back to the old primary (which resynced
+// from the other and was promoted again: a new replid).
 //
-// KEYS[1] entry, KEYS[2] marker; ARGV[1] the latest acceptable "since"
-// (notBefore - MaxClockSkew, Unix ms), ARGV[2] the entry's PX, ARGV[3] a
-// pending token, ARGV[4] the pending marker's PX. Reply: {0} replayed,
-// {1} inserted, {2, since} memory too young, {3} a loss is being recorded
-// by another server, {4} a loss found: the marker is now pending with
-// ARGV[3].
-var insertScript = goredis.NewScript(markedScript(`
-    if redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[2]) then return {1} end
-    return {0}
-`))
+// The scripts get the id as an argument: each connection reads it once,
+// when dialled (INFO in every script would cost a third of a round trip).
+// That is as exact as reading INFO in the script: a TCP connection never
+// outlives the Redis process that accepted it, and go-redis's Conn never
+// redials behind the register's back. Only the replid can change under a
+// live connection (a primary demoted and promoted again), so a
+// connection idle for more than maxIdleConn is not reused.
+
+// maxIdleConn is how long a pooled connection may have been idle and still
+// be used: shorter than a failover and back.
+const maxIdleConn = time.Second
 
 // markedScript is a script that does action only while the memory marker
-// (KEYS[2]) says "since T ID" for this Redis process with T no later than
-// ARGV[1]: it answers {2, since} when the memory is too young, {3} when
-// another server is recording a loss, and otherwise (a loss: no marker,
-// or one of another process) marks the loss pending with token ARGV[3]
-// for ARGV[4] ms and answers {4}. action is Lua returning the script's
-// {0}/{1}... reply.
-func markedScript(action string) string {
-	return identity + `
+// (KEYS[2]) says "since T ID" for this Redis process (ARGV[5], its id)
+// with T no later than ARGV[1]: it answers {2, since} when the memory is
+// too young, {3} when another server is recording a loss, and otherwise
+// (a loss: no marker, or one of another process) marks the loss pending
+// with token ARGV[3] for ARGV[4] ms and answers {4}. action is Lua
+// returning the script's {0}/{1}... reply.
+func markedScript(action string) *goredis.Script {
+	return goredis.NewScript(`
+if redis.replicate_commands then redis.replicate_commands() end
+local run = ARGV[5]
 local m = redis.call('GET', KEYS[2])
 if m then
   local since, mrun = string.match(m, '^since (%-?%d+) (%x+)$')
@@ -294,24 +285,32 @@ if m then
 end
 redis.call('SET', KEYS[2], 'pending ' .. ARGV[3] .. ' ' .. run, 'PX', ARGV[4])
 return {4}
-`
+`)
 }
 
+var (
+	// insertScript inserts a ClientHello's entry (KEYS[1]) for ARGV[2]
+	// ms: {1} inserted, {0} replayed.
+	insertScript = markedScript(`
+    if redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[2]) then return {1} end
+    return {0}
+`)
+	// probeScript only records a loss (KEYS[1] is the marker too).
+	probeScript = markedScript(`
+    return {1}
+`)
+)
+
 // sinceScript completes the recording of a loss: if the marker still is
-// the pending one this server wrote, in the same Redis process, it
-// becomes "since ARGV[2]". KEYS[1] marker; ARGV[1] token; reply 1 or 0.
-var sinceScript = goredis.NewScript(identity + `
+// the pending one this server wrote, in the same Redis process (ARGV[3]),
+// it becomes "since ARGV[2]". KEYS[1] marker; ARGV[1] token; reply 1 or 0.
+var sinceScript = goredis.NewScript(`
+if redis.replicate_commands then redis.replicate_commands() end
+local run = ARGV[3]
 if redis.call('GET', KEYS[1]) ~= 'pending ' .. ARGV[1] .. ' ' .. run then return 0 end
 redis.call('SET', KEYS[1], 'since ' .. ARGV[2] .. ' ' .. run)
 return 1
 `)
-
-// probeScript records a loss like insertScript and does nothing else:
-// KEYS[1] and KEYS[2] the marker, ARGV as insertScript's with ARGV[1]
-// past any marker.
-var probeScript = goredis.NewScript(markedScript(`
-    return {1}
-`))
 
 // Results of insertScript.
 const (
@@ -388,19 +387,126 @@ func (r *Register) do(what string, f func(ctx context.Context) error) error {
 	return nil
 }
 
-// exec runs script on the node holding keys and returns its array reply.
-func (r *Register) exec(script *goredis.Script, what string, keys []string, args []any) ([]any, error) {
+// pconn is a pooled connection to one Redis node and the id of the
+// process at its other end.
+type pconn struct {
+	c    *goredis.Conn
+	node string // the node's address, the pool's key
+	id   string
+	used time.Time // real time of its last use
+}
+
+// conn returns a connection to the node holding key: an idle one used
+// within maxIdleConn, or a new one, whose process id it reads.
+func (r *Register) conn(ctx context.Context, key string) (*pconn, error) {
 	cl, err := r.client()
 	if err != nil {
 		return nil, err
 	}
-	var arr []any
-	err = r.do(what, func(ctx context.Context) error {
-		var err error
-		arr, err = script.Run(ctx, cl, keys, args...).Slice()
+	var node *goredis.Client
+	switch c := cl.(type) {
+	case *goredis.ClusterClient:
+		if node, err = c.MasterForKey(ctx, key); err != nil {
+			return nil, err
+		}
+	case *goredis.Client:
+		node = c
+	}
+	addr := node.Options().Addr
+	r.mu.Lock()
+	idle := r.idle[addr]
+	var stale []*pconn
+	for len(idle) > 0 {
+		pc := idle[len(idle)-1]
+		idle = idle[:len(idle)-1]
+		if time.Since(pc.used) < maxIdleConn {
+			r.idle[addr] = idle
+			r.mu.Unlock()
+			closeAll(stale)
+			return pc, nil
+		}
+		stale = append(stale, pc)
+	}
+	r.idle[addr] = idle
+	r.mu.Unlock()
+	closeAll(stale)
+	pc := &pconn{c: node.Conn(), node: addr}
+	server, err := pc.c.Info(ctx, "server").Result()
+	var repl string
+	if err == nil {
+		repl, err = pc.c.Info(ctx, "replication").Result()
+	}
+	if err != nil {
+		pc.c.Close()
+		return nil, err
+	}
+	pc.id = infoField(server, "run_id") + infoField(repl, "master_replid")
+	if len(pc.id) < 2 || strings.Trim(pc.id, "0123456789abcdefABCDEF") != "" {
+		pc.c.Close()
+		return nil, errors.New("no run_id or master_replid in INFO")
+	}
+	return pc, nil
+}
+
+// put returns pc to the pool; after an error it is closed instead.
+func (r *Register) put(pc *pconn, err error) {
+	pc.used = time.Now() // real time: how long the connection idles
+	r.mu.Lock()
+	if err == nil && !r.closed && len(r.idle[pc.node]) < maxIdle {
+		r.idle[pc.node] = append(r.idle[pc.node], pc)
+		pc = nil
+	}
+	var dead []*pconn
+	if err != nil && !isRedisReply(r.wrapErr("", err)) {
+		// The node's connections likely died together (a restart).
+		dead = r.idle[pc.node]
+		delete(r.idle, pc.node)
+	}
+	r.mu.Unlock()
+	closeAll(dead)
+	if pc != nil {
+		pc.c.Close()
+	}
+}
+
+func closeAll(pcs []*pconn) {
+	for _, pc := range pcs {
+		pc.c.Close()
+	}
+}
+
+// maxIdle is how many idle connections the register keeps per node.
+const maxIdle = 8
+
+// exec runs script on a connection to the node holding keys (all under
+// one hash tag) with args, the connection's process id inserted as
+// ARGV[idAt], and returns its reply.
+func (r *Register) exec(script *goredis.Script, what string, keys []string, args []any, idAt int) (any, error) {
+	var rep any
+	err := r.do(what, func(ctx context.Context) error {
+		pc, err := r.conn(ctx, keys[0])
+		if err != nil {
+			return err
+		}
+		a := slices.Insert(slices.Clone(args), idAt-1, any(pc.id))
+		rep, err = script.Run(ctx, pc.c, keys, a...).Result()
+		r.put(pc, err)
 		return err
 	})
-	return arr, err
+	return rep, err
+}
+
+// execArray is exec of a script whose reply is an array.
+func (r *Register) execArray(script *goredis.Script, what string, keys []string, args []any) ([]any, error) {
+	rep, err := r.exec(script, what, keys, args, 5)
+	if err != nil {
+		return nil, err
+	}
+	arr, ok := rep.([]any)
+	if !ok {
+		return nil, fmt.Errorf("redisreg: %s: unexpected reply", what)
+	}
+	return arr, nil
 }
 
 // Stats returns the register's counters.
@@ -468,12 +574,13 @@ func (r *Register) CheckAndInsert(key []byte, now, notBefore, expires time.Time)
 // instead of failing. A timeout is not retried (it would double the wait,
 // and a retry could only refuse anyway).
 func (r *Register) execRetry(script *goredis.Script, what string, keys []string, args []any) ([]any, error) {
-	arr, err := r.exec(script, what, keys, args)
-	if err != nil && !isRedisReply(err) {
+	arr, err := r.execArray(script, what, keys, args)
+	moved := err != nil && isRedirect(err)
+	if err != nil && (!isRedisReply(err) || moved) {
 		r.reloadTopology()
 	}
-	if err != nil && !isRedisReply(err) && !errors.Is(err, context.DeadlineExceeded) && !isTimeout(err) && r.connected() {
-		arr, err = r.exec(script, what, keys, args)
+	if moved || err != nil && !isRedisReply(err) && !errors.Is(err, context.DeadlineExceeded) && !isTimeout(err) && r.connected() {
+		arr, err = r.execArray(script, what, keys, args)
 	}
 	return arr, err
 }
@@ -497,6 +604,17 @@ func (r *Register) connected() bool {
 	return r.cl != nil
 }
 
+// isRedirect says a Cluster node answered that another holds the slot
+// (MOVED, ASK: a slot migration) or cannot serve it now.
+func isRedirect(err error) bool {
+	for _, p := range []string{"MOVED", "ASK", "TRYAGAIN", "CLUSTERDOWN"} {
+		if strings.Contains(err.Error(), "Redis answered: "+p) {
+			return true
+		}
+	}
+	return false
+}
+
 // isAuthErr says a Redis error reply refuses the login.
 func isAuthErr(msg string) bool {
 	return strings.HasPrefix(msg, "WRONGPASS") || strings.HasPrefix(msg, "NOAUTH") || strings.Contains(msg, "AUTH")
@@ -516,25 +634,17 @@ func (r *Register) recordLoss(marker, token string) error {
 	if now.After(time.UnixMilli(since)) {
 		since++
 	}
-	cl, err := r.client()
+	rep, err := r.exec(sinceScript, "recording a loss", []string{marker}, []any{token, since}, 3)
 	if err != nil {
 		return err
 	}
-	var n int64
-	err = r.do("recording a loss", func(ctx context.Context) error {
-		var err error
-		n, err = sinceScript.Run(ctx, cl, []string{marker}, token, since).Int64()
-		return err
-	})
-	switch {
-	case err != nil:
-		return err
+	switch n, _ := rep.(int64); {
 	case n == 1:
 		return nil
 	case n == 0:
 		return fmt.Errorf("redisreg: Redis lost data, and its recording was overtaken: %w", tls13.ErrRegisterTooYoung)
 	}
-	return fmt.Errorf("redisreg: unexpected reply %d to the marker script", n)
+	return errors.New("redisreg: unexpected reply to the marker script")
 }
 
 // sweep records the loss found under one tag under every other tag that
@@ -548,7 +658,7 @@ func (r *Register) sweep(done string) {
 			continue
 		}
 		token := r.id + strconv.FormatUint(r.seq.Add(1), 16)
-		arr, err := r.exec(probeScript, "marker probe", []string{m, m}, []any{int64(math.MaxInt64), 1, token, 2 * ceilMS(r.opts.Timeout)})
+		arr, err := r.execArray(probeScript, "marker probe", []string{m, m}, []any{int64(math.MaxInt64), 1, token, 2 * ceilMS(r.opts.Timeout)})
 		if err != nil {
 			continue
 		}
@@ -702,6 +812,10 @@ func (r *Register) Close() error {
 	r.mu.Lock()
 	cl := r.cl
 	r.closed, r.cl = true, nil
+	for _, idle := range r.idle {
+		closeAll(idle)
+	}
+	clear(r.idle)
 	r.mu.Unlock()
 	if cl != nil {
 		cl.Close()

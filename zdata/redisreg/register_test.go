@@ -129,7 +129,7 @@ func (s *redisServer) stop() {
 }
 
 // raw runs one command on a fresh connection (test inspection).
-func (s *redisServer) raw(t *testing.T, args ...string) reply {
+func (s *redisServer) raw(t testing.TB, args ...string) reply {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", s.addr, time.Second)
 	if err != nil {
@@ -148,7 +148,7 @@ func (s *redisServer) raw(t *testing.T, args ...string) reply {
 }
 
 // info is one field of an INFO section.
-func (s *redisServer) info(t *testing.T, section, field string) string {
+func (s *redisServer) info(t testing.TB, section, field string) string {
 	t.Helper()
 	for _, line := range strings.Split(s.raw(t, "INFO", section).str, "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {

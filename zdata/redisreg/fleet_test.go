@@ -3,6 +3,7 @@ package redisreg
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"io"
 	"net"
@@ -108,6 +109,30 @@ func (r earlyReader) Read(p []byte) (int, error) { return r.c.ReadEarlyData(p) }
 // still served.
 func TestFleetReplayAndFailClosed(t *testing.T) {
 	s := startRedis(t, 0)
+	fleetReplay(t, Options{Addr: s.addr}, s.stop)
+}
+
+// TestFleetReplayModes: the same fleet on each way to Redis (issue 28):
+// TLS, Sentinel, Cluster; with TLS, Redis stopped fails closed too.
+func TestFleetReplayModes(t *testing.T) {
+	t.Run("TLS", func(t *testing.T) {
+		srv := startTLSRedis(t, true)
+		fleetReplay(t, Options{Addr: srv.tlsAddr, TLS: &tls.Config{RootCAs: srv.ca.Pool(), Certificates: []tls.Certificate{srv.client}}}, srv.s.stop)
+	})
+	t.Run("Sentinel", func(t *testing.T) {
+		st := startSentinel(t)
+		fleetReplay(t, Options{Mode: ModeSentinel, Addrs: []string{st.sentinel.addr}, MasterName: "ztls"}, nil)
+	})
+	t.Run("Cluster", func(t *testing.T) {
+		c := startCluster(t)
+		fleetReplay(t, Options{Mode: ModeCluster, Addrs: c.addrs()}, nil)
+	})
+}
+
+// fleetReplay runs the fleet of TestFleetReplayAndFailClosed on a register
+// reached through opts; stop, when not nil, stops Redis for the
+// fail-closed part.
+func fleetReplay(t *testing.T, opts Options, stop func()) {
 	ca := testpki.NewCA(t, "ecdsa-p256")
 	leaf := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{"server.test"}})
 	cert := tls13.Certificate{Chain: leaf.Chain, PrivateKey: leaf.Key, Leaf: leaf.Cert}
@@ -127,7 +152,9 @@ func TestFleetReplayAndFailClosed(t *testing.T) {
 		}
 		// The register's clock starts a minute back so its startup window
 		// (which the unit tests cover) is already over.
-		reg, err := New(Options{Addr: s.addr, Now: func() time.Time { return ztlsclock.Now().Add(-time.Minute) }})
+		o := opts
+		o.Now = func() time.Time { return ztlsclock.Now().Add(-time.Minute) }
+		reg, err := New(o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,7 +204,10 @@ func TestFleetReplayAndFailClosed(t *testing.T) {
 	<-results[1]
 
 	// Redis down: early data refused, the request still answered.
-	s.stop()
+	if stop == nil {
+		return
+	}
+	stop()
 	_, answer, st = dial(addrs[0], true)
 	if st.EarlyDataAccepted || answer != "late answer: GET /" {
 		t.Fatalf("Redis down: early=%v answer=%q", st.EarlyDataAccepted, answer)

@@ -504,6 +504,7 @@ func TestClusterFailover(t *testing.T) {
 	})
 	outage := w.afterFailover(start)
 	t.Logf("Cluster primary killed: the register refused for %v of real time, then early data made after the loss (+ W + MaxClockSkew) was accepted", outage.Round(time.Millisecond))
+	t.Run("slot migration", func(t *testing.T) { clusterMigration(t, c, opts) })
 }
 
 // TestRegisterCheckReport: Check reads what the first call recorded (the
@@ -524,5 +525,88 @@ func TestRegisterCheckReport(t *testing.T) {
 	s.raw(t, "FLUSHALL")
 	if rep, err = r.Check(context.Background()); err != nil || !strings.Contains(rep.String(), "lost") {
 		t.Fatalf("after FLUSHALL: %v\n%v", err, rep)
+	}
+}
+
+// clusterMigration: the slot of one tag moves to another primary (its
+// keys with it, MIGRATE); the register follows MOVED and takes the move as
+// a possible loss (the marker names the old node's process): a flight
+// accepted before is refused as too young, not accepted; one made after
+// the loss is accepted.
+func clusterMigration(t *testing.T, c *clusterSetup, opts Options) {
+	clk := ztlsclock.NewManual(time.Unix(1_900_000_000, 0))
+	opts.Now, opts.Timeout = clk.Now, 3*time.Second
+	r := mustNew(t, opts) // the tags' memory began before, in the failover
+	now := clk.Now()
+	h := hello{key: []byte("migrated"), sent: now}
+	fresh, err := h.check(r, now)
+	mustFresh(t, "before the migration", fresh, err)
+
+	entry, marker := testKeys(string(h.key))
+	var live *redisServer
+	for _, s := range c.nodes {
+		if !s.exited() {
+			live = s
+		}
+	}
+	slot := strconv.FormatInt(live.raw(t, "CLUSTER", "KEYSLOT", marker).num, 10)
+	var src, dst *redisServer
+	for _, s := range c.nodes {
+		if s.exited() || s.info(t, "replication", "role") != "master" {
+			continue
+		}
+		if s.raw(t, "CLUSTER", "COUNTKEYSINSLOT", slot).num > 0 {
+			src = s
+		} else if dst == nil {
+			dst = s
+		}
+	}
+	if src == nil || dst == nil {
+		t.Fatalf("slot %s: source %v, destination %v", slot, src, dst)
+	}
+	srcID, dstID := src.raw(t, "CLUSTER", "MYID").str, dst.raw(t, "CLUSTER", "MYID").str
+	dst.raw(t, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID)
+	src.raw(t, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID)
+	keys := src.raw(t, "CLUSTER", "GETKEYSINSLOT", slot, "1000")
+	host, port, _ := strings.Cut(dst.addr, ":")
+	args := []string{"MIGRATE", host, port, "", "0", "5000", "KEYS"}
+	for _, k := range keys.array {
+		args = append(args, k.str)
+	}
+	if rep := src.raw(t, args...); rep.str != "OK" {
+		t.Fatalf("MIGRATE %v: %+v", args[7:], rep)
+	}
+	for _, s := range c.nodes {
+		if !s.exited() {
+			s.raw(t, "CLUSTER", "SETSLOT", slot, "NODE", dstID)
+		}
+	}
+	if dst.raw(t, "EXISTS", entry, marker).num != 2 {
+		t.Fatal("the entry and marker did not move")
+	}
+	clk.Add(time.Second)
+	waitFor(t, "the register to follow the slot", func() bool {
+		fresh, err := h.check(r, clk.Now())
+		if fresh {
+			t.Fatal("the flight was accepted again after its slot moved")
+		}
+		return errors.Is(err, tls13.ErrRegisterTooYoung)
+	})
+	clk.Add(window + DefaultMaxClockSkew + time.Second)
+	fresh, err = hello{key: []byte("migrated"), sent: clk.Now().Add(window)}.check(r, clk.Now())
+	if fresh || err != nil {
+		t.Fatalf("the moved entry, still alive: fresh=%v err=%v, want a replay", fresh, err)
+	}
+	fresh, err = hello{key: []byte("after the move"), sent: clk.Now()}.check(r, clk.Now())
+	mustFresh(t, "a flight made after the move", fresh, err)
+}
+
+// exited says the server's process has ended (stopped by the test).
+func (s *redisServer) exited() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
 	}
 }

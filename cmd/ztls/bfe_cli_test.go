@@ -117,15 +117,21 @@ func fleetBFE(t *testing.T) {
 	redis, stopRedis := startRedis(t)
 	// A Redis whose memory has been complete for two hours (this one is
 	// new, which would refuse the current epoch's early data as if it had
-	// lost punctures): the marker the register keeps, with its run_id.
+	// lost punctures): the markers the register keeps, one per hash tag,
+	// naming the Redis process (run_id and master_replid).
 	runID := ""
-	for _, l := range strings.Split(redisCLI(t, redis, "INFO", "server"), "\n") {
+	for _, l := range strings.Split(redisCLI(t, redis, "INFO", "server")+redisCLI(t, redis, "INFO", "replication"), "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "run_id:"); ok {
-			runID = v
+			runID = v + runID
+		}
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "master_replid:"); ok {
+			runID += v
 		}
 	}
 	since := procNow(t).Add(-2 * time.Hour).UnixMilli()
-	redisCLI(t, redis, "SET", "ztls:strike:marker", "since "+strconv.FormatInt(since, 10)+" "+runID)
+	for i := range 16 {
+		redisCLI(t, redis, "SET", "ztls:strike:{s"+strconv.Itoa(i)+"}marker", "since "+strconv.FormatInt(since, 10)+" "+runID)
+	}
 
 	dir := t.TempDir()
 	leaf := s.authority.Issue(t, testpki.LeafOpts{KeyType: "ecdsa-p256", DNSNames: []string{s.host}})

@@ -599,6 +599,17 @@ func clusterMigration(t *testing.T, c *clusterSetup, opts Options) {
 	}
 	fresh, err = hello{key: []byte("after the move"), sent: clk.Now()}.check(r, clk.Now())
 	mustFresh(t, "a flight made after the move", fresh, err)
+
+	// What 'ztls register check' shows: the tags on the remaining
+	// primaries, every one's memory complete.
+	rep, err := r.Check(context.Background())
+	nodes := map[string]bool{}
+	for _, tm := range rep.Tags {
+		nodes[tm.Node] = true
+	}
+	if _, complete := rep.MemorySince(); err != nil || !complete || rep.Mode != ModeCluster || len(nodes) < 2 {
+		t.Fatalf("Check: %v\n%v", err, rep)
+	}
 }
 
 // exited says the server's process has ended (stopped by the test).

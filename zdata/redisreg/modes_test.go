@@ -238,17 +238,22 @@ type failoverWorld struct {
 	pos   [][]uint32
 }
 
-func newFailoverWorld(t *testing.T, opts Options) *failoverWorld {
-	clk := ztlsclock.NewManual(time.Unix(1_800_000_000, 0))
+func newFailoverWorld(t *testing.T, opts Options, base time.Time) *failoverWorld {
+	clk := ztlsclock.NewManual(base)
 	opts.Now, opts.Timeout = clk.Now, 2*time.Second
 	w := &failoverWorld{t: t, clk: clk}
 	for range 2 {
 		w.regs = append(w.regs, mustNew(t, opts))
 	}
-	warm(t, w.regs[0], clk)
+	// The first call finds a new Redis (its memory begins now), or one
+	// whose memory began before base (an earlier round).
+	now := clk.Now()
+	if _, err := w.regs[0].CheckAndInsert([]byte("warm-up"), now, now.Add(-window), now.Add(window)); err != nil && !errors.Is(err, tls13.ErrRegisterTooYoung) {
+		t.Fatal(err)
+	}
 	w.epoch = uint64(clk.Now().Add(time.Second).Unix())
 	clk.Add(time.Minute)
-	now := clk.Now()
+	now = clk.Now()
 	// Accepted once before the failover, on either member: v1 entries on
 	// every tag, v2 punctures under several services (tags).
 	// Their entries must outlive the real time a failover takes (Redis
@@ -390,24 +395,48 @@ func TestSentinelFailover(t *testing.T) {
 	st := startSentinel(t)
 	opts := Options{Mode: ModeSentinel, Addrs: []string{st.sentinel.addr}, MasterName: "ztls"}
 	t.Run("basic", func(t *testing.T) { basicSuite(t, opts) })
-	w := newFailoverWorld(t, opts)
-	w.unreplicate()
-	start := ztlsclock.Now()
-	waitFor(t, "SENTINEL FAILOVER to start", func() bool {
-		return st.sentinel.raw(t, "SENTINEL", "FAILOVER", "ztls").str == "OK"
-	})
-	waitFor(t, "the Sentinel to name the replica", func() bool {
-		rep := st.sentinel.raw(t, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", "ztls")
-		return rep.kind == '*' && len(rep.array) == 2 && "127.0.0.1:"+rep.array[1].str == st.replica.addr
-	})
-	// Until the Sentinel turns the old primary into a replica both are
-	// primaries, and members may still reach the old one, which has the
-	// entries: wait, so that the replays go to the promoted replica.
-	waitFor(t, "the old primary to be a replica", func() bool {
-		return st.primary.info(t, "replication", "role") == "slave"
-	})
-	outage := w.afterFailover(start)
-	t.Logf("Sentinel failover: the register refused for %v of real time, then early data made after the loss (+ W + MaxClockSkew) was accepted", outage.Round(time.Millisecond))
+	// ZTLS_REDIS_FAILOVERS=N fails over N times, back and forth (a soak;
+	// the second round is a failover back to the first primary).
+	rounds := 1
+	if v, err := strconv.Atoi(os.Getenv("ZTLS_REDIS_FAILOVERS")); err == nil && v > 1 {
+		rounds = v
+	}
+	primary, replica := st.primary, st.replica
+	for i := range rounds {
+		w := newFailoverWorld(t, opts, time.Unix(1_800_000_000+int64(i)*100_000, 0))
+		w.unreplicate()
+		start := ztlsclock.Now()
+		waitFor(t, "SENTINEL FAILOVER to start", func() bool {
+			return st.sentinel.raw(t, "SENTINEL", "FAILOVER", "ztls").str == "OK"
+		})
+		// The register reaches the promoted replica and records the loss:
+		// a captured flight is refused as too young (before, the old
+		// primary refuses it as a replay).
+		var switched time.Duration
+		waitFor(t, "the register to reach the promoted replica", func() bool {
+			now := w.clk.Now()
+			fresh, err := w.regs[0].CheckAndInsert(w.keys[0], now, now.Add(-window), now.Add(longLife))
+			if fresh {
+				t.Fatal("a captured flight accepted again during the failover")
+			}
+			switched = ztlsclock.Since(start)
+			return errors.Is(err, tls13.ErrRegisterTooYoung)
+		})
+		waitFor(t, "the Sentinel to name the replica", func() bool {
+			rep := st.sentinel.raw(t, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", "ztls")
+			return rep.kind == '*' && len(rep.array) == 2 && "127.0.0.1:"+rep.array[1].str == replica.addr
+		})
+		// Until the Sentinel turns the old primary into a replica both
+		// are primaries, and members may still reach the old one, which
+		// has the entries: wait, so that the replays go to the promoted
+		// replica.
+		waitFor(t, "the old primary to be a replica", func() bool {
+			return primary.info(t, "replication", "role") == "slave" && primary.info(t, "replication", "master_link_status") == "up"
+		})
+		w.afterFailover(start)
+		t.Logf("Sentinel failover %d: the register recorded the loss on the promoted replica %v after SENTINEL FAILOVER; early data made after that (+ MaxClockSkew) is accepted again", i+1, switched.Round(time.Millisecond))
+		primary, replica = replica, primary
+	}
 }
 
 // clusterSetup is a Redis Cluster of three primaries and three replicas.
@@ -468,7 +497,7 @@ func TestClusterFailover(t *testing.T) {
 	c := startCluster(t)
 	opts := Options{Mode: ModeCluster, Addrs: c.addrs()}
 	t.Run("basic", func(t *testing.T) { basicSuite(t, opts) })
-	w := newFailoverWorld(t, opts)
+	w := newFailoverWorld(t, opts, time.Unix(1_800_000_000, 0))
 	var victim, survivor *redisServer
 	for _, s := range c.nodes {
 		if s.info(t, "replication", "role") == "master" && victim == nil {

@@ -21,41 +21,8 @@ import (
 	"github.com/ztls-project/ztls/internal/clock"
 
 	"github.com/ztls-project/ztls/internal/testsupport/lab"
+	"github.com/ztls-project/ztls/internal/testsupport/testproc"
 )
-
-// proc runs an external peer and stops it with the test.
-func proc(t *testing.T, name string, args ...string) *bytes.Buffer {
-	t.Helper()
-	if _, err := exec.LookPath(name); err != nil {
-		t.Skipf("%s not installed (make deps installs it)", name)
-	}
-	var out bytes.Buffer
-	cmd := exec.Command(name, args...)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	stdin, _ := cmd.StdinPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	return &out
-}
-
-func waitListening(t *testing.T, addr string) {
-	t.Helper()
-	deadline := clock.Now().Add(10 * time.Second)
-	for clock.Now().Before(deadline) {
-		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
-			c.Close()
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("nothing listens on %s", addr)
-}
 
 // ztlsAgainst connects with Z-data in hand to a server that has none of its keys.
 func ztlsAgainst(t *testing.T, w *lab.World) *Result {
@@ -83,9 +50,9 @@ func ztlsAgainst(t *testing.T, w *lab.World) *Result {
 
 func TestZTLSClientAgainstOpenSSL(t *testing.T) {
 	w := startWorld(t, lab.Options{External: true})
-	proc(t, "openssl", "s_server", "-accept", "127.0.0.1:"+strconv.Itoa(w.Port), "-cert", w.CertFile, "-key", w.KeyFile,
+	testproc.Start(t, "openssl", "s_server", "-accept", "127.0.0.1:"+strconv.Itoa(w.Port), "-cert", w.CertFile, "-key", w.KeyFile,
 		"-tls1_3", "-rev", "-quiet")
-	waitListening(t, w.ServerAddr)
+	testproc.WaitListening(t, w.ServerAddr)
 	r := ztlsAgainst(t, w)
 	// OpenSSL skips early data it can't decrypt and completes the handshake.
 	if r.Report.FallbackReason != ReasonRejected || !r.Report.EarlyData.Offered || r.Report.EarlyData.Accepted {
@@ -99,7 +66,7 @@ func TestZTLSClientAgainstGoServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serveGoTLS(t, w.ServerAddr, &tls.Config{Certificates: []tls.Certificate{cert}}, func(c *tls.Conn) {
+	testproc.ServeGoTLS(t, w.ServerAddr, &tls.Config{Certificates: []tls.Certificate{cert}}, func(c *tls.Conn) {
 		buf := make([]byte, 100)
 		if n, err := c.Read(buf); err == nil {
 			c.Write(bytes.ToUpper(buf[:n]))
@@ -137,9 +104,9 @@ func TestZTLSClientAgainstGnuTLS(t *testing.T) {
 	sh("-n", ns, "link", "set", "lo", "up")
 
 	w := startWorld(t, lab.Options{External: true, HostIP: nsIP})
-	proc(t, "ip", "netns", "exec", ns, "gnutls-serv", "--port", strconv.Itoa(w.Port), "--echo",
+	testproc.Start(t, "ip", "netns", "exec", ns, "gnutls-serv", "--port", strconv.Itoa(w.Port), "--echo",
 		"--x509certfile", w.CertFile, "--x509keyfile", w.KeyFile, "--disable-client-cert", "--priority", "NORMAL:-VERS-ALL:+VERS-TLS1.3")
-	waitListening(t, net.JoinHostPort(nsIP, strconv.Itoa(w.Port)))
+	testproc.WaitListening(t, net.JoinHostPort(nsIP, strconv.Itoa(w.Port)))
 	r := ztlsAgainst(t, w)
 	// GnuTLS, like OpenSSL, skips the early data it cannot decrypt.
 	if r.Report.FallbackReason != ReasonRejected || r.Report.EarlyData.Accepted {
@@ -196,29 +163,4 @@ func TestPlainClientsAgainstZTLSServer(t *testing.T) {
 			t.Fatalf("gnutls-cli: %v\n%s", err, out)
 		}
 	})
-}
-
-// serveGoTLS serves crypto/tls on addr until the test ends: each
-// connection, with a 5 s deadline, goes to handle.
-func serveGoTLS(t *testing.T, addr string, cfg *tls.Config, handle func(c *tls.Conn)) net.Listener {
-	t.Helper()
-	ln, err := tls.Listen("tcp", addr, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(5 * time.Second))
-				handle(c.(*tls.Conn))
-			}()
-		}
-	}()
-	return ln
 }

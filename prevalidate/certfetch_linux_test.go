@@ -27,6 +27,7 @@ import (
 	"github.com/ztls-project/ztls/prevalidate"
 
 	"github.com/ztls-project/ztls/internal/testsupport/testpki"
+	"github.com/ztls-project/ztls/internal/testsupport/testproc"
 	"github.com/ztls-project/ztls/tls13"
 )
 
@@ -93,8 +94,8 @@ func TestTruncatedHandshakeOpenSSL(t *testing.T) {
 	if err := os.WriteFile(inter, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.leaf.Chain[1]}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	proc(t, "openssl", "s_server", "-accept", addr, "-cert", p.certFile, "-cert_chain", inter, "-key", p.key, "-tls1_3", "-quiet")
-	waitListening(t, addr)
+	testproc.Start(t, "openssl", "s_server", "-accept", addr, "-cert", p.certFile, "-cert_chain", inter, "-key", p.key, "-tls1_3", "-quiet")
+	testproc.WaitListening(t, addr)
 	c := prevalidate.NewCache(prevalidate.CacheOptions{})
 	p.prefetchHandshake(t, c, addr)
 	if n, r := p.connectPrefetched(t, c, addr); n != 0 || r.Report.Prefetch != dial.PrefetchValidated || len(r.Report.PeerChain) != 2 || !hasStep(r.Report, "prefetched") {
@@ -149,7 +150,7 @@ func TestTruncatedHandshakeGoServer(t *testing.T) {
 	var serveOther, handshakes atomic.Int32
 	pair := func(l *testpki.Leaf) tls.Certificate { return tls.Certificate{Certificate: l.Chain, PrivateKey: l.Key} }
 	first, second := pair(p.leaf), pair(other)
-	ln := serveGoTLS(t, "127.0.0.1:0", &tls.Config{GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	ln := testproc.ServeGoTLS(t, "127.0.0.1:0", &tls.Config{GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 		if serveOther.Load() != 0 {
 			return &second, nil
 		}

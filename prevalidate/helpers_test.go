@@ -6,15 +6,11 @@ package prevalidate_test
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"net"
-	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/ztls-project/ztls/dial"
 	"github.com/ztls-project/ztls/dns/resolver"
-	"github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/internal/testsupport/lab"
 )
 
@@ -68,63 +64,4 @@ func hasStep(r dial.Report, name string) bool {
 		}
 	}
 	return false
-}
-
-// proc runs an external peer and stops it with the test.
-func proc(t *testing.T, name string, args ...string) *bytes.Buffer {
-	t.Helper()
-	if _, err := exec.LookPath(name); err != nil {
-		t.Skipf("%s not installed (make deps installs it)", name)
-	}
-	var out bytes.Buffer
-	cmd := exec.Command(name, args...)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	stdin, _ := cmd.StdinPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	return &out
-}
-
-func waitListening(t *testing.T, addr string) {
-	t.Helper()
-	deadline := clock.Now().Add(10 * time.Second)
-	for clock.Now().Before(deadline) {
-		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
-			c.Close()
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("nothing listens on %s", addr)
-}
-
-// serveGoTLS serves crypto/tls on addr until the test ends: each
-// connection, with a 5 s deadline, goes to handle.
-func serveGoTLS(t *testing.T, addr string, cfg *tls.Config, handle func(c *tls.Conn)) net.Listener {
-	t.Helper()
-	ln, err := tls.Listen("tcp", addr, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(5 * time.Second))
-				handle(c.(*tls.Conn))
-			}()
-		}
-	}()
-	return ln
 }

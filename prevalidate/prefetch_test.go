@@ -27,6 +27,7 @@ import (
 
 	"github.com/ztls-project/ztls/dns/resolver"
 	"github.com/ztls-project/ztls/internal/testsupport/lab"
+	"github.com/ztls-project/ztls/internal/testsupport/testproc"
 	"github.com/ztls-project/ztls/revocation"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/zdata"
@@ -563,7 +564,7 @@ func TestPrefetchedEntryKeptWhenServerAbortsOnZTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serveGoTLS(t, w.ServerAddr, &tls.Config{Certificates: []tls.Certificate{cert}}, func(c *tls.Conn) {
+	testproc.ServeGoTLS(t, w.ServerAddr, &tls.Config{Certificates: []tls.Certificate{cert}}, func(c *tls.Conn) {
 		if _, err := c.Read(make([]byte, 100)); err == nil {
 			c.Write([]byte("hello"))
 		}

@@ -90,6 +90,7 @@ func main() {
 		os.Exit(1)
 	}
 	if err := rootCmd.Execute(); err != nil {
+		err = withHint(err)
 		printError(os.Stderr, err)
 		os.Exit(exitCode(err))
 	}

@@ -1,10 +1,17 @@
 package main
 
 import (
+	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
 
 	"github.com/ztls-project/ztls/tls13"
 )
@@ -34,4 +41,69 @@ func isTerminal(f *os.File) bool {
 	}
 	null, err := os.Stat(os.DevNull)
 	return err != nil || !os.SameFile(st, null)
+}
+
+// hinted is an error with what to do about it.
+type hinted struct {
+	err  error
+	hint string
+}
+
+func (h *hinted) Error() string { return h.err.Error() + "; " + h.hint }
+func (h *hinted) Unwrap() error { return h.err }
+
+// withHint adds to err, when it is one that a person can fix and that
+// says too little about how (a bind refused, a resolver's certificate not
+// trusted), the way forward. Errors from every command pass through it
+// before they are printed. The checks look at the error chain and, for
+// errors a command formatted with %v, at the words of the standard
+// library's messages.
+func withHint(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	var ce *tls.CertificateVerificationError
+	switch {
+	case strings.Contains(msg, "DNS over TLS to") && (errors.As(err, &ce) || strings.Contains(msg, "failed to verify certificate")):
+		return &hinted{err, "the DNS-over-TLS resolver's certificate is not trusted: give the CA it chains to with --dns-ca FILE, and the name it carries with --dns-servername NAME when that is not the resolver's address"}
+	case errors.Is(err, syscall.EADDRINUSE) || strings.Contains(msg, "address already in use"):
+		return &hinted{err, "another process listens on that port: 'ss -ltnp' (TCP) or 'ss -lunp' (UDP) shows which; stop it or choose another port"}
+	case errors.Is(err, syscall.EACCES) && isBind(err) || strings.Contains(msg, "bind: permission denied"):
+		if listenPort(err) < 1024 { // -1, unknown, included
+			return &hinted{err, "ports below 1024 need root or the CAP_NET_BIND_SERVICE capability ('sudo setcap cap_net_bind_service=+ep $(command -v ztls)'); or choose a port of 1024 or above"}
+		}
+	}
+	return err
+}
+
+// isBind reports whether err is a listen or bind that failed.
+func isBind(err error) bool {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "listen" {
+		return true
+	}
+	var se *os.SyscallError
+	return errors.As(err, &se) && se.Syscall == "bind"
+}
+
+var portInMessage = regexp.MustCompile(`:(\d+): bind: `)
+
+// listenPort is the port a failed listen asked for, -1 when err does not
+// say.
+func listenPort(err error) int {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Addr != nil {
+		if _, p, e := net.SplitHostPort(oe.Addr.String()); e == nil {
+			if n, e := strconv.Atoi(p); e == nil {
+				return n
+			}
+		}
+	}
+	if m := portInMessage.FindStringSubmatch(err.Error()); m != nil {
+		if n, e := strconv.Atoi(m[1]); e == nil {
+			return n
+		}
+	}
+	return -1
 }

@@ -39,12 +39,26 @@ type Proxy struct {
 	// waits for its next request and with false when one begins to
 	// arrive: a server shutting down closes the idle ones at once.
 	OnIdle func(c *tls13.Conn, idle bool)
+	// OnEarlyData, if set, is called with the number of bytes of each
+	// read of accepted early data (0-RTT or ZTLS), whether the request
+	// they carry is forwarded as early or waits for the handshake.
+	OnEarlyData func(n int)
 }
 
-// earlyReader reads a server connection's 0-RTT data, then ends.
-type earlyReader struct{ c *tls13.Conn }
+// earlyReader reads a server connection's 0-RTT data, then ends; counted
+// is Proxy.OnEarlyData.
+type earlyReader struct {
+	c       *tls13.Conn
+	counted func(n int)
+}
 
-func (r earlyReader) Read(p []byte) (int, error) { return r.c.ReadEarlyData(p) }
+func (r earlyReader) Read(p []byte) (int, error) {
+	n, err := r.c.ReadEarlyData(p)
+	if n > 0 && r.counted != nil {
+		r.counted(n)
+	}
+	return n, err
+}
 
 // ServeConn handles one connection until the client or the backend is done.
 func (p *Proxy) ServeConn(c *tls13.Conn) error {
@@ -148,7 +162,7 @@ func (p *Proxy) completeHandshake(hs context.Context, c *tls13.Conn) error {
 //
 // ctx bounds the backend's answer, hs the handshake.
 func (p *Proxy) serveEarly(ctx, hs context.Context, c *tls13.Conn) (rest io.Reader, done bool, err error) {
-	src := &endReader{r: earlyReader{c}, record: true}
+	src := &endReader{r: earlyReader{c, p.OnEarlyData}, record: true}
 	br := bufio.NewReader(src)
 	req, body, err := readWhole(br, src)
 	if errors.Is(err, errCut) {

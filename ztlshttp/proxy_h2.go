@@ -52,6 +52,7 @@ const maxH2Frame = 1<<20 + h2FrameHeaderLen
 func (p *Proxy) serveH2(hs context.Context, c *tls13.Conn) error {
 	timeout := p.timeout()
 	hc := newH2Conn(hs, c, timeout)
+	hc.counted = p.OnEarlyData
 	if !c.ConnectionState().EarlyDataAccepted {
 		hc.finishHandshake()
 		if hc.hsErr != nil {
@@ -168,10 +169,11 @@ type h2Conn struct {
 	hsErr     error
 
 	// The reader's.
-	early       bool   // reading early data
-	in          []byte // read, not handed out
-	earlyIn     int    // how many of in's first bytes came as early data
-	out         []byte // whole frames to hand out
+	early       bool        // reading early data
+	in          []byte      // read, not handed out
+	earlyIn     int         // how many of in's first bytes came as early data
+	counted     func(n int) // Proxy.OnEarlyData: each read of early data
+	out         []byte      // whole frames to hand out
 	prefaceLeft int
 	block       struct {
 		open, early, endStream, trailers bool
@@ -261,6 +263,9 @@ func (h *h2Conn) fill() error {
 	n, err := h.Conn.ReadEarlyData(buf)
 	h.in = h.in[:len(h.in)+n]
 	h.earlyIn += n
+	if n > 0 && h.counted != nil {
+		h.counted(n)
+	}
 	if errors.Is(err, io.EOF) {
 		h.early = false
 		h.finishHandshake()

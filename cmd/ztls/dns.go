@@ -398,7 +398,7 @@ func dnsMetrics(f *dnsServeFlags, dirs []*zdata.Dir) *metrics.Registry {
 	if f.metrics == "" {
 		return nil
 	}
-	mt := metrics.New()
+	mt := metrics.New().DNSServer()
 	// One gauge per service, over its directories (a fleet's, served by
 	// one authority): a second registration with the same label panicked
 	// (docs/soak.md, bug 3).

@@ -460,7 +460,7 @@ func (s *serving) respondText() string {
 func (s *serving) newServer() error {
 	f := s.f
 	if f.metrics != "" {
-		s.mt = metrics.New()
+		s.mt = metrics.New().TLSServer()
 		if s.reg != nil {
 			strikeMetrics(s.mt, s.reg)
 		}
@@ -479,7 +479,7 @@ func (s *serving) newServer() error {
 		cfg.Metrics = s.mt
 	}
 	if s.proxy != nil {
-		cfg.Handler = proxyConn(s.proxy, f.verbose, s.log)
+		cfg.Handler = proxyConn(s.proxy, f.verbose, s.log, s.mt)
 	} else {
 		cfg.Handler = answerConn(f.echo, s.respondText(), f.timeout, s.mt)
 	}
@@ -571,10 +571,14 @@ func (s *serving) serveUntilSignal(ctx context.Context, stopSignals func(), ln n
 // proxyConn serves one connection of --backend: what is left of the
 // handshake time bounds the rest of the handshake in the proxy (the
 // client's Finished), not its idle --timeout; a connection waiting for
-// its next request is idle, closed at once when the server stops.
-func proxyConn(proxy *ztlshttp.Proxy, verbose bool, log *slog.Logger) server.Handler {
+// its next request is idle, closed at once when the server stops; mt
+// (may be nil) counts the early bytes the proxy reads.
+func proxyConn(proxy *ztlshttp.Proxy, verbose bool, log *slog.Logger, mt *metrics.Registry) server.Handler {
 	return func(c *server.Conn) {
 		p := *proxy
+		if mt != nil {
+			p.OnEarlyData = mt.EarlyBytes
+		}
 		p.HandshakeTimeout = time.Until(c.HandshakeDeadline)
 		p.OnIdle = func(_ *tls13.Conn, idle bool) { c.SetIdle(idle) }
 		if p.HandshakeTimeout <= 0 {

@@ -9,9 +9,13 @@ package metrics
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
+	"runtime"
+	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,12 +35,17 @@ type Registry struct {
 	earlyBytes   prometheus.Counter
 	strikeErrors prometheus.Counter
 	dnsQueries   *prometheus.CounterVec
+
+	ready atomic.Pointer[func() error] // /readyz's check; nil: starting
 }
 
-// New makes a registry with the Go runtime and process collectors.
+// New makes a registry with the Go runtime and process collectors and
+// ztls_build_info. A server then adds the series it updates (TLSServer,
+// DNSServer, GaugeFunc, CounterFunc) and no others, so that no series it
+// exports stays 0 because nothing could move it.
 func New() *Registry {
 	r := &Registry{reg: prometheus.NewRegistry()}
-	r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo())
 	r.handshakes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ztls_handshakes_total",
 		Help: "Server first flights sent, by mode (tls, ztls, resumed, resumed_0rtt) and transport (tcp, turbo); failures count separately.",
@@ -51,7 +60,7 @@ func New() *Registry {
 	}, []string{"result", "reason"})
 	r.earlyBytes = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "ztls_early_data_bytes_total",
-		Help: "Bytes of 0-RTT and ZTLS early data accepted.",
+		Help: "Bytes of 0-RTT and ZTLS early data accepted and read, whatever serves them (answer, echo, reverse proxy).",
 	})
 	r.strikeErrors = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "ztls_strike_register_errors_total",
@@ -61,8 +70,45 @@ func New() *Registry {
 		Name: "ztls_dns_queries_total",
 		Help: "DNS queries answered by the authority, by query type and response code.",
 	}, []string{"qtype", "rcode"})
-	r.reg.MustRegister(r.handshakes, r.failures, r.ztls, r.earlyBytes, r.strikeErrors, r.dnsQueries)
 	return r
+}
+
+// TLSServer exports the series of a TLS server (Flight, EarlyBytes,
+// HandshakeFailed): handshakes by mode, ZTLS offers, early data bytes,
+// strike-register refusals and failures. Call it once.
+func (r *Registry) TLSServer() *Registry {
+	r.reg.MustRegister(r.handshakes, r.failures, r.ztls, r.earlyBytes, r.strikeErrors)
+	return r
+}
+
+// DNSServer exports the series of a DNS server (DNSMiddleware,
+// DNSAnswered): queries by type and response code. Call it once.
+func (r *Registry) DNSServer() *Registry {
+	r.reg.MustRegister(r.dnsQueries)
+	return r
+}
+
+// buildInfo is ztls_build_info, 1, labelled as Prometheus's own
+// <name>_build_info: the module's version, the VCS revision it was built
+// from, and the Go toolchain, OS and architecture.
+func buildInfo() prometheus.Collector {
+	version, revision := "unknown", "unknown"
+	if info, ok := debug.ReadBuildInfo(); ok {
+		version = info.Main.Version
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				revision = s.Value
+			}
+		}
+	}
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "ztls_build_info",
+		Help: "Always 1; its labels say which ztls build runs (version, revision) and how it was built (goversion, goos, goarch).",
+		ConstLabels: prometheus.Labels{
+			"version": version, "revision": revision,
+			"goversion": runtime.Version(), "goos": runtime.GOOS, "goarch": runtime.GOARCH,
+		},
+	}, func() float64 { return 1 })
 }
 
 // Flight records a server first flight once it is out (when ZTLS and
@@ -157,8 +203,29 @@ func (r *Registry) CounterFunc(name, help string, f func() float64) {
 	r.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f))
 }
 
-// Serve exposes the registry at http://addr/metrics until ctx ends. It
-// returns the address it listens on (for addr ":0") once it listens.
+// SetReady says the server is up (its listeners bound, its keys loaded):
+// from then on /readyz answers 200 while check returns nil, and 503 with
+// check's error otherwise. check (nil: always ready) runs on every probe,
+// so it must be cheap and bounded in time. Before SetReady, /readyz
+// answers 503 "starting".
+func (r *Registry) SetReady(check func() error) {
+	if r == nil {
+		return
+	}
+	if check == nil {
+		check = func() error { return nil }
+	}
+	r.ready.Store(&check)
+}
+
+// Serve exposes the registry until ctx ends, on http://addr/:
+//   - /metrics: the series, for Prometheus;
+//   - /healthz: liveness, 200 "ok" whenever the process answers HTTP;
+//   - /readyz: readiness, 200 "ready" once SetReady was called and its
+//     check passes, else 503 with the reason (take the server out of a
+//     load balancer's rotation, but do not restart it).
+//
+// It returns the address it listens on (for addr ":0") once it listens.
 func (r *Registry) Serve(ctx context.Context, addr string) (net.Addr, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -166,6 +233,11 @@ func (r *Registry) Serve(ctx context.Context, addr string) (net.Addr, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("/readyz", r.serveReady)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -177,4 +249,22 @@ func (r *Registry) Serve(ctx context.Context, addr string) (net.Addr, error) {
 		}
 	}()
 	return ln.Addr(), nil
+}
+
+// serveReady answers /readyz.
+func (r *Registry) serveReady(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	check := r.ready.Load()
+	if check == nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, "not ready: starting\n")
+		return
+	}
+	if err := (*check)(); err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, "not ready: "+err.Error()+"\n")
+		return
+	}
+	io.WriteString(w, "ready\n")
 }

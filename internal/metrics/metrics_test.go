@@ -41,7 +41,7 @@ func TestRegistry(t *testing.T) {
 	none.HandshakeFailed()
 	none.DNSQuery("A", "NOERROR")
 
-	r := New()
+	r := New().TLSServer()
 	r.Flight(tls13.ConnectionState{ZTLSOffered: true, ZTLSRejectReason: "strike register unavailable: x"}, true)
 	r.EarlyBytes(7)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -2,6 +2,7 @@ package redisreg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -123,6 +124,35 @@ func (r *Register) Check(ctx context.Context) (Report, error) {
 		rep.Tags = append(rep.Tags, t)
 	}
 	return rep, nil
+}
+
+// ErrAuth is Ready's error when Redis refuses the register's login (a
+// wrong password or user, or none where Redis wants one). Unlike an
+// unreachable Redis, it does not pass by itself.
+var ErrAuth = errors.New("redisreg: Redis refused the login (wrong password or user)")
+
+// Ready reports whether Redis would let the register take early data now:
+// it is reachable, accepts the login, and will not evict entries
+// (maxmemory-policy noeviction on every node the register uses; else the
+// error wraps ErrEvictionPolicy). It does not read the register's memory
+// (Check does) and changes nothing: one round trip per node, for a
+// server's checks at start and its readiness probes.
+func (r *Register) Ready() error {
+	cl, err := r.client()
+	if err != nil {
+		return err
+	}
+	p, err := r.readPolicy(cl)
+	if err != nil {
+		if msg := err.Error(); strings.Contains(msg, "AUTH refused") || strings.Contains(msg, "WRONGPASS") || strings.Contains(msg, "NOAUTH") {
+			return fmt.Errorf("%w: %v", ErrAuth, err)
+		}
+		return err
+	}
+	if p != "noeviction" {
+		return fmt.Errorf("redisreg: Redis maxmemory-policy is %q: %w", p, ErrEvictionPolicy)
+	}
+	return nil
 }
 
 // String is the report for people, one line per fact.

@@ -358,6 +358,11 @@ func runConnect(f *connectFlags, addr string, req []byte, input io.Reader) error
 	if f.json {
 		opts.Out = os.Stderr
 	}
+	ends := endLines(opts.Out) // nil unless the response goes to a terminal
+	if ends != nil {
+		opts.Out = ends
+		defer ends.end() // before an error is printed
+	}
 	out := opts.Out // where the chain goes, with the response
 	if f.out != nil {
 		opts.Out = f.out(opts.Out)
@@ -390,6 +395,7 @@ func runConnect(f *connectFlags, addr string, req []byte, input io.Reader) error
 		err = f.cure(err, addr)
 		if f.json && res != nil {
 			res.Report.Error = err.Error()
+			ends.end()
 			writeJSON(res.Report)
 		}
 		return err
@@ -414,6 +420,7 @@ func runConnect(f *connectFlags, addr string, req []byte, input io.Reader) error
 		err = f.cure(res.Err, addr)
 		res.Report.Error = err.Error()
 	}
+	ends.end()
 	if f.json {
 		writeJSON(res.Report)
 		return err

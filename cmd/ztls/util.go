@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -106,4 +107,39 @@ func listenPort(err error) int {
 		}
 	}
 	return -1
+}
+
+// lineEnd passes a response through to a terminal and remembers whether
+// its last byte ended a line, so that what is printed after it (the
+// connection report, an error) starts on a line of its own: a response
+// without a final newline ran into the report ("hello{").
+type lineEnd struct {
+	w    io.Writer
+	open bool // the last byte written was not a newline
+}
+
+func (l *lineEnd) Write(p []byte) (int, error) {
+	n, err := l.w.Write(p)
+	if n > 0 {
+		l.open = p[n-1] != '\n'
+	}
+	return n, err
+}
+
+// end ends an open line; on a nil lineEnd it does nothing.
+func (l *lineEnd) end() {
+	if l != nil && l.open {
+		l.w.Write([]byte{'\n'})
+		l.open = false
+	}
+}
+
+// endLines returns a lineEnd over w when w is a terminal, and nil
+// elsewhere: in a file or a pipe the response stays byte for byte as it
+// came, and the report does not share the stream with it on a screen.
+func endLines(w io.Writer) *lineEnd {
+	if f, ok := w.(*os.File); ok && isTerminal(f) {
+		return &lineEnd{w: w}
+	}
+	return nil
 }

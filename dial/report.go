@@ -277,11 +277,18 @@ func (r *Report) writeSteps(w io.Writer) {
 // as opposed to never tried: Mode "tls", no Z-data published, nothing to
 // send early, no name or resolver to look the Z-data up with.
 func (r *Report) fellBack() bool {
-	switch r.FallbackReason {
-	case "", ReasonModeTLS, ReasonNoResolver, ReasonIPLiteral, ReasonNoEarly, ReasonServerName, ReasonRemembered:
+	if r.FallbackReason == "" {
 		return false
 	}
-	return !strings.HasPrefix(r.FallbackReason, string(zdata.ReasonNoZData))
+	// A reason may go on with details (the name looked up, why the
+	// request is not replay-safe).
+	for _, notTried := range []string{ReasonModeTLS, ReasonNoResolver, ReasonIPLiteral, ReasonNoEarly,
+		ReasonServerName, ReasonRemembered, string(zdata.ReasonNoZData)} {
+		if strings.HasPrefix(r.FallbackReason, notTried) {
+			return false
+		}
+	}
+	return true
 }
 
 func orNone(s, none string) string {

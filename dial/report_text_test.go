@@ -23,6 +23,7 @@ func TestReportTextSaysFellBackOnlyWhenItDid(t *testing.T) {
 		{"ztls", "", "connected to a:443: ZTLS over tcp\n"},
 		{"tls", ReasonModeTLS, "connected to a:443: TLS 1.3 over tcp (no ZTLS: mode tls)\n"},
 		{"tls", "no Z-data: no ztls1 TXT record for _443._ztls.a", "connected to a:443: TLS 1.3 over tcp (no ZTLS: no Z-data: no ztls1 TXT record for _443._ztls.a)\n"},
+		{"tls", ReasonNoEarly + " (a POST): the request went after the handshake", "connected to a:443: TLS 1.3 over tcp (no ZTLS: " + ReasonNoEarly + " (a POST): the request went after the handshake)\n"},
 		{"tls", ReasonIPLiteral, "connected to a:443: TLS 1.3 over tcp (no ZTLS: " + ReasonIPLiteral + ")\n"},
 		{"tls", "Z-data expired: expired", "connected to a:443: TLS 1.3 over tcp (fell back from ZTLS because Z-data expired: expired)\n"},
 		{"tls", ReasonRejected, "connected to a:443: TLS 1.3 over tcp (fell back from ZTLS because " + ReasonRejected + ")\n"},

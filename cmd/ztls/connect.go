@@ -404,8 +404,9 @@ func runConnect(f *connectFlags, addr string, req []byte, input io.Reader) error
 	defer f.prefetchLinked(opts, addr, page)
 	flagHints(&res.Report)
 	if res.Report.FallbackReason == dial.ReasonNoEarly && notEarly != "" {
-		res.Report.FallbackReason = "request sent after the handshake, not as early data: " + notEarly +
-			" (--early-unsafe sends it early, accepting that it may be replayed)"
+		// The reason first, so the report says ZTLS was not tried.
+		res.Report.FallbackReason = dial.ReasonNoEarly + " (" + notEarly + "): the request went after the handshake, not as early data;" +
+			" --early-unsafe sends it early, accepting that it may be replayed"
 	}
 	if err := f.saveSession(res.Session); err != nil {
 		return err

@@ -280,13 +280,18 @@ func runDNSServe(ctx context.Context, logw io.Writer, f *dnsServeFlags) error {
 	srv := newAuthorityServer(ctx, f, zones, mt, log)
 	if mt != nil {
 		mt.AuthorityStats(srv.Stats)
+		if dot != nil {
+			// The name and meaning of serve's, for DNS over TLS.
+			mt.GaugeFunc("ztls_certificate_expiry_timestamp_seconds", "When the served certificate expires (its notAfter), in seconds since the Unix epoch; a SIGHUP reload moves it.",
+				func() float64 { return float64(dot.leaf().NotAfter.Unix()) })
+		}
 		a, err := mt.Serve(ctx, f.metrics)
 		if err != nil {
 			return fmt.Errorf("dns serve: --metrics: %w", err)
 		}
 		log.Info("metrics on", "url", "http://"+a.String()+"/metrics")
 	}
-	return serveDNS(ctx, f, srv, dot, zs, log)
+	return serveDNS(ctx, f, srv, dot, zs, mt, log)
 }
 
 // checkDNSServeFlags refuses flag combinations that serve nothing.
@@ -478,8 +483,9 @@ func newAuthorityServer(ctx context.Context, f *dnsServeFlags, zones *authority.
 }
 
 // serveDNS serves UDP and TCP (--listen) and DNS over TLS (--tls) until
-// ctx ends or a listener fails.
-func serveDNS(ctx context.Context, f *dnsServeFlags, srv *authority.Server, dot *reloadableCert, zs []*authority.Zone, log *slog.Logger) error {
+// ctx ends or a listener fails; mt (may be nil) is ready once every
+// listener is bound.
+func serveDNS(ctx context.Context, f *dnsServeFlags, srv *authority.Server, dot *reloadableCert, zs []*authority.Zone, mt *metrics.Registry, log *slog.Logger) error {
 	errs := make(chan error, 2+max(f.udpSockets, runtime.GOMAXPROCS(0)))
 	serving := 0
 	start := func(what string, addr net.Addr, serve func() error) {
@@ -526,6 +532,7 @@ func serveDNS(ctx context.Context, f *dnsServeFlags, srv *authority.Server, dot 
 		origins = append(origins, z.Origin())
 	}
 	log.Info("zones", "origins", strings.Join(origins, " "))
+	mt.SetReady(nil) // the zones are loaded and every listener is bound
 	select {
 	case <-ctx.Done():
 		srv.Close()

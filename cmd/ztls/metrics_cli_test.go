@@ -84,14 +84,15 @@ func TestCLIServeMetrics(t *testing.T) {
 	}
 	// One live key, or two within the freshness window after the hour
 	// (the ending key is live until its not-after plus W, tls13.ZDataLive).
-	if live := m["ztls_zdata_live_keys"]; live != 1 && live != 2 {
+	service := `{service="www.ztls.test:` + strconv.Itoa(s.port) + `"}`
+	if live := m["ztls_zdata_live_keys"+service]; live != 1 && live != 2 {
 		t.Errorf("ztls_zdata_live_keys = %v, want 1 (or 2 near the hour)", live)
 	}
 	if m["ztls_handshake_failures_total"] < 1 { // the attacker never finishes
 		t.Errorf("ztls_handshake_failures_total = %v", m["ztls_handshake_failures_total"])
 	}
-	if m["ztls_zdata_expiry_seconds"] <= 0 {
-		t.Errorf("ztls_zdata_expiry_seconds = %v", m["ztls_zdata_expiry_seconds"])
+	if m["ztls_zdata_expiry_seconds"+service] <= 0 {
+		t.Errorf("ztls_zdata_expiry_seconds = %v", m["ztls_zdata_expiry_seconds"+service])
 	}
 }
 

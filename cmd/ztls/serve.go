@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -164,6 +167,7 @@ func runServe(f *serveFlags) (err error) {
 	if err != nil {
 		return err
 	}
+	s.checkCertificate(cfg, "")
 	if err := s.antiReplay(cfg); err != nil {
 		return err
 	}
@@ -248,6 +252,34 @@ func (s *serving) checkFlags() error {
 	return nil
 }
 
+// checkCertificate says, at start and at each SIGHUP (when is "SIGHUP:
+// "), when the certificate is outside its validity. Like nginx, the server
+// starts all the same, with an error logged and the expiry exported
+// (ztls_certificate_expiry_timestamp_seconds): refusing would turn a
+// restart into an outage for the clients that pin or do not check the
+// date, and a renewed certificate is then taken with SIGHUP, no restart.
+func (s *serving) checkCertificate(cfg *tls13.Config, when string) {
+	if len(cfg.Certificates) == 0 || cfg.Certificates[0].Leaf == nil {
+		return
+	}
+	leaf, file, now := cfg.Certificates[0].Leaf, s.f.tls.cert, clock.Now()
+	notBefore, notAfter := leaf.NotBefore.UTC().Format(time.RFC3339), leaf.NotAfter.UTC().Format(time.RFC3339)
+	switch {
+	case now.After(leaf.NotAfter):
+		s.log.Error(when+"the certificate has expired: clients that check it refuse every handshake (ZTLS and TLS 1.3); renew it, then send SIGHUP",
+			"file", file, "not_after", notAfter, "expired_for", now.Sub(leaf.NotAfter).Round(time.Second).String())
+	case now.Before(leaf.NotBefore):
+		s.log.Error(when+"the certificate is not valid yet: clients that check it refuse every handshake until its not_before (is this host's clock right?)",
+			"file", file, "not_before", notBefore, "valid_in", leaf.NotBefore.Sub(now).Round(time.Second).String())
+	case leaf.NotAfter.Sub(now) < certExpiryWarning:
+		s.log.Warn(when+"the certificate expires soon: renew it, then send SIGHUP", "file", file, "not_after", notAfter)
+	}
+}
+
+// certExpiryWarning is how long before its expiry the certificate is said
+// to expire soon.
+const certExpiryWarning = 7 * 24 * time.Hour
+
 // loadZData reads --zdata DIR; without --cert and --key the server
 // presents the certificate the Z-data is signed with.
 func (s *serving) loadZData() error {
@@ -270,6 +302,28 @@ func (s *serving) loadZData() error {
 	// different port is said loudly, not refused.
 	if err := checkServePort(d.Config.Port, f.listen); err != nil {
 		s.log.Warn(err.Error())
+	}
+	if err := checkServeALPN(d.Config.ALPN, f.tls.alpn, d.Path); err != nil {
+		s.log.Warn(err.Error())
+	}
+	return nil
+}
+
+// checkServeALPN says why ZTLS offers will be rejected for ALPN: the
+// server takes a ZTLS offer only when the ALPN protocol it negotiates is
+// the Z-data's alpn= ("" for none), and it negotiates none without --alpn.
+func checkServeALPN(zdataALPN string, serverALPN []string, dir string) error {
+	switch {
+	case zdataALPN != "" && !slices.Contains(serverALPN, zdataALPN):
+		have := "no --alpn"
+		if len(serverALPN) > 0 {
+			have = "--alpn " + strings.Join(serverALPN, ",")
+		}
+		return fmt.Errorf("the Z-data of %s is for ALPN %q, which this server (%s) never negotiates: every ZTLS offer will be rejected (negotiated ALPN is not the Z-data's) and clients fall back to TLS 1.3; add --alpn %s, or make Z-data for the server's protocol ('ztls zdata new --alpn ...')",
+			dir, zdataALPN, have, strings.Join(append([]string{zdataALPN}, slices.DeleteFunc(slices.Clone(serverALPN), func(p string) bool { return p == zdataALPN })...), ","))
+	case zdataALPN == "" && len(serverALPN) > 0:
+		return fmt.Errorf("the Z-data of %s names no ALPN protocol, but this server negotiates %s: a ZTLS offer from a client that offers one of them is rejected (negotiated ALPN is not the Z-data's \"\"); make Z-data for the protocol ('ztls zdata new --alpn %s'), or serve without --alpn",
+			dir, strings.Join(serverALPN, ","), serverALPN[0])
 	}
 	return nil
 }
@@ -371,6 +425,9 @@ func (s *serving) sharedRegister(cfg *tls13.Config) error {
 	s.log.Info("anti-replay register shared in Redis", "url", r.shown, "mode", r.opts.Mode.String(), "tls", r.tlsShown, "auth", r.auth)
 	s.undo = append(s.undo, func() { reg.Close() })
 	cfg.StrikeRegister, s.reg = reg, reg
+	if err := s.checkRegister(reg, r.shown); err != nil {
+		return err
+	}
 	if s.zdir == nil {
 		return nil
 	}
@@ -387,6 +444,66 @@ func (s *serving) sharedRegister(cfg *tls13.Config) error {
 		return err
 	}
 	s.undo = append(s.undo, release)
+	return nil
+}
+
+// checkRegister tries the register's Redis at start, so that what would
+// refuse every early flight is said now rather than found at the first
+// one: a refused login stops the server (it does not pass by itself); an
+// unreachable Redis or an evicting maxmemory-policy is a warning (the
+// server serves TLS 1.3 meanwhile, and takes early data once Redis is
+// fixed, without a restart). A Redis without the register's memory (new,
+// restarted, flushed) starts the warm-up now, and the log says when it
+// ends.
+func (s *serving) checkRegister(reg *redisreg.Register, shown string) error {
+	err := reg.Ready()
+	switch {
+	case errors.Is(err, redisreg.ErrAuth):
+		return fmt.Errorf("--strike-register %s: %v: give the password Redis expects (in the URL, --strike-register-password-file or $%s) and the user it has, if any", shown, err, envRedisPassword)
+	case errors.Is(err, redisreg.ErrEvictionPolicy):
+		// Check names the policy.
+	case err != nil:
+		s.log.Warn("the strike register's Redis cannot be used: early data is refused until it can (connections are served, as TLS 1.3)", "url", shown, "err", err)
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rep, err := reg.Check(ctx)
+	if err != nil {
+		s.log.Warn("the strike register's Redis cannot be used: early data is refused until it can (connections are served, as TLS 1.3)", "url", shown, "err", err)
+		return nil
+	}
+	if rep.Policy != "noeviction" {
+		s.log.Warn("the strike register's Redis may evict its entries, so early data is refused until it may not: run CONFIG SET maxmemory-policy noeviction on it (and set maxmemory-policy noeviction in redis.conf)",
+			"url", shown, "maxmemory-policy", rep.Policy)
+		return nil
+	}
+	if _, complete := rep.MemorySince(); !complete {
+		// What the first flight would do: record that Redis's memory
+		// starts now. The key is random, so it is new.
+		var key [32]byte
+		rand.Read(key[:])
+		now := clock.Now()
+		reg.CheckAndInsert(key[:], now, now, now.Add(time.Second))
+		if rep, err = reg.Check(ctx); err != nil {
+			s.log.Warn("the strike register's Redis cannot be used: early data is refused until it can (connections are served, as TLS 1.3)", "url", shown, "err", err)
+			return nil
+		}
+	}
+	since, complete := rep.MemorySince()
+	if !complete {
+		s.log.Warn("the strike register's Redis lost its memory again while it was being recorded: early data is refused until a flight records it", "url", shown)
+		return nil
+	}
+	// A flight made at t may have been taken first at t - W; the register
+	// vouches for it once that is after since plus the fleet's skew.
+	end := since.Add(s.f.window + s.f.skew)
+	if wait := end.Sub(clock.Now()); wait > 0 {
+		s.log.Warn("the strike register's Redis has remembered flights only since "+since.UTC().Format(time.RFC3339)+" (new, restarted or flushed): early data is refused during its warm-up",
+			"url", shown, "until", end.UTC().Format(time.RFC3339), "for", wait.Round(time.Second).String())
+		return nil
+	}
+	s.log.Info("the strike register's Redis is ready: early data is taken", "url", shown, "memory_since", since.UTC().Format(time.RFC3339))
 	return nil
 }
 
@@ -503,11 +620,21 @@ func (s *serving) serveMetrics(ctx context.Context) error {
 		func() float64 { return float64(srv.Stats().RefusedSource) })
 	mt.CounterFunc("ztls_conns_refused_per_net_total", "TCP connections closed at accept: their network (/24, /56) held --max-conns-per-net.",
 		func() float64 { return float64(srv.Stats().RefusedNetwork) })
+	mt.GaugeFunc("ztls_certificate_expiry_timestamp_seconds", "When the served certificate expires (its notAfter), in seconds since the Unix epoch; a SIGHUP reload moves it.",
+		func() float64 {
+			if c := s.cur.Load().Certificates; len(c) > 0 && c[0].Leaf != nil {
+				return float64(c[0].Leaf.NotAfter.Unix())
+			}
+			return 0
+		})
 	if zdir != nil {
+		// Labelled by service (host:port) as dns serve's, which serves
+		// the Z-data of several.
+		service := net.JoinHostPort(zdir.Config.Host, fmt.Sprint(zdir.Config.Port))
 		mt.GaugeFunc("ztls_zdata_live_keys", "Z-data keys live now (0: ZTLS clients fall back to TLS 1.3).",
-			func() float64 { return float64(len(zdir.Keyring.Live(clock.Now()))) })
+			func() float64 { return float64(len(zdir.Keyring.Live(clock.Now()))) }, "service", service)
 		mt.GaugeFunc("ztls_zdata_expiry_seconds", "Seconds until the last live Z-data key expires (0: none live).",
-			func() float64 { return zdataExpiry(zdir, clock.Now()).Seconds() })
+			func() float64 { return zdataExpiry(zdir, clock.Now()).Seconds() }, "service", service)
 	}
 	if s.tsrv != nil {
 		turboMetrics(mt, s.tsrv.Server)
@@ -533,6 +660,7 @@ func (s *serving) reload() {
 		}
 		leaf := n.Certificates[0].Leaf
 		s.log.Info("SIGHUP: reloaded the certificate", "subject", leaf.Subject.CommonName, "not_after", leaf.NotAfter.UTC().Format(time.RFC3339))
+		s.checkCertificate(n, "SIGHUP: ")
 	}
 	if s.zdir == nil {
 		return
@@ -544,6 +672,23 @@ func (s *serving) reload() {
 	}
 }
 
+// ready is /readyz's check once the listeners are up: the server takes
+// connections, and takes ZTLS early data only with live Z-data keys and,
+// with --strike-register, a Redis that is reachable, accepts the login and
+// does not evict (else every early flight is refused: a load balancer
+// should prefer another server).
+func (s *serving) ready() error {
+	if s.zdir != nil && len(s.zdir.Keyring.Live(clock.Now())) == 0 {
+		return fmt.Errorf("no live Z-data keys in %s", s.zdir.Path)
+	}
+	if s.reg != nil {
+		if err := s.reg.Ready(); err != nil {
+			return fmt.Errorf("strike register: %w", err)
+		}
+	}
+	return nil
+}
+
 // serveUntilSignal serves ln until SIGTERM or SIGINT, then stops
 // accepting and lets the connections in flight finish for at most
 // --drain-timeout (idle keep-alive connections are closed at once); a
@@ -552,6 +697,7 @@ func (s *serving) reload() {
 func (s *serving) serveUntilSignal(ctx context.Context, stopSignals func(), ln net.Listener) error {
 	served := make(chan error, 1)
 	go func() { served <- s.srv.Serve(ln) }()
+	s.mt.SetReady(s.ready)
 	select {
 	case err := <-served:
 		return err

@@ -86,6 +86,11 @@ func runGetHTTP2(f *connectFlags, u *url.URL, r *getRequest, pinned string, file
 	if failed {
 		head, bodyOut = io.Discard, io.Discard
 	}
+	ends := endLines(bodyOut) // nil unless the body goes to a terminal
+	if ends != nil {
+		bodyOut = ends
+		defer ends.end() // before an error is printed
+	}
 	fmt.Fprintf(head, "%s %s\r\n", resp.Proto, resp.Status)
 	resp.Header.Write(head) // sorted by name, as on the wire
 	fmt.Fprint(head, "\r\n")
@@ -110,6 +115,7 @@ func runGetHTTP2(f *connectFlags, u *url.URL, r *getRequest, pinned string, file
 	if err == nil && failed {
 		err = errHTTPStatus(resp.StatusCode)
 	}
+	ends.end()
 	if f.json {
 		writeJSON(rep)
 		return err

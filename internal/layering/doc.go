@@ -5,4 +5,9 @@
 // importing dial or DNS, the product importing test scaffolding or the
 // testbed) fails the test, and a new package fails it until it is given
 // a place in the table.
+//
+// Its second test (examples_test.go) holds the examples to what a user
+// can copy: each Example of the module, made a main package in a module
+// outside the repository, must build there, importing no internal
+// package.
 package layering

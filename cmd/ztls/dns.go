@@ -203,7 +203,7 @@ func (f *dnsServeFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.cookieRotate, "cookie-rotate", 0, "replace the DNS cookie secret this often (0: one random secret for the process)")
 	fs.BoolVarP(&f.verboseLogs, "verbose", "v", false, "log socket and connection errors")
 	fs.BoolVar(&f.rotate, "rotate", true, "rotate each --zdata directory's keys when no other process does (the first to claim DIR/rotate.lock rotates: ztls serve or this server; the others take over when it stops); off: only reload")
-	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9181): queries by type and rcode, UDP bytes, RRL drops and slips, cookies, connections, live Z-data keys")
+	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9181): queries by type and rcode, UDP bytes, RRL drops and slips, cookies, connections, live Z-data keys, the --tls certificate's expiry, build info; /healthz (alive) and /readyz (503 until every listener is bound)")
 }
 
 // loadZoneArg loads "FILE" or "ORIGIN=FILE".

@@ -258,6 +258,9 @@ func (s *serving) checkFlags() error {
 // (ztls_certificate_expiry_timestamp_seconds): refusing would turn a
 // restart into an outage for the clients that pin or do not check the
 // date, and a renewed certificate is then taken with SIGHUP, no restart.
+// It expires soon in the last tenth of its lifetime (9 days of 90, 14
+// hours of 6 days): automated renewal, due at a third, has failed for a
+// while.
 func (s *serving) checkCertificate(cfg *tls13.Config, when string) {
 	if len(cfg.Certificates) == 0 || cfg.Certificates[0].Leaf == nil {
 		return
@@ -271,14 +274,10 @@ func (s *serving) checkCertificate(cfg *tls13.Config, when string) {
 	case now.Before(leaf.NotBefore):
 		s.log.Error(when+"the certificate is not valid yet: clients that check it refuse every handshake until its not_before (is this host's clock right?)",
 			"file", file, "not_before", notBefore, "valid_in", leaf.NotBefore.Sub(now).Round(time.Second).String())
-	case leaf.NotAfter.Sub(now) < certExpiryWarning:
+	case leaf.NotAfter.Sub(now) < leaf.NotAfter.Sub(leaf.NotBefore)/10:
 		s.log.Warn(when+"the certificate expires soon: renew it, then send SIGHUP", "file", file, "not_after", notAfter)
 	}
 }
-
-// certExpiryWarning is how long before its expiry the certificate is said
-// to expire soon.
-const certExpiryWarning = 7 * 24 * time.Hour
 
 // loadZData reads --zdata DIR; without --cert and --key the server
 // presents the certificate the Z-data is signed with.
@@ -449,17 +448,21 @@ func (s *serving) sharedRegister(cfg *tls13.Config) error {
 
 // checkRegister tries the register's Redis at start, so that what would
 // refuse every early flight is said now rather than found at the first
-// one: a refused login stops the server (it does not pass by itself); an
-// unreachable Redis or an evicting maxmemory-policy is a warning (the
-// server serves TLS 1.3 meanwhile, and takes early data once Redis is
-// fixed, without a restart). A Redis without the register's memory (new,
+// one. None stops the server: a register that cannot vouch costs early
+// data, never the service (a password rotated in Redis must not take a
+// restarting fleet down). A refused login is an error (it does not pass
+// by itself: the server must restart with the right password); an
+// unreachable Redis or an evicting maxmemory-policy is a warning (early
+// data is taken once Redis is fixed, without a restart). A Redis without the register's memory (new,
 // restarted, flushed) starts the warm-up now, and the log says when it
 // ends.
 func (s *serving) checkRegister(reg *redisreg.Register, shown string) error {
 	err := reg.Ready()
 	switch {
 	case errors.Is(err, redisreg.ErrAuth):
-		return fmt.Errorf("--strike-register %s: %v: give the password Redis expects (in the URL, --strike-register-password-file or $%s) and the user it has, if any", shown, err, envRedisPassword)
+		s.log.Error("the strike register's Redis refused the login: early data is refused until the server restarts with the password Redis expects (in the URL, --strike-register-password-file or $"+envRedisPassword+") and the user it has, if any; connections are served, as TLS 1.3",
+			"url", shown, "err", err)
+		return nil
 	case errors.Is(err, redisreg.ErrEvictionPolicy):
 		// Check names the policy.
 	case err != nil:

@@ -175,8 +175,11 @@ func TestCLIDNSServeSeries(t *testing.T) {
 			t.Errorf("%s = %v, want at least 1", name, m[name])
 		}
 	}
-	if !hasSeries(m, "ztls_build_info") {
-		t.Error("no ztls_build_info")
+	// The same names as serve's for the same things.
+	for _, name := range []string{"ztls_build_info", "ztls_conns_open", "ztls_conns_refused_per_ip_total", "ztls_conns_refused_per_net_total"} {
+		if !hasSeries(m, name) {
+			t.Errorf("no %s", name)
+		}
 	}
 	base := strings.TrimSuffix(url, "/metrics")
 	if code, body := httpGet(t, base+"/healthz"); code != 200 {

@@ -71,11 +71,13 @@ func (r *Registry) AuthorityStats(stats func() authority.Stats) {
 		{"ztls_dns_rrl_dropped_total", "Answers dropped by response rate limiting.", func(s authority.Stats) uint64 { return s.RRLDropped }},
 		{"ztls_dns_rrl_slipped_total", "Answers sent as empty TC=1 replies by response rate limiting.", func(s authority.Stats) uint64 { return s.RRLSlipped }},
 		{"ztls_dns_cookies_valid_total", "Queries with a valid server cookie.", func(s authority.Stats) uint64 { return s.CookiesValid }},
-		{"ztls_dns_conns_refused_total", "Stream connections refused for their address or network, or a full table.", func(s authority.Stats) uint64 {
-			return s.ConnsRefusedAddr + s.ConnsRefusedPrefix + s.ConnsRefusedFull
-		}},
+		// The connection series have the names of serve's (the same
+		// things), and no ztls_dns_ prefix.
+		{"ztls_conns_refused_per_ip_total", "Stream (TCP, TLS) connections closed at accept: their address held the most allowed (Server.MaxConnsPerAddr).", func(s authority.Stats) uint64 { return s.ConnsRefusedAddr }},
+		{"ztls_conns_refused_per_net_total", "Stream (TCP, TLS) connections closed at accept: their /24 or /56 held the most allowed (Server.MaxConnsPerPrefix).", func(s authority.Stats) uint64 { return s.ConnsRefusedPrefix }},
+		{"ztls_conns_refused_full_total", "Stream (TCP, TLS) connections closed at accept: the most allowed were open (Server.MaxConns).", func(s authority.Stats) uint64 { return s.ConnsRefusedFull }},
 	} {
 		r.CounterFunc(c.name, c.help, func() float64 { return float64(c.get(stats())) })
 	}
-	r.GaugeFunc("ztls_dns_conns_open", "Stream (TCP, TLS) connections open now.", func() float64 { return float64(stats().ConnsOpen) })
+	r.GaugeFunc("ztls_conns_open", "Stream (TCP, TLS) connections open now.", func() float64 { return float64(stats().ConnsOpen) })
 }

@@ -111,6 +111,12 @@ type Options struct {
 	// answers are kept in the Cache until their nextUpdate). The zero
 	// value asks nothing.
 	OCSP prevalidate.OCSPPolicy
+	// Addrs, if set, are the addresses to connect to instead of the host's
+	// A and AAAA records (curl's --resolve): the host still names the
+	// server (SNI, the certificate's name) and the Z-data and HTTPS
+	// records are still looked up under it, so ZTLS works as it would
+	// with the addresses from DNS.
+	Addrs []netip.Addr
 	// Now is the clock for Z-data validity; nil means the ztls clock (internal/clock: the system clock, unless ZTLS_CLOCK_OFFSET shifts it).
 	Now func() time.Time
 	// NoBFE makes the client one without Bloom filter encryption: it uses

@@ -88,6 +88,8 @@ func (a *attempt) startLookups(ctx context.Context) {
 		a.landCached(l) // Prefetch's results, as already landed
 	case a.hit != nil:
 		a.replayAnswers(l)
+	case a.o.Resolver == nil && len(a.o.Addrs) > 0:
+		l.addrs <- a.o.Addrs
 	case a.o.Resolver == nil:
 		go func(host string) {
 			ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
@@ -99,6 +101,11 @@ func (a *attempt) startLookups(ctx context.Context) {
 		}(a.host)
 	default:
 		s := &serviceLookup{out: l, host: a.host, port: a.port, pendingAddr: 2}
+		if len(a.o.Addrs) > 0 {
+			// The caller's addresses go first; the records' are ignored.
+			s.sentAddr = true
+			l.addrs <- a.o.Addrs
+		}
 		if a.wantZ {
 			s.z = a.newZDataCheck(l)
 		}
@@ -175,6 +182,12 @@ func (a *attempt) replayAnswers(l *lookups) {
 // awaitAddress waits for the first address answer, which starts the
 // transport.
 func (a *attempt) awaitAddress(ctx context.Context) error {
+	if len(a.o.Addrs) > 0 && a.hit != nil {
+		// A cached entry lands its own addresses; the caller's win.
+		a.ips = a.o.Addrs
+		a.step("address")
+		return nil
+	}
 	select {
 	case a.ips = <-a.look.addrs:
 	case err := <-a.look.err:

@@ -45,6 +45,9 @@ type connectFlags struct {
 	raw bool
 	// showCerts prints the server's chain as PEM (connect).
 	showCerts bool
+	// addrs, if set, are where to connect instead of the host's A/AAAA
+	// (get --resolve); the host still names the server and its Z-data.
+	addrs []netip.Addr
 	// out, if set, wraps where the response goes (get's -o and --fail).
 	out      func(io.Writer) io.Writer
 	timeout  time.Duration
@@ -285,8 +288,8 @@ func newGetCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if pinned != "" && g.tls.servername == "" {
-				g.tls.servername = u.Hostname() // SNI and the name verified
+			if pinned.IsValid() {
+				g.addrs = []netip.Addr{pinned}
 			}
 			file, err := c.openOutput()
 			if err != nil {
@@ -299,10 +302,7 @@ func newGetCmd() *cobra.Command {
 				if g.prefetchLinks {
 					return fmt.Errorf("--prefetch-links reads the page over HTTP/1.1: leave out --http2")
 				}
-				return runGetHTTP2(&g, u, r, pinned, file, c.fail)
-			}
-			if pinned != "" {
-				host = pinned
+				return runGetHTTP2(&g, u, r, file, c.fail)
 			}
 			var split *responseSplit
 			if file != nil || c.fail {
@@ -525,7 +525,7 @@ func (f *connectFlags) dialOptions(cfg *tls13.Config) (dial.Options, func(), err
 		res.Close()
 		return dial.Options{}, nil, fmt.Errorf("--ocsp: %w", err)
 	}
-	opts := dial.Options{Mode: mode, TLS: cfg, Resolver: res, ZDataBudget: f.budget, Turbo: f.turbo || f.turboPort != 0, NoBFE: f.noBFE}
+	opts := dial.Options{Mode: mode, TLS: cfg, Resolver: res, ZDataBudget: f.budget, Turbo: f.turbo || f.turboPort != 0, NoBFE: f.noBFE, Addrs: f.addrs}
 	opts.TurboPort, opts.TurboWait, opts.OCSP = f.turboPort, f.turboWait, ocsp
 	// What 'ztls prefetch' (or get --prefetch-links) kept: its DNS
 	// answers spare the lookups.

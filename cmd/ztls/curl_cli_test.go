@@ -355,6 +355,21 @@ func TestCLIGetCurlFlags(t *testing.T) {
 		if s := one("/res"); r.code != 0 || s.host != w.hostPort {
 			t.Errorf("%s --resolve: exit %d, Host %q\n%s", name, r.code, s.host, r.stderr)
 		}
+		// With the resolver alive, --resolve keeps ZTLS: the Z-data is
+		// looked up under the name, the address is --resolve's.
+		pin := func(addr string) []string {
+			return append(append([]string{"get", url + "/" + tag + "/resz", "--json", "--resolve", net.JoinHostPort("www.ztls.test", w.port) + ":" + addr}, client...), w.client()...)
+		}
+		r = w.run(t, nil, pin("127.0.0.1")...)
+		if rep := uxReport(t, r); r.code != 0 || rep.Mode != "ztls" {
+			t.Errorf("%s --resolve with Z-data in DNS: exit %d, mode %q (%s)\n%s", name, r.code, rep.Mode, rep.FallbackReason, r.stderr)
+		}
+		one("/resz")
+		// An address where nothing listens is where it goes, whatever
+		// DNS says.
+		if r = w.run(t, nil, pin("127.0.0.2")...); r.code == 0 {
+			t.Errorf("%s --resolve 127.0.0.2: exit 0, so it connected to DNS's address\n%s", name, r.stderr)
+		}
 	}
 }
 

@@ -41,7 +41,7 @@ func (g *getFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVarP(&g.head, "head", "I", false, "a HEAD request: print the status line and header only")
 	fs.StringVarP(&g.output, "output", "o", "", "write the response body to FILE (the status line and header go to standard error), as curl -o")
 	fs.BoolVar(&g.fail, "fail", false, "on an HTTP status of 400 or more print no response and exit 22, as curl --fail")
-	fs.StringArrayVar(&g.resolve, "resolve", nil, "connect to ADDR for HOST:PORT, as curl --resolve HOST:PORT:ADDR (repeatable; ADDR an IP address): the URL's name is still sent as SNI and Host and verified in the certificate; ZTLS is not tried (its Z-data is looked up by name)")
+	fs.StringArrayVar(&g.resolve, "resolve", nil, "connect to ADDR for HOST:PORT, as curl --resolve HOST:PORT:ADDR (repeatable; ADDR an IP address): the URL's name is still sent as SNI and Host, verified in the certificate, and its Z-data looked up, so ZTLS works as with the address from DNS")
 }
 
 // getRequest is get's request: its method, its header lines after the
@@ -153,9 +153,9 @@ func (r *getRequest) http11(u *url.URL) []byte {
 }
 
 // resolveAddr is the address --resolve gives for the URL's host and port
-// (HOST:PORT, the port 443 when the URL names none), or "" when none of
+// (the port 443 when the URL names none), or the zero Addr when none of
 // them is for it.
-func (g *getFlags) resolveAddr(u *url.URL) (string, error) {
+func (g *getFlags) resolveAddr(u *url.URL) (netip.Addr, error) {
 	port := u.Port()
 	if port == "" {
 		port = "443"
@@ -167,19 +167,19 @@ func (g *getFlags) resolveAddr(u *url.URL) (string, error) {
 		p, addr, ok2 := strings.Cut(rest, ":")
 		ip, err := netip.ParseAddr(strings.Trim(addr, "[]"))
 		if !ok1 || !ok2 || err != nil {
-			return "", fmt.Errorf("--resolve %q: want HOST:PORT:ADDR, ADDR an IP address, e.g. --resolve www.example.test:443:127.0.0.1", r)
+			return netip.Addr{}, fmt.Errorf("--resolve %q: want HOST:PORT:ADDR, ADDR an IP address, e.g. --resolve www.example.test:443:127.0.0.1", r)
 		}
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return "", fmt.Errorf("--resolve %q: the port %q is not a number from 1 to 65535", r, p)
+			return netip.Addr{}, fmt.Errorf("--resolve %q: the port %q is not a number from 1 to 65535", r, p)
 		}
 		if strings.EqualFold(host, u.Hostname()) && p == port {
-			return net.JoinHostPort(ip.String(), port), nil
+			return ip, nil
 		}
 	}
 	if len(g.resolve) > 0 {
 		fmt.Fprintf(os.Stderr, "ztls: no --resolve for %s: looking it up\n", net.JoinHostPort(u.Hostname(), port))
 	}
-	return "", nil
+	return netip.Addr{}, nil
 }
 
 // responseSplit takes an HTTP/1.x response as dial writes it (status

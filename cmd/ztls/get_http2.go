@@ -20,10 +20,10 @@ import (
 // else HTTP/1.1. It prints the response (status line, header, body) and
 // the connection report like get does, with the first byte and the
 // response size measured here (the transport reads the response, not
-// package dial). r is the request get's flags make; pinned, if set, the
-// address --resolve gives; the body goes to file (nil: with the header);
+// package dial). r is the request get's flags make (f.addrs the addresses
+// --resolve gives); the body goes to file (nil: with the header);
 // with fail, a status of 400 or more prints no response and is exit 22.
-func runGetHTTP2(f *connectFlags, u *url.URL, r *getRequest, pinned string, file *os.File, fail bool) error {
+func runGetHTTP2(f *connectFlags, u *url.URL, r *getRequest, file *os.File, fail bool) error {
 	if err := f.check(); err != nil {
 		return err
 	}
@@ -40,10 +40,7 @@ func runGetHTTP2(f *connectFlags, u *url.URL, r *getRequest, pinned string, file
 	defer tr.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
-	target := *u
-	if pinned != "" {
-		target.Host = pinned // dialled there; Host and SNI stay the URL's name
-	}
+	target := *u // dialled at f.addrs, if get --resolve gave them
 	var body io.Reader
 	if r.body != nil {
 		body = bytes.NewReader(r.body)

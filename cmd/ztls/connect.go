@@ -190,8 +190,8 @@ Only a GET, HEAD or OPTIONS goes as early data: a request with a body is
 sent after the handshake, once, whatever the fallback. -o writes the body
 to a file (the status line and header then go to standard error).
 --resolve HOST:PORT:ADDR connects to ADDR without asking DNS for the
-address, the URL's name still sent and verified (ZTLS is then not
-tried: the Z-data is looked up by name).
+address; the URL's name is still sent and verified, and its Z-data
+looked up, so ZTLS works as with the address from DNS.
 
 get stops at the response's end (its Content-Length or last chunk),
 whether or not the server then closes the connection. Exit status: 0 for

@@ -263,7 +263,7 @@ func TestCLIZTLSWithEmbeddedAuthority(t *testing.T) {
 		"--resolver", dnsAddr, "--ca", s.ca, "--json")), &chk); err != nil {
 		t.Fatal(err)
 	}
-	if !chk.Valid || len(chk.Answers) != 3 {
+	if !chk.Valid || len(chk.Answers) != 4 { // TXT, CERT, TLSA, HTTPS
 		t.Fatalf("check: %+v", chk)
 	}
 	for _, a := range chk.Answers {

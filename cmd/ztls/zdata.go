@@ -410,7 +410,7 @@ func init() {
 		Long: `Ask DNS what a ZTLS client would ask (TXT, CERT, TLSA) and check it as the
 client does: syntax, validity window, signature and binding to HOST and
 PORT, the leaf's chain (to --ca, as 'connect --ca') and name. Also reports
-each answer's size: above 1232 bytes UDP answers are truncated and clients
+each answer's size, the HTTPS record's too: above 1232 bytes UDP answers are truncated and clients
 need TCP or DNS over TLS.
 
 The exit status is 0 when the Z-data is usable and 1 when it is not or DNS
@@ -548,7 +548,9 @@ func checkZData(ctx context.Context, res *resolver.Resolver, host string, port i
 	for _, q := range []struct {
 		name  string
 		qtype uint16
-	}{{zdata.TXTName(host, port), dns.TypeTXT}, {zdata.TXTName(host, port), dns.TypeCERT}, {zdata.TLSAName(host, port), dns.TypeTLSA}} {
+	}{{zdata.TXTName(host, port), dns.TypeTXT}, {zdata.TXTName(host, port), dns.TypeCERT}, {zdata.TLSAName(host, port), dns.TypeTLSA},
+		// Sized only: the record that may carry Z-data too (docs/ztls-spec.md, Section 8.3).
+		{zdata.HTTPSOwner(host, port), dns.TypeHTTPS}} {
 		a, err := res.Lookup(ctx, q.name, q.qtype)
 		if err != nil {
 			return nil, fmt.Errorf("looking up %s %s: %w", q.name, dns.TypeToString[q.qtype], err)

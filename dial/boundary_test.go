@@ -61,6 +61,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/ztls-project/ztls/dns/dnsname"
 	"github.com/ztls-project/ztls/dns/resolver"
 	"github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/internal/dialhook"
@@ -190,7 +191,7 @@ func newBndSuite(t *testing.T) *bndSuite {
 	t.Cleanup(w.Close)
 	s := &bndSuite{t: t, nb: nb, lab: w, port: bndPickPort(t), seed: bytes.Repeat([]byte{0x5a}, 32), tmpl: t.TempDir()}
 	// TurboTLS's advertisement: UDP on the TCP port's number.
-	if err := w.Zones.ReplaceRRset(turbo.HTTPSOwner(bndHost, s.port), dns.TypeHTTPS,
+	if err := w.Zones.ReplaceRRset(dnsname.HTTPSOwner(bndHost, s.port), dns.TypeHTTPS,
 		[]dns.RR{turbo.HTTPSRecord(bndHost, s.port, uint16(s.port), 300)}); err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,9 @@ package turbo
 
 import (
 	"errors"
-	"strconv"
 
 	"github.com/miekg/dns"
+	"github.com/ztls-project/ztls/dns/dnsname"
 )
 
 // KeyUDPPort is the private-use SvcParamKey (RFC 9460, Section 14.3.2:
@@ -12,21 +12,11 @@ import (
 // TurboTLS UDP port in its HTTPS record: two bytes, network order.
 const KeyUDPPort dns.SVCBKey = 65280
 
-// HTTPSOwner is the owner name of the HTTPS record of host's service on
-// port: host itself for 443, else _<port>._https.<host> (RFC 9460,
-// Section 2.3).
-func HTTPSOwner(host string, port int) string {
-	if port == 443 {
-		return dns.Fqdn(host)
-	}
-	return "_" + strconv.Itoa(port) + "._https." + dns.Fqdn(host)
-}
-
 // HTTPSRecord is the HTTPS record (ServiceMode, priority 1, target ".")
 // advertising TurboTLS on udpPort for host's service on tcpPort.
 func HTTPSRecord(host string, tcpPort int, udpPort uint16, ttl uint32) *dns.HTTPS {
 	return &dns.HTTPS{SVCB: dns.SVCB{
-		Hdr:      dns.RR_Header{Name: HTTPSOwner(host, tcpPort), Rrtype: dns.TypeHTTPS, Class: dns.ClassINET, Ttl: ttl},
+		Hdr:      dns.RR_Header{Name: dnsname.HTTPSOwner(host, tcpPort), Rrtype: dns.TypeHTTPS, Class: dns.ClassINET, Ttl: ttl},
 		Priority: 1,
 		Target:   ".",
 		Value:    []dns.SVCBKeyValue{&dns.SVCBLocal{KeyCode: KeyUDPPort, Data: []byte{byte(udpPort >> 8), byte(udpPort)}}},

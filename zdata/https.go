@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/ztls-project/ztls/dns/dnsname"
 )
 
 // HTTPSParams describes a service's HTTPS record (RFC 9460) carrying
@@ -35,11 +35,7 @@ type HTTPSParams struct {
 // port: host itself for 443, else _<port>._https.<host> (RFC 9460,
 // Section 9.1), in lower-case A-labels.
 func HTTPSOwner(host string, port int) string {
-	h := hostOrLower(host) + "."
-	if port == 443 {
-		return h
-	}
-	return "_" + strconv.Itoa(port) + "._https." + h
+	return dnsname.HTTPSOwner(hostOrLower(host), port)
 }
 
 // HTTPSRecord builds p's ServiceMode HTTPS record (priority 1), its

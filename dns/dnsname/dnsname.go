@@ -9,7 +9,10 @@
 // answer that carries it no longer packs.
 package dnsname
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Canonical returns name fully qualified (a trailing dot) with ASCII
 // letters in lower case; every other byte is kept.
@@ -51,4 +54,14 @@ func Equal(a, b string) bool {
 		}
 	}
 	return true
+}
+
+// HTTPSOwner returns the owner name of the HTTPS record of host's
+// service on port (RFC 9460, Section 9.1): host itself for port 443,
+// else "_PORT._https.host", canonical as Canonical makes it.
+func HTTPSOwner(host string, port int) string {
+	if port == 443 {
+		return Canonical(host)
+	}
+	return "_" + strconv.Itoa(port) + "._https." + Canonical(host)
 }

@@ -66,3 +66,19 @@ func FuzzCanonical(f *testing.F) {
 		}
 	})
 }
+
+func TestHTTPSOwner(t *testing.T) {
+	for _, c := range []struct {
+		host string
+		port int
+		want string
+	}{
+		{"www.Example.org", 443, "www.example.org."},
+		{"www.example.org.", 443, "www.example.org."},
+		{"WWW.example.org", 8443, "_8443._https.www.example.org."},
+	} {
+		if got := HTTPSOwner(c.host, c.port); got != c.want {
+			t.Errorf("HTTPSOwner(%q, %d) = %q, want %q", c.host, c.port, got, c.want)
+		}
+	}
+}

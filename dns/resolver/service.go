@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/ztls-project/ztls/dns/dnsname"
 )
 
 // ServiceResult gathers the answers ztls needs before it connects to
@@ -69,16 +70,6 @@ func TLSAName(host string, port int) string {
 	return "_" + strconv.Itoa(port) + "._tcp." + dns.Fqdn(host)
 }
 
-// HTTPSName returns the owner of the HTTPS record for host and port: the
-// host itself for port 443, else _<port>._https.<host> (RFC 9460,
-// Section 2.3).
-func HTTPSName(host string, port int) string {
-	if port == 443 {
-		return dns.Fqdn(host)
-	}
-	return "_" + strconv.Itoa(port) + "._https." + dns.Fqdn(host)
-}
-
 // LookupService asks, all at once (one LookupBatch), for host's A and AAAA, the Z-data TXT
 // and CERT, the TLSA and the HTTPS records of the service at port. Each
 // answer is passed to each (if non-nil) the moment it lands, so a dialer
@@ -106,7 +97,7 @@ func (r *Resolver) LookupService(ctx context.Context, host string, port int, eac
 		// caller may run as its last answer lands.
 		{fqdn, dns.TypeA, &res.A},
 		{fqdn, dns.TypeAAAA, &res.AAAA},
-		{HTTPSName(host, port), dns.TypeHTTPS, &res.HTTPS},
+		{dnsname.HTTPSOwner(host, port), dns.TypeHTTPS, &res.HTTPS},
 		{ZDataName(host, port), dns.TypeTXT, &res.TXT},
 		{ZDataName(host, port), dns.TypeCERT, &res.CERT},
 		{TLSAName(host, port), dns.TypeTLSA, &res.TLSA},

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/ztls-project/ztls/dns/dnsname"
 	dnsresolver "github.com/ztls-project/ztls/dns/resolver"
 	"github.com/ztls-project/ztls/testbed/hosts"
 )
@@ -380,7 +381,7 @@ func warmService(ctx context.Context, s *stub, host string, port int) {
 		{dnsresolver.ZDataName(host, port), dns.TypeTXT},
 		{dnsresolver.ZDataName(host, port), dns.TypeCERT},
 		{dnsresolver.TLSAName(host, port), dns.TypeTLSA},
-		{dnsresolver.HTTPSName(host, port), dns.TypeHTTPS},
+		{dnsname.HTTPSOwner(host, port), dns.TypeHTTPS},
 	}
 	var wg sync.WaitGroup
 	for _, q := range qs {

@@ -156,7 +156,7 @@ func fleetBFE(t *testing.T) {
 	}
 	s.zd = dirs[0]
 
-	flight := firstFlight(t, s) // the v2 record with bfe=: a BFE flight
+	flight := ztlsFlight(t, s, []byte("GET /transfer?amount=100")) // the v2 record with bfe=: a BFE flight
 	deliver(t, "127.0.0.1:"+p, flight)
 	logs[0].waitFor(t, "ZTLS accepted with BFE")
 	deliver(t, "127.0.0.2:"+p, flight)
@@ -169,12 +169,12 @@ func fleetBFE(t *testing.T) {
 	}
 
 	// A fresh flight to member 1: accepted (the fleet holds one key).
-	deliver(t, "127.0.0.2:"+p, firstFlight(t, s))
+	deliver(t, "127.0.0.2:"+p, ztlsFlight(t, s, []byte("GET /transfer?amount=100")))
 	logs[1].waitFor(t, "ZTLS accepted with BFE")
 
 	// Redis down: the BFE key's early data is refused, the connection served.
 	stopRedis()
-	deliver(t, "127.0.0.1:"+p, firstFlight(t, s))
+	deliver(t, "127.0.0.1:"+p, ztlsFlight(t, s, []byte("GET /transfer?amount=100")))
 	logs[0].waitFor(t, "rejected (BFE: ")
 }
 

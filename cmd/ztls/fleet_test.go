@@ -50,14 +50,14 @@ func startRedis(t *testing.T, extra ...string) (addr string, stop func()) {
 	return "", nil
 }
 
-// firstFlight builds a genuine ZTLS first flight (ClientHello + early
+// ztlsFlight builds a genuine ZTLS first flight (ClientHello + early
 // request) from the site's Z-data, as an attacker on the path captures it:
 // with the record a client takes from what the directory publishes, on
 // the clock of the servers the test starts (procNow). Taking the last
 // record valid with the 60 s allowance, as it did, sent the next period's
 // twin in the last minute of each hour, a key no server takes before its
 // not-before (tls13.ZDataLive).
-func firstFlight(t *testing.T, s *site) []byte {
+func ztlsFlight(t *testing.T, s *site, early []byte) []byte {
 	t.Helper()
 	d, err := zdata.LoadDir(s.zd)
 	if err != nil {
@@ -74,9 +74,8 @@ func firstFlight(t *testing.T, s *site) []byte {
 	if err != nil {
 		t.Fatalf("no record a client would use: %v", err)
 	}
-	offer := rec.Offer(leaf)
 	e := tls13.NewClientEngine(&tls13.Config{ServerName: s.host, InsecureSkipVerify: true, Time: func() time.Time { return procNow(t) }})
-	if err := e.Start(nil, offer, []byte("GET /transfer?amount=100")); err != nil {
+	if err := e.Start(nil, rec.Offer(leaf), early); err != nil {
 		t.Fatal(err)
 	}
 	return append([]byte(nil), e.Output()...)
@@ -138,13 +137,13 @@ func TestCLIFleetSharedStrikeRegister(t *testing.T) {
 	// window can no longer reach back before that, W plus the fleet's
 	// clock-skew bound (1 s) after the start. (A window of 3 s leaves
 	// room for a loaded machine between the starts and the flights.)
-	deliver(t, "127.0.0.1:"+p, firstFlight(t, s))
-	deliver(t, "127.0.0.2:"+p, firstFlight(t, s))
+	deliver(t, "127.0.0.1:"+p, ztlsFlight(t, s, []byte("GET /transfer?amount=100")))
+	deliver(t, "127.0.0.2:"+p, ztlsFlight(t, s, []byte("GET /transfer?amount=100")))
 	logA.waitFor(t, "the strike register started after this ClientHello")
 	logB.waitFor(t, "the strike register started after this ClientHello")
 	time.Sleep(4100 * time.Millisecond)
 
-	flight := firstFlight(t, s)
+	flight := ztlsFlight(t, s, []byte("GET /transfer?amount=100"))
 	deliver(t, "127.0.0.1:"+p, flight)
 	logA.waitFor(t, "ZTLS accepted")
 	deliver(t, "127.0.0.2:"+p, flight)

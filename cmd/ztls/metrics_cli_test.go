@@ -65,7 +65,7 @@ func TestCLIServeMetrics(t *testing.T) {
 	if rep := s.connect(t, dnsAddr, "--mode", "tls"); rep.Mode != "tls" {
 		t.Fatalf("--mode tls: %s", rep.Mode)
 	}
-	flight := firstFlight(t, s)
+	flight := ztlsFlight(t, s, []byte("GET /transfer?amount=100"))
 	deliver(t, addr, flight)
 	deliver(t, addr, flight)
 	log.waitFor(t, "rejected (replayed ClientHello)")

@@ -17,39 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
-
 	"github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/internal/testsupport/testpki"
-	"github.com/ztls-project/ztls/tls13"
-	"github.com/ztls-project/ztls/zdata"
 )
-
-// ztlsFlight is a genuine ZTLS first flight from the site's Z-data, as a
-// client makes it, with early as its early data.
-func ztlsFlight(t *testing.T, s *site, early []byte) []byte {
-	t.Helper()
-	d, err := zdata.LoadDir(s.zd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := procNow(t)
-	var txt [][]string
-	for _, r := range d.Records(now) {
-		txt = append(txt, r.TXT())
-	}
-	sel := zdata.NewSelector(s.host, s.port, zdata.SelectOptions{Roots: s.authority.Pool(), Now: now})
-	sel.StartChains([]*dns.TLSA{zdata.TLSA(s.host, s.port, d.Service.Cert.Chain[0], time.Minute)}, nil)
-	rec, leaf, err := sel.Select(txt)
-	if err != nil {
-		t.Fatalf("no record a client would use: %v", err)
-	}
-	e := tls13.NewClientEngine(&tls13.Config{ServerName: s.host, InsecureSkipVerify: true, Time: func() time.Time { return procNow(t) }})
-	if err := e.Start(nil, rec.Offer(leaf), early); err != nil {
-		t.Fatal(err)
-	}
-	return append([]byte(nil), e.Output()...)
-}
 
 // httpGet is one GET: its status and body.
 func httpGet(t *testing.T, url string) (int, string) {

@@ -46,7 +46,7 @@ func TestCLIStrikeRegisterMetrics(t *testing.T) {
 		"--strike-register", "redis://"+redis, "--metrics", "127.0.0.1:0")
 	defer stopCmd(cmd)
 	url := strings.TrimSpace(ready[strings.Index(ready, "http://"):])
-	deliver(t, addr, firstFlight(t, s))
+	deliver(t, addr, ztlsFlight(t, s, []byte("GET /transfer?amount=100")))
 	var m map[string]float64
 	waitMetric := func(name string, min float64) {
 		t.Helper()
@@ -63,6 +63,6 @@ func TestCLIStrikeRegisterMetrics(t *testing.T) {
 		t.Fatalf("after one flight: %v", m)
 	}
 	stopRedis()
-	deliver(t, addr, firstFlight(t, s))
+	deliver(t, addr, ztlsFlight(t, s, []byte("GET /transfer?amount=100")))
 	waitMetric("ztls_strike_register_redis_errors_total", 1)
 }

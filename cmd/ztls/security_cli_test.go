@@ -152,7 +152,7 @@ func TestCLIClientAuthRequiredRefusesEarlyData(t *testing.T) {
 			} else {
 				// The attacker's flight: a genuine ZTLS ClientHello and
 				// early request, no certificate to follow.
-				deliver(t, "127.0.0.1:"+strconv.Itoa(s.port), firstFlight(t, s))
+				deliver(t, "127.0.0.1:"+strconv.Itoa(s.port), ztlsFlight(t, s, []byte("GET /transfer?amount=100")))
 			}
 			log.waitFor(t, "early data is not client-authenticated")
 			if got := backendHits.Load(); got != hits {
@@ -439,7 +439,7 @@ func TestCLIServeBoundsStalledHandshakes(t *testing.T) {
 				"silent":               nil,
 				"ClientHello":          hello(),
 				"ClientHello, ALPN h2": hello("h2", "http/1.1"),
-				"ZTLS early request":   firstFlight(t, s),
+				"ZTLS early request":   ztlsFlight(t, s, []byte("GET /transfer?amount=100")),
 			} {
 				c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 				if err != nil {
@@ -529,7 +529,7 @@ func TestCLIServeRestartKeepsReplayMemory(t *testing.T) {
 	args := []string{"serve", "--listen", addr, "--zdata", s.zd, "--respond", "hello", "-v", "--early-window", "2s"}
 
 	cmd, log := startLogCmd(t, "ZTLS on", args...)
-	flight := firstFlight(t, s)
+	flight := ztlsFlight(t, s, []byte("GET /transfer?amount=100"))
 	deliver(t, addr, flight)
 	log.waitFor(t, "ZTLS accepted") // a directory never served: no wait
 	stopCmd(cmd)                    // SIGINT: a clean stop saves the register
@@ -537,7 +537,7 @@ func TestCLIServeRestartKeepsReplayMemory(t *testing.T) {
 	cmd, log = startLogCmd(t, "ZTLS on", args...)
 	deliver(t, addr, flight)
 	log.waitFor(t, "rejected (replayed ClientHello)")
-	deliver(t, addr, firstFlight(t, s))
+	deliver(t, addr, ztlsFlight(t, s, []byte("GET /transfer?amount=100")))
 	log.waitFor(t, "ZTLS accepted") // memory continued: no restart guard
 	cmd.Process.Kill()              // a crash: nothing saved
 	cmd.Wait()

@@ -58,7 +58,7 @@ func TestCLIStrikeRegisterErrorsHidePassword(t *testing.T) {
 	// early data, naming the address alone.
 	srv := startServe(t, nil, "ZTLS on", "serve", "--listen", "127.0.0.1:"+strconv.Itoa(s.port), "--zdata", s.zd,
 		"--respond", "hello", "-v", "--strike-register", "redis://:"+pw+"@127.0.0.1:"+strconv.Itoa(freePort(t)))
-	deliver(t, "127.0.0.1:"+strconv.Itoa(s.port), firstFlight(t, s))
+	deliver(t, "127.0.0.1:"+strconv.Itoa(s.port), ztlsFlight(t, s, []byte("GET /transfer?amount=100")))
 	srv.waitFor(t, "strike register unavailable")
 	srv.waitFor(t, "connection refused")
 	stopCmd(srv.cmd)
@@ -117,7 +117,7 @@ func TestCLIStrikeRegisterPasswordOutOfBand(t *testing.T) {
 			// A fresh register refuses a first flight as too young once
 			// it has checked it in Redis: the answer shows whether the
 			// server logged in.
-			deliver(t, addr, firstFlight(t, s))
+			deliver(t, addr, ztlsFlight(t, s, []byte("GET /transfer?amount=100")))
 			srv.waitFor(t, tc.want)
 			stopCmd(srv.cmd)
 			if !strings.Contains(srv.String(), tc.auth) {

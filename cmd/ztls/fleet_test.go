@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ func startRedis(t *testing.T, extra ...string) (addr string, stop func()) {
 	}
 	port := freePort(t)
 	cmd := exec.Command("redis-server", append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}, extra...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // gone with a killed test too
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

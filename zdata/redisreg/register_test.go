@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -72,6 +73,7 @@ func launchRedis(t testing.TB, port int, extra ...string) (*redisServer, string,
 // caller's own arguments, searched for --requirepass.
 func launch(t testing.TB, port int, args, extra []string) (*redisServer, string, error) {
 	cmd := exec.Command("redis-server", args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // gone with a killed test too
 	var out testproc.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

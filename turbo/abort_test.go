@@ -13,6 +13,7 @@ import (
 	"github.com/ztls-project/ztls/internal/clock"
 
 	"github.com/ztls-project/ztls/internal/testsupport/lab"
+	"github.com/ztls-project/ztls/internal/testsupport/testproc"
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/turbo"
 )
@@ -46,25 +47,14 @@ func alertBackend(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(5 * time.Second))
-				hdr := make([]byte, 5)
-				if _, err := io.ReadFull(c, hdr); err != nil {
-					return
-				}
-				io.CopyN(io.Discard, c, int64(hdr[3])<<8|int64(hdr[4]))
-				c.Write([]byte{21, 3, 3, 0, 2, 2, 110}) // unsupported_extension
-			}()
+	testproc.Serve(t, ln, func(c net.Conn) {
+		hdr := make([]byte, 5)
+		if _, err := io.ReadFull(c, hdr); err != nil {
+			return
 		}
-	}()
+		io.CopyN(io.Discard, c, int64(hdr[3])<<8|int64(hdr[4]))
+		c.Write([]byte{21, 3, 3, 0, 2, 2, 110}) // unsupported_extension
+	})
 	return ln.Addr().String()
 }
 

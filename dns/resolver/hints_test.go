@@ -18,7 +18,9 @@ import (
 // after each backoff, and then said only that time ran out), naming the
 // server. Another server is still asked.
 func TestTLSCertificateErrorIsNotRetried(t *testing.T) {
-	answer := func(s *session, q *dns.Msg, _ []byte) { s.send(t, reply(t, q, q.Question[0].Name+" 60 IN A 192.0.2.1")) }
+	answer := func(s *session, q *dns.Msg, _ []byte) {
+		s.send(t, reply(t, q, q.Question[0].Name+" 60 IN A 192.0.2.1"))
+	}
 	untrusted := startStreamServer(t, newTestPKI(t), answer)
 
 	r, err := New(Config{Servers: []string{untrusted.Addr}, Transport: TLS, Timeout: time.Minute})

@@ -48,14 +48,9 @@ func WaitListening(t testing.TB, addr string) {
 	t.Fatalf("nothing listens on %s", addr)
 }
 
-// ServeGoTLS serves crypto/tls on addr until the test ends: each
-// connection, with a 5 s deadline, goes to handle.
-func ServeGoTLS(t testing.TB, addr string, cfg *tls.Config, handle func(c *tls.Conn)) net.Listener {
-	t.Helper()
-	ln, err := tls.Listen("tcp", addr, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+// Serve accepts on ln until the test ends: each connection, with a 5 s
+// deadline, goes to handle and is closed after it.
+func Serve(t testing.TB, ln net.Listener, handle func(c net.Conn)) {
 	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
@@ -66,9 +61,20 @@ func ServeGoTLS(t testing.TB, addr string, cfg *tls.Config, handle func(c *tls.C
 			go func() {
 				defer c.Close()
 				c.SetDeadline(time.Now().Add(5 * time.Second))
-				handle(c.(*tls.Conn))
+				handle(c)
 			}()
 		}
 	}()
+}
+
+// ServeGoTLS serves crypto/tls on addr until the test ends: each
+// connection, with a 5 s deadline, goes to handle.
+func ServeGoTLS(t testing.TB, addr string, cfg *tls.Config, handle func(c *tls.Conn)) net.Listener {
+	t.Helper()
+	ln, err := tls.Listen("tcp", addr, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	Serve(t, ln, func(c net.Conn) { handle(c.(*tls.Conn)) })
 	return ln
 }

@@ -72,7 +72,9 @@ func TestPaddingHidesNameLength(t *testing.T) {
 
 func TestDecodeInnerRefuses(t *testing.T) {
 	outer := hello(t, nil, sni(publicName), groups, keyShare, versions, outerECHEx)
-	ref := func(types ...uint16) extension { return extension{typ: ExtOuterExtensions, data: outerExtensionsBody(types)} }
+	ref := func(types ...uint16) extension {
+		return extension{typ: ExtOuterExtensions, data: outerExtensionsBody(types)}
+	}
 	cases := map[string][]byte{
 		"no inner ech":         hello(t, nil, sni(innerName), ref(groups.typ)),
 		"session id":           hello(t, []byte{1}, sni(innerName), innerECH),

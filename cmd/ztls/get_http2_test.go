@@ -18,7 +18,10 @@ import (
 
 // get --http2 over ZTLS against serve --backend: the GET goes early as
 // HTTP/2 frames, the proxy forwards it marked Early-Data: 1, the
-// response comes back over HTTP/2, and the report says ztls.
+// response comes back over HTTP/2, the report says ztls, and the
+// server's ztls_early_data_bytes_total counts every early byte the
+// client sent (the HTTP/2 proxy's count, as the HTTP/1.1 proxy's in
+// TestCLIServeBackendMetrics).
 func TestCLIGetHTTP2OverZTLS(t *testing.T) {
 	dir := t.TempDir()
 	ca := testpki.NewCA(t, "ecdsa-p256")
@@ -39,7 +42,11 @@ func TestCLIGetHTTP2OverZTLS(t *testing.T) {
 		io.WriteString(w, "hello over h2")
 	}))
 	defer backend.Close()
-	start(t, "ZTLS on", "serve", "--listen", "127.0.0.1:"+strconv.Itoa(port), "--zdata", zd, "--backend", backend.URL, "--alpn", "h2,http/1.1")
+	// "ZTLS on" (listening) is logged before "metrics on".
+	ready, _, srv := startProc(t, "metrics on", "serve", "--listen", "127.0.0.1:"+strconv.Itoa(port), "--zdata", zd,
+		"--backend", backend.URL, "--alpn", "h2,http/1.1", "--metrics", "127.0.0.1:0")
+	defer stopCmd(srv)
+	metricsURL := logAttr(ready, "url")
 
 	cmd := exec.Command(ztlsBinary(t), "get", "https://www.ztls.test:"+strconv.Itoa(port)+"/", "--resolver", dnsAddr, "--ca", caFile,
 		"--http2", "--json", "--zdata-budget", "2s")
@@ -62,6 +69,12 @@ func TestCLIGetHTTP2OverZTLS(t *testing.T) {
 	}
 	if got := <-early; got != "1" {
 		t.Fatalf("the backend saw Early-Data %q, want 1", got)
+	}
+	if rep.EarlyData.Bytes == 0 {
+		t.Fatal("the report counts no early bytes")
+	}
+	if got := scrape(t, metricsURL)["ztls_early_data_bytes_total"]; got != float64(rep.EarlyData.Bytes) {
+		t.Fatalf("ztls_early_data_bytes_total = %v, the client sent %d early bytes", got, rep.EarlyData.Bytes)
 	}
 }
 

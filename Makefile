@@ -2,7 +2,7 @@
 GO        ?= go
 PKGS      := ./...
 FUZZTIME  ?= 3s
-DEB_PKGS  := openssl gnutls-bin bind9 bind9-utils bind9-dnsutils unbound dnsperf redis-server redis-sentinel iproute2 erlang-nox chromium
+DEB_PKGS  := openssl gnutls-bin bind9 bind9-utils bind9-dnsutils unbound dnsperf redis-server redis-sentinel iproute2 erlang-nox chromium knot knot-dnsutils
 # A JDK for the JSSE peer, unless one is on the PATH already.
 JDK_PKG   := $(if $(shell command -v javac 2>/dev/null),,default-jdk-headless)
 # The interop peers from PyPI and crates.io (tls13/testdata/peers/), pinned.

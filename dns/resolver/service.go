@@ -29,7 +29,7 @@ type ServiceResult struct {
 }
 
 // Answers returns the six answers in a fixed order: A, AAAA, TXT, CERT,
-// TLSA, HTTPS.
+// TLSA, HTTPS (nil for those a ServiceQuery skipped).
 func (s *ServiceResult) Answers() []*Answer {
 	return []*Answer{s.A, s.AAAA, s.TXT, s.CERT, s.TLSA, s.HTTPS}
 }
@@ -70,6 +70,17 @@ func TLSAName(host string, port int) string {
 	return "_" + strconv.Itoa(port) + "._tcp." + dns.Fqdn(host)
 }
 
+// ServiceQuery chooses which of LookupService's questions are asked; the
+// zero value asks them all. A client that takes Z-data from the HTTPS
+// record (docs/ztls-spec.md, Section 8) asks the TXT record only when
+// that answer carries none, and TLSA and CERT only when it holds no
+// leaf for the service.
+type ServiceQuery struct {
+	NoTXT  bool // the Z-data TXT at _ztls._<port>._tcp.<host>
+	NoCERT bool // the CERT intermediates at the same name
+	NoTLSA bool // the TLSA at _<port>._tcp.<host>
+}
+
 // LookupService asks, all at once (one LookupBatch), for host's A and AAAA, the Z-data TXT
 // and CERT, the TLSA and the HTTPS records of the service at port. Each
 // answer is passed to each (if non-nil) the moment it lands, so a dialer
@@ -78,6 +89,12 @@ func TLSAName(host string, port int) string {
 // result is returned when all answers landed or ctx ended; in the latter
 // case the error is ctx's and the result holds what landed.
 func (r *Resolver) LookupService(ctx context.Context, host string, port int, each func(Answer)) (*ServiceResult, error) {
+	return r.LookupServiceQuery(ctx, host, port, ServiceQuery{}, each)
+}
+
+// LookupServiceQuery is LookupService asking the questions q leaves in:
+// the answers it skips are nil in the result (the others never are).
+func (r *Resolver) LookupServiceQuery(ctx context.Context, host string, port int, q ServiceQuery, each func(Answer)) (*ServiceResult, error) {
 	if port < 1 || port > 65535 {
 		return nil, fmt.Errorf("resolver: bad port %d", port)
 	}
@@ -87,28 +104,34 @@ func (r *Resolver) LookupService(ctx context.Context, host string, port int, eac
 	}
 	start := time.Now() // real time: elapsed
 	res := &ServiceResult{Host: fqdn, Port: port}
-	questions := []struct {
+	type question struct {
 		name  string
 		qtype uint16
 		slot  **Answer
-	}{
-		// Cached answers land in this order: the address and the HTTPS
-		// record (a TurboTLS advert) before the Z-data, whose checks a
-		// caller may run as its last answer lands.
-		{fqdn, dns.TypeA, &res.A},
-		{fqdn, dns.TypeAAAA, &res.AAAA},
-		{dnsname.HTTPSOwner(host, port), dns.TypeHTTPS, &res.HTTPS},
-		{ZDataName(host, port), dns.TypeTXT, &res.TXT},
-		{ZDataName(host, port), dns.TypeCERT, &res.CERT},
-		{TLSAName(host, port), dns.TypeTLSA, &res.TLSA},
+		skip  bool
 	}
-	qs := make([]Question, len(questions))
-	for i, q := range questions {
-		qs[i] = Question{q.name, q.qtype}
+	all := []question{
+		// Cached answers land in this order: the address and the HTTPS
+		// record (a TurboTLS advert, maybe Z-data) before the Z-data
+		// TXT, whose checks a caller may run as its last answer lands.
+		{fqdn, dns.TypeA, &res.A, false},
+		{fqdn, dns.TypeAAAA, &res.AAAA, false},
+		{dnsname.HTTPSOwner(host, port), dns.TypeHTTPS, &res.HTTPS, false},
+		{ZDataName(host, port), dns.TypeTXT, &res.TXT, q.NoTXT},
+		{ZDataName(host, port), dns.TypeCERT, &res.CERT, q.NoCERT},
+		{TLSAName(host, port), dns.TypeTLSA, &res.TLSA, q.NoTLSA},
+	}
+	var asked []question
+	var qs []Question
+	for _, x := range all {
+		if !x.skip {
+			asked = append(asked, x)
+			qs = append(qs, Question{x.name, x.qtype})
+		}
 	}
 	answers, err := r.LookupBatch(ctx, qs, each)
-	for i, q := range questions {
-		*q.slot = answers[i]
+	for i, x := range asked {
+		*x.slot = answers[i]
 	}
 	res.Took = time.Since(start)
 	return res, err

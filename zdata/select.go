@@ -107,6 +107,7 @@ type Selector struct {
 	o      SelectOptions
 	err    error // the host is not a name
 	leaves []*x509.Certificate
+	held   bool         // some leaves were held, not only TLSA's
 	checks *chainChecks // nil until StartChains
 }
 
@@ -124,12 +125,40 @@ func NewSelector(host string, port int, o SelectOptions) *Selector {
 // the CERT intermediates) in the background. Select waits for them; a
 // Selector that was given no TLSA leaf selects nothing (ReasonNoLeaf).
 func (s *Selector) StartChains(tlsa []*dns.TLSA, cert []*dns.CERT) {
+	s.StartLeaves(Leaves{TLSA: tlsa, CERT: cert})
+}
+
+// Leaves are the certificates a Selector verifies records with
+// (docs/ztls-spec.md, Section 8.3): leaves the client already holds for
+// the service (an earlier handshake's, an earlier TLSA answer's), which
+// are tried first, and the service's TLSA and CERT answers. Held leaves
+// are untrusted input like the others: the chain, name and revocation
+// checks run on each before a record it verifies is selected.
+type Leaves struct {
+	Held          []*x509.Certificate
+	Intermediates []*x509.Certificate // of the held leaves
+	TLSA          []*dns.TLSA
+	CERT          []*dns.CERT
+}
+
+// StartLeaves is StartChains with the leaves l gives: it starts the
+// checks of each (held leaves first, the same leaf once) in the
+// background. Call it, or StartChains, once.
+func (s *Selector) StartLeaves(l Leaves) {
 	if s.err != nil {
 		return
 	}
-	s.leaves = tlsaLeaves(tlsa, s.host, s.port)
-	var inter []*x509.Certificate
-	for _, rr := range cert {
+	seen := map[[32]byte]bool{}
+	for _, c := range append(append([]*x509.Certificate(nil), l.Held...), tlsaLeaves(l.TLSA, s.host, s.port)...) {
+		if c == nil || seen[sha256.Sum256(c.Raw)] {
+			continue
+		}
+		seen[sha256.Sum256(c.Raw)] = true
+		s.leaves = append(s.leaves, c)
+		s.held = s.held || len(l.Held) > 0
+	}
+	inter := append([]*x509.Certificate(nil), l.Intermediates...)
+	for _, rr := range l.CERT {
 		if rr == nil || rr.Type != dns.CertPKIX {
 			continue
 		}
@@ -194,12 +223,12 @@ func (s *Selector) Select(txt [][]string) (*Record, *x509.Certificate, error) {
 	// In screen's order; the first fully valid record wins.
 	for _, r := range recs {
 		if len(s.leaves) == 0 {
-			fail(reasonErr(ReasonNoLeaf, fmt.Errorf("zdata: no TLSA 3 0 0 record at %s", TLSAName(s.host, s.port))))
+			fail(reasonErr(ReasonNoLeaf, fmt.Errorf("zdata: no TLSA 3 0 0 record at %s (and no leaf held for it)", TLSAName(s.host, s.port))))
 			continue
 		}
 		leaf := verifyAny(r, s.leaves, s.host, s.port)
 		if leaf == nil {
-			fail(diagnose(r, s.leaves, s.host, s.port))
+			fail(diagnose(r, s.leaves, s.host, s.port, s.held))
 			continue
 		}
 		if err := s.checks.result(leaf); err != nil {
@@ -309,7 +338,7 @@ func verifyAny(r *Record, leaves []*x509.Certificate, host string, port int) *x5
 
 // diagnose tells a record signed for another service of the same leaf
 // from a forgery (see diagnosticPorts).
-func diagnose(r *Record, leaves []*x509.Certificate, host string, port int) error {
+func diagnose(r *Record, leaves []*x509.Certificate, host string, port int, held bool) error {
 	for _, l := range leaves {
 		if s, err := SchemeFor(l.PublicKey); err != nil || s != r.Scheme {
 			continue
@@ -337,7 +366,11 @@ func diagnose(r *Record, leaves []*x509.Certificate, host string, port int) erro
 			}
 		}
 	}
-	return reasonErr(ReasonBadSignature, fmt.Errorf("%w with any TLSA 3 0 0 leaf of %s port %d", ErrBadSignature, host, port))
+	which := "TLSA 3 0 0 leaf"
+	if held {
+		which = "leaf held or TLSA 3 0 0 leaf"
+	}
+	return reasonErr(ReasonBadSignature, fmt.Errorf("%w with any %s of %s port %d", ErrBadSignature, which, host, port))
 }
 
 // maxParallelChains bounds the chain checks started ahead of need; a

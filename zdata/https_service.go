@@ -1,0 +1,106 @@
+package zdata
+
+import (
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// turboUDPPortKey is TurboTLS's private-use SvcParamKey, turbo.KeyUDPPort
+// (zdata does not import turbo; cmd/ztls's tests check the two agree).
+const turboUDPPortKey dns.SVCBKey = 65280
+
+// CheckSvcParamKey refuses a Z-data SvcParamKey that a publisher must not
+// use: one outside the private-use range 65280–65534 (RFC 9460, Section
+// 14.3.2), and TurboTLS's 65280, which the same record may carry with
+// another meaning (docs/ztls-spec.md, Section 8.1). 0 stands for
+// DefaultSvcParamKey and passes.
+func CheckSvcParamKey(k dns.SVCBKey) error {
+	switch {
+	case k == 0:
+		return nil
+	case k == turboUDPPortKey:
+		return fmt.Errorf("zdata: SvcParamKey %d is TurboTLS's UDP port key (key65280): give another private-use key, 65281 to 65534 (default %d)", k, DefaultSvcParamKey)
+	case k < 65280 || k > 65534:
+		return fmt.Errorf("zdata: SvcParamKey %d is not a private-use key (RFC 9460, Section 14.3.2): give one from 65281 to 65534 (default %d)", k, DefaultSvcParamKey)
+	}
+	return nil
+}
+
+// HTTPSOptions is what a service's HTTPS record carries besides its
+// Z-data. The zero value is a record with the Z-data alone under
+// DefaultSvcParamKey.
+type HTTPSOptions struct {
+	// ALPN is the alpn SvcParam; none when empty (clients then assume
+	// http/1.1, RFC 9460, Section 7.1.2).
+	ALPN []string
+	// TurboUDPPort, when not 0, adds TurboTLS's key65280 advertising that
+	// UDP port, in the same RR (RFC 9460, Section 2.2: one ServiceMode RR
+	// per endpoint, so the two keys cannot live in two RRs).
+	TurboUDPPort uint16
+	// IPv4Hint and IPv6Hint are the address hints; none when empty.
+	IPv4Hint, IPv6Hint []net.IP
+	// Key is the Z-data SvcParamKey; 0 means DefaultSvcParamKey. It must
+	// pass CheckSvcParamKey.
+	Key dns.SVCBKey
+	// NoZData leaves the Z-data out: the record then advertises only
+	// ALPN, TurboTLS and the hints (a publisher that keeps Z-data in TXT).
+	NoZData bool
+}
+
+// HTTPSRecords returns the records a service's HTTPS record carries at
+// now (docs/ztls-spec.md, Sections 8.3 and 8.4): for each published key
+// not at its not-after, oldest first, its v1 record and, with a BFE key,
+// its v2 twin — the current and the next period's, so at most
+// MaxSvcRecords. Unlike the TXT set (Records), the next period's twin is
+// there a whole period ahead: the value holds all four at once.
+func (s *Service) HTTPSRecords(now time.Time) []*Record {
+	var out []*Record
+	for _, k := range s.Keyring.Published(now) {
+		if !now.Before(k.Record.NotAfter) {
+			continue
+		}
+		recs := []*Record{k.Record}
+		if k.BFE != nil {
+			recs = append(recs, k.BFE.Record)
+		}
+		if len(out)+len(recs) > MaxSvcRecords {
+			break // a key issued further ahead waits for a later answer
+		}
+		out = append(out, recs...)
+	}
+	return out
+}
+
+// ServiceHTTPSRecord builds the HTTPS record of host's service on port
+// carrying recs (as HTTPSRecords returns them) and o, with a TTL that
+// ends before the earliest not-after among recs (TTLFor, at most maxTTL;
+// maxTTL when it carries no Z-data). It is the one builder behind every
+// HTTPS record this project serves, prints or publishes, so the served,
+// printed and published records are the same bytes.
+func ServiceHTTPSRecord(host string, port int, recs []*Record, now time.Time, maxTTL time.Duration, o HTTPSOptions) (*dns.HTTPS, error) {
+	if err := CheckSvcParamKey(o.Key); err != nil {
+		return nil, err
+	}
+	p := HTTPSParams{Host: host, Port: port, ALPN: o.ALPN, IPv4Hint: o.IPv4Hint, IPv6Hint: o.IPv6Hint, Key: o.Key, TTL: maxTTL}
+	if o.TurboUDPPort != 0 {
+		port := o.TurboUDPPort
+		p.Extra = []dns.SVCBKeyValue{&dns.SVCBLocal{KeyCode: turboUDPPortKey, Data: []byte{byte(port >> 8), byte(port)}}}
+	}
+	if !o.NoZData && len(recs) > 0 {
+		p.Records = recs
+		p.TTL = TTLFor(recs, now, maxTTL)
+	}
+	return HTTPSRecord(p)
+}
+
+// HTTPSRR is ServiceHTTPSRecord for the directory's service at now: the
+// record to serve, print or publish beside RRs.
+func (d *Dir) HTTPSRR(now time.Time, maxTTL time.Duration, o HTTPSOptions) (*dns.HTTPS, error) {
+	d.mu.Lock() // the records, as RRs reads them
+	recs := d.Service.HTTPSRecords(now)
+	d.mu.Unlock()
+	return ServiceHTTPSRecord(d.Config.Host, d.Config.Port, recs, now, maxTTL, o)
+}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/miekg/dns"
+
 	"github.com/ztls-project/ztls/dns/resolver"
 	"github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/prevalidate"
@@ -124,6 +126,17 @@ type Options struct {
 	// (docs/ztls-spec.md, Section 7). By default a record with bfe= is
 	// preferred and its ciphertext encapsulated with the prepared share.
 	NoBFE bool
+	// ZDataFrom says which record Z-data is taken from
+	// (docs/ztls-spec.md, Section 8.5): ZDataHTTPSFirst (the zero value
+	// too) takes the HTTPS record's, asked anyway, and asks for the TXT
+	// record only when it carries none (a second round trip then);
+	// ZDataBoth asks both at once; ZDataTXT asks the TXT record only.
+	// Report.ZDataFrom says which record the Z-data came from.
+	ZDataFrom ZDataFrom
+	// ZDataSvcParamKey is the SvcParamKey the HTTPS record carries Z-data
+	// under; 0 means zdata.DefaultSvcParamKey (65370). Publisher and
+	// client must agree on it, as on the extension's codepoint.
+	ZDataSvcParamKey dns.SVCBKey
 	// Turbo sends the first flights over UDP while TCP connects
 	// (TurboTLS, package turbo) to servers whose HTTPS record advertises
 	// a UDP port (key65280); see TurboOptions.
@@ -265,6 +278,9 @@ func (a *attempt) configure(addr string) error {
 	if _, err := ParseMode(string(a.o.Mode)); err != nil {
 		return err
 	}
+	if _, err := ParseZDataFrom(string(a.o.ZDataFrom)); err != nil {
+		return err
+	}
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("dial: %q is not HOST:PORT: %w", addr, err)
@@ -346,6 +362,7 @@ func (a *attempt) exchange(ctx context.Context, c *tls13.Conn) error {
 	st := c.ConnectionState()
 	r.fillTLS(st)
 	a.settleReason(st)
+	a.rememberLeaf(st)
 	r.AnswerInFirstFlight = st.AnswerInFirstFlight
 	if err := a.sendRequest(c, st); err != nil {
 		return err
@@ -371,6 +388,16 @@ func (a *attempt) exchange(ctx context.Context, c *tls13.Conn) error {
 	res.Session = c.Session()
 	r.Timing.Total = ms(time.Since(a.start))
 	return nil
+}
+
+// rememberLeaf keeps the chain the handshake verified, with which the
+// next connection verifies the HTTPS record's Z-data without asking TLSA
+// or CERT (docs/ztls-spec.md, Section 8.3, Memory.RememberLeaf).
+func (a *attempt) rememberLeaf(st tls13.ConnectionState) {
+	if a.ip.IsValid() || a.cfg.InsecureSkipVerify || st.DidResume || len(st.PeerCertificates) == 0 {
+		return
+	}
+	a.mem.RememberLeaf(a.host, a.port, st.PeerCertificates, a.now())
 }
 
 // sendRequest sends the Request after the handshake unless it went as

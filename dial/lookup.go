@@ -68,6 +68,12 @@ type zresult struct {
 	offer *tls13.ZDataOffer
 	err   error
 	at    time.Duration // since the start
+	// source is the record the Z-data came from (ZDataFromHTTPS or
+	// ZDataFromTXT; "": none was checked); skipped, why the HTTPS
+	// record's was not used; steps, the lookup's steps for the trace.
+	source  string
+	skipped string
+	steps   []TraceStep
 }
 
 // startLookups starts the lookup phase: the address of an IP given as the
@@ -107,7 +113,8 @@ func (a *attempt) startLookups(ctx context.Context) {
 			l.addrs <- a.o.Addrs
 		}
 		if a.wantZ {
-			s.z = a.newZDataCheck(l)
+			s.z = a.newZDataCheck(l, s.ask)
+			s.query = s.z.src.query
 		}
 		go s.run(ctx, a.o.Resolver)
 	}
@@ -144,9 +151,9 @@ func (a *attempt) cachedZData() zresult {
 	offer.Intermediates = h.Intermediates
 	offer.Prepared = h.Prepared
 	if err := a.cfg.VerifyZDataOffer(offer); err != nil {
-		return zresult{err: &zdata.Error{Reason: zdata.ReasonUntrustedChain, Err: err}, at: at}
+		return zresult{err: &zdata.Error{Reason: zdata.ReasonUntrustedChain, Err: err}, at: at, source: ZDataFromTXT}
 	}
-	return zresult{offer: offer, at: at}
+	return zresult{offer: offer, at: at, source: ZDataFromTXT} // Prefetch selects among the TXT records
 }
 
 // replayAnswers is the lookup phase of an entry holding DNS answers but
@@ -156,7 +163,8 @@ func (a *attempt) cachedZData() zresult {
 func (a *attempt) replayAnswers(l *lookups) {
 	s := &serviceLookup{out: l, host: a.host, port: a.port, pendingAddr: 2}
 	if a.wantZ {
-		s.z = a.newZDataCheck(l)
+		s.z = a.newZDataCheck(l, s.ask) // s.res is nil: nothing more is asked
+		s.z.src.replay()
 	}
 	answers := a.hit.Answers
 	go func() {
@@ -239,11 +247,7 @@ func (a *attempt) awaitZData(ctx context.Context, onLikely func(likelyOffer)) er
 			answered, budget = nil, nil
 			a.step("zdata_answered")
 		case z := <-a.look.zdata:
-			a.offer = z.offer
-			if z.err != nil {
-				a.reason = zdata.ReasonText(z.err)
-			}
-			a.r.Trace = append(a.r.Trace, TraceStep{Step: "zdata_verified", AtMS: ms(z.at)})
+			a.takeVerdict(z)
 			return a.requireZTLS()
 		case <-ctx.Done():
 			return ctx.Err()
@@ -252,6 +256,18 @@ func (a *attempt) awaitZData(ctx context.Context, onLikely func(likelyOffer)) er
 			return a.requireZTLS()
 		}
 	}
+}
+
+// takeVerdict takes the Z-data verdict: the offer or why there is none,
+// which record it came from, and the lookup's steps.
+func (a *attempt) takeVerdict(z zresult) {
+	a.offer = z.offer
+	if z.err != nil {
+		a.reason = zdata.ReasonText(z.err)
+	}
+	a.r.ZDataFrom, a.r.HTTPSZDataSkipped = z.source, z.skipped
+	a.r.Trace = append(a.r.Trace, z.steps...)
+	a.r.Trace = append(a.r.Trace, TraceStep{Step: "zdata_verified", AtMS: ms(z.at)})
 }
 
 // fail delivers the first lookup error; later ones are dropped.
@@ -263,19 +279,30 @@ func (l *lookups) fail(err error) {
 }
 
 // serviceLookup is the lookup goroutine with a resolver: the first
-// address answer goes out at once, the TXT, TLSA and CERT answers to the
-// Z-data check.
+// address answer goes out at once, the HTTPS, TXT, TLSA and CERT answers
+// to the Z-data check, which may ask more on the same resolver (an
+// AliasMode target's HTTPS record, the TXT record when the HTTPS record
+// carries no Z-data); their answers land here too, one at a time.
 type serviceLookup struct {
 	out         *lookups
 	host        string
 	port        int
+	query       resolver.ServiceQuery // the first questions
+	mu          sync.Mutex            // one answer at a time: the batch's and the follow-ups'
 	sentAddr    bool
 	pendingAddr int         // A and AAAA answers still to land
 	z           *zdataCheck // nil without ZTLS
+	ctx         context.Context
+	res         *resolver.Resolver // nil: nothing more can be asked (a cache's answers)
+	followUps   sync.WaitGroup
 }
 
 func (s *serviceLookup) run(ctx context.Context, res *resolver.Resolver) {
-	_, err := res.LookupService(ctx, s.host, s.port, s.onAnswer)
+	s.ctx, s.res = ctx, res
+	_, err := res.LookupServiceQuery(ctx, s.host, s.port, s.query, s.onAnswer)
+	s.followUps.Wait() // asked from onAnswer, before LookupServiceQuery returned or by another follow-up
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err != nil && !s.sentAddr {
 		s.out.fail(fmt.Errorf("dial: looking up %s: %w", s.host, err))
 	}
@@ -284,13 +311,35 @@ func (s *serviceLookup) run(ctx context.Context, res *resolver.Resolver) {
 	}
 }
 
-// onAnswer takes each answer as it lands (on one goroutine).
+// ask asks qs on the resolver, their answers landing in onAnswer; false
+// when there is no resolver to ask.
+func (s *serviceLookup) ask(qs []resolver.Question) bool {
+	if s.res == nil {
+		return false
+	}
+	s.followUps.Add(1)
+	go func() {
+		defer s.followUps.Done()
+		s.res.LookupBatch(s.ctx, qs, s.onAnswer)
+	}()
+	return true
+}
+
+// onAnswer takes each answer as it lands.
 func (s *serviceLookup) onAnswer(a resolver.Answer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	switch a.Qtype {
 	case dns.TypeA, dns.TypeAAAA:
 		s.onAddress(a)
 	case dns.TypeHTTPS:
-		s.out.https <- &a
+		origin := s.z == nil || s.z.isOrigin(a.Name)
+		if origin {
+			s.out.https <- &a // TurboTLS's advertisement and the ALPN (an alias target's answer is the Z-data check's)
+		}
+		if s.z != nil {
+			s.z.onHTTPS(&a, origin)
+		}
 	case dns.TypeTXT, dns.TypeTLSA, dns.TypeCERT:
 		if s.z != nil {
 			s.z.onAnswer(&a)
@@ -320,48 +369,47 @@ func (s *serviceLookup) onAddress(a resolver.Answer) {
 // public-key work starts as early as its inputs allow, so little is left
 // when the last answer lands (TurboTLS sends nothing before the check is
 // done): the client's key share at once, the DNS round trip being idle
-// time; the ECDH with the likeliest record's share when the TXT answer
-// lands; the chain checks when TLSA and CERT have landed; the records'
-// signatures when all three are in.
+// time; the ECDH with the likeliest record's share when the records are
+// known (the HTTPS record's, or the TXT record's); the chain checks when
+// the leaves are in (a leaf held from an earlier handshake at once, TLSA
+// and CERT when they land); the records' signatures when both are.
 type zdataCheck struct {
-	sel        *zdata.Selector
-	trust      *policy
-	start      time.Time
-	out        *lookups
-	keyShare   chan *tls13.ZDataKeyShare
-	prepared   *preparedShare // from the TXT answer on
-	txt        [][]string
-	haveTXT    bool
-	tlsa, cert *resolver.Answer
-	chains     bool // started
-	done       bool // the verdict is under way
+	sel      *zdata.Selector
+	trust    *policy
+	start    time.Time
+	out      *lookups
+	keyShare chan *tls13.ZDataKeyShare
+	prepared *preparedShare // once the records are known
+	src      *zdataSources
+	txt      [][]string // the records checked, as TXT strings
+	source   string     // whose they are: ZDataFromHTTPS or ZDataFromTXT ("": not known yet)
+	chains   bool       // started
+	done     bool       // the verdict is under way
+	steps    []TraceStep
 }
 
-// newZDataCheck starts the attempt's Z-data check, which delivers to out;
-// the client's key share is made at once.
-func (a *attempt) newZDataCheck(out *lookups) *zdataCheck {
+// newZDataCheck starts the attempt's Z-data check, which delivers to out
+// and asks its follow-up questions with ask; the client's key share is
+// made at once.
+func (a *attempt) newZDataCheck(out *lookups, ask func([]resolver.Question) bool) *zdataCheck {
 	trust := newPolicy(a.cfg)
 	sel := zdata.NewSelector(a.host, a.port, zdata.SelectOptions{Now: a.now(), Policy: trust.check, NoBFE: a.o.NoBFE})
-	z := &zdataCheck{sel: sel, trust: trust, start: a.start, out: out, keyShare: make(chan *tls13.ZDataKeyShare, 1)}
+	z := &zdataCheck{sel: sel, trust: trust, start: a.start, out: out, keyShare: make(chan *tls13.ZDataKeyShare, 1),
+		src: a.newZDataSources(ask)}
 	go func() { z.keyShare <- tls13.NewZDataKeyShare(tls13.X25519, nil) }()
 	return z
 }
 
-// onAnswer takes the TXT, TLSA or CERT answer.
-func (z *zdataCheck) onAnswer(a *resolver.Answer) {
-	switch a.Qtype {
-	case dns.TypeTXT:
-		z.txt, z.haveTXT = a.TXTStrings(), true
-		z.prepare()
-	case dns.TypeTLSA:
-		z.tlsa = a
-	case dns.TypeCERT:
-		z.cert = a
-	}
+// step notes a lookup step for the report's trace (delivered with the
+// verdict).
+func (z *zdataCheck) step(name string) {
+	z.steps = append(z.steps, TraceStep{Step: name, AtMS: ms(time.Since(z.start))})
 }
 
-// prepare starts the ECDH with the likeliest record's share.
-func (z *zdataCheck) prepare() {
+// prepare takes the records to check, from source, and starts the ECDH
+// with the likeliest one's share.
+func (z *zdataCheck) prepare(txt [][]string, source string) {
+	z.txt, z.source = txt, source
 	ps := &preparedShare{done: make(chan struct{})}
 	z.prepared = ps
 	rec, _ := z.sel.Likely(z.txt)
@@ -374,17 +422,22 @@ func (z *zdataCheck) prepare() {
 	}()
 }
 
-// advance starts what the answers in hand allow: the chain checks once
-// TLSA and CERT are in, the verdict once TXT is too. Once the address is
-// out the verdict runs on the lookup goroutine (what may still land, AAAA
-// or HTTPS, can wait for it, which a new goroutine would only start
-// later); before, on its own.
+// advance starts what the answers in hand allow: the ECDH once the
+// records to check are known, the chain checks once the leaves are in,
+// the verdict once both are. Once the address is out the verdict runs on
+// the lookup goroutine (what may still land, AAAA or HTTPS, can wait for
+// it, which a new goroutine would only start later); before, on its own.
 func (z *zdataCheck) advance(sentAddr bool) {
-	if !z.chains && z.tlsa != nil && z.cert != nil {
-		z.sel.StartChains(resolver.RecordsOf[*dns.TLSA](z.tlsa), resolver.RecordsOf[*dns.CERT](z.cert))
+	if z.source == "" {
+		if txt, source := z.src.records(z.step); source != "" {
+			z.prepare(txt, source)
+		}
+	}
+	if !z.chains && z.src.leavesIn() {
+		z.sel.StartLeaves(z.src.leaves())
 		z.chains = true
 	}
-	if z.done || !z.haveTXT || !z.chains {
+	if z.done || z.source == "" || !z.chains {
 		return
 	}
 	z.done = true
@@ -404,15 +457,23 @@ func (z *zdataCheck) advance(sentAddr bool) {
 // check delivers the verdict.
 func (z *zdataCheck) check() {
 	offer, err := z.verify()
-	z.out.zdata <- zresult{offer: offer, err: err, at: time.Since(z.start)}
+	z.out.zdata <- zresult{offer: offer, err: err, at: time.Since(z.start), source: z.source,
+		skipped: z.src.skippedText(), steps: z.steps}
 }
 
-// giveUp delivers the verdict of lookups that ended without all three
-// answers.
+// giveUp delivers the verdict of lookups that ended without all the
+// answers needed.
 func (z *zdataCheck) giveUp() {
-	if !z.done {
-		z.out.zdata <- zresult{err: &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New("the Z-data lookups did not complete")}}
+	if z.done {
+		return
 	}
+	z.done = true
+	why := "the Z-data lookups did not complete"
+	if s := z.src.skippedText(); s != "" && !z.src.haveTXT {
+		why = "none in the HTTPS record (" + s + "), and the TXT lookup did not complete"
+	}
+	z.out.zdata <- zresult{err: &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New(why)},
+		skipped: z.src.skippedText(), steps: z.steps}
 }
 
 // verify selects among the TXT records and makes the offer the engine

@@ -45,6 +45,17 @@ type Report struct {
 	// PrefetchDropped: the server refused the cached Z-data, and the
 	// entry was dropped from the cache.
 	PrefetchDropped bool `json:"prefetch_dropped,omitempty"`
+	// ZDataFrom is the record the Z-data checked came from:
+	// ZDataFromHTTPS ("https": the HTTPS record's key65370,
+	// docs/ztls-spec.md, Section 8) or ZDataFromTXT ("txt"); "" when none
+	// was checked. With ZTLS it is the record used; after a fallback, the
+	// one whose failure FallbackReason gives.
+	ZDataFrom string `json:"zdata_from,omitempty"`
+	// HTTPSZDataSkipped says why the HTTPS record's Z-data was not used
+	// when it was looked for (none in the record, a malformed value, an
+	// alias loop, Z-data for another endpoint): the TXT record was then
+	// asked for.
+	HTTPSZDataSkipped string `json:"https_zdata_skipped,omitempty"`
 }
 
 // Report.Prefetch values.
@@ -186,6 +197,7 @@ func (r *Report) WriteText(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  early data: %d bytes offered, %s\n", r.EarlyData.Bytes, state)
 	}
+	r.writeZDataFrom(w)
 	switch r.Prefetch {
 	case PrefetchValidated:
 		fmt.Fprintln(w, "  prefetched: addresses, Z-data and chain validated ahead (no lookup, no verification before the first flight)")
@@ -216,6 +228,25 @@ func (r *Report) WriteText(w io.Writer) {
 		limited = " (stopped there: the most asked for)"
 	}
 	fmt.Fprintf(w, "  response: %d bytes%s\n", r.ResponseBytes, limited)
+}
+
+// writeZDataFrom prints which record the Z-data came from, and why the
+// HTTPS record's was not used.
+func (r *Report) writeZDataFrom(w io.Writer) {
+	switch r.ZDataFrom {
+	case ZDataFromHTTPS:
+		fmt.Fprintln(w, "  Z-data from the HTTPS record (key65370; no TXT query)")
+	case ZDataFromTXT:
+		fmt.Fprint(w, "  Z-data from the TXT record")
+		if r.HTTPSZDataSkipped != "" {
+			fmt.Fprintf(w, " (asked after the HTTPS record: %s)", r.HTTPSZDataSkipped)
+		}
+		fmt.Fprintln(w)
+	default:
+		if r.HTTPSZDataSkipped != "" {
+			fmt.Fprintf(w, "  no Z-data from the HTTPS record: %s\n", r.HTTPSZDataSkipped)
+		}
+	}
 }
 
 // writeChain prints the verified chain and where it came from, or that

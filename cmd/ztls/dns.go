@@ -26,7 +26,6 @@ import (
 	"github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/internal/metrics"
 	"github.com/ztls-project/ztls/tls13"
-	"github.com/ztls-project/ztls/turbo"
 	"github.com/ztls-project/ztls/zdata"
 )
 
@@ -53,6 +52,7 @@ type dnsServeFlags struct {
 	pskKE       bool
 	zdata       []string
 	turbo       bool
+	https       httpsAdvert
 	idle        time.Duration
 	maxConns    int
 	udpWorkers  int
@@ -185,7 +185,8 @@ func (f *dnsServeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.tlsEngine, "tls-engine", "go", "TLS stack for --tls: go (Go's crypto/tls, TLS 1.2 and 1.3) or ztls (ztls's own TLS 1.3 engine: session-ticket keys rotated hourly, and --psk-ke)")
 	fs.BoolVar(&f.pskKE, "psk-ke", false, "with --tls-engine ztls: resume resolvers that offer psk_ke without a new key exchange (cheaper reconnects; a stolen ticket key then reads those sessions: forward secrecy only beyond the ticket key's life, at most 25 hours)")
 	fs.StringArrayVar(&f.zdata, "zdata", nil, "Z-data directory whose records to serve and keep current (repeatable)")
-	fs.BoolVar(&f.turbo, "turbo", false, "also serve each --zdata service's HTTPS record advertising TurboTLS on UDP at its TCP port number (key65280)")
+	fs.BoolVar(&f.turbo, "turbo", false, "also advertise TurboTLS in each --zdata service's HTTPS record, on UDP at its TCP port number (key65280)")
+	f.https.register(fs, "serve")
 	fs.DurationVar(&f.idle, "idle-timeout", authority.DefaultIdleTimeout, "close stream connections idle this long (announced by EDNS keepalive)")
 	fs.IntVar(&f.maxConns, "max-conns", authority.DefaultMaxConns, "most open TCP and TLS connections")
 	fs.IntVar(&f.udpWorkers, "udp-workers", 0, "goroutines answering each UDP socket (0: 2, each reading and writing batches of datagrams)")
@@ -262,9 +263,7 @@ func runDNSServe(ctx context.Context, logw io.Writer, f *dnsServeFlags) error {
 	for _, d := range dirs {
 		log.Info("serving Z-data", "host", d.Config.Host, "port", d.Config.Port, "dir", d.Path, "rotates", claims[d].Held(),
 			"live_keys", len(d.Keyring.Live(clock.Now())))
-		if f.turbo {
-			log.Info("serving the TurboTLS advertisement", "host", d.Config.Host, "port", d.Config.Port, "udp_port", d.Config.Port)
-		}
+		logHTTPSRecord(log, zones, d, &f.https)
 	}
 	var dot *reloadableCert
 	if f.tlsListen != "" {
@@ -274,7 +273,7 @@ func runDNSServe(ctx context.Context, logw io.Writer, f *dnsServeFlags) error {
 	}
 	defer onHUP(ctx, func() { reloadDNSServe(log, f, dot, zs, dirs) })()
 	if len(dirs) > 0 {
-		go refreshZData(ctx, zones, dirs, claims, f.verboseLogs, log)
+		go refreshZData(ctx, zones, dirs, claims, &f.https, f.verboseLogs, log)
 	}
 	mt := dnsMetrics(f, dirs)
 	srv := newAuthorityServer(ctx, f, zones, mt, log)
@@ -314,6 +313,10 @@ func checkDNSServeFlags(f *dnsServeFlags) error {
 	if f.turbo && len(f.zdata) == 0 {
 		return errors.New("dns serve: --turbo advertises the --zdata services: give --zdata DIR")
 	}
+	if err := f.https.check(); err != nil {
+		return fmt.Errorf("dns serve: %w", err)
+	}
+	f.https.turboAtServicePort = f.turbo
 	return checkAbuseFlags(f)
 }
 
@@ -371,7 +374,7 @@ func loadDNSZones(f *dnsServeFlags, dirs []*zdata.Dir) ([]*authority.Zone, *auth
 	if err != nil {
 		return nil, nil, fmt.Errorf("dns serve: %w", err)
 	}
-	if err := addServiceRecords(zones, dirs, f.turbo, clock.Now()); err != nil {
+	if err := addServiceRecords(zones, dirs, &f.https, clock.Now()); err != nil {
 		return nil, nil, fmt.Errorf("dns serve: %w", err)
 	}
 	return zs, zones, nil
@@ -655,18 +658,13 @@ func noLimitIfZero(n int) int {
 	return n
 }
 
-// addServiceRecords puts each directory's Z-data (and, with turbo, its
-// TurboTLS advertisement) into the zones.
-func addServiceRecords(zones *authority.Zones, dirs []*zdata.Dir, turboAdvert bool, now time.Time) error {
+// addServiceRecords puts each directory's Z-data records and its HTTPS
+// record (with the Z-data and, with --turbo, the TurboTLS key) into the
+// zones.
+func addServiceRecords(zones *authority.Zones, dirs []*zdata.Dir, https *httpsAdvert, now time.Time) error {
 	for _, d := range dirs {
-		if err := serveZData(zones, d, now); err != nil {
+		if err := serveZData(zones, d, now, https); err != nil {
 			return err
-		}
-		if turboAdvert {
-			rr := turbo.HTTPSRecord(d.Config.Host, d.Config.Port, uint16(d.Config.Port), 300)
-			if err := zones.ReplaceRRset(rr.Hdr.Name, dns.TypeHTTPS, []dns.RR{rr}); err != nil {
-				return fmt.Errorf("--turbo: %w (is %s inside a --zone?)", err, rr.Hdr.Name)
-			}
 		}
 	}
 	return nil
@@ -699,7 +697,7 @@ func reloadZones(f *dnsServeFlags, served []*authority.Zone, dirs []*zdata.Dir) 
 	if err != nil {
 		return err
 	}
-	if err := addServiceRecords(staged, dirs, f.turbo, clock.Now()); err != nil {
+	if err := addServiceRecords(staged, dirs, &f.https, clock.Now()); err != nil {
 		return err
 	}
 	for i, z := range served {
@@ -710,14 +708,73 @@ func reloadZones(f *dnsServeFlags, served []*authority.Zone, dirs []*zdata.Dir) 
 	return nil
 }
 
-// serveZData replaces the service's Z-data RRsets with what d publishes at now.
-func serveZData(zones *authority.Zones, d *zdata.Dir, now time.Time) error {
+// serveZData replaces the service's Z-data RRsets with what d publishes
+// at now, its HTTPS record among them (with the addresses the zone holds
+// for the host as hints), so the record is republished at each rotation
+// with the TXT set.
+func serveZData(zones *authority.Zones, d *zdata.Dir, now time.Time, https *httpsAdvert) error {
 	for _, set := range zdataSets(d, now, 5*time.Minute) {
 		if err := zones.ReplaceRRset(set.Name, set.Type, set.Records); err != nil {
 			return fmt.Errorf("the Z-data of %s: %w (is %s inside a --zone?)", d.Path, err, set.Name)
 		}
 	}
+	if https == nil || !https.wanted() {
+		return nil
+	}
+	rr, err := servedHTTPSRecord(zones, d, now, https)
+	if err != nil {
+		return fmt.Errorf("the HTTPS record of %s: %w", d.Path, err)
+	}
+	if err := zones.ReplaceRRset(rr.Hdr.Name, dns.TypeHTTPS, []dns.RR{rr}); err != nil {
+		return fmt.Errorf("the HTTPS record of %s: %w (is %s inside a --zone?)", d.Path, err, rr.Hdr.Name)
+	}
 	return nil
+}
+
+// servedHTTPSRecord is the service's HTTPS record at now, its address
+// hints the A and AAAA records the zones hold for the host.
+func servedHTTPSRecord(zones *authority.Zones, d *zdata.Dir, now time.Time, https *httpsAdvert) (*dns.HTTPS, error) {
+	var v4, v6 []net.IP
+	host := dns.Fqdn(d.Config.Host)
+	if z := zones.Zone(host); z != nil {
+		for _, rr := range z.RRset(host, dns.TypeA) {
+			v4 = append(v4, rr.(*dns.A).A)
+		}
+		for _, rr := range z.RRset(host, dns.TypeAAAA) {
+			v6 = append(v6, rr.(*dns.AAAA).AAAA)
+		}
+	}
+	return https.record(d, now, 5*time.Minute, v4, v6)
+}
+
+// logHTTPSRecord says what the service's HTTPS record carries and how
+// large its answer is: over 1232 bytes a UDP answer is truncated and
+// resolvers ask again over TCP (docs/ztls-spec.md, Section 8.3).
+func logHTTPSRecord(log *slog.Logger, zones *authority.Zones, d *zdata.Dir, https *httpsAdvert) {
+	if !https.wanted() {
+		return
+	}
+	now := clock.Now()
+	rr, err := servedHTTPSRecord(zones, d, now, https)
+	if err != nil {
+		log.Error("the HTTPS record", "dir", d.Path, "err", err)
+		return
+	}
+	size, err := zdata.AnswerSize(rr)
+	if err != nil {
+		log.Error("the HTTPS record", "dir", d.Path, "err", err)
+		return
+	}
+	recs, _ := zdata.RecordsFromSVCB(&rr.SVCB, dns.SVCBKey(https.key))
+	args := []any{"owner", rr.Hdr.Name, "zdata_records", len(recs), "answer_bytes", size}
+	if https.turboAtServicePort {
+		args = append(args, "turbo_udp_port", d.Config.Port)
+	}
+	if size > 1232 {
+		log.Warn("serving the HTTPS record: its answer is over 1232 bytes, so UDP answers are truncated (TC=1) and resolvers ask again over TCP; a smaller leaf key (ECDSA P-256) or --zdata-https=false keeps it on UDP", args...)
+		return
+	}
+	log.Info("serving the HTTPS record", args...)
 }
 
 // refreshZData keeps the served Z-data current: every ten seconds, and
@@ -730,7 +787,7 @@ func serveZData(zones *authority.Zones, d *zdata.Dir, now time.Time) error {
 // loudly when a directory has no live key (its service's clients then
 // fall back to TLS 1.3) and when it has one again, and which key files
 // it cannot use.
-func refreshZData(ctx context.Context, zones *authority.Zones, dirs []*zdata.Dir, claims map[*zdata.Dir]*zdata.RotationClaim, verbose bool, log *slog.Logger) {
+func refreshZData(ctx context.Context, zones *authority.Zones, dirs []*zdata.Dir, claims map[*zdata.Dir]*zdata.RotationClaim, https *httpsAdvert, verbose bool, log *slog.Logger) {
 	empty := map[*zdata.Dir]bool{}
 	skipped := map[*zdata.Dir]string{}
 	check := func(d *zdata.Dir) {
@@ -770,7 +827,7 @@ func refreshZData(ctx context.Context, zones *authority.Zones, dirs []*zdata.Dir
 			err = keepCurrent(d, clock.Now())
 		}
 		if err == nil {
-			err = serveZData(zones, d, clock.Now())
+			err = serveZData(zones, d, clock.Now(), https)
 		}
 		if err != nil && verbose {
 			log.Error("Z-data", "dir", d.Path, "err", err)

@@ -15,12 +15,12 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/ztls-project/ztls/dns/publish"
 	"github.com/ztls-project/ztls/dns/resolver"
 	"github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/tls13"
-	"github.com/ztls-project/ztls/turbo"
 	"github.com/ztls-project/ztls/zdata"
 )
 
@@ -71,6 +71,7 @@ func init() {
 	var out, seedFile, group, nsc string
 	var ttl time.Duration
 	var turboPort int
+	var https httpsAdvert
 	var bf bfeFlags
 	cmd := &cobra.Command{
 		Use:   "new --host HOST --port PORT --cert FILE --key FILE --out DIR",
@@ -91,6 +92,9 @@ func init() {
 			}
 			if turboPort < 0 || turboPort > 65535 {
 				return fmt.Errorf("--turbo-port: %d is not a port", turboPort)
+			}
+			if err := https.check(); err != nil {
+				return err
 			}
 			if cfg.Port < 1 || cfg.Port > 65535 {
 				return fmt.Errorf("--port %d: want the service's TCP port, 1 to 65535", cfg.Port)
@@ -135,17 +139,24 @@ func init() {
 				return err
 			}
 			fmt.Fprintf(os.Stderr, "ztls: Z-data for %s port %d in %s; publish these records (TTL ends before the records expire):\n", d.Config.Host, d.Config.Port, out)
-			lines := d.ZoneLines(clock.Now(), ttl)
-			if turboPort != 0 {
-				// RFC 9460 HTTPS record advertising TurboTLS (key65280).
-				lines = append(lines, turbo.HTTPSRecord(d.Config.Host, d.Config.Port, uint16(turboPort), uint32(ttl/time.Second)).String())
+			now := clock.Now()
+			lines := d.ZoneLines(now, ttl)
+			if https.turboPort = turboPort; https.wanted() {
+				// One HTTPS RR with the Z-data and TurboTLS's key65280,
+				// the Z-data key in RFC 9460's generic form (key65370="...").
+				rr, err := https.record(d, now, ttl, nil, nil)
+				if err != nil {
+					return err
+				}
+				lines = append(lines, rr.String())
 			}
 			printLines(cmd.OutOrStdout(), lines)
 			return nil
 		},
 	}
 	fs := cmd.Flags()
-	fs.IntVar(&turboPort, "turbo-port", 0, "also print the HTTPS record advertising TurboTLS on this UDP port (key65280; 'ztls serve --turbo' uses the TCP port's number)")
+	fs.IntVar(&turboPort, "turbo-port", 0, "also advertise TurboTLS on this UDP port in the HTTPS record (key65280; 'ztls serve --turbo' uses the TCP port's number)")
+	https.register(fs, "also print")
 	fs.StringVar(&cfg.Host, "host", "", "the name clients connect to (and send as SNI)")
 	fs.IntVar(&cfg.Port, "port", 443, "the TCP port of the service")
 	fs.StringVar(&cfg.Cert, "cert", "", "PEM certificate chain of the service, leaf first")
@@ -331,10 +342,80 @@ func zdataSets(d *zdata.Dir, now time.Time, maxTTL time.Duration) []publish.RRSe
 	return sets
 }
 
+// httpsAdvert is what the flags of 'dns serve', 'zdata new' and 'zdata
+// publish' put in a service's HTTPS record (docs/ztls-spec.md, Section 8):
+// its Z-data (unless off), TurboTLS's key, alpn and address hints. Every
+// one of them builds the record with zdata.ServiceHTTPSRecord, so what is
+// served, printed and published is the same.
+type httpsAdvert struct {
+	zdata     bool     // carry the Z-data (--zdata-https)
+	key       int      // the Z-data SvcParamKey (--zdata-svc-key)
+	alpn      []string // --https-alpn
+	turboPort int      // TurboTLS's UDP port, 0: none
+	// turboAtServicePort advertises TurboTLS on each service's own TCP
+	// port number ('dns serve --turbo'), in place of turboPort.
+	turboAtServicePort bool
+}
+
+// register defines --zdata-https, --zdata-svc-key and --https-alpn.
+func (h *httpsAdvert) register(fs *pflag.FlagSet, what string) {
+	fs.BoolVar(&h.zdata, "zdata-https", true, what+" the service's HTTPS record (RFC 9460) carrying its Z-data (SvcParam key65370, docs/ztls-spec.md Section 8) beside the TXT, TLSA and CERT records; false: TXT only (with TurboTLS, an HTTPS record with key65280 alone)")
+	fs.IntVar(&h.key, "zdata-svc-key", int(zdata.DefaultSvcParamKey), "the private-use SvcParamKey carrying Z-data in the HTTPS record, 65281 to 65534 (clients must ask for the same; 65280 is TurboTLS's)")
+	fs.StringSliceVar(&h.alpn, "https-alpn", nil, "the HTTPS record's alpn SvcParam, comma-separated (e.g. h2,http/1.1); none: clients assume http/1.1")
+}
+
+// check refuses a --zdata-svc-key outside the private-use range or equal
+// to TurboTLS's key.
+func (h *httpsAdvert) check() error {
+	if h.key < 0 || h.key > 65535 { // 0: the default
+		return fmt.Errorf("--zdata-svc-key %d: give a private-use SvcParamKey from 65281 to 65534 (default %d)", h.key, zdata.DefaultSvcParamKey)
+	}
+	if err := zdata.CheckSvcParamKey(dns.SVCBKey(h.key)); err != nil {
+		return fmt.Errorf("--zdata-svc-key: %w", err)
+	}
+	for _, a := range h.alpn {
+		if a == "" || len(a) > 255 {
+			return fmt.Errorf("--https-alpn %q: each protocol 1 to 255 bytes, comma-separated", strings.Join(h.alpn, ","))
+		}
+	}
+	return nil
+}
+
+// wanted says whether the service has an HTTPS record to serve at all.
+func (h *httpsAdvert) wanted() bool { return h.zdata || h.turboPort != 0 || h.turboAtServicePort }
+
+// record is the service's HTTPS record at now, with the address hints
+// given (none: nil).
+func (h *httpsAdvert) record(d *zdata.Dir, now time.Time, maxTTL time.Duration, v4, v6 []net.IP) (*dns.HTTPS, error) {
+	turboPort := h.turboPort
+	if h.turboAtServicePort {
+		turboPort = d.Config.Port
+	}
+	return d.HTTPSRR(now, maxTTL, zdata.HTTPSOptions{
+		ALPN: h.alpn, TurboUDPPort: uint16(turboPort), IPv4Hint: v4, IPv6Hint: v6,
+		Key: dns.SVCBKey(h.key), NoZData: !h.zdata,
+	})
+}
+
+// serviceSets is zdataSets plus, when h wants one, the service's HTTPS
+// RRset (one record).
+func serviceSets(d *zdata.Dir, now time.Time, maxTTL time.Duration, h *httpsAdvert) ([]publish.RRSet, error) {
+	sets := zdataSets(d, now, maxTTL)
+	if h == nil || !h.wanted() {
+		return sets, nil
+	}
+	rr, err := h.record(d, now, maxTTL, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return append(sets, publish.RRSet{Name: rr.Hdr.Name, Type: dns.TypeHTTPS, Records: []dns.RR{rr}}), nil
+}
+
 func init() {
 	var server, zone, keyName, keySecret, keyAlg string
 	var ttl time.Duration
 	var turboPort int
+	var https httpsAdvert
 	cmd := &cobra.Command{
 		Use:   "publish DIR --server ADDR --zone ZONE --tsig-name NAME --tsig-secret BASE64",
 		Short: "Push a directory's records to a primary DNS server with a TSIG-signed UPDATE (RFC 2136)",
@@ -365,14 +446,17 @@ Knot, PowerDNS) must allow updates with that key, e.g. in BIND:
 			if len(d.Records(now)) == 0 {
 				return fmt.Errorf("nothing to publish: no live record in %s (run 'ztls zdata rotate %s')", args[0], args[0])
 			}
-			sets := zdataSets(d, now, ttl)
-			if turboPort != 0 {
-				if turboPort < 1 || turboPort > 65535 {
-					return fmt.Errorf("--turbo-port: %d is not a port", turboPort)
-				}
-				// RFC 9460 HTTPS record advertising TurboTLS (key65280).
-				rr := turbo.HTTPSRecord(d.Config.Host, d.Config.Port, uint16(turboPort), uint32(ttl/time.Second))
-				sets = append(sets, publish.RRSet{Name: rr.Hdr.Name, Type: dns.TypeHTTPS, Records: []dns.RR{rr}})
+			if turboPort < 0 || turboPort > 65535 {
+				return fmt.Errorf("--turbo-port: %d is not a port", turboPort)
+			}
+			https.turboPort = turboPort
+			if err := https.check(); err != nil {
+				return err
+			}
+			// One HTTPS RR with the Z-data and TurboTLS's key65280.
+			sets, err := serviceSets(d, now, ttl, &https)
+			if err != nil {
+				return err
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 15*time.Second)
 			defer cancel()
@@ -395,7 +479,8 @@ Knot, PowerDNS) must allow updates with that key, e.g. in BIND:
 	fs.StringVar(&keySecret, "tsig-secret", "", "TSIG secret, base64 (visible in ps: prefer --tsig-secret-file)")
 	fs.StringVar(&keyAlg, "tsig-algorithm", "hmac-sha256", "TSIG algorithm")
 	fs.DurationVar(&ttl, "ttl", 5*time.Minute, "largest TTL (the records' TTL also ends before they expire)")
-	fs.IntVar(&turboPort, "turbo-port", 0, "also publish the HTTPS record advertising TurboTLS on this UDP port (key65280; 'ztls serve --turbo' uses the TCP port's number)")
+	fs.IntVar(&turboPort, "turbo-port", 0, "also advertise TurboTLS on this UDP port in the HTTPS record (key65280; 'ztls serve --turbo' uses the TCP port's number)")
+	https.register(fs, "also publish")
 	zdataCmd.AddCommand(cmd)
 }
 

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"crypto/x509"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/ztls-project/ztls/internal/clock"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
+	"github.com/ztls-project/ztls/turbo"
+	"github.com/ztls-project/ztls/zdata"
+)
+
+// httpsService is a Z-data directory for www.ztls.test with BFE keys,
+// its leaf and a zone file to serve it from.
+type httpsService struct {
+	zd, zone string
+	port     int
+	leaf     *x509.Certificate
+}
+
+func newHTTPSService(t *testing.T, keyType string) *httpsService {
+	t.Helper()
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, "ecdsa-p256")
+	l := ca.Issue(t, testpki.LeafOpts{KeyType: keyType, DNSNames: []string{"www.ztls.test"}})
+	cert, key := l.WritePEM(t, dir)
+	s := &httpsService{zd: filepath.Join(dir, "zd"), zone: filepath.Join(dir, "ztls.test.zone"), port: freePort(t), leaf: l.Cert}
+	run(t, "zdata", "new", "--host", "www.ztls.test", "--port", strconv.Itoa(s.port), "--cert", cert, "--key", key,
+		"--out", s.zd, "--bfe-connections", "16")
+	writeFile(t, s.zone, testZone)
+	return s
+}
+
+// exchangeWithCookie asks q over UDP as a resolver with a DNS cookie does
+// (RFC 7873): a first query learns the server cookie, the second presents
+// it, so the server's amplification cap does not apply.
+func exchangeWithCookie(t *testing.T, q *dns.Msg, addr string) *dns.Msg {
+	t.Helper()
+	c := &dns.Client{Net: "udp", Timeout: 3 * time.Second, UDPSize: 1232}
+	cookie := "0123456789abcdef"
+	var r *dns.Msg
+	for range 2 {
+		m := q.Copy()
+		m.SetEdns0(1232, false)
+		m.IsEdns0().Option = append(m.IsEdns0().Option, &dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: cookie})
+		var err error
+		if r, _, err = c.Exchange(m, addr); err != nil && r == nil {
+			t.Fatal(err)
+		}
+		if opt := r.IsEdns0(); opt != nil {
+			for _, o := range opt.Option {
+				if c, ok := o.(*dns.EDNS0_COOKIE); ok {
+					cookie = c.Cookie
+				}
+			}
+		}
+	}
+	return r
+}
+
+// httpsAnswer is the single HTTPS RR of an answer.
+func httpsAnswer(t *testing.T, r *dns.Msg) *dns.HTTPS {
+	t.Helper()
+	var out []*dns.HTTPS
+	for _, rr := range r.Answer {
+		if h, ok := rr.(*dns.HTTPS); ok {
+			out = append(out, h)
+		}
+	}
+	if len(out) != 1 {
+		t.Fatalf("%d HTTPS RRs in %v, want one (Z-data and TurboTLS in one RR)", len(out), r)
+	}
+	return out[0]
+}
+
+// TestCLIDNSServeHTTPSRecord: dns serve --zdata serves the service's
+// HTTPS record carrying the Z-data of both periods with their v2 twins,
+// in the same RR as TurboTLS's key (--turbo), alpn and the zone's address
+// as hint. The default profile's answer comes whole over UDP within 1232
+// bytes; an RSA leaf's (over 1232) is truncated (TC=1) over UDP and comes
+// whole over TCP. Every record verifies for the host and port with the
+// leaf, the TTL ends before the earliest not-after, and TXT is still
+// served beside it.
+func TestCLIDNSServeHTTPSRecord(t *testing.T) {
+	for _, tc := range []struct {
+		keyType string
+		fitsUDP bool
+	}{{"ecdsa-p256", true}, {"rsa2048", false}} {
+		t.Run(tc.keyType, func(t *testing.T) {
+			s := newHTTPSService(t, tc.keyType)
+			addr := logAttr(start(t, "serving udp on", "dns", "serve", "--zone", s.zone, "--zdata", s.zd, "--turbo",
+				"--https-alpn", "h2,http/1.1", "--listen", "127.0.0.1:0"), "addr")
+			q := new(dns.Msg)
+			q.SetQuestion("_"+strconv.Itoa(s.port)+"._https.www.ztls.test.", dns.TypeHTTPS)
+			udp := exchangeWithCookie(t, q, addr)
+			tcpq := q.Copy()
+			tcpq.SetEdns0(1232, false)
+			tcp, _, err := (&dns.Client{Net: "tcp", Timeout: 3 * time.Second}).Exchange(tcpq, addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			size := tcp.Len()
+			t.Logf("%s: the HTTPS answer is %d bytes (UDP: %d bytes, TC=%v)", tc.keyType, size, udp.Len(), udp.Truncated)
+			if tc.fitsUDP && (udp.Truncated || size > 1232 || udp.Len() > 1232) {
+				t.Fatalf("default profile: %d bytes, UDP TC=%v: want the whole answer over UDP within 1232", size, udp.Truncated)
+			}
+			if !tc.fitsUDP && (!udp.Truncated || len(udp.Answer) != 0 || size <= 1232) {
+				t.Fatalf("%d bytes: UDP TC=%v with %d answers, want TC=1 and the answer over TCP", size, udp.Truncated, len(udp.Answer))
+			}
+			rr := httpsAnswer(t, tcp)
+			if tc.fitsUDP && httpsAnswer(t, udp).String() != rr.String() {
+				t.Fatal("UDP and TCP answers differ")
+			}
+			checkServedHTTPS(t, s, rr, clock.Now())
+			if len(zdataTXT(t, addr, s.port)) == 0 {
+				t.Fatal("no TXT records beside the HTTPS record")
+			}
+		})
+	}
+}
+
+// checkServedHTTPS checks the HTTPS record dns serve --turbo --https-alpn
+// h2,http/1.1 serves for s.
+func checkServedHTTPS(t *testing.T, s *httpsService, rr *dns.HTTPS, now time.Time) {
+	t.Helper()
+	if p, err := turbo.UDPPortFrom([]dns.RR{rr}); err != nil || int(p) != s.port {
+		t.Fatalf("TurboTLS port %d (%v), want %d", p, err, s.port)
+	}
+	var alpn []string
+	var hint string
+	for _, kv := range rr.Value {
+		switch v := kv.(type) {
+		case *dns.SVCBAlpn:
+			alpn = v.Alpn
+		case *dns.SVCBIPv4Hint:
+			hint = v.String()
+		case *dns.SVCBMandatory:
+			t.Fatalf("mandatory %v", v)
+		}
+	}
+	if !slices.Equal(alpn, []string{"h2", "http/1.1"}) || hint != "127.0.0.1" {
+		t.Fatalf("alpn %q, ipv4hint %q", alpn, hint)
+	}
+	recs, err := zdata.RecordsFromSVCB(&rr.SVCB, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 4 {
+		t.Fatalf("%d Z-data records, want the current and next periods' v1 records and v2 twins", len(recs))
+	}
+	v2 := 0
+	for _, r := range recs {
+		if err := r.Verify(s.leaf, "www.ztls.test", s.port); err != nil {
+			t.Fatal(err)
+		}
+		if r.V2 {
+			v2++
+		}
+	}
+	if v2 != 2 {
+		t.Fatalf("%d v2 records", v2)
+	}
+	if ttl := time.Duration(rr.Hdr.Ttl) * time.Second; ttl > zdata.TTLFor(recs, now, 5*time.Minute) {
+		t.Fatalf("TTL %v outlives the records (%v)", ttl, zdata.TTLFor(recs, now, 5*time.Minute))
+	}
+}
+
+// --zdata-https=false serves no HTTPS record (TurboTLS's alone with
+// --turbo), --zdata-svc-key moves the Z-data to another private-use key,
+// and TurboTLS's key or a key outside the private-use range is refused
+// with a message that says which keys to use.
+func TestCLIDNSServeHTTPSFlags(t *testing.T) {
+	s := newHTTPSService(t, "ecdsa-p256")
+	owner := "_" + strconv.Itoa(s.port) + "._https.www.ztls.test."
+	ask := func(addr string) []dns.RR {
+		q := new(dns.Msg)
+		q.SetQuestion(owner, dns.TypeHTTPS)
+		r, _, err := (&dns.Client{Net: "tcp", Timeout: 3 * time.Second}).Exchange(q, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Answer
+	}
+	addr := logAttr(start(t, "serving udp on", "dns", "serve", "--zone", s.zone, "--zdata", s.zd, "--zdata-https=false", "--listen", "127.0.0.1:0"), "addr")
+	if a := ask(addr); len(a) != 0 {
+		t.Fatalf("--zdata-https=false served %v", a)
+	}
+	addr = logAttr(start(t, "serving udp on", "dns", "serve", "--zone", s.zone, "--zdata", s.zd, "--zdata-https=false", "--turbo", "--listen", "127.0.0.1:0"), "addr")
+	a := ask(addr)
+	if p, err := turbo.UDPPortFrom(a); err != nil || int(p) != s.port || len(a) != 1 {
+		t.Fatalf("--zdata-https=false --turbo served %v", a)
+	}
+	if _, err := zdata.RecordsFromSVCB(&a[0].(*dns.HTTPS).SVCB, 0); err != zdata.ErrNoSvcParam {
+		t.Fatalf("--zdata-https=false --turbo: Z-data in %v (%v)", a[0], err)
+	}
+	addr = logAttr(start(t, "serving udp on", "dns", "serve", "--zone", s.zone, "--zdata", s.zd, "--zdata-svc-key", "65400", "--listen", "127.0.0.1:0"), "addr")
+	a = ask(addr)
+	if len(a) != 1 {
+		t.Fatalf("--zdata-svc-key 65400 served %v", a)
+	}
+	if _, err := zdata.RecordsFromSVCB(&a[0].(*dns.HTTPS).SVCB, 65400); err != nil {
+		t.Fatalf("key65400: %v in %v", err, a[0])
+	}
+	if _, err := zdata.RecordsFromSVCB(&a[0].(*dns.HTTPS).SVCB, 0); err == nil {
+		t.Fatal("Z-data under the default key too")
+	}
+	for _, tc := range []struct{ key, want string }{
+		{"65280", "TurboTLS"}, {"65535", "not a private-use key"}, {"5", "not a private-use key"}, {"70000", "65281 to 65534"},
+	} {
+		cmd := exec.Command(ztlsBinary(t), "dns", "serve", "--zone", s.zone, "--zdata", s.zd, "--zdata-svc-key", tc.key, "--listen", "127.0.0.1:0")
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("--zdata-svc-key %s: %v\n%s", tc.key, err, out)
+		}
+	}
+}

@@ -41,6 +41,89 @@ var (
 	OurZTLS = []Record{{"A", 5 * time.Minute}, {"AAAA", 5 * time.Minute}, {"TXT", time.Hour}, {"TLSA", time.Hour}}
 )
 
+// TTLs of the models.
+const (
+	// AddrTTL is the addresses' TTL, and that of the HTTPS record (RFC
+	// 9460), which browsers ask for beside A and AAAA and which the sites
+	// that publish one commonly keep to minutes as well.
+	AddrTTL = 5 * time.Minute
+	// ZDataTTL is the Z-data's TTL on the TXT path: the paper's 60 minutes.
+	ZDataTTL = time.Hour
+	// CertTTL is the TLSA and CERT records' TTL on the HTTPS path: they
+	// change only with the certificate, so a publisher of Z-data in the
+	// HTTPS record sets them up to a day (docs/ztls-spec.md, Section 8.3).
+	CertTTL = 24 * time.Hour
+)
+
+// Models of the HTTPS-record path (docs/ztls-spec.md, Section 8): Z-data
+// in a SvcParam of the HTTPS record, whose TTL the Z-data keeps to
+// minutes (Section 8.3: it ends before the records' not-after; AddrTTL at
+// most). The leaf that verifies it is held from an earlier visit (no
+// query) or comes from TLSA and CERT asked in parallel (CertTTL).
+var (
+	// OurZTLSCERT is this project's dialer on the TXT path with the CERT
+	// intermediates it also asks for (a leaf from a public CA has one).
+	OurZTLSCERT = []Record{{"A", AddrTTL}, {"AAAA", AddrTTL}, {"TXT", ZDataTTL}, {"TLSA", ZDataTTL}, {"CERT", ZDataTTL}}
+	// OurHTTPSHeld is a client that did not ask for the HTTPS record
+	// before (OurBase) taking Z-data from it, the leaf held.
+	OurHTTPSHeld = []Record{{"A", AddrTTL}, {"AAAA", AddrTTL}, {"HTTPS", AddrTTL}}
+	// OurHTTPSCert is OurHTTPSHeld with TLSA and CERT asked in parallel.
+	OurHTTPSCert = []Record{{"A", AddrTTL}, {"AAAA", AddrTTL}, {"HTTPS", AddrTTL}, {"TLSA", CertTTL}, {"CERT", CertTTL}}
+
+	// BrowserBase is a browser without ZTLS: A, AAAA and HTTPS on every
+	// navigation.
+	BrowserBase = []Record{{"A", AddrTTL}, {"AAAA", AddrTTL}, {"HTTPS", AddrTTL}}
+	// BrowserTXT is that browser with ZTLS on the TXT path: TXT, TLSA
+	// and CERT besides.
+	BrowserTXT = []Record{{"A", AddrTTL}, {"AAAA", AddrTTL}, {"HTTPS", AddrTTL}, {"TXT", ZDataTTL}, {"TLSA", ZDataTTL}, {"CERT", ZDataTTL}}
+	// BrowserHTTPSHeld takes Z-data from the HTTPS record it asks anyway,
+	// the leaf held: the same questions as BrowserBase.
+	BrowserHTTPSHeld = []Record{{"A", AddrTTL}, {"AAAA", AddrTTL}, {"HTTPS", AddrTTL}}
+	// BrowserHTTPSCert is BrowserHTTPSHeld with TLSA and CERT asked in
+	// parallel.
+	BrowserHTTPSCert = []Record{{"A", AddrTTL}, {"AAAA", AddrTTL}, {"HTTPS", AddrTTL}, {"TLSA", CertTTL}, {"CERT", CertTTL}}
+)
+
+// Comparison is one row of the burden table: a client's queries with
+// ZTLS (With) against the same client's without it (Base).
+type Comparison struct {
+	Client string // who asks
+	Path   string // where the Z-data and the leaf come from
+	Base   []Record
+	With   []Record
+}
+
+// Comparisons are the table's rows: the paper's model and this project's
+// TXT path as before, then the TXT and HTTPS paths for a client that did
+// not ask for the HTTPS record before and for a browser, which does.
+var Comparisons = []Comparison{
+	{"paper model", "TXT + TLSA", PaperBase, PaperZTLS},
+	{"our dialer (A, AAAA)", "TXT + TLSA", OurBase, OurZTLS},
+	{"our dialer (A, AAAA)", "TXT + TLSA + CERT", OurBase, OurZTLSCERT},
+	{"our dialer (A, AAAA)", "HTTPS, leaf held", OurBase, OurHTTPSHeld},
+	{"our dialer (A, AAAA)", "HTTPS + TLSA + CERT", OurBase, OurHTTPSCert},
+	{"browser (A, AAAA, HTTPS)", "TXT + TLSA + CERT", BrowserBase, BrowserTXT},
+	{"browser (A, AAAA, HTTPS)", "HTTPS, leaf held", BrowserBase, BrowserHTTPSHeld},
+	{"browser (A, AAAA, HTTPS)", "HTTPS + TLSA + CERT", BrowserBase, BrowserHTTPSCert},
+}
+
+// Row is a Comparison simulated over one trace.
+type Row struct {
+	Comparison Comparison
+	Base, With Counts
+	Increase   float64 // percent more packets With than Base
+}
+
+// Compare simulates every Comparison over trace.
+func Compare(trace []Visit) []Row {
+	rows := make([]Row, len(Comparisons))
+	for i, c := range Comparisons {
+		base, with := Simulate(trace, c.Base), Simulate(trace, c.With)
+		rows[i] = Row{Comparison: c, Base: base, With: with, Increase: Increase(base, with)}
+	}
+	return rows
+}
+
 // Counts is the stub↔resolver traffic of one simulation.
 type Counts struct {
 	Visits  int `json:"visits"`

@@ -95,3 +95,97 @@ func FuzzParseTrace(f *testing.F) {
 		Simulate(tr, OurZTLS)
 	})
 }
+
+// missesEvery is how many times a record of the given TTL misses the stub
+// cache on a name visited every every for span, from time 0: once per
+// TTL, rounded up (the TTLs here are multiples of every).
+func missesEvery(every, span, ttl time.Duration) int {
+	n := int(span / ttl)
+	if span%ttl != 0 {
+		n++
+	}
+	return n
+}
+
+// The HTTPS-record path on a busy name. A browser asks A, AAAA and HTTPS
+// anyway: Z-data in the HTTPS record with the leaf held adds no question
+// (+0 %), and TLSA and CERT at a day's TTL add one query each per day. A
+// client that did not ask for the HTTPS record pays it at the address TTL.
+func TestHTTPSPathOnABusyName(t *testing.T) {
+	every, span := 10*time.Second, 10*time.Hour
+	trace := Periodic("busy.example", every, span)
+	addr, cert := missesEvery(every, span, AddrTTL), missesEvery(every, span, CertTTL)
+
+	base := Simulate(trace, BrowserBase)
+	if base.Queries != 3*addr {
+		t.Fatalf("browser without ZTLS: %d queries, want %d (A, AAAA, HTTPS each every %v)", base.Queries, 3*addr, AddrTTL)
+	}
+	held := Simulate(trace, BrowserHTTPSHeld)
+	if held != base || Increase(base, held) != 0 {
+		t.Fatalf("browser, Z-data in HTTPS, leaf held: %+v against %+v, want the same traffic", held, base)
+	}
+	withCert := Simulate(trace, BrowserHTTPSCert)
+	if withCert.Queries != base.Queries+2*cert {
+		t.Fatalf("browser, TLSA and CERT at %v: %d queries, want %d + %d", CertTTL, withCert.Queries, base.Queries, 2*cert)
+	}
+	txt := Simulate(trace, BrowserTXT)
+	if z := missesEvery(every, span, ZDataTTL); txt.Queries != base.Queries+3*z {
+		t.Fatalf("browser, TXT path: %d queries, want %d + %d", txt.Queries, base.Queries, 3*z)
+	}
+
+	ours := Simulate(trace, OurBase)
+	if got, want := Increase(ours, Simulate(trace, OurHTTPSHeld)), 100*float64(addr)/float64(2*addr); got != want {
+		t.Fatalf("dialer that did not ask HTTPS: +%.2f %%, want +%.2f %% (one more record at the address TTL)", got, want)
+	}
+}
+
+// TestComparisons runs the table's rows over the synthetic day of
+// docs/testbed.md and checks what follows from the models: no row costs
+// less than its base, the browser's HTTPS path with a held leaf costs
+// exactly nothing, and each HTTPS path costs at most its client's TXT path
+// (it drops TXT and keeps TLSA and CERT longer).
+func TestComparisons(t *testing.T) {
+	trace, err := Synthetic(SyntheticConfig{Names: 2000, Rate: 0.2, Span: 24 * time.Hour, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range Compare(Periodic("busy.example", 10*time.Second, 10*time.Hour)) {
+		t.Logf("busy name: %-26s %-20s %+6.2f %%", r.Comparison.Client, r.Comparison.Path, r.Increase)
+	}
+	rows := Compare(trace)
+	if len(rows) != len(Comparisons) {
+		t.Fatalf("%d rows for %d comparisons", len(rows), len(Comparisons))
+	}
+	byName := map[string]Row{}
+	for _, r := range rows {
+		t.Logf("%-26s %-20s %6d → %6d packets  %+6.1f %%", r.Comparison.Client, r.Comparison.Path, r.Base.Packets, r.With.Packets, r.Increase)
+		if r.Increase < 0 || r.With.Packets < r.Base.Packets {
+			t.Errorf("%s, %s: fewer packets with ZTLS than without", r.Comparison.Client, r.Comparison.Path)
+		}
+		byName[r.Comparison.Client+"/"+r.Comparison.Path] = r
+	}
+	row := func(client, path string) Row {
+		t.Helper()
+		r, ok := byName[client+"/"+path]
+		if !ok {
+			t.Fatalf("no row %s, %s", client, path)
+		}
+		return r
+	}
+	const browser, ours = "browser (A, AAAA, HTTPS)", "our dialer (A, AAAA)"
+	if r := row(browser, "HTTPS, leaf held"); r.Increase != 0 || r.With != r.Base {
+		t.Errorf("browser, HTTPS path, leaf held: %+.1f %%, want +0 %%", r.Increase)
+	}
+	for _, client := range []string{browser, ours} {
+		txt := row(client, "TXT + TLSA + CERT")
+		for _, path := range []string{"HTTPS, leaf held", "HTTPS + TLSA + CERT"} {
+			if r := row(client, path); r.With.Packets > txt.With.Packets {
+				t.Errorf("%s: %s costs %d packets, the TXT path %d", client, path, r.With.Packets, txt.With.Packets)
+			}
+		}
+	}
+	// The rows as before.
+	if r := row("our dialer (A, AAAA)", "TXT + TLSA"); r.Increase != Increase(Simulate(trace, OurBase), Simulate(trace, OurZTLS)) {
+		t.Errorf("the dialer's TXT row changed: %+.1f %%", r.Increase)
+	}
+}

@@ -14,4 +14,11 @@
 //
 // Traces can be read from text (ParseTrace: "seconds name" per line) or
 // generated (Synthetic: Zipf-popular names, Poisson visits).
+//
+// Compare runs the table of docs/testbed.md over a trace: each Comparison
+// is a client's questions with ZTLS against the same client's without it,
+// for Z-data through TXT (Section 1 of docs/ztls-spec.md) and through the
+// HTTPS record (Section 8). A browser asks A, AAAA and HTTPS anyway, so
+// Z-data in the HTTPS record with a leaf it already holds adds no question
+// at all; a client that did not ask for the HTTPS record pays it.
 package dnsburden

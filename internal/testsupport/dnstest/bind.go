@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,6 +46,11 @@ type BindOptions struct {
 	Key *BindKey
 	// Threads is named's -n (worker threads); 0 means 1.
 	Threads int
+	// Forward makes named a caching resolver for 127.0.0.1 (recursion
+	// on) that sends the queries for each zone named here to the
+	// "ip:port" given (a forward-only zone): a resolver in front of a
+	// test's authority. Zones may then be empty.
+	Forward map[string]string
 }
 
 // Bind is a running named, started by StartBind and stopped when the test
@@ -83,8 +89,8 @@ func StartBind(t testing.TB, opts BindOptions) *Bind {
 	if bin == "" {
 		t.Skip("dnstest: named is not installed (apt-get install bind9, or make deps)")
 	}
-	if len(opts.Zones) == 0 {
-		t.Fatal("dnstest: StartBind needs at least one zone")
+	if len(opts.Zones) == 0 && len(opts.Forward) == 0 {
+		t.Fatal("dnstest: StartBind needs at least one zone or forward zone")
 	}
 	var lastErr error
 	// A free port can be taken between choosing it and named binding it.
@@ -161,7 +167,13 @@ func BindConfig(dir string, port int, opts BindOptions) string {
 	line("  managed-keys-directory %q;", dir)
 	line("  listen-on port %d { 127.0.0.1; };", port)
 	line("  listen-on-v6 { none; };")
-	line("  recursion no;")
+	if len(opts.Forward) == 0 {
+		line("  recursion no;")
+	} else {
+		line("  recursion yes;")
+		line("  allow-recursion { 127.0.0.1; };")
+		line("  qname-minimization off;")
+	}
 	line("  dnssec-validation no;")
 	line("  notify no;")
 	line("  allow-query { any; };")
@@ -180,6 +192,22 @@ func BindConfig(dir string, port int, opts BindOptions) string {
 		line("};")
 		update = fmt.Sprintf("key %q;", strings.TrimSuffix(k.Name, "."))
 	}
+	fwd := make([]string, 0, len(opts.Forward))
+	for z := range opts.Forward {
+		fwd = append(fwd, z)
+	}
+	slices.Sort(fwd)
+	for _, z := range fwd {
+		host, port, err := net.SplitHostPort(opts.Forward[z])
+		if err != nil {
+			host, port = opts.Forward[z], "53"
+		}
+		line("zone %q {", dns.Fqdn(z))
+		line("  type forward;")
+		line("  forward only;")
+		line("  forwarders { %s port %s; };", host, port)
+		line("};")
+	}
 	for i, z := range opts.Zones {
 		line("zone %q {", strings.TrimSuffix(dns.Fqdn(z.Origin), ".")+".")
 		line("  type primary;")
@@ -194,10 +222,30 @@ func BindConfig(dir string, port int, opts BindOptions) string {
 	return c.String()
 }
 
-// waitBind polls until every zone's SOA is answered authoritatively.
+// waitBind polls until every zone's SOA is answered authoritatively, or,
+// for a resolver without zones, until it answers version.bind.
 func waitBind(b *Bind, zones []BindZone, exited <-chan struct{}) error {
 	c := &dns.Client{Net: "udp", Timeout: 200 * time.Millisecond}
 	deadline := time.Now().Add(20 * time.Second) // real time: a deadline
+	if len(zones) == 0 {
+		q := new(dns.Msg)
+		q.SetQuestion("version.bind.", dns.TypeTXT)
+		q.Question[0].Qclass = dns.ClassCHAOS
+		for {
+			select {
+			case <-exited:
+				return fmt.Errorf("named exited during start-up")
+			default:
+			}
+			if _, _, err := c.Exchange(q, b.Addr); err == nil {
+				return nil
+			}
+			if time.Now().After(deadline) { // real time: a deadline
+				return fmt.Errorf("named did not answer on %s within 20s", b.Addr)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 	for _, z := range zones {
 		q := new(dns.Msg)
 		q.SetQuestion(dns.Fqdn(z.Origin), dns.TypeSOA)

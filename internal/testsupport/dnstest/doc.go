@@ -1,7 +1,9 @@
 // Package dnstest starts real DNS servers for tests: BIND 9 (StartBind)
-// as an authoritative primary and Unbound (StartUnbound) as a recursive
-// resolver, each on a loopback address and a free port, configured in a
-// temporary directory and stopped by t.Cleanup.
+// and Knot DNS (StartKnot) as authoritative primaries taking TSIG-signed
+// UPDATEs, BIND 9 (StartBind with Forward) and Unbound (StartUnbound) as
+// caching resolvers in front of a test's authority, each on a loopback
+// address and a free port, configured in a temporary directory and
+// stopped by t.Cleanup.
 //
 //	b := dnstest.StartBind(t, dnstest.BindOptions{
 //		Zones: []dnstest.BindZone{{Origin: "example.test.", Text: zoneText, AllowUpdate: true}},

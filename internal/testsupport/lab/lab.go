@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +53,14 @@ type Options struct {
 	// Turbo also serves TurboTLS on UDP (the TCP port's number) and
 	// publishes the HTTPS record advertising it (key65280).
 	Turbo bool
+	// HTTPSZData also publishes the Z-data in the service's HTTPS record
+	// (key65370, docs/ztls-spec.md, Section 8), built by
+	// zdata.HTTPSRecord: one ServiceMode RR with alpn h2,http/1.1 and,
+	// with Turbo, TurboTLS's key65280 beside it.
+	HTTPSZData bool
+	// NoTXT, with HTTPSZData, publishes the Z-data in the HTTPS record
+	// only: no TXT record (the TLSA and CERT records stay).
+	NoTXT bool
 }
 
 // World is the running set-up. Close stops everything it started.
@@ -70,6 +79,8 @@ type World struct {
 	CAFile     string           // External: PEM root
 	Turbo      *turbo.TLSServer // the UDP side (Options.Turbo)
 
+	opts     Options
+	queries  sync.Map // "name/TYPE" -> *atomic.Int64: the authority's queries
 	ca       *testpki.CA
 	now      func() time.Time
 	closers  []func()
@@ -91,7 +102,7 @@ func Start(o Options) (w *World, err error) {
 	if o.HostIP == "" {
 		o.HostIP = "127.0.0.1"
 	}
-	world := &World{Host: o.Host}
+	world := &World{Host: o.Host, opts: o}
 	w = world
 	defer func() {
 		if err != nil {
@@ -154,12 +165,7 @@ func Start(o Options) (w *World, err error) {
 		mustRR("ns1." + zone + " 3600 IN A 127.0.0.1"),
 		mustRR(dns.Fqdn(o.Host) + " 300 IN A " + o.HostIP),
 	}
-	if o.Turbo {
-		rrs = append(rrs, turbo.HTTPSRecord(o.Host, w.Port, uint16(w.Port), 300))
-	}
-	if !o.NoZData {
-		rrs = append(rrs, zdata.ZoneRRs(svc.Records(o.Now()), cert.Chain[0], cert.Chain[1:], zdata.TTLFor(svc.Records(o.Now()), o.Now(), 5*time.Minute))...)
-	}
+	rrs = append(rrs, w.serviceRRs(o.Now(), cert.Chain[1:])...)
 	z, err := authority.NewZone(zone, rrs)
 	if err != nil {
 		return nil, err
@@ -172,7 +178,7 @@ func Start(o Options) (w *World, err error) {
 	// One client asks every question of the world, the same ones again
 	// and again: response rate limiting, which counts identical answers
 	// per client network, would drop its repeats. The lab is no target.
-	srv := &authority.Server{Handler: authority.Chain(zones, authority.CheckQuery),
+	srv := &authority.Server{Handler: authority.Chain(zones, w.countQueries, authority.CheckQuery),
 		RateLimit: &authority.RateLimit{ResponsesPerSecond: 0}}
 	pc, dl, err := authority.ListenUDPAndTCP("127.0.0.1:0")
 	if err != nil {
@@ -256,6 +262,87 @@ func respondOnce(text string) func(*tls13.Conn) {
 		}
 		c.CloseWrite()
 	}
+}
+
+// serviceRRs are the records of the service at now: the HTTPS record
+// (with Turbo or HTTPSZData) and, unless NoZData, the Z-data records
+// (TXT unless NoTXT, TLSA, CERT for inter).
+func (w *World) serviceRRs(now time.Time, inter [][]byte) []dns.RR {
+	o := w.opts
+	var rrs []dns.RR
+	var recs []*zdata.Record
+	if !o.NoZData {
+		recs = w.Service.Records(now)
+	}
+	ttl := zdata.TTLFor(recs, now, 5*time.Minute)
+	switch {
+	case o.HTTPSZData:
+		h, err := w.HTTPSRecord(recs, ttl)
+		if err != nil {
+			panic(fmt.Sprintf("lab: the HTTPS record: %v", err)) // the lab's own records
+		}
+		rrs = append(rrs, h)
+	case o.Turbo:
+		rrs = append(rrs, turbo.HTTPSRecord(o.Host, w.Port, uint16(w.Port), 300))
+	}
+	if o.NoZData {
+		return rrs
+	}
+	for _, rr := range zdata.ZoneRRs(recs, w.Cert.Chain[0], inter, ttl) {
+		if o.NoTXT && o.HTTPSZData && rr.Header().Rrtype == dns.TypeTXT {
+			continue
+		}
+		rrs = append(rrs, rr)
+	}
+	return rrs
+}
+
+// HTTPSRecord is the world's HTTPS record carrying recs (none: a record
+// without Z-data) as Options.HTTPSZData publishes it: alpn h2,http/1.1,
+// TurboTLS's key65280 with Options.Turbo, and the records under
+// zdata.DefaultSvcParamKey.
+func (w *World) HTTPSRecord(recs []*zdata.Record, ttl time.Duration) (*dns.HTTPS, error) {
+	p := zdata.HTTPSParams{Host: w.Host, Port: w.Port, ALPN: []string{"h2", "http/1.1"}, Records: recs, TTL: ttl}
+	if w.opts.Turbo {
+		p.Extra = turbo.HTTPSRecord(w.Host, w.Port, uint16(w.Port), 300).Value
+	}
+	return zdata.HTTPSRecord(p)
+}
+
+// PublishHTTPS replaces the HTTPS RRset of the service with rrs, whose
+// owner is set to the service's HTTPS owner (zdata.HTTPSOwner).
+func (w *World) PublishHTTPS(rrs ...dns.RR) error {
+	owner := zdata.HTTPSOwner(w.Host, w.Port)
+	var set []dns.RR
+	for _, rr := range rrs {
+		c := dns.Copy(rr)
+		c.Header().Name = owner
+		set = append(set, c)
+	}
+	return w.Zones.ReplaceRRset(owner, dns.TypeHTTPS, set)
+}
+
+// countQueries counts the authority's queries by name and type (Queries).
+func (w *World) countQueries(next authority.Handler) authority.Handler {
+	return authority.HandlerFunc(func(ctx context.Context, rw authority.ResponseWriter, r *dns.Msg) {
+		if len(r.Question) == 1 {
+			q := r.Question[0]
+			k := strings.ToLower(dns.Fqdn(q.Name)) + "/" + dns.TypeToString[q.Qtype]
+			n, _ := w.queries.LoadOrStore(k, new(atomic.Int64))
+			n.(*atomic.Int64).Add(1)
+		}
+		next.ServeDNS(ctx, rw, r)
+	})
+}
+
+// Queries is how many queries for name and qtype the world's authority
+// received.
+func (w *World) Queries(name string, qtype uint16) int64 {
+	n, ok := w.queries.Load(strings.ToLower(dns.Fqdn(name)) + "/" + dns.TypeToString[qtype])
+	if !ok {
+		return 0
+	}
+	return n.(*atomic.Int64).Load()
 }
 
 // Accepted is how many TCP connections the world's TLS server accepted,
@@ -393,7 +480,22 @@ func (w *World) Republish(now time.Time) error {
 	}
 	w.Service.Keyring.Prune(now)
 	recs := w.Service.Records(now)
-	return w.Publish(w.Host, w.Port, zdata.ZoneRRs(recs, w.Cert.Chain[0], nil, zdata.TTLFor(recs, now, 5*time.Minute)))
+	if w.opts.HTTPSZData {
+		h, err := w.HTTPSRecord(recs, zdata.TTLFor(recs, now, 5*time.Minute))
+		if err != nil {
+			return err
+		}
+		if err := w.PublishHTTPS(h); err != nil {
+			return err
+		}
+	}
+	var rrs []dns.RR
+	for _, rr := range zdata.ZoneRRs(recs, w.Cert.Chain[0], nil, zdata.TTLFor(recs, now, 5*time.Minute)) {
+		if !w.opts.NoTXT || !w.opts.HTTPSZData || rr.Header().Rrtype != dns.TypeTXT {
+			rrs = append(rrs, rr)
+		}
+	}
+	return w.Publish(w.Host, w.Port, rrs)
 }
 
 // AddAddress publishes an A record.

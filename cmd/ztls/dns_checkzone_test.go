@@ -80,8 +80,8 @@ func TestCLICheckZoneHTTPSZData(t *testing.T) {
 	bindCheck, _ := exec.LookPath("named-checkzone")
 	for _, c := range []struct {
 		name, text, want string
-		env          []string
-		ok           bool
+		env              []string
+		ok               bool
 	}{
 		{"printed lines", testZone + lines, "4 Z-data record(s) under key65370 for www.ztls.test port 8443, 4 valid now or later, signatures verified with the leaf in TLSA _8443._tcp.www.ztls.test.", nil, true},
 		{"no TLSA", testZone + https, "signatures not checked: no TLSA 3 0 0 record at _8443._tcp.www.ztls.test.", nil, true},

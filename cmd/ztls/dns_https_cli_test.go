@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/x509"
+	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -21,9 +22,9 @@ import (
 // httpsService is a Z-data directory for www.ztls.test with BFE keys,
 // its leaf and a zone file to serve it from.
 type httpsService struct {
-	zd, zone string
-	port     int
-	leaf     *x509.Certificate
+	zd, zone, ca string
+	port         int
+	leaf         *x509.Certificate
 }
 
 func newHTTPSService(t *testing.T, keyType string) *httpsService {
@@ -32,7 +33,7 @@ func newHTTPSService(t *testing.T, keyType string) *httpsService {
 	ca := testpki.NewCA(t, "ecdsa-p256")
 	l := ca.Issue(t, testpki.LeafOpts{KeyType: keyType, DNSNames: []string{"www.ztls.test"}})
 	cert, key := l.WritePEM(t, dir)
-	s := &httpsService{zd: filepath.Join(dir, "zd"), zone: filepath.Join(dir, "ztls.test.zone"), port: freePort(t), leaf: l.Cert}
+	s := &httpsService{zd: filepath.Join(dir, "zd"), zone: filepath.Join(dir, "ztls.test.zone"), ca: ca.WritePEM(t, dir), port: freePort(t), leaf: l.Cert}
 	run(t, "zdata", "new", "--host", "www.ztls.test", "--port", strconv.Itoa(s.port), "--cert", cert, "--key", key,
 		"--out", s.zd, "--bfe-connections", "16")
 	writeFile(t, s.zone, testZone)
@@ -220,5 +221,45 @@ func TestCLIDNSServeHTTPSFlags(t *testing.T) {
 		if err == nil || !strings.Contains(string(out), tc.want) {
 			t.Errorf("--zdata-svc-key %s: %v\n%s", tc.key, err, out)
 		}
+	}
+}
+
+// zdata check verifies the Z-data of the HTTPS record (signed for the
+// host and port by the TLSA leaf, some valid now) beside the TXT path,
+// and sizes its answer for the default profile (within 1232 bytes) and
+// an RSA leaf's (over 1232: asked again over TCP, the whole size
+// reported); with another key than the server's it finds no Z-data in
+// the record.
+func TestCLIZDataCheckHTTPS(t *testing.T) {
+	for _, keyType := range []string{"ecdsa-p256", "rsa2048"} {
+		t.Run(keyType, func(t *testing.T) {
+			s := newHTTPSService(t, keyType)
+			addr := logAttr(start(t, "serving udp on", "dns", "serve", "--zone", s.zone, "--zdata", s.zd, "--turbo", "--listen", "127.0.0.1:0"), "addr")
+			check := func(extra ...string) checkReport {
+				var rep checkReport
+				args := append([]string{"zdata", "check", "www.ztls.test", "--port", strconv.Itoa(s.port), "--resolver", addr, "--ca", s.ca, "--json"}, extra...)
+				if err := json.Unmarshal([]byte(run(t, args...)), &rep); err != nil {
+					t.Fatal(err)
+				}
+				return rep
+			}
+			rep := check()
+			if !rep.Valid || rep.HTTPS == nil || rep.HTTPS.Records != 4 || !rep.HTTPS.Verified || rep.HTTPS.ValidNow < 2 {
+				t.Fatalf("check: %+v, HTTPS %+v", rep, rep.HTTPS)
+			}
+			for _, a := range rep.Answers {
+				if a.Type != "HTTPS" {
+					continue
+				}
+				t.Logf("%s: zdata check sizes the HTTPS answer at %d bytes", keyType, a.Bytes)
+				if keyType == "ecdsa-p256" && (a.Bytes > 1232 || a.OverUDP || a.Truncated) ||
+					keyType == "rsa2048" && (a.Bytes <= 1232 || !a.OverUDP || a.Records != 1) {
+					t.Fatalf("%s: HTTPS answer %+v", keyType, a)
+				}
+			}
+			if rep := check("--zdata-svc-key", "65400"); !rep.Valid || rep.HTTPS != nil {
+				t.Fatalf("another key: %+v, HTTPS %+v", rep, rep.HTTPS)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -485,7 +486,7 @@ Knot, PowerDNS) must allow updates with that key, e.g. in BIND:
 }
 
 func init() {
-	var port int
+	var port, svcKey int
 	var ca string
 	var dnsf dnsClientFlags
 	var asJSON bool
@@ -494,9 +495,13 @@ func init() {
 		Short: "Fetch the Z-data DNS serves for HOST and report validity, signature, chain, sizes",
 		Long: `Ask DNS what a ZTLS client would ask (TXT, CERT, TLSA) and check it as the
 client does: syntax, validity window, signature and binding to HOST and
-PORT, the leaf's chain (to --ca, as 'connect --ca') and name. Also reports
-each answer's size, the HTTPS record's too: above 1232 bytes UDP answers are truncated and clients
-need TCP or DNS over TLS.
+PORT, the leaf's chain (to --ca, as 'connect --ca') and name; and the
+Z-data the service's HTTPS record carries (docs/ztls-spec.md, Section 8):
+every record signed for HOST and PORT by the same leaf, one valid now.
+Also reports each answer's size, the HTTPS record's too, for any leaf key
+and with BFE twins: above 1232 bytes UDP answers are truncated and clients
+need TCP or DNS over TLS (it asks again over TCP, as clients do, and
+reports the whole answer's size).
 
 The exit status is 0 when the Z-data is usable and 1 when it is not or DNS
 failed, with --json as without.
@@ -528,7 +533,10 @@ DNS is reached as by 'ztls lookup': --resolver (default /etc/resolv.conf),
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
 			defer cancel()
-			rep, err := checkZData(ctx, res, args[0], port, roots, clock.Now())
+			if err := zdata.CheckSvcParamKey(dns.SVCBKey(svcKey)); err != nil || svcKey < 0 || svcKey > 65535 {
+				return fmt.Errorf("zdata check: --zdata-svc-key %d: give the private-use key the service publishes, 65281 to 65534 (default %d)", svcKey, zdata.DefaultSvcParamKey)
+			}
+			rep, err := checkZData(ctx, res, args[0], port, roots, dns.SVCBKey(svcKey), clock.Now())
 			if err != nil {
 				return err
 			}
@@ -552,6 +560,7 @@ DNS is reached as by 'ztls lookup': --resolver (default /etc/resolv.conf),
 	fs.IntVar(&port, "port", 443, "the service's TCP port")
 	fs.StringVar(&ca, "ca", "", "PEM roots the service's leaf must chain to, as 'connect --ca' (default: the system's)")
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	fs.IntVar(&svcKey, "zdata-svc-key", int(zdata.DefaultSvcParamKey), "the SvcParamKey carrying Z-data in the HTTPS record")
 	dnsf.register(fs, false)
 	zdataCmd.AddCommand(cmd)
 }
@@ -613,6 +622,18 @@ type checkReport struct {
 	NotAfter  time.Time     `json:"not_after,omitempty"`
 	Leaf      string        `json:"leaf,omitempty"`
 	Answers   []answerCheck `json:"answers"`
+	// HTTPS is the Z-data the HTTPS record carries, nil when it carries
+	// none (docs/ztls-spec.md, Section 8).
+	HTTPS *httpsCheck `json:"https_zdata,omitempty"`
+}
+
+// httpsCheck is what 'zdata check' found in the HTTPS record's Z-data.
+type httpsCheck struct {
+	Key      int    `json:"key"`
+	Records  int    `json:"records"`
+	ValidNow int    `json:"valid_now"`
+	Verified bool   `json:"verified"` // every record signed for HOST and PORT by the leaf
+	Problem  string `json:"problem,omitempty"`
 }
 
 type answerCheck struct {
@@ -625,8 +646,9 @@ type answerCheck struct {
 	Rcode     string `json:"rcode"`
 }
 
-func checkZData(ctx context.Context, res *resolver.Resolver, host string, port int, roots rootsPool, now time.Time) (*checkReport, error) {
+func checkZData(ctx context.Context, res *resolver.Resolver, host string, port int, roots rootsPool, key dns.SVCBKey, now time.Time) (*checkReport, error) {
 	rep := &checkReport{Host: host, Port: port}
+	var https []*dns.HTTPS
 	var txts [][]string
 	var tlsas []*dns.TLSA
 	var certs []*dns.CERT
@@ -634,7 +656,7 @@ func checkZData(ctx context.Context, res *resolver.Resolver, host string, port i
 		name  string
 		qtype uint16
 	}{{zdata.TXTName(host, port), dns.TypeTXT}, {zdata.TXTName(host, port), dns.TypeCERT}, {zdata.TLSAName(host, port), dns.TypeTLSA},
-		// Sized only: the record that may carry Z-data too (docs/ztls-spec.md, Section 8.3).
+		// The record that may carry Z-data too (docs/ztls-spec.md, Section 8).
 		{zdata.HTTPSOwner(host, port), dns.TypeHTTPS}} {
 		a, err := res.Lookup(ctx, q.name, q.qtype)
 		if err != nil {
@@ -655,6 +677,8 @@ func checkZData(ctx context.Context, res *resolver.Resolver, host string, port i
 				tlsas = append(tlsas, v)
 			case *dns.CERT:
 				certs = append(certs, v)
+			case *dns.HTTPS:
+				https = append(https, v)
 			}
 		}
 	}
@@ -665,10 +689,47 @@ func checkZData(ctx context.Context, res *resolver.Resolver, host string, port i
 		rep.Reason = err.Error()
 		return rep, nil
 	}
+	if rep.HTTPS = checkHTTPSZData(https, key, leaf, host, port, now); rep.HTTPS != nil && rep.HTTPS.Problem != "" {
+		rep.Reason = "the HTTPS record's Z-data: " + rep.HTTPS.Problem
+		return rep, nil
+	}
 	rep.Valid = true
 	rep.ID, rep.NotBefore, rep.NotAfter = rec.ID, rec.NotBefore, rec.NotAfter
 	rep.Leaf = leaf.Subject.String()
 	return rep, nil
+}
+
+// checkHTTPSZData checks the Z-data the HTTPS records carry under key
+// as a client reading it would: it parses, every record is signed for
+// host and port by leaf (the TLSA leaf the TXT record was verified with),
+// and one is valid now. Nil when no ServiceMode record carries any.
+func checkHTTPSZData(rrs []*dns.HTTPS, key dns.SVCBKey, leaf *x509.Certificate, host string, port int, now time.Time) *httpsCheck {
+	for _, rr := range rrs {
+		recs, err := zdata.RecordsFromSVCB(&rr.SVCB, key)
+		if errors.Is(err, zdata.ErrNoSvcParam) {
+			continue
+		}
+		c := &httpsCheck{Key: int(key), Records: len(recs)}
+		if err != nil {
+			c.Problem = err.Error()
+			return c
+		}
+		for _, r := range recs {
+			if err := r.Verify(leaf, host, port); err != nil {
+				c.Problem = fmt.Sprintf("record id %d: %v (not this service's, or signed with another certificate)", r.ID, err)
+				return c
+			}
+			if r.CheckValidity(now) == nil {
+				c.ValidNow++
+			}
+		}
+		c.Verified = true
+		if c.ValidNow == 0 {
+			c.Problem = "no record is valid now"
+		}
+		return c
+	}
+	return nil
 }
 
 func (r *checkReport) writeText(w io.Writer) {
@@ -681,6 +742,9 @@ func (r *checkReport) writeText(w io.Writer) {
 			size += ", TRUNCATED"
 		}
 		fmt.Fprintf(w, "%-40s %-5s %d record(s), %s, %s\n", a.Name, a.Type, a.Records, size, a.Rcode)
+	}
+	if h := r.HTTPS; h != nil && h.Problem == "" {
+		fmt.Fprintf(w, "HTTPS record: %d Z-data record(s) under key%d, %d valid now, signed for %s port %d by the leaf\n", h.Records, h.Key, h.ValidNow, r.Host, r.Port)
 	}
 	if r.Valid {
 		fmt.Fprintf(w, "valid: Z-data id %d, %s .. %s, signature verified, leaf %s chains to a trusted root\n",

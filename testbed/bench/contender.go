@@ -52,6 +52,11 @@ type Sample struct {
 	FirstByte time.Duration `json:"first_byte_ns"`
 	// Early reports that the request went as early data and was accepted.
 	Early bool `json:"early"`
+	// DNSQueries is how many queries the scenario's resolver got during
+	// the visit, over UDP and TCP (each a query and an answer: twice as
+	// many stub↔resolver packets). The harness counts them; in the stub
+	// scenario they include the worker's filling of its own cache.
+	DNSQueries int `json:"dns_queries"`
 }
 
 // ServerConfig is what every contender's server gets.

@@ -131,7 +131,7 @@ func (e *turboContender) StartServer(ctx context.Context, h *hosts.Host, cfg Ser
 		if err != nil {
 			return nil, err
 		}
-		if err := publishZData(svc, cert, cfg.Publish, clock.Now()); err != nil {
+		if err := publishZData(svc, cert, cfg, false, clock.Now()); err != nil {
 			return nil, err
 		}
 		s.wg.Add(1)
@@ -144,7 +144,7 @@ func (e *turboContender) StartServer(ctx context.Context, h *hosts.Host, cfg Ser
 				case <-s.stop:
 					return
 				case <-t.C: // the tick's time is the system's: the records follow the ztls clock
-					publishZData(svc, cert, cfg.Publish, clock.Now())
+					publishZData(svc, cert, cfg, false, clock.Now())
 				}
 			}
 		}()

@@ -22,7 +22,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/miekg/dns"
 	"golang.org/x/sys/unix"
 
 	"github.com/ztls-project/ztls/dial"
@@ -50,7 +49,17 @@ import (
 //   - ztls-bfe: ztls against a server whose Z-data keys carry Bloom filter
 //     encryption keys (docs/ztls-spec.md, Section 7): the client
 //     encapsulates, the server decapsulates and punctures before it
-//     answers (2 RTT after the lookup, plus that CPU).
+//     answers (2 RTT after the lookup, plus that CPU);
+//   - ztls-https: ztls against a server that also publishes its Z-data in
+//     the HTTPS record (docs/ztls-spec.md, Section 8), dialled with
+//     dial.ZDataHTTPSFirst: the client asks A, AAAA, HTTPS, TLSA and CERT
+//     but no TXT (one question fewer), all at once as before.
+//
+// Every other contender dials with dial.ZDataTXT: Z-data from the TXT
+// record, the HTTPS record asked beside it for TurboTLS, one batch of
+// questions, as before the HTTPS path existed (with dial's default,
+// HTTPS first, a server publishing TXT only would cost a second round
+// trip).
 //
 // dial opens its own sockets (the parallel DNS lookups, then TCP), and a
 // socket belongs to the network namespace of the thread that made it, so
@@ -67,6 +76,7 @@ func init() {
 	Register("tls-prefetch", func() Contender { return &engineContender{name: "tls-prefetch", mode: "tls", prefetch: true} })
 	Register("ztls-prefetch", func() Contender { return &engineContender{name: "ztls-prefetch", mode: "ztls", prefetch: true} })
 	Register("ztls-bfe", func() Contender { return &engineContender{name: "ztls-bfe", mode: "ztls", bfe: true} })
+	Register("ztls-https", func() Contender { return &engineContender{name: "ztls-https", mode: "ztls", https: true} })
 	Register("ztls-bfe-prefetch", func() Contender {
 		return &engineContender{name: "ztls-bfe-prefetch", mode: "ztls", bfe: true, prefetch: true}
 	})
@@ -117,6 +127,9 @@ type engineContender struct {
 	prefetch bool
 	ocsp     bool // the client asks the leaf's OCSP responder, hard-fail
 	bfe      bool // ztls-bfe: the Z-data keys carry BFE keys
+	// https: the server publishes its Z-data in the HTTPS record too,
+	// and the client takes it from there (dial.ZDataHTTPSFirst).
+	https bool
 
 	slot workerSlot
 }
@@ -214,7 +227,7 @@ func (e *engineContender) StartServer(ctx context.Context, h *hosts.Host, cfg Se
 			}
 			s.closeBFE = svc.CloseBFE
 		}
-		if err := publishZData(svc, cert, cfg.Publish, clock.Now()); err != nil {
+		if err := publishZData(svc, cert, cfg, e.https, clock.Now()); err != nil {
 			return nil, err
 		}
 		// Records live an hour; a long benchmark rotates and republishes.
@@ -228,7 +241,7 @@ func (e *engineContender) StartServer(ctx context.Context, h *hosts.Host, cfg Se
 				case <-s.stop:
 					return
 				case <-t.C: // the tick's time is the system's: the records follow the ztls clock
-					publishZData(svc, cert, cfg.Publish, clock.Now())
+					publishZData(svc, cert, cfg, e.https, clock.Now())
 				}
 			}
 		}()
@@ -281,8 +294,10 @@ func serveEngine(ln net.Listener, tc *tls13.Config, tsrv *turbo.TLSServer, cfg *
 
 // publishZData rotates svc's keys and replaces the service's Z-data in the
 // authority: TXT (and CERT for intermediates) at _ztls._<port>._tcp.<host>,
-// TLSA at _<port>._tcp.<host>.
-func publishZData(svc *zdata.Service, cert tls13.Certificate, publish func([]dns.RR), now time.Time) error {
+// TLSA at _<port>._tcp.<host>, and with https the HTTPS record carrying
+// the Z-data too (docs/ztls-spec.md, Section 8: the same records and
+// signatures; TXT stays, as Section 8.5 has a publisher keep it).
+func publishZData(svc *zdata.Service, cert tls13.Certificate, cfg ServerConfig, https bool, now time.Time) error {
 	if _, err := svc.Rotate(now); err != nil {
 		return fmt.Errorf("bench: z-data: %w", err)
 	}
@@ -291,7 +306,14 @@ func publishZData(svc *zdata.Service, cert tls13.Certificate, publish func([]dns
 	if len(rrs) == 0 {
 		return errors.New("bench: z-data: no records to publish")
 	}
-	publish(rrs)
+	if https {
+		rr, err := zdata.ServiceHTTPSRecord(ServerName, int(cfg.Addr.Port()), svc.HTTPSRecords(now), now, 5*time.Minute, zdata.HTTPSOptions{})
+		if err != nil {
+			return fmt.Errorf("bench: z-data: %w", err)
+		}
+		rrs = append(rrs, rr)
+	}
+	cfg.Publish(rrs)
 	return nil
 }
 
@@ -435,6 +457,13 @@ func checkVisit(name string, res *workerResult, expect []byte) error {
 		if r.Mode != "ztls" || !r.EarlyData.Accepted {
 			return fmt.Errorf("bench: ztls: mode %s, early data accepted %v (fallback: %s)", r.Mode, r.EarlyData.Accepted, r.FallbackReason)
 		}
+		if r.ZDataFrom != dial.ZDataFromTXT {
+			return fmt.Errorf("bench: ztls: Z-data from %q, want the TXT record", r.ZDataFrom)
+		}
+	case "ztls-https":
+		if r.Mode != "ztls" || !r.EarlyData.Accepted || r.ZDataFrom != dial.ZDataFromHTTPS {
+			return fmt.Errorf("bench: ztls-https: mode %s, early data accepted %v, Z-data from %q (fallback: %s)", r.Mode, r.EarlyData.Accepted, r.ZDataFrom, r.FallbackReason)
+		}
 	case "ztls-bfe":
 		if r.Mode != "ztls" || !r.EarlyData.Accepted || !r.EarlyData.BFE {
 			return fmt.Errorf("bench: ztls-bfe: mode %s, early data accepted %v, BFE %v (fallback: %s)", r.Mode, r.EarlyData.Accepted, r.EarlyData.BFE, r.FallbackReason)
@@ -457,6 +486,9 @@ func (e *engineContender) call(ctx context.Context, c *Client, j job) (*workerRe
 	return e.slot.run(ctx, c, ClientWorkerRole, func(w *worker) (*workerResult, error) {
 		v := newVisit(ctx, c, e.mode)
 		v.Prefetch, v.Prefetched, v.OCSP = j.Prefetch, j.Prefetched, e.ocsp
+		if e.https {
+			v.ZDataFrom = string(dial.ZDataHTTPSFirst)
+		}
 		j.visit = v
 		j.ID = w.nextJob()
 		return w.roundTrip(ctx, j.ID, j)
@@ -528,6 +560,9 @@ type visit struct {
 	Prefetched bool `json:"prefetched,omitempty"`
 	// OCSP asks the leaf's OCSP responder, hard-fail.
 	OCSP bool `json:"ocsp,omitempty"`
+	// ZDataFrom is dial's Options.ZDataFrom; "" means dial.ZDataTXT (the
+	// TXT path, as every contender but ztls-https measures it).
+	ZDataFrom string `json:"zdata_from,omitempty"`
 }
 
 // newVisit is the visit of c's request in mode, within ctx's deadline.
@@ -564,6 +599,11 @@ func (v *visit) check() error {
 	}
 	if v.Prefetch && v.Prefetched {
 		return errors.New("a prefetch is a visit of its own")
+	}
+	if v.ZDataFrom != "" {
+		if _, err := dial.ParseZDataFrom(v.ZDataFrom); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -829,8 +869,13 @@ func (st *workerState) startVisit(v visit, who string) (*aVisit, error) {
 			return nil, fmt.Errorf("bench: %s: filling the stub cache: %w", who, err)
 		}
 	}
+	from := dial.ZDataTXT
+	if v.ZDataFrom != "" {
+		from = dial.ZDataFrom(v.ZDataFrom)
+	}
 	a.o = dial.Options{
 		Mode:         dial.Mode(v.Mode),
+		ZDataFrom:    from,
 		TLS:          &tls13.Config{RootCAs: roots, ServerName: host, Groups: []tls13.CurveID{tls13.X25519}},
 		Resolver:     res,
 		Request:      v.Request,

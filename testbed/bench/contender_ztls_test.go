@@ -125,7 +125,7 @@ func (w *loopbackWorld) visit(t *testing.T, c Contender, cl *Client) (Sample, er
 // as early data and is answered; tls-0rtt resumes the primed ticket.
 func TestEngineContendersLoopback(t *testing.T) {
 	w := newLoopbackWorld(t)
-	for _, name := range []string{"tls", "ztls", "tls-0rtt", "tls-prefetch", "ztls-prefetch", "ztls-bfe", "ztls-bfe-prefetch"} {
+	for _, name := range []string{"tls", "ztls", "tls-0rtt", "tls-prefetch", "ztls-prefetch", "ztls-bfe", "ztls-bfe-prefetch", "ztls-https"} {
 		for _, scen := range []string{"local-warm", "stub", "local-cold"} {
 			t.Run(name+"/"+scen, func(t *testing.T) {
 				c, cl := w.start(t, name, true)
@@ -194,6 +194,31 @@ func TestZTLSWithoutZDataIsAnError(t *testing.T) {
 
 // TestTLS0RTTNeedsPrime: resuming without a primed ticket is refused by the
 // worker with a clear error.
+// TestZTLSHTTPSAsksOneQuestionFewer: the same visit through the HTTPS
+// record (ztls-https) and through TXT (ztls), in the local-warm scenario
+// where every question reaches the resolver: the HTTPS path leaves out
+// the TXT question and nothing else, and the Z-data comes from where each
+// says (checkVisit checks the report's ZDataFrom).
+func TestZTLSHTTPSAsksOneQuestionFewer(t *testing.T) {
+	w := newLoopbackWorld(t)
+	queries := map[string]int{}
+	for _, name := range []string{"ztls", "ztls-https"} {
+		c, cl := w.start(t, name, true)
+		s, err := w.visit(t, c, cl)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !s.Early {
+			t.Fatalf("%s: no early data", name)
+		}
+		queries[name] = s.DNSQueries
+	}
+	t.Logf("queries per visit: %v", queries)
+	if queries["ztls"] < 2 || queries["ztls-https"] != queries["ztls"]-1 {
+		t.Fatalf("queries per visit: ztls %d, ztls-https %d; want one fewer through HTTPS", queries["ztls"], queries["ztls-https"])
+	}
+}
+
 func TestTLS0RTTNeedsPrime(t *testing.T) {
 	w := newLoopbackWorld(t)
 	_, cl := w.start(t, "tls-0rtt", true)
@@ -206,7 +231,10 @@ func TestTLS0RTTNeedsPrime(t *testing.T) {
 }
 
 func TestCheckVisit(t *testing.T) {
-	ok := dial.Report{Mode: "ztls", EarlyData: dial.EarlyReport{Offered: true, Accepted: true}, Timing: dial.Timing{DNS: 1, TCPConnect: 2, Handshake: 3, FirstByte: 6}}
+	ok := dial.Report{Mode: "ztls", EarlyData: dial.EarlyReport{Offered: true, Accepted: true}, Timing: dial.Timing{DNS: 1, TCPConnect: 2, Handshake: 3, FirstByte: 6},
+		ZDataFrom: dial.ZDataFromTXT}
+	viaHTTPS := ok
+	viaHTTPS.ZDataFrom = dial.ZDataFromHTTPS
 	expect := []byte("hello")
 	cases := []struct {
 		name string
@@ -218,6 +246,10 @@ func TestCheckVisit(t *testing.T) {
 		{"ztls", ok, "hell", "response"},
 		{"ztls", dial.Report{Mode: "tls", FallbackReason: "x", Timing: ok.Timing}, "hello", "fallback: x"},
 		{"ztls", dial.Report{Mode: "ztls", EarlyData: dial.EarlyReport{Offered: true}, Timing: ok.Timing}, "hello", "accepted false"},
+		{"ztls", viaHTTPS, "hello", "want the TXT record"},
+		{"ztls-https", viaHTTPS, "hello", ""},
+		{"ztls-https", ok, "hello", `Z-data from "txt"`},
+		{"ztls-https", dial.Report{Mode: "tls", FallbackReason: "x", Timing: ok.Timing}, "hello", "fallback: x"},
 		{"tls-0rtt", dial.Report{Mode: "tls", TLS: dial.TLSReport{Resumed: true}, EarlyData: dial.EarlyReport{Offered: true, Accepted: true}, Timing: ok.Timing}, "hello", ""},
 		{"tls-0rtt", dial.Report{Mode: "tls", TLS: dial.TLSReport{Resumed: false}, EarlyData: dial.EarlyReport{Offered: true, Accepted: true}, Timing: ok.Timing}, "hello", "resumed false"},
 		{"tls", dial.Report{Mode: "tls", Timing: ok.Timing}, "hello", ""},

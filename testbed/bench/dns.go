@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
@@ -297,9 +298,13 @@ func (e *exchanger) exchangeTCP(ctx context.Context, q *dns.Msg) (*dns.Msg, erro
 type resolver struct {
 	cache    *cache
 	upstream *exchanger
+	// queries counts the queries it got, over UDP and TCP: the
+	// stub↔resolver questions of a visit (measure reads it around one).
+	queries atomic.Uint64
 }
 
 func (r *resolver) ServeDNS(w dns.ResponseWriter, q *dns.Msg) {
+	r.queries.Add(1)
 	if len(q.Question) != 1 || q.Opcode != dns.OpcodeQuery {
 		m := new(dns.Msg)
 		m.SetRcode(q, dns.RcodeFormatError)

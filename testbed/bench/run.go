@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -68,6 +69,8 @@ type Result struct {
 	Response string  `json:"response"`
 	Errors   int     `json:"errors"`
 	Early    int     `json:"early_data_accepted"`
+	// DNSQueries are the queries the resolver got per visit (Sample.DNSQueries).
+	DNSQueries QueryCount `json:"dns_queries"`
 	// Samples are the raw measurements (CSV output and plots).
 	Samples []Sample `json:"-"`
 }
@@ -301,8 +304,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 					if s.Early {
 						r.Early++
 					}
-					fmt.Fprintf(progress, "rtt %v %s run %d/%d %-10s dns %7.2f ms  handshake %7.2f ms  first byte %7.2f ms\n",
-						rtt, scName, run+1, cfg.Runs, c.Name(), ms(s.DNS), ms(s.Handshake), ms(s.FirstByte))
+					fmt.Fprintf(progress, "rtt %v %s run %d/%d %-10s dns %7.2f ms  handshake %7.2f ms  first byte %7.2f ms  dns queries %d\n",
+						rtt, scName, run+1, cfg.Runs, c.Name(), ms(s.DNS), ms(s.Handshake), ms(s.FirstByte), s.DNSQueries)
 				}
 			}
 			for i := range results {
@@ -313,6 +316,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				}
 				r.Runs = len(r.Samples)
 				r.FirstByte, r.Handshake, r.DNS = Summarize(fb), Summarize(hs), Summarize(dn)
+				r.DNSQueries = countQueries(r.Samples)
 			}
 			rep.Results = append(rep.Results, results...)
 		}
@@ -325,6 +329,29 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// QueryCount sums up the DNS queries of a setting's visits.
+type QueryCount struct {
+	Median float64 `json:"median"`
+	Min    int     `json:"min"`
+	Max    int     `json:"max"`
+}
+
+func countQueries(samples []Sample) QueryCount {
+	if len(samples) == 0 {
+		return QueryCount{}
+	}
+	n := make([]int, len(samples))
+	for i, s := range samples {
+		n[i] = s.DNSQueries
+	}
+	slices.Sort(n)
+	med := float64(n[len(n)/2])
+	if len(n)%2 == 0 {
+		med = float64(n[len(n)/2-1]+n[len(n)/2]) / 2
+	}
+	return QueryCount{Median: med, Min: n[0], Max: n[len(n)-1]}
+}
 
 // measure primes and sets the DNS caches for the scenario, then runs one
 // measured visit.
@@ -353,7 +380,9 @@ func measure(ctx context.Context, c Contender, cl *Client, d *dnsSetup, sc Scena
 			d.stub.cache.flush()
 		}
 	}
+	before := d.res.queries.Load()
 	s, err := c.RunClient(ctx, cl)
+	s.DNSQueries = int(d.res.queries.Load() - before)
 	if err != nil {
 		return s, err
 	}

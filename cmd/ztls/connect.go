@@ -54,6 +54,8 @@ type connectFlags struct {
 	maxBytes int
 	budget   time.Duration
 	noBFE    bool
+	// zdataFrom is --zdata-from: which record Z-data is taken from.
+	zdataFrom string
 	// How DNS is reached, as lookup's flags say it (dnsClient).
 	resolvers     []string
 	transport     string
@@ -79,6 +81,7 @@ func (f *connectFlags) register(cmd *cobra.Command) {
 	fs.IntVar(&f.maxBytes, "max-bytes", 1<<20, "read at most N bytes of response")
 	f.registerDNS(fs)
 	fs.DurationVar(&f.budget, "zdata-budget", 20*time.Millisecond, "how long to wait for the Z-data answers after TCP connects before falling back to TLS 1.3 (their checks, OCSP included, are waited for once the answers are in)")
+	fs.StringVar(&f.zdataFrom, "zdata-from", "https", "which DNS record Z-data is taken from: https (the HTTPS record asked anyway, key65370; the TXT record asked only when it carries none, a second round trip), both (HTTPS and TXT asked at once: one query more, never a second round trip) or txt (the TXT record only, as clients before the HTTPS record did); the report says which record was used")
 	fs.BoolVar(&f.noBFE, "no-bfe", false, "act as a client without Bloom filter encryption: use a server's v1 Z-data records, not its v2 records with bfe=")
 	fs.BoolVar(&f.turbo, "turbo", false, "TurboTLS: send the first flight over UDP while TCP connects, to servers whose HTTPS record advertises a UDP port (key65280)")
 	fs.IntVar(&f.turboPort, "turbo-port", 0, "the server's TurboTLS UDP port, when not taken from DNS (e.g. connecting to an IP)")
@@ -108,11 +111,14 @@ const (
 terminal), print what comes back, and report what was negotiated and where
 the time went.
 
-With --mode auto (the default) the address, the Z-data (TXT, CERT), the TLSA
-and HTTPS records are looked up at once; TCP starts on the first address; if
-valid Z-data is in hand when TCP is up (within --zdata-budget) a request
-that is safe to replay (see below) rides with the ClientHello (ZTLS), else
-plain TLS 1.3, and the report says why. A server that aborts on the ztls
+With --mode auto (the default) the address, the HTTPS record (which may
+carry the Z-data, key65370), the TLSA and the CERT records are looked up at
+once; the TXT record, the other home of Z-data, only when the HTTPS record
+carries none (a second round trip), or at once with --zdata-from both, or
+alone with --zdata-from txt. TCP starts on the first address; if valid
+Z-data is in hand when TCP is up (within --zdata-budget) a request that is
+safe to replay (see below) rides with the ClientHello (ZTLS), else plain
+TLS 1.3, and the report says why and which record the Z-data came from. A server that aborts on the ztls
 ClientHello is retried without it and remembered for 24 hours (in the user
 cache dir, ztls/ztls-aborts.json).
 
@@ -520,13 +526,18 @@ func (f *connectFlags) dialOptions(cfg *tls13.Config) (dial.Options, func(), err
 		res.Close()
 		return dial.Options{}, nil, fmt.Errorf("--mode: %w", err)
 	}
+	from, err := dial.ParseZDataFrom(f.zdataFrom)
+	if err != nil {
+		res.Close()
+		return dial.Options{}, nil, fmt.Errorf("--zdata-from: %w", err)
+	}
 	ocsp, err := prevalidate.ParseOCSPPolicy(f.ocsp)
 	if err != nil {
 		res.Close()
 		return dial.Options{}, nil, fmt.Errorf("--ocsp: %w", err)
 	}
 	opts := dial.Options{Mode: mode, TLS: cfg, Resolver: res, ZDataBudget: f.budget, Turbo: f.turbo || f.turboPort != 0, NoBFE: f.noBFE, Addrs: f.addrs}
-	opts.TurboPort, opts.TurboWait, opts.OCSP = f.turboPort, f.turboWait, ocsp
+	opts.TurboPort, opts.TurboWait, opts.OCSP, opts.ZDataFrom = f.turboPort, f.turboWait, ocsp, from
 	// What 'ztls prefetch' (or get --prefetch-links) kept: its DNS
 	// answers spare the lookups.
 	opts.Cache = cliCache()

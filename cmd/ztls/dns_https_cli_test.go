@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/x509"
 	"encoding/json"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/internal/clock"
+	"github.com/ztls-project/ztls/internal/testsupport/dnstest"
 	"github.com/ztls-project/ztls/internal/testsupport/testpki"
 	"github.com/ztls-project/ztls/turbo"
 	"github.com/ztls-project/ztls/zdata"
@@ -261,5 +263,111 @@ func TestCLIZDataCheckHTTPS(t *testing.T) {
 				t.Fatalf("another key: %+v, HTTPS %+v", rep, rep.HTTPS)
 			}
 		})
+	}
+}
+
+// rdataOf is rr's RDATA on the wire.
+func rdataOf(t *testing.T, rr dns.RR) []byte {
+	t.Helper()
+	c := dns.Copy(rr)
+	c.Header().Name, c.Header().Ttl = ".", 0
+	b := make([]byte, 4096)
+	n, err := dns.PackRR(c, b, 0, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b[11:n] // the root name, type, class, TTL and RDLENGTH
+}
+
+// Unbound and BIND 9 as resolvers in front of dns serve (the embedded
+// authority) return its HTTPS record unchanged, the RSA profile's too
+// (over 1232 bytes: they fetch it over TCP, and truncate it to a UDP
+// client), and answer the second query from their cache.
+func TestCLIDNSServeHTTPSThroughResolvers(t *testing.T) {
+	for _, keyType := range []string{"ecdsa-p256", "rsa2048"} {
+		t.Run(keyType, func(t *testing.T) {
+			s := newHTTPSService(t, keyType)
+			addr := logAttr(start(t, "serving udp on", "dns", "serve", "--zone", s.zone, "--zdata", s.zd, "--turbo",
+				"--https-alpn", "h2,http/1.1", "--listen", "127.0.0.1:0"), "addr")
+			q := new(dns.Msg)
+			q.SetQuestion("_"+strconv.Itoa(s.port)+"._https.www.ztls.test.", dns.TypeHTTPS)
+			q.SetEdns0(1232, false)
+			ask := func(server, network string) *dns.Msg {
+				t.Helper()
+				r, _, err := (&dns.Client{Net: network, Timeout: 5 * time.Second, UDPSize: 1232}).Exchange(q, server)
+				if err != nil {
+					t.Fatalf("%s over %s: %v", server, network, err)
+				}
+				return r
+			}
+			want := httpsAnswer(t, ask(addr, "tcp"))
+			for _, res := range []struct{ name, addr string }{
+				{"Unbound", dnstest.StartUnbound(t, dnstest.UnboundOptions{StubZones: map[string]string{"ztls.test.": addr}}).Addr},
+				{"BIND 9", dnstest.StartBind(t, dnstest.BindOptions{Forward: map[string]string{"ztls.test.": addr}}).Addr},
+			} {
+				for i, network := range []string{"udp", "tcp", "tcp"} {
+					r := ask(res.addr, network)
+					if network == "udp" && keyType != "ecdsa-p256" {
+						if !r.Truncated {
+							t.Fatalf("%s: a %d-byte answer over UDP without TC", res.name, r.Len())
+						}
+						continue
+					}
+					got := httpsAnswer(t, r)
+					if !bytes.Equal(rdataOf(t, got), rdataOf(t, want)) {
+						t.Fatalf("%s over %s (query %d): the HTTPS RR changed:\n got %v\nwant %v", res.name, network, i+1, got, want)
+					}
+					if got.Hdr.Ttl == 0 || got.Hdr.Ttl > want.Hdr.Ttl {
+						t.Fatalf("%s: TTL %d, served %d", res.name, got.Hdr.Ttl, want.Hdr.Ttl)
+					}
+					checkServedHTTPS(t, s, got, clock.Now())
+				}
+			}
+		})
+	}
+}
+
+// TestCLIDNSServeHTTPSRollover: the HTTPS record is republished at the
+// rollover with the TXT set: a second after it, it carries no expired
+// record and holds the new period's v1 record and twin.
+func TestCLIDNSServeHTTPSRollover(t *testing.T) {
+	t.Setenv(clock.EnvOffset, offsetReading(t, "59:55"))
+	s := newHTTPSService(t, "ecdsa-p256")
+	t.Setenv(clock.EnvOffset, offsetReading(t, "59:55")) // the start at 59:55, whatever zdata new took
+	addr := logAttr(start(t, "serving udp on", "dns", "serve", "--zone", s.zone, "--zdata", s.zd, "--listen", "127.0.0.1:0"), "addr")
+	change := procNow(t).Truncate(time.Hour).Add(time.Hour)
+	if d := change.Sub(procNow(t)); d < time.Second {
+		t.Skipf("started %v before the rollover: too late to tell", d)
+	}
+	q := new(dns.Msg)
+	q.SetQuestion("_"+strconv.Itoa(s.port)+"._https.www.ztls.test.", dns.TypeHTTPS)
+	records := func() []*zdata.Record {
+		t.Helper()
+		r, _, err := (&dns.Client{Net: "tcp", Timeout: 3 * time.Second}).Exchange(q, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := zdata.RecordsFromSVCB(&httpsAnswer(t, r).SVCB, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recs
+	}
+	if recs := records(); !holds(recs, false, change) || !holds(recs, true, change) {
+		t.Fatalf("before the rollover: %d records, the next period's v1 %v, twin %v (want both a period ahead)", len(recs), holds(recs, false, change), holds(recs, true, change))
+	}
+	time.Sleep(change.Sub(procNow(t)) + 1500*time.Millisecond) // real time: the clock of the test's processes runs at rate 1
+	recs := records()
+	after := procNow(t).Sub(change)
+	if after > 5*time.Second {
+		t.Skipf("queried %v after the rollover: too late to tell", after)
+	}
+	if !holds(recs, false, change) || !holds(recs, true, change) {
+		t.Fatalf("%v after the rollover: %d records, the new period's v1 %v, twin %v", after, len(recs), holds(recs, false, change), holds(recs, true, change))
+	}
+	for _, r := range recs {
+		if !r.NotAfter.After(change) {
+			t.Fatalf("%v after the rollover: an expired record (not-after %v)", after, r.NotAfter)
+		}
 	}
 }

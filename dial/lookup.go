@@ -7,27 +7,39 @@ package dial
 // once, each answer is taken as it lands, and the public-key work starts
 // as soon as its inputs are in, so that it overlaps the DNS round trip
 // and the TCP handshake instead of following them. Goroutines are in
-// [brackets], the lookups channels the attempt reads in <angles>:
+// [brackets], the lookups channels the attempt reads in <angles>; the
+// questions are those of Options.ZDataFrom's default, ZDataHTTPSFirst
+// (ZDataBoth asks TXT in the first batch too, ZDataTXT asks TXT, TLSA and
+// CERT there and reads no Z-data from HTTPS):
 //
-//	[lookup: serviceLookup.run, resolver.LookupService's callback]
+//	[lookup: serviceLookup.run, resolver.LookupServiceQuery's callback;
+//	         follow-ups on the same resolver land in the same callback]
 //	  A, AAAA ----(first address)--------------------------> <addrs> or <err>
-//	  HTTPS ------------------------------------------------> <https>
-//	  TXT, TLSA, CERT --> zdataCheck (zdata.Selector)
-//	                        TLSA+CERT in: chain checks start (the Selector's goroutines)
-//	                        all three in: ---------------------> <answered>
-//	                                      likeliest record ----> <likely> (TurboTLS)
-//	                                      verdict: signatures -> <zdata>
-//	                                      (on [lookup], or its own goroutine
-//	                                       while no address is out yet)
+//	  HTTPS (the origin's) ---------------------------------> <https> (TurboTLS, ALPN)
+//	    \--> zdataCheck (zdata_sources.go, https_zdata.go)
+//	          key65370 of the ServiceMode RR dial connects to: the records
+//	          AliasMode: ask the target's HTTPS (at most 8, no loop) ...
+//	          none (or malformed, or for another endpoint): ask TXT ------+
+//	  TLSA, CERT (skipped when Memory holds the leaf) -> zdataCheck      |
+//	  TXT (follow-up) <--------------------------------------------------+
+//	zdataCheck (zdata.Selector)
+//	  records known (HTTPS's, else TXT's): the likeliest's ECDH starts
+//	  leaves in (held leaf, TLSA+CERT): chain checks start (the Selector's goroutines)
+//	  both: ----------------------------------------------> <answered>
+//	        likeliest record --------------------------> <likely> (TurboTLS)
+//	        verdict: signatures -----------------------> <zdata> (with the
+//	        (on [lookup], or its own goroutine           record it came from
+//	         while no address is out yet)                and the lookup's steps)
 //	[key share]  X25519 key, made at once --keyShare--+
-//	[prepare]    from the TXT answer: the ECDH with   +--> preparedShare
+//	[prepare]    from the records: the ECDH with      +--> preparedShare
 //	             the likeliest record's share              (the verdict's offer and
 //	                                                        TurboTLS's early flight)
 //
 // The attempt reads <addrs>/<err> in awaitAddress, <https> in TurboTLS's
 // transport, and <answered>, <likely> and <zdata> in awaitZData, whose
-// budget bounds the wait for the answers, not their checks. A cache
-// entry (cached.go) delivers on the same channels, as if landed at once.
+// budget bounds the wait for the answers (the follow-ups' included), not
+// their checks. A cache entry (cached.go) delivers on the same channels,
+// as if landed at once.
 
 import (
 	"context"

@@ -93,6 +93,7 @@ func httpsAnswer(t *testing.T, r *dns.Msg) *dns.HTTPS {
 // leaf, the TTL ends before the earliest not-after, and TXT is still
 // served beside it.
 func TestCLIDNSServeHTTPSRecord(t *testing.T) {
+	t.Setenv(clock.EnvOffset, offsetReading(t, "10:00")) // one period throughout, TTLs of whole minutes
 	for _, tc := range []struct {
 		keyType string
 		fitsUDP bool
@@ -181,6 +182,7 @@ func checkServedHTTPS(t *testing.T, s *httpsService, rr *dns.HTTPS, now time.Tim
 // and TurboTLS's key or a key outside the private-use range is refused
 // with a message that says which keys to use.
 func TestCLIDNSServeHTTPSFlags(t *testing.T) {
+	t.Setenv(clock.EnvOffset, offsetReading(t, "10:00")) // one period throughout, TTLs of whole minutes
 	s := newHTTPSService(t, "ecdsa-p256")
 	owner := "_" + strconv.Itoa(s.port) + "._https.www.ztls.test."
 	ask := func(addr string) []dns.RR {
@@ -233,6 +235,7 @@ func TestCLIDNSServeHTTPSFlags(t *testing.T) {
 // reported); with another key than the server's it finds no Z-data in
 // the record.
 func TestCLIZDataCheckHTTPS(t *testing.T) {
+	t.Setenv(clock.EnvOffset, offsetReading(t, "10:00")) // one period throughout, TTLs of whole minutes
 	for _, keyType := range []string{"ecdsa-p256", "rsa2048"} {
 		t.Run(keyType, func(t *testing.T) {
 			s := newHTTPSService(t, keyType)
@@ -284,6 +287,7 @@ func rdataOf(t *testing.T, rr dns.RR) []byte {
 // (over 1232 bytes: they fetch it over TCP, and truncate it to a UDP
 // client), and answer the second query from their cache.
 func TestCLIDNSServeHTTPSThroughResolvers(t *testing.T) {
+	t.Setenv(clock.EnvOffset, offsetReading(t, "10:00")) // one period throughout, TTLs of whole minutes
 	for _, keyType := range []string{"ecdsa-p256", "rsa2048"} {
 		t.Run(keyType, func(t *testing.T) {
 			s := newHTTPSService(t, keyType)
@@ -368,6 +372,75 @@ func TestCLIDNSServeHTTPSRollover(t *testing.T) {
 	for _, r := range recs {
 		if !r.NotAfter.After(change) {
 			t.Fatalf("%v after the rollover: an expired record (not-after %v)", after, r.NotAfter)
+		}
+	}
+}
+
+// zdata publish pushes the HTTPS record with the Z-data and TurboTLS's
+// key in one RR, beside the TXT, TLSA and CERT sets, to BIND 9 and to
+// Knot DNS; both serve it as 'zdata new' printed it (the same RDATA: one
+// builder), and a second publish with --zdata-https=false --turbo-port
+// leaves TurboTLS's key alone in it.
+func TestCLIZDataPublishHTTPSToBindAndKnot(t *testing.T) {
+	t.Setenv(clock.EnvOffset, offsetReading(t, "10:00")) // one period throughout, TTLs of whole minutes
+	const secret = "c2VjcmV0LWtleS1mb3ItenRscy1wdWJsaXNoLXRlc3Rz"
+	zone := dnstest.BindZone{Origin: "ztls.test.", Text: testZone, AllowUpdate: true}
+	key := &dnstest.BindKey{Name: "ztls-key", Secret: secret}
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, "ecdsa-p256")
+	l := ca.Issue(t, testpki.LeafOpts{KeyType: "ecdsa-p256", DNSNames: []string{"www.ztls.test"}})
+	cert, pkey := l.WritePEM(t, dir)
+	s := &httpsService{zd: filepath.Join(dir, "zd"), port: freePort(t), leaf: l.Cert}
+	printed := run(t, "zdata", "new", "--host", "www.ztls.test", "--port", strconv.Itoa(s.port), "--cert", cert, "--key", pkey,
+		"--out", s.zd, "--bfe-connections", "16", "--turbo-port", strconv.Itoa(s.port), "--https-alpn", "h2,http/1.1")
+	var want *dns.HTTPS
+	for _, line := range strings.Split(printed, "\n") {
+		if strings.Contains(line, "\tHTTPS\t") {
+			rr, err := dns.NewRR(line)
+			if err != nil {
+				t.Fatalf("zdata new's HTTPS line does not parse: %v\n%s", err, line)
+			}
+			want = rr.(*dns.HTTPS)
+		}
+	}
+	if want == nil {
+		t.Fatalf("zdata new printed no HTTPS record:\n%s", printed)
+	}
+	primaries := []struct{ name, addr string }{
+		{"BIND 9", dnstest.StartBind(t, dnstest.BindOptions{Zones: []dnstest.BindZone{zone}, Key: key}).Addr},
+		{"Knot DNS", dnstest.StartKnot(t, dnstest.KnotOptions{Zones: []dnstest.BindZone{zone}, Key: key}).Addr},
+	}
+	q := new(dns.Msg)
+	q.SetQuestion(want.Hdr.Name, dns.TypeHTTPS)
+	q.SetEdns0(1232, false)
+	for _, p := range primaries {
+		out := run(t, "zdata", "publish", s.zd, "--server", p.addr, "--zone", "ztls.test", "--tsig-name", "ztls-key", "--tsig-secret", secret,
+			"--turbo-port", strconv.Itoa(s.port), "--https-alpn", "h2,http/1.1")
+		if !strings.Contains(out, "published") {
+			t.Fatalf("%s: %s", p.name, out)
+		}
+		for _, network := range []string{"udp", "tcp"} {
+			r, _, err := (&dns.Client{Net: network, Timeout: 5 * time.Second, UDPSize: 1232}).Exchange(q, p.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := httpsAnswer(t, r)
+			if !bytes.Equal(rdataOf(t, got), rdataOf(t, want)) {
+				t.Fatalf("%s over %s serves\n%v\nnot what zdata new printed\n%v", p.name, network, got, want)
+			}
+			if p, err := turbo.UDPPortFrom([]dns.RR{got}); err != nil || int(p) != s.port {
+				t.Fatalf("TurboTLS port %d (%v)", p, err)
+			}
+		}
+		run(t, "zdata", "publish", s.zd, "--server", p.addr, "--zone", "ztls.test", "--tsig-name", "ztls-key", "--tsig-secret", secret,
+			"--turbo-port", strconv.Itoa(s.port), "--zdata-https=false")
+		r, _, err := (&dns.Client{Net: "tcp", Timeout: 5 * time.Second}).Exchange(q, p.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := httpsAnswer(t, r)
+		if _, err := zdata.RecordsFromSVCB(&got.SVCB, 0); err != zdata.ErrNoSvcParam || len(got.Value) != 1 {
+			t.Fatalf("%s after --zdata-https=false: %v", p.name, got)
 		}
 	}
 }

@@ -113,10 +113,25 @@ from cron; a --seed-file fleet derives its keys.
 SIGHUP reloads the zone files, the Z-data (a replaced certificate gets new
 keys at once in the rotating process) and the --tls certificate.
 
-With --turbo it also serves, for each --zdata service, the HTTPS record
-advertising TurboTLS (RFC 9460, key65280) on the UDP port with the
-service's TCP port number, where 'ztls serve --turbo' and 'ztls
-turbo-proxy --server' listen.
+Each --zdata service also gets its HTTPS record (RFC 9460) at HOST (port
+443) or _PORT._https.HOST, carrying its Z-data in SvcParam key65370
+(docs/ztls-spec.md, Section 8): the current and the next period's records,
+each with its v2 twin when the directory has BFE keys, signed as their TXT
+form; so a client that asks HTTPS beside A and AAAA needs no TXT query. It
+is republished with the TXT set at each change (rollover, new key), its TTL
+ends before the earliest not-after, and the zone's A and AAAA records for
+HOST become its address hints. --https-alpn sets its alpn, --zdata-svc-key
+the private-use key (65281 to 65534; clients must ask for the same), and
+--zdata-https=false leaves the Z-data in TXT only. The record replaces any
+HTTPS RRset the zone file holds at that name. Its answer fits 1232 bytes
+with an ECDSA P-256 or Ed25519 leaf, BFE twins included; with an RSA leaf
+and BFE (about 1600 bytes) UDP answers are truncated (TC=1) and resolvers
+ask again over TCP: the log says so at start.
+
+With --turbo the same HTTPS record also advertises TurboTLS (key65280) on
+the UDP port with the service's TCP port number, where 'ztls serve --turbo'
+and 'ztls turbo-proxy --server' listen: one ServiceMode RR carries both
+keys.
 
 Under abuse (defaults in brackets):
   TCP and TLS   one address holds at most --max-conns-per-addr connections
@@ -149,8 +164,15 @@ Under abuse (defaults in brackets):
       --key key.pem --tls-engine ztls --psk-ke
   dig @127.0.0.1 -p 8853 +tls +tls-ca=ca.pem +tls-hostname=dns.example.org www.example.org A
 
-  # Z-data and the TurboTLS advertisement of a 'ztls serve --zdata zd/ --turbo' server
-  ztls dns serve --zone example.org.zone --zdata zd/ --turbo --listen 127.0.0.1:5353
+  # Z-data (TXT, TLSA, CERT and the HTTPS record) and the TurboTLS advertisement
+  # of a 'ztls serve --zdata zd/ --turbo' server
+  ztls dns serve --zone example.org.zone --zdata zd/ --turbo --https-alpn h2,http/1.1 \
+      --listen 127.0.0.1:5353
+  dig @127.0.0.1 -p 5353 www.example.org HTTPS
+
+  # Z-data under another private-use SvcParamKey, or in TXT only
+  ztls dns serve --zone example.org.zone --zdata zd/ --zdata-svc-key 65371 --listen 127.0.0.1:5353
+  ztls dns serve --zone example.org.zone --zdata zd/ --zdata-https=false --listen 127.0.0.1:5353
 
   # the six lookups of a ZTLS connection, pipelined on one DNS-over-TLS connection
   ztls lookup @127.0.0.1 -p 8853 www.example.org ztls +tls --dns-ca ca.pem`

@@ -31,8 +31,10 @@ var zdataCmd = &cobra.Command{
 	Long: `Z-data is what a ZTLS server publishes in DNS so that a client that has never
 seen it can send its first request with its ClientHello: a signed TXT record
 with a semi-static key share and validity window at _ztls._PORT._tcp.HOST,
-the certificate's leaf as TLSA 3 0 0 at _PORT._tcp.HOST, and intermediates
-as CERT records. A Z-data directory holds a service's keys; 'ztls serve
+the same records in the service's HTTPS record (SvcParam key65370 at HOST or
+_PORT._https.HOST, asked by browsers beside A and AAAA anyway), the
+certificate's leaf as TLSA 3 0 0 at _PORT._tcp.HOST, and intermediates as
+CERT records. A Z-data directory holds a service's keys; 'ztls serve
 --zdata DIR' and 'ztls dns serve --zdata DIR' read it.
 
 Typical life:
@@ -65,7 +67,14 @@ all at once: if anything is refused, nothing is left behind. DIR may exist
 if it is empty or holds only other files (such as the certificate).
 
 --port is the port clients connect to: 'ztls serve --zdata DIR' should
-listen on it (or behind a NAT or load balancer that forwards it).`
+listen on it (or behind a NAT or load balancer that forwards it).
+
+The records printed: the TXT set, the TLSA leaf, CERT intermediates and the
+service's HTTPS record carrying the Z-data (key65370 in RFC 9460's generic
+presentation form, key65370="\000\130...", which BIND 9 and Knot read; with
+--turbo-port TurboTLS's key65280 in the same RR). It holds the current and
+next period's records, so it changes each period: publish it with the TXT
+set ('ztls dns serve', 'ztls zdata publish'), not once by hand.`
 
 func init() {
 	var cfg zdata.ServiceConfig
@@ -82,8 +91,11 @@ func init() {
   # a fleet: every server with the same seed file derives the same keys
   head -c 32 /dev/urandom > fleet.seed; chmod 600 fleet.seed
   ztls zdata new --host www.example.org --port 443 --cert cert.pem --key key.pem --out zd/ --seed-file fleet.seed
-  # a server run with 'ztls serve --turbo': also print the HTTPS record advertising TurboTLS
-  ztls zdata new --host www.example.org --port 443 --cert cert.pem --key key.pem --out zd/ --turbo-port 443
+  # a server run with 'ztls serve --turbo': TurboTLS's key in the same HTTPS record, with alpn
+  ztls zdata new --host www.example.org --port 443 --cert cert.pem --key key.pem --out zd/ \
+      --turbo-port 443 --https-alpn h2,http/1.1
+  # Z-data in TXT only (no HTTPS record printed)
+  ztls zdata new --host www.example.org --port 443 --cert cert.pem --key key.pem --out zd/ --zdata-https=false
   # Bloom filter encryption: replay-proof, forward-secret first flights for clients that support it
   ztls zdata new --host www.example.org --port 443 --cert cert.pem --key key.pem --out zd/ --bfe-connections 16384`,
 		Args: cobra.NoArgs,
@@ -420,16 +432,38 @@ func init() {
 	cmd := &cobra.Command{
 		Use:   "publish DIR --server ADDR --zone ZONE --tsig-name NAME --tsig-secret BASE64",
 		Short: "Push a directory's records to a primary DNS server with a TSIG-signed UPDATE (RFC 2136)",
-		Long: `Replace the service's Z-data TXT, CERT and TLSA sets on the primary in one
-atomic UPDATE signed with TSIG (hmac-sha256 by default). The primary (BIND 9,
-Knot, PowerDNS) must allow updates with that key, e.g. in BIND:
+		Long: `Replace the service's Z-data TXT, CERT and TLSA sets and its HTTPS record
+(the Z-data in key65370, with --turbo-port TurboTLS's key65280 in the same
+RR, --https-alpn its alpn) on the primary in one atomic UPDATE signed with
+TSIG (hmac-sha256 by default). The HTTPS RRset at HOST (port 443) or
+_PORT._https.HOST is replaced whole: --zdata-https=false (without
+--turbo-port) leaves it alone. Run it at each period (from cron): the
+records change every period.
+
+The primary (BIND 9, Knot DNS, PowerDNS) must allow updates with that key,
+e.g. in BIND:
   key "ztls" { algorithm hmac-sha256; secret "BASE64"; };
-  zone "example.org" { type primary; file "..."; allow-update { key "ztls"; }; };`,
+  zone "example.org" { type primary; file "..."; allow-update { key "ztls"; }; };
+or in Knot DNS's knot.conf:
+  key:
+    - id: ztls
+      algorithm: hmac-sha256
+      secret: BASE64
+  acl:
+    - id: ztls-update
+      key: ztls
+      action: update
+  zone:
+    - domain: example.org
+      acl: ztls-update`,
 		Example: `  ztls zdata publish zd/ --server 192.0.2.53 --zone example.org \
       --tsig-name ztls --tsig-secret-file ztls.key     # chmod 600 ztls.key
   # a primary on another port
   ztls zdata publish zd/ --server 127.0.0.1:5300 --zone example.org \
-      --tsig-name ztls --tsig-secret-file ztls.key`,
+      --tsig-name ztls --tsig-secret-file ztls.key
+  # TurboTLS and alpn in the HTTPS record beside the Z-data
+  ztls zdata publish zd/ --server 192.0.2.53 --zone example.org --tsig-name ztls \
+      --tsig-secret-file ztls.key --turbo-port 443 --https-alpn h2,http/1.1`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if server == "" || zone == "" || keyName == "" || keySecret == "" {

@@ -175,6 +175,9 @@ func TestHTTPSZDataFallbacks(t *testing.T) {
 		{name: "missing key, Z-data in TXT", setup: func(t *testing.T, w *lab.World) {
 			w.PublishHTTPS(httpsWith(t, w, nil, nil))
 		}, mode: "ztls", source: ZDataFromTXT, skipped: "carries no key65370"},
+		{name: "missing key, TXT asked at once", setup: func(t *testing.T, w *lab.World) {
+			w.PublishHTTPS(httpsWith(t, w, nil, nil))
+		}, mutate: func(o *Options) { o.ZDataFrom = ZDataBoth }, mode: "ztls", source: ZDataFromTXT, skipped: "carries no key65370"},
 		{name: "missing key, no TXT", noTXT: true, setup: func(t *testing.T, w *lab.World) {
 			w.PublishHTTPS(httpsWith(t, w, nil, nil))
 		}, mode: "tls", source: ZDataFromTXT, reason: zdata.ReasonNoZData, skipped: "carries no key65370"},
@@ -243,6 +246,14 @@ func TestHTTPSZDataFallbacks(t *testing.T) {
 			}
 			if asked := txtQueries(w) > 0; asked != (tc.source == ZDataFromTXT) {
 				t.Fatalf("TXT asked: %v, Z-data from %s", asked, rep.ZDataFrom)
+			}
+			// A second round trip for TXT only when it was not asked at once.
+			var o Options
+			if tc.mutate != nil {
+				tc.mutate(&o)
+			}
+			if followUp := hasStep(rep, "txt_asked"); followUp != (tc.source == ZDataFromTXT && o.ZDataFrom != ZDataBoth) {
+				t.Fatalf("TXT asked after the HTTPS answer: %v; trace %+v", followUp, rep.Trace)
 			}
 			var buf strings.Builder
 			rep.WriteText(&buf)

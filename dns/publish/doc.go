@@ -5,8 +5,9 @@
 // Each RRSet given to Publish replaces the set of that name and type: the
 // UPDATE deletes the old RRset and adds the new records in the same
 // message, and the primary applies a message all or nothing (RFC 2136,
-// Section 3.4), so resolvers never see a service's TXT, CERT and TLSA
-// records from two different generations.
+// Section 3.4), so resolvers never see a service's TXT, CERT, TLSA and
+// HTTPS records from two different generations. BIND 9 and Knot DNS are
+// tested as primaries.
 //
 //	key := publish.TSIGKey{Name: "ztls-update.", Secret: "base64 secret from tsig-keygen"}
 //	err := publish.Publish(ctx, "192.0.2.53:53", "example.org.", key, []publish.RRSet{

@@ -35,7 +35,10 @@ type ConnectionState struct {
 	ZTLSSkipped      string
 	// ZTLSBFE: the accepted ztls early secret also rests on a Bloom filter
 	// encryption key (docs/ztls-spec.md, Section 7).
-	ZTLSBFE            bool
+	ZTLSBFE bool
+	// ZTLSKEM: the accepted ztls early secret rests on an X25519MLKEM768
+	// Z-data key (docs/ztls-spec.md, Section 9): ML-KEM-768 and x25519.
+	ZTLSKEM            bool
 	CertificateOmitted bool // ZTLS: the server left out its Certificate (cert_hash matched)
 	// CertificateCompression is the algorithm (RFC 8879) that compressed
 	// the server's Certificate, ClientCertificateCompression the client's;

@@ -151,7 +151,7 @@ func (e *engine) addKeyShares(p *clientHelloParams) error {
 	groups := e.cfg.keyShareGroups()
 	for _, g := range groups {
 		var s kex.ClientShare
-		if zp := p.zprepared; zp != nil && g == uint16(zp.group) {
+		if zp := p.zprepared; zp != nil && zp.share != nil && g == uint16(zp.group) {
 			s = zp.share
 		} else {
 			var err error
@@ -341,7 +341,7 @@ func (e *engine) handleHelloRetryRequest(p *clientHelloParams, hrr *wire.ServerH
 		ch.KeyShares = []wire.KeyShare{{Group: hrr.SelectedGroup, Data: share.Public()}}
 	}
 	ch.Cookie = hrr.Cookie
-	ch.ZTLS, ch.ZTLSBFE = nil, nil // docs/ztls-spec.md, Sections 2 and 7.2: rejected after a HelloRetryRequest
+	ch.ZTLS, ch.ZTLSBFE, ch.ZTLSKEM = nil, nil, nil // docs/ztls-spec.md, Sections 2, 7.2 and 9.3: rejected after a HelloRetryRequest
 	if p.earlyData {
 		ch.EarlyData = false
 		p.earlyData = false
@@ -399,6 +399,7 @@ func (e *engine) handleServerHello(p *clientHelloParams, sh *wire.ServerHello) (
 	e.info.DidResume = k.resumed
 	e.info.ZTLS = k.ztls
 	e.info.ZTLSBFE = k.ztls && p.hello.ZTLSBFE != nil
+	e.info.ZTLSKEM = k.ztls && p.hello.ZTLSKEM != nil
 	e.event(EventHandshakeKeys)
 	return (*clientExpectEncryptedExtensions)(k), nil
 }

@@ -801,6 +801,7 @@ func (hs *serverHandshake) recordConnectionState() {
 	info.ZTLSOffered = hs.ch.ZTLS != nil
 	info.ZTLS = hs.zkey != nil
 	info.ZTLSBFE = hs.zkey != nil && hs.zkey.Decapsulate != nil
+	info.ZTLSKEM = hs.zkey != nil && hs.zkey.Group == X25519MLKEM768
 }
 
 // readClientFlight installs the key the client's next records come under:

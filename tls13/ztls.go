@@ -50,10 +50,14 @@ import (
 // used (ConnectionState.ZTLSSkipped says why) and the handshake is plain
 // TLS 1.3.
 type ZDataOffer struct {
-	ID           uint32
-	Hash         [32]byte // zdata_hash: SHA-256 of the record's signature input
-	Group        CurveID  // X25519 or P256
-	Share        []byte   // the server's semi-static key_exchange bytes
+	ID    uint32
+	Hash  [32]byte // zdata_hash: SHA-256 of the record's signature input
+	Group CurveID  // X25519 or P256; X25519MLKEM768 for a v3 record (Section 9)
+	// Share is the server's semi-static key_exchange bytes: for
+	// X25519MLKEM768 the ML-KEM-768 encapsulation key then the x25519 key
+	// (docs/ztls-spec.md, Section 9.1), which the client encapsulates to,
+	// sending the result in ztls_kem.
+	Share        []byte
 	MaxEarlyData uint32
 	ALPN         string        // the early ALPN protocol; "" means none
 	NSC          []CipherSuite // cipher suites the server does not support
@@ -91,6 +95,10 @@ type ZDataPrepared struct {
 	zs     []byte
 	err    error
 	taken  atomic.Bool
+	// kemShare is, for X25519MLKEM768, the ztls_kem value made ahead
+	// (the encapsulation to zshare and a fresh x25519 share); share is
+	// then nil.
+	kemShare []byte
 
 	// A BFE encapsulation made ahead (EncapsulateBFE): the key it is for,
 	// the ciphertext and the key; nil when none.
@@ -112,7 +120,8 @@ func (p *ZDataPrepared) EncapsulateBFE(pub ZDataBFE, rand io.Reader) error {
 }
 
 // Public returns the key share the prepared Z-data exchange sends (the
-// ClientHello's key_exchange for its group), nil if it failed.
+// ClientHello's key_exchange for its group), nil if it failed or the
+// group is X25519MLKEM768 (its share travels in ztls_kem).
 func (p *ZDataPrepared) Public() []byte {
 	if p == nil || p.err != nil || p.share == nil {
 		return nil
@@ -143,6 +152,12 @@ type ZDataKeyShare struct {
 // nil rand: crypto/rand).
 func NewZDataKeyShare(group CurveID, rand io.Reader) *ZDataKeyShare {
 	ks := &ZDataKeyShare{group: group}
+	if group == X25519MLKEM768 {
+		// docs/ztls-spec.md, Section 9.4: the client's side is an
+		// encapsulation to the record's key, made once the record is in.
+		ks.err = errors.New("tls13: no key share is made ahead for X25519MLKEM768 Z-data (PrepareZData encapsulates once the record is in)")
+		return ks
+	}
 	if ks.err = checkZDataGroup(group); ks.err == nil {
 		ks.share, ks.err = kex.GenerateClientShare(uint16(group), rand)
 	}
@@ -154,6 +169,12 @@ func NewZDataKeyShare(group CurveID, rand io.Reader) *ZDataKeyShare {
 func (ks *ZDataKeyShare) Prepare(group CurveID, zshare []byte, rand io.Reader) *ZDataPrepared {
 	p := &ZDataPrepared{group: group, zshare: bytes.Clone(zshare)}
 	if p.err = checkZDataGroup(group); p.err != nil {
+		return p
+	}
+	if group == X25519MLKEM768 {
+		// docs/ztls-spec.md, Section 9.4: encapsulate now, off the first
+		// flight's path; a share made before the record is of no use.
+		p.kemShare, p.zs, p.err = kex.ServerShare(uint16(group), zshare, rand)
 		return p
 	}
 	if ks != nil && ks.err == nil && ks.group == group && ks.taken.CompareAndSwap(false, true) {
@@ -175,11 +196,11 @@ func (p *ZDataPrepared) take(z *ZDataOffer) *ZDataPrepared {
 	return p
 }
 
-// checkZDataGroup: ztls v1 takes Z-data for x25519 or secp256r1 only
-// (docs/ztls-spec.md, Section 1).
+// checkZDataGroup: Z-data keys are x25519 or secp256r1 (docs/ztls-spec.md,
+// Section 1), or X25519MLKEM768 in v3 records (Section 9).
 func checkZDataGroup(g CurveID) error {
-	if g != X25519 && g != P256 {
-		return fmt.Errorf("tls13: Z-data group %s is not usable for ztls v1", g)
+	if g != X25519 && g != P256 && g != X25519MLKEM768 {
+		return fmt.Errorf("tls13: Z-data group %s is not usable for ztls", g)
 	}
 	return nil
 }
@@ -277,6 +298,9 @@ func (e *engine) ztlsEarlySuite(p *clientHelloParams, z *ZDataOffer, earlyLen in
 // group (added to the ClientHello if there is none yet) with the Z-data
 // share (docs/ztls-spec.md, Section 3), prepared ahead when it could be.
 func (e *engine) ztlsSharedSecret(p *clientHelloParams, z *ZDataOffer) ([]byte, error) {
+	if z.Group == X25519MLKEM768 {
+		return e.ztlsKEM(p, z)
+	}
 	ch, group := p.hello, uint16(z.Group)
 	var share kex.ClientShare
 	for _, cs := range p.shares {
@@ -369,6 +393,12 @@ type ZDataKey struct {
 	// ECDH computes the shared secret with a client's key_exchange bytes
 	// for Group, validating the share (an invalid share is an error).
 	ECDH func(peer []byte) ([]byte, error)
+	// For X25519MLKEM768 (a v3 record, docs/ztls-spec.md, Section 9) the
+	// client's bytes are its ztls_kem value (the ML-KEM-768 ciphertext
+	// then its x25519 share) and the result is ZS = ss_M || ss_X
+	// (ZDataKEMKey.Shared); a mauled ciphertext is no error, only a wrong
+	// ZS, which the binder then refuses.
+	//
 	// Decapsulate, for a ztls v2 record with bfe= (docs/ztls-spec.md,
 	// Section 7), returns the key in a ztls_bfe ciphertext, puncturing
 	// the record's BFE key; any error (a replay, a false positive, a full
@@ -404,8 +434,8 @@ func ZDataLive(notBefore, notAfter time.Time, w time.Duration, now time.Time) bo
 // records why it was rejected, if it was.
 func (hs *serverHandshake) considerZTLS() error {
 	if hs.ch.ZTLS == nil {
-		if hs.ch.ZTLSBFE != nil {
-			return errorf(AlertIllegalParameter, "ztls_bfe without ztls")
+		if hs.ch.ZTLSBFE != nil || hs.ch.ZTLSKEM != nil {
+			return errorf(AlertIllegalParameter, "ztls_bfe or ztls_kem without ztls")
 		}
 		return nil
 	}
@@ -473,14 +503,9 @@ func (hs *serverHandshake) acceptZTLS() (string, error) {
 	if hs.alpn != key.ALPN {
 		return fmt.Sprintf("negotiated ALPN %q is not the Z-data's %q", hs.alpn, key.ALPN), nil
 	}
-	var share []byte
-	for _, ks := range ch.KeyShares {
-		if ks.Group == uint16(key.Group) {
-			share = ks.Data
-		}
-	}
-	if share == nil {
-		return "no key share for the Z-data's group", nil
+	share, reason := hs.ztlsClientShare(key)
+	if reason != "" {
+		return reason, nil
 	}
 	if (key.Decapsulate != nil) != (ch.ZTLSBFE != nil) {
 		// docs/ztls-spec.md, Section 7.4: the record named decides.
@@ -512,6 +537,29 @@ func (hs *serverHandshake) acceptZTLS() (string, error) {
 	hs.zkey, hs.zsecret = key, &es
 	hs.early = true
 	return "", nil
+}
+
+// ztlsClientShare is what the client sent for ZS under key, or why there
+// is none: its key_share for the key's group, or for an X25519MLKEM768
+// key its ztls_kem value (docs/ztls-spec.md, Section 9.5: the record
+// named decides, and a ztls_kem for a classical record is refused).
+func (hs *serverHandshake) ztlsClientShare(key *ZDataKey) ([]byte, string) {
+	ch := hs.ch
+	if key.Group == X25519MLKEM768 {
+		if ch.ZTLSKEM == nil {
+			return nil, "ztls_kem missing for an X25519MLKEM768 record"
+		}
+		return ch.ZTLSKEM, ""
+	}
+	if ch.ZTLSKEM != nil {
+		return nil, "ztls_kem sent for a record without an ML-KEM key"
+	}
+	for _, ks := range ch.KeyShares {
+		if ks.Group == uint16(key.Group) {
+			return ks.Data, ""
+		}
+	}
+	return nil, "no key share for the Z-data's group"
 }
 
 // checkZTLSFreshness takes a ztls ClientHello only within the freshness

@@ -1,6 +1,7 @@
 package kex
 
 import (
+	"bytes"
 	"crypto/ecdh"
 	"crypto/mlkem"
 	"crypto/mlkem/mlkemtest"
@@ -416,33 +417,67 @@ func encapsulate(ek *mlkem.EncapsulationKey768, rand io.Reader) (secret, ct []by
 	return secret, ct, nil
 }
 
-// StaticKey is a long-lived (semi-static) ECDH key, used by ZTLS's Z-data:
-// the server publishes Public() in DNS and computes ECDH(static, client
-// share). Only x25519 and secp256r1 are allowed. A StaticKey is immutable and
-// safe for concurrent use; its zero value is not usable.
+// StaticKey is a long-lived (semi-static) key, used by ZTLS's Z-data: the
+// server publishes Public() in DNS and computes the shared secret with
+// what a client sends. For x25519 and secp256r1 that is ECDH(static,
+// client share). For X25519MLKEM768 (docs/ztls-spec.md, Section 9.1) the
+// static key plays the part of a TLS client's hybrid share: Public() is
+// the ML-KEM-768 encapsulation key then the x25519 key, the client
+// answers it with ServerShare, and Shared takes that answer (the ML-KEM
+// ciphertext then the client's x25519 share) exactly as a client's
+// hybrid share takes a ServerHello's. A StaticKey is immutable and safe
+// for concurrent use; its zero value is not usable.
 type StaticKey struct {
-	group uint16
-	priv  *ecdh.PrivateKey
+	group  uint16
+	priv   *ecdh.PrivateKey
+	hybrid *hybridShare // X25519MLKEM768: never erased
+	seed   []byte       // X25519MLKEM768: the private bytes it was made from
 }
 
-var errStaticGroup = errors.New("kex: static keys exist only for x25519 and secp256r1")
+// StaticHybridSize is the length of an X25519MLKEM768 static key's
+// private bytes: the 64-byte ML-KEM-768 seed (d || z) then the 32-byte
+// x25519 scalar, the bytes GenerateClientShare reads for that group.
+const StaticHybridSize = mlkem.SeedSize + x25519Len
 
-// GenerateStaticKey makes a static key for group (X25519 or P256), drawing the
-// private key from rand as GenerateClientShare does.
+var errStaticGroup = errors.New("kex: static keys exist only for x25519, secp256r1 and X25519MLKEM768")
+
+// GenerateStaticKey makes a static key for group (X25519, P256 or
+// X25519MLKEM768), drawing the private key from rand as
+// GenerateClientShare does.
 func GenerateStaticKey(group uint16, rand io.Reader) (*StaticKey, error) {
-	if group != X25519 && group != P256 {
-		return nil, fmt.Errorf("%w, not %s", errStaticGroup, Name(group))
+	rand = randOrDefault(rand)
+	switch group {
+	case X25519MLKEM768:
+		seed := make([]byte, StaticHybridSize)
+		if _, err := io.ReadFull(rand, seed); err != nil {
+			return nil, fmt.Errorf("kex: read %s static key from rand: %w", Name(group), err)
+		}
+		return NewStaticKey(group, seed)
+	case X25519, P256:
+		priv, err := generateECDH(group, rand)
+		if err != nil {
+			return nil, err
+		}
+		return &StaticKey{group: group, priv: priv}, nil
 	}
-	priv, err := generateECDH(group, randOrDefault(rand))
-	if err != nil {
-		return nil, err
-	}
-	return &StaticKey{group: group, priv: priv}, nil
+	return nil, fmt.Errorf("%w, not %s", errStaticGroup, Name(group))
 }
 
-// NewStaticKey loads a static key from its private bytes (32 bytes for both
-// x25519 and secp256r1, as returned by Private).
+// NewStaticKey loads a static key from its private bytes (32 bytes for
+// x25519 and secp256r1, StaticHybridSize for X25519MLKEM768, as returned
+// by Private).
 func NewStaticKey(group uint16, private []byte) (*StaticKey, error) {
+	if group == X25519MLKEM768 {
+		if len(private) != StaticHybridSize {
+			return nil, fmt.Errorf("kex: %s static private key is %d bytes, want %d", Name(group), len(private), StaticHybridSize)
+		}
+		seed := append([]byte(nil), private...)
+		cs, err := generateClientShare(group, bytes.NewReader(seed), newX25519Key)
+		if err != nil {
+			return nil, err
+		}
+		return &StaticKey{group: group, hybrid: cs.(*hybridShare), seed: seed}, nil
+	}
 	if group != X25519 && group != P256 {
 		return nil, fmt.Errorf("%w, not %s", errStaticGroup, Name(group))
 	}
@@ -460,13 +495,30 @@ func NewStaticKey(group uint16, private []byte) (*StaticKey, error) {
 func (k *StaticKey) Group() uint16 { return k.group }
 
 // Public returns the key_exchange encoding of the public key.
-func (k *StaticKey) Public() []byte { return k.priv.PublicKey().Bytes() }
+func (k *StaticKey) Public() []byte {
+	if k.hybrid != nil {
+		return k.hybrid.Public()
+	}
+	return k.priv.PublicKey().Bytes()
+}
 
-// Private returns the private scalar. It is secret: never log it.
-func (k *StaticKey) Private() []byte { return k.priv.Bytes() }
+// Private returns the private bytes. They are secret: never log them.
+func (k *StaticKey) Private() []byte {
+	if k.hybrid != nil {
+		return append([]byte(nil), k.seed...)
+	}
+	return k.priv.Bytes()
+}
 
-// Shared computes ECDH(static, peer) with the same validation as
-// ClientShare.Shared.
+// Shared computes the shared secret with the client's bytes, with the
+// same validation as ClientShare.Shared: ECDH(static, peer), or for
+// X25519MLKEM768 the ML-KEM-768 decapsulation of peer's ciphertext then
+// the x25519 of its share, concatenated (a ciphertext of the right
+// length never fails: FIPS 203's implicit rejection yields an unrelated
+// key).
 func (k *StaticKey) Shared(peer []byte) ([]byte, error) {
+	if k.hybrid != nil {
+		return k.hybrid.Shared(peer)
+	}
 	return ecdhShared(k.group, k.priv, peer)
 }

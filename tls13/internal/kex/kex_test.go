@@ -426,7 +426,7 @@ func TestStaticKey(t *testing.T) {
 	if _, err := NewStaticKey(P256, make([]byte, 32)); err == nil {
 		t.Fatal("zero P-256 scalar accepted")
 	}
-	for _, g := range []uint16{P384, X25519MLKEM768, 0x1234} {
+	for _, g := range []uint16{P384, 0x1234} {
 		if _, err := GenerateStaticKey(g, seeded(1)); err == nil || !strings.HasPrefix(err.Error(), "kex: ") {
 			t.Fatalf("static key for %s: %v", Name(g), err)
 		}
@@ -434,6 +434,69 @@ func TestStaticKey(t *testing.T) {
 			t.Fatalf("NewStaticKey for %s accepted", Name(g))
 		}
 	}
+}
+
+// An X25519MLKEM768 static key (docs/ztls-spec.md, Section 9.1) against
+// its definition, computed here with crypto/mlkem and crypto/ecdh: the
+// public key is the ML-KEM-768 encapsulation key of the first 64 private
+// bytes then the x25519 public key of the last 32; the secret of a
+// client's answer (ServerShare) is the decapsulated ML-KEM key then the
+// x25519 secret; a mauled ciphertext gives another secret and no error
+// (implicit rejection); a wrong length is illegal_parameter.
+func TestStaticHybridKey(t *testing.T) {
+	priv := make([]byte, StaticHybridSize)
+	seeded(9).Read(priv)
+	sk, err := NewStaticKey(X25519MLKEM768, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dk, err := mlkem.NewDecapsulationKey768(priv[:64])
+	if err != nil {
+		t.Fatal(err)
+	}
+	xk, err := ecdh.X25519().NewPrivateKey(priv[64:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPub := append(dk.EncapsulationKey().Bytes(), xk.PublicKey().Bytes()...)
+	if !bytes.Equal(sk.Public(), wantPub) || len(wantPub) != 1216 || !bytes.Equal(sk.Private(), priv) {
+		t.Fatal("public key is not ek || x25519 public, or Private changed")
+	}
+	gen, err := GenerateStaticKey(X25519MLKEM768, seeded(9))
+	if err != nil || !bytes.Equal(gen.Public(), wantPub) {
+		t.Fatalf("GenerateStaticKey does not read the private bytes as NewStaticKey takes them: %v", err)
+	}
+	answer, secret, err := ServerShare(X25519MLKEM768, sk.Public(), seeded(10))
+	if err != nil || len(answer) != 1120 || len(secret) != 64 {
+		t.Fatalf("answer %d bytes, secret %d, %v", len(answer), len(secret), err)
+	}
+	ssM, err := dk.Decapsulate(answer[:1088])
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := ecdh.X25519().NewPublicKey(answer[1088:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ssX, err := xk.ECDH(peer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := append(ssM, ssX...); !bytes.Equal(secret, want) {
+		t.Fatalf("client secret %x, want ss_M || ss_X %x", secret, want)
+	}
+	got, err := sk.Shared(answer)
+	if err != nil || !bytes.Equal(got, secret) {
+		t.Fatalf("static key's secret %x, %v; client's %x", got, err, secret)
+	}
+	mauled := bytes.Clone(answer)
+	mauled[100] ^= 1
+	bad, err := sk.Shared(mauled)
+	if err != nil || bytes.Equal(bad[:32], secret[:32]) || !bytes.Equal(bad[32:], secret[32:]) {
+		t.Fatalf("mauled ciphertext: %v; ML-KEM half must change silently, x25519 half stay", err)
+	}
+	_, err = sk.Shared(answer[:1119])
+	wantIllegal(t, err, "short answer")
 }
 
 func TestNamesAndSupport(t *testing.T) {

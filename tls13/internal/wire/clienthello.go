@@ -109,6 +109,11 @@ type ClientHello struct {
 	// (docs/ztls-spec.md, Section 7.2: opaque bfe_ciphertext<1..2^16-1>);
 	// nil means absent. Whether it came with ztls is the engine's check.
 	ZTLSBFE []byte
+	// ZTLSKEM is the kem_share of the ztls_kem extension
+	// (docs/ztls-spec.md, Section 9.3: opaque kem_share<1..2^16-1>, for
+	// X25519MLKEM768 the ML-KEM-768 ciphertext then an X25519 share); nil
+	// means absent. Whether it came with ztls is the engine's check.
+	ZTLSKEM []byte
 	// Extra holds the other extensions, opaque; unknown ones land here on parse.
 	Extra []Extension
 	// Order lists extension types in wire order; ParseClientHello fills it.
@@ -246,7 +251,9 @@ func (m *ClientHello) readExtension(e Extension, last bool) error {
 		}
 		m.PSKIdentities, m.PSKBinders, err = readOfferedPSKs(e.Data)
 	case ExtZTLSBFE:
-		m.ZTLSBFE, err = readZTLSBFE(d)
+		m.ZTLSBFE, err = readOpaque16(d, "ztls_bfe ciphertext")
+	case ExtZTLSKEM:
+		m.ZTLSKEM, err = readOpaque16(d, "ztls_kem kem_share")
 	case ExtZTLS:
 		// docs/ztls-spec.md, Section 2: ztls is the last extension.
 		if !last {
@@ -444,20 +451,33 @@ func readOfferedPSKs(data []byte) ([]PSKIdentity, [][]byte, error) {
 	return identities, list, nil
 }
 
-// readZTLSBFE reads ZTLSBFEClientHello (docs/ztls-spec.md, Section 7.2):
-// opaque bfe_ciphertext<1..2^16-1>.
-func readZTLSBFE(d cryptobyte.String) ([]byte, error) {
-	var ct cryptobyte.String
-	if !d.ReadUint16LengthPrefixed(&ct) {
-		return nil, decodeErr("ClientHello: truncated ztls_bfe")
+// readOpaque16 reads the one field of ZTLSBFEClientHello
+// (docs/ztls-spec.md, Section 7.2: opaque bfe_ciphertext<1..2^16-1>) and
+// of ZTLSKEMClientHello (Section 9.3: opaque kem_share<1..2^16-1>): a
+// non-empty uint16-prefixed value and nothing after it.
+func readOpaque16(d cryptobyte.String, what string) ([]byte, error) {
+	var v cryptobyte.String
+	if !d.ReadUint16LengthPrefixed(&v) {
+		return nil, decodeErr("ClientHello: truncated %s", what)
 	}
-	if err := finish(d, "ClientHello: ztls_bfe"); err != nil {
+	if err := finish(d, "ClientHello: "+what); err != nil {
 		return nil, err
 	}
-	if len(ct) == 0 {
-		return nil, decodeErr("ClientHello: empty ztls_bfe ciphertext")
+	if len(v) == 0 {
+		return nil, decodeErr("ClientHello: empty %s", what)
 	}
-	return bytesOf(ct), nil
+	return bytesOf(v), nil
+}
+
+// addOpaque16 writes what readOpaque16 reads.
+func addOpaque16(v []byte, what string) func(b *Builder) {
+	return func(b *Builder) {
+		if len(v) > 0xffff {
+			b.SetError(internalErr("ClientHello: %s of %d bytes", what, len(v)))
+			return
+		}
+		b.AddUint16LengthPrefixed(func(b *Builder) { b.AddBytes(v) })
+	}
 }
 
 // readZTLSClientHello reads ZTLSClientHello (docs/ztls-spec.md, Section 2).
@@ -553,14 +573,11 @@ func (m *ClientHello) extensions() ([]extBody, int) {
 		add(ExtCertificateAuthorities, func(b *Builder) { addAuthorities(b, m.CertificateAuthorities, "ClientHello") })
 	}
 	extraAt := len(t)
+	if len(m.ZTLSKEM) > 0 {
+		add(ExtZTLSKEM, addOpaque16(m.ZTLSKEM, "ztls_kem kem_share"))
+	}
 	if len(m.ZTLSBFE) > 0 {
-		add(ExtZTLSBFE, func(b *Builder) {
-			if len(m.ZTLSBFE) > 0xffff {
-				b.SetError(internalErr("ClientHello: ztls_bfe ciphertext of %d bytes", len(m.ZTLSBFE)))
-				return
-			}
-			b.AddUint16LengthPrefixed(func(b *Builder) { b.AddBytes(m.ZTLSBFE) })
-		})
+		add(ExtZTLSBFE, addOpaque16(m.ZTLSBFE, "ztls_bfe ciphertext"))
 	}
 	if m.EarlyData {
 		add(ExtEarlyData, func(*Builder) {})

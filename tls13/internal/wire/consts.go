@@ -73,6 +73,9 @@ const (
 	// ExtZTLSBFE is the private-use codepoint of the ztls_bfe extension
 	// (docs/ztls-spec.md, Section 7.2).
 	ExtZTLSBFE uint16 = 0xff5b
+	// ExtZTLSKEM is the private-use codepoint of the ztls_kem extension
+	// (docs/ztls-spec.md, Section 9.3).
+	ExtZTLSKEM uint16 = 0xff5c
 )
 
 // Protocol versions (RFC 8446, Section 4.2.1).
@@ -138,4 +141,5 @@ var extPlacement = map[uint16]placement{
 	ExtRenegotiationInfo:       inCH,
 	ExtZTLS:                    inCH | inSH,
 	ExtZTLSBFE:                 inCH,
+	ExtZTLSKEM:                 inCH,
 }

@@ -106,7 +106,7 @@ var extNames = map[uint16]string{
 	ExtPSKModes: "psk_key_exchange_modes", ExtCertificateAuthorities: "certificate_authorities",
 	ExtPostHandshakeAuth: "post_handshake_auth", ExtSignatureAlgorithmsCert: "signature_algorithms_cert",
 	ExtKeyShare: "key_share", ExtRenegotiationInfo: "renegotiation_info",
-	ExtZTLS: "ztls", ExtZTLSBFE: "ztls_bfe",
+	ExtZTLS: "ztls", ExtZTLSBFE: "ztls_bfe", ExtZTLSKEM: "ztls_kem",
 }
 
 // ExtensionName returns the name of an extension this package knows

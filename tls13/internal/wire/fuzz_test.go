@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"testing"
 
+	"golang.org/x/crypto/cryptobyte"
+
 	"github.com/ztls-project/ztls/tls13/internal/alert"
 )
 
@@ -235,6 +237,36 @@ func FuzzCheckRetryClientHello(f *testing.F) {
 			if !errors.As(err, &we) || we.Alert != alert.IllegalParameter && we.Alert != alert.DecodeError {
 				t.Fatalf("error %v", err)
 			}
+		}
+	})
+}
+
+// FuzzZTLSKEM feeds arbitrary bodies to the ztls_kem (and ztls_bfe)
+// codec (docs/ztls-spec.md, Sections 7.2 and 9.3): what parses is
+// non-empty, writes back to the same bytes, and a failure is a
+// decode_error.
+func FuzzZTLSKEM(f *testing.F) {
+	f.Add([]byte{0x04, 0x60})
+	f.Add(append([]byte{0x04, 0x60}, make([]byte, 1120)...))
+	f.Add([]byte{0x00, 0x00})
+	f.Add([]byte{0x00, 0x01, 0x07, 0x00})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := readOpaque16(cryptobyte.String(data), "ztls_kem kem_share")
+		if err != nil {
+			var ae *alert.Error
+			if !errors.As(err, &ae) || ae.Alert != alert.DecodeError || v != nil {
+				t.Fatalf("error %v (value %x), want a decode_error alone", err, v)
+			}
+			return
+		}
+		if len(v) == 0 {
+			t.Fatal("empty kem_share parsed")
+		}
+		b := NewBuilder(nil)
+		addOpaque16(v, "ztls_kem kem_share")(b)
+		out, err := b.Bytes()
+		if err != nil || !bytes.Equal(out, data) {
+			t.Fatalf("re-encoded %x, %v; input %x", out, err, data)
 		}
 	})
 }

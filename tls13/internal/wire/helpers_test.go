@@ -219,6 +219,9 @@ func randClientHello(r *rand.Rand) *ClientHello {
 		if maybe(r) {
 			m.ZTLSBFE = randBytes(r, 1, 600)
 		}
+		if maybe(r) {
+			m.ZTLSKEM = randBytes(r, 1, 1200)
+		}
 	}
 	m.Extra = randExtra(r, append([]uint16{ExtPadding, ExtRenegotiationInfo, 35}, unknownExts...))
 	return m

@@ -10,11 +10,12 @@ import (
 // HelloRetryRequest may add, drop or change (RFC 8446, Section 4.1.2):
 // key_share (the share the server asked for), early_data (removed),
 // cookie (added), pre_shared_key (incompatible identities dropped, ages
-// and binders updated) and padding. ztls and ztls_bfe go too
-// (docs/ztls-spec.md, Sections 2 and 7.2: refused after a HelloRetryRequest).
+// and binders updated) and padding. ztls, ztls_bfe and ztls_kem go too
+// (docs/ztls-spec.md, Sections 2, 7.2 and 9.3: refused after a
+// HelloRetryRequest).
 var retryMayChange = map[uint16]bool{
 	ExtKeyShare: true, ExtEarlyData: true, ExtCookie: true,
-	ExtPreSharedKey: true, ExtPadding: true, ExtZTLS: true, ExtZTLSBFE: true,
+	ExtPreSharedKey: true, ExtPadding: true, ExtZTLS: true, ExtZTLSBFE: true, ExtZTLSKEM: true,
 }
 
 // CheckRetryClientHello enforces RFC 8446, Section 4.1.2 on second, the

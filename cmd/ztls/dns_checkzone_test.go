@@ -118,3 +118,21 @@ func clockEnv(t *testing.T, d time.Duration) string {
 	}
 	return clock.EnvOffset + "=" + (self + d).String()
 }
+
+// svcService reads any owner name without panicking, and gives a port
+// in range and the name it was given for a name that is no
+// _PORT._https. owner.
+func FuzzSvcService(f *testing.F) {
+	for _, s := range []string{"www.ztls.test.", "_8443._https.www.ztls.test.", "_0._https.x.", "_https.", "_99999._https.a.", "."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, owner string) {
+		host, port := svcService(owner)
+		if port < 1 || port > 65535 {
+			t.Fatalf("%q: port %d", owner, port)
+		}
+		if port == 443 && host != strings.TrimSuffix(owner, ".") && !strings.Contains(owner, "._https.") {
+			t.Fatalf("%q: host %q", owner, host)
+		}
+	})
+}

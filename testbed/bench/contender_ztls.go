@@ -53,7 +53,10 @@ import (
 //   - ztls-https: ztls against a server that also publishes its Z-data in
 //     the HTTPS record (docs/ztls-spec.md, Section 8), dialled with
 //     dial.ZDataHTTPSFirst: the client asks A, AAAA, HTTPS, TLSA and CERT
-//     but no TXT (one question fewer), all at once as before.
+//     but no TXT (one question fewer), all at once as before;
+//   - ztls-https-held: ztls-https with the leaf held from an unmeasured
+//     previous visit (dial.Memory, docs/ztls-spec.md, Section 8.3): the
+//     client asks A, AAAA and HTTPS only, what a browser asks anyway.
 //
 // Every other contender dials with dial.ZDataTXT: Z-data from the TXT
 // record, the HTTPS record asked beside it for TurboTLS, one batch of
@@ -77,6 +80,9 @@ func init() {
 	Register("ztls-prefetch", func() Contender { return &engineContender{name: "ztls-prefetch", mode: "ztls", prefetch: true} })
 	Register("ztls-bfe", func() Contender { return &engineContender{name: "ztls-bfe", mode: "ztls", bfe: true} })
 	Register("ztls-https", func() Contender { return &engineContender{name: "ztls-https", mode: "ztls", https: true} })
+	Register("ztls-https-held", func() Contender {
+		return &engineContender{name: "ztls-https-held", mode: "ztls", https: true, heldLeaf: true}
+	})
 	Register("ztls-bfe-prefetch", func() Contender {
 		return &engineContender{name: "ztls-bfe-prefetch", mode: "ztls", bfe: true, prefetch: true}
 	})
@@ -130,6 +136,9 @@ type engineContender struct {
 	// https: the server publishes its Z-data in the HTTPS record too,
 	// and the client takes it from there (dial.ZDataHTTPSFirst).
 	https bool
+	// heldLeaf: Prime makes a visit whose dial.Memory (with the leaf its
+	// handshake verified) the worker keeps; runs use it.
+	heldLeaf bool
 
 	slot workerSlot
 }
@@ -364,6 +373,16 @@ func (e *engineContender) Prime(ctx context.Context, c *Client) error {
 		_, err := e.call(ctx, c, job{visit: visit{Prefetch: true}})
 		return err
 	}
+	if e.heldLeaf {
+		res, err := e.call(ctx, c, job{KeepLeaf: true})
+		if err != nil {
+			return err
+		}
+		if res.Report.Mode != "ztls" {
+			return fmt.Errorf("bench: %s: the previous visit did not use ZTLS (%s)", e.name, res.Report.FallbackReason)
+		}
+		return nil
+	}
 	if !e.resume {
 		return nil
 	}
@@ -379,7 +398,7 @@ func (e *engineContender) Prime(ctx context.Context, c *Client) error {
 
 func (e *engineContender) RunClient(ctx context.Context, c *Client) (Sample, error) {
 	var s Sample
-	res, err := e.call(ctx, c, job{visit: visit{Prefetched: e.prefetch}, Resume: e.resume})
+	res, err := e.call(ctx, c, job{visit: visit{Prefetched: e.prefetch}, Resume: e.resume, HeldLeaf: e.heldLeaf})
 	if err != nil {
 		return s, err
 	}
@@ -460,7 +479,7 @@ func checkVisit(name string, res *workerResult, expect []byte) error {
 		if r.ZDataFrom != dial.ZDataFromTXT {
 			return fmt.Errorf("bench: ztls: Z-data from %q, want the TXT record", r.ZDataFrom)
 		}
-	case "ztls-https":
+	case "ztls-https", "ztls-https-held":
 		if r.Mode != "ztls" || !r.EarlyData.Accepted || r.ZDataFrom != dial.ZDataFromHTTPS {
 			return fmt.Errorf("bench: ztls-https: mode %s, early data accepted %v, Z-data from %q (fallback: %s)", r.Mode, r.EarlyData.Accepted, r.ZDataFrom, r.FallbackReason)
 		}
@@ -615,6 +634,10 @@ type job struct {
 	// ticket with the request as 0-RTT data.
 	Prime  bool `json:"prime"`
 	Resume bool `json:"resume"`
+	// KeepLeaf keeps the visit's dial.Memory, which holds the leaf its
+	// handshake verified; HeldLeaf visits with the kept one.
+	KeepLeaf bool `json:"keep_leaf,omitempty"`
+	HeldLeaf bool `json:"held_leaf,omitempty"`
 }
 
 // workerResult is the worker's answer, one JSON line on its stdout.
@@ -642,6 +665,9 @@ func parseJob(line []byte) (job, error) {
 	}
 	if j.Prefetch && (j.Prime || j.Resume) {
 		return j, errors.New("bench: worker job: a prefetch is a visit of its own")
+	}
+	if j.KeepLeaf && j.HeldLeaf {
+		return j, errors.New("bench: worker job: keep a leaf and use the kept one at once")
 	}
 	return j, nil
 }
@@ -773,6 +799,7 @@ func serveJobs(args []string, in io.Reader, out io.Writer, serve func(st *worker
 // dial.Memory: every measured visit is a first contact.
 type workerState struct {
 	session *tls13.ClientSession
+	memory  *dial.Memory // the last KeepLeaf visit's
 	roots   map[string]*x509.CertPool
 	cache   *prevalidate.Cache // filled by the last prefetch job
 }
@@ -815,6 +842,15 @@ func (st *workerState) visit(j job) *workerResult {
 			return &workerResult{Err: "bench: worker: no session to resume (prime first)"}
 		}
 		v.o.Session, v.o.ResumeEarly = st.session, true
+	}
+	if j.KeepLeaf {
+		st.memory = v.o.Memory
+	}
+	if j.HeldLeaf {
+		if st.memory == nil {
+			return &workerResult{Err: "bench: worker: no kept leaf (prime first)"}
+		}
+		v.o.Memory = st.memory
 	}
 	if j.Prefetch {
 		return st.prefetchVisit(v.ctx, v.o, j.Addr)

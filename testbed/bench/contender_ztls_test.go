@@ -125,7 +125,7 @@ func (w *loopbackWorld) visit(t *testing.T, c Contender, cl *Client) (Sample, er
 // as early data and is answered; tls-0rtt resumes the primed ticket.
 func TestEngineContendersLoopback(t *testing.T) {
 	w := newLoopbackWorld(t)
-	for _, name := range []string{"tls", "ztls", "tls-0rtt", "tls-prefetch", "ztls-prefetch", "ztls-bfe", "ztls-bfe-prefetch", "ztls-https"} {
+	for _, name := range []string{"tls", "ztls", "tls-0rtt", "tls-prefetch", "ztls-prefetch", "ztls-bfe", "ztls-bfe-prefetch", "ztls-https", "ztls-https-held"} {
 		for _, scen := range []string{"local-warm", "stub", "local-cold"} {
 			t.Run(name+"/"+scen, func(t *testing.T) {
 				c, cl := w.start(t, name, true)
@@ -198,11 +198,12 @@ func TestZTLSWithoutZDataIsAnError(t *testing.T) {
 // record (ztls-https) and through TXT (ztls), in the local-warm scenario
 // where every question reaches the resolver: the HTTPS path leaves out
 // the TXT question and nothing else, and the Z-data comes from where each
-// says (checkVisit checks the report's ZDataFrom).
+// says (checkVisit checks the report's ZDataFrom); with the leaf held
+// from the previous visit (ztls-https-held), TLSA and CERT go too.
 func TestZTLSHTTPSAsksOneQuestionFewer(t *testing.T) {
 	w := newLoopbackWorld(t)
 	queries := map[string]int{}
-	for _, name := range []string{"ztls", "ztls-https"} {
+	for _, name := range []string{"ztls", "ztls-https", "ztls-https-held"} {
 		c, cl := w.start(t, name, true)
 		s, err := w.visit(t, c, cl)
 		if err != nil {
@@ -216,6 +217,11 @@ func TestZTLSHTTPSAsksOneQuestionFewer(t *testing.T) {
 	t.Logf("queries per visit: %v", queries)
 	if queries["ztls"] < 2 || queries["ztls-https"] != queries["ztls"]-1 {
 		t.Fatalf("queries per visit: ztls %d, ztls-https %d; want one fewer through HTTPS", queries["ztls"], queries["ztls-https"])
+	}
+	// With the leaf held, TLSA and CERT are not asked either: A, AAAA and
+	// HTTPS, what a browser asks anyway.
+	if queries["ztls-https-held"] != queries["ztls-https"]-2 {
+		t.Fatalf("queries per visit: ztls-https %d, ztls-https-held %d; want TLSA and CERT fewer", queries["ztls-https"], queries["ztls-https-held"])
 	}
 }
 
@@ -285,6 +291,8 @@ func TestParseJob(t *testing.T) {
 		`{"addr":"h:1","mode":"tls","resolver":"1.2.3.4:53","expect_len":5,"timeout_ms":-1}`,
 		`{"addr":"h:1","mode":"tls","resolver":"1.2.3.4:53","expect_len":5,"prime":true,"resume":true}`,
 		`{"addr":"h:1","mode":"tls","resolver":"1.2.3.4:53","expect_len":5,"unknown":1}`,
+		`{"addr":"h:1","mode":"ztls","resolver":"1.2.3.4:53","expect_len":5,"zdata_from":"dns"}`,
+		`{"addr":"h:1","mode":"ztls","resolver":"1.2.3.4:53","expect_len":5,"keep_leaf":true,"held_leaf":true}`,
 	}
 	for _, b := range bad {
 		if _, err := parseJob([]byte(b)); err == nil || !strings.HasPrefix(err.Error(), "bench: worker job") {

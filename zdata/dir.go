@@ -96,7 +96,7 @@ type keyFile struct {
 	Port       int      `json:"port"`
 	TXT        []string `json:"txt"`         // the record as published
 	LeafSHA256 string   `json:"leaf_sha256"` // hex SHA-256 of the TLSA leaf
-	PrivateKey string   `json:"private_key"` // base64 raw ECDH private key
+	PrivateKey string   `json:"private_key"` // base64 raw ECDH private key, or a post-quantum key's 96 bytes (tls13.ZDataKEMKey)
 	// BFETXT is the v2 twin with bfe= as published (docs/ztls-spec.md,
 	// Section 7.1); its key file is keys/bfe-<not-before>.bfe.
 	BFETXT []string `json:"bfe_txt,omitempty"`
@@ -104,7 +104,7 @@ type keyFile struct {
 
 // MarshalKey encodes a key as a key file.
 func MarshalKey(k *Key) ([]byte, error) {
-	if k == nil || k.Record == nil || k.Private == nil {
+	if k == nil || k.Record == nil || !k.hasPrivate() {
 		return nil, errors.New("zdata: incomplete key")
 	}
 	kf := keyFile{
@@ -112,7 +112,7 @@ func MarshalKey(k *Key) ([]byte, error) {
 		Port:       k.Record.Port,
 		TXT:        k.Record.TXT(),
 		LeafSHA256: hex.EncodeToString(k.Record.LeafHash[:]),
-		PrivateKey: base64.StdEncoding.EncodeToString(k.Private.Bytes()),
+		PrivateKey: base64.StdEncoding.EncodeToString(k.privateBytes()),
 	}
 	if k.BFE != nil {
 		kf.BFETXT = k.BFE.Record.TXT()
@@ -153,22 +153,14 @@ func ParseKey(data []byte) (*Key, error) {
 		return nil, errors.New("zdata: key file: leaf_sha256 is not 32 hex bytes")
 	}
 	copy(r.LeafHash[:], lh)
-	curve, err := Curve(r.Group)
-	if err != nil {
-		return nil, err
-	}
 	raw, err := base64.StdEncoding.Strict().DecodeString(kf.PrivateKey)
 	if err != nil {
 		return nil, errors.New("zdata: key file: private_key is not base64")
 	}
-	priv, err := curve.NewPrivateKey(raw)
-	if err != nil {
-		return nil, fmt.Errorf("zdata: key file: private key: %v", err)
+	k := &Key{Record: r}
+	if err := k.setPrivate(r, raw); err != nil {
+		return nil, err
 	}
-	if !bytes.Equal(priv.PublicKey().Bytes(), r.KeyShare) {
-		return nil, errors.New("zdata: key file: private key does not match the published share")
-	}
-	k := &Key{Record: r, Private: priv}
 	if kf.BFETXT != nil {
 		twin, err := ParseTXT(kf.BFETXT)
 		if err != nil {

@@ -66,7 +66,14 @@ func x25519LowOrder(share []byte) bool {
 // (docs/ztls-spec.md, Section 3, key hygiene): a secp256r1 share must be an
 // uncompressed point on the curve (RFC 8446, Section 4.2.8.2); an x25519
 // share must be 32 bytes and not of small order (RFC 8446, Section 7.4.2).
+//
+// An X25519MLKEM768 share (docs/ztls-spec.md, Section 9.1) must be 1216
+// bytes, its encapsulation key pass FIPS 203's modulus check and its
+// x25519 half not be of small order.
 func ValidateShare(group tls13.CurveID, share []byte) error {
+	if group == GroupX25519MLKEM768 {
+		return validatePQShare(share)
+	}
 	curve, err := Curve(group)
 	if err != nil {
 		return err

@@ -14,10 +14,13 @@ import (
 // Section 5).
 const DefaultWindow = 10 * time.Second
 
-// Key is a signed Z-data record with its semi-static private key.
+// Key is a signed Z-data record with its semi-static private key:
+// Private for x25519 and secp256r1, KEM for a post-quantum v3 record
+// (docs/ztls-spec.md, Section 9); the other is nil.
 type Key struct {
 	Record  *Record
 	Private *ecdh.PrivateKey
+	KEM     *tls13.ZDataKEMKey
 	// BFE is the key's Bloom filter encryption side (docs/ztls-spec.md,
 	// Section 7): its v2 twin record and key file; nil without one.
 	BFE *BFEKey
@@ -138,7 +141,7 @@ func (k *Keyring) LookupZData(id uint32, hash [32]byte, now time.Time) *tls13.ZD
 	k.mu.RLock()
 	e, ok := k.keys[id]
 	k.mu.RUnlock()
-	if !ok || e.key.Private == nil || !k.live(e.key.Record, now) {
+	if !ok || !e.key.hasPrivate() || !k.live(e.key.Record, now) {
 		return nil
 	}
 	var decapsulate func([]byte) ([]byte, error)
@@ -153,7 +156,7 @@ func (k *Keyring) LookupZData(id uint32, hash [32]byte, now time.Time) *tls13.ZD
 	default:
 		return nil
 	}
-	r, priv := e.key.Record, e.key.Private
+	r, key := e.key.Record, e.key
 	return &tls13.ZDataKey{
 		ID:           r.ID,
 		Hash:         hash,
@@ -164,7 +167,7 @@ func (k *Keyring) LookupZData(id uint32, hash [32]byte, now time.Time) *tls13.ZD
 		ALPN:         r.ALPN,
 		NotBefore:    r.NotBefore,
 		NotAfter:     r.NotAfter,
-		ECDH:         func(peer []byte) ([]byte, error) { return SharedSecret(priv, peer) },
+		ECDH:         key.shared,
 	}
 }
 

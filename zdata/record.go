@@ -22,6 +22,9 @@ import (
 const (
 	GroupX25519    = tls13.X25519 // 29 x25519
 	GroupSecp256r1 = tls13.P256   // 23 secp256r1
+	// GroupX25519MLKEM768 (4588) is the post-quantum hybrid of v3 records
+	// only (docs/ztls-spec.md, Section 9).
+	GroupX25519MLKEM768 = tls13.X25519MLKEM768
 
 	SchemeRSAPSSSHA256    = tls13.PSSWithSHA256          // 2052 rsa_pss_rsae_sha256
 	SchemeECDSAP256SHA256 = tls13.ECDSAWithP256AndSHA256 // 1027 ecdsa_secp256r1_sha256
@@ -38,11 +41,13 @@ const (
 	ClockSkew   = 60 * time.Second
 )
 
-// Version is the first character-string of every ztls v1 TXT record, and
-// Version2 of every v2 record (docs/ztls-spec.md, Section 7.1).
+// Version is the first character-string of every ztls v1 TXT record,
+// Version2 of every v2 record (docs/ztls-spec.md, Section 7.1) and
+// Version3 of every v3 (post-quantum) record (Section 9.2).
 const (
 	Version  = "v=ztls1"
 	Version2 = "v=ztls2"
+	Version3 = "v=ztls3"
 )
 
 const timeLayout = "20060102150405"
@@ -70,8 +75,13 @@ type Record struct {
 	// V2 makes the record a ztls v2 record (docs/ztls-spec.md, Section
 	// 7.1): v=ztls2, its own signature context, and room for BFE.
 	V2 bool
+	// V3 makes the record a ztls v3 record (docs/ztls-spec.md, Section
+	// 9.2): v=ztls3, group X25519MLKEM768 only, its 1216-byte key share
+	// over several character-strings, its own signature context, and the
+	// v2 fields (bfe=). V2 and V3 are never both set.
+	V3 bool
 	// BFE is the bfe.PublicKey encoding of the v2 field bfe= (nil: none);
-	// only a V2 record carries it.
+	// only a V2 or V3 record carries it.
 	BFE        []byte
 	ClientCert bool // the server sends CertificateRequest
 	Scheme     tls13.SignatureScheme
@@ -178,7 +188,10 @@ func formatNSC(nsc []uint16) string {
 func (r *Record) canonical() [numSigned]string {
 	var f [numSigned]string
 	f[fVersion] = Version
-	if r.V2 {
+	switch {
+	case r.V3:
+		f[fVersion] = Version3
+	case r.V2:
 		f[fVersion] = Version2
 	}
 	f[fNotBefore] = formatTime(r.NotBefore)
@@ -191,7 +204,7 @@ func (r *Record) canonical() [numSigned]string {
 	if r.ALPN != "" {
 		f[fALPN] = "alpn=" + r.ALPN
 	}
-	if r.V2 && len(r.BFE) > 0 {
+	if r.hasBFEField() && len(r.BFE) > 0 {
 		f[fBFE] = "bfe=" + base64.StdEncoding.EncodeToString(r.BFE)
 	}
 	f[fClientCert] = "N"
@@ -218,27 +231,37 @@ func (r *Record) fields() [numSigned]string {
 
 // signatureContext starts every v1 signature input (docs/ztls-spec.md,
 // Section 1), after 64 spaces, as in RFC 8446, Section 4.4.3;
-// signatureContext2 every v2 one (Section 7.1).
+// signatureContext2 every v2 one (Section 7.1), signatureContext3 every
+// v3 one (Section 9.2).
 const (
 	signatureContext  = "ztls v1 Z-data"
 	signatureContext2 = "ztls v2 Z-data"
+	signatureContext3 = "ztls v3 Z-data"
 )
+
+// hasBFEField reports whether the record's version has the bfe= field
+// (v2, Section 7.1, and v3, Section 9.2).
+func (r *Record) hasBFEField() bool { return r.V2 || r.V3 }
 
 // SignatureInput returns the bytes the leaf key signs (docs/ztls-spec.md,
 // Section 1): 64 spaces, "ztls v1 Z-data", 0x00, then 14 elements each
 // with a uint16 length: host, port, fields 1–11 and the leaf hash. A v2
 // record (Section 7.1) signs "ztls v2 Z-data" and 15 elements: the bfe=
-// field, empty when absent, after alpn=.
+// field, empty when absent, after alpn=; a v3 record (Section 9.2) the
+// same with "ztls v3 Z-data", its key share one element.
 func (r *Record) SignatureInput(host string, port int) []byte {
 	f := r.fields()
 	ctx := signatureContext
-	if r.V2 {
+	switch {
+	case r.V3:
+		ctx = signatureContext3
+	case r.V2:
 		ctx = signatureContext2
 	}
 	elems := make([][]byte, 0, 15)
 	elems = append(elems, []byte(hostOrLower(host)), []byte(strconv.Itoa(port)))
 	for i, s := range f {
-		if i == fBFE && !r.V2 {
+		if i == fBFE && !r.hasBFEField() {
 			continue
 		}
 		elems = append(elems, []byte(s))
@@ -324,7 +347,7 @@ func (r *Record) FillOffer(z *tls13.ZDataOffer) {
 // BFEPublicKey returns the key of the record's bfe= field, or nil
 // (docs/ztls-spec.md, Section 7.1).
 func (r *Record) BFEPublicKey() *bfe.PublicKey {
-	if !r.V2 || len(r.BFE) == 0 {
+	if !r.hasBFEField() || len(r.BFE) == 0 {
 		return nil
 	}
 	pk, err := bfe.ParsePublicKey(r.BFE)

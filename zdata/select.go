@@ -70,6 +70,12 @@ type SelectOptions struct {
 	// and uses their v1 twins. By default, among records with the latest
 	// not-after, one with bfe= is preferred.
 	NoBFE bool
+	// PostQuantumOnly makes the Selector refuse v1 and v2 records: the
+	// client of docs/ztls-spec.md, Section 9.6 whose user has not asked
+	// for classical early data. Whatever it says, a v3 (post-quantum)
+	// record comes first, and a valid one is selected before any v1 or
+	// v2 record of the service.
+	PostQuantumOnly bool
 }
 
 // Selector picks the Z-data a client should use for one service
@@ -191,7 +197,7 @@ func (s *Selector) Likely(txt [][]string) (rec *Record, leaf *x509.Certificate) 
 	if s.err != nil {
 		return nil, nil
 	}
-	recs, _ := screen(txt, s.o.Now, s.o.NoBFE)
+	recs, _ := screen(txt, s.o)
 	if len(recs) == 0 {
 		return nil, nil
 	}
@@ -211,14 +217,18 @@ func (s *Selector) Select(txt [][]string) (*Record, *x509.Certificate, error) {
 	if s.err != nil {
 		return nil, nil, s.err
 	}
-	recs, worst := screen(txt, s.o.Now, s.o.NoBFE)
+	recs, worst := screen(txt, s.o)
 	fail := func(err error) {
 		if worst == nil || stage(ReasonOf(err)) > stage(ReasonOf(worst)) {
 			worst = err
 		}
 	}
 	if len(recs) == 0 && worst == nil {
-		return nil, nil, reasonErr(ReasonNoZData, fmt.Errorf("zdata: no ztls1 TXT record for %s", TXTName(s.host, s.port)))
+		which := "ztls1"
+		if s.o.PostQuantumOnly {
+			which = "post-quantum (v=ztls3)"
+		}
+		return nil, nil, reasonErr(ReasonNoZData, fmt.Errorf("zdata: no %s TXT record for %s", which, TXTName(s.host, s.port)))
 	}
 	// In screen's order; the first fully valid record wins.
 	for _, r := range recs {
@@ -241,18 +251,20 @@ func (s *Selector) Select(txt [][]string) (*Record, *x509.Certificate, error) {
 }
 
 // screen makes the checks of a record that come before its signature:
-// of the ztls1 records in txt, it returns those that parse, use a known
+// of the ztls records in txt, it returns those that parse, use a known
 // group and scheme, carry a valid share and are valid at now (with the
-// ClockSkew allowance), in Select's order (Likely is its first): those
-// valid at now without the allowance first, then latest not-after, then
-// v2 with bfe= before v1; and the failure of the others that got
-// furthest (nil: none failed).
-func screen(txt [][]string, now time.Time, noBFE bool) ([]*Record, error) {
+// ClockSkew allowance), in Select's order (Likely is its first): v3
+// (post-quantum) records first (docs/ztls-spec.md, Section 9.6), then
+// those valid at now without the allowance, then latest not-after, then
+// a record with bfe= before one without; and the failure of the others
+// that got furthest (nil: none failed).
+func screen(txt [][]string, o SelectOptions) ([]*Record, error) {
+	now := o.Now
 	var recs []*Record
 	var worst error
 	for _, strs := range txt {
 		r, err := ParseTXT(strs)
-		if errors.Is(err, ErrNotZTLS) || (noBFE && err == nil && len(r.BFE) > 0) {
+		if errors.Is(err, ErrNotZTLS) || (o.NoBFE && err == nil && len(r.BFE) > 0) || (o.PostQuantumOnly && err == nil && !r.V3) {
 			continue
 		}
 		if err == nil {
@@ -267,6 +279,9 @@ func screen(txt [][]string, now time.Time, noBFE bool) ([]*Record, error) {
 		recs = append(recs, r)
 	}
 	sort.SliceStable(recs, func(i, j int) bool {
+		if recs[i].V3 != recs[j].V3 {
+			return recs[i].V3
+		}
 		if vi, vj := recs[i].ValidAt(now), recs[j].ValidAt(now); vi != vj {
 			return vi
 		}
@@ -281,7 +296,7 @@ func screen(txt [][]string, now time.Time, noBFE bool) ([]*Record, error) {
 // usable is what screen checks of a parsed record: known group and
 // scheme, a valid share, valid at now.
 func usable(r *Record, now time.Time) error {
-	if !KnownGroup(r.Group) {
+	if !r.knownGroup() {
 		return reasonErr(ReasonUnknownGroup, fmt.Errorf("%w %d", ErrUnknownGroup, r.Group))
 	}
 	if !KnownScheme(r.Scheme) {

@@ -27,7 +27,7 @@ const DefaultMaxEarlyData = 16384
 // one-hour records, the next record always held one period ahead, and a
 // 10 s freshness window.
 type Options struct {
-	Group        tls13.CurveID // GroupX25519 (0) or GroupSecp256r1
+	Group        tls13.CurveID // GroupX25519 (0), GroupSecp256r1 or GroupX25519MLKEM768 (v3 records)
 	MaxEarlyData uint32        // 0: DefaultMaxEarlyData
 	ALPN         string        // early-data ALPN protocol; "" for none
 	NSC          []uint16      // cipher suites the server does not support
@@ -84,6 +84,11 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if _, _, err := o.bfeParams(); err != nil {
 		return o, fmt.Errorf("zdata: BFE: %w", err)
+	}
+	if o.Group == GroupX25519MLKEM768 && o.BFEConnections > 0 {
+		// docs/ztls-spec.md, Section 9.2 puts bfe= in the v3 record;
+		// a Service does not issue such records yet.
+		return o, errors.New("zdata: a BFE key with group X25519MLKEM768 is not supported yet: use BFE with x25519 or secp256r1, or X25519MLKEM768 without BFE")
 	}
 	return o, nil
 }
@@ -163,8 +168,10 @@ func (s *Service) rand() io.Reader {
 	return rand.Reader
 }
 
-// newKey signs a record for priv valid from notBefore for the validity.
-func (s *Service) newKey(priv *ecdh.PrivateKey, id uint32, notBefore time.Time) (*Key, error) {
+// newKey signs a record for k's private side (k.Private, or k.KEM for
+// a post-quantum v3 record, docs/ztls-spec.md, Section 9.2) valid from
+// notBefore for the validity.
+func (s *Service) newKey(k *Key, id uint32, notBefore time.Time) (*Key, error) {
 	nb := notBefore.UTC().Truncate(time.Second)
 	r := &Record{
 		Host:         s.Host,
@@ -174,7 +181,8 @@ func (s *Service) newKey(priv *ecdh.PrivateKey, id uint32, notBefore time.Time) 
 		MaxEarlyData: s.Options.MaxEarlyData,
 		ID:           id,
 		Group:        s.Options.Group,
-		KeyShare:     priv.PublicKey().Bytes(),
+		KeyShare:     k.publicShare(),
+		V3:           s.Options.Group == GroupX25519MLKEM768,
 		NSC:          append([]uint16(nil), s.Options.NSC...),
 		ALPN:         s.Options.ALPN,
 		ClientCert:   s.Options.ClientCert,
@@ -182,7 +190,8 @@ func (s *Service) newKey(priv *ecdh.PrivateKey, id uint32, notBefore time.Time) 
 	if err := r.Sign(s.Cert.PrivateKey, s.Cert.Chain[0]); err != nil {
 		return nil, err
 	}
-	return &Key{Record: r, Private: priv}, nil
+	k.Record = r
+	return k, nil
 }
 
 // Issue makes a new key with a random key share and a random Zdata_id
@@ -192,13 +201,9 @@ func (s *Service) Issue(notBefore time.Time, rnd io.Reader) (*Key, error) {
 	if rnd == nil {
 		rnd = s.rand()
 	}
-	curve, err := Curve(s.Options.Group)
+	k, err := s.generate(rnd)
 	if err != nil {
 		return nil, err
-	}
-	priv, err := curve.GenerateKey(rnd)
-	if err != nil {
-		return nil, fmt.Errorf("zdata: generate key: %v", err)
 	}
 	var id uint32
 	for {
@@ -211,7 +216,27 @@ func (s *Service) Issue(notBefore time.Time, rnd io.Reader) (*Key, error) {
 			break
 		}
 	}
-	return s.newKey(priv, id, notBefore)
+	return s.newKey(k, id, notBefore)
+}
+
+// generate makes a new private key of the service's group from rnd.
+func (s *Service) generate(rnd io.Reader) (*Key, error) {
+	if s.Options.Group == GroupX25519MLKEM768 {
+		kem, err := tls13.GenerateZDataKEMKey(rnd)
+		if err != nil {
+			return nil, fmt.Errorf("zdata: generate key: %v", err)
+		}
+		return &Key{KEM: kem}, nil
+	}
+	curve, err := Curve(s.Options.Group)
+	if err != nil {
+		return nil, err
+	}
+	priv, err := curve.GenerateKey(rnd)
+	if err != nil {
+		return nil, fmt.Errorf("zdata: generate key: %v", err)
+	}
+	return &Key{Private: priv}, nil
 }
 
 // EpochOf returns the fleet epoch of t: Unix seconds / 3600, rounded down.
@@ -242,13 +267,7 @@ func DeriveKey(seed []byte, host string, port int, epoch int64, group tls13.Curv
 	if err != nil {
 		return nil, err
 	}
-	h := hostOrLower(host)
-	info := []byte("ztls v1 fleet key")
-	info = binary.BigEndian.AppendUint16(info, uint16(len(h)))
-	info = append(info, h...)
-	info = binary.BigEndian.AppendUint16(info, uint16(port))
-	info = binary.BigEndian.AppendUint64(info, uint64(epoch))
-	info = binary.BigEndian.AppendUint16(info, uint16(group))
+	info := fleetKeyInfo(host, port, epoch, group)
 	for counter := 0; counter < 256; counter++ {
 		b, err := hkdf.Key(sha256.New, seed, []byte("ztls v1 fleet"), string(append(info, byte(counter))), 32)
 		if err != nil {
@@ -261,17 +280,37 @@ func DeriveKey(seed []byte, host string, port int, epoch int64, group tls13.Curv
 	return nil, errors.New("zdata: could not derive a key") // probability ~2^-8192
 }
 
+// fleetKeyInfo is DeriveKey's HKDF info before its counter byte.
+func fleetKeyInfo(host string, port int, epoch int64, group tls13.CurveID) []byte {
+	h := hostOrLower(host)
+	info := []byte("ztls v1 fleet key")
+	info = binary.BigEndian.AppendUint16(info, uint16(len(h)))
+	info = append(info, h...)
+	info = binary.BigEndian.AppendUint16(info, uint16(port))
+	info = binary.BigEndian.AppendUint64(info, uint64(epoch))
+	return binary.BigEndian.AppendUint16(info, uint16(group))
+}
+
 // Epoch returns the fleet key of an epoch: the key derived from the seed,
-// Zdata_id EpochID(epoch), valid from the epoch's start for one hour.
+// Zdata_id EpochID(epoch) (with PQEpochIDBit for a post-quantum key),
+// valid from the epoch's start for one hour.
 func (s *Service) Epoch(epoch int64) (*Key, error) {
 	if len(s.Seed) == 0 {
 		return nil, errors.New("zdata: Epoch needs a fleet seed")
+	}
+	start := time.Unix(epoch*int64(EpochLength/time.Second), 0)
+	if s.Options.Group == GroupX25519MLKEM768 {
+		kem, err := DeriveKEMKey(s.Seed, s.Host, s.Port, epoch)
+		if err != nil {
+			return nil, err
+		}
+		return s.newKey(&Key{KEM: kem}, EpochID(epoch)|PQEpochIDBit, start)
 	}
 	priv, err := DeriveKey(s.Seed, s.Host, s.Port, epoch, s.Options.Group)
 	if err != nil {
 		return nil, err
 	}
-	return s.newKey(priv, EpochID(epoch), time.Unix(epoch*int64(EpochLength/time.Second), 0))
+	return s.newKey(&Key{Private: priv}, EpochID(epoch), start)
 }
 
 // slot returns the start of the validity period holding t.
@@ -292,7 +331,7 @@ func (s *Service) has(start time.Time) bool {
 	for _, k := range s.Keyring.All() {
 		r := k.Record
 		if r.NotBefore.Equal(start) && r.NotAfter.Equal(start.Add(s.Options.Validity)) && r.LeafHash == lh &&
-			r.Group == s.Options.Group && k.Private != nil {
+			r.Group == s.Options.Group && k.hasPrivate() {
 			return true
 		}
 	}

@@ -362,7 +362,7 @@ func TestServiceRejects(t *testing.T) {
 		"port 0":     func() error { _, err := NewService(testHost, 0, cert, Options{}, nil); return err },
 		"empty host": func() error { _, err := NewService("", 443, cert, Options{}, nil); return err },
 		"short seed": func() error { _, err := NewService(testHost, 443, cert, Options{}, []byte("short")); return err },
-		"group":      func() error { _, err := NewService(testHost, 443, cert, Options{Group: 4588}, nil); return err },
+		"group":      func() error { _, err := NewService(testHost, 443, cert, Options{Group: 4587}, nil); return err },
 		"validity 2h": func() error {
 			_, err := NewService(testHost, 443, cert, Options{Validity: 2 * time.Hour}, nil)
 			return err

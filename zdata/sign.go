@@ -46,8 +46,15 @@ func KnownScheme(scheme tls13.SignatureScheme) bool {
 	return false
 }
 
-// KnownGroup reports whether ztls v1 allows group.
+// KnownGroup reports whether ztls allows group: x25519 and secp256r1
+// (v1, v2), X25519MLKEM768 (v3, docs/ztls-spec.md, Section 9).
 func KnownGroup(group tls13.CurveID) bool { return rawShareLen(group) != 0 }
+
+// knownGroup reports whether the record's group is one its version
+// allows: X25519MLKEM768 in v3 records and nowhere else.
+func (r *Record) knownGroup() bool {
+	return KnownGroup(r.Group) && (r.Group == GroupX25519MLKEM768) == r.V3
+}
 
 func digest(scheme tls13.SignatureScheme, msg []byte) (crypto.Hash, []byte) {
 	switch scheme {
@@ -80,6 +87,9 @@ func (r *Record) check() error {
 	}
 	if n := rawShareLen(r.Group); n != 0 && len(r.KeyShare) != n {
 		return fmt.Errorf("zdata: key share is %d bytes, group %d needs %d", len(r.KeyShare), r.Group, n)
+	}
+	if (r.Group == GroupX25519MLKEM768) != r.V3 || (r.V2 && r.V3) {
+		return fmt.Errorf("zdata: group %s goes in v3 records only, and v3 records take no other (docs/ztls-spec.md, Section 9.2)", r.Group)
 	}
 	if r.ALPN != "" {
 		if err := checkALPN(r.ALPN); err != nil {

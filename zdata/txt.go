@@ -18,22 +18,30 @@ const maxString = 255
 
 // TXT returns the record's character-strings in publication order
 // (docs/ztls-spec.md, Section 1), the base64 signature split into pieces of at
-// most 255 bytes.
+// most 255 bytes, and so the key share of a v3 record (Section 9.2).
 func (r *Record) TXT() []string {
 	f := r.fields()
 	out := make([]string, 0, numSigned+2)
 	for i, s := range f {
-		if s == "" && (i == fNSC || i == fALPN || i == fBFE) {
-			continue
+		switch {
+		case s == "" && (i == fNSC || i == fALPN || i == fBFE):
+		case i == fShare && r.V3:
+			out = appendPieces(out, s)
+		default:
+			out = append(out, s)
 		}
-		out = append(out, s)
 	}
-	sig := base64.StdEncoding.EncodeToString(r.Signature)
-	for len(sig) > maxString {
-		out = append(out, sig[:maxString])
-		sig = sig[maxString:]
+	return appendPieces(out, base64.StdEncoding.EncodeToString(r.Signature))
+}
+
+// appendPieces appends s split into character-strings of at most 255
+// bytes (RFC 1035, Section 3.3), the last one shorter.
+func appendPieces(out []string, s string) []string {
+	for len(s) > maxString {
+		out = append(out, s[:maxString])
+		s = s[maxString:]
 	}
-	return append(out, sig)
+	return append(out, s)
 }
 
 func syntaxErr(field, format string, args ...any) error {
@@ -56,9 +64,11 @@ func trimField(s string) (string, error) {
 }
 
 // ParseTXT parses one TXT record's character-strings. It returns
-// ErrNotZTLS when the first string is neither v=ztls1 nor v=ztls2 (after
-// trimming; v2 adds the optional bfe= field, docs/ztls-spec.md, Section
-// 7.1, which must hold a key bfe.ParsePublicKey accepts), and
+// ErrNotZTLS when the first string is not v=ztls1, v=ztls2 or v=ztls3
+// (after trimming; v2 adds the optional bfe= field, docs/ztls-spec.md,
+// Section 7.1, which must hold a key bfe.ParsePublicKey accepts; v3 is
+// v2 for group X25519MLKEM768 only, its key share over as many strings as
+// it takes, Section 9.2), and
 // an error with ReasonMalformed for any syntax error: other whitespace,
 // unknown or out-of-order fields, leading zeros, bad nsc=/alpn=/Y/N,
 // bad base64. It accepts the key share as raw key_exchange bytes or as a
@@ -73,11 +83,13 @@ func ParseTXT(strs []string) (*Record, error) {
 	if len(strs[0]) > maxString {
 		return nil, ErrNotZTLS
 	}
-	var v2 bool
+	var v2, v3 bool
 	switch strings.Trim(strs[0], " ") {
 	case Version:
 	case Version2:
 		v2 = true
+	case Version3:
+		v3 = true
 	default:
 		return nil, ErrNotZTLS
 	}
@@ -96,7 +108,7 @@ func ParseTXT(strs []string) (*Record, error) {
 	if len(fs) < 10 {
 		return nil, syntaxErr("record", "%d character-strings, want at least 10", len(fs))
 	}
-	r := &Record{V2: v2}
+	r := &Record{V2: v2, V3: v3}
 	p := &published{}
 	p.raw[fVersion] = fs[0]
 	var err error
@@ -119,11 +131,21 @@ func ParseTXT(strs []string) (*Record, error) {
 		return nil, err
 	}
 	r.MaxEarlyData, r.ID, r.Group = uint32(med), uint32(id), tls13.CurveID(group)
-	if r.KeyShare, err = parseShare(r.Group, fs[6]); err != nil {
+	copy(p.raw[fNotBefore:fGroup+1], fs[1:6])
+	i := 7
+	if v3 {
+		if p.raw[fShare], i, err = joinV3Share(r.Group, fs); err != nil {
+			return nil, err
+		}
+	} else {
+		p.raw[fShare] = fs[6]
+	}
+	if r.KeyShare, err = parseShare(r.Group, p.raw[fShare], v3); err != nil {
 		return nil, err
 	}
-	copy(p.raw[fNotBefore:fShare+1], fs[1:7])
-	i := 7
+	if i >= len(fs) {
+		return nil, syntaxErr("record", "missing client-certificate flag, scheme or signature")
+	}
 	if strings.HasPrefix(fs[i], "nsc=") {
 		if r.NSC, err = parseNSC(fs[i]); err != nil {
 			return nil, err
@@ -138,7 +160,7 @@ func ParseTXT(strs []string) (*Record, error) {
 		p.raw[fALPN] = fs[i]
 		i++
 	}
-	if v2 && i < len(fs) && strings.HasPrefix(fs[i], "bfe=") {
+	if r.hasBFEField() && i < len(fs) && strings.HasPrefix(fs[i], "bfe=") {
 		if r.BFE, err = parseBFE(fs[i]); err != nil {
 			return nil, err
 		}
@@ -271,18 +293,44 @@ var (
 )
 
 // rawShareLen is the key_exchange length of a group (RFC 8446, Section
-// 4.2.8.2), 0 for groups ztls v1 does not know.
+// 4.2.8.2; docs/ztls-spec.md, Section 9.1 for X25519MLKEM768), 0 for
+// groups ztls does not know.
 func rawShareLen(group tls13.CurveID) int {
 	switch group {
 	case GroupX25519:
 		return 32
 	case GroupSecp256r1:
 		return 65
+	case GroupX25519MLKEM768:
+		return pqShareLen
 	}
 	return 0
 }
 
-func parseShare(group tls13.CurveID, s string) ([]byte, error) {
+// joinV3Share reads the key share of a v3 record (docs/ztls-spec.md,
+// Section 9.2): the strings after the group, joined until they hold
+// exactly the base64 length of the group's share. It returns the joined
+// text and the index of the next field.
+func joinV3Share(group tls13.CurveID, fs []string) (string, int, error) {
+	if group != GroupX25519MLKEM768 {
+		return "", 0, syntaxErr("group", "%d in a v=ztls3 record, which is for %d only", group, GroupX25519MLKEM768)
+	}
+	want := base64.StdEncoding.EncodedLen(pqShareLen)
+	var b strings.Builder
+	i := 6
+	for ; i < len(fs) && b.Len() < want; i++ {
+		b.WriteString(fs[i])
+	}
+	if b.Len() != want {
+		return "", 0, syntaxErr("key share", "%d base64 characters over strings 7 to %d, want exactly %d", b.Len(), i, want)
+	}
+	return b.String(), i, nil
+}
+
+// parseShare decodes a key share. A v1 or v2 record naming the
+// post-quantum group parses as an unknown group does (Select refuses it:
+// usable); a v3 record's share must have the group's length.
+func parseShare(group tls13.CurveID, s string, v3 bool) ([]byte, error) {
 	b, err := base64.StdEncoding.Strict().DecodeString(s)
 	if err != nil {
 		return nil, syntaxErr("key share", "bad base64: %v", err)
@@ -291,8 +339,11 @@ func parseShare(group tls13.CurveID, s string) ([]byte, error) {
 		return nil, syntaxErr("key share", "empty")
 	}
 	n := rawShareLen(group)
-	if n == 0 || len(b) == n {
+	if n == 0 || len(b) == n || (group == GroupX25519MLKEM768 && !v3) {
 		return b, nil
+	}
+	if group == GroupX25519MLKEM768 {
+		return nil, syntaxErr("key share", "%d bytes, X25519MLKEM768 needs %d", len(b), n)
 	}
 	raw, err := shareFromSPKI(group, b)
 	if err != nil {

@@ -174,7 +174,7 @@ func TestParseTXTRejects(t *testing.T) {
 	_, _, s := baseTXT(t)
 	notZTLS := map[string][]string{
 		"empty":     nil,
-		"v=ztls3":   with(s, 0, "v=ztls3"),
+		"v=ztls4":   with(s, 0, "v=ztls4"),
 		"upper V":   with(s, 0, "V=ztls1"),
 		"other TXT": {"v=spf1 -all"},
 		"tab in v":  with(s, 0, "\tv=ztls1"),

@@ -134,3 +134,74 @@ func TestServiceHTTPSRecordWithoutZData(t *testing.T) {
 		}
 	}
 }
+
+// MergeHTTPS adds the Z-data and TurboTLS keys to each ServiceMode RR the
+// operator wrote, keeping its target, alpn, ech and hints, replacing a
+// stale value of the same private-use key and lowering the TTL; an
+// AliasMode RRset is left alone, and an empty one gets own.
+func TestMergeHTTPS(t *testing.T) {
+	now := clock.Now()
+	fx := newFixture(t, "ecdsa-p256", Options{}, nil)
+	if _, err := fx.svc.Rotate(now); err != nil {
+		t.Fatal(err)
+	}
+	own, err := ServiceHTTPSRecord(testHost, testPort, fx.svc.HTTPSRecords(now), now, time.Minute, HTTPSOptions{TurboUDPPort: 443})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := own.Hdr.Name
+	rr := func(s string) dns.RR {
+		t.Helper()
+		r, err := dns.NewRR(owner + " 3600 IN HTTPS " + s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	base := []dns.RR{
+		rr(`1 svc1.example.net. alpn=h3,h2 ech=AEX+DQBBpAAgACCRR9EpLPhI5GNZSnBXY8AyTUBLIuedclStvyO3fLIcOgAEAAEAAQASY2xvdWRmbGFyZS1lY2guY29tAAA= key65280="\000\001"`),
+		rr(`2 svc2.example.net. port=8443 ipv6hint=2001:db8::1`),
+	}
+	merged, aliased := MergeHTTPS(base, own)
+	if aliased || len(merged) != 2 {
+		t.Fatalf("merged %v (aliased %v)", merged, aliased)
+	}
+	for i, m := range merged {
+		h := m.(*dns.HTTPS)
+		b := base[i].(*dns.HTTPS)
+		if h.Target != b.Target || h.Priority != b.Priority || h.Hdr.Ttl != own.Hdr.Ttl {
+			t.Fatalf("RR %d: %v", i, h)
+		}
+		recs, err := RecordsFromSVCB(&h.SVCB, 0)
+		if err != nil || len(recs) != len(fx.svc.HTTPSRecords(now)) {
+			t.Fatalf("RR %d: %d records (%v)", i, len(recs), err)
+		}
+		var keys []dns.SVCBKey
+		for _, kv := range h.Value {
+			keys = append(keys, kv.Key())
+			if kv.Key() == turboUDPPortKey && !bytes.Equal(kv.(*dns.SVCBLocal).Data, []byte{0x01, 0xbb}) {
+				t.Fatalf("RR %d: the stale TurboTLS port stayed: %v", i, h)
+			}
+		}
+		want := map[int][]dns.SVCBKey{
+			0: {dns.SVCB_ALPN, dns.SVCB_ECHCONFIG, turboUDPPortKey, DefaultSvcParamKey},
+			1: {dns.SVCB_PORT, dns.SVCB_IPV6HINT, turboUDPPortKey, DefaultSvcParamKey},
+		}[i]
+		if !equalKeys(keys, want) {
+			t.Fatalf("RR %d: keys %v, want %v", i, keys, want)
+		}
+		if _, err := dns.NewRR(h.String()); err != nil {
+			t.Fatalf("RR %d does not parse back: %v", i, err)
+		}
+	}
+	if base[0].(*dns.HTTPS).Hdr.Ttl != 3600 || len(base[0].(*dns.HTTPS).Value) != 3 {
+		t.Fatal("MergeHTTPS changed its argument")
+	}
+	alias := []dns.RR{rr("0 pool.example.net.")}
+	if got, aliased := MergeHTTPS(alias, own); !aliased || len(got) != 1 || got[0] != alias[0] {
+		t.Fatalf("AliasMode: %v %v", got, aliased)
+	}
+	if got, aliased := MergeHTTPS(nil, own); aliased || len(got) != 1 || got[0] != dns.RR(own) {
+		t.Fatalf("empty base: %v", got)
+	}
+}

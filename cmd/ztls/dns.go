@@ -122,8 +122,11 @@ is republished with the TXT set at each change (rollover, new key), its TTL
 ends before the earliest not-after, and the zone's A and AAAA records for
 HOST become its address hints. --https-alpn sets its alpn, --zdata-svc-key
 the private-use key (65281 to 65534; clients must ask for the same), and
---zdata-https=false leaves the Z-data in TXT only. The record replaces any
-HTTPS RRset the zone file holds at that name. Its answer fits 1232 bytes
+--zdata-https=false leaves the Z-data in TXT only. When the zone file has
+its own HTTPS records at that name, the Z-data and TurboTLS keys are added
+to each ServiceMode one (its target, alpn, ech and hints kept; the lower
+TTL); an AliasMode one is served as it is, without them (put them at its
+target). Its answer fits 1232 bytes
 with an ECDSA P-256 or Ed25519 leaf, BFE twins included; with an RSA leaf
 and BFE (about 1600 bytes) UDP answers are truncated (TC=1) and resolvers
 ask again over TCP: the log says so at start.
@@ -339,6 +342,7 @@ func checkDNSServeFlags(f *dnsServeFlags) error {
 		return fmt.Errorf("dns serve: %w", err)
 	}
 	f.https.turboAtServicePort = f.turbo
+	f.https.zoneSets = &zoneHTTPS{}
 	return checkAbuseFlags(f)
 }
 
@@ -684,6 +688,18 @@ func noLimitIfZero(n int) int {
 // record (with the Z-data and, with --turbo, the TurboTLS key) into the
 // zones.
 func addServiceRecords(zones *authority.Zones, dirs []*zdata.Dir, https *httpsAdvert, now time.Time) error {
+	if https != nil && https.zoneSets != nil {
+		// What the zone files hold at the owners, before the services'
+		// records go in: the base each refresh merges into.
+		sets := map[string][]dns.RR{}
+		for _, d := range dirs {
+			owner := zdata.HTTPSOwner(d.Config.Host, d.Config.Port)
+			if z := zones.Zone(owner); z != nil {
+				sets[owner] = z.RRset(owner, dns.TypeHTTPS)
+			}
+		}
+		https.zoneSets.set(sets)
+	}
 	for _, d := range dirs {
 		if err := serveZData(zones, d, now, https); err != nil {
 			return err
@@ -743,19 +759,34 @@ func serveZData(zones *authority.Zones, d *zdata.Dir, now time.Time, https *http
 	if https == nil || !https.wanted() {
 		return nil
 	}
-	rr, err := servedHTTPSRecord(zones, d, now, https)
+	rrs, _, err := servedHTTPSRecords(zones, d, now, https)
 	if err != nil {
 		return fmt.Errorf("the HTTPS record of %s: %w", d.Path, err)
 	}
-	if err := zones.ReplaceRRset(rr.Hdr.Name, dns.TypeHTTPS, []dns.RR{rr}); err != nil {
-		return fmt.Errorf("the HTTPS record of %s: %w (is %s inside a --zone?)", d.Path, err, rr.Hdr.Name)
+	if err := zones.ReplaceRRset(rrs[0].Header().Name, dns.TypeHTTPS, rrs); err != nil {
+		return fmt.Errorf("the HTTPS record of %s: %w (is %s inside a --zone?)", d.Path, err, rrs[0].Header().Name)
 	}
 	return nil
 }
 
-// servedHTTPSRecord is the service's HTTPS record at now, its address
-// hints the A and AAAA records the zones hold for the host.
-func servedHTTPSRecord(zones *authority.Zones, d *zdata.Dir, now time.Time, https *httpsAdvert) (*dns.HTTPS, error) {
+// servedHTTPSRecords is the service's HTTPS RRset at now: the zone
+// file's ServiceMode RRs at the owner with the Z-data and TurboTLS keys
+// merged in (zdata.MergeHTTPS), or, when the zone file has none, the
+// service's own record with the address hints the zones hold for the
+// host. aliased: the zone file has an AliasMode RR there, served as it
+// is (the Z-data belongs at its target).
+func servedHTTPSRecords(zones *authority.Zones, d *zdata.Dir, now time.Time, https *httpsAdvert) (rrs []dns.RR, aliased bool, err error) {
+	rr, err := serviceHTTPSRecord(zones, d, now, https)
+	if err != nil {
+		return nil, false, err
+	}
+	rrs, aliased = zdata.MergeHTTPS(https.zoneSets.get(rr.Hdr.Name), rr)
+	return rrs, aliased, nil
+}
+
+// serviceHTTPSRecord is the service's own HTTPS record at now, its
+// address hints the A and AAAA records the zones hold for the host.
+func serviceHTTPSRecord(zones *authority.Zones, d *zdata.Dir, now time.Time, https *httpsAdvert) (*dns.HTTPS, error) {
 	var v4, v6 []net.IP
 	host := dns.Fqdn(d.Config.Host)
 	if z := zones.Zone(host); z != nil {
@@ -777,18 +808,26 @@ func logHTTPSRecord(log *slog.Logger, zones *authority.Zones, d *zdata.Dir, http
 		return
 	}
 	now := clock.Now()
-	rr, err := servedHTTPSRecord(zones, d, now, https)
+	rrs, aliased, err := servedHTTPSRecords(zones, d, now, https)
 	if err != nil {
 		log.Error("the HTTPS record", "dir", d.Path, "err", err)
 		return
 	}
-	size, err := zdata.AnswerSize(rr)
+	owner := rrs[0].Header().Name
+	if aliased {
+		log.Warn("the zone file holds an AliasMode HTTPS record at the service's name: served as it is, without Z-data or TurboTLS's key (clients follow the alias; put the keys in the target's ServiceMode record, docs/ztls-spec.md Section 8.6)", "owner", owner)
+		return
+	}
+	size, err := zdata.AnswerSize(rrs...)
 	if err != nil {
 		log.Error("the HTTPS record", "dir", d.Path, "err", err)
 		return
 	}
-	recs, _ := zdata.RecordsFromSVCB(&rr.SVCB, dns.SVCBKey(https.key))
-	args := []any{"owner", rr.Hdr.Name, "zdata_records", len(recs), "answer_bytes", size}
+	recs, _ := zdata.RecordsFromSVCB(&rrs[0].(*dns.HTTPS).SVCB, dns.SVCBKey(https.key))
+	args := []any{"owner", owner, "zdata_records", len(recs), "answer_bytes", size}
+	if len(https.zoneSets.get(owner)) > 0 {
+		args = append(args, "merged_into_zone_rrs", len(rrs))
+	}
 	if https.turboAtServicePort {
 		args = append(args, "turbo_udp_port", d.Config.Port)
 	}

@@ -444,3 +444,53 @@ func TestCLIZDataPublishHTTPSToBindAndKnot(t *testing.T) {
 		}
 	}
 }
+
+// A zone file's own HTTPS records at the service's name keep what they
+// carry (target, alpn, ech, port) and get the Z-data and TurboTLS keys
+// added, at the lower TTL; an AliasMode record is served as written.
+func TestCLIDNSServeHTTPSMergesZoneRecords(t *testing.T) {
+	t.Setenv(clock.EnvOffset, offsetReading(t, "10:00")) // one period throughout, TTLs of whole minutes
+	s := newHTTPSService(t, "ecdsa-p256")
+	owner := "_" + strconv.Itoa(s.port) + "._https.www.ztls.test."
+	for _, tc := range []struct {
+		name, rrs string
+		merged    bool
+	}{
+		{"ServiceMode", owner + " 3600 IN HTTPS 1 svc.ztls.test. alpn=h3,h2 port=8443\n" +
+			owner + " 3600 IN HTTPS 2 . alpn=h2\n", true},
+		{"AliasMode", owner + " 3600 IN HTTPS 0 pool.ztls.test.\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			zone := filepath.Join(t.TempDir(), "ztls.test.zone")
+			writeFile(t, zone, testZone+tc.rrs)
+			addr := logAttr(start(t, "serving udp on", "dns", "serve", "--zone", zone, "--zdata", s.zd, "--turbo", "--listen", "127.0.0.1:0"), "addr")
+			q := new(dns.Msg)
+			q.SetQuestion(owner, dns.TypeHTTPS)
+			r, _, err := (&dns.Client{Net: "tcp", Timeout: 3 * time.Second}).Exchange(q, addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := strings.Count(tc.rrs, "\n")
+			if len(r.Answer) != want {
+				t.Fatalf("%d HTTPS RRs, want the zone's %d: %v", len(r.Answer), want, r.Answer)
+			}
+			for _, rr := range r.Answer {
+				h := rr.(*dns.HTTPS)
+				recs, err := zdata.RecordsFromSVCB(&h.SVCB, 0)
+				_, terr := turbo.UDPPortFrom([]dns.RR{h})
+				if !tc.merged {
+					if err == nil || terr == nil || h.Hdr.Ttl != 3600 {
+						t.Fatalf("the alias got keys or a new TTL: %v", h)
+					}
+					continue
+				}
+				if err != nil || len(recs) != 4 || terr != nil || h.Hdr.Ttl > 300 {
+					t.Fatalf("%v: Z-data %d (%v), TurboTLS %v", h, len(recs), err, terr)
+				}
+				if h.Priority == 1 && (h.Target != "svc.ztls.test." || !strings.Contains(h.String(), `alpn="h3,h2" port="8443"`)) {
+					t.Fatalf("the zone's RR lost its own parameters: %v", h)
+				}
+			}
+		})
+	}
+}

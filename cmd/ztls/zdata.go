@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/miekg/dns"
@@ -368,6 +369,33 @@ type httpsAdvert struct {
 	// turboAtServicePort advertises TurboTLS on each service's own TCP
 	// port number ('dns serve --turbo'), in place of turboPort.
 	turboAtServicePort bool
+	// zoneSets holds the HTTPS RRsets the zone files hold at the
+	// services' owner names ('dns serve'; nil elsewhere), into which
+	// the record's keys are merged (zdata.MergeHTTPS).
+	zoneSets *zoneHTTPS
+}
+
+// zoneHTTPS is the HTTPS RRsets of the zone files at the services'
+// owner names, by lower-case owner, as they were last loaded. It is read
+// at each refresh and replaced at each reload, from two goroutines.
+type zoneHTTPS struct {
+	mu   sync.Mutex
+	sets map[string][]dns.RR
+}
+
+func (z *zoneHTTPS) get(owner string) []dns.RR {
+	if z == nil {
+		return nil
+	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return z.sets[strings.ToLower(owner)]
+}
+
+func (z *zoneHTTPS) set(sets map[string][]dns.RR) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	z.sets = sets
 }
 
 // register defines --zdata-https, --zdata-svc-key and --https-alpn.

@@ -20,7 +20,10 @@ package tls13
 //
 // The client's policy on the Z-data leaf (VerifyZDataOffer) is
 // certificate verification and lives in verify.go; the secrets derived
-// after the early secret are the shared ones of secrets.go.
+// after the early secret are the shared ones of secrets.go. Post-quantum
+// Z-data (X25519MLKEM768 keys and ztls_kem, Section 9) adds ztls_pq.go:
+// the server's key type and the client's encapsulation, which
+// ztlsSharedSecret and acceptZTLS (ztlsClientShare) call.
 
 import (
 	"bytes"

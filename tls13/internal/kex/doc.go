@@ -21,8 +21,10 @@
 // the handshake's path, for handshakes that do not take randomness from a
 // fixed reader.
 //
-// StaticKey is the long-lived ECDH key a ZTLS server publishes in its Z-data;
-// it computes the same kind of secret as an ephemeral share.
+// StaticKey is the long-lived key a ZTLS server publishes in its Z-data; it
+// computes the same kind of secret as an ephemeral share. An X25519MLKEM768
+// static key (docs/ztls-spec.md, Section 9) is a client's hybrid share that
+// lives on: the ZTLS client answers it with ServerShare.
 //
 // Errors caused by the peer's bytes are *alert.Error values that carry the TLS alert
 // to send (illegal_parameter for a malformed or weak share).

@@ -367,3 +367,65 @@ func TestZTLSPQServerInterop(t *testing.T) {
 		cli.waitOutput("TLSv1.3")
 	})
 }
+
+// A replayed post-quantum first flight (a v3 record without bfe=) is
+// refused by the strike register, as a v1 flight is: the ML-KEM
+// decapsulation gives the same key again, so only the register stops it.
+func TestZTLSPQReplayRefused(t *testing.T) {
+	z := newPQZTLSSetup(t)
+	c := newEngine(z.ccfg, true)
+	if err := c.startClient(nil, z.offer, []byte("transfer 100")); err != nil {
+		t.Fatal(err)
+	}
+	flight := append([]byte(nil), c.takeOutput()...)
+	for i, want := range []bool{true, false} {
+		s := newEngine(z.scfg, false)
+		s.startServer()
+		if err := s.feed(flight); err != nil {
+			t.Fatal(err)
+		}
+		if s.info.ZTLS != want || (!want && (s.earlyBuffered() > 0 || s.info.ZTLSRejectReason != "replayed ClientHello")) {
+			t.Fatalf("delivery %d: accepted=%v early bytes=%d reason %q", i, s.info.ZTLS, s.earlyBuffered(), s.info.ZTLSRejectReason)
+		}
+	}
+}
+
+// After a HelloRetryRequest the second ClientHello carries neither ztls
+// nor ztls_kem (docs/ztls-spec.md, Section 9.3), and the handshake
+// completes without early data.
+func TestZTLSPQAfterHelloRetryRequest(t *testing.T) {
+	z := newPQZTLSSetup(t)
+	z.scfg.Groups = []CurveID{P384} // forces a retry: the client sends no P-384 share
+	z.ccfg.Groups = []CurveID{X25519MLKEM768, P384}
+	c, s := newEngine(z.ccfg, true), newEngine(z.scfg, false)
+	if err := c.startClient(nil, z.offer, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	s.startServer()
+	flight := c.takeOutput()
+	if first := firstClientHello(t, flight); first.ZTLSKEM == nil {
+		t.Fatal("the first ClientHello has no ztls_kem")
+	}
+	if err := s.feed(flight); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.feed(s.takeOutput()); err != nil {
+		t.Fatal(err)
+	}
+	retry := c.takeOutput()
+	// The second ClientHello is the first handshake record after any
+	// change_cipher_spec.
+	for len(retry) > 5 && retry[0] != 22 {
+		retry = retry[5+(int(retry[3])<<8|int(retry[4])):]
+	}
+	if second := firstClientHello(t, retry); second.ZTLSKEM != nil || second.ZTLS != nil || second.EarlyData {
+		t.Fatal("the second ClientHello kept ztls, ztls_kem or early_data")
+	}
+	if err := s.feed(retry); err != nil {
+		t.Fatal(err)
+	}
+	finishRetried(t, c, s)
+	if !c.done || !s.done || c.info.ZTLS || s.earlyBuffered() > 0 {
+		t.Fatalf("after HRR: done %v/%v ztls %v", c.done, s.done, c.info.ZTLS)
+	}
+}

@@ -352,3 +352,25 @@ const (
 )
 
 var _ = errors.New
+
+// ValidateShare on a post-quantum share (docs/ztls-spec.md, Section 9.1):
+// the length, FIPS 203's modulus check, a small-order x25519 half.
+func TestPQValidateShare(t *testing.T) {
+	kem, err := tls13.GenerateZDataKEMKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := kem.Public()
+	if err := ValidateShare(GroupX25519MLKEM768, good); err != nil {
+		t.Fatal(err)
+	}
+	modulus := bytes.Clone(good)
+	modulus[0], modulus[1] = 0xff, 0xff // a 12-bit coefficient of 4095 >= q
+	lowOrder := append(bytes.Clone(good[:1184]), make([]byte, 32)...)
+	for name, share := range map[string][]byte{"short": good[:1215], "long": append(bytes.Clone(good), 0),
+		"modulus": modulus, "small-order x25519": lowOrder} {
+		if err := ValidateShare(GroupX25519MLKEM768, share); ReasonOf(err) != ReasonInvalidShare {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

@@ -107,20 +107,21 @@ func (d *Dir) HTTPSRR(now time.Time, maxTTL time.Duration, o HTTPSOptions) (*dns
 	return ServiceHTTPSRecord(d.Config.Host, d.Config.Port, recs, now, maxTTL, o)
 }
 
-// MergeHTTPS puts own's private-use SvcParams (the Z-data key, TurboTLS's
-// key65280: keys 65280 and above) into each ServiceMode RR of base, an
-// HTTPS RRset the operator wrote at own's owner, keeping each RR's
-// target, priority and other SvcParams (alpn, ech, hints, port) as they
-// are (RFC 9460, Section 2.2: a key at most once per RR, so one of base's
-// own private-use values under the same key is replaced). Each merged
-// RR's TTL is the lower of the two, so the Z-data's TTL rule holds.
+// MergeHTTPS puts own's values of the managed keys (the Z-data key,
+// TurboTLS's key65280: those the publisher owns) into each ServiceMode RR
+// of base, an HTTPS RRset the operator wrote at own's owner, keeping each
+// RR's target, priority and other SvcParams (alpn, ech, hints, port) as
+// they are. A managed key in base is dropped first (RFC 9460, Section
+// 2.2: a key at most once per RR), also when own no longer carries it.
+// Each merged RR's TTL is the lower of the two, so the Z-data's TTL rule
+// holds.
 // AliasMode RRs are kept unchanged: an alias carries no SvcParams, and a
 // client that sees one ignores the ServiceMode RRs beside it (Section
 // 2.4.2), so the Z-data belongs at the alias's target (docs/ztls-spec.md,
 // Section 8.6); aliased reports that base holds one. Without a
 // ServiceMode RR in base (or with an alias) the result is base itself,
 // or own alone when base is empty.
-func MergeHTTPS(base []dns.RR, own *dns.HTTPS) (merged []dns.RR, aliased bool) {
+func MergeHTTPS(base []dns.RR, own *dns.HTTPS, managed ...dns.SVCBKey) (merged []dns.RR, aliased bool) {
 	var service []*dns.HTTPS
 	for _, rr := range base {
 		if h, ok := rr.(*dns.HTTPS); ok {
@@ -139,7 +140,7 @@ func MergeHTTPS(base []dns.RR, own *dns.HTTPS) (merged []dns.RR, aliased bool) {
 	}
 	var ours []dns.SVCBKeyValue
 	for _, kv := range own.Value {
-		if kv.Key() >= turboUDPPortKey {
+		if slices.Contains(managed, kv.Key()) {
 			ours = append(ours, kv)
 		}
 	}
@@ -149,7 +150,7 @@ func MergeHTTPS(base []dns.RR, own *dns.HTTPS) (merged []dns.RR, aliased bool) {
 		c.Hdr.Ttl = min(c.Hdr.Ttl, own.Hdr.Ttl)
 		v := c.Value[:0]
 		for _, kv := range c.Value {
-			if !slices.ContainsFunc(ours, func(o dns.SVCBKeyValue) bool { return o.Key() == kv.Key() }) {
+			if !slices.Contains(managed, kv.Key()) {
 				v = append(v, kv)
 			}
 		}

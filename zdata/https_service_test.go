@@ -162,7 +162,7 @@ func TestMergeHTTPS(t *testing.T) {
 		rr(`1 svc1.example.net. alpn=h3,h2 ech=AEX+DQBBpAAgACCRR9EpLPhI5GNZSnBXY8AyTUBLIuedclStvyO3fLIcOgAEAAEAAQASY2xvdWRmbGFyZS1lY2guY29tAAA= key65280="\000\001"`),
 		rr(`2 svc2.example.net. port=8443 ipv6hint=2001:db8::1`),
 	}
-	merged, aliased := MergeHTTPS(base, own)
+	merged, aliased := MergeHTTPS(base, own, DefaultSvcParamKey, turboUDPPortKey)
 	if aliased || len(merged) != 2 {
 		t.Fatalf("merged %v (aliased %v)", merged, aliased)
 	}
@@ -197,11 +197,20 @@ func TestMergeHTTPS(t *testing.T) {
 	if base[0].(*dns.HTTPS).Hdr.Ttl != 3600 || len(base[0].(*dns.HTTPS).Value) != 3 {
 		t.Fatal("MergeHTTPS changed its argument")
 	}
+	// A managed key own no longer carries leaves; another stays.
+	noTurbo, err := ServiceHTTPSRecord(testHost, testPort, nil, now, time.Minute, HTTPSOptions{NoZData: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := MergeHTTPS(merged, noTurbo, DefaultSvcParamKey)
+	if h := again[0].(*dns.HTTPS); len(h.Value) != 3 || h.Value[2].Key() != turboUDPPortKey {
+		t.Fatalf("dropping the Z-data key only: %v", h)
+	}
 	alias := []dns.RR{rr("0 pool.example.net.")}
-	if got, aliased := MergeHTTPS(alias, own); !aliased || len(got) != 1 || got[0] != alias[0] {
+	if got, aliased := MergeHTTPS(alias, own, DefaultSvcParamKey); !aliased || len(got) != 1 || got[0] != alias[0] {
 		t.Fatalf("AliasMode: %v %v", got, aliased)
 	}
-	if got, aliased := MergeHTTPS(nil, own); aliased || len(got) != 1 || got[0] != dns.RR(own) {
+	if got, aliased := MergeHTTPS(nil, own, DefaultSvcParamKey); aliased || len(got) != 1 || got[0] != dns.RR(own) {
 		t.Fatalf("empty base: %v", got)
 	}
 }

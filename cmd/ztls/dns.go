@@ -780,7 +780,7 @@ func servedHTTPSRecords(zones *authority.Zones, d *zdata.Dir, now time.Time, htt
 	if err != nil {
 		return nil, false, err
 	}
-	rrs, aliased = zdata.MergeHTTPS(https.zoneSets.get(rr.Hdr.Name), rr)
+	rrs, aliased = zdata.MergeHTTPS(https.zoneSets.get(rr.Hdr.Name), rr, https.managed()...)
 	return rrs, aliased, nil
 }
 

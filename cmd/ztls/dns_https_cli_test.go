@@ -439,8 +439,11 @@ func TestCLIZDataPublishHTTPSToBindAndKnot(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := httpsAnswer(t, r)
-		if _, err := zdata.RecordsFromSVCB(&got.SVCB, 0); err != zdata.ErrNoSvcParam || len(got.Value) != 1 {
+		if _, err := zdata.RecordsFromSVCB(&got.SVCB, 0); err != zdata.ErrNoSvcParam {
 			t.Fatalf("%s after --zdata-https=false: %v", p.name, got)
+		}
+		if p, err := turbo.UDPPortFrom([]dns.RR{got}); err != nil || int(p) != s.port {
+			t.Fatalf("TurboTLS port %d (%v) after --zdata-https=false", p, err)
 		}
 	}
 }
@@ -492,5 +495,64 @@ func TestCLIDNSServeHTTPSMergesZoneRecords(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// zdata publish puts the Z-data and TurboTLS keys into the HTTPS records
+// the primary already holds at the service's name (BIND 9 and Knot DNS):
+// the operator's target, alpn and port stay, the TTL is the Z-data's; a
+// second publish replaces its own keys without piling up; an AliasMode
+// RRset is left alone, and the command says so.
+func TestCLIZDataPublishMergesPrimaryHTTPS(t *testing.T) {
+	t.Setenv(clock.EnvOffset, offsetReading(t, "10:00")) // one period throughout, TTLs of whole minutes
+	const secret = "c2VjcmV0LWtleS1mb3ItenRscy1wdWJsaXNoLXRlc3Rz"
+	s := newHTTPSService(t, "ecdsa-p256")
+	owner := "_" + strconv.Itoa(s.port) + "._https.www.ztls.test."
+	key := &dnstest.BindKey{Name: "ztls-key", Secret: secret}
+	for _, tc := range []struct {
+		name, rr string
+		alias    bool
+	}{
+		{"ServiceMode", owner + " 3600 IN HTTPS 1 svc.ztls.test. alpn=h3,h2 port=8443\n", false},
+		{"AliasMode", owner + " 3600 IN HTTPS 0 pool.ztls.test.\n", true},
+	} {
+		zone := dnstest.BindZone{Origin: "ztls.test.", Text: testZone + tc.rr, AllowUpdate: true}
+		for _, p := range []struct{ name, addr string }{
+			{"BIND 9", dnstest.StartBind(t, dnstest.BindOptions{Zones: []dnstest.BindZone{zone}, Key: key}).Addr},
+			{"Knot DNS", dnstest.StartKnot(t, dnstest.KnotOptions{Zones: []dnstest.BindZone{zone}, Key: key}).Addr},
+		} {
+			who := tc.name + " on " + p.name
+			for range 2 {
+				cmd := exec.Command(ztlsBinary(t), "zdata", "publish", s.zd, "--server", p.addr, "--zone", "ztls.test", "--tsig-name", "ztls-key",
+					"--tsig-secret", secret, "--turbo-port", strconv.Itoa(s.port))
+				var stderr strings.Builder
+				cmd.Stderr = &stderr
+				if out, err := cmd.Output(); err != nil || !strings.Contains(string(out), "published") {
+					t.Fatalf("%s: %v\n%s%s", who, err, out, stderr.String())
+				}
+				if tc.alias != strings.Contains(stderr.String(), "AliasMode") {
+					t.Fatalf("%s: stderr %q", who, stderr.String())
+				}
+			}
+			q := new(dns.Msg)
+			q.SetQuestion(owner, dns.TypeHTTPS)
+			r, _, err := (&dns.Client{Net: "tcp", Timeout: 5 * time.Second}).Exchange(q, p.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := httpsAnswer(t, r)
+			recs, zerr := zdata.RecordsFromSVCB(&h.SVCB, 0)
+			_, terr := turbo.UDPPortFrom([]dns.RR{h})
+			if tc.alias {
+				if h.Priority != 0 || zerr == nil || terr == nil || h.Hdr.Ttl != 3600 {
+					t.Fatalf("%s: the alias changed: %v", who, h)
+				}
+				continue
+			}
+			if zerr != nil || len(recs) != 4 || terr != nil || h.Hdr.Ttl > 300 || h.Target != "svc.ztls.test." ||
+				!strings.Contains(h.String(), `alpn="h3,h2" port="8443"`) || len(h.Value) != 4 {
+				t.Fatalf("%s: %v (Z-data %d, %v; TurboTLS %v)", who, h, len(recs), zerr, terr)
+			}
+		}
 	}
 }

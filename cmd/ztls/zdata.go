@@ -23,6 +23,7 @@ import (
 	"github.com/ztls-project/ztls/dns/resolver"
 	"github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/tls13"
+	"github.com/ztls-project/ztls/turbo"
 	"github.com/ztls-project/ztls/zdata"
 )
 
@@ -422,6 +423,19 @@ func (h *httpsAdvert) check() error {
 	return nil
 }
 
+// managed is the SvcParamKeys h puts in a service's HTTPS RRs: the
+// Z-data key, and TurboTLS's when it advertises it.
+func (h *httpsAdvert) managed() []dns.SVCBKey {
+	keys := []dns.SVCBKey{dns.SVCBKey(h.key)}
+	if h.key == 0 {
+		keys[0] = zdata.DefaultSvcParamKey
+	}
+	if h.turboPort != 0 || h.turboAtServicePort {
+		keys = append(keys, turbo.KeyUDPPort)
+	}
+	return keys
+}
+
 // wanted says whether the service has an HTTPS record to serve at all.
 func (h *httpsAdvert) wanted() bool { return h.zdata || h.turboPort != 0 || h.turboAtServicePort }
 
@@ -452,6 +466,49 @@ func serviceSets(d *zdata.Dir, now time.Time, maxTTL time.Duration, h *httpsAdve
 	return append(sets, publish.RRSet{Name: rr.Hdr.Name, Type: dns.TypeHTTPS, Records: []dns.RR{rr}}), nil
 }
 
+// publishService pushes the service's sets to the primary in one UPDATE.
+// The HTTPS record's keys go into the HTTPS RRset the primary holds at
+// the owner (zdata.MergeHTTPS: the operator's alpn, ech and hints kept),
+// or make it when there is none; the UPDATE is conditional on that RRset
+// being as read, and read again when someone changed it in between.
+func publishService(ctx context.Context, pub *publish.Publisher, d *zdata.Dir, now time.Time, ttl time.Duration, h *httpsAdvert) (records int, aliased bool, err error) {
+	for attempt := 1; ; attempt++ {
+		sets, err := serviceSets(d, now, ttl, h)
+		if err != nil {
+			return 0, false, err
+		}
+		for i := range sets {
+			if sets[i].Type != dns.TypeHTTPS {
+				continue
+			}
+			own := sets[i].Records[0].(*dns.HTTPS)
+			was, err := pub.Read(ctx, own.Hdr.Name, dns.TypeHTTPS)
+			if err != nil {
+				return 0, false, err
+			}
+			sets[i].Records, aliased = zdata.MergeHTTPS(was, own, h.managed()...)
+			if !aliased {
+				// The Z-data's TTL, not one a former merge lowered.
+				for _, rr := range sets[i].Records {
+					rr.Header().Ttl = own.Hdr.Ttl
+				}
+			}
+			sets[i].IfUnchanged, sets[i].Was = true, was
+		}
+		err = pub.Publish(ctx, sets)
+		if publish.IsChanged(err) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			return 0, false, err
+		}
+		for _, s := range sets {
+			records += len(s.Records)
+		}
+		return records, aliased, nil
+	}
+}
+
 func init() {
 	var server, zone, keyName, keySecret, keyAlg string
 	var ttl time.Duration
@@ -462,11 +519,15 @@ func init() {
 		Short: "Push a directory's records to a primary DNS server with a TSIG-signed UPDATE (RFC 2136)",
 		Long: `Replace the service's Z-data TXT, CERT and TLSA sets and its HTTPS record
 (the Z-data in key65370, with --turbo-port TurboTLS's key65280 in the same
-RR, --https-alpn its alpn) on the primary in one atomic UPDATE signed with
-TSIG (hmac-sha256 by default). The HTTPS RRset at HOST (port 443) or
-_PORT._https.HOST is replaced whole: --zdata-https=false (without
---turbo-port) leaves it alone. Run it at each period (from cron): the
-records change every period.
+RR) on the primary in one atomic UPDATE signed with TSIG (hmac-sha256 by
+default). The HTTPS RRset at HOST (port 443) or _PORT._https.HOST is read
+first: the keys go into each of its ServiceMode records (their target,
+alpn, ech and hints kept), an AliasMode one is left alone, and without one
+the service's own record is made (alpn from --https-alpn). The UPDATE
+applies only if that RRset is still as read (RFC 2136 prerequisite), else
+it is read again. --zdata-https=false (without --turbo-port) leaves the
+HTTPS RRset alone. Run it at each period (from cron): the records change
+every period.
 
 The primary (BIND 9, Knot DNS, PowerDNS) must allow updates with that key,
 e.g. in BIND:
@@ -516,20 +577,16 @@ or in Knot DNS's knot.conf:
 			if err := https.check(); err != nil {
 				return err
 			}
-			// One HTTPS RR with the Z-data and TurboTLS's key65280.
-			sets, err := serviceSets(d, now, ttl, &https)
+			ctx, cancel := context.WithTimeout(cmd.Context(), 15*time.Second)
+			defer cancel()
+			pub := &publish.Publisher{Server: addr, Zone: zone, Key: publish.TSIGKey{Name: keyName, Algorithm: keyAlg, Secret: keySecret}}
+			n, aliased, err := publishService(ctx, pub, d, now, ttl, &https)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), 15*time.Second)
-			defer cancel()
-			key := publish.TSIGKey{Name: keyName, Algorithm: keyAlg, Secret: keySecret}
-			if err := publish.Publish(ctx, addr, zone, key, sets); err != nil {
-				return err
-			}
-			n := 0
-			for _, s := range sets {
-				n += len(s.Records)
+			if aliased {
+				fmt.Fprintf(cmd.ErrOrStderr(), "ztls: the HTTPS RRset at %s is AliasMode: left as it is, without the Z-data or TurboTLS keys (put them in its target's ServiceMode record, docs/ztls-spec.md Section 8.6)\n",
+					zdata.HTTPSOwner(d.Config.Host, d.Config.Port))
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "published %d records for %s port %d to %s\n", n, d.Config.Host, d.Config.Port, addr)
 			return nil

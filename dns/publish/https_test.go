@@ -242,3 +242,46 @@ func TestHTTPSThroughResolvers(t *testing.T) {
 		}
 	}
 }
+
+// An IfUnchanged UPDATE is applied only while the RRset is what Read
+// returned: both BIND 9 and Knot DNS refuse it (NXRRSET or YXRRSET,
+// IsChanged) and change nothing once someone else changed the set, and
+// take it when it was read again.
+func TestPublishIfUnchanged(t *testing.T) {
+	key := TSIGKey{Name: "ztls-update.", Secret: testSecret}
+	now := recordTime()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p := newHTTPSProfile(t, "ecdsa-p256", now)
+	for _, pr := range startPrimaries(t, key) {
+		pub := &Publisher{Server: pr.addr, Zone: "example.test.", Key: key}
+		owner := httpsHost + "."
+		was, err := pub.Read(ctx, owner, dns.TypeHTTPS)
+		if err != nil || len(was) != 0 {
+			t.Fatalf("%s: read %v (%v), want nothing yet", pr.name, was, err)
+		}
+		_, first := p.sets(t, now, "h2")
+		set := RRSet{Name: owner, Type: dns.TypeHTTPS, Records: []dns.RR{first}, IfUnchanged: true, Was: was}
+		if err := pub.Publish(ctx, []RRSet{set}); err != nil {
+			t.Fatalf("%s: %v", pr.name, err)
+		}
+		// Someone else's edit between a read and the UPDATE: stale Was.
+		_, other := p.sets(t, now, "http/1.1")
+		for _, stale := range [][]dns.RR{nil, {other}} {
+			set := RRSet{Name: owner, Type: dns.TypeHTTPS, Records: []dns.RR{other}, IfUnchanged: true, Was: stale}
+			if err := pub.Publish(ctx, []RRSet{set}); !IsChanged(err) {
+				t.Fatalf("%s: stale prerequisite (%d records): %v, want NXRRSET or YXRRSET", pr.name, len(stale), err)
+			}
+			p.checkHTTPS(t, pr.name+" after a refused UPDATE", askHTTPS(t, pr.addr, "tcp"), first)
+		}
+		was, err = pub.Read(ctx, owner, dns.TypeHTTPS)
+		if err != nil || len(was) != 1 {
+			t.Fatalf("%s: read %v (%v)", pr.name, was, err)
+		}
+		set = RRSet{Name: owner, Type: dns.TypeHTTPS, Records: []dns.RR{other}, IfUnchanged: true, Was: was}
+		if err := pub.Publish(ctx, []RRSet{set}); err != nil {
+			t.Fatalf("%s: read again: %v", pr.name, err)
+		}
+		p.checkHTTPS(t, pr.name, askHTTPS(t, pr.addr, "tcp"), other)
+	}
+}

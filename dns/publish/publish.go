@@ -63,6 +63,23 @@ type RRSet struct {
 	Name    string
 	Type    uint16
 	Records []dns.RR
+	// IfUnchanged makes the whole UPDATE conditional on the primary's
+	// RRset still being Was, as Publisher.Read returned it (RFC 2136,
+	// Section 2.4.2: "RRset exists (value dependent)"; Section 2.4.3,
+	// "RRset does not exist", when Was is empty): a set someone changed
+	// since it was read makes the primary refuse the UPDATE with NXRRSET
+	// or YXRRSET (an *UpdateError; IsChanged) and change nothing, so a
+	// publisher that merges its records into an RRset it read never
+	// overwrites an edit made in between. Read again and retry.
+	IfUnchanged bool
+	Was         []dns.RR
+}
+
+// IsChanged reports whether err is a primary's refusal because an
+// IfUnchanged RRset changed since it was read.
+func IsChanged(err error) bool {
+	var ue *UpdateError
+	return errors.As(err, &ue) && (ue.Rcode == dns.RcodeNXRrset || ue.Rcode == dns.RcodeYXRrset)
 }
 
 // UpdateError is the primary's refusal of an UPDATE.
@@ -107,6 +124,36 @@ type Publisher struct {
 	Net string
 	// Timeout bounds the exchange. 0 means DefaultTimeout.
 	Timeout time.Duration
+}
+
+// Read asks the primary for the RRset of name and rrtype over TCP (its
+// authoritative answer, as an IfUnchanged RRSet's Was), unsigned. An
+// empty answer (NODATA or NXDOMAIN) is no records.
+func (p *Publisher) Read(ctx context.Context, name string, rrtype uint16) ([]dns.RR, error) {
+	q := new(dns.Msg)
+	q.SetQuestion(dnsname.Canonical(name), rrtype)
+	q.RecursionDesired = false
+	c := &dns.Client{Net: "tcp", Timeout: p.Timeout}
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	r, _, err := c.ExchangeContext(ctx, q, p.Server)
+	if err != nil {
+		return nil, fmt.Errorf("publish: reading %s %s from %s: %w", name, typeName(rrtype), p.Server, err)
+	}
+	if r.Rcode != dns.RcodeSuccess && r.Rcode != dns.RcodeNameError {
+		return nil, fmt.Errorf("publish: reading %s %s from %s: %s", name, typeName(rrtype), p.Server, rcodeName(r.Rcode))
+	}
+	if !r.Authoritative {
+		return nil, fmt.Errorf("publish: %s answered %s %s without authority: is it the zone's primary?", p.Server, name, typeName(rrtype))
+	}
+	var out []dns.RR
+	for _, rr := range r.Answer {
+		if h := rr.Header(); h.Rrtype == rrtype && dnsname.Canonical(h.Name) == dnsname.Canonical(name) {
+			out = append(out, rr)
+		}
+	}
+	return out, nil
 }
 
 // Publish replaces the RRsets of sets in zone at the primary server with
@@ -197,6 +244,11 @@ func NewUpdate(zone string, sets []RRSet) (*dns.Msg, error) {
 			return nil, fmt.Errorf("publish: RRset %s %s given twice", name, typeName(set.Type))
 		}
 		seen[key{name, set.Type}] = true
+		if set.IfUnchanged {
+			if err := addPrerequisite(m, name, set); err != nil {
+				return nil, err
+			}
+		}
 		// RFC 2136, Section 2.5.2: CLASS ANY, TTL 0, RDLENGTH 0 deletes
 		// the RRset of NAME and TYPE.
 		m.Ns = append(m.Ns, &dns.ANY{Hdr: dns.RR_Header{Name: name, Rrtype: set.Type, Class: dns.ClassANY}})
@@ -212,6 +264,27 @@ func NewUpdate(zone string, sets []RRSet) (*dns.Msg, error) {
 		}
 	}
 	return m, nil
+}
+
+// addPrerequisite adds to m's prerequisite section that set's RRset is
+// exactly set.Was (RFC 2136, Section 2.4.2: class IN, TTL 0, each record's
+// RDATA) or, when Was is empty, that it does not exist (Section 2.4.3:
+// class NONE, TTL 0, no RDATA).
+func addPrerequisite(m *dns.Msg, name string, set RRSet) error {
+	if len(set.Was) == 0 {
+		m.Answer = append(m.Answer, &dns.ANY{Hdr: dns.RR_Header{Name: name, Rrtype: set.Type, Class: dns.ClassNONE}})
+		return nil
+	}
+	for _, rr := range set.Was {
+		h := rr.Header()
+		if dnsname.Canonical(h.Name) != name || h.Rrtype != set.Type || h.Class != dns.ClassINET {
+			return fmt.Errorf("publish: prerequisite %q does not belong to RRset %s IN %s", rr.String(), name, typeName(set.Type))
+		}
+		c := dns.Copy(rr)
+		c.Header().Ttl = 0
+		m.Answer = append(m.Answer, c)
+	}
+	return nil
 }
 
 func typeName(t uint16) string {

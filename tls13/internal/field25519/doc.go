@@ -1,0 +1,16 @@
+// Package field25519 is arithmetic in GF(2^255-19) for X25519: four 64-bit
+// limbs, radix 2^64, each element any value below 2^256 that is congruent to
+// the one it stands for, made canonical only when encoded. On amd64 with BMI2
+// and ADX (MULX, ADCX, ADOX) the routines are the generated assembly in
+// field_amd64.s (its generator, with a description of the method, is
+// _asm/field_amd64_asm.go; run `go generate` here after changing it);
+// elsewhere, without those instructions, or with the purego build tag they
+// are the same algorithms in Go (field_generic.go). Accelerated reports which.
+//
+// ScalarMult is X25519 (RFC 7748, Section 5) on this field: a Montgomery
+// ladder of 255 steps whose step is one assembly call on the fast path.
+// Everything runs in constant time: no branch and no memory index depends on
+// secret data (TestGeneratedCodeIsStraightLine checks the assembly).
+package field25519
+
+//go:generate sh -c "cd _asm && go run . -out ../field_amd64.s -stubs ../field_amd64_stubs.go -pkg field25519"

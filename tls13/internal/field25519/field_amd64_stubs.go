@@ -5,24 +5,38 @@
 package field25519
 
 // feMul sets out = a * b mod p, with out < 2^256.
+//
+//go:noescape
 func feMul(out *[4]uint64, a *[4]uint64, b *[4]uint64)
 
 // feSquare sets out = a * a mod p, with out < 2^256.
+//
+//go:noescape
 func feSquare(out *[4]uint64, a *[4]uint64)
 
 // feAdd sets out = a + b mod p, with out < 2^256.
+//
+//go:noescape
 func feAdd(out *[4]uint64, a *[4]uint64, b *[4]uint64)
 
 // feSub sets out = a - b mod p, with out < 2^256.
+//
+//go:noescape
 func feSub(out *[4]uint64, a *[4]uint64, b *[4]uint64)
 
 // feMul121666 sets out = a * 121666 mod p, with out < 2^256.
+//
+//go:noescape
 func feMul121666(out *[4]uint64, a *[4]uint64)
 
 // feCSwap swaps a and b if swap is 1 and leaves them if it is 0, in constant time.
+//
+//go:noescape
 func feCSwap(a *[4]uint64, b *[4]uint64, swap uint64)
 
 // ladderStep runs one step of the RFC 7748 Montgomery ladder on s: it swaps
 // (x2, z2) with (x3, z3) if swap is 1, then sets (x2, z2) to the double
 // of (x2, z2) and (x3, z3) to the sum of both (difference x1).
+//
+//go:noescape
 func ladderStep(s *[15][4]uint64, swap uint64)

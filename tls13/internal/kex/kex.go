@@ -430,6 +430,7 @@ func encapsulate(ek *mlkem.EncapsulationKey768, rand io.Reader) (secret, ct []by
 type StaticKey struct {
 	group  uint16
 	priv   *ecdh.PrivateKey
+	x      *x25519Key   // X25519: priv's scalar for the ladder; never erased
 	hybrid *hybridShare // X25519MLKEM768: never erased
 	seed   []byte       // X25519MLKEM768: the private bytes it was made from
 }
@@ -458,7 +459,7 @@ func GenerateStaticKey(group uint16, rand io.Reader) (*StaticKey, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &StaticKey{group: group, priv: priv}, nil
+		return newStaticECDH(group, priv), nil
 	}
 	return nil, fmt.Errorf("%w, not %s", errStaticGroup, Name(group))
 }
@@ -488,7 +489,20 @@ func NewStaticKey(group uint16, private []byte) (*StaticKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kex: %s static private key is not a valid scalar", Name(group))
 	}
-	return &StaticKey{group: group, priv: priv}, nil
+	return newStaticECDH(group, priv), nil
+}
+
+// newStaticECDH wraps an x25519 or secp256r1 key. An x25519 key also keeps
+// its scalar and public key as an x25519Key, so that Shared runs this
+// package's ladder (x25519.go) rather than crypto/ecdh's.
+func newStaticECDH(group uint16, priv *ecdh.PrivateKey) *StaticKey {
+	k := &StaticKey{group: group, priv: priv}
+	if group == X25519 {
+		k.x = new(x25519Key)
+		copy(k.x.scalar[:], priv.Bytes())
+		copy(k.x.pub[:], priv.PublicKey().Bytes())
+	}
+	return k
 }
 
 // Group returns the key's group.
@@ -519,6 +533,9 @@ func (k *StaticKey) Private() []byte {
 func (k *StaticKey) Shared(peer []byte) ([]byte, error) {
 	if k.hybrid != nil {
 		return k.hybrid.Shared(peer)
+	}
+	if k.x != nil {
+		return k.x.shared(peer)
 	}
 	return ecdhShared(k.group, k.priv, peer)
 }

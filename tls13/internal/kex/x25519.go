@@ -8,6 +8,7 @@ import (
 
 	"filippo.io/edwards25519"
 	"filippo.io/edwards25519/field"
+	"github.com/ztls-project/ztls/tls13/internal/field25519"
 )
 
 // x25519PublicKey sets pub to X25519(scalar, 9), the public key of an x25519
@@ -30,15 +31,31 @@ func x25519PublicKey(pub, scalar *[32]byte) {
 	copy(pub[:], p.BytesMontgomery())
 }
 
-// x25519Ladder sets out to X25519(scalar, u): RFC 7748, Section 5, the
-// Montgomery ladder over the field arithmetic of filippo.io/edwards25519
-// (constant time, the same representation crypto/ecdh uses). It exists
-// because crypto/ecdh cannot make a private key without first running this
-// ladder once more for the public key, which the fixed-base multiplication
-// above has already given; so an x25519 share costs one ladder, not two.
-// u is 32 bytes; its top bit is ignored and non-canonical values are taken
-// modulo p, as the RFC asks.
+// x25519Ladder sets out to X25519(scalar, u) (RFC 7748, Section 5). It
+// exists because crypto/ecdh cannot make a private key without first
+// running a ladder once more for the public key, which the fixed-base
+// multiplication above has already given; so an x25519 share costs one
+// ladder, not two. u is 32 bytes; its top bit is ignored and non-canonical
+// values are taken modulo p, as the RFC asks. On amd64 with BMI2 and ADX
+// the ladder is field25519's (generated MULX/ADCX/ADOX assembly, one call
+// per ladder step); elsewhere, and with the purego build tag, it is
+// x25519LadderPortable. Both give crypto/ecdh's bytes, which the tests and
+// fuzz targets check on both paths.
 func x25519Ladder(out, scalar *[32]byte, u []byte) error {
+	if len(u) != x25519Len {
+		return fmt.Errorf("x25519 u-coordinate is %d bytes, want %d", len(u), x25519Len)
+	}
+	if field25519.Accelerated() {
+		field25519.ScalarMult(out, scalar, (*[32]byte)(u))
+		return nil
+	}
+	return x25519LadderPortable(out, scalar, u)
+}
+
+// x25519LadderPortable is x25519Ladder over the field arithmetic of
+// filippo.io/edwards25519 (constant time, the same representation
+// crypto/ecdh uses).
+func x25519LadderPortable(out, scalar *[32]byte, u []byte) error {
 	var k [32]byte
 	copy(k[:], scalar[:])
 	k[0] &= 248

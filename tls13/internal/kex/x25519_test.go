@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"crypto/ecdh"
 	"io"
+	"os"
 	"runtime"
 	"testing"
 
 	"github.com/ztls-project/ztls/internal/testsupport/cputime"
+	"github.com/ztls-project/ztls/tls13/internal/field25519"
 	"golang.org/x/crypto/curve25519"
 )
 
@@ -137,10 +139,30 @@ func TestX25519KeyReadsLikeECDH(t *testing.T) {
 	}
 }
 
+// ladders are the two implementations of X25519 behind x25519Ladder: the
+// one it picks on this machine (field25519's assembly on amd64 with BMI2
+// and ADX) and the portable one, so both are tested everywhere.
+var ladders = []struct {
+	name string
+	f    func(out, scalar *[32]byte, u []byte) error
+}{
+	{"x25519Ladder", x25519Ladder},
+	{"portable", x25519LadderPortable},
+}
+
 // TestX25519LadderRFC7748: Section 5.2's two test vectors, and its iterated
 // test at 1 and 1 000 iterations (k and u start at 9; each step sets u to
-// the old k and k to the result).
+// the old k and k to the result), for each ladder. The 1 000 000-iteration
+// value is checked too when ZTLS_X25519_MILLION=1 and not -short (about a
+// minute per ladder).
 func TestX25519LadderRFC7748(t *testing.T) {
+	t.Logf("field25519.Accelerated() = %v", field25519.Accelerated())
+	for _, l := range ladders {
+		t.Run(l.name, func(t *testing.T) { testLadderRFC7748(t, l.f) })
+	}
+}
+
+func testLadderRFC7748(t *testing.T, x25519Ladder func(out, scalar *[32]byte, u []byte) error) {
 	for _, tc := range []struct{ scalar, u, out string }{
 		{"a546e36bf0527c9d3b16154b82465edd62144c0ac1fc5a18506a2244ba449ac4",
 			"e6db6867583030db3594c1a424b15f7c726624ec26b3353b10a903a6d0ab1c4c",
@@ -161,6 +183,9 @@ func TestX25519LadderRFC7748(t *testing.T) {
 	var k, u [32]byte
 	k[0], u[0] = 9, 9
 	iterations := 1000
+	if os.Getenv("ZTLS_X25519_MILLION") == "1" && !testing.Short() {
+		iterations = 1000000
+	}
 	for i := 1; i <= iterations; i++ {
 		var out [32]byte
 		if err := x25519Ladder(&out, &k, u[:]); err != nil {
@@ -175,6 +200,10 @@ func TestX25519LadderRFC7748(t *testing.T) {
 		case 1000:
 			if want := unhex(t, "684cf59ba83309552800ef566f2f4d3c1c3887c49360e3875f2eb94d99532c51"); !bytes.Equal(k[:], want) {
 				t.Fatalf("after 1000 iterations %x, want %x", k, want)
+			}
+		case 1000000:
+			if want := unhex(t, "7c3911e0ab2586fd864497297e575e6f3bc601c0883c30df5f4dd2d24f665424"); !bytes.Equal(k[:], want) {
+				t.Fatalf("after 1000000 iterations %x, want %x", k, want)
 			}
 		}
 	}
@@ -200,12 +229,23 @@ func ecdhShared25519(t testing.TB, scalar, peer []byte) []byte {
 }
 
 // checkLadder compares a key's shared secret with crypto/ecdh's for one
-// scalar and peer key: the same bytes, or both refusing.
+// scalar and peer key: the same bytes, or both refusing; and the portable
+// ladder's result with the one x25519Ladder picked.
 func checkLadder(t testing.TB, scalar, peer []byte) {
 	t.Helper()
 	k := &x25519Key{}
 	copy(k.scalar[:], scalar)
 	got, err := k.shared(peer)
+	var picked, portable [32]byte
+	if err := x25519Ladder(&picked, &k.scalar, peer); err != nil {
+		t.Fatal(err)
+	}
+	if err := x25519LadderPortable(&portable, &k.scalar, peer); err != nil {
+		t.Fatal(err)
+	}
+	if picked != portable {
+		t.Fatalf("scalar %x, peer %x: x25519Ladder %x, portable ladder %x", scalar, peer, picked, portable)
+	}
 	want := ecdhShared25519(t, scalar, peer)
 	if want == nil {
 		if err == nil {

@@ -69,6 +69,7 @@ func main() {
 	ConstraintExpr("amd64,gc,!purego")
 
 	TEXT("feMul", NOSPLIT, "func(out, a, b *[4]uint64)")
+	Pragma("noescape")
 	Doc("feMul sets out = a * b mod p, with out < 2^256.")
 	Load(Param("a"), RSI)
 	Load(Param("b"), RDI)
@@ -79,6 +80,7 @@ func main() {
 	RET()
 
 	TEXT("feSquare", NOSPLIT, "func(out, a *[4]uint64)")
+	Pragma("noescape")
 	Doc("feSquare sets out = a * a mod p, with out < 2^256.")
 	Load(Param("a"), RSI)
 	square(Mem{Base: RSI})
@@ -88,6 +90,7 @@ func main() {
 	RET()
 
 	TEXT("feAdd", NOSPLIT, "func(out, a, b *[4]uint64)")
+	Pragma("noescape")
 	Doc("feAdd sets out = a + b mod p, with out < 2^256.")
 	Load(Param("a"), RSI)
 	Load(Param("b"), RDI)
@@ -97,6 +100,7 @@ func main() {
 	RET()
 
 	TEXT("feSub", NOSPLIT, "func(out, a, b *[4]uint64)")
+	Pragma("noescape")
 	Doc("feSub sets out = a - b mod p, with out < 2^256.")
 	Load(Param("a"), RSI)
 	Load(Param("b"), RDI)
@@ -106,6 +110,7 @@ func main() {
 	RET()
 
 	TEXT("feMul121666", NOSPLIT, "func(out, a *[4]uint64)")
+	Pragma("noescape")
 	Doc("feMul121666 sets out = a * 121666 mod p, with out < 2^256.")
 	Load(Param("a"), RSI)
 	mul121666(Mem{Base: RSI})
@@ -114,6 +119,7 @@ func main() {
 	RET()
 
 	TEXT("feCSwap", NOSPLIT, "func(a, b *[4]uint64, swap uint64)")
+	Pragma("noescape")
 	Doc("feCSwap swaps a and b if swap is 1 and leaves them if it is 0, in constant time.")
 	Load(Param("a"), RDI)
 	Load(Param("b"), RCX)
@@ -149,6 +155,7 @@ const (
 
 func ladderStep() {
 	TEXT("ladderStep", NOSPLIT, fmt.Sprintf("func(s *[%d][4]uint64, swap uint64)", stateLen))
+	Pragma("noescape")
 	Doc(
 		"ladderStep runs one step of the RFC 7748 Montgomery ladder on s: it swaps",
 		"(x2, z2) with (x3, z3) if swap is 1, then sets (x2, z2) to the double",

@@ -1,0 +1,156 @@
+package kex
+
+import (
+	"bytes"
+	"crypto/ecdh"
+	"testing"
+
+	"filippo.io/edwards25519"
+	"filippo.io/edwards25519/field"
+	"github.com/ztls-project/ztls/tls13/internal/field25519"
+)
+
+// BenchmarkX25519Primitives puts the x25519 primitives side by side in one
+// run (issue 32):
+//
+//   - field/{mul,square,invert}/{field25519,filippo}: one field operation,
+//     field25519 (the MULX/ADCX/ADOX assembly when Accelerated, else its Go
+//     code) against filippo.io/edwards25519/field (crypto/ecdh's field);
+//   - fixedbase/...: an x25519 public key from a scalar: edwards is
+//     x25519PublicKey (edwards25519's tables, then u = (Z+Y)/(Z-Y));
+//     edwards-field25519inv the same multiplication with the conversion's
+//     inversion done in field25519; ladder9 field25519's ladder on u = 9;
+//     ecdh crypto/ecdh's NewPrivateKey and PublicKey;
+//   - ladder/...: X25519 with a peer's public key: x25519Ladder (what this
+//     machine picks), portable (filippo's field), ecdh (crypto/ecdh with the
+//     private key already made).
+//
+// ns/op is wall time; cpu-ns/op is the thread's CPU time (see cpuLoop).
+func BenchmarkX25519Primitives(b *testing.B) {
+	b.Logf("field25519.Accelerated() = %v", field25519.Accelerated())
+	x := bytes.Repeat([]byte{0x5a}, 32)
+	y := bytes.Repeat([]byte{0xa7}, 32)
+	var fa, fb field25519.Element
+	var ra, rb field.Element
+	for _, err := range []error{set(&fa, x), set(&fb, y), setRef(&ra, x), setRef(&rb, y)} {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("field/mul/field25519", func(b *testing.B) {
+		for b.Loop() {
+			fa.Multiply(&fa, &fb)
+		}
+	})
+	b.Run("field/mul/filippo", func(b *testing.B) {
+		for b.Loop() {
+			ra.Multiply(&ra, &rb)
+		}
+	})
+	b.Run("field/square/field25519", func(b *testing.B) {
+		for b.Loop() {
+			fa.Square(&fa)
+		}
+	})
+	b.Run("field/square/filippo", func(b *testing.B) {
+		for b.Loop() {
+			ra.Square(&ra)
+		}
+	})
+	b.Run("field/invert/field25519", func(b *testing.B) {
+		for b.Loop() {
+			fa.Invert(&fa)
+		}
+	})
+	b.Run("field/invert/filippo", func(b *testing.B) {
+		for b.Loop() {
+			ra.Invert(&ra)
+		}
+	})
+
+	var scalar, base, out [32]byte
+	copy(scalar[:], x)
+	base[0] = 9
+	b.Run("fixedbase/edwards", func(b *testing.B) {
+		cpuLoop(b, func() error { x25519PublicKey(&out, &scalar); return nil })
+	})
+	b.Run("fixedbase/edwards-field25519inv", func(b *testing.B) {
+		cpuLoop(b, func() error { return publicKeyField25519Inv(&out, &scalar) })
+	})
+	b.Run("fixedbase/ladder9", func(b *testing.B) {
+		cpuLoop(b, func() error { field25519.ScalarMult(&out, &scalar, &base); return nil })
+	})
+	b.Run("fixedbase/ecdh", func(b *testing.B) {
+		cpuLoop(b, func() error {
+			priv, err := ecdh.X25519().NewPrivateKey(scalar[:])
+			if err == nil {
+				sinkBytes = priv.PublicKey().Bytes()
+			}
+			return err
+		})
+	})
+
+	peer := ecdhPublic(b, y)
+	for _, l := range ladders {
+		b.Run("ladder/"+l.name, func(b *testing.B) {
+			cpuLoop(b, func() error { return l.f(&out, &scalar, peer) })
+		})
+	}
+	b.Run("ladder/ecdh", func(b *testing.B) {
+		priv, err := ecdh.X25519().NewPrivateKey(scalar[:])
+		if err != nil {
+			b.Fatal(err)
+		}
+		pub, err := ecdh.X25519().NewPublicKey(peer)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cpuLoop(b, func() (err error) {
+			sinkBytes, err = priv.ECDH(pub)
+			return err
+		})
+	})
+}
+
+func set(e *field25519.Element, b []byte) error { _, err := e.SetBytes(b); return err }
+func setRef(e *field.Element, b []byte) error   { _, err := e.SetBytes(b); return err }
+
+// publicKeyField25519Inv is x25519PublicKey with the birational map's
+// division done in field25519, a candidate the benchmark weighs against
+// the others (TestPublicKeyField25519Inv checks its bytes).
+func publicKeyField25519Inv(pub, scalar *[32]byte) error {
+	s, err := new(edwards25519.Scalar).SetBytesWithClamping(scalar[:])
+	if err != nil {
+		return err
+	}
+	var p edwards25519.Point
+	p.ScalarBaseMult(s)
+	_, Y, Z, _ := p.ExtendedCoordinates()
+	var y, z, n, d field25519.Element
+	if _, err := y.SetBytes(Y.Bytes()); err != nil {
+		return err
+	}
+	if _, err := z.SetBytes(Z.Bytes()); err != nil {
+		return err
+	}
+	n.Add(&z, &y)
+	d.Invert(d.Subtract(&z, &y))
+	copy(pub[:], n.Multiply(&n, &d).Bytes())
+	return nil
+}
+
+func TestPublicKeyField25519Inv(t *testing.T) {
+	rnd := seeded(77)
+	for range 50 {
+		var scalar, got [32]byte
+		if _, err := rnd.Read(scalar[:]); err != nil {
+			t.Fatal(err)
+		}
+		if err := publicKeyField25519Inv(&got, &scalar); err != nil {
+			t.Fatal(err)
+		}
+		if want := ecdhPublic(t, scalar[:]); !bytes.Equal(got[:], want) {
+			t.Fatalf("scalar %x: %x, want %x", scalar, got, want)
+		}
+	}
+}

@@ -17,7 +17,9 @@
 //
 // x25519 public keys come from a fixed-base multiplication on edwards25519 and
 // shared secrets from one Montgomery ladder (x25519.go), so a share the server
-// does not pick costs only the former. A Pool makes keys ahead of need, off
+// does not pick costs only the former. On amd64 with BMI2 and ADX the ladder
+// runs on package field25519's generated MULX/ADCX/ADOX arithmetic; elsewhere
+// (and with the purego build tag) on filippo.io/edwards25519/field. A Pool makes keys ahead of need, off
 // the handshake's path, for handshakes that do not take randomness from a
 // fixed reader.
 //

@@ -1,0 +1,92 @@
+package field25519
+
+import (
+	"math"
+	mathrand "math/rand/v2"
+	"os"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestScalarMultDudect is a dudect-style check (Reparaz, Balasch and
+// Verbauwhede, "Dude, is my code constant time?", DATE 2017) of ScalarMult,
+// the one function that holds secrets: it times ScalarMult on two classes
+// of inputs, randomly interleaved — class 0 a fixed scalar (all zeros
+// before clamping, so the ladder swaps least), class 1 fresh random
+// scalars; both with one fixed u — and fails if Welch's t statistic
+// between the classes passes 10, dudect's threshold for a leak, on the
+// raw samples or on those below any of a few percentiles. It measures
+// time, so it runs only when ZTLS_DUDECT=1 (about 5 s on a quiet core);
+// the default run relies on TestGeneratedCodeIsStraightLine. With
+// ZTLS_DUDECT=generic it times the Go routines instead of the assembly.
+func TestScalarMultDudect(t *testing.T) {
+	mode := os.Getenv("ZTLS_DUDECT")
+	if mode == "" {
+		t.Skip("timing test: set ZTLS_DUDECT=1 (or =generic for the Go routines) on a quiet machine to run it")
+	}
+	run := func(f func()) { f() }
+	if mode == "generic" {
+		run = func(f func()) { useGenericStep(t, f) }
+	}
+	const n = 100000
+	rnd := mathrand.New(mathrand.NewPCG(1, 2))
+	var u [32]byte
+	u[0] = 9
+	samples := [2][]float64{}
+	run(func() {
+		for range n {
+			class := rnd.IntN(2)
+			var k, out [32]byte
+			if class == 1 {
+				for i := range k {
+					k[i] = byte(rnd.Uint32())
+				}
+			}
+			start := time.Now() // real time: the test measures durations
+			ScalarMult(&out, &k, &u)
+			d := time.Since(start) // real time: the test measures durations
+			samples[class] = append(samples[class], float64(d.Nanoseconds()))
+		}
+	})
+	all := slices.Concat(samples[0], samples[1])
+	slices.Sort(all)
+	worst := 0.0
+	for _, pct := range []float64{1, 0.99, 0.9, 0.75, 0.5} {
+		limit := all[int(pct*float64(len(all)-1))]
+		var a, b []float64
+		for _, x := range samples[0] {
+			if x <= limit {
+				a = append(a, x)
+			}
+		}
+		for _, x := range samples[1] {
+			if x <= limit {
+				b = append(b, x)
+			}
+		}
+		tv := welch(a, b)
+		t.Logf("below the %3.0f%% percentile (%.0f ns): %d and %d samples, t = %.2f", pct*100, limit, len(a), len(b), tv)
+		worst = max(worst, math.Abs(tv))
+	}
+	if worst > 10 {
+		t.Fatalf("|t| = %.1f > 10: ScalarMult's time depends on the scalar", worst)
+	}
+}
+
+// welch returns Welch's t statistic of two samples.
+func welch(a, b []float64) float64 {
+	mean := func(x []float64) (m, v float64) {
+		for _, s := range x {
+			m += s
+		}
+		m /= float64(len(x))
+		for _, s := range x {
+			v += (s - m) * (s - m)
+		}
+		return m, v / float64(len(x)-1)
+	}
+	ma, va := mean(a)
+	mb, vb := mean(b)
+	return (ma - mb) / math.Sqrt(va/float64(len(a))+vb/float64(len(b)))
+}

@@ -13,10 +13,13 @@
 //   - mul: schoolbook 4x4 product into eight limbs, one row per limb of a
 //     with the limb in RDX for MULX. Row 0 is one ADD/ADC chain; rows 1-3
 //     add the low halves on the carry flag (ADCX) and the high halves on
-//     the overflow flag (ADOX), two independent carry chains, the
-//     technique of Intel's "New Instructions Supporting Large Integer
-//     Arithmetic" (Gopal et al., 2012) that the 4-limb MULX code of
-//     fast X25519 libraries uses.
+//     the overflow flag (ADOX), two independent carry chains: the
+//     technique of Intel's white paper "New Instructions Supporting Large
+//     Integer Arithmetic on Intel Architecture Processors" (Ozturk,
+//     Guilford, Gopal and Feghali, 2012), which the four-limb, radix-2^64
+//     X25519 arithmetic of Oliveira, López, Hışıl, Faz-Hernández and
+//     Rodríguez-Henríquez ("How to (pre-)compute a ladder", SAC 2017) and
+//     other fast X25519 code for BMI2/ADX processors build on.
 //   - square: the six cross products a_i*a_j (i<j) once, doubled by
 //     ADCX x,x on the carry chain while the four squares a_i^2 are added
 //     on the overflow chain: ten MULX instead of sixteen.
@@ -34,12 +37,11 @@
 //     above.
 //   - cswap: the RFC 7748 cswap with a mask (0 - swap) and XORs.
 //   - ladderStep: one step of the Montgomery ladder of RFC 7748,
-//     Section 5 (the cswap, then the differential addition and doubling
-//     written with the routines above inlined), on a state array the Go
-//     code keeps, so each of the 255 steps is one call; the loop over the
-//     scalar bits, the final cswap and the inversion stay in Go, as in
-//     the ladder layout of Oliveira, López, Aranha and Rodríguez-Henríquez,
-//     "How to (pre-)compute a ladder" (SAC 2017).
+//     Section 5 (the cswap, then the differential addition and doubling:
+//     5 multiplications, 4 squarings, one multiplication by 121666, with
+//     the routines above inlined), on a state array the Go code keeps, so
+//     each of the 255 steps is one call; the loop over the scalar bits,
+//     the final cswap and the inversion stay in Go.
 //
 // Constant time: the generated code has no conditional jump, no CMOV and
 // no memory address that depends on data: every address is a parameter

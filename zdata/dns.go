@@ -58,20 +58,28 @@ func ttlSeconds(d time.Duration) uint32 {
 	return uint32(d / time.Second)
 }
 
-// TTLFor returns a TTL that ends before the earliest not-after among the
-// records not yet expired at now (docs/ztls-spec.md, Section 1: caches must drop
-// the RRset before a record in it expires), capped at max. It is 0 when
-// nothing is left.
+// TTLFor returns a TTL, capped at max, that ends before the set of recs
+// stops holding, for every instant until it ends, a valid record of each
+// version it carries a valid record of at now (docs/ztls-spec.md,
+// Section 1): a cached set must never leave a client of one version
+// without a record it can use. A version's records cover from now to the
+// not-after of its record valid now, extended by each record of the same
+// version whose not-before is at most a second after the covered end (the
+// next period's record, published a period ahead). So the current and
+// next v1 records together cover two periods, and a TXT set in the twin
+// window of Section 7.1, which holds the next period's v2 twin in place of
+// its v1 record, ends at the current not-after. It is 0 when nothing is
+// valid at now.
 func TTLFor(recs []*Record, now time.Time, max time.Duration) time.Duration {
 	ttl := max
 	any := false
-	for _, r := range recs {
-		if now.After(r.NotAfter) {
+	for _, v := range []int{1, 2, 3} {
+		end, ok := coveredUntil(recs, v, now)
+		if !ok {
 			continue
 		}
 		any = true
-		left := r.NotAfter.Sub(now).Truncate(time.Second) - time.Second
-		if left < ttl {
+		if left := end.Sub(now).Truncate(time.Second) - time.Second; left < ttl {
 			ttl = left
 		}
 	}
@@ -79,6 +87,38 @@ func TTLFor(recs []*Record, now time.Time, max time.Duration) time.Duration {
 		return 0
 	}
 	return ttl.Truncate(time.Second)
+}
+
+// version is the record's ztls version: 1, 2 or 3.
+func (r *Record) version() int {
+	switch {
+	case r.V3:
+		return 3
+	case r.V2:
+		return 2
+	}
+	return 1
+}
+
+// coveredUntil is the end of the unbroken run of validity of recs' records
+// of version v that contains now, and whether one is valid at now.
+func coveredUntil(recs []*Record, v int, now time.Time) (time.Time, bool) {
+	var end time.Time
+	found := false
+	for _, r := range recs {
+		if r.version() == v && r.ValidAt(now) && (!found || r.NotAfter.After(end)) {
+			end, found = r.NotAfter, true
+		}
+	}
+	for grown := found; grown; {
+		grown = false
+		for _, r := range recs {
+			if r.version() == v && !r.NotBefore.After(end.Add(time.Second)) && r.NotAfter.After(end) {
+				end, grown = r.NotAfter, true
+			}
+		}
+	}
+	return end, found
 }
 
 // ZoneRRs returns the records to publish for recs (all of one service):

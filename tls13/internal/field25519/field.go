@@ -129,16 +129,17 @@ func (v *Element) canonical() [4]uint64 {
 
 // Bytes returns the canonical 32-byte little-endian encoding of v.
 func (v *Element) Bytes() []byte {
+	// Small enough to inline, so out can stay on the caller's stack.
 	var out [32]byte
-	v.fillBytes(&out)
-	return out[:]
+	return v.fillBytes(&out)
 }
 
-func (v *Element) fillBytes(out *[32]byte) {
+func (v *Element) fillBytes(out *[32]byte) []byte {
 	x := v.canonical()
 	for i := range x {
 		binary.LittleEndian.PutUint64(out[8*i:], x[i])
 	}
+	return out[:]
 }
 
 // Equal returns 1 if v and u are the same element and 0 if not, in

@@ -284,19 +284,20 @@ func (l *questionLog) list() []string {
 
 // serveAuthority serves zones on pc and ln until the test ends, logging
 // each question.
-// asStub serves a stub resolver rather than a resolver: without the
-// bounds an authority keeps against spoofed sources. Chromium asking the
-// authority itself (which no browser does on the Internet) sends no DNS
-// cookie and a 37-byte query without EDNS: the HTTPS answer with two
-// Z-data records (about 380 bytes) is over 10 times that and would come
-// back TC=1, to be asked again over TCP, and the answers to the other
-// names Chromium looks up (REFUSED) trip Response Rate Limiting. Through
-// a resolver (Unbound in front) the defaults stay.
+// asStub serves a stub resolver rather than a resolver: Chromium asking
+// the authority itself (which no browser does on the Internet) asks many
+// other names too (REFUSED), which trips Response Rate Limiting, so RRL
+// is off. The amplification cap stays at its default: Chromium sends no
+// DNS cookie and a 37-byte query without EDNS, and the HTTPS answer with
+// two Z-data records (about 380 bytes, over 10 times that) still comes
+// whole over UDP because the cap never cuts below 1232 bytes
+// (authority.DefaultAmplificationFloor). Through a resolver (Unbound in
+// front) every default stays.
 func serveAuthority(t *testing.T, zones *authority.Zones, log *questionLog, pc net.PacketConn, ln net.Listener, asStub bool) *authority.Server {
 	t.Helper()
 	srv := &authority.Server{Handler: authority.Chain(zones, log.middleware, authority.CheckQuery)}
 	if asStub {
-		srv.MaxUDPAmplification, srv.RateLimit = -1, &authority.RateLimit{}
+		srv.RateLimit = &authority.RateLimit{}
 	}
 	go srv.ServeUDP(pc)
 	go srv.ServeTCP(ln)

@@ -69,6 +69,7 @@ type dnsServeFlags struct {
 	rrlRate, rrlSlip                   int
 	rrlWindow                          time.Duration
 	amplification                      int
+	amplificationFloor                 int
 	noCookies                          bool
 	cookieRotate                       time.Duration
 }
@@ -150,9 +151,12 @@ Under abuse (defaults in brackets):
                 [15s]. DNS cookies (RFC 7873, RFC 9018 format; --no-cookies
                 to turn off): a client presenting a valid server cookie is
                 never limited and gets answers up to its buffer; others get
-                at most --udp-amplification times their query [10], larger
-                answers truncated (TC=1) so they retry over TCP. ANY is
-                answered with one RRset (RFC 8482).`
+                at most --udp-amplification times their query [10] or
+                --udp-amplification-floor bytes [1232] if that is more
+                (so an HTTPS record with Z-data reaches a resolver that
+                sends no cookie over UDP), larger answers truncated (TC=1)
+                so they retry over TCP. ANY is answered with one RRset
+                (RFC 8482).`
 	dnsServeExample = `  # a zone on a high port, UDP and TCP
   ztls dns serve --zone example.org.zone --listen 127.0.0.1:5353
   dig @127.0.0.1 -p 5353 www.example.org A
@@ -225,6 +229,7 @@ func (f *dnsServeFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.rrlSlip, "rrl-slip", authority.DefaultRRLSlip, "send every Nth rate-limited answer as an empty TC=1 reply (0: drop all)")
 	fs.DurationVar(&f.rrlWindow, "rrl-window", authority.DefaultRRLWindow, "how long a flooding network must keep quiet to be answered again")
 	fs.IntVar(&f.amplification, "udp-amplification", authority.DefaultMaxUDPAmplification, "UDP answers to clients without a valid DNS cookie are at most N times the query, else TC=1 (0: no cap)")
+	fs.IntVar(&f.amplificationFloor, "udp-amplification-floor", authority.DefaultAmplificationFloor, "--udp-amplification never cuts an answer of up to N bytes (0: the factor alone)")
 	fs.BoolVar(&f.noCookies, "no-cookies", false, "turn DNS cookies (RFC 7873) off")
 	fs.DurationVar(&f.cookieRotate, "cookie-rotate", 0, "replace the DNS cookie secret this often (0: one random secret for the process)")
 	fs.BoolVarP(&f.verboseLogs, "verbose", "v", false, "log socket and connection errors")
@@ -493,6 +498,7 @@ func newAuthorityServer(ctx context.Context, f *dnsServeFlags, zones *authority.
 		FirstQueryTimeout:   f.firstQuery,
 		RateLimit:           &authority.RateLimit{ResponsesPerSecond: f.rrlRate, Slip: f.rrlSlip, Window: f.rrlWindow},
 		MaxUDPAmplification: noLimitIfZero(f.amplification),
+		AmplificationFloor:  noLimitIfZero(f.amplificationFloor),
 		DisableCookies:      f.noCookies,
 		AnswerCacheSize:     f.answerCache,
 		// Answers from the cache skip the metrics middleware: count them.
@@ -658,6 +664,7 @@ func checkAbuseFlags(f *dnsServeFlags) error {
 	}{
 		{"--max-conns-per-addr", f.maxConnsPerAddr}, {"--max-conns-per-prefix", f.maxConnsPerPrefix},
 		{"--rrl-rate", f.rrlRate}, {"--rrl-slip", f.rrlSlip}, {"--udp-amplification", f.amplification},
+		{"--udp-amplification-floor", f.amplificationFloor},
 	} {
 		if v.n < 0 {
 			return fmt.Errorf("dns serve: %s %d: give 0 (off) or a positive number", v.name, v.n)

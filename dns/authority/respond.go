@@ -104,13 +104,17 @@ func (rw *responder) readCookie(opt *dns.OPT) int {
 }
 
 // amplificationCap is the largest UDP answer the query may get under
-// MaxUDPAmplification, or 0 for no cap.
+// MaxUDPAmplification and AmplificationFloor, or 0 for no cap.
 func (rw *responder) amplificationCap() int {
 	s := rw.srv
 	if s == nil || rw.t != TransportUDP || rw.cookieOK || rw.querySize == 0 || s.MaxUDPAmplification < 0 {
 		return 0
 	}
-	return max(orDefault(s.MaxUDPAmplification, DefaultMaxUDPAmplification), 2) * rw.querySize
+	floor := s.AmplificationFloor
+	if floor == 0 {
+		floor = DefaultAmplificationFloor
+	}
+	return max(max(orDefault(s.MaxUDPAmplification, DefaultMaxUDPAmplification), 2)*rw.querySize, floor)
 }
 
 // limit runs a UDP answer past Response Rate Limiting: it reports

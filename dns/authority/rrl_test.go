@@ -212,9 +212,24 @@ func TestUDPFloodUnderRRL(t *testing.T) {
 // is the limit.
 func TestAmplificationCap(t *testing.T) {
 	now := time.Unix(1700000000, 0)
-	s := cookieServer(t, &now, func(s *Server) { s.RateLimit = &RateLimit{} })
 	q := ednsQuery("big.example.org.", dns.TypeTXT, 1232, false)
 	qsize := len(packQuery(t, q))
+	// By default the cap never cuts an answer that fits 1232 bytes: the
+	// 700-byte answer (16 times the query) goes whole to a cookieless
+	// client, as an HTTPS record with Z-data must (Unbound sends no
+	// cookie).
+	floored := cookieServer(t, &now, func(s *Server) { s.RateLimit = &RateLimit{} })
+	if m, n := exchangeFrom(t, floored, "192.0.2.1", q); m.Truncated || len(m.Answer) != 8 || n <= DefaultMaxUDPAmplification*qsize {
+		t.Fatalf("under the floor: %d bytes for a %d-byte query, TC %v", n, qsize, m.Truncated)
+	}
+	// Above the floor the cap bites: a server that answers up to 4096
+	// bytes gives a cookieless client at most the floor.
+	wide := cookieServer(t, &now, func(s *Server) { s.RateLimit, s.MaxUDPSize, s.AmplificationFloor = &RateLimit{}, 4096, 400 })
+	if m, n := exchangeFrom(t, wide, "192.0.2.1", ednsQuery("big.example.org.", dns.TypeTXT, 4096, false)); !m.Truncated || n > max(400, DefaultMaxUDPAmplification*qsize) {
+		t.Fatalf("over a 400-byte floor: %d bytes, TC %v", n, m.Truncated)
+	}
+	// The factor alone (no floor): what follows.
+	s := cookieServer(t, &now, func(s *Server) { s.RateLimit, s.AmplificationFloor = &RateLimit{}, -1 })
 	m, n := exchangeFrom(t, s, "192.0.2.1", q)
 	if !m.Truncated || n > DefaultMaxUDPAmplification*qsize {
 		t.Fatalf("no cookie: %d bytes for a %d-byte query, TC %v", n, qsize, m.Truncated)
@@ -233,7 +248,7 @@ func TestAmplificationCap(t *testing.T) {
 	if m, _ := exchangeFrom(t, s, "192.0.2.1", query("www.example.org.", dns.TypeA)); m.Truncated || len(m.Answer) != 2 {
 		t.Fatalf("small answer: %v", m)
 	}
-	one := cookieServer(t, &now, func(s *Server) { s.MaxUDPAmplification = 1; s.RateLimit = &RateLimit{} })
+	one := cookieServer(t, &now, func(s *Server) { s.MaxUDPAmplification, s.AmplificationFloor = 1, -1; s.RateLimit = &RateLimit{} })
 	if m, n := exchangeFrom(t, one, "192.0.2.1", q); m == nil || !m.Truncated || n > 2*qsize {
 		t.Fatalf("factor 1: %v, %d bytes", m, n)
 	}

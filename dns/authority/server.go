@@ -34,8 +34,16 @@ const (
 	// in recvmmsg the other answers its batch.
 	DefaultUDPBatchWorkers = 2
 	// DefaultMaxUDPAmplification: a UDP answer to a client without a
-	// valid server cookie is at most 10 times its query.
+	// valid server cookie is at most 10 times its query, or
+	// DefaultAmplificationFloor bytes if that is more.
 	DefaultMaxUDPAmplification = 10
+	// DefaultAmplificationFloor: the amplification cap never cuts an
+	// answer that fits the 1232 bytes of DNS Flag Day 2020, so the HTTPS
+	// record a browser asks for on every navigation, with its Z-data,
+	// ECH and TurboTLS keys (docs/ztls-spec.md, Section 8.3), reaches a
+	// resolver that sends no cookie (Unbound, a browser's own stub) over
+	// UDP; RRL bounds what a spoofer gets from such answers.
+	DefaultAmplificationFloor = 1232
 )
 
 // ErrServerClosed is returned by the Serve methods after Close.
@@ -110,6 +118,10 @@ type Server struct {
 	// 0 means DefaultMaxUDPAmplification, a negative value no cap; values
 	// below 2 are taken as 2 (the truncated answer must fit).
 	MaxUDPAmplification int
+	// AmplificationFloor is the smallest cap, in bytes: answers up to it
+	// are never cut by MaxUDPAmplification. 0 means
+	// DefaultAmplificationFloor, a negative value none (the factor alone).
+	AmplificationFloor int
 	// DisableCookies turns DNS cookies (RFC 7873) off: the COOKIE option
 	// is then ignored and never answered. Cookies are on by default, with
 	// a random secret per process (RotateCookieSecret, SetCookieSecret).

@@ -32,6 +32,7 @@ const (
 	AlertUnsupportedExtension = alert.UnsupportedExtension
 	AlertUnsupportedCert      = alert.UnsupportedCertificate
 	AlertInternalError        = alert.InternalError
+	AlertECHRequired          = alert.ECHRequired
 )
 
 // AlertError is a fatal alert received from the peer.

@@ -246,6 +246,17 @@ type Config struct {
 	// it, and every handshake fails on it.
 	ZTLSExtension ExtensionType
 
+	// ECHConfigList (client) is an ECHConfigList (RFC 9849, Section 4),
+	// as the HTTPS record's ech SvcParam carries it: when set, the
+	// ClientHello is encrypted to its first usable config, and a handshake
+	// fails if none is usable. ECHGrease (client) sends a GREASE
+	// encrypted_client_hello when ECHConfigList is empty (RFC 9849,
+	// Section 6.2). ECHKeys (server) are the keys ECH ClientHellos are
+	// decrypted with (several, for rotation). See ech_config.go.
+	ECHConfigList []byte
+	ECHGrease     bool
+	ECHKeys       []ECHKey
+
 	// MiddleboxCompat turns on the middlebox compatibility mode of RFC
 	// 8446, Appendix D.4 (a legacy session ID and dummy ChangeCipherSpec
 	// records) on the client. The server always mirrors the client.
@@ -270,6 +281,7 @@ type Config struct {
 	defaultReg StrikeRegister
 	ticketKey  lazyKey // when TicketKey is zero
 	cookieKey  lazyKey // MACs HelloRetryRequest cookies
+	ech        echKeyCache
 }
 
 func (c *Config) rand() io.Reader {

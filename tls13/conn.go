@@ -54,6 +54,9 @@ type ConnectionState struct {
 	// ChainVerified, ChainCached or ChainPrevalidated; "" when no chain
 	// was verified (InsecureSkipVerify, resumption).
 	ChainSource string
+	// ECH is what became of Encrypted ClientHello (RFC 9849): accepted,
+	// rejected, grease, or none ("").
+	ECH ECHStatus
 }
 
 // TraceEvent is one step of the handshake and when it happened.
@@ -173,6 +176,7 @@ func (c *Config) Clone() *Config {
 		StrikeRegister: c.StrikeRegister, MiddleboxCompat: c.MiddleboxCompat, KeyLogWriter: c.KeyLogWriter,
 		MaxHandshakeMessage: c.MaxHandshakeMessage, ZData: c.ZData, ZTLSExtension: c.ZTLSExtension,
 		Revocation: c.Revocation, KeySharePool: c.KeySharePool,
+		ECHConfigList: c.ECHConfigList, ECHGrease: c.ECHGrease, ECHKeys: c.ECHKeys,
 		testHookClientHello: c.testHookClientHello, testHookServerHello: c.testHookServerHello,
 		testHookEncryptedExtensions: c.testHookEncryptedExtensions, testHookTicket: c.testHookTicket,
 		testHookFinished: c.testHookFinished,

@@ -54,6 +54,7 @@ type clientHelloParams struct {
 	afterHRR   bool
 	hrrSuite   uint16
 	sentCCS    bool
+	ech        *echClient // Encrypted ClientHello (ech_client.go); nil: not offered
 }
 
 // startClient builds and queues the first ClientHello, resuming session
@@ -85,6 +86,10 @@ func (e *engine) startClient(session *ClientSession, z *ZDataOffer, earlyData []
 		} else {
 			p.earlyData = true
 		}
+	}
+	if err := e.offerECH(p); err != nil {
+		e.err = err // nothing sent yet: no alert
+		return err
 	}
 	if e.cfg.testHookClientHello != nil {
 		e.cfg.testHookClientHello(p.hello)
@@ -249,7 +254,11 @@ func (e *engine) sendClientHello(p *clientHelloParams) error {
 	}
 	p.raw = raw
 	p.transcript.Write(raw)
-	e.queueHandshake(raw)
+	out, err := e.sealECH(p, raw) // the outer ClientHello with ECH
+	if err != nil {
+		return err
+	}
+	e.queueHandshake(out)
 	legacy := uint16(0x0301)
 	if p.afterHRR {
 		legacy = 0x0303
@@ -270,6 +279,9 @@ func (s *clientExpectServerHello) handle(e *engine, typ uint8, msg []byte) (stat
 	}
 	sh, err := wire.ParseServerHelloZTLS(msg, cp)
 	if err != nil {
+		return nil, err
+	}
+	if err := e.checkECHServerHello(p, sh); err != nil {
 		return nil, err
 	}
 	if sh.SupportedVersion == 0 {
@@ -485,6 +497,9 @@ func (s *clientExpectEncryptedExtensions) handle(e *engine, typ uint8, msg []byt
 		return nil, err
 	}
 	p := s.p
+	if ee.Extra, err = e.readECHRetryConfigs(p, ee.Extra); err != nil {
+		return nil, err
+	}
 	for _, x := range ee.Extra {
 		return nil, errorf(AlertUnsupportedExtension, "server sent unrequested extension %d", x.Type)
 	}
@@ -658,6 +673,9 @@ func (s *clientExpectFinished) handle(e *engine, typ uint8, msg []byte) (state, 
 	}
 	p.transcript.Write(fin.Raw)
 	e.event(EventPeerFinished)
+	if err := e.checkECHRejected(p); err != nil {
+		return nil, err
+	}
 
 	ms, app := e.deriveApplicationSecrets(k.hs, p.transcript.Sum(), p.hello.Random[:])
 	if err := e.setReadKey(app.server); err != nil {

@@ -90,6 +90,7 @@ type serverHandshake struct {
 	certLeaf     *x509.Certificate // cert's parsed leaf
 	certForName  bool              // cert's leaf is valid for the client's SNI
 	scheme       uint16
+	ech          *echServer // Encrypted ClientHello (ech_server.go); nil: none
 
 	// The flight.
 	transcript  *keyschedule.Transcript
@@ -110,6 +111,9 @@ func (s *serverExpectClientHello) handle(e *engine, typ uint8, msg []byte) (stat
 	}
 	hs := &serverHandshake{e: e, cfg: e.cfg, hrr: s.hrr}
 	if err := hs.readClientHello(msg); err != nil {
+		return nil, err
+	}
+	if err := hs.acceptECH(); err != nil {
 		return nil, err
 	}
 	if err := hs.pickCipherSuite(); err != nil {
@@ -321,6 +325,9 @@ func (hs *serverHandshake) pickCertificate() error {
 // (RFC 8446, Section 4.1.4).
 func (hs *serverHandshake) sendHelloRetryRequest() (state, error) {
 	e, ch, s := hs.e, hs.ch, hs.suite
+	if err := hs.refuseECHRetry(); err != nil {
+		return nil, err
+	}
 	e.event(EventHelloRetryRequest)
 	t := keyschedule.NewTranscript(s.Hash)
 	t.Write(ch.Raw)
@@ -635,6 +642,7 @@ func (hs *serverHandshake) sendServerHello() error {
 	if err != nil {
 		return err
 	}
+	hs.confirmECH(shRaw)
 	t.Write(shRaw)
 	e.queueHandshake(shRaw)
 	if err := e.flushHandshake(); err != nil {
@@ -684,6 +692,7 @@ func (hs *serverHandshake) sendEncryptedExtensions() error {
 			}
 		}
 	}
+	hs.addECHRetryConfigs(ee)
 	if cfg.testHookEncryptedExtensions != nil {
 		cfg.testHookEncryptedExtensions(ee)
 	}

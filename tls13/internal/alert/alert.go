@@ -48,6 +48,7 @@ const (
 	UnknownPSKIdentity           Alert = 115
 	CertificateRequired          Alert = 116
 	NoApplicationProtocol        Alert = 120
+	ECHRequired                  Alert = 121 // RFC 9849, Section 11.2
 )
 
 var names = map[Alert]string{
@@ -78,6 +79,7 @@ var names = map[Alert]string{
 	UnknownPSKIdentity:           "unknown_psk_identity",
 	CertificateRequired:          "certificate_required",
 	NoApplicationProtocol:        "no_application_protocol",
+	ECHRequired:                  "ech_required",
 }
 
 // String returns the alert's name as RFC 8446, Section 6 spells it, such as

@@ -1,0 +1,251 @@
+package tls13
+
+// The client's Encrypted ClientHello (RFC 9849, Section 6). The
+// ClientHello the engine builds is the inner one: it gets the inner
+// encrypted_client_hello extension (offerECH), is marshalled, bound and
+// written to the transcript as ever, and then sealed into an outer
+// ClientHello (sealECH), which is what goes on the wire. The outer has a
+// fresh random, the config's public name as server_name, the same key
+// shares, groups, suites and signature schemes (compressed out of the
+// inner with ech_outer_extensions), early_data when the inner has it
+// (Section 6.1, so a server that rejects ECH skips the early records),
+// and never ztls, ztls_bfe, ztls_kem or pre_shared_key: nothing that
+// names the service, the Z-data record or the ticket. The ServerHello
+// says which was used (checkECHServerHello); on rejection the handshake
+// goes on with the outer ClientHello, authenticates the public name, and
+// ends with ech_required and the server's retry configs
+// (checkECHRejected).
+
+import (
+	"crypto/hmac"
+	"io"
+
+	"github.com/ztls-project/ztls/tls13/internal/ech"
+	"github.com/ztls-project/ztls/tls13/internal/keyschedule"
+	"github.com/ztls-project/ztls/tls13/internal/suite"
+	"github.com/ztls-project/ztls/tls13/internal/wire"
+)
+
+// echClient is a client's ECH state for one connection.
+type echClient struct {
+	grease   bool
+	config   *ech.Config
+	ctx      *ech.ClientContext
+	random   [32]byte          // the outer ClientHello's random
+	outer    *wire.ClientHello // the outer ClientHello sent
+	outerRaw []byte
+	status   ECHStatus // after the ServerHello: accepted or rejected
+	retry    []byte    // retry_configs from EncryptedExtensions (rejected)
+}
+
+// greasePayloadLen is the payload length of a GREASE extension: about
+// what a real one with an inner ClientHello of this engine's usual size
+// and RFC 9849, Section 6.1.3's padding comes to.
+const greasePayloadLen = 256 + ech.TagLen
+
+// offerECH prepares ECH for the ClientHello in p: the inner extension
+// and the HPKE context for Config.ECHConfigList's first usable config,
+// or a GREASE extension (ECHGrease without a config list). An unusable
+// list is an error before anything is sent.
+func (e *engine) offerECH(p *clientHelloParams) error {
+	cfg := e.cfg
+	if len(cfg.ECHConfigList) == 0 {
+		if cfg.ECHGrease {
+			return e.offerGreaseECH(p)
+		}
+		return nil
+	}
+	c, err := cfg.echClientConfig()
+	if err != nil {
+		return err
+	}
+	ctx, err := ech.NewClientContext(c)
+	if err != nil {
+		return err
+	}
+	st := &echClient{config: c, ctx: ctx}
+	if _, err := io.ReadFull(cfg.rand(), st.random[:]); err != nil {
+		return err
+	}
+	p.ech = st
+	p.hello.Extra = append(p.hello.Extra, wire.Extension{Type: ech.ExtEncryptedClientHello, Data: []byte{ech.TypeInner}})
+	return nil
+}
+
+// offerGreaseECH adds an encrypted_client_hello extension that looks
+// like a real one (RFC 9849, Section 6.2): a random config id, a
+// random X25519 enc and a random payload.
+func (e *engine) offerGreaseECH(p *clientHelloParams) error {
+	r := make([]byte, 1+32+greasePayloadLen)
+	if _, err := io.ReadFull(e.cfg.rand(), r); err != nil {
+		return err
+	}
+	x := &ech.ClientExtension{Type: ech.TypeOuter, Suite: ech.Suite{KDF: ech.KDFHKDFSHA256, AEAD: ech.AEADAES128GCM},
+		ConfigID: r[0], Enc: r[1:33], Payload: r[33:]}
+	data, err := x.Marshal()
+	if err != nil {
+		return err
+	}
+	p.ech = &echClient{grease: true}
+	p.hello.Extra = append(p.hello.Extra, wire.Extension{Type: ech.ExtEncryptedClientHello, Data: data})
+	e.info.ECH = ECHGrease
+	return nil
+}
+
+// sealECH returns what goes on the wire for the inner ClientHello
+// innerRaw: the outer ClientHello that carries it encrypted, or innerRaw
+// itself without ECH.
+func (e *engine) sealECH(p *clientHelloParams, innerRaw []byte) ([]byte, error) {
+	st := p.ech
+	if st == nil || st.grease {
+		return innerRaw, nil
+	}
+	if st.outer != nil {
+		// Only a HelloRetryRequest makes a second ClientHello, and the
+		// client refuses one under ECH (checkECHServerHello).
+		return nil, errorf(AlertInternalError, "second ECH ClientHello without a HelloRetryRequest")
+	}
+	outer := *p.hello
+	outer.Raw, outer.Order = nil, nil
+	outer.Random = st.random
+	outer.ServerName = st.config.PublicName
+	outer.ZTLS, outer.ZTLSBFE, outer.ZTLSKEM = nil, nil, nil
+	outer.PSKIdentities, outer.PSKBinders = nil, nil
+	outer.Extra = nil
+	for _, x := range p.hello.Extra {
+		if x.Type != ech.ExtEncryptedClientHello {
+			outer.Extra = append(outer.Extra, x)
+		}
+	}
+	x := &ech.ClientExtension{Type: ech.TypeOuter, Suite: st.ctx.Suite, ConfigID: st.config.ConfigID, Enc: st.ctx.Enc, Payload: []byte{0}}
+	draft, err := marshalOuter(&outer, x)
+	if err != nil {
+		return nil, err
+	}
+	compress, err := ech.Compressible(innerRaw[4:], draft[4:])
+	if err != nil {
+		return nil, err
+	}
+	encoded, err := ech.EncodeInner(innerRaw[4:], compress, st.config.MaxNameLength)
+	if err != nil {
+		return nil, err
+	}
+	x.Payload = make([]byte, len(encoded)+ech.TagLen)
+	aad, err := marshalOuter(&outer, x)
+	if err != nil {
+		return nil, err
+	}
+	if x.Payload, err = st.ctx.Seal(aad[4:], encoded); err != nil {
+		return nil, err
+	}
+	raw, err := marshalOuter(&outer, x)
+	if err != nil {
+		return nil, err
+	}
+	st.outer, st.outerRaw = &outer, raw
+	return raw, nil
+}
+
+// marshalOuter marshals outer with x as the last of its Extra
+// extensions (before early_data), replacing the x of an earlier call.
+func marshalOuter(outer *wire.ClientHello, x *ech.ClientExtension) ([]byte, error) {
+	data, err := x.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	n := len(outer.Extra)
+	if n > 0 && outer.Extra[n-1].Type == ech.ExtEncryptedClientHello {
+		n--
+	}
+	outer.Extra = append(outer.Extra[:n:n], wire.Extension{Type: ech.ExtEncryptedClientHello, Data: data})
+	return outer.Marshal()
+}
+
+// checkECHServerHello reads the acceptance signal (RFC 9849, Section
+// 7.2): the last 8 bytes of ServerHello.random, computed over the inner
+// transcript. Without it the server used the outer ClientHello, and so
+// does the rest of the handshake.
+func (e *engine) checkECHServerHello(p *clientHelloParams, sh *wire.ServerHello) error {
+	st := p.ech
+	if st == nil || st.grease || st.status != ECHNone {
+		return nil
+	}
+	if sh.IsHelloRetryRequest() {
+		return errorf(AlertHandshakeFailure, "the server answered an Encrypted ClientHello with a HelloRetryRequest, which this client does not implement with ECH (RFC 9849, Section 6.1.5): offer a key share for a group the server takes (Config.KeyShareGroups)")
+	}
+	s := suite.Lookup(sh.CipherSuite)
+	if s == nil || len(sh.Raw) < 4+2+32 {
+		return nil // refused by the ServerHello's own checks
+	}
+	at := 4 + 2 + 32 - ech.ConfirmationLen
+	zeroed := append([]byte(nil), sh.Raw...)
+	clear(zeroed[at : at+ech.ConfirmationLen])
+	t := keyschedule.NewTranscript(s.Hash)
+	t.Write(p.raw)
+	want := ech.AcceptConfirmation(s.Hash, p.hello.Random[:], t.HashOf(zeroed))
+	if hmac.Equal(want, sh.Raw[at:at+ech.ConfirmationLen]) {
+		st.status = ECHAccepted
+		e.info.ECH = ECHAccepted
+		return nil
+	}
+	e.rejectECH(p)
+	return nil
+}
+
+// rejectECH moves the handshake to the outer ClientHello: its transcript,
+// no PSK, no Z-data, and the public name as the name the certificate
+// must be valid for (RFC 9849, Section 6.1.7). Early data was sent under
+// the inner ClientHello's keys: the server cannot read it and does not
+// accept it (the outer offers nothing it could be accepted under).
+func (e *engine) rejectECH(p *clientHelloParams) {
+	st := p.ech
+	st.status = ECHRejected
+	e.info.ECH = ECHRejected
+	p.hello, p.raw = st.outer, st.outerRaw
+	p.transcript = keyschedule.NewPendingTranscript()
+	p.transcript.Write(st.outerRaw)
+	p.session, p.pskSecret = nil, nil
+	p.ztls, p.ztlsSecret, p.ztlsSuite, p.zverdict = nil, nil, nil, nil
+	cfg := e.cfg.Clone()
+	cfg.ServerName = st.config.PublicName
+	cfg.VerifiedChains = nil // its answers are for the inner name
+	cfg.ECHConfigList = nil
+	e.cfg = cfg
+	e.serverName = st.config.PublicName
+}
+
+// readECHRetryConfigs takes the encrypted_client_hello extension out of
+// the EncryptedExtensions' unknown ones: retry_configs after a rejection
+// (kept for the error), ignored after GREASE (Section 6.2), refused
+// after an acceptance or without an offer.
+func (e *engine) readECHRetryConfigs(p *clientHelloParams, extra []wire.Extension) ([]wire.Extension, error) {
+	var rest []wire.Extension
+	for _, x := range extra {
+		if x.Type != ech.ExtEncryptedClientHello || p.ech == nil {
+			rest = append(rest, x)
+			continue
+		}
+		st := p.ech
+		switch {
+		case st.grease:
+		case st.status == ECHAccepted:
+			return nil, errorf(AlertUnsupportedExtension, "server sent ECH retry configs after accepting ECH")
+		default:
+			if _, err := ech.ParseConfigList(x.Data); err != nil {
+				return nil, errorf(AlertDecodeError, "the server's ECH retry_configs: %v", err)
+			}
+			st.retry = append([]byte(nil), x.Data...)
+		}
+	}
+	return rest, nil
+}
+
+// checkECHRejected ends a handshake whose ECH was rejected, once the
+// server's Finished has authenticated the public name: ech_required,
+// and the error with the retry configs (RFC 9849, Section 6.1.6).
+func (e *engine) checkECHRejected(p *clientHelloParams) error {
+	if p.ech == nil || p.ech.status != ECHRejected {
+		return nil
+	}
+	return &LocalError{Alert: AlertECHRequired, Err: &ECHRejectedError{PublicName: p.ech.config.PublicName, RetryConfigList: p.ech.retry}}
+}

@@ -57,12 +57,15 @@ type HTTPSOptions struct {
 // not at its not-after, oldest first, its v1 record and, with a BFE key,
 // its v2 twin — the current and the next period's, so at most
 // MaxSvcRecords. Unlike the TXT set (Records), the next period's twin is
-// there a whole period ahead: the value holds all four at once.
+// there a whole period ahead: the value holds all four at once. v3
+// (post-quantum) records are never in it: their 1216-byte share does not
+// fit the value's format and would push every browser's answer over 1232
+// bytes (Section 9.8).
 func (s *Service) HTTPSRecords(now time.Time) []*Record {
 	var out []*Record
 	for _, k := range s.Keyring.Published(now) {
-		if !now.Before(k.Record.NotAfter) {
-			continue
+		if !now.Before(k.Record.NotAfter) || k.Record.V3 {
+			continue // v3 records go in TXT only (Section 9.8)
 		}
 		recs := []*Record{k.Record}
 		if k.BFE != nil {
@@ -77,9 +80,8 @@ func (s *Service) HTTPSRecords(now time.Time) []*Record {
 }
 
 // ServiceHTTPSRecord builds the HTTPS record of host's service on port
-// carrying recs (as HTTPSRecords returns them) and o, with a TTL that
-// ends before the earliest not-after among recs (TTLFor, at most maxTTL;
-// maxTTL when it carries no Z-data). It is the one builder behind every
+// carrying recs (as HTTPSRecords returns them) and o, with the TTL
+// TTLFor gives recs (at most maxTTL; maxTTL when it carries no Z-data). It is the one builder behind every
 // HTTPS record this project serves, prints or publishes, so the served,
 // printed and published records are the same bytes.
 func ServiceHTTPSRecord(host string, port int, recs []*Record, now time.Time, maxTTL time.Duration, o HTTPSOptions) (*dns.HTTPS, error) {

@@ -214,3 +214,28 @@ func TestMergeHTTPS(t *testing.T) {
 		t.Fatalf("empty base: %v", got)
 	}
 }
+
+// A post-quantum service's v3 records stay out of its HTTPS record
+// (Section 9.8), which then builds without Z-data instead of failing on
+// the 1216-byte share; its TXT set still has them.
+func TestServiceHTTPSRecordLeavesOutV3(t *testing.T) {
+	now := clock.Now()
+	fx := newFixture(t, "ecdsa-p256", Options{Group: GroupX25519MLKEM768}, nil)
+	if _, err := fx.svc.Rotate(now); err != nil {
+		t.Fatal(err)
+	}
+	if recs := fx.svc.Records(now); len(recs) == 0 || !recs[0].V3 {
+		t.Fatalf("the TXT set holds %d records, want v3 ones", len(recs))
+	}
+	recs := fx.svc.HTTPSRecords(now)
+	if len(recs) != 0 {
+		t.Fatalf("%d records in the HTTPS record, want none", len(recs))
+	}
+	rr, err := ServiceHTTPSRecord(testHost, testPort, recs, now, 5*time.Minute, HTTPSOptions{ALPN: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := RecordsFromSVCB(&rr.SVCB, 0); err != ErrNoSvcParam {
+		t.Fatalf("the record carries %d Z-data records (%v)", len(got), err)
+	}
+}

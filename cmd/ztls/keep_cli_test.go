@@ -72,7 +72,13 @@ func TestCLIServeRotatesAndPublishes(t *testing.T) {
 	if !chk.Valid {
 		t.Fatalf("zdata check after serve rotated and published: %+v", chk)
 	}
-	wantZTLS(t, s.connect(t, bind.Addr))
+	// The HTTPS record went with the TXT set, so the client takes the
+	// Z-data from it (the default) and never asks TXT.
+	rep := s.connect(t, bind.Addr)
+	wantZTLS(t, rep)
+	if rep.ZDataFrom != "https" {
+		t.Fatalf("Z-data from %q, want the HTTPS record serve --publish pushed", rep.ZDataFrom)
+	}
 }
 
 // serve --zdata on another port than the Z-data's says so at start.

@@ -123,6 +123,7 @@ memory and exits (a second signal stops at once).`,
 	fs.StringVar(&f.publish.keySecret, "tsig-secret", "", "with --publish: TSIG secret, base64")
 	fs.StringVar(&f.publish.keyAlg, "tsig-algorithm", "hmac-sha256", "with --publish: TSIG algorithm")
 	fs.DurationVar(&f.publish.ttl, "publish-ttl", 5*time.Minute, "with --publish: largest TTL (the records' TTL also ends before they expire)")
+	f.publish.https.register(fs, "with --publish: also publish")
 	fs.DurationVar(&f.skew, "max-clock-skew", time.Second, "with --strike-register: the most the clocks of the fleet's servers may differ (keep them within it with NTP); added to every anti-replay entry's life")
 	fs.DurationVar(&f.window, "early-window", 10*time.Second, "freshness window for 0-RTT and ZTLS early data (RFC 8446, Section 8)")
 	fs.StringVar(&f.zdataDir, "zdata", "", "serve ZTLS with the Z-data keys in DIR (made by 'ztls zdata new'); rotation is picked up without restart")
@@ -239,6 +240,9 @@ func (s *serving) checkFlags() error {
 		}
 	}
 	if err := f.publish.check(); err != nil {
+		return err
+	}
+	if err := f.publish.https.check(); err != nil {
 		return err
 	}
 	if f.publish.set() && f.zdataDir == "" {
@@ -519,9 +523,7 @@ func (s *serving) keepZData(ctx context.Context, port int) error {
 		return nil
 	}
 	keeper := &zdataKeeper{dir: zdir, pub: s.f.publish, log: s.log}
-	if s.f.turbo {
-		keeper.pub.turboPort = port
-	}
+	keeper.pub.https.turboAtServicePort = s.f.turbo
 	if s.f.rotate && !zdir.Fleet() { // a fleet derives its keys: nothing to write
 		keeper.claim = zdata.NewRotationClaim(zdir)
 		s.undo = append(s.undo, keeper.claim.Release)

@@ -22,7 +22,10 @@ type publishTarget struct {
 	server, zone               string
 	keyName, keySecret, keyAlg string
 	ttl                        time.Duration
-	turboPort                  int // also the HTTPS advert of TurboTLS on this UDP port (0: none)
+	// https is the service's HTTPS record: the Z-data (--zdata-https),
+	// --https-alpn and, with --turbo, TurboTLS's key at the service's
+	// port, the record 'zdata publish' and 'dns serve' make.
+	https httpsAdvert
 }
 
 func (p *publishTarget) set() bool { return p.server != "" }
@@ -38,24 +41,16 @@ func (p *publishTarget) check() error {
 }
 
 // push replaces the service's Z-data sets on the primary in one signed
-// UPDATE and returns how many records it published.
+// UPDATE, with its keys merged into the HTTPS RRset the primary holds
+// (publishService, as 'ztls zdata publish' does), and returns how many
+// records it published.
 func (p *publishTarget) push(ctx context.Context, d *zdata.Dir, now time.Time) (int, error) {
-	sets := zdataSets(d, now, p.ttl)
-	if p.turboPort != 0 {
-		rr := turbo.HTTPSRecord(d.Config.Host, d.Config.Port, uint16(p.turboPort), uint32(p.ttl/time.Second))
-		sets = append(sets, publish.RRSet{Name: rr.Hdr.Name, Type: dns.TypeHTTPS, Records: []dns.RR{rr}})
-	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	key := publish.TSIGKey{Name: p.keyName, Algorithm: p.keyAlg, Secret: p.keySecret}
-	if err := publish.Publish(ctx, p.server, p.zone, key, sets); err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, s := range sets {
-		n += len(s.Records)
-	}
-	return n, nil
+	pub := &publish.Publisher{Server: p.server, Zone: p.zone,
+		Key: publish.TSIGKey{Name: p.keyName, Algorithm: p.keyAlg, Secret: p.keySecret}}
+	n, _, err := publishService(ctx, pub, d, now, p.ttl, &p.https)
+	return n, err
 }
 
 // zdataKeeper keeps a served Z-data directory current: the process that

@@ -107,6 +107,9 @@ func EncodeInner(innerBody []byte, compress []uint16, maxNameLength uint8) ([]by
 	if e, ok := h.ext(ExtEncryptedClientHello); !ok || len(e.data) != 1 || e.data[0] != TypeInner {
 		return nil, errors.New("ech: ClientHelloInner without an inner encrypted_client_hello extension")
 	}
+	if _, ok := h.ext(ExtOuterExtensions); ok {
+		return nil, errors.New("ech: ClientHelloInner with an ech_outer_extensions of its own")
+	}
 	want := map[uint16]bool{}
 	for _, t := range compress {
 		if t == ExtEncryptedClientHello || t == ExtOuterExtensions {

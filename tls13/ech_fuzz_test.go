@@ -1,0 +1,65 @@
+package tls13
+
+// FuzzECHServerEngine: a server with ECH keys fed mutated ClientHellos
+// (and whatever follows them) must never panic, and fails only with the
+// engine's two error types. Seeds are real first flights: ECH accepted,
+// rejected (a stale config), GREASE, ZTLS inside ECH with early data.
+//
+//	go test -run '^$' -fuzz '^FuzzECHServerEngine$' -fuzztime 30s ./tls13/
+
+import (
+	"crypto/ecdh"
+	"sync"
+	"testing"
+)
+
+type echFuzzEnv struct {
+	setup *echSetup
+	zoff  *ZDataOffer
+	stale []byte
+}
+
+var (
+	echFuzzOnce sync.Once
+	echFuzz     *echFuzzEnv
+)
+
+func getECHFuzzEnv(t testing.TB) *echFuzzEnv {
+	echFuzzOnce.Do(func() {
+		e := newECHSetup(t)
+		z, zkey := newZData(t, ecdh.X25519(), X25519, echInnerName, "", e.p)
+		e.scfg.ZData = &testZKeys{keys: []*ZDataKey{zkey}}
+		e.scfg.StrikeRegister, e.scfg.MaxEarlyData = alwaysFresh{}, 4096
+		echFuzz = &echFuzzEnv{setup: e, zoff: z, stale: echList(t, newECHKey(t, 1))}
+	})
+	return echFuzz
+}
+
+func FuzzECHServerEngine(f *testing.F) {
+	env := getECHFuzzEnv(f)
+	e := env.setup
+	seeds := []struct {
+		list   []byte
+		grease bool
+		z      *ZDataOffer
+		early  []byte
+	}{
+		{list: e.list}, {list: env.stale}, {grease: true}, {list: e.list, z: env.zoff, early: []byte("GET /")},
+	}
+	for _, sd := range seeds {
+		ccfg := e.ccfg.Clone()
+		ccfg.ECHConfigList, ccfg.ECHGrease = sd.list, sd.grease
+		c := newEngine(ccfg, true)
+		if err := c.startClient(nil, sd.z, sd.early); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(c.takeOutput())
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s := newEngine(e.scfg, false)
+		s.startServer()
+		err := s.feed(data)
+		checkEngineErr(t, err)
+		s.takeOutput()
+	})
+}

@@ -17,6 +17,7 @@ package tls13
 // (checkECHRejected).
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"io"
 
@@ -97,13 +98,14 @@ func (e *engine) offerGreaseECH(p *clientHelloParams) error {
 // itself without ECH.
 func (e *engine) sealECH(p *clientHelloParams, innerRaw []byte) ([]byte, error) {
 	st := p.ech
-	if st == nil || st.grease {
+	if st == nil || st.grease || st.status == ECHRejected {
+		// After a HelloRetryRequest that rejected ECH, innerRaw is the
+		// second outer ClientHello (rejectECH).
 		return innerRaw, nil
 	}
+	enc := st.ctx.Enc
 	if st.outer != nil {
-		// Only a HelloRetryRequest makes a second ClientHello, and the
-		// client refuses one under ECH (checkECHServerHello).
-		return nil, errorf(AlertInternalError, "second ECH ClientHello without a HelloRetryRequest")
+		enc = nil // the second ClientHelloOuter (RFC 9849, Section 6.1.5)
 	}
 	outer := *p.hello
 	outer.Raw, outer.Order = nil, nil
@@ -117,7 +119,7 @@ func (e *engine) sealECH(p *clientHelloParams, innerRaw []byte) ([]byte, error) 
 			outer.Extra = append(outer.Extra, x)
 		}
 	}
-	x := &ech.ClientExtension{Type: ech.TypeOuter, Suite: st.ctx.Suite, ConfigID: st.config.ConfigID, Enc: st.ctx.Enc, Payload: []byte{0}}
+	x := &ech.ClientExtension{Type: ech.TypeOuter, Suite: st.ctx.Suite, ConfigID: st.config.ConfigID, Enc: enc, Payload: []byte{0}}
 	draft, err := marshalOuter(&outer, x)
 	if err != nil {
 		return nil, err
@@ -164,31 +166,107 @@ func marshalOuter(outer *wire.ClientHello, x *ech.ClientExtension) ([]byte, erro
 // checkECHServerHello reads the acceptance signal (RFC 9849, Section
 // 7.2): the last 8 bytes of ServerHello.random, computed over the inner
 // transcript. Without it the server used the outer ClientHello, and so
-// does the rest of the handshake.
+// does the rest of the handshake. A HelloRetryRequest carries its own
+// signal (checkECHRetryRequest).
 func (e *engine) checkECHServerHello(p *clientHelloParams, sh *wire.ServerHello) error {
 	st := p.ech
-	if st == nil || st.grease || st.status != ECHNone {
+	if st == nil || st.grease {
 		return nil
 	}
 	if sh.IsHelloRetryRequest() {
-		return errorf(AlertHandshakeFailure, "the server answered an Encrypted ClientHello with a HelloRetryRequest, which this client does not implement with ECH (RFC 9849, Section 6.1.5): offer a key share for a group the server takes (Config.KeyShareGroups)")
+		return e.checkECHRetryRequest(p, sh)
 	}
 	s := suite.Lookup(sh.CipherSuite)
-	if s == nil || len(sh.Raw) < 4+2+32 {
-		return nil // refused by the ServerHello's own checks
+	if st.status == ECHRejected || s == nil || len(sh.Raw) < 4+2+32 {
+		return nil // rejected at the HelloRetryRequest, or refused by the ServerHello's own checks
 	}
 	at := 4 + 2 + 32 - ech.ConfirmationLen
 	zeroed := append([]byte(nil), sh.Raw...)
 	clear(zeroed[at : at+ech.ConfirmationLen])
-	t := keyschedule.NewTranscript(s.Hash)
-	t.Write(p.raw)
+	t := p.transcript // after a HelloRetryRequest: the inner one, hash set
+	if !p.afterHRR || t.Hash() != s.Hash {
+		t = keyschedule.NewTranscript(s.Hash)
+		t.Write(p.raw)
+	}
 	want := ech.AcceptConfirmation(s.Hash, p.hello.Random[:], t.HashOf(zeroed))
-	if hmac.Equal(want, sh.Raw[at:at+ech.ConfirmationLen]) {
+	accepted := hmac.Equal(want, sh.Raw[at:at+ech.ConfirmationLen])
+	switch {
+	case accepted:
 		st.status = ECHAccepted
 		e.info.ECH = ECHAccepted
-		return nil
+	case st.status == ECHAccepted:
+		return errorf(AlertIllegalParameter, "server accepted ECH in its HelloRetryRequest but not in its ServerHello")
+	default:
+		e.rejectECH(p)
+	}
+	return nil
+}
+
+// checkECHRetryRequest reads a HelloRetryRequest's encrypted_client_hello
+// extension (RFC 9849, Section 7.2.1): its 8 bytes are the signal over
+// the inner ClientHello's message_hash and the HelloRetryRequest with
+// those bytes zero. The extension is taken out of sh.Extra.
+func (e *engine) checkECHRetryRequest(p *clientHelloParams, sh *wire.ServerHello) error {
+	var x *wire.Extension
+	for i := range sh.Extra {
+		if sh.Extra[i].Type == ech.ExtEncryptedClientHello {
+			x = &wire.Extension{Type: sh.Extra[i].Type, Data: sh.Extra[i].Data}
+			sh.Extra = append(sh.Extra[:i:i], sh.Extra[i+1:]...)
+			break
+		}
+	}
+	s := suite.Lookup(sh.CipherSuite)
+	if p.afterHRR || p.ech.status != ECHNone || s == nil {
+		return nil // refused by the HelloRetryRequest's own checks
+	}
+	if x != nil {
+		if len(x.Data) != ech.ConfirmationLen {
+			return errorf(AlertDecodeError, "HelloRetryRequest's encrypted_client_hello of %d bytes", len(x.Data))
+		}
+		pattern := append([]byte{0xfe, 0x0d, 0, ech.ConfirmationLen}, x.Data...) // type, length, signal
+		i := bytes.LastIndex(sh.Raw, pattern) + 4
+		zeroed := append([]byte(nil), sh.Raw...)
+		clear(zeroed[i : i+ech.ConfirmationLen])
+		t := keyschedule.NewTranscript(s.Hash)
+		t.Write(p.raw)
+		t.RestartWithMessageHash()
+		if hmac.Equal(x.Data, ech.AcceptConfirmationHRR(s.Hash, p.hello.Random[:], t.HashOf(zeroed))) {
+			p.ech.status = ECHAccepted
+			e.info.ECH = ECHAccepted
+			return nil
+		}
 	}
 	e.rejectECH(p)
+	return e.reGreaseECH(p)
+}
+
+// reGreaseECH makes the encrypted_client_hello of the second outer
+// ClientHello after a rejecting HelloRetryRequest: the same config id and
+// suite, an empty enc, and a payload of the same length that no server
+// will read (RFC 9849, Section 6.1.5; the server ignores it).
+func (e *engine) reGreaseECH(p *clientHelloParams) error {
+	st := p.ech
+	for i, x := range p.hello.Extra {
+		if x.Type != ech.ExtEncryptedClientHello {
+			continue
+		}
+		old, err := ech.ParseClientExtension(x.Data)
+		if err != nil {
+			return err
+		}
+		old.Enc = nil
+		if _, err := io.ReadFull(e.cfg.rand(), old.Payload); err != nil {
+			return err
+		}
+		data, err := old.Marshal()
+		if err != nil {
+			return err
+		}
+		extra := append([]wire.Extension(nil), p.hello.Extra...)
+		extra[i].Data = data
+		p.hello.Extra = extra
+	}
+	st.outer = p.hello
 	return nil
 }
 

@@ -151,3 +151,47 @@ func TestECHGoClientStaleConfig(t *testing.T) {
 		t.Fatal("Go's retry not accepted")
 	}
 }
+
+// HelloRetryRequest with ECH against Go: Go's server takes only P-256;
+// our server, only P-256, answers Go's client.
+func TestECHGoHelloRetryRequest(t *testing.T) {
+	e := newECHSetup(t)
+	cfg := &tls.Config{MinVersion: tls.VersionTLS13, CurvePreferences: []tls.CurveID{tls.CurveP256},
+		Certificates:             []tls.Certificate{e.p.goSrv, {Certificate: e.public.Chain, PrivateKey: e.public.PrivateKey, Leaf: e.public.Leaf}},
+		EncryptedClientHelloKeys: []tls.EncryptedClientHelloKey{{Config: e.key.Config, PrivateKey: e.key.PrivateKey, SendAsRetry: true}}}
+	addr := goServer(t, cfg, goEcho)
+	c, err := Dial("tcp", addr, e.ccfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roundTrip(t, c, "after a retry")
+	if st := c.ConnectionState(); st.ECH != ECHAccepted || st.Group != P256 || !hasEvent(c.Trace(), EventHelloRetryRequest) {
+		t.Fatalf("our client: ECH %q, group %v", st.ECH, st.Group)
+	}
+	c.Close()
+	stale := e.ccfg.Clone()
+	stale.ECHConfigList = echList(t, newECHKey(t, 1))
+	var rej *ECHRejectedError
+	if _, err := Dial("tcp", addr, stale); !errors.As(err, &rej) || !bytes.Equal(rej.RetryConfigList, e.list) {
+		t.Fatalf("our client, stale config, after a retry: %v", err)
+	}
+
+	e.scfg.Groups = []CurveID{P256}
+	ours, states := ourECHServer(t, e.scfg)
+	gc, err := tls.Dial("tcp", ours, goECHClient(e, e.list))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gc.Close()
+	if !gc.ConnectionState().ECHAccepted {
+		t.Fatal("Go's client: ECH not accepted after our retry")
+	}
+	if st := <-states; st.ECH != ECHAccepted || st.Group != P256 {
+		t.Fatalf("our server: ECH %q, group %v", st.ECH, st.Group)
+	}
+	_, err = tls.Dial("tcp", ours, goECHClient(e, echList(t, newECHKey(t, 1))))
+	var grej *tls.ECHRejectionError
+	if !errors.As(err, &grej) || !bytes.Equal(grej.RetryConfigList, e.list) {
+		t.Fatalf("Go's client, stale config, after our retry: %v", err)
+	}
+}

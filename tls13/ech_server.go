@@ -15,20 +15,30 @@ import (
 	"errors"
 
 	"github.com/ztls-project/ztls/tls13/internal/ech"
+	"github.com/ztls-project/ztls/tls13/internal/keyschedule"
 	"github.com/ztls-project/ztls/tls13/internal/wire"
 )
 
 // echServer is what a server decided about ECH for one ClientHello.
 type echServer struct {
-	status ECHStatus // accepted or rejected
-	retry  []byte    // the retry configs to send on rejection
+	status ECHStatus          // accepted or rejected
+	retry  []byte             // the retry configs to send on rejection
+	ctx    *ech.ServerContext // accepted: opens the second ClientHello after a retry
+	ext    *ech.ClientExtension
 }
 
 // acceptECH opens an ECH ClientHello and continues with its inner
 // ClientHello; see the file comment.
 func (hs *serverHandshake) acceptECH() error {
+	var first *echServer // the first ClientHello's, when this is the second
+	if hs.hrr != nil {
+		first = hs.hrr.ech
+	}
 	x, ok := findExtension(hs.ch.Extra, ech.ExtEncryptedClientHello)
 	if !ok {
+		if first != nil && first.status == ECHAccepted {
+			return errorf(AlertIllegalParameter, "second ClientHello without encrypted_client_hello after ECH was accepted")
+		}
 		return nil
 	}
 	if len(x.Data) > 0 && x.Data[0] == ech.TypeInner {
@@ -51,14 +61,35 @@ func (hs *serverHandshake) acceptECH() error {
 	hs.ech = &echServer{status: ECHRejected, retry: retry}
 	hs.e.info.ECH = ECHRejected
 	if hs.hrr != nil {
-		// We never ask for a retry after accepting (refuseECHRetry): the
-		// first ClientHello was rejected, and so is this one.
-		return nil
+		if first == nil || first.status != ECHAccepted {
+			return nil // RFC 9849, Section 7.1.1: rejected in the first, ignored in the second
+		}
+		return hs.openSecondECH(first, ext, aad)
 	}
-	encoded, err := openECH(keys, ext, aad)
+	encoded, sc, err := openECH(keys, ext, aad)
 	if err != nil {
 		return nil // RFC 9849, Section 7.1: go on with the outer ClientHello
 	}
+	return hs.useInner(encoded, &echServer{status: ECHAccepted, ctx: sc, ext: ext})
+}
+
+// openSecondECH opens the second ClientHelloOuter after a retry for an
+// accepted first (RFC 9849, Section 7.1.1): same config and suite, an
+// empty enc, sealed with the first one's HPKE context.
+func (hs *serverHandshake) openSecondECH(first *echServer, ext *ech.ClientExtension, aad []byte) error {
+	if ext.ConfigID != first.ext.ConfigID || ext.Suite != first.ext.Suite || len(ext.Enc) != 0 {
+		return errorf(AlertIllegalParameter, "second ClientHelloOuter with another ECH config, suite or a non-empty enc")
+	}
+	encoded, err := first.ctx.Open(aad, ext.Payload)
+	if err != nil {
+		return errorf(AlertDecryptError, "second ClientHelloOuter: %v", err)
+	}
+	return hs.useInner(encoded, first)
+}
+
+// useInner replaces the outer ClientHello by the inner one rebuilt from
+// the decrypted EncodedClientHelloInner.
+func (hs *serverHandshake) useInner(encoded []byte, st *echServer) error {
 	outer := hs.ch
 	inner, err := ech.DecodeInner(encoded, outer.Raw[4:])
 	if err != nil {
@@ -72,7 +103,7 @@ func (hs *serverHandshake) acceptECH() error {
 	if !hmac.Equal(hs.ch.SessionID, outer.SessionID) {
 		return errorf(AlertIllegalParameter, "inner ClientHello with another legacy_session_id")
 	}
-	hs.ech = &echServer{status: ECHAccepted}
+	hs.ech = st
 	hs.e.info.ECH = ECHAccepted
 	return nil
 }
@@ -80,31 +111,32 @@ func (hs *serverHandshake) acceptECH() error {
 // openECH decrypts the payload with the keys of the client's config_id,
 // or with every key when none has it (RFC 9849, Section 7.1 allows trial
 // decryption); any failure is ech.ErrDecrypt.
-func openECH(keys []*ech.Key, x *ech.ClientExtension, aad []byte) ([]byte, error) {
-	try := func(k *ech.Key) ([]byte, error) {
+func openECH(keys []*ech.Key, x *ech.ClientExtension, aad []byte) ([]byte, *ech.ServerContext, error) {
+	try := func(k *ech.Key) ([]byte, *ech.ServerContext, error) {
 		sc, err := ech.NewServerContext(k, x.Suite, x.Enc)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return sc.Open(aad, x.Payload)
+		pt, err := sc.Open(aad, x.Payload)
+		return pt, sc, err
 	}
 	matched := false
 	for _, k := range keys {
 		if k.Config.ConfigID == x.ConfigID {
 			matched = true
-			if pt, err := try(k); err == nil {
-				return pt, nil
+			if pt, sc, err := try(k); err == nil {
+				return pt, sc, nil
 			}
 		}
 	}
 	if !matched {
 		for _, k := range keys {
-			if pt, err := try(k); err == nil {
-				return pt, nil
+			if pt, sc, err := try(k); err == nil {
+				return pt, sc, nil
 			}
 		}
 	}
-	return nil, ech.ErrDecrypt
+	return nil, nil, ech.ErrDecrypt
 }
 
 func findExtension(exts []wire.Extension, typ uint16) (wire.Extension, bool) {
@@ -130,14 +162,30 @@ func (hs *serverHandshake) confirmECH(shRaw []byte) {
 	copy(shRaw[at:], c)
 }
 
-// refuseECHRetry: a HelloRetryRequest after accepting ECH needs the
-// retry's own signal and a second, empty-enc outer ClientHello (RFC
-// 9849, Sections 6.1.5 and 7.2.1), which this server does not implement.
-func (hs *serverHandshake) refuseECHRetry() error {
+// addECHRetrySignal gives a HelloRetryRequest for an accepted ECH
+// ClientHello its encrypted_client_hello extension, 8 zero bytes that
+// confirmECHRetry fills (RFC 9849, Section 7.2.1). It has no cookie:
+// Go's client (1.26) compresses the cookie out of its second
+// ClientHelloInner but leaves it out of the ClientHelloOuter, so a
+// cookie fails every Go ECH client after a retry; the engine keeps the
+// retry's state anyway, the cookie is only a second check of it.
+func (hs *serverHandshake) addECHRetrySignal(hrr *wire.ServerHello) {
 	if hs.ech != nil && hs.ech.status == ECHAccepted {
-		return errorf(AlertHandshakeFailure, "the Encrypted ClientHello's key shares are all for groups the server does not take, and this server does not implement HelloRetryRequest with ECH: add a group the client offers to Config.Groups")
+		hrr.Cookie = nil
+		hrr.Extra = append(hrr.Extra, wire.Extension{Type: ech.ExtEncryptedClientHello, Data: make([]byte, ech.ConfirmationLen)})
 	}
-	return nil
+}
+
+// confirmECHRetry writes the signal into the marshalled HelloRetryRequest:
+// over the transcript t (message_hash of the inner ClientHello) and the
+// HelloRetryRequest with the signal zero. Marshal writes Extra last.
+func (hs *serverHandshake) confirmECHRetry(t *keyschedule.Transcript, raw []byte) {
+	if hs.ech == nil || hs.ech.status != ECHAccepted {
+		return
+	}
+	at := len(raw) - ech.ConfirmationLen
+	c := ech.AcceptConfirmationHRR(hs.suite.Hash, hs.ch.Random[:], t.HashOf(raw))
+	copy(raw[at:], c)
 }
 
 // addECHRetryConfigs puts the retry configs in EncryptedExtensions after

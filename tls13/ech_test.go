@@ -260,3 +260,60 @@ func TestECHServerMalformed(t *testing.T) {
 func publicLeafOpts() testpki.LeafOpts {
 	return testpki.LeafOpts{DNSNames: []string{echPublicName}}
 }
+
+// HelloRetryRequest with ECH (RFC 9849, Sections 6.1.5 and 7.2.1): the
+// server takes only P-256, for which the client sent no share.
+func TestECHHelloRetryRequest(t *testing.T) {
+	for _, stale := range []bool{false, true} {
+		e := newECHSetup(t)
+		e.scfg.Groups = []CurveID{P256}
+		if stale {
+			e.ccfg.ECHConfigList = echList(t, newECHKey(t, 1))
+		}
+		c, s, _, cerr, serr := echRun(t, e.ccfg, e.scfg, nil, nil)
+		if !hasEventOrder(c.events, EventClientHelloSent, EventHelloRetryRequest, EventServerHelloReceived) {
+			t.Fatalf("stale %v: no HelloRetryRequest (%v)", stale, c.events)
+		}
+		if stale {
+			var rej *ECHRejectedError
+			if !errors.As(cerr, &rej) || !bytes.Equal(rej.RetryConfigList, e.list) || alertOf(serr) != int(AlertECHRequired) {
+				t.Fatalf("client %v, server %v: want a rejection with retry configs", cerr, serr)
+			}
+			if !c.info.PeerCertificates[0].Equal(e.public.Leaf) || s.info.ServerName != echPublicName {
+				t.Fatal("the rejected retry did not authenticate the public name")
+			}
+			continue
+		}
+		if cerr != nil || serr != nil {
+			t.Fatalf("client %v, server %v", cerr, serr)
+		}
+		if c.info.ECH != ECHAccepted || s.info.ECH != ECHAccepted || s.info.ServerName != echInnerName || c.info.Group != P256 {
+			t.Fatalf("ECH client %q server %q, SNI %q, group %v", c.info.ECH, s.info.ECH, s.info.ServerName, c.info.Group)
+		}
+	}
+}
+
+// A HelloRetryRequest whose signal was tampered with is a rejection: the
+// client goes on with the outer transcript, which the server (having
+// accepted) does not share, so the handshake fails rather than continue.
+func TestECHHelloRetryRequestSignalChecked(t *testing.T) {
+	e := newECHSetup(t)
+	e.scfg.Groups = []CurveID{P256}
+	c, s := newEngine(e.ccfg, true), newEngine(e.scfg, false)
+	if err := c.startClient(nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.startServer()
+	if err := s.feed(c.takeOutput()); err != nil {
+		t.Fatal(err)
+	}
+	hrr := s.takeOutput()
+	hrr[len(hrr)-1] ^= 1 // the last byte of the signal (Extra is written last)
+	err := c.feed(hrr)
+	if err == nil {
+		err = s.feed(c.takeOutput())
+	}
+	if err == nil || c.info.ECH == ECHAccepted {
+		t.Fatalf("a tampered HelloRetryRequest signal passed (ECH %q)", c.info.ECH)
+	}
+}

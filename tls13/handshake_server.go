@@ -54,6 +54,7 @@ type serverHRR struct {
 	sessionID  []byte
 	sentCCS    bool
 	first      *wire.ClientHello // the ClientHello the retry was sent for
+	ech        *echServer        // ECH of the first ClientHello (ech_server.go)
 }
 
 type serverExpectClientHello struct{ hrr *serverHRR }
@@ -325,9 +326,6 @@ func (hs *serverHandshake) pickCertificate() error {
 // (RFC 8446, Section 4.1.4).
 func (hs *serverHandshake) sendHelloRetryRequest() (state, error) {
 	e, ch, s := hs.e, hs.ch, hs.suite
-	if err := hs.refuseECHRetry(); err != nil {
-		return nil, err
-	}
 	e.event(EventHelloRetryRequest)
 	t := keyschedule.NewTranscript(s.Hash)
 	t.Write(ch.Raw)
@@ -348,17 +346,19 @@ func (hs *serverHandshake) sendHelloRetryRequest() (state, error) {
 		SelectedGroup:    hs.hrrGroup,
 		Cookie:           cookie,
 	}
+	hs.addECHRetrySignal(hrr)
 	raw, err := hrr.Marshal()
 	if err != nil {
 		return nil, err
 	}
+	hs.confirmECHRetry(t, raw)
 	t.Write(raw)
 	e.suite, e.hash = s, s.Hash
 	e.queueHandshake(raw)
 	if err := e.flushHandshake(); err != nil {
 		return nil, err
 	}
-	st := &serverHRR{transcript: t, suite: s.ID, group: hs.hrrGroup, cookie: cookie, sessionID: ch.SessionID, first: ch}
+	st := &serverHRR{transcript: t, suite: s.ID, group: hs.hrrGroup, cookie: hrr.Cookie, sessionID: ch.SessionID, first: ch, ech: hs.ech}
 	if len(ch.SessionID) > 0 {
 		e.sendCCS()
 		st.sentCCS = true

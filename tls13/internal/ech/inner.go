@@ -3,6 +3,7 @@ package ech
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"golang.org/x/crypto/cryptobyte"
 
@@ -212,11 +213,14 @@ func DecodeInner(encoded, outerBody []byte) ([]byte, error) {
 var ErrInnerIllegal = errors.New("ech: illegal ClientHelloInner")
 
 // expandOuter replaces the ech_outer_extensions extension by the outer
-// extensions it names: each must be in the outer, in order, never
-// encrypted_client_hello, and at most one ech_outer_extensions.
+// extensions it names: each must be in the outer, never
+// encrypted_client_hello, and at most one ech_outer_extensions. RFC 9849,
+// Section 5.1 asks the client to reference them in the outer's relative
+// order; the server does not insist (Go's client does not keep that order
+// in its second ClientHelloOuter after a HelloRetryRequest), and a
+// reference named twice is refused as a repeated extension.
 func expandOuter(inner, outer []extension) ([]extension, error) {
 	var out []extension
-	next := 0 // the outer extensions are searched forward only
 	expanded := false
 	for _, e := range inner {
 		if e.typ != ExtOuterExtensions {
@@ -238,14 +242,11 @@ func expandOuter(inner, outer []extension) ([]extension, error) {
 			if t == ExtEncryptedClientHello || t == ExtOuterExtensions {
 				return nil, fmt.Errorf("%w: ech_outer_extensions names %#04x", ErrInnerIllegal, t)
 			}
-			for next < len(outer) && outer[next].typ != t {
-				next++
+			i := slices.IndexFunc(outer, func(e extension) bool { return e.typ == t })
+			if i < 0 {
+				return nil, fmt.Errorf("%w: ech_outer_extensions names %#04x, which the outer ClientHello lacks", ErrInnerIllegal, t)
 			}
-			if next == len(outer) {
-				return nil, fmt.Errorf("%w: ech_outer_extensions names %#04x, not in the outer ClientHello in that order", ErrInnerIllegal, t)
-			}
-			out = append(out, outer[next])
-			next++
+			out = append(out, outer[i])
 		}
 	}
 	return out, nil

@@ -80,7 +80,7 @@ func TestDecodeInnerRefuses(t *testing.T) {
 		"session id":           hello(t, []byte{1}, sni(innerName), innerECH),
 		"references ech":       hello(t, nil, ref(ExtEncryptedClientHello), innerECH),
 		"references missing":   hello(t, nil, ref(0x7777), innerECH),
-		"out of order":         hello(t, nil, ref(keyShare.typ, groups.typ), innerECH),
+		"referenced twice":     hello(t, nil, ref(groups.typ, groups.typ), innerECH),
 		"two outer extensions": hello(t, nil, ref(groups.typ), extension{typ: 0x1111}, innerECH, ref(keyShare.typ)),
 		"duplicate":            hello(t, nil, groups, ref(groups.typ), innerECH),
 		"empty reference list": hello(t, nil, extension{typ: ExtOuterExtensions, data: []byte{0}}, innerECH),
@@ -106,5 +106,19 @@ func TestEncodeInnerRefuses(t *testing.T) {
 		if _, err := EncodeInner(c.inner, c.compress, 32); err == nil {
 			t.Errorf("%s: encoded", name)
 		}
+	}
+}
+
+// References out of the outer's order decode (Go's client sends them so
+// after a HelloRetryRequest); the inner keeps the order it names.
+func TestDecodeInnerOutOfOrder(t *testing.T) {
+	outer := hello(t, nil, sni(publicName), groups, keyShare, versions, outerECHEx)
+	ref := extension{typ: ExtOuterExtensions, data: outerExtensionsBody([]uint16{keyShare.typ, groups.typ})}
+	got, err := DecodeInner(hello(t, nil, ref, innerECH), outer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := hello(t, nil, keyShare, groups, innerECH); !bytes.Equal(got, want) {
+		t.Fatalf("decoded %x, want %x", got, want)
 	}
 }

@@ -16,7 +16,14 @@ import (
 var retryMayChange = map[uint16]bool{
 	ExtKeyShare: true, ExtEarlyData: true, ExtCookie: true,
 	ExtPreSharedKey: true, ExtPadding: true, ExtZTLS: true, ExtZTLSBFE: true, ExtZTLSKEM: true,
+	// encrypted_client_hello: the second ClientHelloOuter's has an empty
+	// enc and a payload sealed anew (RFC 9849, Section 6.1.5); an inner
+	// ClientHello's is one fixed byte.
+	extEncryptedClientHello: true,
 }
+
+// extEncryptedClientHello is RFC 9849's encrypted_client_hello (Section 5).
+const extEncryptedClientHello uint16 = 0xfe0d
 
 // CheckRetryClientHello enforces RFC 8446, Section 4.1.2 on second, the
 // ClientHello that answers a HelloRetryRequest sent for first: the client

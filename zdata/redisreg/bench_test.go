@@ -131,7 +131,7 @@ func benchRegisters(b *testing.B) (names []string, regs map[string]tls13.StrikeR
 	add("go-redis", mk(Options{Addr: srv.s.addr}))
 	add("go-redis-TLS", mk(Options{Addr: srv.tlsAddr, TLS: &tls.Config{RootCAs: srv.ca.Pool(), Certificates: []tls.Certificate{srv.client}}}))
 	if !testing.Short() {
-		c := startCluster(b)
+		c := startCluster(b, time.Second)
 		add("go-redis-Cluster", mk(Options{Mode: ModeCluster, Addrs: c.addrs()}))
 	}
 	return names, regs

@@ -235,26 +235,19 @@ func TestBoundaryRestartReplay(t *testing.T) {
 	}
 }
 
-// TestBoundaryFlushAllReplay: a fleet's Redis loses its data (FLUSHALL)
-// in the last minute of a period; the flight goes to the other member.
-func TestBoundaryFlushAllReplay(t *testing.T) { fleetLossAttack(t, false) }
-
-// TestBoundaryBFEMemberReplay: a BFE fleet (punctures shared in Redis,
-// strike registers off) loses Redis's data in the last minute of a
-// period; the flight goes to the other member.
-func TestBoundaryBFEMemberReplay(t *testing.T) { fleetLossAttack(t, true) }
-
 // fleetLossAttack runs the boundary attack on a fleet of two members
-// sharing one Redis, FLUSHALL as the loss: their strike register or, with
-// bfeKeys, their BFE puncture log (strike registers off).
-func fleetLossAttack(t *testing.T, bfeKeys bool) {
-	s := startRedis(t, 0)
+// sharing one Redis (TestModes: FLUSHALL in the last minute of a period,
+// the flight replayed to the other member, then to the one that took it):
+// their strike register or, with bfeKeys, their BFE puncture log (strike
+// registers off). The loss is a FLUSHALL of every primary: the flight's
+// key, and so its Cluster slot, is not known to the test.
+func fleetLossAttack(t *testing.T, e *redisEnv, bfeKeys bool) {
 	for _, at := range boundaryInstants {
 		t.Run(fmt.Sprint(at), func(t *testing.T) {
-			s.raw(t, "FLUSHALL")
+			e.flushAll(t)
 			w := newBoundaryWorld(t, bfeKeys)
 			for i := 0; i < 2; i++ {
-				reg := newReg(t, s.addr, w.clk)
+				reg := e.newReg(t, w.clk, nil)
 				warm(t, reg, w.clk) // Redis's memory complete since long before
 				if bfeKeys {
 					w.member(noStrike{}, reg.PunctureLog("server.test", 443, zdata.EpochLength))
@@ -264,7 +257,7 @@ func fleetLossAttack(t *testing.T, bfeKeys bool) {
 			}
 			honestAt(t, w, w.members[1], at)
 			runBoundaryAttack(t, w, at, func() []*boundaryMember {
-				s.raw(t, "FLUSHALL")
+				e.flushAll(t)
 				// The other member first: the one that took the flight
 				// would set the ciphertext's positions in Redis again.
 				return []*boundaryMember{w.members[1], w.members[0]}

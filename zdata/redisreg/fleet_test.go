@@ -3,7 +3,6 @@ package redisreg
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"io"
 	"net"
@@ -101,32 +100,14 @@ type earlyReader struct{ c *tls13.Conn }
 
 func (r earlyReader) Read(p []byte) (int, error) { return r.c.ReadEarlyData(p) }
 
-// TestFleetReplayAndFailClosed: two servers of a fleet (same seed, same
-// certificate) share one Redis strike register. A client that verified
-// Z-data from DNS gets its early request answered in the first flight; the
-// captured first flight replayed to either server never reaches the
-// application; with Redis down early data is refused but the connection is
-// still served.
-func TestFleetReplayAndFailClosed(t *testing.T) {
-	s := startRedis(t, 0)
-	fleetReplay(t, Options{Addr: s.addr}, s.stop)
-}
-
-// TestFleetReplayModes: the same fleet on each way to Redis (issue 28):
-// TLS, Sentinel, Cluster; with TLS, Redis stopped fails closed too.
-func TestFleetReplayModes(t *testing.T) {
-	t.Run("TLS", func(t *testing.T) {
-		srv := startTLSRedis(t, true)
-		fleetReplay(t, Options{Addr: srv.tlsAddr, TLS: &tls.Config{RootCAs: srv.ca.Pool(), Certificates: []tls.Certificate{srv.client}}}, srv.s.stop)
-	})
-	t.Run("Sentinel", func(t *testing.T) {
-		st := startSentinel(t)
-		fleetReplay(t, Options{Mode: ModeSentinel, Addrs: []string{st.sentinel.addr}, MasterName: "ztls"}, nil)
-	})
-	t.Run("Cluster", func(t *testing.T) {
-		c := startCluster(t)
-		fleetReplay(t, Options{Mode: ModeCluster, Addrs: c.addrs()}, nil)
-	})
+// testFleetReplay: two servers of a fleet (same seed, same certificate)
+// share one Redis strike register (TestModes: on each mode). A client
+// that verified Z-data from DNS gets its early request answered in the
+// first flight; the captured first flight replayed to either server never
+// reaches the application; with Redis down early data is refused but the
+// connection is still served.
+func testFleetReplay(t *testing.T, e *redisEnv) {
+	fleetReplay(t, e.opts, e.downForFleet())
 }
 
 // fleetReplay runs the fleet of TestFleetReplayAndFailClosed on a register

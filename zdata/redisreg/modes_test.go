@@ -176,7 +176,9 @@ type sentinelSetup struct {
 	primary, replica, sentinel *redisServer
 }
 
-func startSentinel(t *testing.T) *sentinelSetup {
+// downAfter is how long the Sentinel waits before it takes the primary
+// for down (a forced SENTINEL FAILOVER does not wait).
+func startSentinel(t *testing.T, downAfter time.Duration) *sentinelSetup {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("Sentinel failover: not with -short")
@@ -184,9 +186,10 @@ func startSentinel(t *testing.T) *sentinelSetup {
 	if _, err := exec.LookPath("redis-sentinel"); err != nil {
 		t.Skip("redis-sentinel not installed (make deps)")
 	}
-	p := startRedis(t, 0)
+	// A full resync starts at once (Redis 7 waits 5 s for more replicas).
+	p := startRedis(t, 0, "--repl-diskless-sync-delay", "0")
 	_, pport, _ := strings.Cut(p.addr, ":")
-	r := startRedis(t, 0, "--replicaof", "127.0.0.1", pport)
+	r := startRedis(t, 0, "--repl-diskless-sync-delay", "0", "--replicaof", "127.0.0.1", pport)
 	waitFor(t, "the replica's link", func() bool { return r.info(t, "replication", "master_link_status") == "up" })
 	var sn *redisServer
 	for try := 0; ; try++ {
@@ -194,7 +197,7 @@ func startSentinel(t *testing.T) *sentinelSetup {
 		dir := t.TempDir()
 		conf := filepath.Join(dir, "sentinel.conf")
 		text := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor ztls 127.0.0.1 %s 1\n"+
-			"sentinel down-after-milliseconds ztls 1000\nsentinel failover-timeout ztls 10000\n", port, dir, pport)
+			"sentinel down-after-milliseconds ztls %d\nsentinel failover-timeout ztls 10000\n", port, dir, pport, downAfter.Milliseconds())
 		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -392,7 +395,7 @@ func (w *failoverWorld) afterFailover(start time.Time) time.Duration {
 // Sentinel moved the primary is logged: with a window W and skew S, early
 // data is refused for that long plus W + S.
 func TestSentinelFailover(t *testing.T) {
-	st := startSentinel(t)
+	st := startSentinel(t, time.Second)
 	opts := Options{Mode: ModeSentinel, Addrs: []string{st.sentinel.addr}, MasterName: "ztls"}
 	t.Run("basic", func(t *testing.T) { basicSuite(t, opts) })
 	// ZTLS_REDIS_FAILOVERS=N fails over N times, back and forth (a soak;
@@ -444,7 +447,9 @@ type clusterSetup struct {
 	nodes []*redisServer
 }
 
-func startCluster(t testing.TB) *clusterSetup {
+// nodeTimeout is how long a primary may be unreachable before its
+// replica takes over.
+func startCluster(t testing.TB, nodeTimeout time.Duration) *clusterSetup {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("Redis Cluster: not with -short")
@@ -452,7 +457,8 @@ func startCluster(t testing.TB) *clusterSetup {
 	c := &clusterSetup{}
 	args := []string{"--cluster", "create"}
 	for range 6 {
-		s := startRedis(t, 0, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000")
+		s := startRedis(t, 0, "--repl-diskless-sync-delay", "0", "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", strconv.FormatInt(nodeTimeout.Milliseconds(), 10))
 		c.nodes = append(c.nodes, s)
 		args = append(args, s.addr)
 	}
@@ -494,7 +500,7 @@ func (c *clusterSetup) addrs() []string {
 // promoted; what was accepted before is never accepted after, on either
 // member, for v1 and v2; early data comes back by itself.
 func TestClusterFailover(t *testing.T) {
-	c := startCluster(t)
+	c := startCluster(t, time.Second)
 	opts := Options{Mode: ModeCluster, Addrs: c.addrs()}
 	t.Run("basic", func(t *testing.T) { basicSuite(t, opts) })
 	w := newFailoverWorld(t, opts, time.Unix(1_800_000_000, 0))

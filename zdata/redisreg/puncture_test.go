@@ -108,14 +108,13 @@ func TestPunctureLogFailsClosed(t *testing.T) {
 	}
 }
 
-// TestFleetBFEReplayWithoutRegister: two fleet members derive the same BFE
-// key from the seed and share punctures in Redis; their strike registers
-// are off. A captured first flight replayed to the member that took it and
-// to the other one never reaches the application; with Redis down early
-// data is refused (fail closed) and the request answered after the
-// handshake.
-func TestFleetBFEReplayWithoutRegister(t *testing.T) {
-	s := startRedis(t, 0)
+// testFleetBFEReplay: two fleet members derive the same BFE key from the
+// seed and share punctures in Redis (TestModes: on each mode); their
+// strike registers are off. A captured first flight replayed to the
+// member that took it and to the other one never reaches the application;
+// with Redis down (plaintext and TLS: see downForFleet) early data is
+// refused (fail closed) and the request answered after the handshake.
+func testFleetBFEReplay(t *testing.T, e *redisEnv) {
 	ca := testpki.NewCA(t, "ecdsa-p256")
 	leaf := ca.Issue(t, testpki.LeafOpts{DNSNames: []string{"server.test"}})
 	cert := tls13.Certificate{Chain: leaf.Chain, PrivateKey: leaf.Key, Leaf: leaf.Cert}
@@ -131,7 +130,8 @@ func TestFleetBFEReplayWithoutRegister(t *testing.T) {
 			t.Fatal(err)
 		}
 		svc.BFEDir, svc.BFEServe = t.TempDir(), true
-		svc.BFELog = pastReg(t, s.addr).PunctureLog("server.test", 443, zdata.EpochLength)
+		reg := e.newReg(t, nil, func(o *Options) { o.Now = func() time.Time { return ztlsclock.Now().Add(-2 * time.Hour) } })
+		svc.BFELog = reg.PunctureLog("server.test", 443, zdata.EpochLength)
 		t.Cleanup(svc.CloseBFE)
 		if _, err := svc.GenerateBFE(context.Background(), now); err != nil {
 			t.Fatal(err)
@@ -199,7 +199,11 @@ func TestFleetBFEReplayWithoutRegister(t *testing.T) {
 	<-results[1]
 
 	// Redis down: early data refused, the request still answered.
-	s.stop()
+	stop := e.downForFleet()
+	if stop == nil {
+		return
+	}
+	stop()
 	_, answer, st = dial(addrs[0], true)
 	if st.EarlyDataAccepted || answer != "late answer: GET /" {
 		t.Fatalf("Redis down: early=%v answer=%q", st.EarlyDataAccepted, answer)

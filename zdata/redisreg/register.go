@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -336,24 +337,71 @@ func (r *Register) client() (goredis.UniversalClient, error) {
 	// No retries by the client: a write script is never sent twice behind
 	// the register's back (a retried insert would find its own entry, a
 	// replay); execRetry decides. RESP2 and no CLIENT SETINFO, for Redis 5.
+	var dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	if o.TLS != nil {
+		dial = tlsDialer(o.TLS, o.Timeout)
+	}
 	switch o.Mode {
 	case ModeSingle:
 		r.cl = goredis.NewClient(&goredis.Options{Addr: o.Addr, Username: o.Username, Password: o.Password, DB: o.DB,
-			TLSConfig: o.TLS, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
+			TLSConfig: o.TLS, Dialer: dial, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
 			ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1, Protocol: 2, DisableIdentity: true})
 	case ModeSentinel:
 		r.cl = goredis.NewFailoverClient(&goredis.FailoverOptions{MasterName: o.MasterName, SentinelAddrs: o.Addrs,
 			SentinelUsername: o.SentinelUsername, SentinelPassword: o.SentinelPassword,
 			Username: o.Username, Password: o.Password, DB: o.DB,
-			TLSConfig: o.TLS, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
+			TLSConfig: o.TLS, Dialer: dial, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
 			ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1, Protocol: 2, DisableIdentity: true})
 	case ModeCluster:
 		r.cl = goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: o.Addrs, Username: o.Username, Password: o.Password,
-			TLSConfig: o.TLS, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
+			TLSConfig: o.TLS, Dialer: dial, DialTimeout: o.Timeout, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout,
 			ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1, Protocol: 2, DisableIdentity: true})
 	}
 	return r.cl, nil
 }
+
+// tlsDialer dials TLS connections that go-redis's pool can check.
+// go-redis checks an idle connection before reusing it (a non-blocking
+// peek at its socket: a closed one is dropped), but not a *tls.Conn,
+// which hides its socket. After a Redis restart, every pooled TLS
+// connection would then fail one call each (fail closed, but early data
+// refused for longer than the loss needs). The connection this returns
+// lets the pool peek at the TCP socket under TLS: a closed socket, or
+// bytes nobody asked for (an alert, a close_notify), drop the
+// connection; TLS 1.3 session tickets, which arrive before the first
+// reply, are read with it.
+func tlsDialer(cfg *tls.Config, timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		raw, err := (&net.Dialer{Timeout: timeout}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		c := cfg
+		if c.ServerName == "" {
+			c = cfg.Clone()
+			c.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		tc := tls.Client(raw, c)
+		hctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		if err := tc.HandshakeContext(hctx); err != nil {
+			raw.Close()
+			return nil, err
+		}
+		if sc, ok := raw.(syscall.Conn); ok {
+			return checkableTLS{tc, sc}, nil
+		}
+		return tc, nil
+	}
+}
+
+// checkableTLS is a TLS connection whose socket go-redis may peek at.
+type checkableTLS struct {
+	*tls.Conn
+	sock syscall.Conn
+}
+
+func (c checkableTLS) SyscallConn() (syscall.RawConn, error) { return c.sock.SyscallConn() }
 
 // wrapErr names what failed; a Redis error reply is kept as Redis wrote it
 // (it never holds the password), a denied script is ErrScriptDenied.

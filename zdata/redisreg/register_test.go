@@ -21,9 +21,11 @@ import (
 
 // redisServer is a redis-server process on a loopback port.
 type redisServer struct {
-	addr string
-	cmd  *exec.Cmd
-	done chan struct{}
+	addr  string
+	cmd   *exec.Cmd
+	done  chan struct{}
+	dir   string   // its working directory (dump.rdb, a Cluster node's nodes.conf)
+	extra []string // the caller's arguments, for a restart
 }
 
 func freePort(t testing.TB) int {
@@ -65,7 +67,16 @@ func startRedis(t testing.TB, port int, extra ...string) *redisServer {
 func launchRedis(t testing.TB, port int, extra ...string) (*redisServer, string, error) {
 	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", t.TempDir(), "--loglevel", "warning"}, extra...)
-	return launch(t, port, args, extra)
+	s, out, err := launch(t, port, args, extra)
+	if s != nil {
+		s.extra = extra
+		for i, a := range args {
+			if a == "--dir" && i+1 < len(args) {
+				s.dir = args[i+1] // the last one counts
+			}
+		}
+	}
+	return s, out, err
 }
 
 // launch runs redis-server with args (a Sentinel when they say so) and

@@ -28,29 +28,7 @@ func x25519PublicKey(pub, scalar *[32]byte) {
 	}
 	var p edwards25519.Point
 	p.ScalarBaseMult(s)
-	if field25519.Accelerated() {
-		montgomeryU(pub, &p)
-		return
-	}
 	copy(pub[:], p.BytesMontgomery())
-}
-
-// montgomeryU sets pub to the Montgomery u-coordinate of p, u = (1+y)/(1-y)
-// = (Z+Y)/(Z-Y) in p's extended coordinates, as BytesMontgomery does, but
-// with field25519's faster inversion (about 5 % of the fixed-base
-// multiplication; BenchmarkX25519Primitives/fixedbase shows both).
-func montgomeryU(pub *[32]byte, p *edwards25519.Point) {
-	_, Y, Z, _ := p.ExtendedCoordinates()
-	var y, z, n, d field25519.Element
-	if _, err := y.SetBytes(Y.Bytes()); err != nil {
-		panic("kex: field25519 rejected a 32-byte encoding: " + err.Error())
-	}
-	if _, err := z.SetBytes(Z.Bytes()); err != nil {
-		panic("kex: field25519 rejected a 32-byte encoding: " + err.Error())
-	}
-	n.Add(&z, &y)
-	d.Invert(d.Subtract(&z, &y))
-	copy(pub[:], n.Multiply(&n, &d).Bytes())
 }
 
 // x25519Ladder sets out to X25519(scalar, u) (RFC 7748, Section 5). It

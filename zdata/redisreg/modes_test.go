@@ -231,14 +231,22 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 
 // failoverWorld is a fleet of two members (v1 strike register and v2
 // puncture log each) on a register reached through opts, with flights
-// accepted before a failover that the test then makes happen.
+// accepted before each failover that the test then makes happen.
 type failoverWorld struct {
-	t     *testing.T
-	clk   *ztlsclock.Manual
-	regs  []*Register
-	keys  [][]byte
-	epoch uint64
-	pos   [][]uint32
+	t                     *testing.T
+	clk                   *ztlsclock.Manual
+	regs                  []*Register
+	keys                  [][]byte   // v1 flights accepted before a failover, every round's
+	punct                 []puncture // v2 flights, every round's
+	round                 int        // keys[roundKeys:] and punct[roundPunct:] are this round's
+	roundKeys, roundPunct int
+}
+
+// puncture is a v2 flight: its positions in an epoch's bitmap of a service.
+type puncture struct {
+	epoch   uint64
+	service int
+	pos     []uint32
 }
 
 func newFailoverWorld(t *testing.T, opts Options, base time.Time) *failoverWorld {
@@ -249,34 +257,66 @@ func newFailoverWorld(t *testing.T, opts Options, base time.Time) *failoverWorld
 		w.regs = append(w.regs, mustNew(t, opts))
 	}
 	// The first call finds a new Redis (its memory begins now), or one
-	// whose memory began before base (an earlier round).
+	// whose memory began before base (an earlier test).
 	now := clk.Now()
 	if _, err := w.regs[0].CheckAndInsert([]byte("warm-up"), now, now.Add(-window), now.Add(window)); err != nil && !errors.Is(err, tls13.ErrRegisterTooYoung) {
 		t.Fatal(err)
 	}
-	w.epoch = uint64(clk.Now().Add(time.Second).Unix())
-	clk.Add(time.Minute)
-	now = clk.Now()
-	// Accepted once before the failover, on either member: v1 entries on
-	// every tag, v2 punctures under several services (tags).
-	// Their entries must outlive the real time a failover takes (Redis
-	// expires them by its own clock, while the test's stands still): the
-	// flights are fresh for longLife.
+	w.capture()
+	return w
+}
+
+// capture has the fleet accept a round of flights, on either member: v1
+// entries on every tag, v2 punctures under several services (tags) in an
+// epoch that begins now. Their entries must outlive the real time a
+// failover takes (Redis expires them by its own clock, while the test's
+// stands still): the flights are fresh for longLife.
+func (w *failoverWorld) capture() {
+	t := w.t
+	w.round++
+	w.roundKeys, w.roundPunct = len(w.keys), len(w.punct)
+	epoch := uint64(w.clk.Now().Add(time.Second).Unix())
+	w.clk.Add(time.Minute)
+	now := w.clk.Now()
 	for i := range 48 {
-		k := []byte("captured " + strconv.Itoa(i))
+		k := []byte("captured " + strconv.Itoa(w.round) + " " + strconv.Itoa(i))
 		fresh, err := w.regs[i%2].CheckAndInsert(k, now, now.Add(-window), now.Add(longLife))
 		mustFresh(t, string(k), fresh, err)
 		w.keys = append(w.keys, k)
 	}
 	for i := range 8 {
-		pos := []uint32{uint32(i), uint32(100 + i)}
-		was, err := w.log(i%2, i).TestAndSet(context.Background(), w.epoch, pos)
+		p := puncture{epoch: epoch, service: i, pos: []uint32{uint32(i), uint32(100 + i)}}
+		was, err := w.log(i%2, i).TestAndSet(context.Background(), p.epoch, p.pos)
 		if err != nil || was[0] || was[1] {
 			t.Fatalf("puncture %d before the failover: %v %v", i, was, err)
 		}
-		w.pos = append(w.pos, pos)
+		w.punct = append(w.punct, p)
 	}
-	return w
+}
+
+// keepBusy has every member make a call every 300 ms (a new ClientHello,
+// accepted or refused) until the returned function is called, so that
+// each member's pooled connection has been idle for under a second when a
+// failover comes (it is reused without reading the process id again).
+func (w *failoverWorld) keepBusy() (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for m, r := range w.regs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				case <-time.After(300 * time.Millisecond):
+				}
+				now := w.clk.Now()
+				r.CheckAndInsert([]byte(fmt.Sprintf("busy %d %d", m, i)), now, now, now.Add(window))
+			}
+		}()
+	}
+	return func() { close(done); wg.Wait() }
 }
 
 // unreplicate makes the failover lose what the fleet accepted before
@@ -293,13 +333,13 @@ func (w *failoverWorld) unreplicate() {
 		t.Fatal(err)
 	}
 	var keys []string
-	for _, k := range w.keys {
+	for _, k := range w.keys[w.roundKeys:] {
 		e, _ := testKeys(string(k))
 		keys = append(keys, e)
 	}
-	for i := range w.pos {
-		l := w.log(0, i)
-		name := l.service + ":" + strconv.FormatUint(w.epoch, 10)
+	for _, p := range w.punct[w.roundPunct:] {
+		l := w.log(0, p.service)
+		name := l.service + ":" + strconv.FormatUint(p.epoch, 10)
 		keys = append(keys, DefaultPrefix+w.regs[0].tag([]byte(name))+"bfe:"+name)
 	}
 	const script = `
@@ -363,9 +403,9 @@ func (w *failoverWorld) afterFailover(start time.Time) time.Duration {
 				t.Fatalf("%s accepted again after the failover (err %v)", k, err)
 			}
 		}
-		for i, pos := range w.pos {
+		for i, p := range w.punct {
 			for m := range w.regs {
-				was, err := w.log(m, i).TestAndSet(context.Background(), w.epoch, pos)
+				was, err := w.log(m, p.service).TestAndSet(context.Background(), p.epoch, p.pos)
 				if err == nil && !was[0] && !was[1] {
 					t.Fatalf("puncture %d accepted again after the failover, on member %d", i, m)
 				}
@@ -389,42 +429,37 @@ func (w *failoverWorld) afterFailover(start time.Time) time.Duration {
 	return outage
 }
 
-// TestSentinelFailover: a flight accepted before a Sentinel failover is
-// never accepted after it, on either member, for v1 and v2; early data
-// comes back by itself. The real time the register refused while the
-// Sentinel moved the primary is logged: with a window W and skew S, early
-// data is refused for that long plus W + S.
+// TestSentinelFailover: a Sentinel failover, then a failover back to the
+// first primary, while every member makes a call every 300 ms (its pooled
+// connection idle for under a second). A flight accepted before either
+// failover, v1 or v2, is never accepted after it on any member; early
+// data comes back by itself after each. Logged: how long after SENTINEL
+// FAILOVER each member's register reached the promoted replica (before,
+// it errs: early data refused). With a window W and skew S, early data is
+// refused for that long plus W + S.
 func TestSentinelFailover(t *testing.T) {
 	st := startSentinel(t, time.Second)
 	opts := Options{Mode: ModeSentinel, Addrs: []string{st.sentinel.addr}, MasterName: "ztls"}
 	t.Run("basic", func(t *testing.T) { basicSuite(t, opts) })
-	// ZTLS_REDIS_FAILOVERS=N fails over N times, back and forth (a soak;
-	// the second round is a failover back to the first primary).
-	rounds := 1
-	if v, err := strconv.Atoi(os.Getenv("ZTLS_REDIS_FAILOVERS")); err == nil && v > 1 {
+	// ZTLS_REDIS_FAILOVERS=N fails over N times, back and forth (a soak).
+	rounds := 2
+	if v, err := strconv.Atoi(os.Getenv("ZTLS_REDIS_FAILOVERS")); err == nil && v > 2 {
 		rounds = v
 	}
 	primary, replica := st.primary, st.replica
+	w := newFailoverWorld(t, opts, time.Unix(1_800_000_000, 0))
+	stop := w.keepBusy()
+	defer stop()
 	for i := range rounds {
-		w := newFailoverWorld(t, opts, time.Unix(1_800_000_000+int64(i)*100_000, 0))
+		if i > 0 {
+			w.capture()
+		}
 		w.unreplicate()
 		start := ztlsclock.Now()
 		waitFor(t, "SENTINEL FAILOVER to start", func() bool {
 			return st.sentinel.raw(t, "SENTINEL", "FAILOVER", "ztls").str == "OK"
 		})
-		// The register reaches the promoted replica and records the loss:
-		// a captured flight is refused as too young (before, the old
-		// primary refuses it as a replay).
-		var switched time.Duration
-		waitFor(t, "the register to reach the promoted replica", func() bool {
-			now := w.clk.Now()
-			fresh, err := w.regs[0].CheckAndInsert(w.keys[0], now, now.Add(-window), now.Add(longLife))
-			if fresh {
-				t.Fatal("a captured flight accepted again during the failover")
-			}
-			switched = ztlsclock.Since(start)
-			return errors.Is(err, tls13.ErrRegisterTooYoung)
-		})
+		reached := w.reachPromoted(start)
 		waitFor(t, "the Sentinel to name the replica", func() bool {
 			rep := st.sentinel.raw(t, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", "ztls")
 			return rep.kind == '*' && len(rep.array) == 2 && "127.0.0.1:"+rep.array[1].str == replica.addr
@@ -437,9 +472,42 @@ func TestSentinelFailover(t *testing.T) {
 			return primary.info(t, "replication", "role") == "slave" && primary.info(t, "replication", "master_link_status") == "up"
 		})
 		w.afterFailover(start)
-		t.Logf("Sentinel failover %d: the register recorded the loss on the promoted replica %v after SENTINEL FAILOVER; early data made after that (+ MaxClockSkew) is accepted again", i+1, switched.Round(time.Millisecond))
+		what := "failover"
+		if i%2 == 1 {
+			what = "failover back to the first primary"
+		}
+		t.Logf("Sentinel %s (%d): members reached the promoted replica and refused the captured flights as too young %v after SENTINEL FAILOVER; early data is refused for at most that long, then for W + MaxClockSkew (%v)", what, i+1, reached, window+DefaultMaxClockSkew)
 		primary, replica = replica, primary
 	}
+}
+
+// reachPromoted replays a captured flight of this round to every member
+// until each refuses it as too young (the promoted replica's marker names
+// another process: a loss), never accepting it, and returns how long after
+// start each member first did.
+func (w *failoverWorld) reachPromoted(start time.Time) []time.Duration {
+	t := w.t
+	reached := make([]time.Duration, len(w.regs))
+	waitFor(t, "every member to reach the promoted replica", func() bool {
+		now := w.clk.Now()
+		all := true
+		for m, r := range w.regs {
+			if reached[m] != 0 {
+				continue
+			}
+			fresh, err := r.CheckAndInsert(w.keys[w.roundKeys+m], now, now.Add(-window), now.Add(longLife))
+			if fresh {
+				t.Fatalf("a captured flight accepted again during the failover, on member %d", m)
+			}
+			if errors.Is(err, tls13.ErrRegisterTooYoung) {
+				reached[m] = ztlsclock.Since(start).Round(time.Millisecond)
+			} else {
+				all = false
+			}
+		}
+		return all
+	})
+	return reached
 }
 
 // clusterSetup is a Redis Cluster of three primaries and three replicas.

@@ -632,7 +632,8 @@ func TestRegisterCheckReport(t *testing.T) {
 }
 
 // clusterMigration: the slot of one tag moves to another primary (its
-// keys with it, MIGRATE); the register follows MOVED and takes the move as
+// keys with it, MIGRATE); during the move the register refuses (TRYAGAIN,
+// ASK: clusterMigrating); after it, the register follows MOVED and takes the move as
 // a possible loss (the marker names the old node's process): a flight
 // accepted before is refused as too young, not accepted; one made after
 // the loss is accepted.
@@ -670,14 +671,21 @@ func clusterMigration(t *testing.T, c *clusterSetup, opts Options) {
 	srcID, dstID := src.raw(t, "CLUSTER", "MYID").str, dst.raw(t, "CLUSTER", "MYID").str
 	dst.raw(t, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID)
 	src.raw(t, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID)
-	keys := src.raw(t, "CLUSTER", "GETKEYSINSLOT", slot, "1000")
 	host, port, _ := strings.Cut(dst.addr, ":")
-	args := []string{"MIGRATE", host, port, "", "0", "5000", "KEYS"}
-	for _, k := range keys.array {
-		args = append(args, k.str)
+	migrate := func(keys ...string) {
+		t.Helper()
+		args := append([]string{"MIGRATE", host, port, "", "0", "5000", "KEYS"}, keys...)
+		if rep := src.raw(t, args...); rep.str != "OK" {
+			t.Fatalf("MIGRATE %v: %+v", keys, rep)
+		}
 	}
-	if rep := src.raw(t, args...); rep.str != "OK" {
-		t.Fatalf("MIGRATE %v: %+v", args[7:], rep)
+	clusterMigrating(t, r, clk, h, entry, migrate)
+	var keys []string
+	for _, k := range src.raw(t, "CLUSTER", "GETKEYSINSLOT", slot, "1000").array {
+		keys = append(keys, k.str)
+	}
+	if len(keys) > 0 {
+		migrate(keys...)
 	}
 	for _, s := range c.nodes {
 		if !s.exited() {
@@ -713,6 +721,52 @@ func clusterMigration(t *testing.T, c *clusterSetup, opts Options) {
 	if _, complete := rep.MemorySince(); err != nil || !complete || rep.Mode != ModeCluster || len(nodes) < 2 {
 		t.Fatalf("Check: %v\n%v", err, rep)
 	}
+}
+
+// clusterMigrating: while the slot of h migrates (MIGRATING on its
+// source, IMPORTING on its destination) the source answers a script whose
+// keys it holds, TRYAGAIN when it holds some of them, and ASK when it
+// holds none. The register does not follow ASK to the importing node: it
+// refuses (an error, early data refused) until the migration completes.
+// Never is a replay accepted: the script runs only where the entry and
+// the marker are.
+func clusterMigrating(t *testing.T, r *Register, clk *ztlsclock.Manual, h hello, entry string, migrate func(keys ...string)) {
+	refused := func(what string, fresh bool, err error, want string) {
+		t.Helper()
+		if fresh || err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s during the migration: fresh=%v err=%v, want refused with %s", what, fresh, err, want)
+		}
+	}
+	now := clk.Now()
+	// Nothing moved yet: the source holds the entry and the marker.
+	if fresh, err := h.check(r, now); fresh || err != nil {
+		t.Fatalf("replay before any key moved: fresh=%v err=%v, want a replay", fresh, err)
+	}
+	// A new flight under the tag: the source holds the marker, not the
+	// entry.
+	fresh, err := hello{key: sameTag(h.key, "new during the migration"), sent: now}.check(r, now)
+	refused("a new flight", fresh, err, "TRYAGAIN")
+	// So does a BFE epoch's bitmap not yet made.
+	l := r.PunctureLog("server.test", 443, time.Hour)
+	epoch := uint64(now.Unix()) - 100
+	for r.tag([]byte(l.service+":"+strconv.FormatUint(epoch, 10))) != r.tag(h.key) {
+		epoch++
+	}
+	if _, err := l.TestAndSet(context.Background(), epoch, []uint32{7}); err == nil || !strings.Contains(err.Error(), "TRYAGAIN") {
+		t.Fatalf("a puncture during the migration: %v, want refused with TRYAGAIN", err)
+	}
+	// The entry moved, the marker not yet.
+	migrate(entry)
+	fresh, err = h.check(r, now)
+	refused("the replay, its entry moved", fresh, err, "TRYAGAIN")
+	// The marker moved too: the source sends the client to the importing
+	// node.
+	_, marker := testKeys(string(h.key))
+	migrate(marker)
+	fresh, err = h.check(r, now)
+	refused("the replay, entry and marker moved", fresh, err, "ASK")
+	fresh, err = hello{key: sameTag(h.key, "another new one"), sent: now}.check(r, now)
+	refused("a new flight, entry and marker moved", fresh, err, "ASK")
 }
 
 // exited says the server's process has ended (stopped by the test).

@@ -9,8 +9,9 @@ package tls13
 // shares, groups, suites and signature schemes (compressed out of the
 // inner with ech_outer_extensions), early_data when the inner has it
 // (Section 6.1, so a server that rejects ECH skips the early records),
-// and never ztls, ztls_bfe, ztls_kem or pre_shared_key: nothing that
-// names the service, the Z-data record or the ticket. The ServerHello
+// a GREASE pre_shared_key when the inner has a ticket or early data
+// (greasePSK), and never ztls, ztls_bfe, ztls_kem or the real ticket:
+// nothing that names the service, the Z-data record or the ticket. The ServerHello
 // says which was used (checkECHServerHello); on rejection the handshake
 // goes on with the outer ClientHello, authenticates the public name, and
 // ends with ech_required and the server's retry configs
@@ -19,6 +20,7 @@ package tls13
 import (
 	"bytes"
 	"crypto/hmac"
+	"encoding/binary"
 	"io"
 
 	"github.com/ztls-project/ztls/tls13/internal/ech"
@@ -113,6 +115,9 @@ func (e *engine) sealECH(p *clientHelloParams, innerRaw []byte) ([]byte, error) 
 	outer.ServerName = st.config.PublicName
 	outer.ZTLS, outer.ZTLSBFE, outer.ZTLSKEM = nil, nil, nil
 	outer.PSKIdentities, outer.PSKBinders = nil, nil
+	if err := e.greasePSK(p, &outer); err != nil {
+		return nil, err
+	}
 	outer.Extra = nil
 	for _, x := range p.hello.Extra {
 		if x.Type != ech.ExtEncryptedClientHello {
@@ -146,6 +151,38 @@ func (e *engine) sealECH(p *clientHelloParams, innerRaw []byte) ([]byte, error) 
 	}
 	st.outer, st.outerRaw = &outer, raw
 	return raw, nil
+}
+
+// greaseTicketLen is the identity length of a GREASE PSK when the inner
+// ClientHello has no ticket to copy the length of: about this engine's
+// own tickets' size.
+const greaseTicketLen = 208
+
+// greasePSK gives the outer ClientHello a pre_shared_key no server can
+// use (RFC 9849, Section 6.1.2): a random identity, age and binder of the
+// lengths of the inner's ticket, or, when the inner offers early data
+// without one (ZTLS), of a typical ticket. The outer then carries early
+// data the way a resumption does, which servers that reject ECH expect
+// (Go's crypto/tls refuses early_data without pre_shared_key), and looks
+// like one to the path.
+func (e *engine) greasePSK(p *clientHelloParams, outer *wire.ClientHello) error {
+	idLen, binderLen := greaseTicketLen, 32
+	switch {
+	case len(p.hello.PSKIdentities) > 0 && len(p.hello.PSKBinders) > 0:
+		idLen, binderLen = len(p.hello.PSKIdentities[0].Identity), len(p.hello.PSKBinders[0])
+	case !outer.EarlyData:
+		return nil
+	}
+	r := make([]byte, idLen+4+binderLen)
+	if _, err := io.ReadFull(e.cfg.rand(), r); err != nil {
+		return err
+	}
+	outer.PSKIdentities = []wire.PSKIdentity{{Identity: r[:idLen], ObfuscatedTicketAge: binary.BigEndian.Uint32(r[idLen:])}}
+	outer.PSKBinders = [][]byte{r[idLen+4:]}
+	if len(outer.PSKModes) == 0 {
+		outer.PSKModes = []uint8{uint8(PSKModeDHEKE)}
+	}
+	return nil
 }
 
 // marshalOuter marshals outer with x as the last of its Extra

@@ -68,12 +68,17 @@ func checkOuterHidesZTLS(t *testing.T, first []byte, z *ZDataOffer, request []by
 	outer := outerHello(t, first)
 	for _, typ := range outer.Order {
 		switch typ {
-		case wire.ExtZTLS, wire.ExtZTLSBFE, wire.ExtZTLSKEM, wire.ExtPreSharedKey:
+		case wire.ExtZTLS, wire.ExtZTLSBFE, wire.ExtZTLSKEM:
 			t.Fatalf("the outer ClientHello carries extension %#04x", typ)
 		}
 	}
-	if outer.ZTLS != nil || outer.PSKIdentities != nil || outer.ServerName != echPublicName {
-		t.Fatal("the outer ClientHello carries ztls, a PSK or the inner name")
+	if outer.ZTLS != nil || outer.ServerName != echPublicName {
+		t.Fatal("the outer ClientHello carries ztls or the inner name")
+	}
+	// Early data goes with a GREASE pre_shared_key (RFC 9849, Section
+	// 6.1.2), as in a resumption.
+	if len(outer.PSKIdentities) != 1 || len(outer.PSKIdentities[0].Identity) < 32 {
+		t.Fatalf("the outer ClientHello has early_data and %d PSK identities, want one GREASE", len(outer.PSKIdentities))
 	}
 	for what, b := range map[string][]byte{"inner name": []byte(echInnerName), "request": request, "zdata_hash": z.Hash[:]} {
 		if bytes.Contains(first, b) {

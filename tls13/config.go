@@ -252,10 +252,13 @@ type Config struct {
 	// fails if none is usable. ECHGrease (client) sends a GREASE
 	// encrypted_client_hello when ECHConfigList is empty (RFC 9849,
 	// Section 6.2). ECHKeys (server) are the keys ECH ClientHellos are
-	// decrypted with (several, for rotation). See ech_config.go.
+	// decrypted with (several, for rotation); ECHKeySet, when set, is
+	// used instead, for keys that change while the server runs. See
+	// ech_config.go.
 	ECHConfigList []byte
 	ECHGrease     bool
 	ECHKeys       []ECHKey
+	ECHKeySet     *ECHKeySet
 
 	// MiddleboxCompat turns on the middlebox compatibility mode of RFC
 	// 8446, Appendix D.4 (a legacy session ID and dummy ChangeCipherSpec

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ztls-project/ztls/tls13/internal/ech"
 )
@@ -99,35 +100,96 @@ func (e *ECHRejectedError) Error() string {
 	return fmt.Sprintf("tls13: the server (authenticated as the ECH public name %q) rejected Encrypted ClientHello: retry once with the retry configs it sent (ECHRejectedError.RetryConfigList as Config.ECHConfigList)", e.PublicName)
 }
 
-// echKeyCache is a Config's ECHKeys, loaded once.
-type echKeyCache struct {
-	once  sync.Once
-	keys  []*ech.Key
-	retry []byte // the ECHConfigList of the SendAsRetry keys (nil: none)
-	err   error
+// ECHKeySet is a server's ECH keys, replaceable while it serves: Set
+// (a rotation, a reload) takes effect for the next ClientHellos, and a
+// handshake under way keeps the keys it started with. Keep the previous
+// key in the set while clients may still hold its config (the HTTPS
+// record's TTL plus their caches), without SendAsRetry. Safe for
+// concurrent use; one set may serve many Configs.
+type ECHKeySet struct {
+	cur atomic.Pointer[echLoaded]
 }
 
-// echKeys returns the server's loaded ECH keys and retry list.
+// echLoaded is a list of ECH keys, parsed and checked.
+type echLoaded struct {
+	keys  []*ech.Key
+	retry []byte // the ECHConfigList of the SendAsRetry keys (nil: none)
+}
+
+// NewECHKeySet returns a set holding keys.
+func NewECHKeySet(keys []ECHKey) (*ECHKeySet, error) {
+	s := &ECHKeySet{}
+	if err := s.Set(keys); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Set replaces the keys; on an error (a config that does not parse, a
+// private key that is not its config's) the set keeps its keys.
+func (s *ECHKeySet) Set(keys []ECHKey) error {
+	l, err := loadECHKeys(keys)
+	if err != nil {
+		return fmt.Errorf("tls13: ECHKeySet: %w", err)
+	}
+	s.cur.Store(l)
+	return nil
+}
+
+// RetryConfigList is the ECHConfigList of the SendAsRetry keys: what a
+// server sends on rejection and publishes in the HTTPS record's ech
+// SvcParam; nil when no key has SendAsRetry.
+func (s *ECHKeySet) RetryConfigList() []byte {
+	if l := s.cur.Load(); l != nil {
+		return l.retry
+	}
+	return nil
+}
+
+func loadECHKeys(keys []ECHKey) (*echLoaded, error) {
+	l := &echLoaded{}
+	var retry []*ech.Config
+	for i, ek := range keys {
+		key, err := ech.LoadKey(ek.Config, ek.PrivateKey)
+		if err != nil {
+			return nil, fmt.Errorf("key %d: %w", i, err)
+		}
+		l.keys = append(l.keys, key)
+		if ek.SendAsRetry {
+			retry = append(retry, key.Config)
+		}
+	}
+	if len(retry) > 0 {
+		var err error
+		if l.retry, err = ech.MarshalConfigList(retry); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// echKeyCache is a Config's ECHKeys, loaded once.
+type echKeyCache struct {
+	once sync.Once
+	l    *echLoaded
+	err  error
+}
+
+// echKeys returns the server's loaded ECH keys and retry list: the
+// ECHKeySet's, else ECHKeys (loaded once per Config).
 func (c *Config) echKeys() ([]*ech.Key, []byte, error) {
+	if c.ECHKeySet != nil {
+		if l := c.ECHKeySet.cur.Load(); l != nil {
+			return l.keys, l.retry, nil
+		}
+		return nil, nil, nil
+	}
 	k := &c.ech
-	k.once.Do(func() {
-		var retry []*ech.Config
-		for i, ek := range c.ECHKeys {
-			key, err := ech.LoadKey(ek.Config, ek.PrivateKey)
-			if err != nil {
-				k.err = fmt.Errorf("tls13: Config.ECHKeys[%d]: %w", i, err)
-				return
-			}
-			k.keys = append(k.keys, key)
-			if ek.SendAsRetry {
-				retry = append(retry, key.Config)
-			}
-		}
-		if len(retry) > 0 {
-			k.retry, k.err = ech.MarshalConfigList(retry)
-		}
-	})
-	return k.keys, k.retry, k.err
+	k.once.Do(func() { k.l, k.err = loadECHKeys(c.ECHKeys) })
+	if k.err != nil {
+		return nil, nil, fmt.Errorf("tls13: Config.ECHKeys: %w", k.err)
+	}
+	return k.l.keys, k.l.retry, nil
 }
 
 // echClientConfig is the first config of Config.ECHConfigList this

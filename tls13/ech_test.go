@@ -317,3 +317,51 @@ func TestECHHelloRetryRequestSignalChecked(t *testing.T) {
 		t.Fatalf("a tampered HelloRetryRequest signal passed (ECH %q)", c.info.ECH)
 	}
 }
+
+// Rotation with an ECHKeySet: the new key is published and sent as
+// retry, the old one kept for clients that still hold it, then dropped.
+func TestECHKeySetRotation(t *testing.T) {
+	e := newECHSetup(t)
+	old, next := e.key, newECHKey(t, 2)
+	set, err := NewECHKeySet([]ECHKey{old})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.scfg.ECHKeys, e.scfg.ECHKeySet = nil, set
+	try := func(list []byte) (ECHStatus, error) {
+		ccfg := e.ccfg.Clone()
+		ccfg.ECHConfigList = list
+		c, _, _, cerr, _ := echRun(t, ccfg, e.scfg, nil, nil)
+		return c.info.ECH, cerr
+	}
+	if st, err := try(e.list); err != nil || st != ECHAccepted {
+		t.Fatalf("before the rotation: %q, %v", st, err)
+	}
+	oldKept := old
+	oldKept.SendAsRetry = false
+	if err := set.Set([]ECHKey{next, oldKept}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(set.RetryConfigList(), echList(t, next)) {
+		t.Fatal("the retry list is not the new key's config")
+	}
+	if st, err := try(e.list); err != nil || st != ECHAccepted {
+		t.Fatalf("old config during the overlap: %q, %v", st, err)
+	}
+	if err := set.Set([]ECHKey{next}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = try(e.list)
+	var rej *ECHRejectedError
+	if !errors.As(err, &rej) || !bytes.Equal(rej.RetryConfigList, echList(t, next)) {
+		t.Fatalf("old config after the overlap: %v, want a rejection with the new config", err)
+	}
+	if st, err := try(rej.RetryConfigList); err != nil || st != ECHAccepted {
+		t.Fatalf("retry with the new config: %q, %v", st, err)
+	}
+	bad := next
+	bad.PrivateKey = old.PrivateKey
+	if err := set.Set([]ECHKey{bad}); err == nil || !bytes.Equal(set.RetryConfigList(), echList(t, next)) {
+		t.Fatalf("a key with another config's private key: %v; the set must keep its keys", err)
+	}
+}

@@ -359,10 +359,13 @@ func (c *Config) lazy() {
 // handshake would fail with, so that a program refuses its configuration
 // when it reads it rather than failing every connection: a ZTLSExtension
 // equal to the codepoint of another extension this package sends or
-// parses (ztls_bfe's 0xFF5B, key_share's, ...). Listen calls it.
+// parses (ztls_bfe's 0xFF5B, key_share's, ...), ECHKeys that do not load,
+// an ECHConfigList without a usable config. Listen calls it.
 func (c *Config) Check() error {
-	_, err := c.ztlsCodepoint()
-	return err
+	if _, err := c.ztlsCodepoint(); err != nil {
+		return err
+	}
+	return c.checkECH()
 }
 
 // ztlsCodepoint returns the ztls extension's codepoint, checked: it must

@@ -212,3 +212,19 @@ func (c *Config) echClientConfig() (*ech.Config, error) {
 	}
 	return nil, fmt.Errorf("tls13: Config.ECHConfigList has no ECH config this client can use (%w): get a current list (the HTTPS record's ech=) or connect without ECH only if the server name may go in clear", errors.Join(why...))
 }
+
+// checkECH is Config.Check's part for ECH: keys that do not load, a
+// client config list with no usable config.
+func (c *Config) checkECH() error {
+	if len(c.ECHKeys) > 0 {
+		if _, _, err := c.echKeys(); err != nil {
+			return err
+		}
+	}
+	if len(c.ECHConfigList) > 0 {
+		if _, err := c.echClientConfig(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/ztls-project/ztls/internal/testsupport/testpki"
@@ -363,5 +364,23 @@ func TestECHKeySetRotation(t *testing.T) {
 	bad.PrivateKey = old.PrivateKey
 	if err := set.Set([]ECHKey{bad}); err == nil || !bytes.Equal(set.RetryConfigList(), echList(t, next)) {
 		t.Fatalf("a key with another config's private key: %v; the set must keep its keys", err)
+	}
+}
+
+func TestECHConfigCheck(t *testing.T) {
+	e := newECHSetup(t)
+	if err := e.scfg.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ccfg.Check(); err != nil {
+		t.Fatal(err)
+	}
+	bad := e.key
+	bad.PrivateKey = newECHKey(t, 1).PrivateKey
+	if err := (&Config{ECHKeys: []ECHKey{bad}}).Check(); err == nil || !strings.Contains(err.Error(), "ECHKeys") {
+		t.Fatalf("a key with another's private key: %v", err)
+	}
+	if err := (&Config{ECHConfigList: []byte{0, 0}}).Check(); err == nil || !strings.Contains(err.Error(), "ECHConfigList") {
+		t.Fatalf("an empty config list: %v", err)
 	}
 }

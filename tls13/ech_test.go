@@ -384,3 +384,19 @@ func TestECHConfigCheck(t *testing.T) {
 		t.Fatalf("an empty config list: %v", err)
 	}
 }
+
+// ECH with the middlebox compatibility mode: the inner takes the outer's
+// legacy_session_id back, with and without a HelloRetryRequest.
+func TestECHMiddleboxCompat(t *testing.T) {
+	for _, hrr := range []bool{false, true} {
+		e := newECHSetup(t)
+		e.ccfg.MiddleboxCompat = true
+		if hrr {
+			e.scfg.Groups = []CurveID{P256}
+		}
+		c, s, _, cerr, serr := echRun(t, e.ccfg, e.scfg, nil, nil)
+		if cerr != nil || serr != nil || c.info.ECH != ECHAccepted || s.info.ServerName != echInnerName {
+			t.Fatalf("retry %v: client %v, server %v, ECH %q", hrr, cerr, serr, c.info.ECH)
+		}
+	}
+}

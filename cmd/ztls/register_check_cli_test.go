@@ -83,11 +83,12 @@ func TestCLIStrikeRegisterMetrics(t *testing.T) {
 // replacement must find its text, so the test follows the files); the
 // systemd drop-in's --strike-register URL and flags, with the same
 // replacements, are what 'ztls register check' and 'ztls serve' are
-// given. This checks the files' syntax, the ACL users' rights (the
-// Sentinels' user monitors and fails over through its ACL, the register's
-// user runs the scripts), mutual TLS with IP-address certificates, and
-// the drop-in's command line; not real hosts, systemd or its credentials
-// (%d is a directory the test makes).
+// given, before and after a Sentinel failover. This checks the files'
+// syntax, the ACL users' rights (the replicas' user replicates, the
+// Sentinels' user monitors and fails over, the register's user runs the
+// scripts), mutual TLS with IP-address certificates, and the drop-in's
+// command line; not real hosts, systemd or its credentials (%d is a
+// directory the test makes).
 func TestDeployFleetSentinelExample(t *testing.T) {
 	for _, bin := range []string{"redis-server", "redis-cli"} {
 		if _, err := exec.LookPath(bin); err != nil {
@@ -228,6 +229,26 @@ func TestDeployFleetSentinelExample(t *testing.T) {
 	if m["ztls_strike_register_redis_errors_total"] != 0 {
 		t.Fatalf("the register's round trips failed: %v", m)
 	}
+
+	// A failover, done by the Sentinels as their ACL user (SLAVEOF,
+	// CONFIG REWRITE, CLIENT KILL... on the servers): another server
+	// becomes the primary, the old one its replica, and the member's
+	// register follows (a round trip more, on the new primary).
+	if out := cli(sentinelPorts[0], "SENTINEL", "FAILOVER", "ztls"); !strings.HasPrefix(out, "OK") {
+		t.Fatalf("SENTINEL FAILOVER: %s", out)
+	}
+	waitUntil(t, "the old primary to be a replica of the new one", func() bool {
+		master := cli(sentinelPorts[1], "SENTINEL", "GET-MASTER-ADDR-BY-NAME", "ztls")
+		info := cli(redisPorts[0], "--user", "ztls", "--pass", strikePassword, "--no-auth-warning", "INFO", "replication")
+		return !strings.Contains(master, strconv.Itoa(redisPorts[0])) && strings.Contains(info, "role:slave") &&
+			strings.Contains(info, "master_link_status:up")
+	})
+	before := m["ztls_strike_register_round_trips_total"]
+	deliver(t, "127.0.0.1:"+strconv.Itoa(s.port), ztlsFlight(t, s, []byte("GET /")))
+	waitUntil(t, "a round trip to the new primary", func() bool {
+		m = scrape(t, url)
+		return m["ztls_strike_register_round_trips_total"] > before
+	})
 }
 
 // startConf writes conf to dir/name and runs redis-server on it (extra

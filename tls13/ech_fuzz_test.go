@@ -63,3 +63,41 @@ func FuzzECHServerEngine(f *testing.F) {
 		s.takeOutput()
 	})
 }
+
+// FuzzECHClientEngine: an ECH client fed arbitrary server flights (the
+// ServerHello's and HelloRetryRequest's signals, the retry configs) must
+// never panic. Seeds: our server accepting, rejecting (retry configs),
+// and asking for a retry.
+func FuzzECHClientEngine(f *testing.F) {
+	env := getECHFuzzEnv(f)
+	e := env.setup
+	hrr := e.scfg.Clone()
+	hrr.Groups = []CurveID{P256}
+	for _, sc := range []*Config{e.scfg, hrr} {
+		for v, list := range [][]byte{e.list, env.stale} {
+			ccfg := e.ccfg.Clone()
+			ccfg.ECHConfigList = list
+			c, s := newEngine(ccfg, true), newEngine(sc, false)
+			if err := c.startClient(nil, nil, nil); err != nil {
+				f.Fatal(err)
+			}
+			s.startServer()
+			s.feed(c.takeOutput())
+			f.Add(byte(v), s.takeOutput())
+		}
+	}
+	f.Fuzz(func(t *testing.T, variant byte, data []byte) {
+		ccfg := e.ccfg.Clone()
+		ccfg.ECHConfigList = e.list // variant 0: the server's config; 1: a stale one
+		if variant&1 == 1 {
+			ccfg.ECHConfigList = env.stale
+		}
+		c := newEngine(ccfg, true)
+		if err := c.startClient(nil, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		c.takeOutput()
+		checkEngineErr(t, c.feed(data))
+		c.takeOutput()
+	})
+}

@@ -8,8 +8,10 @@ import (
 	"context"
 	"crypto/ecdh"
 	"errors"
+	"io"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -198,4 +200,59 @@ func TestECHConnRejectedNoResend(t *testing.T) {
 	if _, err := Dial("tcp", addr, x.ccfg); err == nil || !strings.Contains(err.Error(), "ECHConfigList") {
 		t.Fatalf("dial with a malformed list: %v", err)
 	}
+}
+
+// recordingConn keeps every byte the client writes to the socket.
+type recordingConn struct {
+	net.Conn
+	mu    sync.Mutex
+	wrote []byte
+}
+
+func (r *recordingConn) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	r.wrote = append(r.wrote, p...)
+	r.mu.Unlock()
+	return r.Conn.Write(p)
+}
+
+// The first flight as written to the socket by a Conn with ZTLS inside
+// ECH, early data accepted: nothing in it names the server or the record.
+func TestECHZTLSSocketCapture(t *testing.T) {
+	x := newECHZTLS(t)
+	request := []byte("GET /private-page")
+	addr := serve(t, loopback(t), func(c net.Conn) {
+		s := Server(c, x.scfg)
+		if s.HandshakeEarly(context.Background()) != nil {
+			return
+		}
+		buf := make([]byte, 100)
+		n, _ := s.ReadEarlyData(buf)
+		s.Write(append([]byte("answer to "), buf[:n]...))
+		io.Copy(io.Discard, s)
+	})
+	raw, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recordingConn{Conn: raw}
+	c := Client(rec, x.ccfg)
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	c.SetZData(x.z.offer)
+	c.SetEarlyData(request, false)
+	if err := c.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 100)
+	n, err := io.ReadAtLeast(c, got, len("answer to ")+len(request))
+	if err != nil || string(got[:n]) != "answer to "+string(request) {
+		t.Fatalf("answer %q, %v", got[:n], err)
+	}
+	if st := c.ConnectionState(); st.ECH != ECHAccepted || !st.ZTLS || !st.EarlyDataAccepted {
+		t.Fatalf("ECH %q, ZTLS %v, early data %v", st.ECH, st.ZTLS, st.EarlyDataAccepted)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	checkOuterHidesZTLS(t, rec.wrote, x.z.offer, request)
 }

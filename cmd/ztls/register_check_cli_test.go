@@ -210,7 +210,7 @@ func TestDeployFleetSentinelExample(t *testing.T) {
 	out, err := exec.CommandContext(ctx, ztlsBinary(t), append([]string{"register", "check", checkArgs[1]}, checkArgs[2:]...)...).CombinedOutput()
 	noPassword(t, string(out))
 	if !strings.Contains(string(out), "mode: sentinel") || !strings.Contains(string(out), "maxmemory-policy: noeviction") ||
-		!strings.Contains(string(out), "unknown for 16 of 16 tags") {
+		!strings.Contains(string(out), "unknown for 16 of 16 tags") || !strings.Contains(string(out), "all on the Sentinels' ztls, lost") {
 		t.Fatalf("ztls register check on the example (a new Redis: exits non-zero): %v\n%s", err, out)
 	}
 	t.Logf("ztls register check on the example:\n%s", out)

@@ -74,6 +74,10 @@ func (r *Register) Check(ctx context.Context) (Report, error) {
 			node, addr = n, n.Options().Addr
 		case *goredis.Client:
 			addr = c.Options().Addr
+			if r.opts.Mode == ModeSentinel {
+				// go-redis names a Sentinel client, not the primary.
+				addr = "the Sentinels' " + r.opts.MasterName
+			}
 		}
 		if i == 0 {
 			err := r.do("PING", func(ctx context.Context) error {

@@ -36,7 +36,7 @@ type zdataSources struct {
 	httpsDone bool
 	skipped   error
 	pending   string
-	aliases   *aliasChain
+	aliases   *zdata.AliasChain
 
 	txt               [][]string
 	haveTXT, askedTXT bool
@@ -50,7 +50,7 @@ type zdataSources struct {
 func (a *attempt) newZDataSources(ask func([]resolver.Question) bool) *zdataSources {
 	owner := strings.ToLower(dns.Fqdn(zdata.HTTPSOwner(a.host, a.port)))
 	s := &zdataSources{host: a.host, port: a.port, from: a.o.ZDataFrom, key: a.o.ZDataSvcParamKey, ask: ask,
-		pending: owner, aliases: newAliasChain(owner)}
+		pending: owner, aliases: zdata.NewAliasChain(owner)}
 	if s.key == 0 {
 		s.key = zdata.DefaultSvcParamKey
 	}
@@ -76,7 +76,7 @@ func (s *zdataSources) replay() {
 
 // isOrigin reports whether name is the origin's HTTPS owner.
 func (z *zdataCheck) isOrigin(name string) bool {
-	return strings.EqualFold(dns.Fqdn(name), z.src.aliases.origin())
+	return strings.EqualFold(dns.Fqdn(name), z.src.aliases.Origin())
 }
 
 // onHTTPS takes an HTTPS answer: the origin's, or an alias target's.
@@ -92,21 +92,21 @@ func (z *zdataCheck) onHTTPS(a *resolver.Answer, origin bool) {
 		s.settle(nil, &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New("the HTTPS lookup failed: " + a.Status())})
 		return
 	}
-	o := readHTTPS(a.RRs, a.Name, s.host, s.port, s.key)
-	if o.alias == "" {
-		s.settle(o.recs, o.err)
-		if o.recs != nil {
+	recs, alias, why := zdata.FromHTTPS(a.RRs, a.Name, s.host, s.port, s.key)
+	if alias == "" {
+		s.settle(recs, why)
+		if recs != nil {
 			z.step("https_zdata")
 		}
 		return
 	}
-	if err := s.aliases.next(o.alias); err != nil {
+	if err := s.aliases.Next(alias); err != nil {
 		s.settle(nil, err)
 		return
 	}
 	z.step("https_alias_followed")
-	s.pending = o.alias
-	if !s.ask([]resolver.Question{{Name: o.alias, Qtype: dns.TypeHTTPS}}) {
+	s.pending = alias
+	if !s.ask([]resolver.Question{{Name: alias, Qtype: dns.TypeHTTPS}}) {
 		s.settle(nil, &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New("an HTTPS AliasMode record, and no resolver to follow it (cached answers)")})
 	}
 }
@@ -118,7 +118,7 @@ func (s *zdataSources) settle(recs []*zdata.Record, err error) {
 		s.skipped = err
 		return
 	}
-	s.https = txtStrings(recs)
+	s.https = zdata.TXTStrings(recs)
 }
 
 // onAnswer takes the TXT, TLSA or CERT answer.

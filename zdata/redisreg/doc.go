@@ -64,9 +64,14 @@
 // any of them with now before expires returns fresh=false: as a replay
 // (nil error) or with an error. This holds across FLUSHALL, FLUSHDB,
 // Redis restarts with or without persistence, restarts from an older
-// RDB or AOF file, Sentinel and Cluster failovers (tests:
-// TestSentinelFailover, TestClusterFailover), and clock differences
-// between servers up to MaxClockSkew. The register fails closed: when Redis is unreachable,
+// RDB or AOF file, Sentinel failovers (and back) and Cluster failovers,
+// Cluster slot migrations (refused while in progress: TRYAGAIN, ASK),
+// and clock differences between servers up to MaxClockSkew. The tests
+// try each attack, with the same assertions, on each mode against real
+// servers on loopback: a plaintext primary, one over mutual TLS, a
+// Sentinel-managed primary and a Cluster of three primaries with
+// replicas (TestModes; the failovers and migrations: TestSentinelFailover,
+// TestClusterFailover). The register fails closed: when Redis is unreachable,
 // slow (past Options.Timeout), answers an error or oddly, or runs with an
 // evicting maxmemory-policy, CheckAndInsert returns (false, err) and the
 // TLS server rejects early data but completes the handshake.

@@ -10,14 +10,14 @@ import (
 func TestString(t *testing.T) {
 	for a, want := range map[Alert]string{
 		HandshakeFailure: "handshake_failure", CloseNotify: "close_notify",
-		NoApplicationProtocol: "no_application_protocol", 200: "alert(200)",
+		NoApplicationProtocol: "no_application_protocol", ECHRequired: "ech_required", 200: "alert(200)",
 	} {
 		if got := a.String(); got != want {
 			t.Errorf("Alert(%d).String() = %q, want %q", uint8(a), got, want)
 		}
 	}
-	if len(names) != 27 {
-		t.Fatalf("%d alert names, want the 27 of RFC 8446, Section 6", len(names))
+	if len(names) != 28 {
+		t.Fatalf("%d alert names, want the 27 of RFC 8446, Section 6 and RFC 9849's ech_required", len(names))
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 // (tls13.Config.VerifiedChains), and, with Options.OCSP, the OCSP check
 // with the cache's answers.
 func (a *attempt) consultCache(ctx context.Context) {
-	pol := prevalidate.Policy{TLS: a.cfg, OCSP: a.o.OCSP, NoBFE: a.o.NoBFE}
+	pol := prevalidate.Policy{TLS: a.cfg, OCSP: a.o.OCSP, NoBFE: a.o.NoBFE, ZDataFrom: a.o.ZDataFrom, ZDataSvcParamKey: a.o.ZDataSvcParamKey}
 	cloned := false
 	clone := func() {
 		if !cloned {

@@ -329,10 +329,12 @@ func (o *Options) cacheOrDefault() *prevalidate.Cache {
 
 // Prevalidation returns the options of a prevalidate.Prefetch whose
 // entries a Connect with o uses: o's TLS configuration, Resolver, Cache,
-// OCSP policy, NoBFE and clock (an entry serves the certificate policy it
-// was validated under only).
+// OCSP policy, NoBFE, Z-data source (ZDataFrom, ZDataSvcParamKey) and
+// clock (an entry serves the certificate policy it was validated under
+// only).
 func (o Options) Prevalidation() prevalidate.Options {
-	return prevalidate.Options{TLS: o.TLS, Resolver: o.Resolver, Cache: o.Cache, OCSP: o.OCSP, NoBFE: o.NoBFE, Now: o.Now}
+	return prevalidate.Options{TLS: o.TLS, Resolver: o.Resolver, Cache: o.Cache, OCSP: o.OCSP, NoBFE: o.NoBFE, Now: o.Now,
+		ZDataFrom: o.ZDataFrom, ZDataSvcParamKey: o.ZDataSvcParamKey}
 }
 
 // budget is how long to wait for Z-data (and TurboTLS's advertisement).

@@ -157,15 +157,15 @@ func (a *attempt) cachedZData() zresult {
 		if err == nil {
 			err = &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New("none in the prefetched entry")}
 		}
-		return zresult{err: err, at: at}
+		return zresult{err: err, at: at, source: h.ZDataFrom, skipped: h.HTTPSZDataSkipped}
 	}
 	offer := h.ZData.Offer(h.Leaf)
 	offer.Intermediates = h.Intermediates
 	offer.Prepared = h.Prepared
 	if err := a.cfg.VerifyZDataOffer(offer); err != nil {
-		return zresult{err: &zdata.Error{Reason: zdata.ReasonUntrustedChain, Err: err}, at: at, source: ZDataFromTXT}
+		return zresult{err: &zdata.Error{Reason: zdata.ReasonUntrustedChain, Err: err}, at: at, source: h.ZDataFrom, skipped: h.HTTPSZDataSkipped}
 	}
-	return zresult{offer: offer, at: at, source: ZDataFromTXT} // Prefetch selects among the TXT records
+	return zresult{offer: offer, at: at, source: h.ZDataFrom, skipped: h.HTTPSZDataSkipped} // the record Prefetch selected it from
 }
 
 // replayAnswers is the lookup phase of an entry holding DNS answers but

@@ -195,6 +195,10 @@ type verdict struct {
 	leaf  *x509.Certificate
 	inter []*x509.Certificate
 	zerr  error
+	// from is the record the Z-data checked came from (zdata.SourceHTTPS
+	// or zdata.SourceTXT; "": none was checked); skipped, why the HTTPS
+	// record's was not used.
+	from, skipped string
 	// chains are the verified chains by leaf DER.
 	chains map[string][][]*x509.Certificate
 	// prepared is the key share and Z-data ECDH made for rec, for one
@@ -205,20 +209,28 @@ type verdict struct {
 // Policy is what a verdict is reached under and holds for: the
 // certificate policy of TLS (RootCAs, ServerName, Revocation and
 // InsecureSkipVerify: the checks of tls13.Config.VerifyServerChain), the
-// OCSP check and NoBFE (the record a prefetch selects, and encapsulates
-// for, depends on it). A connection looks its entry up under its own.
+// OCSP check, NoBFE, and the record Z-data is taken from (ZDataFrom, with
+// zdata.FromHTTPSFirst and zdata.FromBoth one choice here, and
+// ZDataSvcParamKey): the record a prefetch selects, and encapsulates
+// for, depends on them. A connection looks its entry up under its own.
 type Policy struct {
-	TLS   *tls13.Config
-	OCSP  OCSPPolicy
-	NoBFE bool
+	TLS              *tls13.Config
+	OCSP             OCSPPolicy
+	NoBFE            bool
+	ZDataFrom        zdata.From
+	ZDataSvcParamKey dns.SVCBKey
 }
 
 func (p Policy) key() policyKey {
-	if p.TLS == nil {
-		return policyKey{ocsp: p.OCSP, noBFE: p.NoBFE}
+	svcKey := p.ZDataSvcParamKey
+	if svcKey == 0 {
+		svcKey = zdata.DefaultSvcParamKey
 	}
-	return policyKey{roots: p.TLS.RootCAs, name: canonicalName(p.TLS.ServerName), insecure: p.TLS.InsecureSkipVerify,
-		rev: p.TLS.Revocation, ocsp: p.OCSP, noBFE: p.NoBFE}
+	k := policyKey{ocsp: p.OCSP, noBFE: p.NoBFE, txtOnly: p.ZDataFrom == zdata.FromTXT, svcKey: svcKey}
+	if p.TLS != nil {
+		k.roots, k.name, k.insecure, k.rev = p.TLS.RootCAs, canonicalName(p.TLS.ServerName), p.TLS.InsecureSkipVerify, p.TLS.Revocation
+	}
+	return k
 }
 
 // policyKey is a Policy as a verdict keeps it.
@@ -229,14 +241,18 @@ type policyKey struct {
 	rev      *revocation.Checker
 	ocsp     OCSPPolicy
 	noBFE    bool // Options.NoBFE: a record with a BFE key is not to be used
+	txtOnly  bool // Options.ZDataFrom is zdata.FromTXT: no Z-data from the HTTPS record
+	svcKey   dns.SVCBKey
 }
 
 // same reports whether p and q are one policy: the same roots (one pool,
 // or pools holding the same certificates), name, revocation checker
-// (one Checker: loaded once and shared), OCSP policy and NoBFE (the record
-// a prefetch selected and encapsulated for depends on it).
+// (one Checker: loaded once and shared), OCSP policy, NoBFE and Z-data
+// source (the record a prefetch selected and encapsulated for depends on
+// them).
 func (p policyKey) same(q policyKey) bool {
-	if p.name != q.name || p.insecure != q.insecure || p.rev != q.rev || p.ocsp != q.ocsp || p.noBFE != q.noBFE {
+	if p.name != q.name || p.insecure != q.insecure || p.rev != q.rev || p.ocsp != q.ocsp || p.noBFE != q.noBFE ||
+		p.txtOnly != q.txtOnly || p.svcKey != q.svcKey {
 		return false
 	}
 	if p.roots == q.roots {
@@ -270,6 +286,11 @@ type Entry struct {
 	Leaf          *x509.Certificate
 	Intermediates []*x509.Certificate
 	ZDataErr      error
+	// ZDataFrom is the record the Z-data checked came from
+	// (zdata.SourceHTTPS or zdata.SourceTXT; "" when none was checked),
+	// HTTPSZDataSkipped why the HTTPS record's was not used (dial's
+	// Report fields of the same names).
+	ZDataFrom, HTTPSZDataSkipped string
 	// Chains are the verified chains, by leaf DER (see VerifiedChains).
 	Chains map[string][][]*x509.Certificate
 	// Prepared is the key share and Z-data ECDH made for ZData: this
@@ -314,6 +335,7 @@ func (c *Cache) lookup(host string, port int, pk policyKey, now time.Time) *Entr
 	if v := s.v; v != nil && v.policy.same(pk) {
 		h.Validated = true
 		h.ZData, h.Leaf, h.Intermediates, h.ZDataErr, h.Chains = v.rec, v.leaf, v.inter, v.zerr, v.chains
+		h.ZDataFrom, h.HTTPSZDataSkipped = v.from, v.skipped
 		h.Prepared, v.prepared = v.prepared, nil
 		if h.Prepared != nil && !c.manualPrepare {
 			go c.prepareNext(s, v)

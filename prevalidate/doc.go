@@ -28,6 +28,19 @@
 // rotated since) gets the request again over TLS 1.3, as any rejected
 // early data, and the connection drops the entry (Cache.Forget).
 //
+// Z-data is taken from the record a connection would take it from
+// (Options.ZDataFrom, dial.Options.ZDataFrom; docs/ztls-spec.md, Section
+// 8.5): by default the HTTPS record's SvcParam when it carries usable
+// Z-data for the origin's endpoint, its AliasMode records followed as a
+// connection follows them (zdata.FromHTTPS and zdata.AliasChain, the
+// code dial reads the record with), else the TXT record's. The leaf is
+// the TLSA record's (a leaf dial.Memory holds is the connection's, not
+// the prefetch's). PrefetchedZData.From and, on the connection from the
+// entry, dial.Report.ZDataFrom say which record it was. Prefetch asks
+// TXT, TLSA and CERT with the first questions whichever the choice, so
+// its answers serve any connection; a verdict holds for the choice it
+// was reached under only (Policy.ZDataFrom: txt, or https and both).
+//
 // The Cache also serves connections that nothing prefetched: the OCSP
 // answers a connection's check gets (Cache.CheckOCSP) and the chains its
 // connections verified (Cache.ChainCache) are kept for the next.

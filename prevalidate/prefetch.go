@@ -54,6 +54,17 @@ type Options struct {
 	// Concurrency bounds the targets fetched at once; 0 means
 	// DefaultConcurrency.
 	Concurrency int
+	// ZDataFrom says which record the Z-data is taken from, as
+	// dial.Options.ZDataFrom does for a connection: zdata.FromHTTPSFirst
+	// (the zero value too) and zdata.FromBoth take the HTTPS record's
+	// (key ZDataSvcParamKey; 0 means zdata.DefaultSvcParamKey) when it
+	// carries usable Z-data, following AliasMode records as a connection
+	// does, else the TXT record's; zdata.FromTXT the TXT record's only.
+	// Prefetch asks every record at once whichever it is (the entry's
+	// answers then serve a connection under any choice).
+	// PrefetchedZData.From says which record the Z-data came from.
+	ZDataFrom        zdata.From
+	ZDataSvcParamKey dns.SVCBKey
 	// NoHandshake: for a host without Z-data, fetch no certificate (a
 	// truncated handshake contacts the server; see the package
 	// documentation): its DNS answers are cached, and its certificate is
@@ -108,6 +119,10 @@ type Prefetched struct {
 	// chain, name, revocation); ZDataReason says why there is none.
 	ZData       *PrefetchedZData `json:"zdata,omitempty"`
 	ZDataReason string           `json:"zdata_reason,omitempty"`
+	// HTTPSZDataSkipped is why the HTTPS record's Z-data was not used
+	// (dial's Report.HTTPSZDataSkipped): "" when it was, or when it was
+	// not looked for (Options.ZDataFrom zdata.FromTXT).
+	HTTPSZDataSkipped string `json:"https_zdata_skipped,omitempty"`
 	// Chain is the verified chain (subjects, leaf first); ChainFrom is
 	// where its leaf came from: "zdata" (the TLSA record) or "handshake"
 	// (a truncated handshake with the server).
@@ -145,6 +160,9 @@ type Prefetched struct {
 
 // PrefetchedZData is the Z-data record a Prefetch validated.
 type PrefetchedZData struct {
+	// From is the record it came from: zdata.SourceHTTPS ("https",
+	// the HTTPS record's SvcParam) or zdata.SourceTXT ("txt").
+	From      string    `json:"from"`
 	ID        uint32    `json:"id"`
 	Group     string    `json:"group"`
 	NotBefore time.Time `json:"not_before"`
@@ -158,9 +176,9 @@ type PrefetchedZData struct {
 // certificate policy sends its first flight without a DNS lookup or a
 // certificate verification:
 //
-//   - the addresses, the HTTPS record (TurboTLS's port), the Z-data TXT,
-//     TLSA and CERT records, with o.Resolver (all at once, as a
-//     connection asks them);
+//   - the addresses, the HTTPS record (TurboTLS's port, and the Z-data
+//     it carries, through AliasMode records if any), the Z-data TXT,
+//     TLSA and CERT records, with o.Resolver (all at once);
 //   - the Z-data record a connection would select, its signature, validity,
 //     chain, name and revocation (o.TLS's Revocation CRLs, and OCSP under
 //     o.OCSP) checked, and the key share and Z-data ECDH for the next
@@ -289,12 +307,13 @@ func (f *prefetcher) run(ctx context.Context, target string) error {
 		f.vcfg.VerifyPeerCertificate = f.cache.ocspHook(ctx, f.o.OCSP, f.o.clock(), f.cfg.VerifyPeerCertificate, f.note)
 	}
 	f.s = &service{host: host, port: f.port, fetched: f.now}
-	f.v = &verdict{policy: Policy{TLS: f.cfg, OCSP: f.o.OCSP, NoBFE: f.o.NoBFE}.key(), chains: map[string][][]*x509.Certificate{}}
+	f.v = &verdict{policy: Policy{TLS: f.cfg, OCSP: f.o.OCSP, NoBFE: f.o.NoBFE, ZDataFrom: f.o.ZDataFrom,
+		ZDataSvcParamKey: f.o.ZDataSvcParamKey}.key(), chains: map[string][][]*x509.Certificate{}}
 	f.s.v = f.v
 	if err := f.lookup(ctx); err != nil {
 		return err
 	}
-	f.checkZData()
+	f.checkZData(ctx)
 	if f.v.rec == nil && !f.o.NoHandshake {
 		if err := f.handshake(ctx); err != nil {
 			return err
@@ -389,24 +408,29 @@ func answerTTL(a *resolver.Answer) time.Duration {
 	return failedAnswerTTL
 }
 
-// checkZData selects and verifies the Z-data as a connection would, and
-// precomputes the key share and ECDH for the record selected.
-func (f *prefetcher) checkZData() {
+// checkZData selects and verifies the Z-data as a connection would, from
+// the record Options.ZDataFrom says, and precomputes the key share and
+// ECDH for the record selected.
+func (f *prefetcher) checkZData(ctx context.Context) {
 	v, p := f.v, f.p
 	var answers = map[uint16]*resolver.Answer{}
 	for _, a := range f.s.answers {
-		if a != nil && a.Err == nil {
+		if a != nil {
 			answers[a.Qtype] = a
 		}
 	}
-	txt, tlsa, cert := answers[dns.TypeTXT], answers[dns.TypeTLSA], answers[dns.TypeCERT]
+	tlsa, cert := answers[dns.TypeTLSA], answers[dns.TypeCERT]
 	switch {
 	case f.o.Resolver == nil || len(f.s.answers) == 0:
 		v.zerr = &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New(reasonNoResolver)}
 	case !strings.EqualFold(strings.TrimSuffix(f.cfg.ServerName, "."), strings.TrimSuffix(f.host, ".")):
 		v.zerr = &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New(reasonServerName)}
-	case txt == nil || tlsa == nil || cert == nil:
+	case tlsa == nil || tlsa.Err != nil || cert == nil || cert.Err != nil:
 		v.zerr = &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New("the Z-data lookups did not complete")}
+	}
+	var txt [][]string
+	if v.zerr == nil {
+		txt, v.zerr = f.zdataRecords(ctx, answers)
 	}
 	if v.zerr != nil {
 		p.ZDataReason = zdata.ReasonText(v.zerr)
@@ -415,7 +439,7 @@ func (f *prefetcher) checkZData() {
 	f.checked = map[*x509.Certificate][]*x509.Certificate{}
 	sel := zdata.NewSelector(f.host, f.port, zdata.SelectOptions{Now: f.now, Policy: f.checkLeaf, NoBFE: f.o.NoBFE})
 	sel.StartChains(resolver.RecordsOf[*dns.TLSA](tlsa), resolver.RecordsOf[*dns.CERT](cert))
-	rec, leaf, err := sel.Select(txt.TXTStrings())
+	rec, leaf, err := sel.Select(txt)
 	if err != nil {
 		v.zerr = err
 		p.ZDataReason = zdata.ReasonText(err)
@@ -426,10 +450,71 @@ func (f *prefetcher) checkZData() {
 	v.inter = f.checked[leaf]
 	f.mu.Unlock()
 	f.exp.cap(rec.NotAfter, "Z-data not_after")
-	p.ZData = &PrefetchedZData{ID: rec.ID, Group: rec.Group.String(), NotBefore: rec.NotBefore, NotAfter: rec.NotAfter}
+	p.ZData = &PrefetchedZData{From: v.from, ID: rec.ID, Group: rec.Group.String(), NotBefore: rec.NotBefore, NotAfter: rec.NotAfter}
 	p.ChainFrom = "zdata"
 	v.prepared = rec.Prepare(nil)
 	p.Precomputed = v.prepared.Public() != nil
+}
+
+// zdataRecords returns the records to select among, as TXT strings, as
+// a connection under Options.ZDataFrom takes them (docs/ztls-spec.md,
+// Section 8.5): the HTTPS record's when it carries usable Z-data (unless
+// FromTXT), else the TXT record's; v.from says whose, v.skipped why the
+// HTTPS record's were not used. Records that parse but fail their checks
+// are the Selector's to refuse: a forged HTTPS value is no reason to
+// read TXT, as for a connection.
+func (f *prefetcher) zdataRecords(ctx context.Context, answers map[uint16]*resolver.Answer) ([][]string, error) {
+	v := f.v
+	if f.o.ZDataFrom != zdata.FromTXT {
+		recs, skipped := f.httpsZData(ctx, answers[dns.TypeHTTPS])
+		if skipped == nil {
+			v.from = zdata.SourceHTTPS
+			return zdata.TXTStrings(recs), nil
+		}
+		v.skipped = zdata.ReasonText(skipped)
+		f.p.HTTPSZDataSkipped = v.skipped
+	}
+	v.from = zdata.SourceTXT
+	txt := answers[dns.TypeTXT]
+	if txt == nil || txt.Err != nil {
+		why := "the Z-data lookups did not complete"
+		if v.skipped != "" {
+			why = "none in the HTTPS record (" + v.skipped + "), and the TXT lookup did not complete"
+		}
+		return nil, &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New(why)}
+	}
+	return txt.TXTStrings(), nil
+}
+
+// httpsZData reads the Z-data of the HTTPS answer a (the origin's),
+// following its AliasMode records with the resolver as a connection does
+// (zdata.AliasChain: at most 8, no loop): the records, or why there are
+// none (a *zdata.Error). Each alias target's answer counts as a DNS
+// question and caps the entry's life, which rests on it.
+func (f *prefetcher) httpsZData(ctx context.Context, a *resolver.Answer) ([]*zdata.Record, error) {
+	chain := zdata.NewAliasChain(zdata.HTTPSOwner(f.host, f.port))
+	for {
+		if a == nil {
+			return nil, &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New("no HTTPS answer")}
+		}
+		if a.Err != nil {
+			return nil, &zdata.Error{Reason: zdata.ReasonNoZData, Err: errors.New("the HTTPS lookup failed: " + a.Status())}
+		}
+		recs, alias, why := zdata.FromHTTPS(a.RRs, a.Name, f.host, f.port, f.o.ZDataSvcParamKey)
+		if alias == "" {
+			return recs, why
+		}
+		if err := chain.Next(alias); err != nil {
+			return nil, err
+		}
+		a, _ = f.o.Resolver.Lookup(ctx, alias, dns.TypeHTTPS) // an Answer either way
+		f.p.DNSQuestions++
+		if a.Err != nil {
+			f.exp.cap(f.now.Add(failedAnswerTTL), "failed lookup (HTTPS of "+alias+")")
+		} else {
+			f.exp.cap(f.now.Add(answerTTL(a)), "DNS TTL (HTTPS of "+alias+")")
+		}
+	}
 }
 
 // checkLeaf is the Selector's policy: the connection's, keeping the

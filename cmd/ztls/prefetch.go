@@ -39,11 +39,14 @@ func init() {
 checks before its first flight, and print what was fetched and validated
 and when it expires:
 
-  - the addresses, the HTTPS record (TurboTLS's port), the Z-data TXT, TLSA
-    and CERT records (all at once, as connect asks them);
-  - the Z-data record connect would use, with its signature, validity,
-    chain, name and revocation (--crl, and OCSP with --ocsp) checked, and
-    the key share and Z-data ECDH for the next connection made;
+  - the addresses, the HTTPS record (TurboTLS's port, and the Z-data it
+    carries, its AliasMode records followed), the Z-data TXT, TLSA and CERT
+    records (all at once);
+  - the Z-data record connect would use (from the HTTPS record when it
+    carries usable Z-data, else the TXT record; --zdata-from), with its
+    signature, validity, chain, name and revocation (--crl, and OCSP with
+    --ocsp) checked, and the key share and Z-data ECDH for the next
+    connection made;
   - for a host without Z-data, its certificate, by a truncated TLS 1.3
     handshake (ClientHello, the server's flight up to its Certificate,
     close), checked the same way (--no-handshake: not).
@@ -78,6 +81,7 @@ Z-data comes from DNS alone and costs the server nothing.`,
 	f.c.registerDNS(fs) // --dns-transport tls hides the names prefetched from the path
 	fs.StringVar(&f.c.ocsp, "ocsp", "off", "ask the certificate's OCSP responder: off, soft (no answer passes, as browsers do) or hard (only a good answer passes)")
 	fs.IntVar(&f.concurrency, "concurrency", prevalidate.DefaultConcurrency, "prefetch at most N targets at once")
+	fs.StringVar(&f.c.zdataFrom, "zdata-from", "https", "which DNS record Z-data is taken from, as 'ztls connect --zdata-from' takes it: https (the HTTPS record's key65370 when it carries usable Z-data, its AliasMode records followed; else the TXT record), both (the same: a prefetch asks every record at once) or txt (the TXT record only); the output says which record it came from")
 	fs.BoolVar(&f.noHandshake, "no-handshake", false, "for hosts without Z-data, fetch no certificate (no truncated handshake: the server is not contacted)")
 	fs.BoolVar(&f.clear, "clear", false, "forget everything prefetched (the file in the user cache dir), then prefetch the targets given, if any")
 	f.c.tls.register(fs, false)
@@ -178,10 +182,13 @@ func writePrefetched(w io.Writer, p *prevalidate.Prefetched, now time.Time) {
 		if p.Precomputed {
 			pre = "; key share and ECDH for the next connection made"
 		}
-		fmt.Fprintf(w, "  Z-data id %d (%s), valid until %s: signature, validity, chain, name and revocation verified%s\n",
-			z.ID, z.Group, z.NotAfter.Local().Format(time.DateTime), pre)
+		fmt.Fprintf(w, "  Z-data id %d (%s) from the %s record, valid until %s: signature, validity, chain, name and revocation verified%s\n",
+			z.ID, z.Group, strings.ToUpper(z.From), z.NotAfter.Local().Format(time.DateTime), pre)
 	} else {
 		fmt.Fprintf(w, "  no ZTLS: %s\n", p.ZDataReason) // the reason says what of the Z-data
+	}
+	if p.HTTPSZDataSkipped != "" {
+		fmt.Fprintf(w, "  the HTTPS record's Z-data not used: %s\n", p.HTTPSZDataSkipped)
 	}
 	switch {
 	case len(p.Chain) > 0:

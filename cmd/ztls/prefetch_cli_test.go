@@ -109,3 +109,44 @@ func TestLinkedHosts(t *testing.T) {
 		t.Fatalf("linked hosts %q, want %q", got, want)
 	}
 }
+
+// TestPrefetchCLIZDataFromHTTPS: a service whose Z-data is in the HTTPS
+// record only is prefetched with Z-data from it (JSON zdata.from
+// "https", the text says so); with --zdata-from txt there is none, and
+// the text says why; an unknown --zdata-from is refused, saying what
+// works.
+func TestPrefetchCLIZDataFromHTTPS(t *testing.T) {
+	ztlsBinary(t)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	w, err := lab.Start(lab.Options{HTTPSZData: true, NoTXT: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, w.RootsPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"--resolver", w.DNSAddr, "--ca", caFile}
+
+	r := uxRun(t, nil, append([]string{"prefetch", w.HostPort(), "--json"}, common...)...)
+	var got []prevalidate.Prefetched
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &got) != nil || len(got) != 1 {
+		t.Fatalf("prefetch --json: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if p := got[0]; p.ZData == nil || p.ZData.From != "https" || !strings.Contains(r.stdout, `"from": "https"`) {
+		t.Fatalf("prefetched %+v\n%s", p, r.stdout)
+	}
+	r = uxRun(t, nil, append([]string{"prefetch", w.HostPort()}, common...)...)
+	if r.code != 0 || !strings.Contains(r.stdout, "from the HTTPS record") {
+		t.Fatalf("prefetch: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = uxRun(t, nil, append([]string{"prefetch", w.HostPort(), "--zdata-from", "txt"}, common...)...)
+	if r.code != 0 || strings.Contains(r.stdout, "Z-data id") || !strings.Contains(r.stdout, "no ZTLS: no Z-data") {
+		t.Fatalf("prefetch --zdata-from txt: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = uxRun(t, nil, append([]string{"prefetch", w.HostPort(), "--zdata-from", "dns"}, common...)...)
+	if r.code == 0 || !strings.Contains(r.stderr, "want https, both or txt") {
+		t.Fatalf("prefetch --zdata-from dns: exit %d\n%s", r.code, r.stderr)
+	}
+}

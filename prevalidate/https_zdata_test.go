@@ -17,6 +17,7 @@ import (
 	"github.com/ztls-project/ztls/dial"
 	"github.com/ztls-project/ztls/internal/clock"
 	"github.com/ztls-project/ztls/internal/testsupport/lab"
+	"github.com/ztls-project/ztls/prevalidate"
 	"github.com/ztls-project/ztls/zdata"
 )
 
@@ -256,5 +257,24 @@ func TestPrefetchedHTTPSEntryNotForTXTOnly(t *testing.T) {
 	if rep.Mode != "ztls" || rep.ZDataFrom != dial.ZDataFromTXT || rep.Prefetch != dial.PrefetchDNS || queries != 0 || verifications == 0 {
 		t.Fatalf("mode %s (%s), Z-data from %q, prefetch %q, %d queries, %d verifications", rep.Mode, rep.FallbackReason,
 			rep.ZDataFrom, rep.Prefetch, queries, verifications)
+	}
+}
+
+// A cache opened from the file holds the HTTPS answer with its Z-data
+// (the records as zone-file text, read back): the connection replays
+// it, verifies, and is ZTLS from "https" with no DNS question.
+func TestCacheFileKeepsHTTPSZData(t *testing.T) {
+	w := startWorld(t, lab.Options{HTTPSZData: true, NoTXT: true})
+	path := t.TempDir() + "/prefetch.json"
+	_, d, _ := prefetchWorld(t, w, func(o *dial.Options) { o.Cache = prevalidate.OpenCache(prevalidate.CacheOptions{Path: path}) })
+	loaded := prevalidate.OpenCache(prevalidate.CacheOptions{Path: path})
+	r, queries, verifications, err := connectCounted(t, w, loaded, d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := r.Report
+	if rep.Mode != "ztls" || rep.ZDataFrom != dial.ZDataFromHTTPS || rep.Prefetch != dial.PrefetchDNS || queries != 0 || verifications == 0 {
+		t.Fatalf("loaded entry: mode %s (%s), Z-data from %q (HTTPS skipped %q), prefetch %q, %d queries, %d verifications", rep.Mode,
+			rep.FallbackReason, rep.ZDataFrom, rep.HTTPSZDataSkipped, rep.Prefetch, queries, verifications)
 	}
 }

@@ -205,8 +205,9 @@ func (e *redisEnv) restart(t *testing.T, s *redisServer, keepData bool) *redisSe
 			t.Fatal(err)
 		}
 	}
-	// Owned by the mode's test, as the server it replaces.
-	ns := startRedis(e.owner, p, append(slices.Clone(s.extra), "--dir", s.dir)...)
+	// Owned by the mode's test, as the server it replaces; failures are
+	// t's.
+	ns := startRedis(ownedBy{t, e.owner}, p, append(slices.Clone(s.extra), "--dir", s.dir)...)
 	e.nodes[slices.Index(e.nodes, s)] = ns
 	e.waitHealthy(t)
 	return ns
@@ -244,6 +245,16 @@ func (e *redisEnv) waitHealthy(t testing.TB) {
 		return true
 	})
 }
+
+// ownedBy is a subtest whose processes and directories belong to its
+// parent (they outlive it), while its failures stay its own.
+type ownedBy struct {
+	testing.TB
+	owner *testing.T
+}
+
+func (o ownedBy) Cleanup(f func()) { o.owner.Cleanup(f) }
+func (o ownedBy) TempDir() string  { return o.owner.TempDir() }
 
 // modeTests are the attack and fleet tests every mode undergoes, each on
 // a reset Redis. An attack a mode cannot undergo as such says why in its

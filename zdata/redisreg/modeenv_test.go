@@ -273,6 +273,8 @@ var modeTests = []struct {
 	{"ClockAheadExpiry", attackClockAheadExpiry},
 	{"MarkerStates", attackMarkerStates},
 	{"ServerRestart", testServerRestart},
+	{"RegisterFleet", testRegisterFleet},
+	{"Concurrent", testRegisterConcurrent},
 	{"BoundaryFlushAll", func(t *testing.T, e *redisEnv) { fleetLossAttack(t, e, false) }},
 	{"BoundaryBFEMember", func(t *testing.T, e *redisEnv) { fleetLossAttack(t, e, true) }},
 	{"FleetReplay", testFleetReplay},

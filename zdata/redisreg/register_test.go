@@ -181,11 +181,14 @@ func newReg(t *testing.T, addr string, clk *ztlsclock.Manual) *Register {
 	return r
 }
 
-func TestRegisterFleet(t *testing.T) {
-	s := startRedis(t, 0)
+// testRegisterFleet: two members on a new Redis (TestModes: on each
+// mode): refused until ClientHellos that cannot predate it, then a key
+// accepted once by either; entries live W + MaxClockSkew; scripts Redis
+// forgot are sent again.
+func testRegisterFleet(t *testing.T, e *redisEnv) {
 	clk := ztlsclock.NewManual(time.Unix(1_800_000_000, 0))
-	a := newReg(t, s.addr, clk)
-	b := newReg(t, s.addr, clk)
+	a := e.newReg(t, clk, nil)
+	b := e.newReg(t, clk, nil)
 	key := bytes.Repeat([]byte{0xab}, 32)
 
 	// A new Redis has no memory: refused until ClientHellos that could not
@@ -216,7 +219,7 @@ func TestRegisterFleet(t *testing.T) {
 	// The entry expires when the window does, plus the clock skew
 	// (checked in Redis, not by waiting).
 	entry, _ := testKeys(string(key))
-	rep := s.raw(t, "PTTL", entry)
+	rep := e.ownerOf(t, entry).raw(t, "PTTL", entry)
 	if rep.kind != ':' || rep.num <= 10000 || rep.num > 10000+DefaultMaxClockSkew.Milliseconds() {
 		t.Fatalf("PTTL = %+v, want 10001..11000 ms", rep)
 	}
@@ -226,16 +229,19 @@ func TestRegisterFleet(t *testing.T) {
 		t.Fatalf("past expiry: %v %v", fresh, err)
 	}
 	// Redis forgot the scripts (SCRIPT FLUSH, or a restart): sent again.
-	s.raw(t, "SCRIPT", "FLUSH")
+	for _, s := range e.primaries(t) {
+		s.raw(t, "SCRIPT", "FLUSH")
+	}
 	if fresh, err := b.CheckAndInsert([]byte("k4"), now, now, now.Add(time.Second)); !fresh || err != nil {
 		t.Fatalf("after SCRIPT FLUSH: %v %v", fresh, err)
 	}
 }
 
-func TestRegisterConcurrent(t *testing.T) {
-	s := startRedis(t, 0)
+// testRegisterConcurrent: three members race on the same keys (TestModes:
+// on each mode); each key is accepted exactly once.
+func testRegisterConcurrent(t *testing.T, e *redisEnv) {
 	clk := ztlsclock.NewManual(time.Unix(1_800_000_000, 0))
-	regs := []*Register{newReg(t, s.addr, clk), newReg(t, s.addr, clk), newReg(t, s.addr, clk)}
+	regs := []*Register{e.newReg(t, clk, nil), e.newReg(t, clk, nil), e.newReg(t, clk, nil)}
 	for _, r := range regs {
 		warm(t, r, clk)
 	}

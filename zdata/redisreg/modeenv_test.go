@@ -275,6 +275,7 @@ var modeTests = []struct {
 	{"ServerRestart", testServerRestart},
 	{"RegisterFleet", testRegisterFleet},
 	{"Concurrent", testRegisterConcurrent},
+	{"PunctureLogRace", testPunctureLogRace},
 	{"BoundaryFlushAll", func(t *testing.T, e *redisEnv) { fleetLossAttack(t, e, false) }},
 	{"BoundaryBFEMember", func(t *testing.T, e *redisEnv) { fleetLossAttack(t, e, true) }},
 	{"FleetReplay", testFleetReplay},

@@ -26,25 +26,13 @@ func (noStrike) CheckAndInsert([]byte, time.Time, time.Time, time.Time) (bool, e
 	return true, nil
 }
 
-// pastReg is a register whose clock runs two hours back, so that a new
-// Redis's memory (which begins at its first use) covers the current epoch.
-func pastReg(t *testing.T, addr string) *Register {
-	t.Helper()
-	r, err := New(Options{Addr: addr, Timeout: 2 * time.Second, Now: func() time.Time { return ztlsclock.Now().Add(-2 * time.Hour) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r
-}
-
 // The attack: two fleet members race on one ciphertext's positions (a
 // replay sent to both at once). The script is atomic: exactly one sees
-// every position unset.
-func TestPunctureLogRace(t *testing.T) {
-	s := startRedis(t, 0)
+// every position unset. (TestModes: on each mode.)
+func testPunctureLogRace(t *testing.T, e *redisEnv) {
 	epoch := uint64(ztlsclock.Now().Add(-time.Minute).Unix())
-	logs := []*PunctureLog{pastReg(t, s.addr).PunctureLog("server.test", 443, time.Hour), pastReg(t, s.addr).PunctureLog("server.test", 443, time.Hour)}
+	past := func(o *Options) { o.Now = func() time.Time { return ztlsclock.Now().Add(-2 * time.Hour) } }
+	logs := []*PunctureLog{e.newReg(t, nil, past).PunctureLog("server.test", 443, time.Hour), e.newReg(t, nil, past).PunctureLog("server.test", 443, time.Hour)}
 	pos := []uint32{3, 99, 1000, 70000}
 	// A new Redis: the first call records when its memory begins.
 	if _, err := logs[0].TestAndSet(context.Background(), epoch, []uint32{1}); err != nil {

@@ -351,13 +351,19 @@ func runBurden(cmd *cobra.Command) error {
 		}
 		traces = append(traces, trace{"synthetic (2000 names, Zipf 1.1, 0.2 visits/s, 24 h)", t})
 	}
+	// One table per trace: every comparison of dnsburden.Comparisons,
+	// the TXT path's and the HTTPS record's (docs/testbed.md).
 	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "%-55s %8s %14s %14s\n", "trace", "visits", "paper model", "our dialer")
-	for _, tr := range traces {
-		name, t := tr.name, tr.visits
-		paper := dnsburden.Increase(dnsburden.Simulate(t, dnsburden.PaperBase), dnsburden.Simulate(t, dnsburden.PaperZTLS))
-		ours := dnsburden.Increase(dnsburden.Simulate(t, dnsburden.OurBase), dnsburden.Simulate(t, dnsburden.OurZTLS))
-		fmt.Fprintf(out, "%-55s %8d %13.1f%% %13.1f%%\n", name, len(t), paper, ours)
+	for i, tr := range traces {
+		if i > 0 {
+			fmt.Fprintln(out)
+		}
+		fmt.Fprintf(out, "%s: %d visits\n", tr.name, len(tr.visits))
+		fmt.Fprintf(out, "  %-26s %-22s %12s %12s %9s\n", "client", "Z-data and leaf", "base pkts", "ztls pkts", "extra")
+		for _, r := range dnsburden.Compare(tr.visits) {
+			fmt.Fprintf(out, "  %-26s %-22s %12d %12d %8.1f%%\n", r.Comparison.Client, r.Comparison.Path,
+				r.Base.Packets, r.With.Packets, r.Increase)
+		}
 	}
 	return nil
 }

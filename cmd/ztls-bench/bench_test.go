@@ -1,10 +1,14 @@
 package main
 
 import (
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/ztls-project/ztls/testbed/bench"
+	"github.com/ztls-project/ztls/testbed/dnsburden"
 )
 
 // A plain 'ztls bench' compares this project's TLS 1.3 and ZTLS with the
@@ -36,5 +40,25 @@ func TestHelperRolesAreHiddenSubcommands(t *testing.T) {
 		if !c.Hidden {
 			t.Errorf("role %s is listed in --help", r.Name)
 		}
+	}
+}
+
+// --dns-burden prints every comparison of dnsburden.Comparisons, the
+// HTTPS record's rows beside the TXT path's, with the browser's zero.
+func TestDNSBurdenTable(t *testing.T) {
+	var out strings.Builder
+	cmd := &cobra.Command{}
+	cmd.SetOut(&out)
+	if err := runBurden(cmd); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, c := range dnsburden.Comparisons {
+		if !strings.Contains(got, c.Client) || !strings.Contains(got, c.Path) {
+			t.Errorf("no row for %s / %s:\n%s", c.Client, c.Path, got)
+		}
+	}
+	if !regexp.MustCompile(`browser \(A, AAAA, HTTPS\)\s+HTTPS, leaf held\s+\d+\s+\d+\s+0\.0%`).MatchString(got) {
+		t.Errorf("the browser with a held leaf is not at +0.0%%:\n%s", got)
 	}
 }

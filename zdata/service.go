@@ -47,6 +47,11 @@ type Options struct {
 	BFEConnections       int
 	BFEFalsePositiveRate float64
 	BFESizing            bfe.Sizing
+	// AnnouncePQ makes a classical (x25519 or secp256r1) Service's records
+	// announce that the service also publishes v3 records: bit 30 of every
+	// Zdata_id set (AnnouncePQBit, docs/ztls-spec.md, Section 9.6); without
+	// it bit 30 is always clear. It is refused with GroupX25519MLKEM768.
+	AnnouncePQ bool
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -84,6 +89,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if _, _, err := o.bfeParams(); err != nil {
 		return o, fmt.Errorf("zdata: BFE: %w", err)
+	}
+	if o.Group == GroupX25519MLKEM768 && o.AnnouncePQ {
+		return o, errors.New("zdata: AnnouncePQ is for a classical service's records (x25519, secp256r1) beside a post-quantum one's; a v3 record needs no announcement")
 	}
 	if o.Group == GroupX25519MLKEM768 && o.BFEConnections > 0 {
 		// docs/ztls-spec.md, Section 9.2 puts bfe= in the v3 record;
@@ -212,6 +220,9 @@ func (s *Service) Issue(notBefore time.Time, rnd io.Reader) (*Key, error) {
 			return nil, fmt.Errorf("zdata: random id: %v", err)
 		}
 		id = binary.BigEndian.Uint32(b[:])
+		if s.Options.Group != GroupX25519MLKEM768 {
+			id = classicalID(id, s.Options.AnnouncePQ) // Section 9.6: never by chance
+		}
 		if s.Keyring == nil || s.Keyring.Get(id) == nil {
 			break
 		}
@@ -292,7 +303,8 @@ func fleetKeyInfo(host string, port int, epoch int64, group tls13.CurveID) []byt
 }
 
 // Epoch returns the fleet key of an epoch: the key derived from the seed,
-// Zdata_id EpochID(epoch) (with PQEpochIDBit for a post-quantum key),
+// Zdata_id EpochID(epoch) (with PQEpochIDBit for a post-quantum key, with
+// AnnouncePQBit for a classical key that announces one, Section 9.6),
 // valid from the epoch's start for one hour.
 func (s *Service) Epoch(epoch int64) (*Key, error) {
 	if len(s.Seed) == 0 {
@@ -310,7 +322,7 @@ func (s *Service) Epoch(epoch int64) (*Key, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.newKey(&Key{Private: priv}, EpochID(epoch), start)
+	return s.newKey(&Key{Private: priv}, classicalID(EpochID(epoch), s.Options.AnnouncePQ), start)
 }
 
 // slot returns the start of the validity period holding t.

@@ -2,7 +2,7 @@
 GO        ?= go
 PKGS      := ./...
 FUZZTIME  ?= 3s
-DEB_PKGS  := openssl gnutls-bin bind9 bind9-utils bind9-dnsutils unbound dnsperf redis-server redis-sentinel iproute2 erlang-nox chromium knot knot-dnsutils
+DEB_PKGS  := openssl gnutls-bin bind9 bind9-utils bind9-dnsutils unbound dnsperf redis-server redis-sentinel iproute2 erlang-nox chromium knot knot-dnsutils nsd
 # A JDK for the JSSE peer, unless one is on the PATH already.
 JDK_PKG   := $(if $(shell command -v javac 2>/dev/null),,default-jdk-headless)
 # The interop peers from PyPI and crates.io (tls13/testdata/peers/), pinned.
@@ -15,7 +15,7 @@ PEERS_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ztls-peers
 # rustup's cargo, when a non-login shell left it off the PATH.
 export PATH := $(PATH):$(HOME)/.cargo/bin
 
-.PHONY: all build deps peers demo test test-go lint fuzz fuzz-long bench bench-tls bench-rustls bench-dns-auth bench-dns-resolver bench-turbo testbed-paper testbed-turbo
+.PHONY: all build deps peers demo test test-go lint fuzz fuzz-long bench bench-tls bench-rustls bench-dns-auth bench-dns-auth-cpu bench-dns-resolver bench-turbo testbed-paper testbed-turbo
 
 all: build
 
@@ -109,6 +109,11 @@ bench-rustls:
 
 bench-dns-auth:
 	sh scripts/bench-dns-auth.sh
+
+# The authority against BIND 9, Knot DNS and NSD per query and per server
+# CPU-second (servers on CPU 0, dnsperf on the others; about 10 minutes).
+bench-dns-auth-cpu:
+	sh scripts/bench-dns-auth-cpu.sh
 
 # Idle DoT connections up to the 20 000 descriptors of one process, with
 # resident memory per connection and query latency meanwhile (about a minute).

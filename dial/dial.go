@@ -142,6 +142,12 @@ type Options struct {
 	// a UDP port (key65280); see TurboOptions.
 	Turbo bool
 	TurboOptions
+	// PostQuantum is the post-quantum policy (docs/ztls-spec.md, Section
+	// 9.6): PQPrefer (the zero value too), PQOnly or PQClassical (the
+	// user's explicit opt-in to classical early data under a service that
+	// publishes v3 records). Report.EarlyData.PostQuantum says whether the
+	// early data was post-quantum.
+	PostQuantum PostQuantum
 }
 
 // Mode says whether a connection tries ZTLS (Options.Mode).
@@ -236,6 +242,9 @@ type attempt struct {
 	wantZ  bool
 	offer  *tls13.ZDataOffer
 	reason string
+	// pqForced: the offer is classical and only PQClassical allowed it
+	// (pq.go).
+	pqForced bool
 
 	// ALPN (alpn.go): the client's protocols (TLS.NextProtos), the one
 	// the request is written in, whether RequestIn was asked, and the
@@ -279,6 +288,9 @@ func (a *attempt) configure(addr string) error {
 		return err
 	}
 	if _, err := ParseZDataFrom(string(a.o.ZDataFrom)); err != nil {
+		return err
+	}
+	if _, err := ParsePostQuantum(string(a.o.PostQuantum)); err != nil {
 		return err
 	}
 	host, portStr, err := net.SplitHostPort(addr)
@@ -364,6 +376,7 @@ func (a *attempt) exchange(ctx context.Context, c *tls13.Conn) error {
 	st := c.ConnectionState()
 	r.fillTLS(st)
 	a.settleReason(st)
+	a.reportPQ(st)
 	a.rememberLeaf(st)
 	r.AnswerInFirstFlight = st.AnswerInFirstFlight
 	if err := a.sendRequest(c, st); err != nil {

@@ -86,6 +86,8 @@ type zresult struct {
 	source  string
 	skipped string
 	steps   []TraceStep
+	// forced: the offer is classical, allowed by PQClassical only (pq.go).
+	forced bool
 }
 
 // startLookups starts the lookup phase: the address of an IP given as the
@@ -159,13 +161,17 @@ func (a *attempt) cachedZData() zresult {
 		}
 		return zresult{err: err, at: at, source: h.ZDataFrom, skipped: h.HTTPSZDataSkipped}
 	}
+	forced, err := a.pqGate().check(h.ZData) // Section 9.6, for a prefetched record too
+	if err != nil {
+		return zresult{err: err, at: at, source: h.ZDataFrom, skipped: h.HTTPSZDataSkipped}
+	}
 	offer := h.ZData.Offer(h.Leaf)
 	offer.Intermediates = h.Intermediates
 	offer.Prepared = h.Prepared
 	if err := a.cfg.VerifyZDataOffer(offer); err != nil {
 		return zresult{err: &zdata.Error{Reason: zdata.ReasonUntrustedChain, Err: err}, at: at, source: h.ZDataFrom, skipped: h.HTTPSZDataSkipped}
 	}
-	return zresult{offer: offer, at: at, source: h.ZDataFrom, skipped: h.HTTPSZDataSkipped} // the record Prefetch selected it from
+	return zresult{offer: offer, at: at, source: h.ZDataFrom, skipped: h.HTTPSZDataSkipped, forced: forced} // the record Prefetch selected it from
 }
 
 // replayAnswers is the lookup phase of an entry holding DNS answers but
@@ -274,6 +280,7 @@ func (a *attempt) awaitZData(ctx context.Context, onLikely func(likelyOffer)) er
 // which record it came from, and the lookup's steps.
 func (a *attempt) takeVerdict(z zresult) {
 	a.offer = z.offer
+	a.notePQ(z)
 	if z.err != nil {
 		a.reason = zdata.ReasonText(z.err)
 	}
@@ -398,6 +405,8 @@ type zdataCheck struct {
 	chains   bool       // started
 	done     bool       // the verdict is under way
 	steps    []TraceStep
+	pq       pqGate // the post-quantum policy and pin (pq.go)
+	forced   bool   // the verdict's offer is allowed by PQClassical only
 }
 
 // newZDataCheck starts the attempt's Z-data check, which delivers to out
@@ -405,9 +414,11 @@ type zdataCheck struct {
 // made at once.
 func (a *attempt) newZDataCheck(out *lookups, ask func([]resolver.Question) bool) *zdataCheck {
 	trust := newPolicy(a.cfg)
-	sel := zdata.NewSelector(a.host, a.port, zdata.SelectOptions{Now: a.now(), Policy: trust.check, NoBFE: a.o.NoBFE})
+	pq := a.pqGate()
+	sel := zdata.NewSelector(a.host, a.port, zdata.SelectOptions{Now: a.now(), Policy: trust.check, NoBFE: a.o.NoBFE,
+		PostQuantumOnly: pq.policy == PQOnly})
 	z := &zdataCheck{sel: sel, trust: trust, start: a.start, out: out, keyShare: make(chan *tls13.ZDataKeyShare, 1),
-		src: a.newZDataSources(ask)}
+		src: a.newZDataSources(ask, pq), pq: pq}
 	go func() { z.keyShare <- tls13.NewZDataKeyShare(tls13.X25519, nil) }()
 	return z
 }
@@ -455,7 +466,7 @@ func (z *zdataCheck) advance(sentAddr bool) {
 	z.done = true
 	z.out.answered <- struct{}{}
 	if z.out.likely != nil {
-		if rec, leaf := z.sel.Likely(z.txt); rec != nil && leaf != nil {
+		if rec, leaf := z.sel.Likely(z.txt); rec != nil && leaf != nil && z.pq.allows(rec) {
 			z.out.likely <- likelyOffer{offer: rec.Offer(leaf), prepared: z.prepared}
 		}
 	}
@@ -470,7 +481,7 @@ func (z *zdataCheck) advance(sentAddr bool) {
 func (z *zdataCheck) check() {
 	offer, err := z.verify()
 	z.out.zdata <- zresult{offer: offer, err: err, at: time.Since(z.start), source: z.source,
-		skipped: z.src.skippedText(), steps: z.steps}
+		skipped: z.src.skippedText(), steps: z.steps, forced: z.forced}
 }
 
 // giveUp delivers the verdict of lookups that ended without all the
@@ -495,6 +506,9 @@ func (z *zdataCheck) giveUp() {
 func (z *zdataCheck) verify() (*tls13.ZDataOffer, error) {
 	rec, leaf, err := z.sel.Select(z.txt)
 	if err != nil {
+		return nil, err
+	}
+	if z.forced, err = z.pq.check(rec); err != nil {
 		return nil, err
 	}
 	offer := z.trust.offer(leaf)

@@ -56,6 +56,9 @@ type Report struct {
 	// alias loop, Z-data for another endpoint): the TXT record was then
 	// asked for.
 	HTTPSZDataSkipped string `json:"https_zdata_skipped,omitempty"`
+	// PostQuantum is the post-quantum policy the connection ran under
+	// (Options.PostQuantum: prefer, only or classical).
+	PostQuantum string `json:"post_quantum_policy"`
 }
 
 // Report.Prefetch values.
@@ -89,6 +92,14 @@ type EarlyReport struct {
 	// BFE: the accepted ZTLS early secret also rested on the server's
 	// Bloom filter encryption key (docs/ztls-spec.md, Section 7).
 	BFE bool `json:"bfe,omitempty"`
+	// PostQuantum: the early data was sent under a v3 (X25519MLKEM768)
+	// record (docs/ztls-spec.md, Section 9): confidential against a
+	// future quantum computer, whether the server accepted it or not.
+	PostQuantum bool `json:"post_quantum"`
+	// ClassicalForced: the early data went under a classical record only
+	// because the user opted in (PQClassical) while the service announced
+	// v3 records or was pinned to them.
+	ClassicalForced bool `json:"classical_forced,omitempty"`
 }
 
 // TLSReport is the negotiated TLS parameters.
@@ -197,6 +208,7 @@ func (r *Report) WriteText(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  early data: %d bytes offered, %s\n", r.EarlyData.Bytes, state)
 	}
+	r.writePQ(w)
 	r.writeZDataFrom(w)
 	switch r.Prefetch {
 	case PrefetchValidated:

@@ -41,16 +41,22 @@ type zdataSources struct {
 	txt               [][]string
 	haveTXT, askedTXT bool
 	tlsa, cert        *resolver.Answer
+
+	// Post-quantum (pq.go): the policy and pin, and whether the HTTPS
+	// record's classical Z-data announces v3 records, which come in TXT
+	// only (docs/ztls-spec.md, Sections 9.6 and 9.8).
+	pq             pqGate
+	httpsAnnounces bool
 }
 
 // newZDataSources settles the first questions: with ZDataTXT all of them
 // (the HTTPS record for TurboTLS and ALPN only); otherwise TXT only with
 // ZDataBoth, and TLSA and CERT unless Memory holds a leaf for the
 // service, which is then tried first (zero extra queries: Section 8.3).
-func (a *attempt) newZDataSources(ask func([]resolver.Question) bool) *zdataSources {
+func (a *attempt) newZDataSources(ask func([]resolver.Question) bool, pq pqGate) *zdataSources {
 	owner := strings.ToLower(dns.Fqdn(zdata.HTTPSOwner(a.host, a.port)))
 	s := &zdataSources{host: a.host, port: a.port, from: a.o.ZDataFrom, key: a.o.ZDataSvcParamKey, ask: ask,
-		pending: owner, aliases: zdata.NewAliasChain(owner)}
+		pending: owner, aliases: zdata.NewAliasChain(owner), pq: pq}
 	if s.key == 0 {
 		s.key = zdata.DefaultSvcParamKey
 	}
@@ -63,7 +69,8 @@ func (a *attempt) newZDataSources(ask func([]resolver.Question) bool) *zdataSour
 	default:
 		s.held = a.mem.Leaf(a.host, a.port, a.now())
 		held := len(s.held) > 0
-		s.query = resolver.ServiceQuery{NoTXT: true, NoTLSA: held, NoCERT: held}
+		s.query = resolver.ServiceQuery{NoTXT: !pq.wantsTXT(), NoTLSA: held, NoCERT: held}
+		s.askedTXT = pq.wantsTXT() // v3 wanted: TXT with the first questions (Section 9.6)
 	}
 	return s
 }
@@ -119,6 +126,17 @@ func (s *zdataSources) settle(recs []*zdata.Record, err error) {
 		return
 	}
 	s.https = zdata.TXTStrings(recs)
+	for _, r := range recs {
+		s.httpsAnnounces = s.httpsAnnounces || r.AnnouncesPQ()
+	}
+}
+
+// pqNeedsTXT reports whether the HTTPS record's Z-data, classical as
+// ever (Section 9.8), must give way to the TXT RRset's: the policy
+// wants v3 records (only, or pinned), or the HTTPS record's announce
+// them and the user did not opt in to classical early data.
+func (s *zdataSources) pqNeedsTXT() bool {
+	return s.pq.wantsTXT() || (s.httpsAnnounces && s.pq.refusesAnnounced())
 }
 
 // onAnswer takes the TXT, TLSA or CERT answer.
@@ -147,8 +165,11 @@ func (s *zdataSources) records(step func(string)) ([][]string, string) {
 		return s.txt, ZDataFromTXT
 	case s.from == ZDataTXT || !s.httpsDone:
 		return nil, ""
-	case s.https != nil:
+	case s.https != nil && !s.pqNeedsTXT():
 		return s.https, ZDataFromHTTPS
+	case s.https != nil && s.skipped == nil:
+		s.skipped = &zdata.Error{Reason: zdata.ReasonNoPQZData, Err: errors.New("the HTTPS record carries classical Z-data only, and the service publishes (or is pinned to) v3 records, which come in TXT")}
+		return s.records(step)
 	case s.haveTXT:
 		return s.txt, ZDataFromTXT
 	case !s.askedTXT:

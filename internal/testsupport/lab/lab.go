@@ -61,6 +61,14 @@ type Options struct {
 	// NoTXT, with HTTPSZData, publishes the Z-data in the HTTPS record
 	// only: no TXT record (the TLSA and CERT records stay).
 	NoTXT bool
+	// PostQuantum also publishes v3 records (docs/ztls-spec.md, Section 9):
+	// a second Service of group X25519MLKEM768 (World.PQService) sharing
+	// the classical one's keyring, whose records then announce it
+	// (zdata.Options.AnnouncePQ) unless PQNoAnnounce. The v3 records go
+	// in TXT only (Section 9.8); the TXT answer then exceeds 1232 bytes
+	// and comes over TCP.
+	PostQuantum  bool
+	PQNoAnnounce bool
 }
 
 // World is the running set-up. Close stops everything it started.
@@ -78,6 +86,7 @@ type World struct {
 	KeyFile    string           // External: PEM key
 	CAFile     string           // External: PEM root
 	Turbo      *turbo.TLSServer // the UDP side (Options.Turbo)
+	PQService  *zdata.Service   // the v3 records' Service (Options.PostQuantum), sharing Service's keyring
 
 	opts     Options
 	queries  sync.Map // "name/TYPE" -> *atomic.Int64: the authority's queries
@@ -135,7 +144,9 @@ func Start(o Options) (w *World, err error) {
 		}
 	}
 
-	svc, err := zdata.NewService(o.Host, w.Port, cert, o.ZDataOptions, nil)
+	zo := o.ZDataOptions
+	zo.AnnouncePQ = zo.AnnouncePQ || (o.PostQuantum && !o.PQNoAnnounce)
+	svc, err := zdata.NewService(o.Host, w.Port, cert, zo, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -143,6 +154,11 @@ func Start(o Options) (w *World, err error) {
 		return nil, err
 	}
 	w.Service = svc
+	if o.PostQuantum {
+		if w.PQService, err = w.newPQService(cert); err != nil {
+			return nil, err
+		}
+	}
 	// The lab made these Z-data keys (and the server's ticket key) just
 	// now for this one server, so nothing took early data under them
 	// before its register: the register may say it saw everything (the
@@ -302,7 +318,13 @@ func (w *World) serviceRRs(now time.Time, inter [][]byte) []dns.RR {
 // TurboTLS's key65280 with Options.Turbo, and the records under
 // zdata.DefaultSvcParamKey.
 func (w *World) HTTPSRecord(recs []*zdata.Record, ttl time.Duration) (*dns.HTTPS, error) {
-	p := zdata.HTTPSParams{Host: w.Host, Port: w.Port, ALPN: []string{"h2", "http/1.1"}, Records: recs, TTL: ttl}
+	var classical []*zdata.Record // v3 records go in TXT only (Section 9.8)
+	for _, r := range recs {
+		if !r.V3 {
+			classical = append(classical, r)
+		}
+	}
+	p := zdata.HTTPSParams{Host: w.Host, Port: w.Port, ALPN: []string{"h2", "http/1.1"}, Records: classical, TTL: ttl}
 	if w.opts.Turbo {
 		p.Extra = turbo.HTTPSRecord(w.Host, w.Port, uint16(w.Port), 300).Value
 	}
@@ -478,6 +500,11 @@ func (w *World) Republish(now time.Time) error {
 	if _, err := w.Service.Rotate(now); err != nil {
 		return err
 	}
+	if w.PQService != nil {
+		if _, err := w.PQService.Rotate(now); err != nil {
+			return err
+		}
+	}
 	w.Service.Keyring.Prune(now)
 	recs := w.Service.Records(now)
 	if w.opts.HTTPSZData {
@@ -501,4 +528,21 @@ func (w *World) Republish(now time.Time) error {
 // AddAddress publishes an A record.
 func (w *World) AddAddress(name, ip string) error {
 	return w.Zones.ReplaceRRset(dns.Fqdn(name), dns.TypeA, []dns.RR{mustRR(dns.Fqdn(name) + " 300 IN A " + ip)})
+}
+
+// newPQService is Options.PostQuantum's Service: group X25519MLKEM768,
+// the classical Service's validity, lead time and window, its keys in
+// the classical Service's keyring (one key ring, distinct Zdata_ids).
+func (w *World) newPQService(cert tls13.Certificate) (*zdata.Service, error) {
+	co := w.Service.Options
+	pq, err := zdata.NewService(w.Host, w.Port, cert, zdata.Options{Group: zdata.GroupX25519MLKEM768,
+		MaxEarlyData: co.MaxEarlyData, ALPN: co.ALPN, Validity: co.Validity, LeadTime: co.LeadTime, Window: co.Window}, nil)
+	if err != nil {
+		return nil, err
+	}
+	pq.Keyring = w.Service.Keyring
+	if _, err := pq.Rotate(w.now()); err != nil {
+		return nil, err
+	}
+	return pq, nil
 }

@@ -53,6 +53,10 @@ type ServiceConfig struct {
 	BFEConnections       int        `json:"bfe_connections,omitempty"`
 	BFEFalsePositiveRate float64    `json:"bfe_false_positive_rate,omitempty"`
 	BFESizing            bfe.Sizing `json:"bfe_sizing,omitempty"`
+	// PostQuantum also issues each period's v3 (X25519MLKEM768) key
+	// beside the classical one, whose records then announce it
+	// (Options.PostQuantum, docs/ztls-spec.md, Section 9.6).
+	PostQuantum bool `json:"post_quantum,omitempty"`
 }
 
 func parseDur(name, s string) (time.Duration, error) {
@@ -69,7 +73,8 @@ func parseDur(name, s string) (time.Duration, error) {
 // Options converts the config's record options.
 func (c *ServiceConfig) Options() (Options, error) {
 	o := Options{Group: c.Group, MaxEarlyData: c.MaxEarlyData, ALPN: c.ALPN, ClientCert: c.ClientCert,
-		BFEConnections: c.BFEConnections, BFEFalsePositiveRate: c.BFEFalsePositiveRate, BFESizing: c.BFESizing}
+		BFEConnections: c.BFEConnections, BFEFalsePositiveRate: c.BFEFalsePositiveRate, BFESizing: c.BFESizing,
+		PostQuantum: c.PostQuantum}
 	for _, s := range c.NSC {
 		v, err := strconv.ParseUint(s, 16, 16)
 		if err != nil || len(s) != 4 {

@@ -52,6 +52,12 @@ type Options struct {
 	// Zdata_id set (AnnouncePQBit, docs/ztls-spec.md, Section 9.6); without
 	// it bit 30 is always clear. It is refused with GroupX25519MLKEM768.
 	AnnouncePQ bool
+	// PostQuantum makes a classical Service also issue, for each period,
+	// a v3 key of group X25519MLKEM768 (docs/ztls-spec.md, Section 9) in
+	// the same keyring, without bfe=; its classical records then announce
+	// it (as AnnouncePQ). It is refused with GroupX25519MLKEM768, whose
+	// records are all v3.
+	PostQuantum bool
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -90,7 +96,7 @@ func (o Options) withDefaults() (Options, error) {
 	if _, _, err := o.bfeParams(); err != nil {
 		return o, fmt.Errorf("zdata: BFE: %w", err)
 	}
-	if o.Group == GroupX25519MLKEM768 && o.AnnouncePQ {
+	if o.Group == GroupX25519MLKEM768 && (o.AnnouncePQ || o.PostQuantum) {
 		return o, errors.New("zdata: AnnouncePQ is for a classical service's records (x25519, secp256r1) beside a post-quantum one's; a v3 record needs no announcement")
 	}
 	if o.Group == GroupX25519MLKEM768 && o.BFEConnections > 0 {
@@ -221,7 +227,7 @@ func (s *Service) Issue(notBefore time.Time, rnd io.Reader) (*Key, error) {
 		}
 		id = binary.BigEndian.Uint32(b[:])
 		if s.Options.Group != GroupX25519MLKEM768 {
-			id = classicalID(id, s.Options.AnnouncePQ) // Section 9.6: never by chance
+			id = classicalID(id, s.Options.announces()) // Section 9.6: never by chance
 		}
 		if s.Keyring == nil || s.Keyring.Get(id) == nil {
 			break
@@ -322,7 +328,7 @@ func (s *Service) Epoch(epoch int64) (*Key, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.newKey(&Key{Private: priv}, classicalID(EpochID(epoch), s.Options.AnnouncePQ), start)
+	return s.newKey(&Key{Private: priv}, classicalID(EpochID(epoch), s.Options.announces()), start)
 }
 
 // slot returns the start of the validity period holding t.
@@ -364,20 +370,22 @@ func (s *Service) Rotate(now time.Time) (added []*Key, err error) {
 		starts = append(starts, next)
 	}
 	for _, start := range starts {
-		if s.has(start) {
-			continue
+		for _, issuer := range s.issuers() { // the service's group, then its v3 keys (PostQuantum)
+			if issuer.has(start) {
+				continue
+			}
+			var k *Key
+			if len(s.Seed) > 0 {
+				k, err = issuer.Epoch(EpochOf(start))
+			} else {
+				k, err = issuer.Issue(start, nil)
+			}
+			if err != nil {
+				return added, err
+			}
+			s.Keyring.Add(k)
+			added = append(added, k)
 		}
-		var k *Key
-		if len(s.Seed) > 0 {
-			k, err = s.Epoch(EpochOf(start))
-		} else {
-			k, err = s.Issue(start, nil)
-		}
-		if err != nil {
-			return added, err
-		}
-		s.Keyring.Add(k)
-		added = append(added, k)
 	}
 	// Prune first: a key past its life has no BFE file any more (closeBFE
 	// removed it), and attaching it would only fail.

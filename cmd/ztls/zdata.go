@@ -177,7 +177,8 @@ func init() {
 	fs.StringVar(&cfg.Cert, "cert", "", "PEM certificate chain of the service, leaf first")
 	fs.StringVar(&cfg.Key, "key", "", "PEM private key of the leaf (signs the records)")
 	fs.StringVar(&out, "out", "", "directory to create")
-	fs.StringVar(&group, "group", "x25519", "key share group: x25519 or secp256r1")
+	fs.StringVar(&group, "group", "x25519", "key share group: x25519, secp256r1, or x25519mlkem768 (post-quantum v3 records only, TXT over TCP or DNS over TLS)")
+	fs.BoolVar(&cfg.PostQuantum, "post-quantum", false, "also issue each period's post-quantum v3 key (X25519MLKEM768, TXT only); the classical records then announce it")
 	fs.Uint32Var(&cfg.MaxEarlyData, "max-early-data", 0, "largest early request in bytes (0: 16384)")
 	fs.StringVar(&cfg.ALPN, "alpn", "", "the ALPN protocol early data is for (e.g. http/1.1); empty: connections without ALPN")
 	fs.StringVar(&nsc, "nsc", "", "cipher suites the server does not support, hex, comma-separated (e.g. 1303)")
@@ -744,6 +745,9 @@ type checkReport struct {
 	// HTTPS is the Z-data the HTTPS record carries, nil when it carries
 	// none (docs/ztls-spec.md, Section 8).
 	HTTPS *httpsCheck `json:"https_zdata,omitempty"`
+	// PQ is the post-quantum Z-data (v3 records, the announcement), nil
+	// when there is none (zdata_pq.go).
+	PQ *pqCheck `json:"post_quantum,omitempty"`
 }
 
 // httpsCheck is what 'zdata check' found in the HTTPS record's Z-data.
@@ -804,6 +808,7 @@ func checkZData(ctx context.Context, res *resolver.Resolver, host string, port i
 	sel := zdata.NewSelector(host, port, zdata.SelectOptions{Roots: roots, Now: now})
 	sel.StartChains(tlsas, certs)
 	rec, leaf, err := sel.Select(txts)
+	rep.PQ = checkPQ(txts, rep.Answers[0].Bytes, rec) // the TXT answer is the first asked
 	if err != nil {
 		rep.Reason = err.Error()
 		return rep, nil
@@ -862,6 +867,7 @@ func (r *checkReport) writeText(w io.Writer) {
 		}
 		fmt.Fprintf(w, "%-40s %-5s %d record(s), %s, %s\n", a.Name, a.Type, a.Records, size, a.Rcode)
 	}
+	r.PQ.writeText(w)
 	if h := r.HTTPS; h != nil && h.Problem == "" {
 		fmt.Fprintf(w, "HTTPS record: %d Z-data record(s) under key%d, %d valid now, signed for %s port %d by the leaf\n", h.Records, h.Key, h.ValidNow, r.Host, r.Port)
 	}
@@ -885,13 +891,18 @@ func parseZGroup(s string) (tls13.CurveID, error) {
 		return zdata.GroupX25519, nil
 	case "secp256r1", "p-256", "p256":
 		return zdata.GroupSecp256r1, nil
+	case "x25519mlkem768":
+		return zdata.GroupX25519MLKEM768, nil // v3 records (docs/ztls-spec.md, Section 9)
 	}
-	return 0, fmt.Errorf("--group: want x25519 or secp256r1 (ztls v1 allows only these), got %q", s)
+	return 0, fmt.Errorf("--group: want x25519, secp256r1 or x25519mlkem768, got %q", s)
 }
 
 func zGroupName(g tls13.CurveID) string {
-	if g == zdata.GroupSecp256r1 {
+	switch g {
+	case zdata.GroupSecp256r1:
 		return "secp256r1"
+	case zdata.GroupX25519MLKEM768:
+		return "X25519MLKEM768"
 	}
 	return "x25519"
 }

@@ -97,10 +97,12 @@ func TestPQPin(t *testing.T) {
 			err, r.Report.Mode, r.Report.EarlyData, r.Report.ZDataFrom)
 	}
 	mem.PinPQ(w.Host, w.Port, clock.Now()) // as a connection through the TXT record would
+	before := txtQueries(w)
 	r, err = connect(t, w, func(o *Options) { o.Memory = mem })
 	wantPQZTLS(t, r, err)
-	if hasStep(r.Report, "txt_asked") {
-		t.Fatal("pinned: TXT asked as a follow-up, not with the first questions")
+	if hasStep(r.Report, "txt_asked") || txtQueries(w)-before != 1 {
+		t.Fatalf("pinned: TXT asked as a follow-up (%v) or over UDP first (%d queries), not over TCP with the first questions",
+			hasStep(r.Report, "txt_asked"), txtQueries(w)-before)
 	}
 	_, classical := pqRecords(t, w, clock.Now())
 	publishTXT(t, w, txtOfRecs(classical)...)

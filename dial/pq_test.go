@@ -107,8 +107,14 @@ func TestPQConnectZTLS(t *testing.T) {
 				t.Fatalf("TXT answer over %q with %d records, %v: want the answer over TCP after a truncated UDP one", a.Transport, len(a.TXTStrings()), err)
 			}
 			mem := NewMemory()
+			before := txtQueries(w)
 			r, err := connect(t, w, func(o *Options) { o.Memory = mem })
 			wantPQZTLS(t, r, err)
+			// Announced in the HTTPS record: TXT asked over TCP at once;
+			// else over UDP first, truncated, then over TCP.
+			if want := map[bool]int64{true: 1, false: 2}[https]; txtQueries(w)-before != want {
+				t.Fatalf("%d TXT queries at the authority, want %d", txtQueries(w)-before, want)
+			}
 			if r.Report.ZDataFrom != ZDataFromTXT || r.Report.PostQuantum != "prefer" {
 				t.Fatalf("Z-data from %q, policy %q", r.Report.ZDataFrom, r.Report.PostQuantum)
 			}

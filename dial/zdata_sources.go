@@ -72,6 +72,8 @@ func (a *attempt) newZDataSources(ask func([]resolver.Question) bool, pq pqGate)
 		s.query = resolver.ServiceQuery{NoTXT: !pq.wantsTXT(), NoTLSA: held, NoCERT: held}
 		s.askedTXT = pq.wantsTXT() // v3 wanted: TXT with the first questions (Section 9.6)
 	}
+	// v3 wanted: the TXT answer exceeds 1232 bytes; over TCP at once.
+	s.query.TXTOverStream = pq.wantsTXT()
 	return s
 }
 
@@ -174,7 +176,9 @@ func (s *zdataSources) records(step func(string)) ([][]string, string) {
 		return s.txt, ZDataFromTXT
 	case !s.askedTXT:
 		s.askedTXT = true
-		if s.ask([]resolver.Question{{Name: resolver.ZDataName(s.host, s.port), Qtype: dns.TypeTXT}}) {
+		// v3 records wanted: their answer exceeds 1232 bytes, so it is
+		// asked over TCP at once (Section 9.7), not after a truncated one.
+		if s.ask([]resolver.Question{{Name: resolver.ZDataName(s.host, s.port), Qtype: dns.TypeTXT, Stream: s.pqNeedsTXT()}}) {
 			step("txt_asked")
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/miekg/dns"
@@ -18,6 +19,13 @@ import (
 type Question struct {
 	Name  string
 	Qtype uint16
+	// Stream asks a resolver whose transport is UDP to send this question
+	// over TCP at once, beside the others' datagrams, rather than after a
+	// truncated UDP answer: for an answer known to exceed a UDP answer
+	// (Z-data with post-quantum v3 records, docs/ztls-spec.md, Section
+	// 9.7), which saves the truncated round trip. Over TCP and TLS it
+	// changes nothing.
+	Stream bool
 }
 
 // LookupBatch asks all of qs at once and returns their answers in the
@@ -37,8 +45,9 @@ func (r *Resolver) LookupBatch(ctx context.Context, qs []Question, each func(Ans
 	closed := r.closed
 	r.mu.Unlock()
 	var (
-		msgs []*dns.Msg // the questions that go upstream
-		idx  []int      // their index in qs
+		msgs   []*dns.Msg // the questions that go upstream
+		idx    []int      // their index in qs
+		stream []bool     // Question.Stream of each
 	)
 	land := func(i int, a *Answer) {
 		a.Took = time.Since(start)
@@ -76,9 +85,10 @@ func (r *Resolver) LookupBatch(ctx context.Context, qs []Question, each func(Ans
 		}
 		msgs = append(msgs, m)
 		idx = append(idx, i)
+		stream = append(stream, q.Stream)
 	}
 	if len(msgs) > 0 {
-		r.queryBatch(ctx, msgs, func(k int, reply *dns.Msg, transport string, err error) {
+		r.queryBatchStream(ctx, msgs, stream, func(k int, reply *dns.Msg, transport string, err error) {
 			i := idx[k]
 			a := &Answer{Qtype: qs[i].Qtype, Name: msgs[k].Question[0].Name, Transport: transport, Err: err}
 			if err == nil {
@@ -113,9 +123,15 @@ type landFunc func(k int, reply *dns.Msg, transport string, err error)
 // reply moves a question on to the next server, and if every server gives
 // one, the last is its answer.
 func (r *Resolver) queryBatch(ctx context.Context, qs []*dns.Msg, land landFunc) {
+	r.queryBatchStream(ctx, qs, nil, land)
+}
+
+// queryBatchStream is queryBatch with the questions whose stream is set
+// sent over TCP at once when the transport is UDP (Question.Stream).
+func (r *Resolver) queryBatchStream(ctx context.Context, qs []*dns.Msg, stream []bool, land landFunc) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
-	b := newOpenQuestions(qs, land)
+	b := newOpenQuestions(qs, stream, land)
 	attempt := r.cfg.Timeout / time.Duration(2*len(r.servers))
 	attempt = min(max(attempt, 50*time.Millisecond), 2*time.Second)
 	// A server whose certificate failed verification is not asked again
@@ -127,9 +143,9 @@ func (r *Resolver) queryBatch(ctx context.Context, qs []*dns.Msg, land landFunc)
 			if badCert[i] {
 				continue
 			}
-			ms, note := b.round()
+			ms, streamed, note := b.round()
 			actx, acancel := context.WithTimeout(ctx, attempt)
-			r.tryBatch(actx, i, ms, func(j int, reply *dns.Msg, transport string, err error) {
+			r.tryBatch(actx, i, ms, streamed, func(j int, reply *dns.Msg, transport string, err error) {
 				badCert[i] = badCert[i] || isCertificateError(err)
 				note(j, reply, transport, err)
 			})
@@ -159,13 +175,14 @@ type openQuestions struct {
 
 type openQuestion struct {
 	m         *dns.Msg // as sent (without the wire ID)
+	stream    bool     // Question.Stream
 	done      bool
 	lastErr   error
 	lastReply *dns.Msg // a SERVFAIL or REFUSED, the answer if nothing better comes
 	lastTrans string
 }
 
-func newOpenQuestions(qs []*dns.Msg, land landFunc) *openQuestions {
+func newOpenQuestions(qs []*dns.Msg, stream []bool, land landFunc) *openQuestions {
 	b := &openQuestions{items: make([]openQuestion, len(qs)), open: make([]int, len(qs)), land: land}
 	for k, q := range qs {
 		m := q.Copy()
@@ -174,6 +191,7 @@ func newOpenQuestions(qs []*dns.Msg, land landFunc) *openQuestions {
 			m.SetEdns0(UDPBufferSize, false)
 		}
 		b.items[k].m = m
+		b.items[k].stream = k < len(stream) && stream[k]
 		b.open[k] = k
 	}
 	return b
@@ -181,13 +199,14 @@ func newOpenQuestions(qs []*dns.Msg, land landFunc) *openQuestions {
 
 // round returns the questions still open, for one attempt at a server,
 // and the function that takes the attempt's outcome for each of them.
-func (b *openQuestions) round() ([]*dns.Msg, landFunc) {
+func (b *openQuestions) round() ([]*dns.Msg, []bool, landFunc) {
 	cur := b.open
 	ms := make([]*dns.Msg, len(cur))
+	stream := make([]bool, len(cur))
 	for j, k := range cur {
-		ms[j] = b.items[k].m
+		ms[j], stream[j] = b.items[k].m, b.items[k].stream
 	}
-	return ms, func(j int, reply *dns.Msg, transport string, err error) {
+	return ms, stream, func(j int, reply *dns.Msg, transport string, err error) {
 		b.note(cur[j], reply, transport, err)
 	}
 }
@@ -270,7 +289,11 @@ func isTimeout(err error) bool {
 // tryBatch makes one attempt at server i for every query in ms and calls
 // land once per query. Over UDP, the truncated replies are asked again,
 // together, over TCP at the same server.
-func (r *Resolver) tryBatch(ctx context.Context, i int, ms []*dns.Msg, land landFunc) {
+func (r *Resolver) tryBatch(ctx context.Context, i int, ms []*dns.Msg, stream []bool, land landFunc) {
+	if r.cfg.Transport == UDP && slices.Contains(stream, true) {
+		r.tryMixed(ctx, i, ms, stream, land)
+		return
+	}
 	if r.cfg.Transport != UDP {
 		r.tryStream(ctx, r.cfg.Transport, i, ms, func(j int, reply *dns.Msg, err error) {
 			land(j, reply, string(r.cfg.Transport), err)
@@ -307,4 +330,48 @@ func (r *Resolver) tryStream(ctx context.Context, t Transport, i int, ms []*dns.
 		return
 	}
 	s.exchange(ctx, ms, report)
+}
+
+// tryMixed is tryBatch over UDP with the questions marked stream sent
+// over TCP at the same time (Question.Stream), not after a truncated
+// UDP answer. land is still called from the calling goroutine, one
+// question at a time, as each answer lands.
+func (r *Resolver) tryMixed(ctx context.Context, i int, ms []*dns.Msg, stream []bool, land landFunc) {
+	type landed struct {
+		j         int
+		reply     *dns.Msg
+		transport string
+		err       error
+	}
+	var udpIdx, tcpIdx []int
+	var udpMs, tcpMs []*dns.Msg
+	for j, m := range ms {
+		if stream[j] {
+			tcpIdx, tcpMs = append(tcpIdx, j), append(tcpMs, m)
+		} else {
+			udpIdx, udpMs = append(udpIdx, j), append(udpMs, m)
+		}
+	}
+	ch := make(chan landed, len(ms)) // each question lands once per attempt
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r.tryStream(ctx, TCP, i, tcpMs, func(n int, reply *dns.Msg, err error) {
+			ch <- landed{tcpIdx[n], reply, string(TCP), err}
+		})
+	}()
+	if len(udpMs) > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.tryBatch(ctx, i, udpMs, nil, func(n int, reply *dns.Msg, transport string, err error) {
+				ch <- landed{udpIdx[n], reply, transport, err}
+			})
+		}()
+	}
+	go func() { wg.Wait(); close(ch) }()
+	for l := range ch {
+		land(l.j, l.reply, l.transport, l.err)
+	}
 }

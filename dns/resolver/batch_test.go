@@ -21,7 +21,7 @@ import (
 func batchQuestions(n int) []Question {
 	qs := make([]Question, n)
 	for i := range qs {
-		qs[i] = Question{fmt.Sprintf("b%d.batch.test", i), dns.TypeA}
+		qs[i] = Question{Name: fmt.Sprintf("b%d.batch.test", i), Qtype: dns.TypeA}
 	}
 	return qs
 }

@@ -51,8 +51,8 @@ func benchUnbound(b *testing.B, oneWay time.Duration) {
 	ctx := context.Background()
 	const host = "www.svc.test"
 	quad := []Question{
-		{host, dns.TypeA}, {host, dns.TypeAAAA},
-		{ZDataName(host, 443), dns.TypeTXT}, {TLSAName(host, 443), dns.TypeTLSA},
+		{Name: host, Qtype: dns.TypeA}, {Name: host, Qtype: dns.TypeAAAA},
+		{Name: ZDataName(host, 443), Qtype: dns.TypeTXT}, {Name: TLSAName(host, 443), Qtype: dns.TypeTLSA},
 	}
 	for _, tr := range []Transport{UDP, TCP, TLS} {
 		r := setup.resolver(b, tr, -1)
@@ -146,8 +146,8 @@ func BenchmarkUnboundFloor(b *testing.B) {
 	const host = "www.svc.test."
 	var frames [][]byte
 	for _, q := range []Question{
-		{host, dns.TypeA}, {host, dns.TypeAAAA},
-		{ZDataName(host, 443), dns.TypeTXT}, {TLSAName(host, 443), dns.TypeTLSA},
+		{Name: host, Qtype: dns.TypeA}, {Name: host, Qtype: dns.TypeAAAA},
+		{Name: ZDataName(host, 443), Qtype: dns.TypeTXT}, {Name: TLSAName(host, 443), Qtype: dns.TypeTLSA},
 	} {
 		m := new(dns.Msg)
 		m.SetQuestion(q.Name, q.Qtype)

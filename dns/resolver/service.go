@@ -79,6 +79,10 @@ type ServiceQuery struct {
 	NoTXT  bool // the Z-data TXT at _ztls._<port>._tcp.<host>
 	NoCERT bool // the CERT intermediates at the same name
 	NoTLSA bool // the TLSA at _<port>._tcp.<host>
+	// TXTOverStream asks the TXT question over TCP at once when the
+	// transport is UDP (Question.Stream): the client knows the answer
+	// holds post-quantum records, over 1232 bytes.
+	TXTOverStream bool
 }
 
 // LookupService asks, all at once (one LookupBatch), for host's A and AAAA, the Z-data TXT
@@ -126,7 +130,7 @@ func (r *Resolver) LookupServiceQuery(ctx context.Context, host string, port int
 	for _, x := range all {
 		if !x.skip {
 			asked = append(asked, x)
-			qs = append(qs, Question{x.name, x.qtype})
+			qs = append(qs, Question{Name: x.name, Qtype: x.qtype, Stream: x.qtype == dns.TypeTXT && q.TXTOverStream})
 		}
 	}
 	answers, err := r.LookupBatch(ctx, qs, each)

@@ -231,3 +231,20 @@ func TestPQJustBeforeRotation(t *testing.T) {
 	r, err := connect(t, w, func(o *Options) { o.Now, o.TLS.Time = at, at })
 	wantPQZTLS(t, r, err)
 }
+
+// TestPQStrippedTurbo: with TurboTLS, whose first flight is made with the
+// likeliest record before the verdict, a stripped v3 answer gives no
+// classical early data either, over UDP or TCP.
+func TestPQStrippedTurbo(t *testing.T) {
+	w := startWorld(t, lab.Options{PostQuantum: true, Turbo: true})
+	r, err := connect(t, w, func(o *Options) { o.Turbo, o.TurboWait = true, 5*time.Second })
+	if err != nil || r.Report.Mode != "ztls" || !r.Report.EarlyData.PostQuantum {
+		t.Fatalf("with v3 records: %v, mode %s (%s), transport %s (%s), early %+v", err, r.Report.Mode, r.Report.FallbackReason,
+			r.Report.Transport, r.Report.TurboFallback, r.Report.EarlyData)
+	}
+	t.Logf("post-quantum ZTLS with TurboTLS: transport %s (%s)", r.Report.Transport, r.Report.TurboFallback)
+	_, classical := pqRecords(t, w, clock.Now())
+	publishTXT(t, w, txtOfRecs(classical)...)
+	r, err = connect(t, w, func(o *Options) { o.Turbo, o.TurboWait = true, 5*time.Second })
+	wantNoClassicalEarly(t, r, err, zdata.ReasonNoPQZData)
+}

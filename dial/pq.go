@@ -33,7 +33,9 @@ const (
 	// PQClassical is the user's explicit opt-in to classical early data:
 	// under a classical record even when the service announces v3 records
 	// or is pinned (the report says it was forced,
-	// EarlyReport.ClassicalForced). A valid v3 record still wins.
+	// EarlyReport.ClassicalForced). A valid v3 record among the records
+	// read still wins, but the TXT record is not asked for one when the
+	// HTTPS record carries (classical) Z-data.
 	PQClassical PostQuantum = "classical"
 )
 

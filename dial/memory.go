@@ -17,7 +17,9 @@ import (
 // Memory remembers, for at most 24 hours, the servers that aborted on a
 // ztls ClientHello, so later connections go straight to TLS 1.3 (docs/ztls-spec.md,
 // Section 6). It is per-site data like a cookie jar: Clear forgets it. A Memory
-// made by OpenMemory keeps it in a file across processes.
+// made by OpenMemory keeps it in a file across processes. The services seen
+// with a valid post-quantum (v3) record are pinned in it the same way
+// (PinPQ, docs/ztls-spec.md, Section 9.6).
 //
 // It also holds, in the process only, the leaf each service's last
 // handshake verified (RememberLeaf), with which the Z-data of its HTTPS

@@ -5,11 +5,14 @@ package dial
 // Sections 9.5 and 9.9).
 
 import (
+	"bytes"
 	"context"
 	"crypto/mlkem"
 	"crypto/tls"
 	"io"
 	"net"
+	"net/netip"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -162,5 +165,84 @@ func TestPQOlderClients(t *testing.T) {
 	b, _ := io.ReadAll(c)
 	if cs := c.ConnectionState(); string(b) != "hello" || cs.CurveID != tls.X25519MLKEM768 {
 		t.Fatalf("crypto/tls: %q, group %v", b, cs.CurveID)
+	}
+}
+
+// TestPQCiphertextMauledInTransit: a path flips one byte of the ML-KEM
+// ciphertext in the ztls_kem extension of the first flight. The server's
+// decapsulation yields a wrong key (implicit rejection), the binder
+// fails and it rejects the early data, saying only "binder does not
+// verify"; the client's handshake then fails on the changed transcript.
+// Nothing of the request is accepted or answered, and it is never sent
+// under a classical key.
+func TestPQCiphertextMauledInTransit(t *testing.T) {
+	srv := &countingServer{}
+	w := startWorld(t, lab.Options{PostQuantum: true, Handler: srv.handler})
+	// The path: 127.0.0.2 at the server's port, to the server.
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.2", strconv.Itoa(w.Port)))
+	if err != nil {
+		t.Skipf("127.0.0.2 not usable: %v", err)
+	}
+	defer ln.Close()
+	var mauled atomic.Bool
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go maulKEM(c, w.ServerAddr, &mauled)
+		}
+	}()
+	r, err := connect(t, w, func(o *Options) { o.Addrs = []netip.Addr{netip.MustParseAddr("127.0.0.2")} })
+	if !mauled.Load() {
+		t.Fatal("no ztls_kem extension seen in the first flight")
+	}
+	if err == nil && r.Report.EarlyData.Accepted {
+		t.Fatalf("mauled ciphertext: early data accepted (%+v)", r.Report)
+	}
+	t.Logf("client: %v", err)
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if len(srv.reasons) == 0 || srv.reasons[0] != "binder does not verify" || srv.requests.Load() != 0 {
+		t.Fatalf("server's reasons %q, %d requests received: want the binder's, none", srv.reasons, srv.requests.Load())
+	}
+}
+
+// maulKEM relays c to addr, flipping a byte of the ML-KEM ciphertext in
+// the first ztls_kem extension it sees in the client's bytes (codepoint
+// 0xFF5C, a 1122-byte body holding a 1120-byte kem_share).
+func maulKEM(c net.Conn, addr string, mauled *atomic.Bool) {
+	defer c.Close()
+	s, err := net.Dial("tcp", addr)
+	if err != nil {
+		return
+	}
+	defer s.Close()
+	go func() { io.Copy(c, s); c.Close() }()
+	pattern := []byte{0xFF, 0x5C, 0x04, 0x62, 0x04, 0x60}
+	var seen []byte
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := c.Read(buf)
+		if n > 0 {
+			chunk := buf[:n]
+			if !mauled.Load() {
+				seen = append(seen, chunk...)
+				if i := bytes.Index(seen, pattern); i >= 0 && i+len(pattern)+100 <= len(seen) {
+					seen[i+len(pattern)+100] ^= 0x01
+					mauled.Store(true)
+					chunk = seen
+				} else {
+					continue // hold the bytes until the ciphertext is in
+				}
+			}
+			if _, err := s.Write(chunk); err != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
 	}
 }

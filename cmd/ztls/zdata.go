@@ -76,7 +76,15 @@ service's HTTPS record carrying the Z-data (key65370 in RFC 9460's generic
 presentation form, key65370="\000\130...", which BIND 9 and Knot read; with
 --turbo-port TurboTLS's key65280 in the same RR). It holds the current and
 next period's records, so it changes each period: publish it with the TXT
-set ('ztls dns serve', 'ztls zdata publish'), not once by hand.`
+set ('ztls dns serve', 'ztls zdata publish'), not once by hand.
+
+Post-quantum Z-data (docs/ztls-spec.md, Section 9): --post-quantum also
+issues each period's X25519MLKEM768 key, published as a v3 TXT record (about
+1.8 kB, never in the HTTPS record), and its classical records announce it
+(Zdata_id bit 30), so that clients never take classical early data from a
+path that strips the v3 records; --group x25519mlkem768 issues v3 records
+only (no classical early data at all). The TXT answer then exceeds 1232
+bytes: clients get it over TCP or DNS over TLS ('ztls zdata check' says).`
 
 func init() {
 	var cfg zdata.ServiceConfig
@@ -98,6 +106,8 @@ func init() {
       --turbo-port 443 --https-alpn h2,http/1.1
   # Z-data in TXT only (no HTTPS record printed)
   ztls zdata new --host www.example.org --port 443 --cert cert.pem --key key.pem --out zd/ --zdata-https=false
+  # post-quantum early data (v3 records beside the classical ones, which announce them)
+  ztls zdata new --host www.example.org --port 443 --cert cert.pem --key key.pem --out zd/ --post-quantum
   # Bloom filter encryption: replay-proof, forward-secret first flights for clients that support it
   ztls zdata new --host www.example.org --port 443 --cert cert.pem --key key.pem --out zd/ --bfe-connections 16384`,
 		Args: cobra.NoArgs,

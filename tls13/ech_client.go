@@ -113,6 +113,10 @@ func (e *engine) sealECH(p *clientHelloParams, innerRaw []byte) ([]byte, error) 
 	outer.Raw, outer.Order = nil, nil
 	outer.Random = st.random
 	outer.ServerName = st.config.PublicName
+	// The configured ALPN order, not the inner's: ZTLS may move the
+	// Z-data's early protocol first (ztlsOffer), and that order in the
+	// outer would hint at a ZTLS offer (spec Section 10.1).
+	outer.ALPN = e.cfg.NextProtos
 	outer.ZTLS, outer.ZTLSBFE, outer.ZTLSKEM = nil, nil, nil
 	outer.PSKIdentities, outer.PSKBinders = nil, nil
 	if err := e.greasePSK(p, &outer); err != nil {

@@ -50,6 +50,9 @@ type HTTPSOptions struct {
 	// NoZData leaves the Z-data out: the record then advertises only
 	// ALPN, TurboTLS and the hints (a publisher that keeps Z-data in TXT).
 	NoZData bool
+	// ECH is the ech SvcParam (key 5, RFC 9848): an ECHConfigList; none
+	// when empty. Dir.HTTPSRR fills it from the directory's ECH keys.
+	ECH []byte
 }
 
 // HTTPSRecords returns the records a service's HTTPS record carries at
@@ -93,6 +96,9 @@ func ServiceHTTPSRecord(host string, port int, recs []*Record, now time.Time, ma
 		port := o.TurboUDPPort
 		p.Extra = []dns.SVCBKeyValue{&dns.SVCBLocal{KeyCode: turboUDPPortKey, Data: []byte{byte(port >> 8), byte(port)}}}
 	}
+	if len(o.ECH) > 0 {
+		p.Extra = append(p.Extra, &dns.SVCBECHConfig{ECH: o.ECH})
+	}
 	if !o.NoZData && len(recs) > 0 {
 		p.Records = recs
 		p.TTL = TTLFor(recs, now, maxTTL)
@@ -101,8 +107,18 @@ func ServiceHTTPSRecord(host string, port int, recs []*Record, now time.Time, ma
 }
 
 // HTTPSRR is ServiceHTTPSRecord for the directory's service at now: the
-// record to serve, print or publish beside RRs.
+// record to serve, print or publish beside RRs, with the directory's
+// published ECH configs (ECHConfigList) when o.ECH is empty.
 func (d *Dir) HTTPSRR(now time.Time, maxTTL time.Duration, o HTTPSOptions) (*dns.HTTPS, error) {
+	if len(o.ECH) == 0 {
+		keys, err := d.ECHKeys()
+		if err != nil {
+			return nil, err
+		}
+		if o.ECH, err = ECHConfigList(keys, now); err != nil {
+			return nil, err
+		}
+	}
 	d.mu.Lock() // the records, as RRs reads them
 	recs := d.Service.HTTPSRecords(now)
 	d.mu.Unlock()
@@ -110,7 +126,8 @@ func (d *Dir) HTTPSRR(now time.Time, maxTTL time.Duration, o HTTPSOptions) (*dns
 }
 
 // MergeHTTPS puts own's values of the managed keys (the Z-data key,
-// TurboTLS's key65280: those the publisher owns) into each ServiceMode RR
+// TurboTLS's key65280: those the publisher owns; and ech when own
+// carries it, from the directory's ECH keys) into each ServiceMode RR
 // of base, an HTTPS RRset the operator wrote at own's owner, keeping each
 // RR's target, priority and other SvcParams (alpn, ech, hints, port) as
 // they are. A managed key in base is dropped first (RFC 9460, Section
@@ -139,6 +156,11 @@ func MergeHTTPS(base []dns.RR, own *dns.HTTPS, managed ...dns.SVCBKey) (merged [
 		return base, true
 	case len(service) == 0:
 		return []dns.RR{own}, false
+	}
+	for _, kv := range own.Value {
+		if kv.Key() == dns.SVCB_ECHCONFIG && !slices.Contains(managed, dns.SVCB_ECHCONFIG) {
+			managed = append(slices.Clip(managed), dns.SVCB_ECHCONFIG)
+		}
 	}
 	var ours []dns.SVCBKeyValue
 	for _, kv := range own.Value {

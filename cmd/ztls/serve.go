@@ -138,6 +138,7 @@ type serving struct {
 	f     *serveFlags
 	log   *slog.Logger
 	zdir  *zdata.Dir
+	ech   echKeeper // the Z-data directory's ECH keys
 	proxy *ztlshttp.Proxy
 	cur   atomic.Pointer[tls13.Config] // swapped on SIGHUP
 	tsrv  *turbo.TLSServer
@@ -341,6 +342,7 @@ func (s *serving) tlsConfig() (*tls13.Config, error) {
 	}
 	if s.zdir != nil {
 		cfg.ZData = s.zdir.Keyring
+		cfg.ECHKeySet = &s.ech.set // filled by the Z-data keeper (zdata_ech.go)
 	}
 	cfg.MaxEarlyData = f.maxEarly
 	cfg.EarlyDataWindow = f.window
@@ -522,7 +524,7 @@ func (s *serving) keepZData(ctx context.Context, port int) error {
 	if zdir == nil {
 		return nil
 	}
-	keeper := &zdataKeeper{dir: zdir, pub: s.f.publish, log: s.log}
+	keeper := &zdataKeeper{dir: zdir, pub: s.f.publish, log: s.log, ech: &s.ech}
 	keeper.pub.https.turboAtServicePort = s.f.turbo
 	if s.f.rotate && !zdir.Fleet() { // a fleet derives its keys: nothing to write
 		keeper.claim = zdata.NewRotationClaim(zdir)

@@ -76,6 +76,7 @@ type zdataKeeper struct {
 	onRotate func()
 	pub      publishTarget
 	log      *slog.Logger
+	ech      *echKeeper // the server's ECH keys; nil: not kept
 
 	mu        sync.Mutex // one tick at a time
 	watching  sync.Once
@@ -116,6 +117,9 @@ func (k *zdataKeeper) tick(ctx context.Context, now time.Time) {
 		}
 	} else if err := keepCurrent(d, now); err != nil {
 		k.log.Error("Z-data: reloading", "dir", d.Path, "err", err)
+	}
+	if k.ech != nil {
+		k.ech.keep(k.log, d, k.rotate, now)
 	}
 	d.Keyring.Prune(now)
 	k.skipped = sayKeysSkipped(k.log, d, k.rotate, k.skipped)

@@ -34,6 +34,7 @@ type Registry struct {
 	ztls         *prometheus.CounterVec
 	earlyBytes   prometheus.Counter
 	strikeErrors prometheus.Counter
+	ech          *prometheus.CounterVec
 	dnsQueries   *prometheus.CounterVec
 
 	ready atomic.Pointer[func() error] // /readyz's check; nil: starting
@@ -66,6 +67,10 @@ func New() *Registry {
 		Name: "ztls_strike_register_errors_total",
 		Help: "Early data refused because the anti-replay register was unavailable or too young (restart, lost data).",
 	})
+	r.ech = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ztls_ech_total",
+		Help: "Encrypted ClientHellos by result: accepted (decrypted), rejected (the outer could not be decrypted — a retired or unknown config, or a GREASE extension — the handshake went on with the outer and the retry configs).",
+	}, []string{"result"})
 	r.dnsQueries = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ztls_dns_queries_total",
 		Help: "DNS queries answered by the authority, by query type and response code.",
@@ -77,7 +82,7 @@ func New() *Registry {
 // HandshakeFailed): handshakes by mode, ZTLS offers, early data bytes,
 // strike-register refusals and failures. Call it once.
 func (r *Registry) TLSServer() *Registry {
-	r.reg.MustRegister(r.handshakes, r.failures, r.ztls, r.earlyBytes, r.strikeErrors)
+	r.reg.MustRegister(r.handshakes, r.failures, r.ztls, r.earlyBytes, r.strikeErrors, r.ech)
 	return r
 }
 
@@ -132,6 +137,9 @@ func (r *Registry) Flight(st tls13.ConnectionState, turbo bool) {
 		transport = "turbo"
 	}
 	r.handshakes.WithLabelValues(mode, transport).Inc()
+	if st.ECH == tls13.ECHAccepted || st.ECH == tls13.ECHRejected {
+		r.ech.WithLabelValues(string(st.ECH)).Inc()
+	}
 	if st.ZTLS {
 		r.ztls.WithLabelValues("accepted", "").Inc()
 	} else if st.ZTLSOffered {

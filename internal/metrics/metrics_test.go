@@ -44,6 +44,9 @@ func TestRegistry(t *testing.T) {
 	r := New().TLSServer()
 	r.Flight(tls13.ConnectionState{ZTLSOffered: true, ZTLSRejectReason: "strike register unavailable: x"}, true)
 	r.EarlyBytes(7)
+	r.Flight(tls13.ConnectionState{ZTLS: true, ECH: tls13.ECHAccepted}, false)
+	r.Flight(tls13.ConnectionState{ECH: tls13.ECHRejected}, false)
+	r.Flight(tls13.ConnectionState{ECH: tls13.ECHRejected}, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	addr, err := r.Serve(ctx, "127.0.0.1:0")
@@ -61,6 +64,8 @@ func TestRegistry(t *testing.T) {
 		`ztls_ztls_offers_total{reason="register",result="rejected"} 1`,
 		`ztls_strike_register_errors_total 1`,
 		`ztls_early_data_bytes_total 7`,
+		`ztls_ech_total{result="accepted"} 1`,
+		`ztls_ech_total{result="rejected"} 2`,
 	} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("no %q in the scrape", want)

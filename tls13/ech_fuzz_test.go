@@ -101,3 +101,21 @@ func FuzzECHClientEngine(f *testing.F) {
 		c.takeOutput()
 	})
 }
+
+func FuzzParseECHConfigList(f *testing.F) {
+	k, err := GenerateECHKey(7, "public.example", 32, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	list, err := MarshalECHConfigList([]ECHKey{k})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(list)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		infos, err := ParseECHConfigList(b)
+		if err == nil && len(infos) > 0 && infos[0].PublicName == "" {
+			t.Fatal("a parsed config without a public name")
+		}
+	})
+}

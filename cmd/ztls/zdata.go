@@ -88,7 +88,7 @@ bytes: clients get it over TCP or DNS over TLS ('ztls zdata check' says).`
 
 func init() {
 	var cfg zdata.ServiceConfig
-	var out, seedFile, group, nsc string
+	var out, seedFile, group, nsc, echName string
 	var ttl time.Duration
 	var turboPort int
 	var https httpsAdvert
@@ -163,6 +163,9 @@ func init() {
 			if err := generateBFE(cmd.Context(), d, clock.Now(), os.Stderr); err != nil {
 				return err
 			}
+			if err := addECHKeys(d, echName, clock.Now(), os.Stderr); err != nil {
+				return err
+			}
 			fmt.Fprintf(os.Stderr, "ztls: Z-data for %s port %d in %s; publish these records (TTL ends before the records expire):\n", d.Config.Host, d.Config.Port, out)
 			now := clock.Now()
 			lines := d.ZoneLines(now, ttl)
@@ -194,6 +197,7 @@ func init() {
 	fs.StringVar(&nsc, "nsc", "", "cipher suites the server does not support, hex, comma-separated (e.g. 1303)")
 	fs.BoolVar(&cfg.ClientCert, "client-cert", false, "announce that the server asks for client certificates")
 	fs.StringVar(&seedFile, "seed-file", "", "fleet mode: derive each hour's key from this shared secret file")
+	fs.StringVar(&echName, "ech-public-name", "", "also make Encrypted ClientHello keys (DIR/ech, rotated with the Z-data) with this public name, the name the outer ClientHello shows; the HTTPS record then carries ech= (docs/ztls-spec.md, Section 10)")
 	fs.DurationVar(&ttl, "ttl", 5*time.Minute, "largest TTL to print")
 	bf.add(fs)
 	zdataCmd.AddCommand(cmd)
@@ -219,6 +223,7 @@ func checkNoZData(dir string) error {
 func init() {
 	var ttl time.Duration
 	var bf bfeFlags
+	var echName string
 	cmd := &cobra.Command{
 		Use:   "rotate DIR",
 		Short: "Add the next period's key, drop expired ones, and print the records to publish",
@@ -270,11 +275,15 @@ restart.`,
 				return err
 			}
 			fmt.Fprintf(os.Stderr, "ztls: %d key(s) added\n", len(added))
+			if err := addECHKeys(d, echName, clock.Now(), os.Stderr); err != nil {
+				return err
+			}
 			printLines(cmd.OutOrStdout(), d.ZoneLines(clock.Now(), ttl))
 			return nil
 		},
 	}
 	cmd.Flags().DurationVar(&ttl, "ttl", 5*time.Minute, "largest TTL to print")
+	cmd.Flags().StringVar(&echName, "ech-public-name", "", "make Encrypted ClientHello keys with this public name (or change it for the coming periods); without it the directory's ECH keys, if any, are rotated")
 	bf.add(cmd.Flags())
 	zdataCmd.AddCommand(cmd)
 }
@@ -315,12 +324,19 @@ func init() {
 				rows = append(rows, row{r.ID, r.NotBefore, r.NotAfter, state, zGroupName(r.Group), len(strings.Join(r.TXT(), "")), fmt.Sprintf("%x", h[:8]), showBFE(k, d.Config.BFEFalsePositiveRate)})
 			}
 			ahead := bfeFilesAhead(d)
+			echRows, err := showECH(d, now)
+			if err != nil {
+				return err
+			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
 				out := map[string]any{"host": d.Config.Host, "port": d.Config.Port, "fleet": d.Service.Seed != nil, "keys": rows}
 				if d.Config.BFEConnections > 0 {
 					out["bfe_connections"], out["bfe_keys_ahead"] = d.Config.BFEConnections, ahead
+				}
+				if len(echRows) > 0 {
+					out["ech"] = echRows
 				}
 				return enc.Encode(out)
 			}
@@ -338,6 +354,7 @@ func init() {
 			if d.Config.BFEConnections > 0 {
 				fmt.Fprintf(w, "  BFE: %d connections per period; keys generated ahead: %d %v\n", d.Config.BFEConnections, len(ahead), ahead)
 			}
+			writeECHRows(w, echRows)
 			for _, s := range d.Skipped {
 				fmt.Fprintf(w, "  skipped: %s\n", s)
 			}
@@ -758,6 +775,8 @@ type checkReport struct {
 	// PQ is the post-quantum Z-data (v3 records, the announcement), nil
 	// when there is none (zdata_pq.go).
 	PQ *pqCheck `json:"post_quantum,omitempty"`
+	// ECH is the HTTPS record's ech SvcParam (docs/ztls-spec.md, Section 10.3).
+	ECH *echCheck `json:"ech,omitempty"`
 }
 
 // httpsCheck is what 'zdata check' found in the HTTPS record's Z-data.
@@ -827,6 +846,10 @@ func checkZData(ctx context.Context, res *resolver.Resolver, host string, port i
 		rep.Reason = "the HTTPS record's Z-data: " + rep.HTTPS.Problem
 		return rep, nil
 	}
+	if rep.ECH = checkECH(https); rep.ECH != nil && rep.ECH.Problem != "" {
+		rep.Reason = "the HTTPS record's ech: " + rep.ECH.Problem
+		return rep, nil
+	}
 	rep.Valid = true
 	rep.ID, rep.NotBefore, rep.NotAfter = rec.ID, rec.NotBefore, rec.NotAfter
 	rep.Leaf = leaf.Subject.String()
@@ -878,6 +901,7 @@ func (r *checkReport) writeText(w io.Writer) {
 		fmt.Fprintf(w, "%-40s %-5s %d record(s), %s, %s\n", a.Name, a.Type, a.Records, size, a.Rcode)
 	}
 	r.PQ.writeText(w)
+	r.ECH.writeText(w)
 	if h := r.HTTPS; h != nil && h.Problem == "" {
 		fmt.Fprintf(w, "HTTPS record: %d Z-data record(s) under key%d, %d valid now, signed for %s port %d by the leaf\n", h.Records, h.Key, h.ValidNow, r.Host, r.Port)
 	}

@@ -7,8 +7,14 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/tls13"
 	"github.com/ztls-project/ztls/zdata"
@@ -62,4 +68,111 @@ func echPublicName(keys []*zdata.ECHKey) string {
 		return ""
 	}
 	return keys[len(keys)-1].PublicName
+}
+
+// addECHKeys makes or rotates d's ECH keys for publicName ("" with no
+// keys: nothing; "" with keys: rotate them) and says what it did on w.
+func addECHKeys(d *zdata.Dir, publicName string, now time.Time, w io.Writer) error {
+	if publicName != "" {
+		if _, ok := dns.IsDomainName(publicName); !ok || strings.Contains(publicName, "..") || net.ParseIP(publicName) != nil {
+			return fmt.Errorf("--ech-public-name %q: want a DNS name for which the server has a certificate (clients whose ECH is rejected check it)", publicName)
+		}
+	}
+	added, removed, err := d.RotateECH(publicName, now)
+	if err != nil {
+		return err
+	}
+	if added+removed > 0 {
+		fmt.Fprintf(w, "ztls: ECH: %d key(s) added, %d removed (DIR/%s)\n", added, removed, zdata.ECHDir)
+	}
+	return nil
+}
+
+// echRow is one ECH key as 'zdata show' lists it.
+type echRow struct {
+	ConfigID   uint8     `json:"config_id"`
+	PublicName string    `json:"public_name"`
+	NotBefore  time.Time `json:"not_before"`
+	NotAfter   time.Time `json:"not_after"`
+	State      string    `json:"state"`
+}
+
+// showECH lists d's ECH keys with their state at now.
+func showECH(d *zdata.Dir, now time.Time) ([]echRow, error) {
+	keys, err := d.ECHKeys()
+	if err != nil {
+		return nil, err
+	}
+	var rows []echRow
+	for _, k := range keys {
+		state := "published (current)"
+		switch {
+		case now.Before(k.NotBefore):
+			state = "published (next)"
+		case !now.Before(k.NotAfter):
+			state = "accepted, no longer published (cached answers)"
+		}
+		rows = append(rows, echRow{k.ConfigID, k.PublicName, k.NotBefore, k.NotAfter, state})
+	}
+	return rows, nil
+}
+
+func writeECHRows(w io.Writer, rows []echRow) {
+	for _, r := range rows {
+		fmt.Fprintf(w, "  ECH config %-3d public name %s, %s .. %s  %s\n", r.ConfigID, r.PublicName,
+			r.NotBefore.UTC().Format("2006-01-02 15:04:05"), r.NotAfter.UTC().Format("15:04:05Z"), r.State)
+	}
+}
+
+// echCheck is what 'zdata check' found in the HTTPS record's ech.
+type echCheck struct {
+	Configs     int    `json:"configs"`
+	Usable      int    `json:"usable"`
+	PublicNames string `json:"public_names,omitempty"`
+	Bytes       int    `json:"bytes"`
+	Problem     string `json:"problem,omitempty"`
+}
+
+// checkECH reads the ech SvcParam of the first ServiceMode record with
+// one; nil when none has it.
+func checkECH(rrs []*dns.HTTPS) *echCheck {
+	for _, rr := range rrs {
+		for _, kv := range rr.Value {
+			e, ok := kv.(*dns.SVCBECHConfig)
+			if !ok {
+				continue
+			}
+			c := &echCheck{Bytes: len(e.ECH)}
+			infos, err := tls13.ParseECHConfigList(e.ECH)
+			if err != nil {
+				c.Problem = err.Error()
+				return c
+			}
+			var names []string
+			for _, i := range infos {
+				c.Configs++
+				if i.Usable {
+					c.Usable++
+				}
+				names = append(names, i.PublicName)
+			}
+			c.PublicNames = strings.Join(slices.Compact(names), ",")
+			if c.Usable == 0 {
+				c.Problem = "no ECH config a client can use"
+			}
+			return c
+		}
+	}
+	return nil
+}
+
+func (c *echCheck) writeText(w io.Writer) {
+	if c == nil {
+		return
+	}
+	if c.Problem != "" {
+		fmt.Fprintf(w, "HTTPS record: ech (%d bytes) NOT usable: %s\n", c.Bytes, c.Problem)
+		return
+	}
+	fmt.Fprintf(w, "HTTPS record: ech: %d config(s), %d usable, public name %s, %d bytes\n", c.Configs, c.Usable, c.PublicNames, c.Bytes)
 }

@@ -148,6 +148,12 @@ type Options struct {
 	// publishes v3 records). Report.EarlyData.PostQuantum says whether the
 	// early data was post-quantum.
 	PostQuantum PostQuantum
+	// ECH is the Encrypted ClientHello policy (docs/ztls-spec.md,
+	// Section 10; dial/ech.go): ECHAuto (the zero value too) uses the
+	// HTTPS record's ech when it has one, ECHRequire fails without it or
+	// when the server rejects it, ECHOff never uses it. Report.ECH says
+	// what became of it.
+	ECH ECHMode
 }
 
 // Mode says whether a connection tries ZTLS (Options.Mode).
@@ -198,7 +204,7 @@ type Result struct {
 // When it fails it returns the report so far, its Error set, with the
 // error (and no Conn); a failure after the handshake is the Result's Err.
 func Connect(ctx context.Context, addr string, o Options) (*Result, error) {
-	a := &attempt{o: o, start: time.Now() /* real time: elapsed */, res: &Result{Report: Report{Mode: "tls", Transport: "tcp"}}}
+	a := &attempt{o: o, start: time.Now() /* real time: elapsed */, res: &Result{Report: Report{Mode: "tls", Transport: "tcp", ECH: ECHReportNone}}}
 	a.r = &a.res.Report
 	if err := a.run(ctx, addr); err != nil {
 		res := a.res
@@ -253,6 +259,8 @@ type attempt struct {
 	reqALPN string
 	askedIn bool
 	https   *resolver.Answer
+
+	ech echState // Encrypted ClientHello (ech.go)
 }
 
 // run is the attempt, phase by phase.
@@ -292,6 +300,12 @@ func (a *attempt) configure(addr string) error {
 	}
 	if _, err := ParsePostQuantum(string(a.o.PostQuantum)); err != nil {
 		return err
+	}
+	if _, err := ParseECHMode(string(a.o.ECH)); err != nil {
+		return err
+	}
+	if a.o.ECH == ECHRequire && a.o.Turbo {
+		return fmt.Errorf("%w: ECH over TurboTLS is not built (its UDP flight would carry the name in clear): connect without TurboTLS", ErrECHRequired)
 	}
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {

@@ -59,6 +59,13 @@ type Report struct {
 	// PostQuantum is the post-quantum policy the connection ran under
 	// (Options.PostQuantum: prefer, only or classical).
 	PostQuantum string `json:"post_quantum_policy"`
+	// ECH is what became of Encrypted ClientHello (Options.ECH):
+	// accepted, rejected, grease or none; ECHRetried, that the server
+	// rejected the first config and the one retry used its retry configs
+	// (or, with ECHAuto and no retry configs, went without ECH: ECH is
+	// then none).
+	ECH        string `json:"ech"`
+	ECHRetried bool   `json:"ech_retried,omitempty"`
 }
 
 // Report.Prefetch values.
@@ -209,6 +216,7 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "  early data: %d bytes offered, %s\n", r.EarlyData.Bytes, state)
 	}
 	r.writePQ(w)
+	r.writeECH(w)
 	r.writeZDataFrom(w)
 	switch r.Prefetch {
 	case PrefetchValidated:

@@ -84,6 +84,10 @@ func (t *tcpTransport) dialTCP(ctx context.Context) (net.Conn, error) {
 func (a *attempt) handshakeTCP(ctx context.Context, raw net.Conn, same *tls13.Conn) (*tls13.Conn, error) {
 	var c *tls13.Conn
 	var err error
+	if err := a.settleECH(ctx); err != nil {
+		raw.Close()
+		return nil, err
+	}
 	if same != nil {
 		c, err = same, a.runHandshake(ctx, same)
 	} else {
@@ -97,9 +101,18 @@ func (a *attempt) handshakeTCP(ctx context.Context, raw net.Conn, same *tls13.Co
 		}
 		c, err = a.handshake(ctx, raw)
 	}
+	if err != nil && a.retryECH(err) {
+		// Rejected ECH: nothing was delivered; once more with the
+		// server's retry configs (dial/ech.go).
+		raw.Close()
+		if raw, err = dialFirst(ctx, a.ips, a.port); err != nil {
+			return nil, err
+		}
+		c, err = a.handshake(ctx, raw)
+	}
 	if err != nil {
 		raw.Close()
-		return nil, err
+		return nil, a.echError(err)
 	}
 	return c, nil
 }
@@ -109,7 +122,7 @@ func (a *attempt) handshakeTCP(ctx context.Context, raw net.Conn, same *tls13.Co
 // data when it may go early.
 func (a *attempt) handshake(ctx context.Context, raw net.Conn) (c *tls13.Conn, err error) {
 	sniff := &firstBytes{Conn: raw}
-	c = tls13.Client(sniff, a.cfg)
+	c = tls13.Client(sniff, a.echConfig())
 	defer func() {
 		// A server that does not speak TLS at all (plain HTTP) fails the
 		// handshake with a record error: say what it sent instead.
@@ -151,6 +164,7 @@ func (a *attempt) runHandshake(ctx context.Context, c *tls13.Conn) error {
 	hsStart := time.Now() // real time: elapsed
 	err := c.HandshakeContext(ctx)
 	a.r.Timing.Handshake = ms(time.Since(hsStart))
+	a.reportECH(c.ConnectionState())
 	a.traceConn(c)
 	return err
 }

@@ -58,6 +58,8 @@ type connectFlags struct {
 	zdataFrom string
 	// pq is --pq: the post-quantum policy (connect_pq.go).
 	pq string
+	// echRequire and echOff are --ech and --no-ech (connect_ech.go).
+	echRequire, echOff bool
 	// How DNS is reached, as lookup's flags say it (dnsClient).
 	resolvers     []string
 	transport     string
@@ -85,6 +87,7 @@ func (f *connectFlags) register(cmd *cobra.Command) {
 	fs.DurationVar(&f.budget, "zdata-budget", 20*time.Millisecond, "how long to wait for the Z-data answers after TCP connects before falling back to TLS 1.3 (their checks, OCSP included, are waited for once the answers are in)")
 	fs.StringVar(&f.zdataFrom, "zdata-from", "https", "which DNS record Z-data is taken from: https (the HTTPS record asked anyway, key65370; the TXT record asked only when it carries none, a second round trip), both (HTTPS and TXT asked at once: one query more, never a second round trip) or txt (the TXT record only, as clients before the HTTPS record did); the report says which record was used")
 	f.registerPQ(fs)
+	f.registerECH(fs)
 	fs.BoolVar(&f.noBFE, "no-bfe", false, "act as a client without Bloom filter encryption: use a server's v1 Z-data records, not its v2 records with bfe=")
 	fs.BoolVar(&f.turbo, "turbo", false, "TurboTLS: send the first flight over UDP while TCP connects, to servers whose HTTPS record advertises a UDP port (key65280)")
 	fs.IntVar(&f.turboPort, "turbo-port", 0, "the server's TurboTLS UDP port, when not taken from DNS (e.g. connecting to an IP)")
@@ -545,6 +548,11 @@ func (f *connectFlags) dialOptions(cfg *tls13.Config) (dial.Options, func(), err
 		res.Close()
 		return dial.Options{}, nil, fmt.Errorf("--pq: %w", err)
 	}
+	if f.echRequire && f.echOff {
+		res.Close()
+		return dial.Options{}, nil, fmt.Errorf("--ech and --no-ech: give one")
+	}
+	opts.ECH = f.echMode()
 	// What 'ztls prefetch' (or get --prefetch-links) kept: its DNS
 	// answers spare the lookups.
 	opts.Cache = cliCache()

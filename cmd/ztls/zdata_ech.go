@@ -10,6 +10,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -24,6 +26,23 @@ import (
 type echKeeper struct {
 	set    tls13.ECHKeySet
 	loaded string // the config ids and periods last loaded: a change is logged
+	stamp  string // DIR/ech's modification time when last looked at (changed)
+}
+
+// changed reports whether DIR/ech changed since the last call (another
+// process rotated the ECH keys): the keeper then ticks within zdataPoll.
+// A nil keeper has nothing to watch.
+func (e *echKeeper) changed(d *zdata.Dir) bool {
+	if e == nil {
+		return false
+	}
+	st := "-"
+	if fi, err := os.Stat(filepath.Join(d.Path, zdata.ECHDir)); err == nil {
+		st = fmt.Sprint(fi.ModTime().UnixNano())
+	}
+	was := e.stamp
+	e.stamp = st
+	return was != "" && was != st
 }
 
 // keep rotates the directory's ECH keys (rotate: this process holds the
@@ -53,12 +72,12 @@ func (e *echKeeper) keep(log *slog.Logger, d *zdata.Dir, rotate bool, now time.T
 	var sum string
 	for _, k := range keys {
 		if !now.After(k.NotAfter.Add(w)) {
-			sum += fmt.Sprintf("%d@%d ", k.ConfigID, k.NotBefore.Unix())
+			sum += fmt.Sprintf("%d@%d ", k.ConfigID, k.NotBefore.Unix()) // config id @ period start
 		}
 	}
 	if sum != e.loaded {
 		e.loaded = sum
-		log.Info("ECH: keys loaded", "dir", d.Path, "keys", len(srv), "public_name", echPublicName(keys))
+		log.Info("ECH: keys loaded", "dir", d.Path, "keys", len(srv), "public_name", echPublicName(keys), "configs", strings.TrimSpace(sum))
 	}
 }
 

@@ -171,7 +171,7 @@ func (k *zdataKeeper) watch(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-poll.C:
-			if k.dir.Changed() {
+			if k.dir.Changed() || k.ech.changed(k.dir) {
 				k.tick(ctx, clock.Now())
 			}
 		case <-wake.wait(next):

@@ -1,0 +1,146 @@
+package main
+
+// Encrypted ClientHello end to end (docs/ztls-spec.md, Section 10): ECH
+// keys made by 'zdata new --ech-public-name' in the Z-data directory,
+// served in the HTTPS record by 'dns serve' and loaded by 'serve';
+// 'connect' uses them with ZTLS inside.
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ztls-project/ztls/dial"
+	"github.com/ztls-project/ztls/internal/testsupport/testpki"
+)
+
+const echCLIPublicName = "public.ztls.test"
+
+// newECHSite is newSite with ECH keys, its certificate also naming the
+// public name (a client whose ECH is rejected authenticates it).
+func newECHSite(t *testing.T, echKeys bool) *site {
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, "ecdsa-p256")
+	leaf := ca.Issue(t, testpki.LeafOpts{KeyType: "ecdsa-p256", DNSNames: []string{"www.ztls.test", echCLIPublicName}})
+	cert, key := leaf.WritePEM(t, dir)
+	s := &site{dir: dir, ca: ca.WritePEM(t, dir), zd: filepath.Join(dir, "zd"), port: freePort(t), host: "www.ztls.test", authority: ca}
+	args := []string{"zdata", "new", "--host", s.host, "--port", strconv.Itoa(s.port), "--cert", cert, "--key", key, "--out", s.zd}
+	if echKeys {
+		args = append(args, "--ech-public-name", echCLIPublicName)
+	}
+	out := run(t, args...)
+	if echKeys && !strings.Contains(out, " ech=") {
+		t.Fatalf("zdata new printed no HTTPS record with ech=:\n%s", out)
+	}
+	return s
+}
+
+// copyDir copies the directory tree from to to (a snapshot of a Z-data
+// directory, as a stale DNS answer holds it).
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	if out, err := exec.Command("cp", "-a", from, to).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+}
+
+// TestCLIECHWithZTLSInside: dns serve publishes the directory's ech,
+// serve loads its ECH keys, connect --ech runs ZTLS inside ECH; after the
+// server's keys rotate (DNS still serving the old configs) the client is
+// rejected, retries once with the retry configs and is accepted, the
+// request delivered once; the server's metrics count both.
+func TestCLIECHWithZTLSInside(t *testing.T) {
+	s := newECHSite(t, true)
+	dnsDir := filepath.Join(s.dir, "zd-dns") // DNS keeps serving these configs
+	copyDir(t, s.zd, dnsDir)
+	zone := filepath.Join(s.dir, "ztls.test.zone")
+	writeFile(t, zone, testZone)
+	line := start(t, "serving udp on", "dns", "serve", "--zone", zone, "--zdata", dnsDir, "--listen", "127.0.0.1:0", "--rotate=false")
+	dnsAddr := logAttr(line, "addr")
+	addr := "127.0.0.1:" + strconv.Itoa(s.port)
+	ready, log, cmd := startProc(t, "metrics on", "serve", "--listen", addr, "--zdata", s.zd, "--respond", "hello",
+		"--early-window", "300ms", "--metrics", "127.0.0.1:0")
+	defer stopCmd(cmd)
+	url := strings.TrimSpace(ready[strings.Index(ready, "http://"):])
+	time.Sleep(350 * time.Millisecond) // early data is refused for one window after start
+
+	rep := s.connect(t, dnsAddr, "--ech")
+	wantZTLS(t, rep)
+	if rep.ECH != "accepted" || rep.ECHRetried {
+		t.Fatalf("ech %q (retried %v), want accepted", rep.ECH, rep.ECHRetried)
+	}
+	text, err := exec.Command(ztlsBinary(t), "connect", s.host+":"+strconv.Itoa(s.port), "--resolver", dnsAddr, "--ca", s.ca,
+		"--data", "GET /", "--zdata-budget", "2s").CombinedOutput()
+	if err != nil || !strings.Contains(string(text), "Encrypted ClientHello: accepted") {
+		t.Fatalf("text report (%v):\n%s", err, text)
+	}
+
+	var chk checkReport
+	if err := json.Unmarshal([]byte(run(t, "zdata", "check", s.host, "--port", strconv.Itoa(s.port),
+		"--resolver", dnsAddr, "--ca", s.ca, "--json")), &chk); err != nil {
+		t.Fatal(err)
+	}
+	if !chk.Valid || chk.ECH == nil || chk.ECH.Configs != 2 || chk.ECH.Usable != 2 || chk.ECH.PublicNames != echCLIPublicName {
+		t.Fatalf("zdata check: valid %v (%s), ech %+v", chk.Valid, chk.Reason, chk.ECH)
+	}
+	for _, a := range chk.Answers {
+		if a.Type == "HTTPS" && (a.Bytes > 1232 || a.Truncated) {
+			t.Fatalf("the HTTPS answer with ech is %d bytes", a.Bytes)
+		}
+	}
+	if out := run(t, "zdata", "show", s.zd); strings.Count(out, "ECH config") != 2 || !strings.Contains(out, echCLIPublicName) {
+		t.Fatalf("zdata show:\n%s", out)
+	}
+
+	// The server's ECH keys are replaced; DNS still has the old configs.
+	if err := os.RemoveAll(filepath.Join(s.zd, "ech")); err != nil {
+		t.Fatal(err)
+	}
+	run(t, "zdata", "rotate", s.zd, "--ech-public-name", echCLIPublicName)
+	var shown struct{ ECH []echRow }
+	if err := json.Unmarshal([]byte(run(t, "zdata", "show", s.zd, "--json")), &shown); err != nil || len(shown.ECH) != 2 {
+		t.Fatalf("zdata show --json: %v, %d ECH keys", err, len(shown.ECH))
+	}
+	log.waitFor(t, fmt.Sprintf("%d@%d", shown.ECH[0].ConfigID, shown.ECH[0].NotBefore.Unix())) // serve loaded the new keys
+	rep = s.connect(t, dnsAddr, "--ech")
+	wantZTLS(t, rep)
+	if rep.ECH != "accepted" || !rep.ECHRetried {
+		t.Fatalf("stale config: ech %q (retried %v), want accepted after one retry", rep.ECH, rep.ECHRetried)
+	}
+	m := scrape(t, url)
+	for name, want := range map[string]float64{
+		`ztls_ech_total{result="accepted"}`: 3, // two connects, the retry
+		`ztls_ech_total{result="rejected"}`: 1, // the stale config
+		`ztls_early_data_bytes_total`:       3 * float64(rep.EarlyData.Bytes),
+	} {
+		if m[name] != want {
+			t.Errorf("%s = %v, want %v", name, m[name], want)
+		}
+	}
+}
+
+// TestCLIECHRequiredWithoutECH: connect --ech to a service whose record
+// has no ech fails and says why; without --ech it connects (ech none).
+func TestCLIECHRequiredWithoutECH(t *testing.T) {
+	s := newECHSite(t, false)
+	zone := filepath.Join(s.dir, "ztls.test.zone")
+	writeFile(t, zone, testZone)
+	line := start(t, "serving udp on", "dns", "serve", "--zone", zone, "--zdata", s.zd, "--listen", "127.0.0.1:0")
+	dnsAddr := logAttr(line, "addr")
+	s.serve(t)
+	out := runFail(t, "connect", s.host+":"+strconv.Itoa(s.port), "--resolver", dnsAddr, "--ca", s.ca, "--data", "GET /", "--ech")
+	if !strings.Contains(out, "ECH required") || !strings.Contains(out, "carries no ech") || !strings.Contains(out, "--ech-public-name") {
+		t.Fatalf("connect --ech without ech published:\n%s", out)
+	}
+	var rep dial.Report = s.connect(t, dnsAddr)
+	wantZTLS(t, rep)
+	if rep.ECH != "none" {
+		t.Fatalf("ech %q, want none", rep.ECH)
+	}
+}

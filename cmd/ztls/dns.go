@@ -386,6 +386,9 @@ func loadDNSZData(f *dnsServeFlags) (dirs []*zdata.Dir, claims map[*zdata.Dir]*z
 		if _, err := d.Rotate(clock.Now()); err != nil {
 			return nil, nil, release, fmt.Errorf("dns serve: --zdata %s: rotating: %w", d.Path, err)
 		}
+		if _, _, err := d.RotateECH("", clock.Now()); err != nil {
+			return nil, nil, release, fmt.Errorf("dns serve: --zdata %s: rotating the ECH keys: %w", d.Path, err)
+		}
 	}
 	return dirs, claims, release, nil
 }
@@ -891,6 +894,7 @@ func refreshZData(ctx context.Context, zones *authority.Zones, dirs []*zdata.Dir
 			if added, err = d.Rotate(clock.Now()); len(added) > 0 {
 				log.Info("Z-data: added keys", "dir", d.Path, "keys", len(added))
 			}
+			rotateECH(d, log, clock.Now()) // the rotating process rotates the ECH keys too (zdata_ech.go)
 		} else {
 			err = keepCurrent(d, clock.Now())
 		}

@@ -144,3 +144,32 @@ func TestCLIECHRequiredWithoutECH(t *testing.T) {
 		t.Fatalf("ech %q, want none", rep.ECH)
 	}
 }
+
+// TestCLIDNSServeRotatesECH: dns serve, holding the directory's rotation
+// claim, rotates its ECH keys too: the next period's key, removed, is
+// made again before it serves, and the served ech has both configs.
+func TestCLIDNSServeRotatesECH(t *testing.T) {
+	s := newECHSite(t, true)
+	ents, err := os.ReadDir(filepath.Join(s.zd, "ech"))
+	if err != nil || len(ents) != 2 {
+		t.Fatalf("DIR/ech: %v, %d files", err, len(ents))
+	}
+	next := filepath.Join(s.zd, "ech", ents[1].Name()) // named by period start: the later one
+	if err := os.Remove(next); err != nil {
+		t.Fatal(err)
+	}
+	zone := filepath.Join(s.dir, "ztls.test.zone")
+	writeFile(t, zone, testZone)
+	line := start(t, "serving udp on", "dns", "serve", "--zone", zone, "--zdata", s.zd, "--listen", "127.0.0.1:0")
+	if ents, err := os.ReadDir(filepath.Join(s.zd, "ech")); err != nil || len(ents) != 2 {
+		t.Fatalf("after dns serve started: %v, %d ECH key files, want the next period's made again", err, len(ents))
+	}
+	var chk checkReport
+	if err := json.Unmarshal([]byte(run(t, "zdata", "check", s.host, "--port", strconv.Itoa(s.port),
+		"--resolver", logAttr(line, "addr"), "--ca", s.ca, "--json")), &chk); err != nil {
+		t.Fatal(err)
+	}
+	if chk.ECH == nil || chk.ECH.Configs != 2 {
+		t.Fatalf("served ech: %+v", chk.ECH)
+	}
+}

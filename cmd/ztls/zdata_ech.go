@@ -51,12 +51,7 @@ func (e *echKeeper) changed(d *zdata.Dir) bool {
 // now into the set.
 func (e *echKeeper) keep(log *slog.Logger, d *zdata.Dir, rotate bool, now time.Time) {
 	if rotate {
-		added, removed, err := d.RotateECH("", now)
-		if err != nil {
-			log.Error("ECH: rotating the keys", "dir", d.Path, "err", err)
-		} else if added+removed > 0 {
-			log.Info("ECH: rotated the keys", "dir", d.Path, "added", added, "removed", removed)
-		}
+		rotateECH(d, log, now)
 	}
 	keys, err := d.ECHKeys()
 	if err != nil {
@@ -78,6 +73,17 @@ func (e *echKeeper) keep(log *slog.Logger, d *zdata.Dir, rotate bool, now time.T
 	if sum != e.loaded {
 		e.loaded = sum
 		log.Info("ECH: keys loaded", "dir", d.Path, "keys", len(srv), "public_name", echPublicName(keys), "configs", strings.TrimSpace(sum))
+	}
+}
+
+// rotateECH rotates d's ECH keys, if it has any (the process holding
+// the rotation claim does: serve or dns serve), and logs what changed.
+func rotateECH(d *zdata.Dir, log *slog.Logger, now time.Time) {
+	added, removed, err := d.RotateECH("", now)
+	if err != nil {
+		log.Error("ECH: rotating the keys", "dir", d.Path, "err", err)
+	} else if added+removed > 0 {
+		log.Info("ECH: rotated the keys", "dir", d.Path, "added", added, "removed", removed)
 	}
 }
 

@@ -6,6 +6,7 @@ package main
 // 'connect' uses them with ZTLS inside.
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,8 +17,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/miekg/dns"
+
 	"github.com/ztls-project/ztls/dial"
+	"github.com/ztls-project/ztls/internal/clock"
+	"github.com/ztls-project/ztls/internal/testsupport/dnstest"
 	"github.com/ztls-project/ztls/internal/testsupport/testpki"
+	"github.com/ztls-project/ztls/zdata"
 )
 
 const echCLIPublicName = "public.ztls.test"
@@ -171,5 +177,51 @@ func TestCLIDNSServeRotatesECH(t *testing.T) {
 	}
 	if chk.ECH == nil || chk.ECH.Configs != 2 {
 		t.Fatalf("served ech: %+v", chk.ECH)
+	}
+}
+
+// TestCLIZDataPublishECHToBind: zdata publish pushes the directory's ech
+// into the primary's HTTPS RR (RFC 2136 to BIND 9), replacing the ech the
+// operator's RR had and keeping its other SvcParams.
+func TestCLIZDataPublishECHToBind(t *testing.T) {
+	const secret = "c2VjcmV0LWtleS1mb3ItenRscy1wdWJsaXNoLXRlc3Rz"
+	s := newECHSite(t, true)
+	owner := "_" + strconv.Itoa(s.port) + "._https.www.ztls.test."
+	key := &dnstest.BindKey{Name: "ztls-key", Secret: secret}
+	zone := dnstest.BindZone{Origin: "ztls.test.", AllowUpdate: true,
+		Text: testZone + owner + " 3600 IN HTTPS 1 . alpn=h2 ech=AEX+DQBBAQAgACB4\n"}
+	addr := dnstest.StartBind(t, dnstest.BindOptions{Zones: []dnstest.BindZone{zone}, Key: key}).Addr
+	cmd := exec.Command(ztlsBinary(t), "zdata", "publish", s.zd, "--server", addr, "--zone", "ztls.test", "--tsig-name", "ztls-key",
+		"--tsig-secret", secret)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("zdata publish: %v\n%s", err, out)
+	}
+	q := new(dns.Msg)
+	q.SetQuestion(owner, dns.TypeHTTPS)
+	r, _, err := (&dns.Client{Net: "tcp", Timeout: 5 * time.Second}).Exchange(q, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := httpsAnswer(t, r)
+	d, err := zdata.LoadDir(s.zd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := d.ECHKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := zdata.ECHConfigList(keys, clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var echs [][]byte
+	for _, kv := range h.Value {
+		if e, ok := kv.(*dns.SVCBECHConfig); ok {
+			echs = append(echs, e.ECH)
+		}
+	}
+	if len(echs) != 1 || !bytes.Equal(echs[0], want) || !strings.Contains(h.String(), `alpn="h2"`) {
+		t.Fatalf("published HTTPS RR %v: want the directory's ech alone, alpn kept", h)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/miekg/dns"
@@ -138,14 +139,39 @@ func echFromAnswer(a *attempt) ([]byte, string) {
 }
 
 // echConfig is the configuration of a new handshake: a.cfg with the
-// ECHConfigList settled (a.cfg itself without).
+// ECHConfigList settled (a.cfg itself without), its ALPN list in the
+// configured order: the engine puts the outer ClientHello's alpn in
+// NextProtos' order, and the Z-data's protocol moved first (alpnFor)
+// would hint at a ZTLS offer there (spec Section 10.1); the engine moves
+// it first in the inner ClientHello itself.
 func (a *attempt) echConfig() *tls13.Config {
-	if a.ech.list == nil || string(a.ech.list) == string(a.cfg.ECHConfigList) {
+	if a.ech.list == nil {
 		return a.cfg
 	}
 	cfg := a.cfg.Clone()
 	cfg.ECHConfigList = a.ech.list
+	cfg.NextProtos = configuredOrder(a.protos, cfg.NextProtos)
 	return cfg
+}
+
+// configuredOrder is protos in the order of configured (those not in it
+// after, as they were).
+func configuredOrder(configured, protos []string) []string {
+	out := make([]string, 0, len(protos))
+	for _, p := range configured {
+		if slices.Contains(protos, p) && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	for _, p := range protos {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		return protos // nil stays nil: no ALPN
+	}
+	return out
 }
 
 // retryECH reports whether the handshake that failed with err is to be

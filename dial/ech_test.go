@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -318,5 +319,30 @@ func TestECHGoServer(t *testing.T) {
 	}
 	if r.Report.ECH != "accepted" {
 		t.Fatalf("report ECH %q", r.Report.ECH)
+	}
+}
+
+// TestECHConfiguredALPNOrder: with ECH the ALPN list is given to the
+// engine in the configured order (the outer's alpn), whatever order the
+// Z-data's early protocol put it in.
+func TestECHConfiguredALPNOrder(t *testing.T) {
+	for _, tc := range []struct{ configured, cur, want []string }{
+		{[]string{"h2", "http/1.1"}, []string{"http/1.1", "h2"}, []string{"h2", "http/1.1"}},
+		{[]string{"h2", "http/1.1"}, []string{"http/1.1"}, []string{"http/1.1"}},
+		{[]string{"h2"}, []string{"x", "h2"}, []string{"h2", "x"}},
+		{nil, nil, nil},
+	} {
+		if got := configuredOrder(tc.configured, tc.cur); !slices.Equal(got, tc.want) {
+			t.Errorf("configuredOrder(%q, %q) = %q, want %q", tc.configured, tc.cur, got, tc.want)
+		}
+	}
+	a := &attempt{cfg: &tls13.Config{NextProtos: []string{"http/1.1", "h2"}}, protos: []string{"h2", "http/1.1"}}
+	a.ech.list = []byte{1}
+	if got := a.echConfig().NextProtos; !slices.Equal(got, a.protos) {
+		t.Fatalf("echConfig's ALPN %q, want the configured %q", got, a.protos)
+	}
+	a.ech.list = nil
+	if got := a.echConfig().NextProtos; !slices.Equal(got, []string{"http/1.1", "h2"}) {
+		t.Fatalf("without ECH the list changed: %q", got)
 	}
 }

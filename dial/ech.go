@@ -37,6 +37,20 @@ const (
 	ECHOff ECHMode = "off"
 )
 
+// ReasonTurboECH is Report.TurboFallback when the HTTPS record publishes
+// ech: TurboTLS's UDP flight has no ECH, so it is not sent.
+const ReasonTurboECH = "the HTTPS record publishes ech: TurboTLS's UDP flight would carry the server name in clear (no ECH over TurboTLS)"
+
+// echPublished reports whether ECH is to be used from the HTTPS answer
+// in hand (not ECHOff, a usable config there).
+func (a *attempt) echPublished() bool {
+	if a.o.ECH == ECHOff {
+		return false
+	}
+	list, _ := echFromAnswer(a)
+	return list != nil
+}
+
 // Report.ECH values besides tls13's accepted, rejected and grease.
 const ECHReportNone = "none"
 

@@ -346,3 +346,20 @@ func TestECHConfiguredALPNOrder(t *testing.T) {
 		t.Fatalf("without ECH the list changed: %q", got)
 	}
 }
+
+// TestECHSkipsTurbo: a service advertising TurboTLS and publishing ech
+// is reached over TCP with ECH: the UDP flight would name the host.
+func TestECHSkipsTurbo(t *testing.T) {
+	w := startWorld(t, lab.Options{HTTPSZData: true, Turbo: true, AltNames: []string{echPublic}})
+	ew := &echWorld{World: w}
+	k := echKey(t, 4, true)
+	ew.serverKeys(t, k)
+	ew.publishECH(t, k)
+	r, err := connect(t, w, func(o *Options) { o.Turbo = true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := r.Report; rep.Transport != "tcp" || rep.TurboFallback != ReasonTurboECH || rep.ECH != "accepted" || rep.Mode != "ztls" {
+		t.Fatalf("transport %s (%s), ECH %q, mode %s", rep.Transport, rep.TurboFallback, rep.ECH, rep.Mode)
+	}
+}

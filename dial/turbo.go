@@ -142,6 +142,9 @@ func (a *attempt) turboPort() (int, error) {
 				}
 			}
 			port = int(p)
+			if port != 0 && a.echPublished() {
+				a.r.TurboFallback, port = ReasonTurboECH, 0
+			}
 		case <-timer.C:
 			a.r.TurboFallback = ReasonTurboNoHTTPS
 		}

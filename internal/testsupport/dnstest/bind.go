@@ -68,14 +68,23 @@ type Bind struct {
 func (b *Bind) Logs() string { return b.logs.String() }
 
 // BindPath returns the named binary, or "" if it is not installed.
-func BindPath() string {
-	if p, err := exec.LookPath("named"); err == nil {
+func BindPath() string { return sbinPath("named") }
+
+// sbinPath finds a daemon on the PATH or, as Debian installs them off a
+// non-root user's PATH, in /usr/sbin; "" if it is in neither.
+func sbinPath(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
-	if _, err := os.Stat("/usr/sbin/named"); err == nil {
-		return "/usr/sbin/named"
+	if p := "/usr/sbin/" + name; fileExists(p) {
+		return p
 	}
 	return ""
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // StartBind writes named.conf and the zone files in a temporary directory

@@ -42,15 +42,7 @@ type Knot struct {
 func (k *Knot) Logs() string { return k.logs.String() }
 
 // KnotPath returns the knotd binary, or "" if it is not installed.
-func KnotPath() string {
-	if p, err := exec.LookPath("knotd"); err == nil {
-		return p
-	}
-	if _, err := os.Stat("/usr/sbin/knotd"); err == nil {
-		return "/usr/sbin/knotd"
-	}
-	return ""
-}
+func KnotPath() string { return sbinPath("knotd") }
 
 // StartKnot writes knot.conf and the zone files in a temporary directory
 // (IPv4 loopback only, a free port, the test's user, log to stderr),

@@ -25,6 +25,8 @@
 #   BENCH_LOCK a file each run holds with flock (default /tmp/bench.lock)
 # Knot DNS 3.2 serves no DNS over TLS: its dot cells say n/a.
 set -eu
+# shellcheck source=scripts/dns-bench-lib.sh
+. "$(dirname "$0")/dns-bench-lib.sh"
 
 DURATION=${DURATION:-8}
 ROUNDS=${ROUNDS:-3}
@@ -80,46 +82,12 @@ trap cleanup EXIT INT TERM
 echo "bench-dns-auth-cpu: building ztls" >&2
 $GO build -o "$work/ztls-bin" ./cmd/ztls
 
-free_port() {
-	while :; do
-		p=$(awk -v off="$1" 'BEGIN { srand(); print 20000 + (int(rand() * 40000) + off) % 40000 }')
-		if [ -z "$(ss -Hln "( sport = :$p )" 2>/dev/null)" ]; then
-			echo "$p"
-			return
-		fi
-		sleep 1
-	done
-}
-
 zone=bench.test.
-{
-	echo "\$ORIGIN $zone"
-	echo "\$TTL 3600"
-	echo "@ IN SOA ns hostmaster 1 3600 600 86400 300"
-	echo "@ IN NS ns"
-	echo "ns IN A 127.0.0.1"
-	i=0
-	while [ $i -lt "$NAMES" ]; do
-		echo "h$i IN A 192.0.2.$((i % 250 + 1))"
-		echo "h$i IN AAAA 2001:db8::$i"
-		echo "_ztls._443._tcp.h$i IN TXT \"v=ztls1 id=$i\""
-		i=$((i + 1))
-	done
-} >"$work/zone.db"
+bench_zone "$zone" "$NAMES" >"$work/zone.db"
 # standard: bench-dns-auth.sh's mix. distinct: 200 000 questions, most
 # asked once: random labels under the zone (NXDOMAIN), and the zone's
 # names with random case (each spelling a new cache key).
-awk -v n="$NAMES" -v z="$zone" 'BEGIN {
-	srand(1)
-	for (k = 0; k < 20000; k++) {
-		i = int(rand() * n); r = rand()
-		if (r < 0.4) print "h" i "." z " A"
-		else if (r < 0.6) print "h" i "." z " AAAA"
-		else if (r < 0.8) print "_ztls._443._tcp.h" i "." z " TXT"
-		else if (r < 0.9) print "h" i "." z " MX"
-		else print "missing" i "." z " A"
-	}
-}' >"$work/queries-standard.txt"
+standard_queries "$zone" "$NAMES" >"$work/queries-standard.txt"
 awk -v n="$NAMES" -v z="$zone" 'BEGIN {
 	srand(2)
 	for (k = 0; k < 200000; k++) {

@@ -21,6 +21,8 @@
 #              benchmarks on the machine overlap (default /tmp/bench.lock
 #              when flock exists)
 set -eu
+# shellcheck source=scripts/dns-bench-lib.sh
+. "$(dirname "$0")/dns-bench-lib.sh"
 
 DURATION=${DURATION:-10}
 ROUNDS=${ROUNDS:-3}
@@ -60,47 +62,11 @@ trap cleanup EXIT INT TERM
 echo "bench-dns-auth: building ztls" >&2
 $GO build -o "$work/ztls" ./cmd/ztls
 
-# free_port OFFSET: a free loopback port for UDP and TCP; distinct offsets
-# give distinct ports within the same second.
-free_port() {
-	while :; do
-		p=$(awk -v off="$1" 'BEGIN { srand(); print 20000 + (int(rand() * 40000) + off) % 40000 }')
-		if [ -z "$(ss -Hln "( sport = :$p )" 2>/dev/null)" ]; then
-			echo "$p"
-			return
-		fi
-		sleep 1 # srand() seeds from the clock's seconds
-	done
-}
-
 # The zone: NAMES hosts with A, AAAA and a Z-data TXT; the query mix asks
 # for them, plus NODATA and NXDOMAIN answers.
 zone=bench.test.
-{
-	echo "\$ORIGIN $zone"
-	echo "\$TTL 3600"
-	echo "@ IN SOA ns hostmaster 1 3600 600 86400 300"
-	echo "@ IN NS ns"
-	echo "ns IN A 127.0.0.1"
-	i=0
-	while [ $i -lt "$NAMES" ]; do
-		echo "h$i IN A 192.0.2.$((i % 250 + 1))"
-		echo "h$i IN AAAA 2001:db8::$i"
-		echo "_ztls._443._tcp.h$i IN TXT \"v=ztls1 id=$i\""
-		i=$((i + 1))
-	done
-} >"$work/zone.db"
-awk -v n="$NAMES" -v z="$zone" 'BEGIN {
-	srand(1)
-	for (k = 0; k < 20000; k++) {
-		i = int(rand() * n); r = rand()
-		if (r < 0.4) print "h" i "." z " A"
-		else if (r < 0.6) print "h" i "." z " AAAA"
-		else if (r < 0.8) print "_ztls._443._tcp.h" i "." z " TXT"
-		else if (r < 0.9) print "h" i "." z " MX"
-		else print "missing" i "." z " A"
-	}
-}' >"$work/queries.txt"
+bench_zone "$zone" "$NAMES" >"$work/zone.db"
+standard_queries "$zone" "$NAMES" >"$work/queries.txt"
 
 # A P-256 certificate for DNS over TLS, the same for both servers.
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \

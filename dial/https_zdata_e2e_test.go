@@ -96,45 +96,23 @@ func TestZDataFromChoices(t *testing.T) {
 	}
 }
 
-// aliasRR is an AliasMode HTTPS record at name for target.
-func aliasRR(name, target string) dns.RR {
-	return &dns.HTTPS{SVCB: dns.SVCB{Hdr: dns.RR_Header{Name: dns.Fqdn(name), Rrtype: dns.TypeHTTPS, Class: dns.ClassINET, Ttl: 60},
-		Priority: 0, Target: dns.Fqdn(target)}}
-}
-
 // httpsWith is the world's HTTPS record with recs, changed by edit.
 func httpsWith(t *testing.T, w *lab.World, recs []*zdata.Record, edit func(h *dns.HTTPS)) *dns.HTTPS {
 	t.Helper()
-	h, err := w.HTTPSRecord(recs, time.Minute)
+	h, err := w.EditedHTTPS(recs, edit)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if edit != nil {
-		edit(h)
 	}
 	return h
 }
 
 // zdataValue is h's Z-data SvcParam.
-func zdataValue(h *dns.HTTPS) *dns.SVCBLocal {
-	for _, kv := range h.Value {
-		if l, ok := kv.(*dns.SVCBLocal); ok && l.KeyCode == zdata.DefaultSvcParamKey {
-			return l
-		}
-	}
-	return nil
-}
+func zdataValue(h *dns.HTTPS) *dns.SVCBLocal { return lab.ZDataSvcParam(h) }
 
 // publishAt replaces name's HTTPS RRset with rrs (their owner set to name).
 func publishAt(t *testing.T, w *lab.World, name string, rrs ...dns.RR) {
 	t.Helper()
-	var set []dns.RR
-	for _, rr := range rrs {
-		c := dns.Copy(rr)
-		c.Header().Name = dns.Fqdn(name)
-		set = append(set, c)
-	}
-	if err := w.Zones.ReplaceRRset(dns.Fqdn(name), dns.TypeHTTPS, set); err != nil {
+	if err := w.PublishHTTPSAt(name, rrs...); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -143,17 +121,9 @@ func publishAt(t *testing.T, w *lab.World, name string, rrs ...dns.RR) {
 // a1…an.ztls.test, the last one's RRset being end (none: a loop back to a1).
 func aliasChainTo(t *testing.T, w *lab.World, n int, end ...dns.RR) {
 	t.Helper()
-	name := func(i int) string { return "a" + strconv.Itoa(i) + ".ztls.test." }
-	if err := w.PublishHTTPS(aliasRR("", name(1))); err != nil {
+	if err := w.PublishAliasChain(n, end...); err != nil {
 		t.Fatal(err)
 	}
-	for i := 1; i < n; i++ {
-		publishAt(t, w, name(i), aliasRR(name(i), name(i+1)))
-	}
-	if len(end) == 0 {
-		end = []dns.RR{aliasRR(name(n), name(1))}
-	}
-	publishAt(t, w, name(n), end...)
 }
 
 // TestHTTPSZDataFallbacks is docs/ztls-spec.md, Section 6's matrix for

@@ -89,54 +89,22 @@ func TestPrefetchHTTPSZDataBeforeRotation(t *testing.T) {
 // httpsRR is the world's HTTPS record carrying recs, changed by edit.
 func httpsRR(t *testing.T, w *lab.World, recs []*zdata.Record, edit func(h *dns.HTTPS)) *dns.HTTPS {
 	t.Helper()
-	h, err := w.HTTPSRecord(recs, time.Minute)
+	h, err := w.EditedHTTPS(recs, edit)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if edit != nil {
-		edit(h)
 	}
 	return h
 }
 
 // zdataValue is h's Z-data SvcParam.
-func zdataValue(h *dns.HTTPS) *dns.SVCBLocal {
-	for _, kv := range h.Value {
-		if l, ok := kv.(*dns.SVCBLocal); ok && l.KeyCode == zdata.DefaultSvcParamKey {
-			return l
-		}
-	}
-	return nil
-}
-
-// aliasTo is an AliasMode HTTPS record at name for target.
-func aliasTo(name, target string) dns.RR {
-	return &dns.HTTPS{SVCB: dns.SVCB{Hdr: dns.RR_Header{Name: dns.Fqdn(name), Rrtype: dns.TypeHTTPS, Class: dns.ClassINET, Ttl: 60},
-		Priority: 0, Target: dns.Fqdn(target)}}
-}
+func zdataValue(h *dns.HTTPS) *dns.SVCBLocal { return lab.ZDataSvcParam(h) }
 
 // publishAliases publishes n AliasMode records from the origin through
 // a1…an.ztls.test, the last one's RRset being end (none: back to a1).
 func publishAliases(t *testing.T, w *lab.World, n int, end ...dns.RR) {
 	t.Helper()
-	name := func(i int) string { return "a" + strconv.Itoa(i) + ".ztls.test." }
-	if err := w.PublishHTTPS(aliasTo("", name(1))); err != nil {
+	if err := w.PublishAliasChain(n, end...); err != nil {
 		t.Fatal(err)
-	}
-	if len(end) == 0 {
-		end = []dns.RR{aliasTo(name(n), name(1))}
-	}
-	for i := 1; i <= n; i++ {
-		set := []dns.RR{aliasTo(name(i), name(i+1))}
-		if i == n {
-			set = end
-		}
-		for _, rr := range set {
-			rr.Header().Name = name(i)
-		}
-		if err := w.Zones.ReplaceRRset(name(i), dns.TypeHTTPS, set); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 

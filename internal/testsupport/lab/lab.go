@@ -334,7 +334,13 @@ func (w *World) HTTPSRecord(recs []*zdata.Record, ttl time.Duration) (*dns.HTTPS
 // PublishHTTPS replaces the HTTPS RRset of the service with rrs, whose
 // owner is set to the service's HTTPS owner (zdata.HTTPSOwner).
 func (w *World) PublishHTTPS(rrs ...dns.RR) error {
-	owner := zdata.HTTPSOwner(w.Host, w.Port)
+	return w.PublishHTTPSAt(zdata.HTTPSOwner(w.Host, w.Port), rrs...)
+}
+
+// PublishHTTPSAt replaces name's HTTPS RRset with rrs, their owner set to
+// name.
+func (w *World) PublishHTTPSAt(name string, rrs ...dns.RR) error {
+	owner := dns.Fqdn(name)
 	var set []dns.RR
 	for _, rr := range rrs {
 		c := dns.Copy(rr)
@@ -342,6 +348,51 @@ func (w *World) PublishHTTPS(rrs ...dns.RR) error {
 		set = append(set, c)
 	}
 	return w.Zones.ReplaceRRset(owner, dns.TypeHTTPS, set)
+}
+
+// EditedHTTPS is HTTPSRecord (TTL a minute) changed by edit, if not nil:
+// the record a test of a forged or broken value publishes.
+func (w *World) EditedHTTPS(recs []*zdata.Record, edit func(h *dns.HTTPS)) (*dns.HTTPS, error) {
+	h, err := w.HTTPSRecord(recs, time.Minute)
+	if err == nil && edit != nil {
+		edit(h)
+	}
+	return h, err
+}
+
+// ZDataSvcParam is h's Z-data SvcParam under the default key, or nil.
+func ZDataSvcParam(h *dns.HTTPS) *dns.SVCBLocal {
+	for _, kv := range h.Value {
+		if l, ok := kv.(*dns.SVCBLocal); ok && l.KeyCode == zdata.DefaultSvcParamKey {
+			return l
+		}
+	}
+	return nil
+}
+
+// PublishAliasChain publishes n AliasMode records from the service's
+// HTTPS owner through a1…an under the world's zone, the last name's RRset
+// being end (none: an alias back to a1, a loop).
+func (w *World) PublishAliasChain(n int, end ...dns.RR) error {
+	name := func(i int) string { return "a" + strconv.Itoa(i) + "." + dns.Fqdn(parentOf(w.Host)) }
+	if err := w.PublishHTTPS(AliasHTTPS("", name(1))); err != nil {
+		return err
+	}
+	for i := 1; i < n; i++ {
+		if err := w.PublishHTTPSAt(name(i), AliasHTTPS(name(i), name(i+1))); err != nil {
+			return err
+		}
+	}
+	if len(end) == 0 {
+		end = []dns.RR{AliasHTTPS(name(n), name(1))}
+	}
+	return w.PublishHTTPSAt(name(n), end...)
+}
+
+// AliasHTTPS is an AliasMode HTTPS record at name for target.
+func AliasHTTPS(name, target string) dns.RR {
+	return &dns.HTTPS{SVCB: dns.SVCB{Hdr: dns.RR_Header{Name: dns.Fqdn(name), Rrtype: dns.TypeHTTPS, Class: dns.ClassINET, Ttl: 60},
+		Priority: 0, Target: dns.Fqdn(target)}}
 }
 
 // countQueries counts the authority's queries by name and type (Queries).

@@ -101,16 +101,34 @@ func StartBind(t testing.TB, opts BindOptions) *Bind {
 	if len(opts.Zones) == 0 && len(opts.Forward) == 0 {
 		t.Fatal("dnstest: StartBind needs at least one zone or forward zone")
 	}
+	return onFreePort(t, func() (*Bind, error) { return startBind(t, bin, opts) })
+}
+
+// onFreePort runs start, which binds a free port it chose, up to three
+// times: the port can be taken between choosing it and the daemon
+// binding it.
+func onFreePort[T any](t testing.TB, start func() (T, error)) T {
+	t.Helper()
 	var lastErr error
-	// A free port can be taken between choosing it and named binding it.
 	for attempt := 0; attempt < 3; attempt++ {
-		b, err := startBind(t, bin, opts)
+		v, err := start()
 		if err == nil {
-			return b
+			return v
 		}
 		lastErr = err
 	}
 	t.Fatalf("dnstest: %v", lastErr)
+	var zero T
+	return zero
+}
+
+// writeZones writes zones as zone0.db, zone1.db, … in dir.
+func writeZones(dir string, zones []BindZone) error {
+	for i, z := range zones {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("zone%d.db", i)), []byte(z.Text), 0o644); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -121,11 +139,8 @@ func startBind(t testing.TB, bin string, opts BindOptions) (*Bind, error) {
 		return nil, err
 	}
 	b := &Bind{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Dir: dir, logs: &syncLog{}}
-	for i, z := range opts.Zones {
-		file := filepath.Join(dir, fmt.Sprintf("zone%d.db", i))
-		if err := os.WriteFile(file, []byte(z.Text), 0o644); err != nil {
-			return nil, err
-		}
+	if err := writeZones(dir, opts.Zones); err != nil {
+		return nil, err
 	}
 	conf := filepath.Join(dir, "named.conf")
 	if err := os.WriteFile(conf, []byte(BindConfig(dir, port, opts)), 0o644); err != nil {

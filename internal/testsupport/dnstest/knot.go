@@ -58,17 +58,7 @@ func StartKnot(t testing.TB, opts KnotOptions) *Knot {
 	if len(opts.Zones) == 0 {
 		t.Fatal("dnstest: StartKnot needs at least one zone")
 	}
-	var lastErr error
-	// A free port can be taken between choosing it and knotd binding it.
-	for attempt := 0; attempt < 3; attempt++ {
-		k, err := startKnot(t, bin, opts)
-		if err == nil {
-			return k
-		}
-		lastErr = err
-	}
-	t.Fatalf("dnstest: %v", lastErr)
-	return nil
+	return onFreePort(t, func() (*Knot, error) { return startKnot(t, bin, opts) })
 }
 
 func startKnot(t testing.TB, bin string, opts KnotOptions) (*Knot, error) {
@@ -78,11 +68,8 @@ func startKnot(t testing.TB, bin string, opts KnotOptions) (*Knot, error) {
 		return nil, err
 	}
 	k := &Knot{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Dir: dir, logs: &syncLog{}}
-	for i, z := range opts.Zones {
-		file := filepath.Join(dir, fmt.Sprintf("zone%d.db", i))
-		if err := os.WriteFile(file, []byte(z.Text), 0o644); err != nil {
-			return nil, err
-		}
+	if err := writeZones(dir, opts.Zones); err != nil {
+		return nil, err
 	}
 	conf := filepath.Join(dir, "knot.conf")
 	if err := os.WriteFile(conf, []byte(KnotConfig(dir, port, opts)), 0o644); err != nil {

@@ -90,7 +90,7 @@ func httpsAnswer(t *testing.T, r *dns.Msg) *dns.HTTPS {
 // as hint. The default profile's answer comes whole over UDP within 1232
 // bytes; an RSA leaf's (over 1232) is truncated (TC=1) over UDP and comes
 // whole over TCP. Every record verifies for the host and port with the
-// leaf, the TTL ends before the earliest not-after, and TXT is still
+// leaf, the TTL is TTLFor's on the server's clock, and TXT is still
 // served beside it.
 func TestCLIDNSServeHTTPSRecord(t *testing.T) {
 	t.Setenv(clock.EnvOffset, offsetReading(t, "10:00")) // one period throughout, TTLs of whole minutes
@@ -123,7 +123,7 @@ func TestCLIDNSServeHTTPSRecord(t *testing.T) {
 			if tc.fitsUDP && httpsAnswer(t, udp).String() != rr.String() {
 				t.Fatal("UDP and TCP answers differ")
 			}
-			checkServedHTTPS(t, s, rr, clock.Now())
+			checkServedHTTPS(t, s, rr, procNow(t))
 			if len(zdataTXT(t, addr, s.port)) == 0 {
 				t.Fatal("no TXT records beside the HTTPS record")
 			}
@@ -324,7 +324,7 @@ func TestCLIDNSServeHTTPSThroughResolvers(t *testing.T) {
 					if got.Hdr.Ttl == 0 || got.Hdr.Ttl > want.Hdr.Ttl {
 						t.Fatalf("%s: TTL %d, served %d", res.name, got.Hdr.Ttl, want.Hdr.Ttl)
 					}
-					checkServedHTTPS(t, s, got, clock.Now())
+					checkServedHTTPS(t, s, got, procNow(t))
 				}
 			}
 		})

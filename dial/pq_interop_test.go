@@ -202,6 +202,17 @@ func TestPQCiphertextMauledInTransit(t *testing.T) {
 		t.Fatalf("mauled ciphertext: early data accepted (%+v)", r.Report)
 	}
 	t.Logf("client: %v", err)
+	// The client's handshake can fail on the changed transcript before
+	// the server's handler has noted its reason: wait for it (5 s at most).
+	for i := 0; i < 500; i++ {
+		srv.mu.Lock()
+		n := len(srv.reasons)
+		srv.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	if len(srv.reasons) == 0 || srv.reasons[0] != "binder does not verify" || srv.requests.Load() != 0 {

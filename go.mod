@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	filippo.io/edwards25519 v1.2.0
 	github.com/andybalholm/brotli v1.2.8
+	github.com/cloudflare/circl v1.6.5
 	github.com/consensys/gnark-crypto v0.22.0
 	github.com/klauspost/compress v1.20.3
 	github.com/miekg/dns v1.1.73

@@ -37,14 +37,14 @@ func classicalID(id uint32, announce bool) uint32 {
 func (o Options) announces() bool { return o.AnnouncePQ || o.PostQuantum }
 
 // issuers are the Services Rotate issues keys with: s, and with
-// Options.PostQuantum its v3 twin, which shares s's keyring, certificate
-// and seed and issues X25519MLKEM768 keys without BFE.
+// Options.PostQuantum its v3 twin, which shares s's keyring, certificate,
+// seed and BFE key files and issues X25519MLKEM768 keys (s's AttachBFE
+// gives them their bfe= records, docs/ztls-spec.md, Section 9.2).
 func (s *Service) issuers() []*Service {
 	if !s.Options.PostQuantum {
 		return []*Service{s}
 	}
 	pq := *s
 	pq.Options.Group, pq.Options.PostQuantum, pq.Options.AnnouncePQ = GroupX25519MLKEM768, false, false
-	pq.Options.BFEConnections = 0
 	return []*Service{s, &pq}
 }

@@ -25,7 +25,10 @@ import (
 // Bloom filter encryption keys (docs/ztls-spec.md, Section 7). A Z-data
 // key of a service configured with BFE gets, once its BFE key file exists,
 // a v2 twin of its record carrying bfe=; both are published, so v1 clients
-// keep using the v1 record. Key files are generated in the background (an
+// keep using the v1 record. A v3 key's twin is its v3 record with bfe=
+// (Section 9.2), published in place of the record without it: every v3
+// client implements Section 7. The period's one BFE key file serves the
+// v2 twin and the v3 record of a service issuing both. Key files are generated in the background (an
 // epoch ahead, GenerateBFE) and never on a handshake's path: a key whose
 // file is not ready yet is published without a twin until it is.
 
@@ -211,7 +214,7 @@ func (s *Service) GenerateBFE(ctx context.Context, now time.Time) ([]string, err
 // period's key file exists and k has none yet (nil: nothing to do). In a
 // serving process (BFEServe) the key state is opened too.
 func (s *Service) withBFE(k *Key) (*Key, error) {
-	if _, ok, _ := s.Options.bfeParams(); !ok || s.BFEDir == "" || k.Private == nil {
+	if _, ok, _ := s.Options.bfeParams(); !ok || s.BFEDir == "" || !k.hasPrivate() {
 		return nil, nil
 	}
 	if k.BFE != nil {
@@ -233,11 +236,13 @@ func (s *Service) withBFE(k *Key) (*Key, error) {
 	}
 	twin := k.Record.Clone()
 	twin.pub = nil
-	twin.V2, twin.BFE = true, pk.Bytes()
+	// A v1 record's twin is a v2 record; a v3 record's is the v3 record
+	// with bfe= (docs/ztls-spec.md, Section 9.2).
+	twin.V2, twin.BFE = !k.Record.V3, pk.Bytes()
 	if err := twin.Sign(s.Cert.PrivateKey, s.Cert.Chain[0]); err != nil {
 		return nil, err
 	}
-	nk := &Key{Record: k.Record, Private: k.Private, BFE: &BFEKey{Record: twin, Path: path}}
+	nk := &Key{Record: k.Record, Private: k.Private, KEM: k.KEM, BFE: &BFEKey{Record: twin, Path: path}}
 	if s.BFEServe {
 		if err := s.openBFE(nk.BFE); err != nil {
 			return nil, err

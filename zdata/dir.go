@@ -103,7 +103,8 @@ type keyFile struct {
 	LeafSHA256 string   `json:"leaf_sha256"` // hex SHA-256 of the TLSA leaf
 	PrivateKey string   `json:"private_key"` // base64 raw ECDH private key, or a post-quantum key's 96 bytes (tls13.ZDataKEMKey)
 	// BFETXT is the v2 twin with bfe= as published (docs/ztls-spec.md,
-	// Section 7.1); its key file is keys/bfe-<not-before>.bfe.
+	// Section 7.1), or for a v3 record the v3 record with bfe= (9.2);
+	// its key file is keys/bfe-<not-before>.bfe.
 	BFETXT []string `json:"bfe_txt,omitempty"`
 }
 
@@ -171,8 +172,8 @@ func ParseKey(data []byte) (*Key, error) {
 		if err != nil {
 			return nil, fmt.Errorf("zdata: key file: bfe_txt: %w", err)
 		}
-		if !twin.V2 || len(twin.BFE) == 0 || !sameRecord(r, twin) {
-			return nil, errors.New("zdata: key file: bfe_txt is not the record's v2 twin with bfe=")
+		if twin.V2 == r.V3 || twin.V3 != r.V3 || len(twin.BFE) == 0 || !sameRecord(r, twin) {
+			return nil, errors.New("zdata: key file: bfe_txt is not the record's twin with bfe= (v2 for a v1 record, v3 for a v3 record)")
 		}
 		twin.Host, twin.Port, twin.LeafHash = r.Host, r.Port, r.LeafHash
 		k.BFE = &BFEKey{Record: twin}

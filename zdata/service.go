@@ -43,7 +43,9 @@ type Options struct {
 	// encryption key for that many early-data connections per period
 	// (docs/ztls-spec.md, Section 7) at false-positive rate
 	// BFEFalsePositiveRate (0: bfe.DefaultFalsePositiveRate), its
-	// filter sized by BFESizing (zero value: bfe.FewestHashes).
+	// filter sized by BFESizing (zero value: bfe.FewestHashes). A v3
+	// key (GroupX25519MLKEM768, or PostQuantum's) gets the period's BFE
+	// key too: its record is then published with bfe= (Section 9.2).
 	BFEConnections       int
 	BFEFalsePositiveRate float64
 	BFESizing            bfe.Sizing
@@ -54,9 +56,10 @@ type Options struct {
 	AnnouncePQ bool
 	// PostQuantum makes a classical Service also issue, for each period,
 	// a v3 key of group X25519MLKEM768 (docs/ztls-spec.md, Section 9) in
-	// the same keyring, without bfe=; its classical records then announce
-	// it (as AnnouncePQ). It is refused with GroupX25519MLKEM768, whose
-	// records are all v3.
+	// the same keyring (with bfe= when the Service has BFE, sharing the
+	// period's BFE key with the v2 twin); its classical records then
+	// announce it (as AnnouncePQ). It is refused with GroupX25519MLKEM768,
+	// whose records are all v3.
 	PostQuantum bool
 }
 
@@ -98,11 +101,6 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Group == GroupX25519MLKEM768 && (o.AnnouncePQ || o.PostQuantum) {
 		return o, errors.New("zdata: AnnouncePQ is for a classical service's records (x25519, secp256r1) beside a post-quantum one's; a v3 record needs no announcement")
-	}
-	if o.Group == GroupX25519MLKEM768 && o.BFEConnections > 0 {
-		// docs/ztls-spec.md, Section 9.2 puts bfe= in the v3 record;
-		// a Service does not issue such records yet.
-		return o, errors.New("zdata: a BFE key with group X25519MLKEM768 is not supported yet: use BFE with x25519 or secp256r1, or X25519MLKEM768 without BFE")
 	}
 	return o, nil
 }
@@ -417,8 +415,10 @@ func (s *Service) twinLead() time.Duration {
 // key's v1 record followed by its v2 twin with bfe= when it has one, but
 // for a key whose not-before is still ahead: its v1 record until
 // twinLead before it, then its twin instead (docs/ztls-spec.md, Section
-// 7.1). So at most three records: the current v1 and twin, and one of
-// the next period's.
+// 7.1). So at most three classical records: the current v1 and twin, and
+// one of the next period's. A v3 key with a BFE key is published with
+// bfe= only (Section 9.2: no v3 record without it once its BFE key
+// exists; its answer needs TCP anyway, 9.7).
 func (s *Service) Records(now time.Time) []*Record {
 	var out []*Record
 	for _, k := range s.Keyring.Published(now) {
@@ -427,6 +427,8 @@ func (s *Service) Records(now time.Time) []*Record {
 		case !now.Before(r.NotAfter):
 		case k.BFE == nil:
 			out = append(out, r)
+		case r.V3:
+			out = append(out, k.BFE.Record)
 		case !now.Before(r.NotBefore):
 			out = append(out, r, k.BFE.Record)
 		case !now.Before(r.NotBefore.Add(-s.twinLead())):

@@ -20,6 +20,21 @@ func info(c *Config) []byte {
 type Key struct {
 	Config *Config
 	priv   hpke.PrivateKey
+	x25519 *ecdh.PrivateKey
+}
+
+// newHPKEKey makes the HPKE private key of 32 X25519 bytes, whose
+// decapsulation runs on newLadderKey's ladder.
+func newHPKEKey(x25519 []byte) (hpke.PrivateKey, *ecdh.PrivateKey, error) {
+	priv, err := ecdh.X25519().NewPrivateKey(x25519)
+	if err != nil {
+		return nil, nil, fmt.Errorf("ech: X25519 private key: %w", err)
+	}
+	k, err := hpke.NewDHKEMPrivateKey(newLadderKey(priv))
+	if err != nil {
+		return nil, nil, fmt.Errorf("ech: X25519 private key: %w", err)
+	}
+	return k, priv, nil
 }
 
 // GenerateKey makes a DHKEM(X25519, HKDF-SHA256) key and its config for
@@ -37,10 +52,9 @@ func GenerateKey(configID uint8, publicName string, maxNameLength uint8, rand io
 // NewKey makes the Key of an X25519 private key (its 32 bytes, as a key
 // file holds them).
 func NewKey(configID uint8, publicName string, maxNameLength uint8, x25519 []byte) (*Key, error) {
-	kem := hpke.DHKEM(ecdh.X25519())
-	priv, err := kem.NewPrivateKey(x25519)
+	priv, x, err := newHPKEKey(x25519)
 	if err != nil {
-		return nil, fmt.Errorf("ech: X25519 private key: %w", err)
+		return nil, err
 	}
 	c := &Config{
 		ConfigID: configID, KEM: KEMX25519HKDFSHA256,
@@ -51,7 +65,7 @@ func NewKey(configID uint8, publicName string, maxNameLength uint8, x25519 []byt
 	if _, err := c.Marshal(); err != nil {
 		return nil, err
 	}
-	return &Key{Config: c, priv: priv}, nil
+	return &Key{Config: c, priv: priv, x25519: x}, nil
 }
 
 // LoadKey pairs a config (as marshalled) with its X25519 private key, and
@@ -64,20 +78,26 @@ func LoadKey(rawConfig, x25519 []byte) (*Key, error) {
 	if c.KEM != KEMX25519HKDFSHA256 {
 		return nil, fmt.Errorf("ech: config %d: KEM %#04x is not supported", c.ConfigID, c.KEM)
 	}
-	priv, err := hpke.DHKEM(ecdh.X25519()).NewPrivateKey(x25519)
+	priv, x, err := newHPKEKey(x25519)
 	if err != nil {
-		return nil, fmt.Errorf("ech: X25519 private key: %w", err)
+		return nil, err
 	}
 	if string(priv.PublicKey().Bytes()) != string(c.PublicKey) {
 		return nil, fmt.Errorf("ech: config %d: the private key is not the config's", c.ConfigID)
 	}
-	return &Key{Config: c, priv: priv}, nil
+	return &Key{Config: c, priv: priv, x25519: x}, nil
 }
 
 // PrivateKeyBytes returns the HPKE private key's serialization (RFC
-// 9180, Section 7.1.2), for a key file and for crypto/tls's
-// EncryptedClientHelloKey.
-func (k *Key) PrivateKeyBytes() ([]byte, error) { return k.priv.Bytes() }
+// 9180, Section 7.1.2: the X25519 scalar, clamped), for a key file and
+// for crypto/tls's EncryptedClientHelloKey.
+func (k *Key) PrivateKeyBytes() ([]byte, error) {
+	b := k.x25519.Bytes()
+	b[0] &= 248
+	b[31] &= 127
+	b[31] |= 64
+	return b, nil
+}
 
 // ClientContext is the client's HPKE context for one connection: the
 // encapsulated key it sends in the first ClientHelloOuter, and the sealer

@@ -23,6 +23,10 @@
 // the handshake's path, for handshakes that do not take randomness from a
 // fixed reader.
 //
+// ML-KEM-768 (the hybrid's first half) is package mlkem768's: circl's AVX2
+// code on amd64, crypto/mlkem elsewhere and with purego; both give the same
+// bytes (mlkem768's differential fuzz targets and ACVP vectors).
+//
 // StaticKey is the long-lived key a ZTLS server publishes in its Z-data; it
 // computes the same kind of secret as an ephemeral share. An X25519MLKEM768
 // static key (docs/ztls-spec.md, Section 9) is a client's hybrid share that

@@ -3,14 +3,13 @@ package kex
 import (
 	"bytes"
 	"crypto/ecdh"
-	"crypto/mlkem"
-	"crypto/mlkem/mlkemtest"
 	cryptorand "crypto/rand"
 	"errors"
 	"fmt"
 	"io"
 
 	"github.com/ztls-project/ztls/tls13/internal/alert"
+	"github.com/ztls-project/ztls/tls13/internal/mlkem768"
 )
 
 // Named groups (RFC 8446, Section 4.2.7: enum NamedGroup; the hybrid's
@@ -29,8 +28,8 @@ const (
 	p256Len      = 1 + 2*32 // RFC 8446, Section 4.2.8.2: 0x04 || X || Y
 	p384Len      = 1 + 2*48
 	p521Len      = 1 + 2*66
-	mlkemEKLen   = mlkem.EncapsulationKeySize768 // 1184
-	mlkemCTLen   = mlkem.CiphertextSize768       // 1088
+	mlkemEKLen   = mlkem768.EncapsulationKeySize // 1184
+	mlkemCTLen   = mlkem768.CiphertextSize       // 1088
 	hybridCliLen = mlkemEKLen + x25519Len
 	hybridSrvLen = mlkemCTLen + x25519Len
 )
@@ -93,9 +92,10 @@ type ClientShare interface {
 	// illegal_parameter, as does an all-zero x25519 result.
 	Shared(peer []byte) ([]byte, error)
 	// Erase forgets the private key once the handshake no longer needs
-	// it: x25519 scalars are zeroed; keys held by crypto/ecdh and
-	// crypto/mlkem, which offer no way to clear them, are dropped for the
-	// garbage collector. Shared fails after Erase.
+	// it: x25519 scalars are zeroed; keys held by crypto/ecdh and the
+	// ML-KEM implementations (package mlkem768), which offer no way to
+	// clear them, are dropped for the garbage collector. Shared fails
+	// after Erase.
 	Erase()
 }
 
@@ -232,7 +232,7 @@ func (s *ecdhShare) Erase() { s.priv = nil }
 // ML-KEM part first in the share and in the secret (draft-ietf-tls-ecdhe-mlkem,
 // Section 3).
 type hybridShare struct {
-	dk *mlkem.DecapsulationKey768
+	dk *mlkem768.DecapsulationKey
 	x  *x25519Key
 }
 
@@ -242,8 +242,7 @@ func (s *hybridShare) Public() []byte {
 	if s.dk == nil {
 		return nil // erased
 	}
-	out := make([]byte, 0, hybridCliLen)
-	out = append(out, s.dk.EncapsulationKey().Bytes()...)
+	out := s.dk.AppendEncapsulationKey(make([]byte, 0, hybridCliLen))
 	return append(out, s.x.pub[:]...)
 }
 
@@ -310,14 +309,15 @@ func generateClientShare(group uint16, rand io.Reader, newX func(io.Reader) (*x2
 	return nil, fmt.Errorf("kex: cannot generate a key share for unsupported group %s", Name(group))
 }
 
-// newMLKEMKey reads a 64-byte ML-KEM-768 seed (d || z) from rand.
-func newMLKEMKey(rand io.Reader) (*mlkem.DecapsulationKey768, error) {
-	seed := make([]byte, mlkem.SeedSize)
-	if _, err := io.ReadFull(rand, seed); err != nil {
+// newMLKEMKey reads a 64-byte ML-KEM-768 seed (d || z) from rand. The
+// key is package mlkem768's: circl's AVX2 code on amd64, else crypto/mlkem.
+func newMLKEMKey(rand io.Reader) (*mlkem768.DecapsulationKey, error) {
+	var seed [mlkem768.SeedSize]byte
+	if _, err := io.ReadFull(rand, seed[:]); err != nil {
 		return nil, fmt.Errorf("kex: read ML-KEM-768 seed from rand: %w", err)
 	}
-	dk, err := mlkem.NewDecapsulationKey768(seed)
-	clear(seed)
+	dk, err := mlkem768.NewDecapsulationKey(seed[:])
+	clear(seed[:])
 	if err != nil {
 		return nil, fmt.Errorf("kex: ML-KEM-768 key: %w", err)
 	}
@@ -373,7 +373,7 @@ func serverShare(group uint16, clientShare []byte, rand io.Reader, newX func() (
 		if want := shareLen(group, false); len(clientShare) != want {
 			return nil, nil, illegal("%s key share is %d bytes, want %d", Name(group), len(clientShare), want)
 		}
-		ek, err := mlkem.NewEncapsulationKey768(clientShare[:mlkemEKLen])
+		ek, err := mlkem768.NewEncapsulationKey(clientShare[:mlkemEKLen])
 		if err != nil {
 			return nil, nil, illegal("X25519MLKEM768 key share holds an invalid ML-KEM-768 encapsulation key")
 		}
@@ -397,20 +397,20 @@ func serverShare(group uint16, clientShare []byte, rand io.Reader, newX func() (
 	return nil, nil, fmt.Errorf("kex: cannot answer a key share for unsupported group %s", Name(group))
 }
 
-// encapsulate runs ML-KEM-768 encapsulation. With the system reader it uses
-// the ordinary (FIPS-approved) path; with any other reader it takes the 32
-// bytes of encapsulation randomness from that reader, so handshakes with fixed
+// encapsulate runs ML-KEM-768 encapsulation. With the system reader the
+// implementation draws its randomness itself (crypto/mlkem's FIPS-approved
+// path where that one runs); with any other reader it takes the 32 bytes
+// of encapsulation randomness from that reader, so handshakes with fixed
 // randomness are reproducible.
-func encapsulate(ek *mlkem.EncapsulationKey768, rand io.Reader) (secret, ct []byte, err error) {
-	if rand == cryptorand.Reader {
-		secret, ct = ek.Encapsulate()
-		return secret, ct, nil
+func encapsulate(ek *mlkem768.EncapsulationKey, rand io.Reader) (secret, ct []byte, err error) {
+	var m []byte
+	if rand != cryptorand.Reader {
+		m = make([]byte, mlkem768.RandomnessSize)
+		if _, err := io.ReadFull(rand, m); err != nil {
+			return nil, nil, fmt.Errorf("kex: read ML-KEM-768 encapsulation randomness from rand: %w", err)
+		}
 	}
-	m := make([]byte, 32)
-	if _, err := io.ReadFull(rand, m); err != nil {
-		return nil, nil, fmt.Errorf("kex: read ML-KEM-768 encapsulation randomness from rand: %w", err)
-	}
-	secret, ct, err = mlkemtest.Encapsulate768(ek, m)
+	secret, ct, err = ek.Encapsulate(m)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kex: ML-KEM-768 encapsulation: %w", err)
 	}
@@ -438,7 +438,7 @@ type StaticKey struct {
 // StaticHybridSize is the length of an X25519MLKEM768 static key's
 // private bytes: the 64-byte ML-KEM-768 seed (d || z) then the 32-byte
 // x25519 scalar, the bytes GenerateClientShare reads for that group.
-const StaticHybridSize = mlkem.SeedSize + x25519Len
+const StaticHybridSize = mlkem768.SeedSize + x25519Len
 
 var errStaticGroup = errors.New("kex: static keys exist only for x25519, secp256r1 and X25519MLKEM768")
 

@@ -1,10 +1,11 @@
 package kex
 
 import (
-	"crypto/mlkem"
 	cryptorand "crypto/rand"
 	"sync"
 	"sync/atomic"
+
+	"github.com/ztls-project/ztls/tls13/internal/mlkem768"
 )
 
 // Pool holds ephemeral keys made ahead of need, so that a handshake finds
@@ -27,7 +28,7 @@ import (
 // NewPool.
 type Pool struct {
 	x      keyStack[*x25519Key]
-	mlkem  keyStack[*mlkem.DecapsulationKey768]
+	mlkem  keyStack[*mlkem768.DecapsulationKey]
 	taken  atomic.Uint64
 	inline atomic.Uint64
 }
@@ -38,7 +39,7 @@ func NewPool(size int) *Pool {
 	size = max(size, 1)
 	p := &Pool{}
 	p.x.init(size, func() (*x25519Key, error) { return newX25519Key(cryptorand.Reader) })
-	p.mlkem.init(size, func() (*mlkem.DecapsulationKey768, error) { return newMLKEMKey(cryptorand.Reader) })
+	p.mlkem.init(size, func() (*mlkem768.DecapsulationKey, error) { return newMLKEMKey(cryptorand.Reader) })
 	return p
 }
 
@@ -59,7 +60,7 @@ func (p *Pool) takeX() (*x25519Key, error) {
 	return newX25519Key(cryptorand.Reader)
 }
 
-func (p *Pool) takeMLKEM() (*mlkem.DecapsulationKey768, error) {
+func (p *Pool) takeMLKEM() (*mlkem768.DecapsulationKey, error) {
 	if k, ok := p.mlkem.take(); ok {
 		p.taken.Add(1)
 		return k, nil

@@ -102,6 +102,27 @@ func TestCLIPostQuantum(t *testing.T) {
 	run(t, "zdata", "rotate", only.zd)
 }
 
+// TestCLIPostQuantumBFE: zdata new --group x25519mlkem768 with BFE
+// options prints v3 records with bfe= (docs/ztls-spec.md, Section 9.2),
+// zdata show lists their BFE keys, and connect through dns serve and
+// serve is post-quantum ZTLS with BFE.
+func TestCLIPostQuantumBFE(t *testing.T) {
+	s := newPQSite(t, "--group", "x25519mlkem768", "--bfe-connections", "64", "--bfe-fp-rate", "0.0625")
+	show := run(t, "zdata", "show", s.zd)
+	if strings.Count(show, "X25519MLKEM768") < 2 || !strings.Contains(show, "BFE: 64 connections") || strings.Contains(show, "no BFE key yet") {
+		t.Fatalf("zdata show:\n%s", show)
+	}
+	zone := filepath.Join(s.dir, "ztls.test.zone")
+	writeFile(t, zone, testZone)
+	line := start(t, "serving udp on", "dns", "serve", "--zone", zone, "--zdata", s.zd, "--listen", "127.0.0.1:0")
+	s.serve(t)
+	rep := s.connect(t, logAttr(line, "addr"), "--pq", "only")
+	wantPQReport(t, rep)
+	if !rep.EarlyData.BFE {
+		t.Fatalf("early data %+v: want post-quantum with BFE", rep.EarlyData)
+	}
+}
+
 // TestCLIPostQuantumThroughBIND: zdata publish sends the v3 TXT records
 // (about 1.8 kB each) to BIND 9 by RFC 2136 UPDATE, Unbound resolves them
 // from it, and connect is post-quantum ZTLS through Unbound.

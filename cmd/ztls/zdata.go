@@ -348,7 +348,7 @@ func init() {
 				if r.BFE != nil {
 					fmt.Fprintf(w, "      %s\n", r.BFE.text())
 				} else if d.Config.BFEConnections > 0 {
-					fmt.Fprintf(w, "      no BFE key yet (v1 record only)\n")
+					fmt.Fprintf(w, "      no BFE key yet (%s record without bfe= only)\n", map[bool]string{true: "v3", false: "v1"}[r.Group == "X25519MLKEM768"])
 				}
 			}
 			if d.Config.BFEConnections > 0 {

@@ -166,3 +166,19 @@ func (s *x25519Share) Group() uint16                      { return X25519 }
 func (s *x25519Share) Public() []byte                     { return s.k.public() }
 func (s *x25519Share) Shared(peer []byte) ([]byte, error) { return s.k.shared(peer) }
 func (s *x25519Share) Erase()                             { s.k.erase() }
+
+// X25519Shared is X25519(scalar, peer) (RFC 7748, Section 5) for an x25519
+// private key held outside this package, such as a Z-data server's key
+// (package zdata through tls13.X25519SharedSecret): the same ladder and
+// checks as a share's shared secret, so a peer key that is not 32 bytes
+// and an all-zero result (a low-order peer point) are illegal_parameter
+// errors. scalar must be 32 bytes; the copy made of it is zeroed.
+func X25519Shared(scalar, peer []byte) ([]byte, error) {
+	if len(scalar) != x25519Len {
+		return nil, fmt.Errorf("kex: x25519 private key is %d bytes, want %d", len(scalar), x25519Len)
+	}
+	var k x25519Key
+	copy(k.scalar[:], scalar)
+	defer k.erase()
+	return k.shared(peer)
+}

@@ -357,10 +357,12 @@ func (o *Options) cacheOrDefault() *prevalidate.Cache {
 // entries a Connect with o uses: o's TLS configuration, Resolver, Cache,
 // OCSP policy, NoBFE, Z-data source (ZDataFrom, ZDataSvcParamKey) and
 // clock (an entry serves the certificate policy it was validated under
-// only).
+// only), and whether the connection wants v3 records (PostQuantum and
+// Memory's pin, docs/ztls-spec.md, Section 9.6), so the prefetch asks
+// for the TXT RRset over TCP at once as the connection would.
 func (o Options) Prevalidation() prevalidate.Options {
 	return prevalidate.Options{TLS: o.TLS, Resolver: o.Resolver, Cache: o.Cache, OCSP: o.OCSP, NoBFE: o.NoBFE, Now: o.Now,
-		ZDataFrom: o.ZDataFrom, ZDataSvcParamKey: o.ZDataSvcParamKey}
+		ZDataFrom: o.ZDataFrom, ZDataSvcParamKey: o.ZDataSvcParamKey, WantPQ: o.wantsPQ}
 }
 
 // budget is how long to wait for Z-data (and TurboTLS's advertisement).

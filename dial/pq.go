@@ -68,6 +68,16 @@ func (a *attempt) pqGate() pqGate {
 	return pqGate{policy: a.o.PostQuantum, pinned: a.mem.PQPinned(a.host, a.port, a.now())}
 }
 
+// wantsPQ is Prevalidation's prevalidate.Options.WantPQ: whether a
+// connection with o to host:port wants v3 records before any answer.
+func (o Options) wantsPQ(host string, port int) bool {
+	mem := o.Memory
+	if mem == nil {
+		mem = defaultMemory
+	}
+	return pqGate{policy: o.PostQuantum, pinned: mem.PQPinned(host, port, o.clock()())}.wantsTXT()
+}
+
 // wantsTXT reports whether the client knows before any answer that it
 // wants v3 records, which come in the TXT RRset only (Section 9.8).
 func (g pqGate) wantsTXT() bool {

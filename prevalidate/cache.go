@@ -12,6 +12,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
@@ -89,6 +91,28 @@ type Cache struct {
 	// manualPrepare: a lookup that takes the prepared key share makes
 	// no next one (benchmarks make it off the clock).
 	manualPrepare bool
+	// prepareRand is the randomness of the prepared key shares and
+	// encapsulations (nil: crypto/rand); encapsulations counts those
+	// made for v3 records. Both for tests, which check that a
+	// connection's kem_share is the one made ahead.
+	prepareRand    io.Reader
+	encapsulations atomic.Int64
+}
+
+// prepare makes what a connection under rec sends and derives ahead
+// (zdata.Record.Prepare): the key share and ZS, or for a v3 record the
+// encapsulation to its X25519MLKEM768 key (the kem_share of
+// docs/ztls-spec.md, Section 9.3), and the BFE encapsulation for a
+// record with bfe=. Each is taken by one ClientHello only.
+func (c *Cache) prepare(rec *zdata.Record) *tls13.ZDataPrepared {
+	if rec.V3 {
+		c.encapsulations.Add(1)
+	}
+	p := tls13.PrepareZData(rec.Group, rec.KeyShare, c.prepareRand)
+	if pk := rec.BFEPublicKey(); pk != nil {
+		_ = p.EncapsulateBFE(pk, c.prepareRand) // on error the engine encapsulates when it sends
+	}
+	return p
 }
 
 // CacheOptions configure a Cache.
@@ -345,9 +369,11 @@ func (c *Cache) lookup(host string, port int, pk policyKey, now time.Time) *Entr
 }
 
 // prepareNext makes the key share and Z-data ECDH for the next
-// connection to s under v (each is used once).
+// connection to s under v (each is used once): for a v3 record a new
+// encapsulation, so no kem_share serves two ClientHellos
+// (docs/ztls-spec.md, Section 9.3).
 func (c *Cache) prepareNext(s *service, v *verdict) {
-	p := v.rec.Prepare(nil)
+	p := c.prepare(v.rec)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.m[cacheKey(s.host, s.port)]; ok && el.Value.(*service) == s && s.v == v && v.prepared == nil {

@@ -3,6 +3,7 @@ package prevalidate
 import (
 	"context"
 	"crypto/x509"
+	"io"
 	"net"
 	"time"
 
@@ -59,9 +60,17 @@ func Refill(c *Cache, host string, port int, cfg *tls13.Config) {
 	defer c.mu.Unlock()
 	v := c.m[cacheKey(host, port)].Value.(*service).v
 	if v.prepared == nil {
-		v.prepared = tls13.PrepareZData(tls13.CurveID(v.rec.Group), v.rec.KeyShare, nil)
+		v.prepared = c.prepare(v.rec)
 	}
 }
+
+// SetPrepareRand makes the cache draw the randomness of its prepared key
+// shares and encapsulations from r.
+func SetPrepareRand(c *Cache, r io.Reader) { c.prepareRand = r }
+
+// Encapsulations is how many encapsulations to v3 records the cache made
+// ahead of connections.
+func Encapsulations(c *Cache) int64 { return c.encapsulations.Load() }
 
 // PreparedShare is the public key share prepared for host:port's next
 // connection.

@@ -70,6 +70,16 @@ type Options struct {
 	// documentation): its DNS answers are cached, and its certificate is
 	// verified on the connection.
 	NoHandshake bool
+	// WantPQ, if set, says whether a connection to host:port wants v3
+	// (post-quantum) records before any answer (docs/ztls-spec.md,
+	// Section 9.6: its policy is "only", or the service is pinned;
+	// dial.Options.Prevalidation sets it): the TXT question then goes
+	// over TCP at once when the resolver's transport is UDP
+	// (resolver.Question.Stream), as the connection's would, since the
+	// v3 answer exceeds 1232 bytes (9.7). Prefetch applies no policy of
+	// its own: it selects as the Selector does (a valid v3 record first)
+	// and the connection applies Section 9.6 to what the entry holds.
+	WantPQ func(host string, port int) bool
 }
 
 // DefaultConcurrency is Options.Concurrency's 0.
@@ -135,7 +145,9 @@ type Prefetched struct {
 	// ("good", "unknown", "unavailable"; "" when not asked).
 	OCSP string `json:"ocsp,omitempty"`
 	// Precomputed: the key share and the Z-data ECDH for the next
-	// connection are made.
+	// connection are made; for a v3 record, the encapsulation to its
+	// X25519MLKEM768 key (the kem_share of docs/ztls-spec.md, Section
+	// 9.3, for one ClientHello).
 	Precomputed bool `json:"precomputed"`
 	// KeyShares: the keys of the next ClientHello's key shares (x25519,
 	// the ML-KEM-768 half of X25519MLKEM768) are made, in the cache's
@@ -351,7 +363,8 @@ func (f *prefetcher) lookup(ctx context.Context) error {
 		s.addrs = ips
 		f.exp.cap(f.now.Add(systemAddrTTL), "system resolver (no TTL)")
 	} else {
-		res, err := f.o.Resolver.LookupService(ctx, f.host, f.port, nil)
+		q := resolver.ServiceQuery{TXTOverStream: f.o.WantPQ != nil && f.o.WantPQ(f.host, f.port)}
+		res, err := f.o.Resolver.LookupServiceQuery(ctx, f.host, f.port, q, nil)
 		if res == nil {
 			return fmt.Errorf("prevalidate: looking up %s: %w", f.host, err)
 		}
@@ -452,8 +465,10 @@ func (f *prefetcher) checkZData(ctx context.Context) {
 	f.exp.cap(rec.NotAfter, "Z-data not_after")
 	p.ZData = &PrefetchedZData{From: v.from, ID: rec.ID, Group: rec.Group.String(), NotBefore: rec.NotBefore, NotAfter: rec.NotAfter}
 	p.ChainFrom = "zdata"
-	v.prepared = rec.Prepare(nil)
-	p.Precomputed = v.prepared.Public() != nil
+	v.prepared = f.cache.prepare(rec)
+	// A v3 record's share passed FIPS 203's checks in the Selector, so
+	// its encapsulation is made (Public is for ECDH shares only).
+	p.Precomputed = v.prepared.Public() != nil || rec.V3
 }
 
 // zdataRecords returns the records to select among, as TXT strings, as

@@ -289,7 +289,12 @@ func (s *Server) ServeUDP(pc net.PacketConn) error {
 			defer s.wg.Done()
 			defer wg.Done()
 			if batched {
-				errs <- s.newUDPBatchWorker(uc).serve()
+				w, err := s.newUDPBatchWorker(uc)
+				if err != nil {
+					errs <- err
+					return
+				}
+				errs <- w.serve()
 			} else {
 				errs <- s.readUDP(pc)
 			}

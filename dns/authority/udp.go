@@ -4,9 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
-
-	"golang.org/x/net/ipv4"
-	"golang.org/x/net/ipv6"
+	"strconv"
 )
 
 // UDP in batches: each worker reads up to udpBatch datagrams with one
@@ -25,17 +23,24 @@ const (
 	udpQueryBuf = 4096
 )
 
-// batchConn is what ipv4.PacketConn and ipv6.PacketConn have in common.
-type batchConn interface {
-	ReadBatch(ms []ipv4.Message, flags int) (int, error)
-	WriteBatch(ms []ipv4.Message, flags int) (int, error)
+// udpSlot is one datagram of a batch, read or to be written.
+type udpSlot struct {
+	buf   []byte // read: the whole buffer; write: the datagram
+	n     int    // read: bytes of the datagram in buf
+	trunc bool   // read: the datagram was longer than buf
+	addr  netip.AddrPort
+	// zone is the scope of a link-local IPv6 peer (the interface index),
+	// kept apart from addr so reading allocates no zone name.
+	zone uint32
 }
 
-func newBatchConn(uc *net.UDPConn) batchConn {
-	if a, ok := uc.LocalAddr().(*net.UDPAddr); ok && a.IP.To4() != nil {
-		return ipv4.NewPacketConn(uc)
-	}
-	return ipv6.NewPacketConn(uc)
+// batchIO moves batches of datagrams on one socket. readBatch waits for
+// at least one datagram and fills slots from the start (into each slot's
+// buf); writeBatch sends slots[i].buf to slots[i].addr and returns how
+// many left. Both return an error once the socket is closed.
+type batchIO interface {
+	readBatch(slots []udpSlot) (int, error)
+	writeBatch(slots []udpSlot) (int, error)
 }
 
 // udpBatchWorker holds one worker's buffers: allocated once, reused for
@@ -43,37 +48,40 @@ func newBatchConn(uc *net.UDPConn) batchConn {
 type udpBatchWorker struct {
 	s    *Server
 	uc   *net.UDPConn
-	bc   batchConn
-	in   []ipv4.Message
-	out  []ipv4.Message
+	io   batchIO
+	in   []udpSlot
+	out  []udpSlot
 	outN int // answers queued in out
 	obuf [][]byte
 	rw   responder
 	bo   batchOutlet
 }
 
-func (s *Server) newUDPBatchWorker(uc *net.UDPConn) *udpBatchWorker {
-	w := &udpBatchWorker{s: s, uc: uc, bc: newBatchConn(uc)}
-	w.in = make([]ipv4.Message, udpBatch)
-	w.out = make([]ipv4.Message, udpBatch)
+func (s *Server) newUDPBatchWorker(uc *net.UDPConn) (*udpBatchWorker, error) {
+	bio, err := newBatchIO(uc, udpBatch)
+	if err != nil {
+		return nil, err
+	}
+	w := &udpBatchWorker{s: s, uc: uc, io: bio}
+	w.in = make([]udpSlot, udpBatch)
+	w.out = make([]udpSlot, udpBatch)
 	w.obuf = make([][]byte, udpBatch)
 	answerMax := max(min(orDefault(s.MaxUDPSize, DefaultMaxUDPSize), 65535), 512)
 	inbufs := make([]byte, udpBatch*udpQueryBuf)
 	outbufs := make([]byte, udpBatch*answerMax)
 	for i := range w.in {
-		w.in[i].Buffers = [][]byte{inbufs[i*udpQueryBuf : (i+1)*udpQueryBuf]}
+		w.in[i].buf = inbufs[i*udpQueryBuf : (i+1)*udpQueryBuf]
 		w.obuf[i] = outbufs[i*answerMax : (i+1)*answerMax]
-		w.out[i].Buffers = [][]byte{nil}
 	}
 	w.bo = batchOutlet{w: w, local: uc.LocalAddr()}
-	return w
+	return w, nil
 }
 
 // serve reads, answers and writes batches until the socket fails.
 func (w *udpBatchWorker) serve() error {
 	s := w.s
 	for {
-		n, err := w.bc.ReadBatch(w.in, 0)
+		n, err := w.io.readBatch(w.in)
 		if err != nil {
 			if s.isClosed() {
 				return nil
@@ -89,12 +97,13 @@ func (w *udpBatchWorker) serve() error {
 		w.outN = 0
 		for i := range n {
 			m := &w.in[i]
-			if m.Flags&msgTrunc != 0 {
-				continue // longer than any query: not worth an answer
+			if m.trunc || !m.addr.IsValid() {
+				continue // longer than any query, or from nowhere to reply to
 			}
-			w.bo.addr = m.Addr
+			w.bo.slot = m
+			w.bo.addr = nil
 			w.rw = responder{srv: s, t: TransportUDP, out: &w.bo}
-			s.serveMsg(s.ctx, m.Buffers[0][:m.N], &w.rw)
+			s.serveMsg(s.ctx, m.buf[:m.n], &w.rw)
 		}
 		w.flush()
 	}
@@ -105,20 +114,17 @@ func (w *udpBatchWorker) serve() error {
 func (w *udpBatchWorker) flush() {
 	out := w.out[:w.outN]
 	for len(out) > 0 {
-		n, err := w.bc.WriteBatch(out, 0)
+		n, err := w.io.writeBatch(out)
 		if err != nil {
 			if w.s.isClosed() {
 				return
 			}
 			n = max(n, 0)
-			w.s.logf("authority: udp %v: sending to %v: %v", w.uc.LocalAddr(), out[min(n, len(out)-1)].Addr, err)
+			w.s.logf("authority: udp %v: sending to %v: %v", w.uc.LocalAddr(), out[min(n, len(out)-1)].addr, err)
 			n++
 		}
 		n = min(n, len(out))
 		out = out[n:]
-	}
-	for i := range w.outN {
-		w.out[i].Addr = nil // do not keep clients' addresses alive
 	}
 	w.outN = 0
 }
@@ -127,30 +133,36 @@ func (w *udpBatchWorker) flush() {
 type batchOutlet struct {
 	w     *udpBatchWorker
 	local net.Addr
-	addr  net.Addr // as golang.org/x/net parsed it: *net.UDPAddr
+	slot  *udpSlot // the datagram being answered
+	addr  net.Addr // its sender as a net.Addr, made when first asked for
 }
 
-func (o *batchOutlet) localAddr() net.Addr  { return o.local }
-func (o *batchOutlet) remoteAddr() net.Addr { return o.addr }
+func (o *batchOutlet) localAddr() net.Addr { return o.local }
 
-func (o *batchOutlet) remoteIP() netip.Addr {
-	if a, ok := o.addr.(*net.UDPAddr); ok {
-		return a.AddrPort().Addr().Unmap()
+func (o *batchOutlet) remoteAddr() net.Addr {
+	if o.addr == nil {
+		a := net.UDPAddrFromAddrPort(o.slot.addr)
+		if o.slot.zone != 0 {
+			a.Zone = strconv.FormatUint(uint64(o.slot.zone), 10)
+		}
+		o.addr = a
 	}
-	return netip.Addr{}
+	return o.addr
 }
+
+func (o *batchOutlet) remoteIP() netip.Addr { return o.slot.addr.Addr().Unmap() }
 
 func (o *batchOutlet) send(b []byte) error {
 	w := o.w
 	if w.outN == len(w.out) || len(b) > len(w.obuf[w.outN]) {
 		// Not one answer per datagram, or larger than MaxUDPSize: a
 		// handler of its own making; send it alone.
-		_, err := w.uc.WriteTo(b, o.addr)
+		_, err := w.uc.WriteTo(b, o.remoteAddr())
 		return err
 	}
 	m := &w.out[w.outN]
-	m.Buffers[0] = w.obuf[w.outN][:copy(w.obuf[w.outN], b)]
-	m.Addr = o.addr
+	m.buf = w.obuf[w.outN][:copy(w.obuf[w.outN], b)]
+	m.addr, m.zone = o.slot.addr, o.slot.zone
 	w.outN++
 	return nil
 }

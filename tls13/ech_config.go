@@ -44,6 +44,23 @@ func GenerateECHKey(configID uint8, publicName string, maxNameLength uint8, rand
 	return ECHKey{Config: k.Config.Raw, PrivateKey: priv, SendAsRetry: true}, nil
 }
 
+// NewECHKey makes the ECH key of a given X25519 private key (32 bytes,
+// any value: X25519 clamps it), as GenerateECHKey does for a random one:
+// for keys derived rather than drawn, such as a fleet's (every server
+// derives the same key from a shared seed, docs/ztls-spec.md, Section
+// 10.3).
+func NewECHKey(configID uint8, publicName string, maxNameLength uint8, x25519 []byte) (ECHKey, error) {
+	k, err := ech.NewKey(configID, publicName, maxNameLength, x25519)
+	if err != nil {
+		return ECHKey{}, fmt.Errorf("tls13: %w", err)
+	}
+	priv, err := k.PrivateKeyBytes()
+	if err != nil {
+		return ECHKey{}, fmt.Errorf("tls13: %w", err)
+	}
+	return ECHKey{Config: k.Config.Raw, PrivateKey: priv, SendAsRetry: true}, nil
+}
+
 // MarshalECHConfigList returns the ECHConfigList of keys' configs, in
 // their order: what a client's Config.ECHConfigList takes and the
 // HTTPS record's ech SvcParam carries.

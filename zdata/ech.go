@@ -7,10 +7,15 @@ package zdata
 // overlap of Section 8.4: the next period's config is published a whole
 // period before the current one's not-after, and a server keeps a key
 // for Window past its not-after, until every cached answer that carried
-// it has expired.
+// it has expired. A fleet (a directory with a seed) derives each
+// period's key from the seed (deriveECHKey), so every member writes the
+// same files and accepts the configs any member's DNS answer carried.
 
 import (
+	"crypto/hkdf"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -104,7 +109,7 @@ func (d *Dir) RotateECH(publicName string, now time.Time) (added, removed int, e
 	}
 	var live []*ECHKey
 	for _, k := range keys {
-		if now.After(k.NotAfter.Add(opts.Window)) {
+		if now.After(k.NotAfter.Add(opts.Window)) || d.notFleetKey(k) {
 			if err := os.Remove(filepath.Join(dir, k.file)); err != nil {
 				return added, removed, fmt.Errorf("zdata: ECH keys: %w", err)
 			}
@@ -118,21 +123,98 @@ func (d *Dir) RotateECH(publicName string, now time.Time) (added, removed int, e
 		if slices.ContainsFunc(live, func(k *ECHKey) bool { return k.NotBefore.Equal(start) && k.PublicName == publicName }) {
 			continue
 		}
-		k, err := newECHKey(publicName, start, start.Add(opts.Validity), live)
+		k, err := d.makeECHKey(publicName, start, start.Add(opts.Validity), live)
 		if err != nil {
 			return added, removed, err
 		}
-		data, err := json.MarshalIndent(k, "", "  ")
-		if err != nil {
+		if err := writeECHKey(dir, k); err != nil {
 			return added, removed, err
-		}
-		if err := writeFileAtomic(filepath.Join(dir, k.fileName()), append(data, '\n'), 0o600); err != nil {
-			return added, removed, fmt.Errorf("zdata: ECH key: %w", err)
 		}
 		live = append(live, k)
 		added++
 	}
 	return added, removed, nil
+}
+
+func writeECHKey(dir string, k *ECHKey) error {
+	data, err := json.MarshalIndent(k, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(dir, k.fileName()), append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("zdata: ECH key: %w", err)
+	}
+	k.file = k.fileName()
+	return nil
+}
+
+// makeECHKey is the key of a period: derived from the seed in a fleet,
+// drawn at random otherwise.
+func (d *Dir) makeECHKey(publicName string, notBefore, notAfter time.Time, live []*ECHKey) (*ECHKey, error) {
+	if d.Fleet() {
+		return d.deriveECHKey(publicName, notBefore, notAfter)
+	}
+	return newECHKey(publicName, notBefore, notAfter, live)
+}
+
+// notFleetKey reports whether a fleet directory holds a key its seed
+// does not derive (drawn before the directory joined the fleet, or under
+// another seed): the other members do not have it, so a client given its
+// config by this member's DNS would be rejected by them. Rotation
+// replaces it with the derived one.
+func (d *Dir) notFleetKey(k *ECHKey) bool {
+	if !d.Fleet() {
+		return false
+	}
+	want, err := d.deriveECHKey(k.PublicName, k.NotBefore, k.NotAfter)
+	return err != nil || string(want.Config) != string(k.Config)
+}
+
+// Labels of the fleet's ECH key derivation (docs/ztls-spec.md, Section
+// 10.3), distinct from the Z-data keys' ("ztls v1 fleet") and the BFE
+// keys' ("ztls v2 fleet bfe"), so no seed-derived bytes serve two uses.
+const (
+	echFleetSalt = "ztls ech fleet"
+	echFleetInfo = "ztls ech fleet key"
+)
+
+// deriveECHKey derives a fleet's ECH key for the period [notBefore,
+// notAfter): 33 bytes of HKDF-SHA256 (RFC 5869) with the seed as input
+// keying material, salt echFleetSalt and info echFleetInfo ‖ uint16
+// len(host) ‖ host ‖ uint16 port ‖ uint16 len(public_name) ‖
+// public_name ‖ uint64 not_before ‖ uint64 not_after (Unix seconds).
+// The first 32 are the X25519 private key; the last gives the config_id
+// its upper seven bits and the period's index (not_before / its length)
+// its lowest, so adjacent periods, whose configs are published and
+// accepted together, never share a config_id, and an id reveals nothing
+// beyond the period's parity to whoever lacks the seed.
+func (d *Dir) deriveECHKey(publicName string, notBefore, notAfter time.Time) (*ECHKey, error) {
+	s := d.Service
+	length := int64(notAfter.Sub(notBefore) / time.Second)
+	if length <= 0 {
+		return nil, fmt.Errorf("zdata: ECH key period %v..%v is empty", notBefore, notAfter)
+	}
+	h := hostOrLower(s.Host)
+	info := []byte(echFleetInfo)
+	info = binary.BigEndian.AppendUint16(info, uint16(len(h)))
+	info = append(info, h...)
+	info = binary.BigEndian.AppendUint16(info, uint16(s.Port))
+	info = binary.BigEndian.AppendUint16(info, uint16(len(publicName)))
+	info = append(info, publicName...)
+	info = binary.BigEndian.AppendUint64(info, uint64(notBefore.Unix()))
+	info = binary.BigEndian.AppendUint64(info, uint64(notAfter.Unix()))
+	b, err := hkdf.Key(sha256.New, s.Seed, []byte(echFleetSalt), string(info), 33)
+	if err != nil {
+		return nil, fmt.Errorf("zdata: hkdf: %v", err)
+	}
+	id := b[32]&0xfe | byte(notBefore.Unix()/length)&1
+	tk, err := tls13.NewECHKey(id, publicName, echMaxNameLength, b[:32])
+	clear(b)
+	if err != nil {
+		return nil, fmt.Errorf("zdata: ECH key for %q: %w", publicName, err)
+	}
+	return &ECHKey{ConfigID: id, PublicName: publicName, NotBefore: notBefore.UTC(), NotAfter: notAfter.UTC(),
+		Config: tk.Config, PrivateKey: tk.PrivateKey}, nil
 }
 
 // newECHKey makes a key whose config id no key in live uses (a client

@@ -46,11 +46,12 @@ func (e *echKeeper) changed(d *zdata.Dir) bool {
 }
 
 // keep rotates the directory's ECH keys (rotate: this process holds the
-// claim; only a directory that has ECH keys, made by 'ztls zdata new
-// --ech-public-name', is rotated) and loads those a server accepts at
-// now into the set.
+// claim; a fleet member always, since its keys are derived from the seed
+// and every member writes the same ones; only a directory that has ECH
+// keys, made by 'ztls zdata new --ech-public-name', is rotated) and
+// loads those a server accepts at now into the set.
 func (e *echKeeper) keep(log *slog.Logger, d *zdata.Dir, rotate bool, now time.Time) {
-	if rotate {
+	if rotate || d.Fleet() {
 		rotateECH(d, log, now)
 	}
 	keys, err := d.ECHKeys()

@@ -65,8 +65,11 @@ type benchService struct {
 	request []byte
 }
 
-func newBenchService(b *testing.B) *benchService {
-	w, err := lab.Start(lab.Options{})
+func newBenchService(b *testing.B) *benchService { return newBenchServiceWith(b, lab.Options{}) }
+
+// newBenchServiceWith is newBenchService for a world made with o.
+func newBenchServiceWith(b *testing.B, o lab.Options) *benchService {
+	w, err := lab.Start(o)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -176,16 +179,21 @@ func BenchmarkCriticalPathCPU(b *testing.B) {
 	}
 }
 
-// ztls times the click to the first flight.
+// ztls times the click to the first flight; its size (ClientHello and
+// early data records) is reported as flight-B.
 func (s *benchService) ztls(b *testing.B, cfg *tls13.Config, prefetched bool) {
+	flightLen := 0
+	defer func() { b.ReportMetric(float64(flightLen), "flight-B") }()
 	firstFlight := func(cfg *tls13.Config, offer *tls13.ZDataOffer) {
 		e := tls13.NewClientEngine(cfg)
 		if err := e.Start(nil, offer, s.request); err != nil {
 			b.Fatal(err)
 		}
-		if len(e.Output()) == 0 || !e.ConnectionState().ZTLSOffered {
+		out := e.Output()
+		if len(out) == 0 || !e.ConnectionState().ZTLSOffered {
 			b.Fatal("no ZTLS first flight")
 		}
+		flightLen = len(out)
 	}
 	if !prefetched {
 		defer checkVerifications(b, tls13.ChainVerifications(), false)
@@ -258,6 +266,7 @@ func (s *benchService) tls13(b *testing.B, cfg *tls13.Config, prefetched bool) {
 		}
 		hello := e.Output()
 		b.StopTimer()
+		b.ReportMetric(float64(len(hello)), "flight-B")
 		srv := tls13.NewServerEngine(s.w.ServerTLS)
 		if err := srv.Feed(hello); err != nil {
 			b.Fatal(err)

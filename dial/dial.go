@@ -304,9 +304,6 @@ func (a *attempt) configure(addr string) error {
 	if _, err := ParseECHMode(string(a.o.ECH)); err != nil {
 		return err
 	}
-	if a.o.ECH == ECHRequire && a.o.Turbo {
-		return fmt.Errorf("%w: ECH over TurboTLS is not built (its UDP flight would carry the name in clear): connect without TurboTLS", ErrECHRequired)
-	}
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("dial: %q is not HOST:PORT: %w", addr, err)

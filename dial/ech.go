@@ -37,20 +37,6 @@ const (
 	ECHOff ECHMode = "off"
 )
 
-// ReasonTurboECH is Report.TurboFallback when the HTTPS record publishes
-// ech: TurboTLS's UDP flight has no ECH, so it is not sent.
-const ReasonTurboECH = "the HTTPS record publishes ech: TurboTLS's UDP flight would carry the server name in clear (no ECH over TurboTLS)"
-
-// echPublished reports whether ECH is to be used from the HTTPS answer
-// in hand (not ECHOff, a usable config there).
-func (a *attempt) echPublished() bool {
-	if a.o.ECH == ECHOff {
-		return false
-	}
-	list, _ := echFromAnswer(a)
-	return list != nil
-}
-
 // Report.ECH values besides tls13's accepted, rejected and grease.
 const ECHReportNone = "none"
 
@@ -158,11 +144,15 @@ func echFromAnswer(a *attempt) ([]byte, string) {
 // NextProtos' order, and the Z-data's protocol moved first (alpnFor)
 // would hint at a ZTLS offer there (spec Section 10.1); the engine moves
 // it first in the inner ClientHello itself.
-func (a *attempt) echConfig() *tls13.Config {
+func (a *attempt) echConfig() *tls13.Config { return a.withECH(a.cfg) }
+
+// withECH is echConfig for another configuration of the attempt (TurboTLS's
+// first flight made from the likeliest record has its own ALPN list).
+func (a *attempt) withECH(base *tls13.Config) *tls13.Config {
 	if a.ech.list == nil {
-		return a.cfg
+		return base
 	}
-	cfg := a.cfg.Clone()
+	cfg := base.Clone()
 	cfg.ECHConfigList = a.ech.list
 	cfg.NextProtos = configuredOrder(a.protos, cfg.NextProtos)
 	return cfg

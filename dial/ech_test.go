@@ -38,7 +38,13 @@ type echWorld struct {
 func startECHWorld(t *testing.T) *echWorld {
 	t.Helper()
 	ew := &echWorld{}
-	ew.World = startWorld(t, lab.Options{HTTPSZData: true, AltNames: []string{echPublic}, Handler: func(c *tls13.Conn) {
+	ew.World = startWorld(t, lab.Options{HTTPSZData: true, AltNames: []string{echPublic}, Handler: ewHandler(ew)})
+	return ew
+}
+
+// ewHandler answers one request (early or not) and counts it.
+func ewHandler(ew *echWorld) func(c *tls13.Conn) {
+	return func(c *tls13.Conn) {
 		if c.HandshakeEarly(context.Background()) != nil {
 			return
 		}
@@ -56,8 +62,7 @@ func startECHWorld(t *testing.T) *echWorld {
 		}
 		c.Handshake()
 		c.CloseWrite()
-	}})
-	return ew
+	}
 }
 
 func echKey(t *testing.T, id uint8, retry bool) tls13.ECHKey {
@@ -344,22 +349,5 @@ func TestECHConfiguredALPNOrder(t *testing.T) {
 	a.ech.list = nil
 	if got := a.echConfig().NextProtos; !slices.Equal(got, []string{"http/1.1", "h2"}) {
 		t.Fatalf("without ECH the list changed: %q", got)
-	}
-}
-
-// TestECHSkipsTurbo: a service advertising TurboTLS and publishing ech
-// is reached over TCP with ECH: the UDP flight would name the host.
-func TestECHSkipsTurbo(t *testing.T) {
-	w := startWorld(t, lab.Options{HTTPSZData: true, Turbo: true, AltNames: []string{echPublic}})
-	ew := &echWorld{World: w}
-	k := echKey(t, 4, true)
-	ew.serverKeys(t, k)
-	ew.publishECH(t, k)
-	r, err := connect(t, w, func(o *Options) { o.Turbo = true })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep := r.Report; rep.Transport != "tcp" || rep.TurboFallback != ReasonTurboECH || rep.ECH != "accepted" || rep.Mode != "ztls" {
-		t.Fatalf("transport %s (%s), ECH %q, mode %s", rep.Transport, rep.TurboFallback, rep.ECH, rep.Mode)
 	}
 }

@@ -88,6 +88,11 @@ func (t *turboTransport) connect(ctx context.Context) (*tls13.Conn, error) {
 		return (&tcpTransport{a: a, syn: t.syn}).connect(ctx)
 	}
 	t.udp = netip.AddrPortFrom(a.ips[0], uint16(port))
+	// With ECH the UDP flight is the ClientHelloOuter (spec Section 10.4):
+	// the config list is settled before any flight is made.
+	if err := a.settleECH(ctx); err != nil {
+		return nil, err
+	}
 	defer func() {
 		if t.early != nil {
 			t.early.Close()
@@ -111,12 +116,33 @@ func (t *turboTransport) connect(ctx context.Context) (*tls13.Conn, error) {
 	}
 	c := o.Conn
 	if c == nil {
-		if c, err = a.turboFallback(ctx, o); err != nil {
+		if c, err = t.fallback(ctx, o); err != nil {
 			return nil, err
 		}
 	}
 	t.report(o, c, dialAt, port)
 	return c, nil
+}
+
+// fallback is the handshake over TCP after a Miss. When the UDP flight
+// rejected ECH (authenticated as the public name, with retry configs),
+// the one retry goes on the TCP connection TurboTLS opened, which has
+// carried nothing: nothing was delivered over UDP, so the request goes
+// once, on the retry (spec Section 10.4). Otherwise turboFallback
+// decides (fallback.go).
+func (t *turboTransport) fallback(ctx context.Context, o *turbo.Outcome) (*tls13.Conn, error) {
+	a := t.a
+	var rej *tls13.ECHRejectedError
+	if !errors.As(o.Miss.Err, &rej) {
+		return a.turboFallback(ctx, o)
+	}
+	a.step("turbo_ech_rejected")
+	if !a.retryECH(o.Miss.Err) {
+		o.TCP.Close()
+		a.r.ECH = string(tls13.ECHRejected)
+		return nil, a.echError(o.Miss.Err)
+	}
+	return a.handshakeTCP(ctx, o.TCP, nil)
 }
 
 // turboPort is the server's TurboTLS UDP port: Options.TurboPort, else
@@ -142,9 +168,6 @@ func (a *attempt) turboPort() (int, error) {
 				}
 			}
 			port = int(p)
-			if port != 0 && a.echPublished() {
-				a.r.TurboFallback, port = ReasonTurboECH, 0
-			}
 		case <-timer.C:
 			a.r.TurboFallback = ReasonTurboNoHTTPS
 		}
@@ -203,7 +226,7 @@ func (t *turboTransport) hello() (*turbo.Hello, error) {
 // data is not resent by turbo: sendRequest does that.
 func (t *turboTransport) config(offer *tls13.ZDataOffer, tlsCfg *tls13.Config) *turbo.ClientConfig {
 	o := &t.a.o
-	cc := &turbo.ClientConfig{TLS: tlsCfg, Wait: o.TurboWait, Sizes: o.TurboSizes, DialUDP: t.dialUDP, DialTCP: t.takeSYN}
+	cc := &turbo.ClientConfig{TLS: t.a.withECH(tlsCfg), Wait: o.TurboWait, Sizes: o.TurboSizes, DialUDP: t.dialUDP, DialTCP: t.takeSYN}
 	if cc.Sizes == nil {
 		cc.Sizes = defaultSizes
 	}
@@ -240,6 +263,7 @@ func (t *turboTransport) report(o *turbo.Outcome, c *tls13.Conn, dialAt time.Dur
 		BytesReceived: tr.BytesReceived, ServerFlight: tr.ServerFlight, UDPPort: udpPort, WaitedMS: ms(tr.Waited)}
 	if o.Miss == nil {
 		r.Transport = "turbo"
+		a.reportECH(c.ConnectionState())
 		a.traceConn(c)
 	} else {
 		r.TurboFallback = o.Miss.Error()

@@ -146,6 +146,7 @@ type Client struct {
 	TurboWait time.Duration
 
 	dns *stub
+	dot *dotServer // the resolver's DoT listener (dot.go); nil without one
 }
 
 // Resolve looks up the server's IPv4 address through the scenario's DNS

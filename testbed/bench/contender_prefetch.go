@@ -27,10 +27,16 @@ import (
 const prefetchSuffix = "-prefetch"
 
 func (e *turboContender) Prime(ctx context.Context, c *Client) error {
+	if e.dot {
+		// The kept-open DoT connection, opened (or kept) before the visit.
+		if _, err := e.call(ctx, c, false, true); err != nil {
+			return err
+		}
+	}
 	if !e.prefetch {
 		return nil
 	}
-	_, err := e.call(ctx, c, true)
+	_, err := e.call(ctx, c, true, false)
 	return err
 }
 

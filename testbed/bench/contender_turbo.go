@@ -91,6 +91,9 @@ type turboContender struct {
 	drop float64 // probability a datagram is dropped at the client
 	// prefetch: Prime prefetches into the worker's prevalidate.Cache, runs use it.
 	prefetch bool
+	// variant: post-quantum Z-data, DoT (contender_pq.go); no ECH over
+	// TurboTLS (dial sends an ECH service's flight over TCP).
+	variant
 
 	slot workerSlot
 	runs int64 // visits made: each gets its own loss seed
@@ -127,7 +130,7 @@ func (e *turboContender) StartServer(ctx context.Context, h *hosts.Host, cfg Ser
 	s := &turboServer{stop: make(chan struct{}), e: e}
 	var svc *zdata.Service
 	if e.mode == "ztls" {
-		svc, err = zdata.NewService(ServerName, int(cfg.Addr.Port()), cert, zdata.Options{}, nil)
+		svc, err = zdata.NewService(ServerName, int(cfg.Addr.Port()), cert, e.zdataOptions(), nil)
 		if err != nil {
 			return nil, err
 		}
@@ -151,6 +154,7 @@ func (e *turboContender) StartServer(ctx context.Context, h *hosts.Host, cfg Ser
 	}
 	cfg.Publish([]dns.RR{turbo.HTTPSRecord(ServerName, int(cfg.Addr.Port()), cfg.Addr.Port(), 300)})
 	tc := engineServerConfig(cert, svc)
+	e.serverConfig(tc, nil)
 	var ln net.Listener
 	var pc net.PacketConn
 	if h != nil {
@@ -194,11 +198,15 @@ func (e *turboContender) StartServer(ctx context.Context, h *hosts.Host, cfg Ser
 }
 
 func (e *turboContender) RunClient(ctx context.Context, c *Client) (Sample, error) {
-	res, err := e.call(ctx, c, false)
+	dw := c.dotWindow()
+	res, err := e.call(ctx, c, false, false)
 	if err != nil {
 		return Sample{}, err
 	}
 	if err := checkTurboVisit(e.name, e.mode, e.drop, res, c.Expect); err != nil {
+		return Sample{}, err
+	}
+	if err := e.variant.check(e.name, e.mode, res.Report, dw.end(c)); err != nil {
 		return Sample{}, err
 	}
 	return sampleOf(res.Report), nil
@@ -343,13 +351,16 @@ func rawConnOf(c net.Conn) (syscall.RawConn, error) {
 }
 
 // call runs a visit in the worker (prefetchOnly: the unmeasured prefetch
-// of a prefetch contender).
-func (e *turboContender) call(ctx context.Context, c *Client, prefetchOnly bool) (*workerResult, error) {
+// of a prefetch contender; dotOpen: the unmeasured opening of the
+// kept-open DoT connection).
+func (e *turboContender) call(ctx context.Context, c *Client, prefetchOnly, dotOpen bool) (*workerResult, error) {
 	return e.slot.run(ctx, c, TurboWorkerRole, func(w *worker) (*workerResult, error) {
 		e.runs++
 		j := turboJob{visit: newVisit(ctx, c, e.mode), Drop: e.drop, Seed: time.Now().UnixNano() + e.runs,
 			WaitMs: c.TurboWait.Milliseconds()}
-		j.Prefetch, j.Prefetched = prefetchOnly, e.prefetch && !prefetchOnly
+		j.Prefetch, j.Prefetched = prefetchOnly, e.prefetch && !prefetchOnly && !dotOpen
+		j.DoTOpen = dotOpen
+		e.variant.apply(&j.visit, c)
 		j.ID = w.nextJob()
 		return w.roundTrip(ctx, j.ID, j)
 	})
@@ -359,6 +370,9 @@ func (e *turboContender) call(ctx context.Context, c *Client, prefetchOnly bool)
 // (filled first with the stub scenario), a fresh flight-size cache (first
 // contact), the UDP socket wrapped for the loss variants.
 func (st *workerState) turboVisit(j turboJob) *workerResult {
+	if j.DoTOpen {
+		return st.openDoT(j.visit)
+	}
 	v, err := st.startVisit(j.visit, "turbo worker")
 	if err != nil {
 		return &workerResult{Err: err.Error()}

@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -139,6 +138,9 @@ type engineContender struct {
 	// heldLeaf: Prime makes a visit whose dial.Memory (with the leaf its
 	// handshake verified) the worker keeps; runs use it.
 	heldLeaf bool
+	// variant: post-quantum Z-data, DoT, ECH (contender_pq.go,
+	// contender_ech.go).
+	variant
 
 	slot workerSlot
 }
@@ -153,6 +155,26 @@ type engineServer struct {
 	wg       sync.WaitGroup
 	e        *engineContender
 	closeBFE func() // ztls-bfe: closes the BFE key states
+}
+
+// republishEvery runs publish every minute until stop closes: Z-data
+// records live an hour (ECH keys a period), and a long benchmark rotates
+// and republishes them.
+func republishEvery(wg *sync.WaitGroup, stop chan struct{}, publish func(now time.Time) error) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(time.Minute)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C: // the tick's time is the system's: the records follow the ztls clock
+				publish(clock.Now())
+			}
+		}
+	}()
 }
 
 func (s *engineServer) Close() error {
@@ -218,16 +240,26 @@ func (e *engineContender) StartServer(ctx context.Context, h *hosts.Host, cfg Se
 	}
 	s := &engineServer{stop: make(chan struct{}), e: e}
 	var svc *zdata.Service
+	var ech *echService
+	if e.ech {
+		// The ECH keys live in a Z-data directory (contender_ech.go),
+		// whose Service is the ztls server's.
+		if ech, err = startECH(cfg, clock.Now()); err != nil {
+			return nil, err
+		}
+	}
+	var publish []func(now time.Time) error
 	if e.mode == "ztls" {
 		if cfg.Publish == nil {
 			return nil, errors.New("bench: ztls needs the scenario's DNS to publish Z-data")
 		}
-		var opts zdata.Options
+		opts := e.zdataOptions()
 		if e.bfe {
 			opts.BFEConnections = bfeConnections
 		}
-		svc, err = zdata.NewService(ServerName, int(cfg.Addr.Port()), cert, opts, nil)
-		if err != nil {
+		if ech != nil {
+			svc = ech.dir.Service
+		} else if svc, err = zdata.NewService(ServerName, int(cfg.Addr.Port()), cert, opts, nil); err != nil {
 			return nil, err
 		}
 		if e.bfe {
@@ -236,26 +268,27 @@ func (e *engineContender) StartServer(ctx context.Context, h *hosts.Host, cfg Se
 			}
 			s.closeBFE = svc.CloseBFE
 		}
-		if err := publishZData(svc, cert, cfg, e.https, clock.Now()); err != nil {
-			return nil, err
-		}
-		// Records live an hour; a long benchmark rotates and republishes.
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			t := time.NewTicker(time.Minute)
-			defer t.Stop()
-			for {
-				select {
-				case <-s.stop:
-					return
-				case <-t.C: // the tick's time is the system's: the records follow the ztls clock
-					publishZData(svc, cert, cfg, e.https, clock.Now())
+		publish = append(publish, func(now time.Time) error { return publishZData(svc, cert, cfg, e.https, now) })
+	}
+	if ech != nil {
+		publish = append(publish, func(now time.Time) error { return ech.publish(cfg, now) })
+	}
+	if len(publish) > 0 {
+		all := func(now time.Time) error {
+			for _, p := range publish {
+				if err := p(now); err != nil {
+					return err
 				}
 			}
-		}()
+			return nil
+		}
+		if err := all(clock.Now()); err != nil {
+			return nil, err
+		}
+		republishEvery(&s.wg, s.stop, all)
 	}
 	tc := engineServerConfig(cert, svc)
+	e.serverConfig(tc, ech)
 	var ln net.Listener
 	if h != nil {
 		ln, err = h.Listen("tcp", cfg.Addr.String())
@@ -369,6 +402,12 @@ func (r *earlyThenNormal) Write(p []byte) (int, error) { return r.c.Write(p) }
 // Prime makes the unmeasured previous visit of tls-0rtt; its ticket is kept
 // in the worker for the next run.
 func (e *engineContender) Prime(ctx context.Context, c *Client) error {
+	if e.dot {
+		// The kept-open DoT connection, opened (or kept) before the visit.
+		if _, err := e.call(ctx, c, job{visit: visit{DoTOpen: true}}); err != nil {
+			return err
+		}
+	}
 	if e.prefetch {
 		_, err := e.call(ctx, c, job{visit: visit{Prefetch: true}})
 		return err
@@ -398,11 +437,15 @@ func (e *engineContender) Prime(ctx context.Context, c *Client) error {
 
 func (e *engineContender) RunClient(ctx context.Context, c *Client) (Sample, error) {
 	var s Sample
+	dw := c.dotWindow()
 	res, err := e.call(ctx, c, job{visit: visit{Prefetched: e.prefetch}, Resume: e.resume, HeldLeaf: e.heldLeaf})
 	if err != nil {
 		return s, err
 	}
 	if err := checkVisit(e.name, res, c.Expect); err != nil {
+		return s, err
+	}
+	if err := e.variant.check(e.name, e.mode, res.Report, dw.end(c)); err != nil {
 		return s, err
 	}
 	return sampleOf(res.Report), nil
@@ -471,7 +514,7 @@ func checkVisit(name string, res *workerResult, expect []byte) error {
 	if err := checkPrefetched(name, r); err != nil {
 		return err
 	}
-	switch strings.TrimSuffix(strings.TrimSuffix(name, prefetchSuffix), ocspSuffix) {
+	switch baseName(name) {
 	case "ztls":
 		if r.Mode != "ztls" || !r.EarlyData.Accepted {
 			return fmt.Errorf("bench: ztls: mode %s, early data accepted %v (fallback: %s)", r.Mode, r.EarlyData.Accepted, r.FallbackReason)
@@ -504,7 +547,8 @@ func checkVisit(name string, res *workerResult, expect []byte) error {
 func (e *engineContender) call(ctx context.Context, c *Client, j job) (*workerResult, error) {
 	return e.slot.run(ctx, c, ClientWorkerRole, func(w *worker) (*workerResult, error) {
 		v := newVisit(ctx, c, e.mode)
-		v.Prefetch, v.Prefetched, v.OCSP = j.Prefetch, j.Prefetched, e.ocsp
+		v.Prefetch, v.Prefetched, v.OCSP, v.DoTOpen = j.Prefetch, j.Prefetched, e.ocsp, j.DoTOpen
+		e.variant.apply(&v, c)
 		if e.https {
 			v.ZDataFrom = string(dial.ZDataHTTPSFirst)
 		}
@@ -582,6 +626,17 @@ type visit struct {
 	// ZDataFrom is dial's Options.ZDataFrom; "" means dial.ZDataTXT (the
 	// TXT path, as every contender but ztls-https measures it).
 	ZDataFrom string `json:"zdata_from,omitempty"`
+	// DoT asks the resolver over DNS over TLS at this address (ip:port,
+	// certificate for ResolverName), on the connection the worker keeps
+	// open from visit to visit; "" asks over UDP. DoTOpen only opens (or
+	// checks) that connection, unmeasured, with one question.
+	DoT     string `json:"dot,omitempty"`
+	DoTOpen bool   `json:"dot_open,omitempty"`
+	// PQ offers X25519MLKEM768 (first) and X25519 for the handshake, as
+	// a post-quantum client does; else X25519 only.
+	PQ bool `json:"pq,omitempty"`
+	// ECH is dial's Options.ECH ("" is auto).
+	ECH string `json:"ech,omitempty"`
 }
 
 // newVisit is the visit of c's request in mode, within ctx's deadline.
@@ -624,7 +679,7 @@ func (v *visit) check() error {
 			return err
 		}
 	}
-	return nil
+	return v.checkVariant()
 }
 
 // job is one visit for the engine worker, one JSON line on its stdin.
@@ -802,6 +857,9 @@ type workerState struct {
 	memory  *dial.Memory // the last KeepLeaf visit's
 	roots   map[string]*x509.CertPool
 	cache   *prevalidate.Cache // filled by the last prefetch job
+	// dot is the kept-open DoT resolver (contender_pq.go), asking dotAddr.
+	dot     *dnsresolver.Resolver
+	dotAddr string
 }
 
 func (st *workerState) rootsFor(file string) (*x509.CertPool, error) {
@@ -828,6 +886,9 @@ func (st *workerState) rootsFor(file string) (*x509.CertPool, error) {
 // (unmeasured), else it has no cache and every lookup goes to the
 // scenario's resolver.
 func (st *workerState) visit(j job) *workerResult {
+	if j.DoTOpen {
+		return st.openDoT(j.visit)
+	}
 	v, err := st.startVisit(j.visit, "worker")
 	if err != nil {
 		return &workerResult{Err: err.Error()}
@@ -873,6 +934,9 @@ type aVisit struct {
 	res    *dnsresolver.Resolver
 	o      dial.Options
 	got    bytes.Buffer
+	// keptRes: res is the worker's kept-open DoT resolver, not closed
+	// with the visit.
+	keptRes bool
 }
 
 // startVisit makes a visit's resolver (filled first in the stub scenario:
@@ -891,11 +955,11 @@ func (st *workerState) startVisit(v visit, who string) (*aVisit, error) {
 	if v.StubCache {
 		cacheSize = 0 // default size
 	}
-	res, err := dnsresolver.New(dnsresolver.Config{Servers: []string{v.Resolver}, Transport: dnsresolver.UDP, CacheSize: cacheSize, Timeout: 4 * time.Second})
+	res, kept, err := st.resolverFor(v, roots, cacheSize)
 	if err != nil {
 		return nil, err
 	}
-	a := &aVisit{res: res}
+	a := &aVisit{res: res, keptRes: kept}
 	a.ctx, a.cancel = context.WithTimeout(context.Background(), timeout)
 	host, portStr, _ := net.SplitHostPort(v.Addr)
 	port, _ := strconv.Atoi(portStr)
@@ -912,13 +976,14 @@ func (st *workerState) startVisit(v visit, who string) (*aVisit, error) {
 	a.o = dial.Options{
 		Mode:         dial.Mode(v.Mode),
 		ZDataFrom:    from,
-		TLS:          &tls13.Config{RootCAs: roots, ServerName: host, Groups: []tls13.CurveID{tls13.X25519}},
+		TLS:          &tls13.Config{RootCAs: roots, ServerName: host, Groups: clientGroups(v.PQ)},
 		Resolver:     res,
 		Request:      v.Request,
 		ReplaySafe:   true,
 		ReadResponse: v.ExpectLen,
 		Out:          &a.got,
 		Memory:       dial.NewMemory(),
+		ECH:          dial.ECHMode(v.ECH),
 	}
 	if v.OCSP {
 		// ZTLS waits for the OCSP answer before it uses the Z-data: the
@@ -931,7 +996,9 @@ func (st *workerState) startVisit(v visit, who string) (*aVisit, error) {
 
 func (a *aVisit) close() {
 	a.cancel()
-	a.res.Close()
+	if !a.keptRes {
+		a.res.Close()
+	}
 }
 
 // connect makes the measured connection with cache and reports it; r is

@@ -25,6 +25,7 @@ type loopbackWorld struct {
 	d   *dnsSetup
 	p   *pki
 	dir string
+	dot *dotServer // the resolver's DoT listener
 }
 
 func newLoopbackWorld(t *testing.T) *loopbackWorld {
@@ -70,7 +71,12 @@ func newLoopbackWorld(t *testing.T) *loopbackWorld {
 	d.stub = &stub{cache: newCache(), resolver: newExchanger(cl, resAddr, dialer.DialContext)}
 	d.auth.add(&dns.A{Hdr: dns.RR_Header{Name: ServerName + ".", Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 300},
 		A: net.IPv4(127, 0, 0, 1)})
-	return &loopbackWorld{d: d, p: p, dir: dir}
+	dot, err := startDoT(nil, netip.MustParseAddrPort("127.0.0.1:0"), d.res, p.ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(dot.stop)
+	return &loopbackWorld{d: d, p: p, dir: dir, dot: dot}
 }
 
 func freePort(t *testing.T) uint16 {
@@ -95,7 +101,7 @@ func (w *loopbackWorld) start(t *testing.T, name string, publish bool) (Contende
 	cfg := ServerConfig{
 		Addr: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port),
 		Cert: w.p.cert, CertFile: w.p.certFile, KeyFile: w.p.keyFile,
-		Dir: w.dir, Files: files(), Publish: w.d.auth.replace,
+		Dir: t.TempDir(), Files: files(), Publish: w.d.auth.replace,
 	}
 	if !publish {
 		cfg.Publish = func([]dns.RR) {}
@@ -107,7 +113,7 @@ func (w *loopbackWorld) start(t *testing.T, name string, publish bool) (Contende
 	t.Cleanup(func() { srv.Close() })
 	req, path := request(Response5B)
 	cl := &Client{ServerName: ServerName, Port: port, Request: req, Expect: files()[path],
-		RootCAs: w.p.pool, CAFile: w.p.caFile, Dir: w.dir, Scenario: Scenarios["local-warm"], dns: w.d.stub}
+		RootCAs: w.p.pool, CAFile: w.p.caFile, Dir: w.dir, Scenario: Scenarios["local-warm"], dns: w.d.stub, dot: w.dot}
 	return c, cl
 }
 

@@ -227,6 +227,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	defer d.close()
+	var dot *dotServer
+	if needsDoT(cs) {
+		if dot, err = startDoT(res, netip.AddrPortFrom(res.Addr, DoTPort), d.res, p.ca); err != nil {
+			return nil, err
+		}
+		defer dot.stop()
+	}
 	a := &dns.A{Hdr: dns.RR_Header{Name: ServerName + ".", Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 300}, A: server.Addr.AsSlice()}
 	d.auth.add(a)
 
@@ -288,7 +295,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 					cl := &Client{
 						Host: client, ServerName: ServerName, Port: uint16(4430 + i),
 						Request: req, Expect: fs[path], RootCAs: p.pool, CAFile: p.caFile,
-						Dir: dir, Scenario: sc, dns: d.stub,
+						Dir: dir, Scenario: sc, dns: d.stub, dot: dot,
 					}
 					s, err := measure(ctx, c, cl, d, sc, rtt)
 					r := &results[i]

@@ -41,7 +41,6 @@ func (c *udpCapture) datagrams() [][]byte {
 	return append([][]byte(nil), c.sent...)
 }
 
-
 // turboFlight reassembles the client flight from request datagrams
 // (docs/turbotls-spec.md, Section 2: type, conn_id[12], uint24
 // flight_length, uint24 offset, uint16 fragment_length, fragment).

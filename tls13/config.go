@@ -253,12 +253,17 @@ type Config struct {
 	// encrypted_client_hello when ECHConfigList is empty (RFC 9849,
 	// Section 6.2). ECHKeys (server) are the keys ECH ClientHellos are
 	// decrypted with (several, for rotation); ECHKeySet, when set, is
-	// used instead, for keys that change while the server runs. See
-	// ech_config.go.
+	// used instead, for keys that change while the server runs.
+	// ECHBackend (server) makes this server the backend of a split-mode
+	// deployment (RFC 9849, Section 3.1): it takes the ClientHelloInner a
+	// client-facing server decrypted and forwarded (OpenECHClientHello)
+	// and confirms ECH in its ServerHello. See ech_config.go and
+	// ech_split.go.
 	ECHConfigList []byte
 	ECHGrease     bool
 	ECHKeys       []ECHKey
 	ECHKeySet     *ECHKeySet
+	ECHBackend    bool
 
 	// MiddleboxCompat turns on the middlebox compatibility mode of RFC
 	// 8446, Appendix D.4 (a legacy session ID and dummy ChangeCipherSpec

@@ -42,6 +42,9 @@ func (hs *serverHandshake) acceptECH() error {
 		return nil
 	}
 	if len(x.Data) > 0 && x.Data[0] == ech.TypeInner {
+		if hs.cfg.ECHBackend {
+			return hs.acceptBackendECH(x, first)
+		}
 		return errorf(AlertIllegalParameter, "inner encrypted_client_hello extension in a ClientHello that was not encrypted")
 	}
 	keys, retry, err := hs.cfg.echKeys()
@@ -71,6 +74,24 @@ func (hs *serverHandshake) acceptECH() error {
 		return nil // RFC 9849, Section 7.1: go on with the outer ClientHello
 	}
 	return hs.useInner(encoded, &echServer{status: ECHAccepted, ctx: sc, ext: ext})
+}
+
+// acceptBackendECH is a split-mode backend's (RFC 9849, Section 7.2):
+// the ClientHello is the ClientHelloInner the client-facing server
+// decrypted, its inner extension empty; the backend confirms ECH in its
+// ServerHello (and HelloRetryRequest) as a server that decrypted it
+// itself would. A second ClientHello has the inner extension exactly
+// when the first had.
+func (hs *serverHandshake) acceptBackendECH(x wire.Extension, first *echServer) error {
+	if len(x.Data) != 1 {
+		return errorf(AlertDecodeError, "inner encrypted_client_hello extension with a payload")
+	}
+	if hs.hrr != nil && (first == nil || first.status != ECHAccepted) {
+		return errorf(AlertIllegalParameter, "second ClientHello with an inner encrypted_client_hello after a first without")
+	}
+	hs.ech = &echServer{status: ECHAccepted}
+	hs.e.info.ECH = ECHAccepted
+	return nil
 }
 
 // openSecondECH opens the second ClientHelloOuter after a retry for an

@@ -203,6 +203,7 @@ func (e *turboContender) RunClient(ctx context.Context, c *Client) (Sample, erro
 	if err != nil {
 		return Sample{}, err
 	}
+	logReport(&res.Report) // refused visits too: their report says why
 	if err := checkTurboVisit(e.name, e.mode, e.drop, res, c.Expect); err != nil {
 		return Sample{}, err
 	}

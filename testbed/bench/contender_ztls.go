@@ -442,6 +442,7 @@ func (e *engineContender) RunClient(ctx context.Context, c *Client) (Sample, err
 	if err != nil {
 		return s, err
 	}
+	logReport(&res.Report) // refused visits too: their report says why
 	if err := checkVisit(e.name, res, c.Expect); err != nil {
 		return s, err
 	}
@@ -452,8 +453,8 @@ func (e *engineContender) RunClient(ctx context.Context, c *Client) (Sample, err
 }
 
 // ReportsEnv names the environment variable that, set to a file name,
-// makes every visit of the engine and TurboTLS contenders append its
-// connection report (dial.Report, with the timed trace of each step) to
+// makes every visit of the engine and TurboTLS contenders (counted or
+// refused) append its connection report (dial.Report, with the timed trace of each step) to
 // that file as a JSON line: where each visit's time went.
 const ReportsEnv = "ZTLS_BENCH_REPORTS"
 
@@ -490,7 +491,6 @@ func logReport(r *dial.Report) {
 // sampleOf converts dial's report (milliseconds since the start of the
 // lookup) into a Sample. Handshake includes TCP's, as for the others.
 func sampleOf(r dial.Report) Sample {
-	logReport(&r)
 	d := func(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 	return Sample{
 		DNS:       d(r.Timing.DNS),

@@ -176,7 +176,7 @@ func (c *Config) Clone() *Config {
 		StrikeRegister: c.StrikeRegister, MiddleboxCompat: c.MiddleboxCompat, KeyLogWriter: c.KeyLogWriter,
 		MaxHandshakeMessage: c.MaxHandshakeMessage, ZData: c.ZData, ZTLSExtension: c.ZTLSExtension,
 		Revocation: c.Revocation, KeySharePool: c.KeySharePool,
-		ECHConfigList: c.ECHConfigList, ECHGrease: c.ECHGrease, ECHKeys: c.ECHKeys, ECHKeySet: c.ECHKeySet,
+		ECHConfigList: c.ECHConfigList, ECHGrease: c.ECHGrease, ECHKeys: c.ECHKeys, ECHKeySet: c.ECHKeySet, ECHBackend: c.ECHBackend,
 		testHookClientHello: c.testHookClientHello, testHookServerHello: c.testHookServerHello,
 		testHookEncryptedExtensions: c.testHookEncryptedExtensions, testHookTicket: c.testHookTicket,
 		testHookFinished: c.testHookFinished,

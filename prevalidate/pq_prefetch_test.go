@@ -292,7 +292,8 @@ func wantTLS13FromEntry(t *testing.T, r *dial.Result, err error, want zdata.Reas
 // TestPrefetchPQStripped: a path stripped the v3 records from the answer
 // the prefetch got. Its entry holds a classical record; under the default
 // policy the connection from it sends no classical early data (the
-// records announce v3; TLS 1.3, "no post-quantum Z-data"); opted in, it
+// records announce v3; TLS 1.3, "no post-quantum Z-data"), nor under
+// --pq only; opted in, it
 // is classical ZTLS, reported as forced. With classical records that do
 // not announce, a pinned client still sends no classical early data from
 // the entry, and an unpinned one does.
@@ -309,9 +310,11 @@ func TestPrefetchPQStripped(t *testing.T) {
 			if p.ZData == nil || p.ZData.Group == "X25519MLKEM768" {
 				t.Fatalf("prefetched Z-data %+v: want the classical record", p.ZData)
 			}
-			r, err := connect(t, w, func(o *dial.Options) { o.Cache, o.Memory = cache, mem })
-			wantTLS13FromEntry(t, r, err, zdata.ReasonNoPQZData)
-			r, err = connect(t, w, func(o *dial.Options) { o.Cache, o.Memory, o.PostQuantum = cache, mem, dial.PQClassical })
+			for _, pol := range []dial.PostQuantum{dial.PQPrefer, dial.PQOnly} {
+				r, err := connect(t, w, func(o *dial.Options) { o.Cache, o.Memory, o.PostQuantum = cache, mem, pol })
+				wantTLS13FromEntry(t, r, err, zdata.ReasonNoPQZData)
+			}
+			r, err := connect(t, w, func(o *dial.Options) { o.Cache, o.Memory, o.PostQuantum = cache, mem, dial.PQClassical })
 			if err != nil || r.Report.Mode != "ztls" || !r.Report.EarlyData.ClassicalForced || r.Report.Prefetch != dial.PrefetchValidated {
 				t.Fatalf("opted in: %v, mode %s (%s), early data %+v, prefetch %q", err, r.Report.Mode, r.Report.FallbackReason,
 					r.Report.EarlyData, r.Report.Prefetch)

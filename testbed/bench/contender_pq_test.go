@@ -1,9 +1,13 @@
 package bench
 
 import (
+	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ztls-project/ztls/testbed/hosts"
 )
 
 // TestPQContendersLoopback drives the post-quantum contenders and their
@@ -40,5 +44,67 @@ func TestPQContendersLoopback(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestSmallScenarioPQECH runs the post-quantum, DoT and ECH contenders
+// on the emulated WAN (20 ms RTT, local-warm, a few visits each): the
+// resolver host serves DoT, every visit counts (the contenders refuse a
+// visit without post-quantum early data, without the kept-open DoT
+// connection or without ECH accepted), and neither post-quantum Z-data
+// over DoT nor ECH adds a round trip (medians within 0.3 RTT of their
+// twins').
+func TestSmallScenarioPQECH(t *testing.T) {
+	if err := hosts.Available(); err != nil {
+		t.Skipf("skipping: cannot build emulated hosts here: %v", err)
+	}
+	const rtt = 20 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cfg := Config{
+		RTTs:      []time.Duration{rtt},
+		Runs:      4,
+		Protocols: []string{"ztls", "ztls-dot", "ztls-pq-dot", "ztls-ech"},
+		Scenarios: []string{"local-warm"},
+		Realtime:  true,
+	}
+	if testing.Verbose() {
+		cfg.Progress = os.Stderr
+	}
+	rep, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]Result{}
+	for _, r := range rep.Results {
+		by[r.Protocol] = r
+		if r.Runs < 3 || r.Early != r.Runs {
+			t.Fatalf("%s: %d of 4 visits counted, %d with early data accepted", r.Protocol, r.Runs, r.Early)
+		}
+	}
+	for _, p := range [][2]string{{"ztls-pq-dot", "ztls-dot"}, {"ztls-ech", "ztls"}} {
+		d := (by[p[0]].FirstByte.Median - by[p[1]].FirstByte.Median) / float64(rtt/time.Millisecond)
+		t.Logf("%s − %s: %.3f RTT", p[0], p[1], d)
+		if d < -0.3 || d > 0.3 {
+			t.Errorf("%s's first response %.2f RTT from %s's, want within 0.3", p[0], d, p[1])
+		}
+	}
+}
+
+// TestDoTKeptOpenPastManyQueries: the resolver's DoT listener keeps one
+// connection for as many queries as a long run asks on it (miekg/dns's
+// default closed it after 128, in the middle of a run's 19th visit).
+func TestDoTKeptOpenPastManyQueries(t *testing.T) {
+	w := newLoopbackWorld(t)
+	st := &workerState{}
+	v := visit{Addr: "www.ztls.test:443", DoT: w.dot.addr.String(), CAFile: w.p.caFile}
+	for i := 0; i < 300; i++ {
+		if r := st.openDoT(v); r.Err != "" {
+			t.Fatalf("question %d: %s", i, r.Err)
+		}
+	}
+	st.dot.Close()
+	if n := w.dot.accepts.Load(); n != 1 {
+		t.Fatalf("the resolver accepted %d DoT connections for 300 questions, want 1", n)
 	}
 }

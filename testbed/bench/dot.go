@@ -93,7 +93,10 @@ func startDoT(host *hosts.Host, addr netip.AddrPort, h dns.Handler, ca *testpki.
 	}
 	s := &dotServer{addr: ln.Addr().(*net.TCPAddr).AddrPort()}
 	tl := tls.NewListener(countingListener{Listener: ln, n: &s.accepts}, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13})
-	srv := &dns.Server{Listener: tl, Net: "tcp-tls", Handler: h,
+	// No limit on the queries per connection (miekg/dns closes one after
+	// 128 by default: the kept-open connection of a long run would be
+	// closed, and reopened, in the middle of a measured visit).
+	srv := &dns.Server{Listener: tl, Net: "tcp-tls", Handler: h, MaxTCPQueries: -1,
 		IdleTimeout: func() time.Duration { return dotIdleTimeout }}
 	started := make(chan struct{})
 	srv.NotifyStartedFunc = func() { close(started) }

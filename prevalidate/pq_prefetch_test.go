@@ -331,9 +331,11 @@ func TestPrefetchPQStripped(t *testing.T) {
 
 // TestPrefetchPQJustBeforeRotation: one second before the period ends
 // (the injectable clock), with the next period's records published beside
-// the current ones, the prefetch selects the current v3 record and the
-// connection from the entry at the same instant is post-quantum ZTLS and
-// pins the service.
+// the current ones, a pinned client's prefetch asks the TXT RRset over
+// TCP at once and selects the current v3 record, and the connection from
+// the entry at the same instant is post-quantum ZTLS. Then a path strips
+// the v3 records: the pinned client's new prefetch holds a classical
+// record, and its connection, still in that last second, is TLS 1.3.
 func TestPrefetchPQJustBeforeRotation(t *testing.T) {
 	nb := clock.Now().Truncate(time.Hour).Add(time.Hour)
 	clk := clock.NewManual(nb.Add(-time.Second))
@@ -342,18 +344,37 @@ func TestPrefetchPQJustBeforeRotation(t *testing.T) {
 		t.Fatalf("%d records published before the rotation, want 4", n)
 	}
 	mem := dial.NewMemory()
+	mem.PinPQ(w.Host, w.Port, clk.Now().Add(-time.Hour))
 	at := func(o *dial.Options) {
 		o.Now, o.Memory = clk.Now, mem
 		o.TLS = w.ClientTLS()
 		o.TLS.Time = clk.Now
 	}
+	before := txtQueries(w)
 	cache, _, p := prefetchWorld(t, w, at)
 	if p.ZData == nil || p.ZData.Group != "X25519MLKEM768" || !p.ZData.NotAfter.Equal(nb) || !p.Expires.After(clk.Now()) {
 		t.Fatalf("prefetched %+v (Z-data %+v): want the current v3 record", p, p.ZData)
 	}
+	if n := txtQueries(w) - before; n != 1 {
+		t.Fatalf("pinned prefetch: %d TXT queries, want 1 (over TCP at once)", n)
+	}
 	r, err := connect(t, w, func(o *dial.Options) { at(o); o.Cache = cache })
 	wantPQFromEntry(t, r, err)
-	if !mem.PQPinned(w.Host, w.Port, clk.Now()) {
-		t.Fatal("a connection under a prefetched v3 record did not pin the service")
+	if !mem.PQPinned(w.Host, w.Port, clk.Now().Add(23*time.Hour)) {
+		t.Fatal("a connection under a prefetched v3 record did not renew the pin")
 	}
+
+	var classical []*zdata.Record
+	for _, rec := range w.Service.Records(clk.Now()) {
+		if !rec.V3 {
+			classical = append(classical, rec)
+		}
+	}
+	publishTXT(t, w, classical)
+	cache, _, p = prefetchWorld(t, w, at)
+	if p.ZData == nil || p.ZData.Group == "X25519MLKEM768" {
+		t.Fatalf("prefetched Z-data %+v after the strip: want a classical record", p.ZData)
+	}
+	r, err = connect(t, w, func(o *dial.Options) { at(o); o.Cache = cache })
+	wantTLS13FromEntry(t, r, err, zdata.ReasonNoPQZData)
 }

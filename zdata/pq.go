@@ -34,13 +34,40 @@ func validatePQShare(share []byte) error {
 		return reasonErr(ReasonInvalidShare, fmt.Errorf("%w: X25519MLKEM768 share of %d bytes, want %d", ErrInvalidShare, len(share), pqShareLen))
 	}
 	ek, x := share[:mlkem.EncapsulationKeySize768], share[mlkem.EncapsulationKeySize768:]
-	if _, err := mlkem.NewEncapsulationKey768(ek); err != nil {
-		return reasonErr(ReasonInvalidShare, fmt.Errorf("%w: ML-KEM-768 encapsulation key: %v", ErrInvalidShare, err))
+	if !mlkemModulusOK(ek) {
+		return reasonErr(ReasonInvalidShare, fmt.Errorf("%w: ML-KEM-768 encapsulation key fails FIPS 203's modulus check (a coefficient not below q)", ErrInvalidShare))
 	}
 	if _, err := ecdh.X25519().NewPublicKey(x); err != nil || x25519LowOrder(x) {
 		return reasonErr(ReasonInvalidShare, fmt.Errorf("%w: small-order x25519 half", ErrInvalidShare))
 	}
 	return nil
+}
+
+// mlkemQ is ML-KEM's modulus q (FIPS 203, Section 2.4).
+const mlkemQ = 3329
+
+// mlkemModulusOK is FIPS 203's modulus check of an ML-KEM-768
+// encapsulation key (Section 7.2, input checking): the key's first 384·k
+// bytes (k = 3) are 256·k 12-bit integers, two in every three bytes
+// (ByteDecode_12, least significant bits first), and each must be below
+// q; the last 32 bytes, the seed ρ, are not checked. crypto/mlkem makes
+// the same check when it parses a key, but also expands the key's matrix
+// from ρ (most of its cost): a client checks every v3 record of an
+// answer, the next period's too, and encapsulates (parsing the key
+// again) only to the one it selects.
+func mlkemModulusOK(ek []byte) bool {
+	if len(ek) != mlkem.EncapsulationKeySize768 {
+		return false
+	}
+	t := ek[:len(ek)-32]
+	for i := 0; i+3 <= len(t); i += 3 {
+		lo := uint16(t[i]) | uint16(t[i+1]&0x0f)<<8
+		hi := uint16(t[i+1]>>4) | uint16(t[i+2])<<4
+		if lo >= mlkemQ || hi >= mlkemQ {
+			return false
+		}
+	}
+	return true
 }
 
 // DeriveKEMKey is DeriveKey for a post-quantum key: the same HKDF-SHA256

@@ -16,6 +16,12 @@ import (
 	"github.com/ztls-project/ztls/zdata"
 )
 
+// The client's CPU from the click for post-quantum ZTLS, beside classical
+// ZTLS and a full X25519MLKEM768 handshake, cold and prefetched, is
+// prevalidate's BenchmarkClientPQFromClick (on the harness that times
+// the click for both, prevalidate/bench_prefetch_test.go); the server's
+// is tls13's BenchmarkServerZTLSPostQuantum.
+
 // BenchmarkPQZDataLookup measures the DNS lookup a post-quantum
 // connection makes (docs/ztls-spec.md, Section 9.7): the host's A record
 // and the TXT answer with the current and next v3 and classical records

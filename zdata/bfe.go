@@ -28,9 +28,10 @@ import (
 // keep using the v1 record. A v3 key's twin is its v3 record with bfe=
 // (Section 9.2), published in place of the record without it: every v3
 // client implements Section 7. The period's one BFE key file serves the
-// v2 twin and the v3 record of a service issuing both. Key files are generated in the background (an
-// epoch ahead, GenerateBFE) and never on a handshake's path: a key whose
-// file is not ready yet is published without a twin until it is.
+// v2 twin and the v3 record of a service issuing both. Key files are
+// generated in the background (an epoch ahead, GenerateBFE) and never on
+// a handshake's path: a key whose file is not ready yet is published
+// without a twin until it is.
 
 // BFEKey is the Bloom filter encryption side of a Z-data key: the signed
 // v2 twin of its record and its key file, punctured on every

@@ -26,8 +26,8 @@ import (
 // key of a service configured with BFE gets, once its BFE key file exists,
 // a v2 twin of its record carrying bfe=; both are published, so v1 clients
 // keep using the v1 record. A v3 key's twin is its v3 record with bfe=
-// (Section 9.2), published in place of the record without it: every v3
-// client implements Section 7. The period's one BFE key file serves the
+// (Section 9.2), published in place of the record without it (a client
+// configured without BFE then has no v3 record of the service). The period's one BFE key file serves the
 // v2 twin and the v3 record of a service issuing both. Key files are
 // generated in the background (an epoch ahead, GenerateBFE) and never on
 // a handshake's path: a key whose file is not ready yet is published

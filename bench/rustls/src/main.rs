@@ -2,6 +2,7 @@
 //! as `go test -bench` lines (see Cargo.toml).
 //!
 //! Usage: ztls-rustls-bench CA.pem CHAIN.pem KEY.pem [SECONDS]
+//!        ztls-rustls-bench --primitives [SECONDS [KEY.pem]]
 //!
 //! Each case is the one of tls13/bench_test.go's BenchmarkHandshake of
 //! the same name: TLS_AES_128_GCM_SHA256, an ECDSA P-256 leaf signed by
@@ -9,6 +10,18 @@
 //! used: every handshake is a full one), client authentication off.
 //! x25519 uses rustls's ring provider (what rustls users get by default
 //! with ring); X25519MLKEM768 uses aws-lc-rs (ring has no ML-KEM).
+//!
+//! `--primitives` times the key exchanges alone through rustls's
+//! `SupportedKxGroup` (what its handshakes call), as
+//! tls13/internal/kex's BenchmarkKeyExchange does for ztls:
+//! `keygen` makes a share (`start` and its public key: a fixed-base
+//! multiplication, plus the ML-KEM key generation for the hybrid);
+//! `client` makes a share and completes it with a server's answer
+//! (decapsulation and a ladder for the hybrid); `server` answers a
+//! client's share (`start_and_complete`: encapsulation, a key and a ladder).
+//! With KEY.pem (an ECDSA P-256 key) it also times the server's
+//! CertificateVerify signature (ECDSA P-256 with SHA-256 over a 130-byte
+//! message, as TLS 1.3 signs) with each provider's signer.
 
 use std::env;
 use std::process::ExitCode;
@@ -16,10 +29,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rustls::client::Resumption;
-use rustls::crypto::{aws_lc_rs, ring, CryptoProvider};
+use rustls::crypto::{aws_lc_rs, ring, CryptoProvider, SupportedKxGroup};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use rustls::{ClientConfig, ClientConnection, Connection, RootCertStore, ServerConfig, ServerConnection};
+use rustls::{ClientConfig, ClientConnection, Connection, Error, RootCertStore, ServerConfig, ServerConnection, SignatureScheme};
 
 struct Case {
     name: &'static str,
@@ -152,8 +165,82 @@ fn run(case: &Case, pki: &Pki, budget: Duration) -> Result<(), String> {
     Ok(())
 }
 
+/// Runs op for budget after a warm-up and prints it as a benchmark line.
+fn time_op(name: &str, budget: Duration, mut op: impl FnMut() -> Result<(), Error>) -> Result<(), String> {
+    for _ in 0..50 {
+        op().map_err(|e| format!("{name}: {e}"))?;
+    }
+    let mut n = 0u64;
+    let start = Instant::now();
+    while start.elapsed() < budget {
+        op().map_err(|e| format!("{name}: {e}"))?;
+        n += 1;
+    }
+    println!("BenchmarkKeyExchange/{name}-1\t{n}\t{} ns/op", start.elapsed().as_nanos() / n as u128);
+    Ok(())
+}
+
+/// The server's signature alone, per provider (see the file's doc).
+fn signatures(budget: Duration, key: &str) -> Result<(), String> {
+    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{key}: {e}"))?;
+    let msg = [0x20u8; 130];
+    for (name, provider) in [("ring", ring::default_provider()), ("aws-lc-rs", aws_lc_rs::default_provider())] {
+        let signing = provider.key_provider.load_private_key(key.clone_key()).map_err(|e| e.to_string())?;
+        let signer = signing
+            .choose_scheme(&[SignatureScheme::ECDSA_NISTP256_SHA256])
+            .ok_or("the key is not an ECDSA P-256 key")?;
+        time_op(&format!("ecdsa-p256/sign/{name}"), budget, || {
+            std::hint::black_box(signer.sign(&msg)?);
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+/// The key exchanges alone, per group and provider (see the file's doc).
+fn primitives(budget: Duration) -> Result<(), String> {
+    let groups: [(&str, &str, &'static dyn SupportedKxGroup); 3] = [
+        ("x25519", "ring", ring::kx_group::X25519),
+        ("x25519", "aws-lc-rs", aws_lc_rs::kx_group::X25519),
+        ("x25519mlkem768", "aws-lc-rs", aws_lc_rs::kx_group::X25519MLKEM768),
+    ];
+    for (group, provider, kx) in groups {
+        let client_share = kx.start().map_err(|e| e.to_string())?.pub_key().to_vec();
+        let server_share = kx.start_and_complete(&client_share).map_err(|e| e.to_string())?.pub_key;
+        time_op(&format!("{group}/keygen/{provider}"), budget, || {
+            let k = kx.start()?;
+            std::hint::black_box(k.pub_key().to_vec());
+            Ok(())
+        })?;
+        time_op(&format!("{group}/client/{provider}"), budget, || {
+            let k = kx.start()?;
+            std::hint::black_box(k.pub_key().to_vec());
+            std::hint::black_box(k.complete(&server_share)?);
+            Ok(())
+        })?;
+        time_op(&format!("{group}/server/{provider}"), budget, || {
+            std::hint::black_box(kx.start_and_complete(&client_share)?);
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().collect();
+    if args.len() >= 2 && args[1] == "--primitives" {
+        let secs: f64 = args.get(2).and_then(|s| s.parse().ok()).filter(|s: &f64| *s > 0.0).unwrap_or(1.0);
+        let budget = Duration::from_secs_f64(secs);
+        let res = primitives(budget).and_then(|()| match args.get(3) {
+            Some(key) => signatures(budget, key),
+            None => Ok(()),
+        });
+        if let Err(e) = res {
+            eprintln!("ztls-rustls-bench: {e}");
+            return ExitCode::FAILURE;
+        }
+        return ExitCode::SUCCESS;
+    }
     if args.len() < 4 || args.len() > 5 {
         eprintln!("usage: {} CA.pem CHAIN.pem KEY.pem [SECONDS]", args[0]);
         return ExitCode::from(2);

@@ -2,10 +2,14 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
+	"net/netip"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/miekg/dns"
 
 	"github.com/ztls-project/ztls/testbed/hosts"
 )
@@ -106,5 +110,63 @@ func TestDoTKeptOpenPastManyQueries(t *testing.T) {
 	st.dot.Close()
 	if n := w.dot.accepts.Load(); n != 1 {
 		t.Fatalf("the resolver accepted %d DoT connections for 300 questions, want 1", n)
+	}
+}
+
+// TestDoTAnswersPipelinedQueriesConcurrently: the resolver's DoT
+// listener answers the queries of one connection in parallel, out of
+// order (RFC 7766, Section 6.2.1.1): a query whose answer waits for a
+// later one's is answered after it. Served one at a time, as
+// miekg/dns's server does, it would never be (a cold lookup's six
+// pipelined questions would each wait for the authority in turn).
+func TestDoTAnswersPipelinedQueriesConcurrently(t *testing.T) {
+	p, err := makePKI(t.TempDir(), ServerName, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fastServed := make(chan struct{})
+	h := dns.HandlerFunc(func(w dns.ResponseWriter, q *dns.Msg) {
+		if q.Question[0].Name == "slow.test." {
+			select {
+			case <-fastServed:
+			case <-time.After(20 * time.Second):
+			}
+		}
+		m := new(dns.Msg)
+		m.SetReply(q)
+		w.WriteMsg(m)
+		if q.Question[0].Name == "fast.test." {
+			close(fastServed)
+		}
+	})
+	s, err := startDoT(nil, netip.MustParseAddrPort("127.0.0.1:0"), h, p.ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.stop()
+	c, err := tls.Dial("tcp", s.addr.String(), &tls.Config{RootCAs: p.pool, ServerName: ResolverName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	dc := &dns.Conn{Conn: c}
+	for _, name := range []string{"slow.test.", "fast.test."} {
+		q := new(dns.Msg)
+		q.SetQuestion(name, dns.TypeA)
+		if err := dc.WriteMsg(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var order []string
+	for range 2 {
+		m, err := dc.ReadMsg()
+		if err != nil {
+			t.Fatalf("after %v: %v", order, err)
+		}
+		order = append(order, m.Question[0].Name)
+	}
+	if order[0] != "fast.test." {
+		t.Fatalf("answers in the order %v: the queries were served one after the other", order)
 	}
 }

@@ -7,16 +7,17 @@ package bench
 // from the benchmark's CA for ResolverName; behind TLS it is the same
 // caching resolver (the same cache, the same query count). Its idle
 // timeout is long, so the connection a client opened before its visit
-// stays open through it; the listener counts the connections it
-// accepts, and a visit during which one was accepted did not use a
+// stays open through it, and it answers pipelined queries concurrently,
+// as resolvers do; the listener counts the connections it accepts, and a visit during which one was accepted did not use a
 // kept-open connection and is refused.
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +45,11 @@ type dotServer struct {
 	addr    netip.AddrPort
 	accepts atomic.Uint64 // connections accepted (TCP, before TLS)
 	stop    func()
+
+	mu     sync.Mutex
+	conns  map[net.Conn]bool // open, closed by stop
+	closed bool
+	wg     sync.WaitGroup // the accept loop and the connections
 }
 
 // dotUser is implemented by contenders whose client asks the resolver
@@ -91,24 +97,120 @@ func startDoT(host *hosts.Host, addr netip.AddrPort, h dns.Handler, ca *testpki.
 	if err != nil {
 		return nil, fmt.Errorf("bench: DoT listener: %w", err)
 	}
-	s := &dotServer{addr: ln.Addr().(*net.TCPAddr).AddrPort()}
+	s := &dotServer{addr: ln.Addr().(*net.TCPAddr).AddrPort(), conns: map[net.Conn]bool{}}
 	tl := tls.NewListener(countingListener{Listener: ln, n: &s.accepts}, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13})
-	// No limit on the queries per connection (miekg/dns closes one after
-	// 128 by default: the kept-open connection of a long run would be
-	// closed, and reopened, in the middle of a measured visit).
-	srv := &dns.Server{Listener: tl, Net: "tcp-tls", Handler: h, MaxTCPQueries: -1,
-		IdleTimeout: func() time.Duration { return dotIdleTimeout }}
-	started := make(chan struct{})
-	srv.NotifyStartedFunc = func() { close(started) }
-	go srv.ActivateAndServe()
-	<-started
+	s.wg.Add(1)
+	go s.serve(tl, h)
 	s.stop = func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		srv.ShutdownContext(ctx)
+		tl.Close()
+		s.mu.Lock()
+		s.closed = true
+		for c := range s.conns {
+			c.Close()
+		}
+		s.mu.Unlock()
+		s.wg.Wait()
 	}
 	return s, nil
 }
+
+// serve accepts DoT connections until ln closes.
+func (s *dotServer) serve(ln net.Listener, h dns.Handler) {
+	defer s.wg.Done()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			c.Close()
+			return
+		}
+		s.conns[c] = true
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.serveConn(c, h)
+	}
+}
+
+// serveConn answers the queries of one connection, each as soon as it
+// is read and concurrently (RFC 7766, Section 6.2.1.1: a resolver
+// processes pipelined queries in parallel and answers them out of
+// order), as resolvers such as Unbound do: otherwise the six questions
+// of a cold lookup, pipelined on the kept-open connection, would go to
+// the authority one after the other. An idle connection is closed after
+// dotIdleTimeout; there is no limit of queries per connection.
+func (s *dotServer) serveConn(c net.Conn, h dns.Handler) {
+	var pending sync.WaitGroup
+	defer func() {
+		pending.Wait()
+		c.Close()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		s.wg.Done()
+	}()
+	w := &streamWriter{c: c}
+	for {
+		c.SetReadDeadline(time.Now().Add(dotIdleTimeout))
+		var l [2]byte
+		if _, err := io.ReadFull(c, l[:]); err != nil {
+			return
+		}
+		buf := make([]byte, int(l[0])<<8|int(l[1]))
+		if _, err := io.ReadFull(c, buf); err != nil {
+			return
+		}
+		q := new(dns.Msg)
+		if q.Unpack(buf) != nil {
+			return // not DNS: close, as RFC 7766 allows
+		}
+		pending.Add(1)
+		go func() {
+			defer pending.Done()
+			h.ServeDNS(w, q)
+		}()
+	}
+}
+
+// streamWriter is a dns.ResponseWriter on a DoT connection: each answer
+// written whole, with its two-byte length, under a lock (answers of
+// concurrent queries never interleave).
+type streamWriter struct {
+	c  net.Conn
+	mu sync.Mutex
+}
+
+func (w *streamWriter) LocalAddr() net.Addr  { return w.c.LocalAddr() }
+func (w *streamWriter) RemoteAddr() net.Addr { return w.c.RemoteAddr() }
+
+func (w *streamWriter) WriteMsg(m *dns.Msg) error {
+	b, err := m.Pack()
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+func (w *streamWriter) Write(b []byte) (int, error) {
+	if len(b) > 0xffff {
+		return 0, fmt.Errorf("bench: DoT answer of %d bytes", len(b))
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, err := w.c.Write(append([]byte{byte(len(b) >> 8), byte(len(b))}, b...)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+func (w *streamWriter) Close() error        { return w.c.Close() }
+func (w *streamWriter) TsigStatus() error   { return nil }
+func (w *streamWriter) TsigTimersOnly(bool) {}
+func (w *streamWriter) Hijack()             {}
 
 // needsDoT reports whether any of cs asks the resolver over DoT.
 func needsDoT(cs []Contender) bool {

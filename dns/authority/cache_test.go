@@ -162,24 +162,82 @@ func FuzzAnswerCache(f *testing.F) {
 // The cache stays within its entries and bytes whatever it is fed.
 func TestAnswerCacheBounds(t *testing.T) {
 	c := newAnswerCache(cacheShards * 4)
-	big := &cachedAnswer{wire: make([]byte, maxCachedAnswer)}
 	for i := range 1000 {
 		key := []byte{byte(i), byte(i >> 8), 1, 2, 3}
-		c.put(key, big)
-		c.put(key[:4], &cachedAnswer{wire: make([]byte, 100)})
+		c.put(&cachedAnswer{key: key, wire: make([]byte, maxCachedAnswer)})
+		c.put(&cachedAnswer{key: key[:4], wire: make([]byte, 100)})
 	}
-	c.put(make([]byte, maxCachedQuery+1), big) // not kept
+	c.put(&cachedAnswer{key: make([]byte, maxCachedQuery+1), wire: make([]byte, 100)}) // not kept
 	for i := range c.shards {
 		sh := &c.shards[i]
 		if len(sh.m) > c.perShard || sh.bytes > c.maxBytes {
 			t.Fatalf("shard %d: %d entries, %d bytes; bounds %d and %d", i, len(sh.m), sh.bytes, c.perShard, c.maxBytes)
 		}
 		n := 0
-		for k, e := range sh.m {
-			n += len(k) + len(e.wire)
+		for _, e := range sh.m {
+			n += len(e.key) + len(e.wire)
 		}
 		if n != sh.bytes {
 			t.Fatalf("shard %d counts %d bytes, holds %d", i, sh.bytes, n)
+		}
+	}
+}
+
+// respell returns raw with the letters of its question's name in the
+// case that the bits of pattern give (0x20 randomisation).
+func respell(raw []byte, pattern uint64) []byte {
+	out := append([]byte(nil), raw...)
+	end := questionEnd(out)
+	for i, k := 12, 0; i < end; i++ {
+		c := out[i] | 0x20
+		if 'a' <= c && c <= 'z' {
+			if pattern>>(k%64)&1 == 1 {
+				c -= 'a' - 'A'
+			}
+			out[i] = c
+			k++
+		}
+	}
+	return out
+}
+
+// Every spelling of a question shares one cached answer, and the answer
+// from the cache is still byte for byte the handler's for that spelling:
+// the question comes back exactly as asked (0x20), on each transport.
+func TestAnswerCacheSpellings(t *testing.T) {
+	cached, plain, _ := cachePair(t, &RateLimit{})
+	for _, tr := range []Transport{TransportUDP, TransportTCP, TransportTLS} {
+		for _, raw := range cacheTestQueries(t) {
+			for range 2 { // fills the cache, all in lower case
+				serveRaw(cached, tr, respell(raw, 0))
+			}
+			for _, pattern := range []uint64{0x5555, 0xaaaa, ^uint64(0), 0x1234} {
+				again := respell(raw, pattern)
+				hits := cached.Stats().CacheHits
+				got, want := serveRaw(cached, tr, again), serveRaw(plain, tr, again)
+				if !bytes.Equal(got, want) {
+					m := new(dns.Msg)
+					m.Unpack(again)
+					t.Fatalf("%v %v: cached answer\n%x\nwant\n%x", tr, m.Question, got, want)
+				}
+				if want == nil {
+					continue
+				}
+				off := 0
+				if tr.Stream() {
+					off = 2
+				}
+				if end := questionEnd(again); end > 12 {
+					if !bytes.Equal(got[off+12:off+end], again[12:end]) {
+						t.Fatalf("%v: question %q, asked %q", tr, got[off+12:off+end], again[12:end])
+					}
+					if cached.Stats().CacheHits == hits && len(again) < 100 {
+						m := new(dns.Msg)
+						m.Unpack(again)
+						t.Errorf("%v %v: not answered from the cache", tr, m.Question)
+					}
+				}
+			}
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"net"
 	"net/netip"
+	"strings"
 
 	"github.com/miekg/dns"
 	"github.com/ztls-project/ztls/dns/dnsstream"
@@ -196,6 +197,19 @@ func (rw *responder) WriteMsg(m *dns.Msg) error {
 		return errAlreadyWritten
 	}
 	rw.written = true
+	spelled := foldQuestion(m)
+	err := rw.writeFolded(m, spelled)
+	if spelled != "" {
+		m.Question[0].Name = spelled
+	}
+	return err
+}
+
+// writeFolded is WriteMsg with m's question in lower case if spelled (the
+// name as asked) is not "": every length the answer is cut or padded to
+// is then the same for every spelling. The name as asked is written over
+// the packed question.
+func (rw *responder) writeFolded(m *dns.Msg, spelled string) error {
 	rw.finish(m)
 	var (
 		rrlKey rrlKey
@@ -217,33 +231,12 @@ func (rw *responder) WriteMsg(m *dns.Msg) error {
 	if rw.t.Stream() {
 		start = 2
 	}
-	packed, err := m.PackBuffer(buf[start:])
+	packed, wasCapped, err := rw.pack(m, buf[start:])
 	if err != nil {
-		// The handler built something unencodable: SERVFAIL rather than
-		// silence, so the client does not wait for a timeout.
-		fail := reply(m, dns.RcodeServerFailure)
-		rw.note.key = nil
-		if packed, err = fail.PackBuffer(buf[start:]); err != nil {
-			return err
-		}
+		return err
 	}
-	limit := dnsstream.MaxMessageSize
-	capped := false
-	if rw.t == TransportUDP {
-		limit = min(int(rw.udpSize), rw.maxUDPSize())
-		if c := rw.amplificationCap(); c > 0 && c < limit {
-			limit, capped = c, true
-		}
-	}
-	wasCapped := false
-	if len(packed) > limit {
-		if capped {
-			wasCapped = true
-			rw.srv.counters.amplificationTruncated.Add(1)
-		}
-		if packed, err = truncate(m, buf[start:], limit); err != nil {
-			return err
-		}
+	if spelled != "" {
+		restoreCase(packed[12:], spelled)
 	}
 	if rw.note.key != nil {
 		rw.storeAnswer(m, packed, rrlKey, hasRRL, wasCapped)
@@ -260,6 +253,81 @@ func (rw *responder) WriteMsg(m *dns.Msg) error {
 		return err
 	}
 	return rw.out.send(frame)
+}
+
+// pack packs m into buf, truncated to what the transport and the
+// amplification cap allow; wasCapped reports a cut by the cap.
+func (rw *responder) pack(m *dns.Msg, buf []byte) (packed []byte, wasCapped bool, err error) {
+	packed, err = m.PackBuffer(buf)
+	if err != nil {
+		// The handler built something unencodable: SERVFAIL rather than
+		// silence, so the client does not wait for a timeout.
+		fail := reply(m, dns.RcodeServerFailure)
+		rw.note.key = nil
+		if packed, err = fail.PackBuffer(buf); err != nil {
+			return nil, false, err
+		}
+	}
+	limit := dnsstream.MaxMessageSize
+	capped := false
+	if rw.t == TransportUDP {
+		limit = min(int(rw.udpSize), rw.maxUDPSize())
+		if c := rw.amplificationCap(); c > 0 && c < limit {
+			limit, capped = c, true
+		}
+	}
+	if len(packed) > limit {
+		if capped {
+			wasCapped = true
+			rw.srv.counters.amplificationTruncated.Add(1)
+		}
+		if packed, err = truncate(m, buf, limit); err != nil {
+			return nil, false, err
+		}
+	}
+	return packed, wasCapped, nil
+}
+
+// foldQuestion puts the name of m's one question in lower case for
+// packing, so that names compressed against it point at it whatever its
+// spelling, and returns the name as asked ("" if nothing changed; a name
+// with escapes is left as it is).
+func foldQuestion(m *dns.Msg) string {
+	if len(m.Question) != 1 {
+		return ""
+	}
+	name := m.Question[0].Name
+	upper := false
+	for i := range len(name) {
+		switch c := name[i]; {
+		case c == '\\':
+			return ""
+		case 'A' <= c && c <= 'Z':
+			upper = true
+		}
+	}
+	if !upper {
+		return ""
+	}
+	m.Question[0].Name = strings.ToLower(name)
+	return name
+}
+
+// restoreCase writes the letters of name (without escapes, as
+// foldQuestion allows) over wire, the same name packed in lower case.
+func restoreCase(wire []byte, name string) {
+	i := 0
+	for p := 0; p < len(wire); {
+		l := int(wire[p])
+		if l == 0 || l&0xc0 != 0 || p+1+l > len(wire) {
+			return
+		}
+		p++
+		for end := p + l; p < end && i < len(name); p, i = p+1, i+1 {
+			wire[p] = name[i]
+		}
+		i++ // the dot after the label
+	}
 }
 
 // truncate packs m cut to limit bytes with TC=1 into buf: whole RRsets

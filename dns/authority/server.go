@@ -128,8 +128,9 @@ type Server struct {
 	DisableCookies bool
 	// AnswerCacheSize, when positive, keeps up to this many packed
 	// answers per transport, keyed by the bytes of their query (all but
-	// the ID), and answers a repeated query from them without parsing it
-	// or calling Handler. Use it only with a Handler whose answer depends
+	// the ID; the question's name without regard to letter case, the
+	// answer carrying it as asked), and answers a repeated query from them
+	// without parsing it or calling Handler. Use it only with a Handler whose answer depends
 	// on nothing but the query's bytes and the zone data, such as
 	// Chain(zones, CheckQuery): a change through Zone.ReplaceRRset or
 	// Zone.Swap outdates every cached answer at once. Queries with a
@@ -440,7 +441,7 @@ func (s *Server) serveMsg(ctx context.Context, raw []byte, rw *responder) {
 		if s.answerCached(raw, rw) {
 			return
 		}
-		rw.note = cacheNote{key: raw[2:], version: zoneVersion.Load()}
+		rw.note.key, rw.note.version = raw[2:], zoneVersion.Load()
 	}
 	m := new(dns.Msg)
 	if err := m.Unpack(raw); err != nil {

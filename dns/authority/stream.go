@@ -347,7 +347,7 @@ func (s *Server) streamQuery(raw []byte, rw *responder) *dns.Msg {
 		if s.answerCached(raw, rw) {
 			return nil
 		}
-		rw.note = cacheNote{key: append([]byte(nil), raw[2:]...), version: zoneVersion.Load()}
+		rw.note.key, rw.note.version = append([]byte(nil), raw[2:]...), zoneVersion.Load()
 	}
 	m := new(dns.Msg)
 	if err := m.Unpack(raw); err != nil {

@@ -59,9 +59,16 @@ type cacheShard struct {
 	// is not the one looked up (a collision) is a miss.
 	mu    sync.RWMutex
 	m     map[uint64]*cachedAnswer
-	bytes int      // keys and answers held
-	_     [32]byte // keep shards on separate cache lines
+	bytes int // keys and answers held
+	// seen holds hashes of keys missed once and not stored: an answer is
+	// kept when its question is asked the second time (admit).
+	seen [seenSlots]uint64
+	_    [32]byte // keep shards on separate cache lines
 }
+
+// seenSlots is the size of a shard's seen table: together some 16 000
+// questions can wait for their second time.
+const seenSlots = 1024
 
 // cachedAnswer is one packed answer, with its ID bytes zero.
 type cachedAnswer struct {
@@ -104,6 +111,25 @@ func (c *answerCache) get(key []byte) *cachedAnswer {
 		return nil
 	}
 	return e
+}
+
+// admit reports whether the answer to key (the hash of a case-folded key)
+// is worth storing: when key was missed before. A question asked once
+// (a random name under the zone, as floods and NXDOMAIN scans ask) then
+// costs no allocation, no entry and no eviction; the price is one more
+// miss for the others. Two questions sharing a slot push each other out,
+// which only delays them.
+func (c *answerCache) admit(h uint64) bool {
+	sh := c.shard(h)
+	slot := &sh.seen[(h>>32)%seenSlots]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if _, ok := sh.m[h]; ok || *slot == h {
+		*slot = 0
+		return true
+	}
+	*slot = h
+	return false
 }
 
 // put stores e under e.key; a full shard loses entries, whichever the
@@ -243,7 +269,7 @@ func (rw *responder) storeAnswer(m *dns.Msg, packed []byte, rrl rrlKey, hasRRL, 
 	folded := kb[:copy(kb[:], key)]
 	lowerASCII(folded[10 : end-2])
 	h := maphash.Bytes(c.seed, folded)
-	if len(folded)+len(packed) > c.maxBytes {
+	if len(folded)+len(packed) > c.maxBytes || !c.admit(h) {
 		return
 	}
 	b := make([]byte, len(key)+len(packed))

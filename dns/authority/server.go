@@ -130,7 +130,9 @@ type Server struct {
 	// answers per transport, keyed by the bytes of their query (all but
 	// the ID; the question's name without regard to letter case, the
 	// answer carrying it as asked), and answers a repeated query from them
-	// without parsing it or calling Handler. Use it only with a Handler whose answer depends
+	// without parsing it or calling Handler. An answer is kept the second
+	// time its question is asked, so questions asked once (random names)
+	// do not churn the cache. Use it only with a Handler whose answer depends
 	// on nothing but the query's bytes and the zone data, such as
 	// Chain(zones, CheckQuery): a change through Zone.ReplaceRRset or
 	// Zone.Swap outdates every cached answer at once. Queries with a

@@ -22,6 +22,7 @@ import (
 	"crypto/hmac"
 	"encoding/binary"
 	"io"
+	"slices"
 
 	"github.com/ztls-project/ztls/tls13/internal/ech"
 	"github.com/ztls-project/ztls/tls13/internal/keyschedule"
@@ -41,10 +42,9 @@ type echClient struct {
 	retry    []byte    // retry_configs from EncryptedExtensions (rejected)
 }
 
-// greasePayloadLen is the payload length of a GREASE extension: about
-// what a real one with an inner ClientHello of this engine's usual size
-// and RFC 9849, Section 6.1.3's padding comes to.
-const greasePayloadLen = 256 + ech.TagLen
+// greaseMaxNameLength is the maximum_name_length a GREASE extension's
+// size assumes: what zdata's ECH configs publish (zdata/ech.go).
+const greaseMaxNameLength = 64
 
 // offerECH prepares ECH for the ClientHello in p: the inner extension
 // and the HPKE context for Config.ECHConfigList's first usable config,
@@ -71,20 +71,25 @@ func (e *engine) offerECH(p *clientHelloParams) error {
 		return err
 	}
 	p.ech = st
-	p.hello.Extra = append(p.hello.Extra, wire.Extension{Type: ech.ExtEncryptedClientHello, Data: []byte{ech.TypeInner}})
+	p.hello.Extra = append(p.hello.Extra, innerECHExtension())
 	return nil
 }
 
+func innerECHExtension() wire.Extension {
+	return wire.Extension{Type: ech.ExtEncryptedClientHello, Data: []byte{ech.TypeInner}}
+}
+
 // offerGreaseECH adds an encrypted_client_hello extension that looks
-// like a real one (RFC 9849, Section 6.2): a random config id, a
-// random X25519 enc and a random payload.
+// like a real one (RFC 9849, Section 6.2): a random config id, a random
+// X25519 enc, and a payload that sizeGreaseECH sizes and fills once the
+// rest of the ClientHello is known.
 func (e *engine) offerGreaseECH(p *clientHelloParams) error {
-	r := make([]byte, 1+32+greasePayloadLen)
+	r := make([]byte, 1+32)
 	if _, err := io.ReadFull(e.cfg.rand(), r); err != nil {
 		return err
 	}
 	x := &ech.ClientExtension{Type: ech.TypeOuter, Suite: ech.Suite{KDF: ech.KDFHKDFSHA256, AEAD: ech.AEADAES128GCM},
-		ConfigID: r[0], Enc: r[1:33], Payload: r[33:]}
+		ConfigID: r[0], Enc: r[1:33], Payload: []byte{0}}
 	data, err := x.Marshal()
 	if err != nil {
 		return err
@@ -93,6 +98,67 @@ func (e *engine) offerGreaseECH(p *clientHelloParams) error {
 	p.hello.Extra = append(p.hello.Extra, wire.Extension{Type: ech.ExtEncryptedClientHello, Data: data})
 	e.info.ECH = ECHGrease
 	return nil
+}
+
+// sizeGreaseECH gives the GREASE extension of the first ClientHello its
+// payload: random bytes as many as a real offer's would be for this
+// ClientHello (RFC 9849, Section 6.2), the EncodedClientHelloInner that
+// sealECH would make of it, compressed against the outer it would send
+// and padded for greaseMaxNameLength, plus the AEAD's tag. The PSK and
+// ztls binders may still be zero: only their lengths count. The second
+// ClientHello after a HelloRetryRequest repeats the first's extension
+// as it is (Section 6.2).
+func (e *engine) sizeGreaseECH(p *clientHelloParams) error {
+	if p.ech == nil || !p.ech.grease || p.afterHRR {
+		return nil
+	}
+	ch := p.hello
+	i := slices.IndexFunc(ch.Extra, func(x wire.Extension) bool { return x.Type == ech.ExtEncryptedClientHello })
+	if i < 0 {
+		return nil
+	}
+	x, err := ech.ParseClientExtension(ch.Extra[i].Data)
+	if err != nil {
+		return err
+	}
+	inner := *ch
+	inner.Raw = nil
+	inner.Extra = slices.Clone(ch.Extra)
+	inner.Extra[i] = innerECHExtension()
+	innerRaw, err := inner.Marshal()
+	if err != nil {
+		return err
+	}
+	// The outer's server_name is the public name, never the inner's; its
+	// length does not count, only that it differs.
+	outer, err := e.newOuterHello(&inner, "", zeroReader{})
+	if err != nil {
+		return err
+	}
+	encoded, err := encodeInner(outer, &ech.ClientExtension{Type: ech.TypeOuter, Suite: x.Suite, Enc: x.Enc, Payload: []byte{0}}, innerRaw, greaseMaxNameLength)
+	if err != nil {
+		return err
+	}
+	x.Payload = make([]byte, len(encoded)+ech.TagLen)
+	if _, err := io.ReadFull(e.cfg.rand(), x.Payload); err != nil {
+		return err
+	}
+	data, err := x.Marshal()
+	if err != nil {
+		return err
+	}
+	ch.Extra = slices.Clone(ch.Extra)
+	ch.Extra[i].Data = data
+	return nil
+}
+
+// zeroReader reads zeros: the GREASE PSK of an outer ClientHello built
+// only for its size.
+type zeroReader struct{}
+
+func (zeroReader) Read(b []byte) (int, error) {
+	clear(b)
+	return len(b), nil
 }
 
 // sealECH returns what goes on the wire for the inner ClientHello
@@ -109,27 +175,65 @@ func (e *engine) sealECH(p *clientHelloParams, innerRaw []byte) ([]byte, error) 
 	if st.outer != nil {
 		enc = nil // the second ClientHelloOuter (RFC 9849, Section 6.1.5)
 	}
-	outer := *p.hello
-	outer.Raw, outer.Order = nil, nil
+	outer, err := e.newOuterHello(p.hello, st.config.PublicName, e.cfg.rand())
+	if err != nil {
+		return nil, err
+	}
 	outer.Random = st.random
-	outer.ServerName = st.config.PublicName
+	x := &ech.ClientExtension{Type: ech.TypeOuter, Suite: st.ctx.Suite, ConfigID: st.config.ConfigID, Enc: enc, Payload: []byte{0}}
+	encoded, err := encodeInner(outer, x, innerRaw, st.config.MaxNameLength)
+	if err != nil {
+		return nil, err
+	}
+	x.Payload = make([]byte, len(encoded)+ech.TagLen)
+	aad, err := marshalOuter(outer, x)
+	if err != nil {
+		return nil, err
+	}
+	if x.Payload, err = st.ctx.Seal(aad[4:], encoded); err != nil {
+		return nil, err
+	}
+	raw, err := marshalOuter(outer, x)
+	if err != nil {
+		return nil, err
+	}
+	st.outer, st.outerRaw = outer, raw
+	return raw, nil
+}
+
+// newOuterHello returns the ClientHelloOuter for the ClientHelloInner
+// inner (RFC 9849, Section 6.1), without its encrypted_client_hello: the
+// inner's fields but for the public name as server_name, the configured
+// ALPN order, no ztls, ztls_bfe or ztls_kem, and a GREASE PSK drawn from
+// r in place of the inner's (greasePSK). The caller sets the random.
+func (e *engine) newOuterHello(inner *wire.ClientHello, publicName string, r io.Reader) (*wire.ClientHello, error) {
+	outer := *inner
+	outer.Raw, outer.Order = nil, nil
+	outer.ServerName = publicName
 	// The configured ALPN order, not the inner's: ZTLS may move the
 	// Z-data's early protocol first (ztlsOffer), and that order in the
 	// outer would hint at a ZTLS offer (spec Section 10.1).
 	outer.ALPN = e.cfg.NextProtos
 	outer.ZTLS, outer.ZTLSBFE, outer.ZTLSKEM = nil, nil, nil
 	outer.PSKIdentities, outer.PSKBinders = nil, nil
-	if err := e.greasePSK(p, &outer); err != nil {
+	if err := greasePSK(inner, &outer, r); err != nil {
 		return nil, err
 	}
 	outer.Extra = nil
-	for _, x := range p.hello.Extra {
+	for _, x := range inner.Extra {
 		if x.Type != ech.ExtEncryptedClientHello {
 			outer.Extra = append(outer.Extra, x)
 		}
 	}
-	x := &ech.ClientExtension{Type: ech.TypeOuter, Suite: st.ctx.Suite, ConfigID: st.config.ConfigID, Enc: enc, Payload: []byte{0}}
-	draft, err := marshalOuter(&outer, x)
+	return &outer, nil
+}
+
+// encodeInner returns the EncodedClientHelloInner of the marshalled
+// ClientHelloInner innerRaw (RFC 9849, Section 5.1): the extensions outer
+// carries as they are (with x, whose payload is a placeholder) replaced
+// by ech_outer_extensions, padded for maxNameLength (Section 6.1.3).
+func encodeInner(outer *wire.ClientHello, x *ech.ClientExtension, innerRaw []byte, maxNameLength uint8) ([]byte, error) {
+	draft, err := marshalOuter(outer, x)
 	if err != nil {
 		return nil, err
 	}
@@ -137,24 +241,7 @@ func (e *engine) sealECH(p *clientHelloParams, innerRaw []byte) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
-	encoded, err := ech.EncodeInner(innerRaw[4:], compress, st.config.MaxNameLength)
-	if err != nil {
-		return nil, err
-	}
-	x.Payload = make([]byte, len(encoded)+ech.TagLen)
-	aad, err := marshalOuter(&outer, x)
-	if err != nil {
-		return nil, err
-	}
-	if x.Payload, err = st.ctx.Seal(aad[4:], encoded); err != nil {
-		return nil, err
-	}
-	raw, err := marshalOuter(&outer, x)
-	if err != nil {
-		return nil, err
-	}
-	st.outer, st.outerRaw = &outer, raw
-	return raw, nil
+	return ech.EncodeInner(innerRaw[4:], compress, maxNameLength)
 }
 
 // greaseTicketLen is the identity length of a GREASE PSK when the inner
@@ -169,16 +256,16 @@ const greaseTicketLen = 208
 // data the way a resumption does, which servers that reject ECH expect
 // (Go's crypto/tls refuses early_data without pre_shared_key), and looks
 // like one to the path.
-func (e *engine) greasePSK(p *clientHelloParams, outer *wire.ClientHello) error {
+func greasePSK(inner, outer *wire.ClientHello, rand io.Reader) error {
 	idLen, binderLen := greaseTicketLen, 32
 	switch {
-	case len(p.hello.PSKIdentities) > 0 && len(p.hello.PSKBinders) > 0:
-		idLen, binderLen = len(p.hello.PSKIdentities[0].Identity), len(p.hello.PSKBinders[0])
+	case len(inner.PSKIdentities) > 0 && len(inner.PSKBinders) > 0:
+		idLen, binderLen = len(inner.PSKIdentities[0].Identity), len(inner.PSKBinders[0])
 	case !outer.EarlyData:
 		return nil
 	}
 	r := make([]byte, idLen+4+binderLen)
-	if _, err := io.ReadFull(e.cfg.rand(), r); err != nil {
+	if _, err := io.ReadFull(rand, r); err != nil {
 		return err
 	}
 	outer.PSKIdentities = []wire.PSKIdentity{{Identity: r[:idLen], ObfuscatedTicketAge: binary.BigEndian.Uint32(r[idLen:])}}

@@ -16,7 +16,14 @@ import (
 // handshake's state.
 func goECHServer(t *testing.T, e *echSetup, keys ...ECHKey) (string, <-chan tls.ConnectionState) {
 	t.Helper()
-	cfg := &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{e.p.goSrv,
+	return goECHServerWith(t, e, nil, keys...)
+}
+
+// goECHServerWith is goECHServer with the curves Go's server takes (nil:
+// its defaults).
+func goECHServerWith(t *testing.T, e *echSetup, curves []tls.CurveID, keys ...ECHKey) (string, <-chan tls.ConnectionState) {
+	t.Helper()
+	cfg := &tls.Config{CurvePreferences: curves, MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{e.p.goSrv,
 		{Certificate: e.public.Chain, PrivateKey: e.public.PrivateKey, Leaf: e.public.Leaf}}}
 	for _, k := range keys {
 		cfg.EncryptedClientHelloKeys = append(cfg.EncryptedClientHelloKeys,
@@ -78,18 +85,39 @@ func TestECHGoServerRejectsThenRetry(t *testing.T) {
 	}
 }
 
+// GREASE against Go's server with ECH keys (which cannot open the
+// GREASE extension and so reads the ClientHello as it is): with ALPN, then
+// resumed with the ticket (the GREASE payload then sized for the PSK),
+// and after a HelloRetryRequest (the second ClientHello repeats the
+// first's GREASE extension).
 func TestECHGoServerGrease(t *testing.T) {
 	e := newECHSetup(t)
 	addr, _ := goECHServer(t, e, e.key)
 	e.ccfg.ECHConfigList, e.ccfg.ECHGrease = nil, true
-	c, err := Dial("tcp", addr, e.ccfg)
+	e.ccfg.NextProtos = []string{"h2", "http/1.1"}
+	e.ccfg.ClientSessionCache = NewLRUClientSessionCache(4)
+	for i := 0; i < 2; i++ {
+		c, err := Dial("tcp", addr, e.ccfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		roundTrip(t, c, "grease") // reading also takes the ticket in
+		if st := c.ConnectionState(); st.ECH != ECHGrease || st.DidResume != (i == 1) {
+			t.Fatalf("connection %d: ECH %q, resumed %v", i, st.ECH, st.DidResume)
+		}
+		c.Close()
+	}
+	hrr := newECHSetup(t)
+	addr, _ = goECHServerWith(t, hrr, []tls.CurveID{tls.CurveP256}, hrr.key)
+	hrr.ccfg.ECHConfigList, hrr.ccfg.ECHGrease = nil, true
+	c, err := Dial("tcp", addr, hrr.ccfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	roundTrip(t, c, "grease")
-	if c.ConnectionState().ECH != ECHGrease {
-		t.Fatal("not GREASE")
+	roundTrip(t, c, "grease after HelloRetryRequest")
+	if st := c.ConnectionState(); st.ECH != ECHGrease || st.Group != P256 {
+		t.Fatalf("ECH %q, group %v: want GREASE after a HelloRetryRequest for P-256", st.ECH, st.Group)
 	}
 }
 

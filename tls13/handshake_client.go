@@ -224,6 +224,9 @@ func (e *engine) sendClientHello(p *clientHelloParams) error {
 		return err
 	}
 	ch.ZTLSCodepoint = cp
+	if err := e.sizeGreaseECH(p); err != nil {
+		return err
+	}
 	raw, err := ch.Marshal()
 	if err != nil {
 		return err

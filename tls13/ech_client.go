@@ -53,7 +53,12 @@ const greaseMaxNameLength = 64
 func (e *engine) offerECH(p *clientHelloParams) error {
 	cfg := e.cfg
 	if len(cfg.ECHConfigList) == 0 {
-		if cfg.ECHGrease {
+		// No GREASE beside a ZTLS offer (docs/ztls-spec.md, Section
+		// 10.2): its ztls extension in clear already shows the hello is
+		// not an ECH outer, and a server with ECH keys ignores the ztls
+		// of an outer it cannot decrypt, so GREASE would hide nothing and
+		// cost the early data.
+		if cfg.ECHGrease && p.ztls == nil {
 			return e.offerGreaseECH(p)
 		}
 		return nil

@@ -32,7 +32,7 @@ trap 'if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; fi; rm -rf "$work"
 
 here=$(cd "$(dirname "$0")" && pwd)
 "$CC" -O2 -Wall -o "$work/cecho" "$here/echo.c"
-(cd "$here/goecho" && go build -o "$work/goecho" .)
+(cd "$here/_goecho" && go build -o "$work/goecho" .)
 standard_queries bench.test. 1000 >"$work/queries.txt"
 
 # run NAME CMD...: one dnsperf run against CMD; prints "qps q/CPU-s".

@@ -226,7 +226,7 @@ func (t *turboTransport) hello() (*turbo.Hello, error) {
 // data is not resent by turbo: sendRequest does that.
 func (t *turboTransport) config(offer *tls13.ZDataOffer, tlsCfg *tls13.Config) *turbo.ClientConfig {
 	o := &t.a.o
-	cc := &turbo.ClientConfig{TLS: t.a.withECH(tlsCfg), Wait: o.TurboWait, Sizes: o.TurboSizes, DialUDP: t.dialUDP, DialTCP: t.takeSYN}
+	cc := &turbo.ClientConfig{TLS: t.a.withECH(tlsCfg), Wait: o.TurboWait, Sizes: o.TurboSizes, DialUDP: t.dialUDP, TakeTCP: t.takeSYN}
 	if cc.Sizes == nil {
 		cc.Sizes = defaultSizes
 	}
@@ -241,10 +241,11 @@ func (t *turboTransport) config(offer *tls13.ZDataOffer, tlsCfg *tls13.Config) *
 	return cc
 }
 
-// takeSYN is turbo's DialTCP: the connect begun at address time.
-func (t *turboTransport) takeSYN(ctx context.Context, _ netip.AddrPort) (net.Conn, error) {
-	c, _, err := t.syn.take(ctx)
-	return c, err
+// takeSYN is turbo's TakeTCP: the connect begun at address time, and
+// how long it took from there (turbo's wait after TCP connects is half
+// of it; from Hello.Dial's start, after the Z-data, it would be less).
+func (t *turboTransport) takeSYN(ctx context.Context, _ netip.AddrPort) (net.Conn, time.Duration, error) {
+	return t.syn.take(ctx)
 }
 
 // report puts what TurboTLS did in the report: o, turbo's outcome for

@@ -39,6 +39,13 @@ type ClientConfig struct {
 	// DialTCP opens the TCP connection (package dial hands over the
 	// connect it began when the address came); nil means a net.Dialer.
 	DialTCP func(ctx context.Context, addr netip.AddrPort) (net.Conn, error)
+	// TakeTCP, when set, replaces DialTCP: it hands over a TCP connect
+	// begun before Hello.Dial (package dial begins it when the address
+	// comes) and returns how long that connect took from its own start.
+	// The default wait is half of that, not of the time since Hello.Dial
+	// began, which is shorter by whatever came before it (a Z-data
+	// lookup: the wait would end before the flight could come).
+	TakeTCP func(ctx context.Context, addr netip.AddrPort) (net.Conn, time.Duration, error)
 	// DialUDP opens the connected UDP socket the flights travel on (to
 	// bind a source address, set socket options, or observe datagrams);
 	// nil means net.DialUDP. The connection it returns must be a
@@ -65,6 +72,10 @@ type Exchange struct {
 	TCPConnected time.Duration
 	FlightAt     time.Duration // the server flight complete (0: never)
 	Waited       time.Duration // spent after TCP connected waiting for UDP
+	// Connect is how long the TCP connect took from its own start (with
+	// TakeTCP, begun before Hello.Dial); WaitArmed is the wait for the
+	// UDP flight armed once it connected (0: not armed).
+	Connect, WaitArmed time.Duration
 	// Datagram and byte counts of the UDP exchange.
 	RequestsSent, ResponsesReceived int
 	BytesSent, BytesReceived        int

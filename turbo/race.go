@@ -32,6 +32,7 @@ type race struct {
 	clientLen int
 	dgrams    [][]byte
 	waitEnd   atomic.Int64 // when the wait after TCP connect ends (Unix ns; 0: not connected)
+	waitArmed atomic.Int64 // the wait armed after TCP connect (ns; 0: not armed)
 	stats     udpCounters
 }
 
@@ -46,9 +47,10 @@ type raceResult struct {
 }
 
 type tcpResult struct {
-	c   net.Conn
-	err error
-	at  time.Duration
+	c       net.Conn
+	err     error
+	at      time.Duration // connected, from the race's start
+	connect time.Duration // the connect's own duration, from its start
 }
 
 // runRace sends h's flight over UDP (with padding requests for the
@@ -98,17 +100,20 @@ func newRace(start time.Time, h *Hello) (*race, error) {
 	return r, nil
 }
 
-// connectTCP connects TCP to addr on a goroutine of its own, which then
-// arms the end of the UDP wait.
+// connectTCP connects TCP to addr on a goroutine of its own, which arms
+// the end of the UDP wait from the connect's own duration (a connect
+// handed over by TakeTCP began before the race: the time since the
+// race's start would make the wait too short) and then hands the
+// connection over.
 func (r *race) connectTCP(ctx context.Context, addr netip.AddrPort) <-chan tcpResult {
 	ch := make(chan tcpResult, 1)
 	go func() {
-		c, err := r.cfg.dialTCP(ctx, addr)
+		c, connect, err := r.cfg.connect(ctx, addr)
 		at := time.Since(r.start)
-		ch <- tcpResult{c: c, err: err, at: at}
 		if r.udp != nil {
-			r.armWait(at, err)
+			r.armWait(connect, err)
 		}
+		ch <- tcpResult{c: c, err: err, at: at, connect: connect}
 	}()
 	return ch
 }
@@ -125,6 +130,7 @@ func (r *race) armWait(connect time.Duration, err error) {
 	}
 	w := r.cfg.wait(connect)
 	w -= min(fallbackStart, w/8)
+	r.waitArmed.Store(int64(w))
 	end := time.Now().Add(w) // real time: a deadline
 	r.waitEnd.Store(end.UnixNano())
 	if w > 2*time.Millisecond && canPoll(r.udp) {
@@ -196,7 +202,8 @@ func awaitTCP(ctx context.Context, addr netip.AddrPort, ch <-chan tcpResult) (tc
 // remembered in Sizes.
 func (r *race) result(t tcpResult, flight []byte, flightAt time.Duration, miss *Miss) *raceResult {
 	res := &raceResult{tcp: t.c, id: r.id, flight: flight, miss: miss}
-	res.TCPConnected = t.at
+	res.TCPConnected, res.Connect = t.at, t.connect
+	res.WaitArmed = time.Duration(r.waitArmed.Load())
 	res.Waited = max(time.Since(r.start)-t.at, 0)
 	res.RequestsSent, res.BytesSent, res.ResponsesReceived, res.BytesReceived = r.stats.get()
 	if flight != nil {
@@ -233,6 +240,17 @@ func (cfg *ClientConfig) wait(connect time.Duration) time.Duration {
 	// whole milliseconds, so a deadline with a fraction left fires up to
 	// 1 ms late (a 4.2 ms wait took 5.3 ms on the testbed); 4 ms takes 4.
 	return max(time.Duration(float64(connect)*waitFraction).Truncate(time.Millisecond), minW)
+}
+
+// connect opens the TCP connection and says how long its connect took
+// from its own start: cfg.TakeTCP's connect, else dialTCP's.
+func (cfg *ClientConfig) connect(ctx context.Context, addr netip.AddrPort) (net.Conn, time.Duration, error) {
+	if cfg.TakeTCP != nil {
+		return cfg.TakeTCP(ctx, addr)
+	}
+	start := time.Now() // real time: elapsed
+	c, err := cfg.dialTCP(ctx, addr)
+	return c, time.Since(start), err
 }
 
 // dialTCP opens the TCP connection: cfg.DialTCP, else a net.Dialer.

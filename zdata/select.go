@@ -7,8 +7,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/miekg/dns"
@@ -115,6 +117,8 @@ type Selector struct {
 	leaves []*x509.Certificate
 	held   bool         // some leaves were held, not only TLSA's
 	checks *chainChecks // nil until StartChains
+	mu     sync.Mutex   // guards last (Likely may run beside Select)
+	last   *screening   // the last TXT records screened
 }
 
 // NewSelector returns the Selector of host:port's Z-data.
@@ -197,11 +201,16 @@ func (s *Selector) Likely(txt [][]string) (rec *Record, leaf *x509.Certificate) 
 	if s.err != nil {
 		return nil, nil
 	}
-	recs, _ := screen(txt, s.o)
-	if len(recs) == 0 {
+	sc := s.screened(txt)
+	for i := range sc.recs {
+		if sc.share(i) == nil {
+			rec = sc.recs[i].Clone()
+			break
+		}
+	}
+	if rec == nil {
 		return nil, nil
 	}
-	rec = recs[0]
 	rec.Host, rec.Port = s.host, s.port
 	if len(s.leaves) > 0 {
 		leaf = s.leaves[0]
@@ -217,7 +226,8 @@ func (s *Selector) Select(txt [][]string) (*Record, *x509.Certificate, error) {
 	if s.err != nil {
 		return nil, nil, s.err
 	}
-	recs, worst := screen(txt, s.o)
+	sc := s.screened(txt)
+	recs, worst := sc.recs, sc.worst
 	fail := func(err error) {
 		if worst == nil || stage(ReasonOf(err)) > stage(ReasonOf(worst)) {
 			worst = err
@@ -230,8 +240,14 @@ func (s *Selector) Select(txt [][]string) (*Record, *x509.Certificate, error) {
 		}
 		return nil, nil, reasonErr(ReasonNoZData, fmt.Errorf("zdata: no %s TXT record for %s", which, TXTName(s.host, s.port)))
 	}
-	// In screen's order; the first fully valid record wins.
-	for _, r := range recs {
+	// In screen's order; the first fully valid record wins: the shares
+	// and signatures of the records after it are not checked.
+	for i, r := range recs {
+		if err := sc.share(i); err != nil {
+			fail(err)
+			continue
+		}
+		r = r.Clone() // Verify sets its leaf, host and port
 		if len(s.leaves) == 0 {
 			fail(reasonErr(ReasonNoLeaf, fmt.Errorf("zdata: no TLSA 3 0 0 record at %s (and no leaf held for it)", TLSAName(s.host, s.port))))
 			continue
@@ -250,14 +266,15 @@ func (s *Selector) Select(txt [][]string) (*Record, *x509.Certificate, error) {
 	return nil, nil, worst
 }
 
-// screen makes the checks of a record that come before its signature:
-// of the ztls records in txt, it returns those that parse, use a known
-// group and scheme, carry a valid share and are valid at now (with the
-// ClockSkew allowance), in Select's order (Likely is its first): v3
-// (post-quantum) records first (docs/ztls-spec.md, Section 9.6), then
-// those valid at now without the allowance, then latest not-after, then
-// a record with bfe= before one without; and the failure of the others
-// that got furthest (nil: none failed).
+// screen makes the checks of a record that come before its signature,
+// its share's excepted (screening.share, made only for the records a
+// Selector reaches): of the ztls records in txt, it returns those that
+// parse, use a known group and scheme and are valid at now (with the
+// ClockSkew allowance), in Select's order (Likely is its first with a
+// valid share): v3 (post-quantum) records first (docs/ztls-spec.md,
+// Section 9.6), then those valid at now without the allowance, then
+// latest not-after, then a record with bfe= before one without; and the
+// failure of the others that got furthest (nil: none failed).
 func screen(txt [][]string, o SelectOptions) ([]*Record, error) {
 	now := o.Now
 	var recs []*Record
@@ -294,7 +311,7 @@ func screen(txt [][]string, o SelectOptions) ([]*Record, error) {
 }
 
 // usable is what screen checks of a parsed record: known group and
-// scheme, a valid share, valid at now.
+// scheme, valid at now (its share is checked when it is reached).
 func usable(r *Record, now time.Time) error {
 	if !r.knownGroup() {
 		return reasonErr(ReasonUnknownGroup, fmt.Errorf("%w %d", ErrUnknownGroup, r.Group))
@@ -302,14 +319,51 @@ func usable(r *Record, now time.Time) error {
 	if !KnownScheme(r.Scheme) {
 		return reasonErr(ReasonUnknownScheme, fmt.Errorf("%w %d", ErrUnknownScheme, r.Scheme))
 	}
-	if err := ValidateShare(r.Group, r.KeyShare); err != nil {
-		return err
-	}
 	if err := r.CheckValidity(now); err != nil {
 		return reasonErr(ReasonOf(err), fmt.Errorf("%w (not-before %s, not-after %s, now %s)", err,
 			formatTime(r.NotBefore), formatTime(r.NotAfter), formatTime(now)))
 	}
 	return nil
+}
+
+// screening is screen's outcome for one set of TXT records, kept by the
+// Selector so that Likely (dial asks it twice) and Select parse a v3
+// answer's ~4 kB once, and each record's share checked at most once,
+// only when a Selector reaches it in order: the next period's v3 key is
+// not checked while the current one serves, nor the classical records'
+// keys once a v3 record is valid. The records are never handed out:
+// Likely and Select return clones.
+type screening struct {
+	txt    [][]string
+	recs   []*Record
+	worst  error
+	mu     sync.Mutex
+	shares []error // per record, once checked
+	done   []bool
+}
+
+// screened returns the screening of txt: the last one when txt holds
+// the same strings, else a new one.
+func (s *Selector) screened(txt [][]string) *screening {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last != nil && slices.EqualFunc(s.last.txt, txt, slices.Equal[[]string]) {
+		return s.last
+	}
+	recs, worst := screen(txt, s.o)
+	s.last = &screening{txt: slices.Clone(txt), recs: recs, worst: worst, shares: make([]error, len(recs)), done: make([]bool, len(recs))}
+	return s.last
+}
+
+// share checks the i-th record's key share (ValidateShare; for a v3
+// record FIPS 203's modulus check of its ML-KEM key), once.
+func (sc *screening) share(i int) error {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if !sc.done[i] {
+		sc.shares[i], sc.done[i] = ValidateShare(sc.recs[i].Group, sc.recs[i].KeyShare), true
+	}
+	return sc.shares[i]
 }
 
 // tlsaLeaves returns the parsed certificates of the TLSA 3 0 0 records

@@ -35,34 +35,17 @@ func BenchmarkServerZTLSPostQuantum(b *testing.B) {
 		name  string
 		offer *ZDataOffer
 	}{{"ztls-x25519", classical}, {"ztls-x25519mlkem768", pq}, {"full-tls13", nil}} {
-		b.Run(m.name, func(b *testing.B) { benchServerAccept(b, ccfg, scfg, m.offer) })
+		b.Run(m.name, func(b *testing.B) {
+			benchServerAccept(b, ccfg, scfg, m.offer, checkPQAccept(m.offer != nil))
+		})
 	}
 }
 
-// benchServerAccept times the server's first flight for b.N client
-// flights made ahead with offer (nil: no ztls).
-func benchServerAccept(b *testing.B, ccfg, scfg *Config, offer *ZDataOffer) {
-	flights := make([][]byte, b.N)
-	for i := range flights {
-		cli := newEngine(ccfg, true)
-		var early []byte
-		if offer != nil {
-			early = []byte("GET /")
-		}
-		if err := cli.startClient(nil, offer, early); err != nil {
-			b.Fatal(err)
-		}
-		flights[i] = cli.takeOutput()
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		srv := newEngine(scfg, false)
-		srv.startServer()
-		if err := srv.feed(flights[i]); err != nil {
-			b.Fatal(err)
-		}
-		if len(srv.takeOutput()) == 0 || srv.info.ZTLS != (offer != nil) || srv.info.Group != X25519MLKEM768 {
+// checkPQAccept fails b unless the server sent its first flight, took
+// ztls as offered (wantZTLS) and used X25519MLKEM768 for the handshake.
+func checkPQAccept(wantZTLS bool) func(b *testing.B, srv *engine, flight []byte) {
+	return func(b *testing.B, srv *engine, flight []byte) {
+		if len(flight) == 0 || srv.info.ZTLS != wantZTLS || srv.info.Group != X25519MLKEM768 {
 			b.Fatalf("no server flight, or not as expected: ztls %v (%s), group %s", srv.info.ZTLS, srv.info.ZTLSRejectReason, srv.info.Group)
 		}
 	}

@@ -107,34 +107,52 @@ func BenchmarkZTLSServerFirstFlight(b *testing.B) {
 
 func benchServerFirstFlight(b *testing.B, leafKey string) {
 	offer, ccfg, scfg := ztlsBench(b, leafKey)
+	benchServerModes(b, offer, ccfg, scfg)
+}
+
+// benchServerModes runs benchServerAccept as full-tls13 (no offer) and as
+// ztls (offer), for the ratio in one run.
+func benchServerModes(b *testing.B, offer *ZDataOffer, ccfg, scfg *Config) {
 	for _, mode := range []string{"full-tls13", "ztls"} {
 		b.Run(mode, func(b *testing.B) {
-			flights := make([][]byte, b.N)
-			for i := range flights {
-				cli := newEngine(ccfg, true)
-				var z *ZDataOffer
-				var early []byte
-				if mode == "ztls" {
-					z, early = offer, []byte("GET /")
-				}
-				if err := cli.startClient(nil, z, early); err != nil {
-					b.Fatal(err)
-				}
-				flights[i] = cli.takeOutput()
+			var z *ZDataOffer
+			if mode == "ztls" {
+				z = offer
 			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				srv := newEngine(scfg, false)
-				srv.startServer()
-				if err := srv.feed(flights[i]); err != nil {
-					b.Fatal(err)
-				}
-				if len(srv.takeOutput()) == 0 || srv.info.ZTLS != (mode == "ztls") {
+			benchServerAccept(b, ccfg, scfg, z, func(b *testing.B, srv *engine, flight []byte) {
+				if len(flight) == 0 || srv.info.ZTLS != (mode == "ztls") {
 					b.Fatal("no server flight, or ZTLS not as expected")
 				}
-			}
+			})
 		})
+	}
+}
+
+// benchServerAccept times the server's first flight for b.N client
+// flights made ahead with offer (nil: no ztls; else with an early
+// request); check fails b when a server's flight is not as expected.
+func benchServerAccept(b *testing.B, ccfg, scfg *Config, offer *ZDataOffer, check func(b *testing.B, srv *engine, flight []byte)) {
+	flights := make([][]byte, b.N)
+	for i := range flights {
+		cli := newEngine(ccfg, true)
+		var early []byte
+		if offer != nil {
+			early = []byte("GET /")
+		}
+		if err := cli.startClient(nil, offer, early); err != nil {
+			b.Fatal(err)
+		}
+		flights[i] = cli.takeOutput()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		srv := newEngine(scfg, false)
+		srv.startServer()
+		if err := srv.feed(flights[i]); err != nil {
+			b.Fatal(err)
+		}
+		check(b, srv, srv.takeOutput())
 	}
 }
 

@@ -23,33 +23,5 @@ func BenchmarkZTLSServerFirstFlightZData(b *testing.B) {
 	scfg.ZData.(*testZKeys).keys[0].ECDH = func(peer []byte) ([]byte, error) {
 		return X25519SharedSecret(scalar, peer)
 	}
-	for _, mode := range []string{"full-tls13", "ztls"} {
-		b.Run(mode, func(b *testing.B) {
-			flights := make([][]byte, b.N)
-			for i := range flights {
-				cli := newEngine(ccfg, true)
-				var z *ZDataOffer
-				var early []byte
-				if mode == "ztls" {
-					z, early = offer, []byte("GET /")
-				}
-				if err := cli.startClient(nil, z, early); err != nil {
-					b.Fatal(err)
-				}
-				flights[i] = cli.takeOutput()
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				srv := newEngine(scfg, false)
-				srv.startServer()
-				if err := srv.feed(flights[i]); err != nil {
-					b.Fatal(err)
-				}
-				if len(srv.takeOutput()) == 0 || srv.info.ZTLS != (mode == "ztls") {
-					b.Fatal("no server flight, or ZTLS not as expected")
-				}
-			}
-		})
-	}
+	benchServerModes(b, offer, ccfg, scfg)
 }

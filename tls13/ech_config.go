@@ -33,15 +33,7 @@ type ECHKey struct {
 // ChaCha20-Poly1305. maxNameLength is the longest server name it hides
 // (clients pad to it; 0 lets them pad by their own rule).
 func GenerateECHKey(configID uint8, publicName string, maxNameLength uint8, rand io.Reader) (ECHKey, error) {
-	k, err := ech.GenerateKey(configID, publicName, maxNameLength, rand)
-	if err != nil {
-		return ECHKey{}, fmt.Errorf("tls13: %w", err)
-	}
-	priv, err := k.PrivateKeyBytes()
-	if err != nil {
-		return ECHKey{}, fmt.Errorf("tls13: %w", err)
-	}
-	return ECHKey{Config: k.Config.Raw, PrivateKey: priv, SendAsRetry: true}, nil
+	return echKeyOf(ech.GenerateKey(configID, publicName, maxNameLength, rand))
 }
 
 // NewECHKey makes the ECH key of a given X25519 private key (32 bytes,
@@ -50,7 +42,12 @@ func GenerateECHKey(configID uint8, publicName string, maxNameLength uint8, rand
 // derives the same key from a shared seed, docs/ztls-spec.md, Section
 // 10.3).
 func NewECHKey(configID uint8, publicName string, maxNameLength uint8, x25519 []byte) (ECHKey, error) {
-	k, err := ech.NewKey(configID, publicName, maxNameLength, x25519)
+	return echKeyOf(ech.NewKey(configID, publicName, maxNameLength, x25519))
+}
+
+// echKeyOf is the ECHKey (sent as retry) of internal/ech's key k, or
+// err's wrap when making k failed.
+func echKeyOf(k *ech.Key, err error) (ECHKey, error) {
 	if err != nil {
 		return ECHKey{}, fmt.Errorf("tls13: %w", err)
 	}

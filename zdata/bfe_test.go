@@ -244,16 +244,7 @@ func TestDirKeepsBFETwin(t *testing.T) {
 	certFile, keyFile := fx.leaf.WritePEM(t, dir)
 	cfg := ServiceConfig{Host: testHost, Port: testPort, Cert: filepath.Base(certFile), Key: filepath.Base(keyFile),
 		BFEConnections: 32, BFEFalsePositiveRate: 1.0 / 16}
-	d, err := NewDir(dir, cfg, nil, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.Service.GenerateBFE(context.Background(), now); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.Rotate(now); err != nil {
-		t.Fatal(err)
-	}
+	newBFEDir(t, dir, cfg, now)
 	d2, err := LoadDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -457,5 +448,21 @@ func TestBFEDecapsulationsBounded(t *testing.T) {
 	got, err := zk.Decapsulate(ct)
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("with a free slot: %v", err)
+	}
+}
+
+// newBFEDir makes a Dir of cfg in dir, generates its BFE key and rotates
+// it at now, so that the directory holds a serving key with its BFE twin.
+func newBFEDir(t *testing.T, dir string, cfg ServiceConfig, now time.Time) {
+	t.Helper()
+	d, err := NewDir(dir, cfg, nil, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Service.GenerateBFE(context.Background(), now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Rotate(now); err != nil {
+		t.Fatal(err)
 	}
 }

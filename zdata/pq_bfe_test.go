@@ -134,16 +134,7 @@ func TestPQBFEReplayRefusedAfterRestart(t *testing.T) {
 	certFile, keyFile := leaf.WritePEM(t, path)
 	cfg := ServiceConfig{Host: testHost, Port: testPort, Cert: filepath.Base(certFile), Key: filepath.Base(keyFile),
 		Group: GroupX25519MLKEM768, BFEConnections: bfeOpts.BFEConnections, BFEFalsePositiveRate: bfeOpts.BFEFalsePositiveRate}
-	d, err := NewDir(path, cfg, nil, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.Service.GenerateBFE(context.Background(), now); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.Rotate(now); err != nil {
-		t.Fatal(err)
-	}
+	newBFEDir(t, path, cfg, now)
 	first := servingDir(t, path)
 	var rec *Record
 	for _, r := range first.Records(now) {
@@ -157,7 +148,7 @@ func TestPQBFEReplayRefusedAfterRestart(t *testing.T) {
 	scfg := &tls13.Config{Certificates: []tls13.Certificate{first.Service.Cert}, ZData: first.Keyring,
 		StrikeRegister: tls13.NewMemoryStrikeRegister(100, time.Time{})}
 	ccfg := &tls13.Config{RootCAs: ca.Pool(), ServerName: testHost}
-	flight, cst, sst, early := recordedHandshake(t, ccfg, scfg, rec.Offer(leaf.Cert))
+	flight, cst, sst, early := recordedHandshake(t, ccfg, scfg, rec.Offer(leaf.Cert), "GET /pq-bfe")
 	if !cst.EarlyDataAccepted || !sst.ZTLSKEM || !sst.ZTLSBFE || early != "GET /pq-bfe" {
 		t.Fatalf("first delivery: client %+v\nserver %+v, early %q: want post-quantum ZTLS with BFE", cst, sst, early)
 	}
@@ -203,9 +194,9 @@ func (c *recordingConn) Write(b []byte) (int, error) {
 }
 
 // recordedHandshake runs a ZTLS handshake over loopback with offer and
-// early data "GET /pq-bfe", and returns the client's bytes (its first
+// early data earlyData, and returns the client's bytes (its first
 // flight first), both states and the early data the server read.
-func recordedHandshake(t *testing.T, ccfg, scfg *tls13.Config, offer *tls13.ZDataOffer) (flight []byte, cst, sst tls13.ConnectionState, early string) {
+func recordedHandshake(t *testing.T, ccfg, scfg *tls13.Config, offer *tls13.ZDataOffer, earlyData string) (flight []byte, cst, sst tls13.ConnectionState, early string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -240,7 +231,7 @@ func recordedHandshake(t *testing.T, ccfg, scfg *tls13.Config, offer *tls13.ZDat
 	defer rc.Close()
 	c := tls13.Client(rc, ccfg)
 	c.SetZData(offer)
-	c.SetEarlyData([]byte("GET /pq-bfe"), false)
+	c.SetEarlyData([]byte(earlyData), false)
 	if err := c.HandshakeContext(ctx); err != nil {
 		t.Fatal(err)
 	}

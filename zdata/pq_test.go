@@ -7,10 +7,8 @@ package zdata
 
 import (
 	"bytes"
-	"context"
 	"crypto/mlkem"
 	"errors"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -247,46 +245,8 @@ func pqHandshake(t *testing.T, f *fixture, rec *Record) (cst, sst tls13.Connecti
 	ccfg := &tls13.Config{RootCAs: f.roots(), ServerName: testHost}
 	scfg := &tls13.Config{Certificates: []tls13.Certificate{f2cert(f.leaf)}, ZData: f.svc.Keyring,
 		StrikeRegister: tls13.NewMemoryStrikeRegister(100, time.Time{})}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // real time: a deadline for a stuck test, not a measurement
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		raw, err := ln.Accept()
-		if err != nil {
-			done <- err
-			return
-		}
-		defer raw.Close()
-		s := tls13.Server(raw, scfg)
-		if err = s.HandshakeEarly(ctx); err == nil {
-			buf := make([]byte, 64)
-			n, _ := s.ReadEarlyData(buf)
-			early = string(buf[:n])
-			err = s.HandshakeContext(ctx)
-			sst = s.ConnectionState()
-		}
-		done <- err
-	}()
-	raw, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	c := tls13.Client(raw, ccfg)
-	c.SetZData(rec.Offer(f.leaf.Cert))
-	c.SetEarlyData([]byte("GET /pq"), false)
-	if err := c.HandshakeContext(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	return c.ConnectionState(), sst, early
+	_, cst, sst, early = recordedHandshake(t, ccfg, scfg, rec.Offer(f.leaf.Cert), "GET /pq")
+	return cst, sst, early
 }
 
 // TestPQTXTAnswerSizes computes the sizes docs/ztls-spec.md, Section 9.7

@@ -74,8 +74,10 @@ type Exchange struct {
 	Waited       time.Duration // spent after TCP connected waiting for UDP
 	// Connect is how long the TCP connect took from its own start (with
 	// TakeTCP, begun before Hello.Dial); WaitArmed is the wait for the
-	// UDP flight armed once it connected (0: not armed).
-	Connect, WaitArmed time.Duration
+	// UDP flight armed once it connected (0: not armed), and WaitFrom
+	// when it began: TCP connected, or Connect when a connect begun
+	// before Hello.Dial was done sooner (the flight needs that long).
+	Connect, WaitArmed, WaitFrom time.Duration
 	// Datagram and byte counts of the UDP exchange.
 	RequestsSent, ResponsesReceived int
 	BytesSent, BytesReceived        int

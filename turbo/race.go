@@ -33,6 +33,7 @@ type race struct {
 	dgrams    [][]byte
 	waitEnd   atomic.Int64 // when the wait after TCP connect ends (Unix ns; 0: not connected)
 	waitArmed atomic.Int64 // the wait armed after TCP connect (ns; 0: not armed)
+	waitFrom  atomic.Int64 // when it began, from start (ns)
 	stats     udpCounters
 }
 
@@ -103,15 +104,15 @@ func newRace(start time.Time, h *Hello) (*race, error) {
 // connectTCP connects TCP to addr on a goroutine of its own, which arms
 // the end of the UDP wait from the connect's own duration (a connect
 // handed over by TakeTCP began before the race: the time since the
-// race's start would make the wait too short) and then hands the
-// connection over.
+// race's start would make the wait too short, see armWait) and then
+// hands the connection over.
 func (r *race) connectTCP(ctx context.Context, addr netip.AddrPort) <-chan tcpResult {
 	ch := make(chan tcpResult, 1)
 	go func() {
 		c, connect, err := r.cfg.connect(ctx, addr)
 		at := time.Since(r.start)
 		if r.udp != nil {
-			r.armWait(connect, err)
+			r.armWait(at, connect, err)
 		}
 		ch <- tcpResult{c: c, err: err, at: at, connect: connect}
 	}()
@@ -119,19 +120,26 @@ func (r *race) connectTCP(ctx context.Context, addr netip.AddrPort) <-chan tcpRe
 }
 
 // armWait sets the UDP socket's read deadline to the end of the wait
-// after a TCP connect that took connect, or to now when it failed (err).
-// The wait ends fallbackStart early, at most an eighth of it; on a socket
-// that can be polled the deadline fires a millisecond before its end and
-// readFlight polls the rest.
-func (r *race) armWait(connect time.Duration, err error) {
+// after a TCP connect that took connect and was done at (from the race's
+// start), or to now when it failed (err). The wait begins when TCP
+// connected, or, for a connect begun before the race (TakeTCP) and done
+// sooner than connect after the race's start, connect after the start:
+// the flight sent at the start needs about a connect's time to come back
+// (a Z-data answer that came late must not make TurboTLS miss its flight
+// for good). It ends fallbackStart early, at most an eighth of it; on a
+// socket that can be polled the deadline fires a millisecond before its
+// end and readFlight polls the rest.
+func (r *race) armWait(at, connect time.Duration, err error) {
 	if err != nil {
 		r.udp.SetReadDeadline(time.Now()) // a failed connect ends the wait at once
 		return
 	}
 	w := r.cfg.wait(connect)
 	w -= min(fallbackStart, w/8)
+	from := max(at, connect)
 	r.waitArmed.Store(int64(w))
-	end := time.Now().Add(w) // real time: a deadline
+	r.waitFrom.Store(int64(from))
+	end := r.start.Add(from + w) // r.start is real time: a deadline
 	r.waitEnd.Store(end.UnixNano())
 	if w > 2*time.Millisecond && canPoll(r.udp) {
 		end = end.Add(-time.Millisecond) // readFlight polls the rest
@@ -203,7 +211,7 @@ func awaitTCP(ctx context.Context, addr netip.AddrPort, ch <-chan tcpResult) (tc
 func (r *race) result(t tcpResult, flight []byte, flightAt time.Duration, miss *Miss) *raceResult {
 	res := &raceResult{tcp: t.c, id: r.id, flight: flight, miss: miss}
 	res.TCPConnected, res.Connect = t.at, t.connect
-	res.WaitArmed = time.Duration(r.waitArmed.Load())
+	res.WaitArmed, res.WaitFrom = time.Duration(r.waitArmed.Load()), time.Duration(r.waitFrom.Load())
 	res.Waited = max(time.Since(r.start)-t.at, 0)
 	res.RequestsSent, res.BytesSent, res.ResponsesReceived, res.BytesReceived = r.stats.get()
 	if flight != nil {

@@ -48,6 +48,20 @@ func fit(b []byte, n int) []byte {
 
 func seedBytes(v byte) []byte { return bytes.Repeat([]byte{v}, SeedSize) }
 
+// keyPair is seed's decapsulation key in portable (a) and in circl (b).
+func keyPair(t *testing.T, seed []byte) (a, b *DecapsulationKey) {
+	t.Helper()
+	a, err := newDecapsulationKey(portable{}, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err = newDecapsulationKey(circl{}, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, b
+}
+
 // FuzzKeyGen: the same seed gives the same encapsulation key.
 func FuzzKeyGen(f *testing.F) {
 	f.Add(seedBytes(0))
@@ -55,14 +69,7 @@ func FuzzKeyGen(f *testing.F) {
 	f.Add([]byte("a seed shorter than sixty-four bytes"))
 	f.Fuzz(func(t *testing.T, seed []byte) {
 		seed = fit(seed, SeedSize)
-		a, err := newDecapsulationKey(portable{}, seed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := newDecapsulationKey(circl{}, seed)
-		if err != nil {
-			t.Fatal(err)
-		}
+		a, b := keyPair(t, seed)
 		if !bytes.Equal(a.EncapsulationKey(), b.EncapsulationKey()) {
 			t.Fatalf("seed %x: the encapsulation keys differ", seed)
 		}
@@ -128,14 +135,7 @@ func FuzzDecapsulate(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, seed, ct []byte) {
 		seed, ct = fit(seed, SeedSize), fit(ct, CiphertextSize)
-		a, err := newDecapsulationKey(portable{}, seed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := newDecapsulationKey(circl{}, seed)
-		if err != nil {
-			t.Fatal(err)
-		}
+		a, b := keyPair(t, seed)
 		ka, errA := a.Decapsulate(ct)
 		kb, errB := b.Decapsulate(ct)
 		if errA != nil || errB != nil || !bytes.Equal(ka, kb) {

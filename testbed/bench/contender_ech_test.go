@@ -19,17 +19,11 @@ func TestECHContendersLoopback(t *testing.T) {
 	for _, name := range []string{"tls-ech", "ztls-ech"} {
 		for _, scen := range []string{"local-warm", "stub", "local-cold"} {
 			t.Run(name+"/"+scen, func(t *testing.T) {
-				c, cl := w.start(t, name, true)
-				cl.Scenario = Scenarios[scen]
-				for i := 0; i < 2; i++ {
-					s, err := w.visit(t, c, cl)
-					if err != nil {
-						t.Fatalf("visit %d: %v", i, err)
-					}
+				cl := w.visits(t, name, scen, 2, func(i int, s Sample) {
 					if want := name == "ztls-ech"; s.Early != want || s.FirstByte <= 0 {
 						t.Fatalf("visit %d: sample %+v, want early data accepted %v", i, s, want)
 					}
-				}
+				})
 				// The HTTPS record the authority serves carries the ech
 				// SvcParam of the server's directory.
 				owner := dns.Fqdn(zdata.HTTPSOwner(ServerName, int(cl.Port)))

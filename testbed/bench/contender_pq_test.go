@@ -1,17 +1,13 @@
 package bench
 
 import (
-	"context"
 	"crypto/tls"
 	"net/netip"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
-
-	"github.com/ztls-project/ztls/testbed/hosts"
 )
 
 // TestPQContendersLoopback drives the post-quantum contenders and their
@@ -59,26 +55,14 @@ func TestPQContendersLoopback(t *testing.T) {
 // over DoT nor ECH adds a round trip (medians within 0.3 RTT of their
 // twins').
 func TestSmallScenarioPQECH(t *testing.T) {
-	if err := hosts.Available(); err != nil {
-		t.Skipf("skipping: cannot build emulated hosts here: %v", err)
-	}
 	const rtt = 20 * time.Millisecond
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	cfg := Config{
+	rep := runSmallScenario(t, 120*time.Second, Config{
 		RTTs:      []time.Duration{rtt},
 		Runs:      4,
 		Protocols: []string{"ztls", "ztls-dot", "ztls-pq-dot", "ztls-ech"},
 		Scenarios: []string{"local-warm"},
 		Realtime:  true,
-	}
-	if testing.Verbose() {
-		cfg.Progress = os.Stderr
-	}
-	rep, err := Run(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	by := map[string]Result{}
 	for _, r := range rep.Results {
 		by[r.Protocol] = r

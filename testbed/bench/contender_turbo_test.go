@@ -1,10 +1,8 @@
 package bench
 
 import (
-	"context"
 	"math/rand"
 	"net"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,8 +10,6 @@ import (
 	"github.com/ztls-project/ztls/internal/clock"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/ztls-project/ztls/testbed/hosts"
 )
 
 // TestTurboContendersLoopback drives turbo and ztls-turbo (and the
@@ -69,21 +65,9 @@ func TestParseTurboJob(t *testing.T) {
 // TestSmallScenarioTurbo: on a 20 ms link, turbo saves TCP's round trip
 // against tls and ztls-turbo saves two (structure in RTT units, not speed).
 func TestSmallScenarioTurbo(t *testing.T) {
-	if err := hosts.Available(); err != nil {
-		t.Skipf("skipping: cannot build emulated hosts here: %v", err)
-	}
 	const rtt = 20 * time.Millisecond
-	ctx, cancel := testContext(t, 60*time.Second)
-	defer cancel()
-	cfg := Config{RTTs: []time.Duration{rtt}, Runs: 5, Protocols: []string{"tls", "turbo", "ztls-turbo"},
-		Scenarios: []string{"local-warm"}, Realtime: true}
-	if testing.Verbose() {
-		cfg.Progress = os.Stderr
-	}
-	rep, err := Run(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runSmallScenario(t, 60*time.Second, Config{RTTs: []time.Duration{rtt}, Runs: 5,
+		Protocols: []string{"tls", "turbo", "ztls-turbo"}, Scenarios: []string{"local-warm"}, Realtime: true})
 	by := map[string]Result{}
 	for _, r := range rep.Results {
 		by[r.Protocol] = r
@@ -101,10 +85,6 @@ func TestSmallScenarioTurbo(t *testing.T) {
 		}
 		t.Logf("%-10s dns %.2f first byte %.2f ms (%.2f RTT after DNS)", name, r.DNS.Median, r.FirstByte.Median, got)
 	}
-}
-
-func testContext(t *testing.T, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), d)
 }
 
 // The lossy wrapper drops incoming datagrams on raw reads too (turbo

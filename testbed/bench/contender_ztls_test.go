@@ -125,6 +125,23 @@ func (w *loopbackWorld) visit(t *testing.T, c Contender, cl *Client) (Sample, er
 	return measure(ctx, c, cl, w.d, cl.Scenario, 0)
 }
 
+// visits starts contender name (publishing) in w for scenario scen and
+// makes n visits, failing t on a visit's error; check judges visit i's
+// sample. It returns the contender's client.
+func (w *loopbackWorld) visits(t *testing.T, name, scen string, n int, check func(i int, s Sample)) *Client {
+	t.Helper()
+	c, cl := w.start(t, name, true)
+	cl.Scenario = Scenarios[scen]
+	for i := 0; i < n; i++ {
+		s, err := w.visit(t, c, cl)
+		if err != nil {
+			t.Fatalf("visit %d: %v", i, err)
+		}
+		check(i, s)
+	}
+	return cl
+}
+
 // TestEngineContendersLoopback drives tls, ztls and tls-0rtt end to end on
 // loopback through the real worker process: the Z-data published by the
 // ztls server is found through the benchmark's resolver, the request rides
@@ -134,20 +151,14 @@ func TestEngineContendersLoopback(t *testing.T) {
 	for _, name := range []string{"tls", "ztls", "tls-0rtt", "tls-prefetch", "ztls-prefetch", "ztls-bfe", "ztls-bfe-prefetch", "ztls-https", "ztls-https-held"} {
 		for _, scen := range []string{"local-warm", "stub", "local-cold"} {
 			t.Run(name+"/"+scen, func(t *testing.T) {
-				c, cl := w.start(t, name, true)
-				cl.Scenario = Scenarios[scen]
-				for i := 0; i < 2; i++ {
-					s, err := w.visit(t, c, cl)
-					if err != nil {
-						t.Fatalf("visit %d: %v", i, err)
-					}
+				w.visits(t, name, scen, 2, func(i int, s Sample) {
 					if s.FirstByte <= 0 || s.DNS > s.FirstByte || s.Handshake <= 0 {
 						t.Fatalf("visit %d: inconsistent sample %+v", i, s)
 					}
 					if want := name != "tls" && name != "tls-prefetch"; s.Early != want {
 						t.Errorf("visit %d: early data accepted %v, want %v", i, s.Early, want)
 					}
-				}
+				})
 			})
 		}
 	}
@@ -343,26 +354,14 @@ func FuzzParseJob(f *testing.F) {
 // default test run: at 20 ms RTT, ZTLS's first response comes one round
 // trip before TLS 1.3's (bounds in RTT units; medians of a few runs).
 func TestSmallScenarioZTLS(t *testing.T) {
-	if err := hosts.Available(); err != nil {
-		t.Skipf("skipping: cannot build emulated hosts here: %v", err)
-	}
 	const rtt = 20 * time.Millisecond
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cfg := Config{
+	rep := runSmallScenario(t, 60*time.Second, Config{
 		RTTs:      []time.Duration{rtt},
 		Runs:      5,
 		Protocols: []string{"tls", "ztls", "tls-0rtt"},
 		Scenarios: []string{"local-warm"},
 		Realtime:  true,
-	}
-	if testing.Verbose() {
-		cfg.Progress = os.Stderr
-	}
-	rep, err := Run(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	by := map[string]Result{}
 	for _, r := range rep.Results {
 		by[r.Protocol] = r
@@ -389,4 +388,24 @@ func TestSmallScenarioZTLS(t *testing.T) {
 	if saved < 0.8 || saved > 1.2 {
 		t.Errorf("ztls saves %.2f RTT against tls, want 1 ± 0.2", saved)
 	}
+}
+
+// runSmallScenario runs cfg on emulated hosts within timeout, its
+// progress on stderr under -v; t is skipped where the hosts cannot be
+// built, and fails if the run does.
+func runSmallScenario(t *testing.T, timeout time.Duration, cfg Config) *Report {
+	t.Helper()
+	if err := hosts.Available(); err != nil {
+		t.Skipf("skipping: cannot build emulated hosts here: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if testing.Verbose() {
+		cfg.Progress = os.Stderr
+	}
+	rep, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }

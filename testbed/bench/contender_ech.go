@@ -50,9 +50,13 @@ type echService struct {
 }
 
 // startECH makes the server's Z-data directory under cfg.Dir with its
-// ECH keys (this period's and the next, RotateECH) and loads them.
+// ECH keys (this period's and the next, RotateECH) and loads them. The
+// directory is the port's: a directory names its service's port, and
+// servers of other contenders may share cfg.Dir (the BFE keys there are
+// made once for them all).
 func startECH(cfg ServerConfig, now time.Time) (*echService, error) {
-	d, err := zdata.NewDir(filepath.Join(cfg.Dir, "zdata"), zdata.ServiceConfig{Host: ServerName, Port: int(cfg.Addr.Port()),
+	dir := filepath.Join(cfg.Dir, fmt.Sprintf("zdata-%d", cfg.Addr.Port()))
+	d, err := zdata.NewDir(dir, zdata.ServiceConfig{Host: ServerName, Port: int(cfg.Addr.Port()),
 		Cert: cfg.CertFile, Key: cfg.KeyFile}, nil, now)
 	if err != nil {
 		return nil, fmt.Errorf("bench: ECH: %w", err)

@@ -101,7 +101,7 @@ func (w *loopbackWorld) start(t *testing.T, name string, publish bool) (Contende
 	cfg := ServerConfig{
 		Addr: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port),
 		Cert: w.p.cert, CertFile: w.p.certFile, KeyFile: w.p.keyFile,
-		Dir: t.TempDir(), Files: files(), Publish: w.d.auth.replace,
+		Dir: w.dir, Files: files(), Publish: w.d.auth.replace, // BFE keys made once for every cell
 	}
 	if !publish {
 		cfg.Publish = func([]dns.RR) {}

@@ -54,10 +54,22 @@ func ztlsBinary(t *testing.T) string {
 }
 
 func TestMain(m *testing.M) {
+	// The binary keeps its memory (aborts, post-quantum pins) and its
+	// prefetch cache under $XDG_CACHE_HOME: the tests' children keep
+	// theirs in a directory of this run, never in the user's home, where
+	// a pin left by an earlier run for a port a later run draws again
+	// turned that run's classical ZTLS into TLS 1.3.
+	cache, err := os.MkdirTemp("", "ztls-cli-cache-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	os.Setenv("XDG_CACHE_HOME", cache)
 	code := m.Run()
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
 	}
+	os.RemoveAll(cache)
 	os.Exit(code)
 }
 
@@ -203,6 +215,9 @@ type site struct {
 // newSite makes a certificate for www.ztls.test and a Z-data directory.
 func newSite(t *testing.T) *site {
 	dir := t.TempDir()
+	// Each site's clients start with an empty memory: a pin or abort
+	// noted for another site on the same port is not this one's.
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 	ca := testpki.NewCA(t, "ecdsa-p256")
 	leaf := ca.Issue(t, testpki.LeafOpts{KeyType: "ecdsa-p256", DNSNames: []string{"www.ztls.test"}})
 	cert, key := leaf.WritePEM(t, dir)

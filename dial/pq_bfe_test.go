@@ -12,9 +12,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -61,71 +59,15 @@ func startPQBFEWorld(t *testing.T, srv *countingServer) *lab.World {
 	return w
 }
 
-// recordingPath is a path on 127.0.0.2 at the server's port that relays
-// to the server and keeps the client's bytes of each connection.
-type recordingPath struct {
-	mu      sync.Mutex
-	flights [][]byte
-}
-
-func startRecordingPath(t *testing.T, w *lab.World) *recordingPath {
+// startRecordingPath is the world's lab.RecordingPath, closed with the test.
+func startRecordingPath(t *testing.T, w *lab.World) *lab.RecordingPath {
 	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.2", strconv.Itoa(w.Port)))
+	p, err := w.StartRecordingPath()
 	if err != nil {
 		t.Skipf("127.0.0.2 not usable: %v", err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	p := &recordingPath{}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.mu.Lock()
-			i := len(p.flights)
-			p.flights = append(p.flights, nil)
-			p.mu.Unlock()
-			go p.relay(c, w.ServerAddr, i)
-		}
-	}()
+	t.Cleanup(func() { p.Close() })
 	return p
-}
-
-func (p *recordingPath) relay(c net.Conn, addr string, i int) {
-	defer c.Close()
-	s, err := net.Dial("tcp", addr)
-	if err != nil {
-		return
-	}
-	defer s.Close()
-	go func() { io.Copy(c, s); c.Close() }()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := c.Read(buf)
-		if n > 0 {
-			p.mu.Lock()
-			p.flights[i] = append(p.flights[i], buf[:n]...)
-			p.mu.Unlock()
-			if _, err := s.Write(buf[:n]); err != nil {
-				return
-			}
-		}
-		if err != nil {
-			s.(*net.TCPConn).CloseWrite()
-			return
-		}
-	}
-}
-
-// flight returns the client's bytes of connection i.
-func (p *recordingPath) flight(i int) []byte {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if i >= len(p.flights) {
-		return nil
-	}
-	return append([]byte(nil), p.flights[i]...)
 }
 
 // viaPath sends the connection through 127.0.0.2.
@@ -146,7 +88,7 @@ func TestPQBFEConnectAndReplay(t *testing.T) {
 		t.Fatalf("early data %+v: want post-quantum with BFE", r.Report.EarlyData)
 	}
 	waitReasons(t, srv, 1)
-	flight := path.flight(0)
+	flight := path.ClientBytes(0)
 	if !containsKEM(flight) {
 		t.Fatal("no ztls_kem extension in the recorded first flight")
 	}

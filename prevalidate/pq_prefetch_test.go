@@ -10,8 +10,6 @@ import (
 	"bytes"
 	"crypto/ecdh"
 	"crypto/rand"
-	"io"
-	"net"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -71,71 +69,19 @@ func kemShareOf(flight []byte) []byte {
 	return flight[i+len(kemPattern) : i+len(kemPattern)+1120]
 }
 
-// clientBytes is a path on 127.0.0.2 at the server's port that relays
-// to the server and keeps the bytes each client sent.
-type clientBytes struct {
-	mu    sync.Mutex
-	conns [][]byte
-}
-
-func startClientBytes(t *testing.T, w *lab.World) *clientBytes {
+// startClientBytes is the world's lab.RecordingPath, closed with the test.
+func startClientBytes(t *testing.T, w *lab.World) *lab.RecordingPath {
 	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.2", strconv.Itoa(w.Port)))
+	p, err := w.StartRecordingPath()
 	if err != nil {
 		t.Skipf("127.0.0.2 not usable: %v", err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	p := &clientBytes{}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.mu.Lock()
-			i := len(p.conns)
-			p.conns = append(p.conns, nil)
-			p.mu.Unlock()
-			go p.relay(c, w.ServerAddr, i)
-		}
-	}()
+	t.Cleanup(func() { p.Close() })
 	return p
 }
 
-func (p *clientBytes) relay(c net.Conn, addr string, i int) {
-	defer c.Close()
-	s, err := net.Dial("tcp", addr)
-	if err != nil {
-		return
-	}
-	defer s.Close()
-	go func() { io.Copy(c, s); c.Close() }()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := c.Read(buf)
-		if n > 0 {
-			p.mu.Lock()
-			p.conns[i] = append(p.conns[i], buf[:n]...)
-			p.mu.Unlock()
-			if _, err := s.Write(buf[:n]); err != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
 // kemShare returns the kem_share client connection i sent (nil: none).
-func (p *clientBytes) kemShare(i int) []byte {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if i >= len(p.conns) {
-		return nil
-	}
-	return bytes.Clone(kemShareOf(p.conns[i]))
-}
+func kemShare(p *lab.RecordingPath, i int) []byte { return kemShareOf(p.ClientBytes(i)) }
 
 func txtQueries(w *lab.World) int64 { return w.Queries(zdata.TXTName(w.Host, w.Port), dns.TypeTXT) }
 
@@ -208,13 +154,13 @@ func TestPrefetchPQEncapsulatesAhead(t *testing.T) {
 	}
 	r, err := connect(t, w, via)
 	wantPQFromEntry(t, r, err)
-	first := path.kemShare(0)
+	first := kemShare(path, 0)
 	if first == nil || !drawn.madeAhead(first) {
 		t.Fatalf("the first connection's kem_share (%d bytes) was not the one made at the prefetch", len(first))
 	}
 	r, err = connect(t, w, via)
 	wantPQFromEntry(t, r, err)
-	second := path.kemShare(1)
+	second := kemShare(path, 1)
 	if second == nil || bytes.Equal(second[:1088], first[:1088]) || drawn.madeAhead(second) {
 		t.Fatalf("the second connection's kem_share: %d bytes, same ciphertext %v, made ahead %v: want a new encapsulation",
 			len(second), second != nil && bytes.Equal(second[:1088], first[:1088]), second != nil && drawn.madeAhead(second))
@@ -243,7 +189,7 @@ func TestPrefetchPQNextEncapsulation(t *testing.T) {
 		r, err := connect(t, w, via)
 		wantPQFromEntry(t, r, err)
 	}
-	a, b := path.kemShare(0), path.kemShare(1)
+	a, b := kemShare(path, 0), kemShare(path, 1)
 	if a == nil || b == nil || bytes.Equal(a[:1088], b[:1088]) || bytes.Equal(a[1088:], b[1088:]) {
 		t.Fatal("two connections after one prefetch sent the same ML-KEM ciphertext or x25519 share")
 	}

@@ -275,7 +275,7 @@ func Sign(rand io.Reader, key crypto.Signer, scheme uint16, context string, tran
 	)
 	switch info.kind {
 	case kindECDSA:
-		s, err = key.Sign(rand, digest, info.hash)
+		s, err = signECDSA(rand, key, info.hash, digest)
 	case kindRSAE, kindPSSPSS:
 		opts := &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash, Hash: info.hash}
 		switch k := key.(type) {
@@ -327,7 +327,7 @@ func Verify(pub crypto.PublicKey, scheme uint16, context string, transcriptHash,
 		}
 		h := info.hash.New()
 		h.Write(content)
-		if !ecdsa.VerifyASN1(p, h.Sum(nil), signature) {
+		if !verifyECDSA(p, h.Sum(nil), signature) {
 			return bad()
 		}
 		return nil

@@ -24,7 +24,7 @@ var benchFlags struct {
 	loss, authRTT, ocspRTT             float64
 	runs                               int
 	jsonOut, csvOut, selfcheck, noRT   bool
-	plotDir                            string
+	plotDir, tcpCC                     string
 	burden                             bool
 	trace                              string
 	throughput                         bool
@@ -87,6 +87,7 @@ func init() {
 	f.StringVar(&benchFlags.plotDir, "plot", "", "write CDF and bar plots (PNG and SVG) into this directory")
 	f.BoolVar(&benchFlags.selfcheck, "selfcheck", false, "check the link emulator's RTT accuracy and throughput, then exit")
 	f.BoolVar(&benchFlags.noRT, "no-realtime", false, "measure at normal scheduling priority")
+	f.StringVar(&benchFlags.tcpCC, "tcp-cc", "cubic", `the emulated hosts' TCP congestion control ("cubic", Linux's default; "bbr", which paces even a short answer's few kilobytes; "" keeps the machine's)`)
 	f.BoolVar(&benchFlags.burden, "dns-burden", false, "simulate the extra stub-resolver DNS packets of ZTLS, then exit")
 	f.BoolVar(&benchFlags.throughput, "throughput", false, "measure server handshake throughput, TLS over TCP vs TurboTLS, with a fixed worker pool, then exit")
 	f.IntVar(&benchFlags.workers, "workers", 4, "--throughput: the server's fixed pool of blocking workers")
@@ -224,16 +225,17 @@ func runBench(cmd *cobra.Command, _ []string) error {
 		return runThroughput(ctx, cmd, rtts)
 	}
 	cfg := bench.Config{
-		RTTs:      rtts,
-		LossPct:   benchFlags.loss,
-		Runs:      benchFlags.runs,
-		Protocols: protocols,
-		Scenarios: scenarios,
-		Response:  benchFlags.response,
-		AuthRTT:   time.Duration(benchFlags.authRTT * float64(time.Millisecond)),
-		OCSPRTT:   time.Duration(benchFlags.ocspRTT * float64(time.Millisecond)),
-		Progress:  os.Stderr,
-		Realtime:  !benchFlags.noRT,
+		RTTs:          rtts,
+		LossPct:       benchFlags.loss,
+		Runs:          benchFlags.runs,
+		Protocols:     protocols,
+		Scenarios:     scenarios,
+		Response:      benchFlags.response,
+		AuthRTT:       time.Duration(benchFlags.authRTT * float64(time.Millisecond)),
+		OCSPRTT:       time.Duration(benchFlags.ocspRTT * float64(time.Millisecond)),
+		Progress:      os.Stderr,
+		Realtime:      !benchFlags.noRT,
+		TCPCongestion: benchFlags.tcpCC,
 	}
 	rep, err := bench.Run(ctx, cfg)
 	if err != nil {
@@ -316,6 +318,7 @@ func runThroughput(ctx context.Context, cmd *cobra.Command, rtts []time.Duration
 		Progress:      os.Stderr,
 		Realtime:      !benchFlags.noRT,
 		UDPReadBuffer: benchFlags.udpBuf,
+		TCPCongestion: benchFlags.tcpCC,
 	})
 	if err != nil {
 		return err

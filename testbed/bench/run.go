@@ -53,6 +53,9 @@ type Config struct {
 	// Realtime runs the measuring process at SCHED_FIFO priority 40, just
 	// below the relay, so that other load does not delay its wake-ups.
 	Realtime bool
+	// TCPCongestion is the emulated hosts' TCP congestion control
+	// (hosts.Options.TCPCongestion); empty: the machine's.
+	TCPCongestion string
 }
 
 // Result is the summary for one protocol in one setting.
@@ -80,6 +83,9 @@ type Report struct {
 	Results []Result `json:"results"`
 	// CompensationUs is the relay's per-hop latency compensation.
 	CompensationUs float64 `json:"emulator_compensation_us"`
+	// TCPCongestion is the hosts' TCP congestion control, as set or as
+	// inherited from the machine.
+	TCPCongestion string `json:"tcp_congestion_control"`
 	// Checks are the emulator's own check at each RTT: the median TCP
 	// connect time between client and server must equal the RTT.
 	Checks []LinkCheck `json:"emulator_checks"`
@@ -189,7 +195,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			defer hosts.SetProcessRealtime(0)
 		}
 	}
-	n, err := hosts.New(hosts.Options{Hosts: names, Calibrate: true})
+	n, err := hosts.New(hosts.Options{Hosts: names, Calibrate: true, TCPCongestion: cfg.TCPCongestion})
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +266,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		defer srv.Close()
 	}
 	req, path := request(cfg.Response)
-	rep := &Report{CompensationUs: float64(n.Compensation()) / float64(time.Microsecond)}
+	rep := &Report{CompensationUs: float64(n.Compensation()) / float64(time.Microsecond), TCPCongestion: n.TCPCongestion()}
 	for _, rtt := range cfg.RTTs {
 		if err := n.SetRTT(client, server, rtt, 0); err != nil {
 			return nil, err
@@ -329,8 +335,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	if st, err := n.Relay().Stats(); err == nil {
-		fmt.Fprintf(progress, "emulator: %d packets, mean %.1f µs late, %d over 1 ms late, compensation %.1f µs per hop\n",
-			st.Late.Packets, float64(st.Late.MeanNs)/1e3, st.Late.Over1m, rep.CompensationUs)
+		fmt.Fprintf(progress, "emulator: %d packets, mean %.1f µs late, %d over 1 ms late, compensation %.1f µs per hop; hosts' TCP congestion control %s\n",
+			st.Late.Packets, float64(st.Late.MeanNs)/1e3, st.Late.Over1m, rep.CompensationUs, rep.TCPCongestion)
 	}
 	return rep, nil
 }

@@ -75,6 +75,8 @@ type ThroughputConfig struct {
 	// more than the default holds: the losses make flights miss the
 	// clients' wait (see docs/testbed.md).
 	UDPReadBuffer int
+	// TCPCongestion is the hosts' TCP congestion control (Config.TCPCongestion).
+	TCPCongestion string
 	// Realtime runs this process (server and clients) at SCHED_FIFO
 	// priority 40, just below the relay, as Run does: other load on the
 	// machine then delays neither the server's workers nor the clients.
@@ -108,6 +110,7 @@ type ThroughputReport struct {
 	// The emulator's check: median TCP connect time client → server.
 	ConnectMedianMs float64 `json:"tcp_connect_median_ms"`
 	CompensationUs  float64 `json:"emulator_compensation_us"`
+	TCPCongestion   string  `json:"tcp_congestion_control"`
 	// UDP counts the TurboTLS server's UDP side over the whole run.
 	UDP ThroughputUDP `json:"turbo_udp"`
 	// UDPRcvbufErrors counts datagrams the kernels dropped because a UDP
@@ -231,7 +234,7 @@ func MeasureThroughput(ctx context.Context, cfg ThroughputConfig) (*ThroughputRe
 			defer hosts.SetProcessRealtime(0)
 		}
 	}
-	n, err := hosts.New(hosts.Options{Hosts: []string{"client", "server"}, Calibrate: true})
+	n, err := hosts.New(hosts.Options{Hosts: []string{"client", "server"}, Calibrate: true, TCPCongestion: cfg.TCPCongestion})
 	if err != nil {
 		return nil, err
 	}
@@ -251,6 +254,7 @@ func MeasureThroughput(ctx context.Context, cfg ThroughputConfig) (*ThroughputRe
 		RTTms: ms(cfg.RTT), Realtime: cfg.Realtime, Workers: cfg.Workers, Concurrency: cfg.Concurrency, Handshakes: cfg.Handshakes,
 		Rounds: cfg.Rounds, TurboWaitMs: ms(cfg.TurboWait), ConnectMedianMs: round(ms(hosts.Median(ct))),
 		CompensationUs: float64(n.Compensation()) / float64(time.Microsecond), CPUs: runtime.NumCPU(),
+		TCPCongestion: n.TCPCongestion(),
 	}
 	fmt.Fprintf(progress, "throughput: rtt %v, emulator check: TCP connect median %.3f ms; %d workers, %d concurrent clients, %d handshakes per mode in %d rounds\n",
 		cfg.RTT, rep.ConnectMedianMs, cfg.Workers, cfg.Concurrency, cfg.Handshakes, cfg.Rounds)

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,6 +43,21 @@ type Options struct {
 	// delay so that measured round trips match configured ones. Needs two
 	// hosts; costs about 0.3 s.
 	Calibrate bool
+	// TCPCongestion is every host's TCP congestion control
+	// (net.ipv4.tcp_congestion_control, e.g. "cubic", Linux's default, or
+	// "bbr"); empty keeps what a new namespace inherits from the machine,
+	// which this machine's administrator may have changed. It matters for
+	// latency, not only for bulk transfers: BBR paces even a connection's
+	// first few kilobytes (at about 2.9 initial windows per RTT), so a
+	// 4 kB DNS answer leaves a BBR sender over most of a millisecond on a
+	// 6 ms path, where cubic sends the whole initial window at once.
+	//
+	// The kernel lets a namespace other than the machine's own make only an
+	// "allowed" algorithm its default (net.ipv4.tcp_allowed_congestion_control),
+	// so New adds TCPCongestion to the machine's allowed list when it is
+	// missing, and leaves it there: that list only says which algorithms
+	// unprivileged sockets may choose for themselves.
+	TCPCongestion string
 }
 
 // Network is a set of hosts joined by the relay. Its methods are safe for
@@ -94,6 +110,9 @@ func New(opt Options) (*Network, error) {
 		return nil, err
 	}
 	CleanStale()
+	if err := allowCongestionControl(opt.TCPCongestion); err != nil {
+		return nil, err
+	}
 	n := &Network{byName: map[string]*Host{}}
 	id := seq.Add(1)
 	var ports []netem.Port
@@ -117,7 +136,7 @@ func New(opt Options) (*Network, error) {
 			Addr:  netip.AddrFrom4([4]byte{10, 77, 0, byte(i + 1)}),
 			index: i,
 		}
-		tun, err := h.create()
+		tun, err := h.create(opt.TCPCongestion)
 		if h.nsFile != nil || err == nil {
 			n.hosts = append(n.hosts, h)
 			n.byName[name] = h
@@ -141,6 +160,44 @@ func New(opt Options) (*Network, error) {
 		}
 	}
 	return n, nil
+}
+
+// TCPCongestion returns the TCP congestion control the hosts run (the
+// first host's, read from its namespace), or "" if it cannot be read.
+func (n *Network) TCPCongestion() string {
+	if len(n.hosts) == 0 {
+		return ""
+	}
+	var b []byte
+	if err := n.hosts[0].Do(func() (err error) {
+		b, err = os.ReadFile("/proc/sys/net/ipv4/tcp_congestion_control")
+		return err
+	}); err != nil {
+		return ""
+	}
+	return string(bytes.TrimSpace(b))
+}
+
+// allowCongestionControl adds cc to the machine's allowed congestion
+// controls if it is not there (see Options.TCPCongestion).
+func allowCongestionControl(cc string) error {
+	if cc == "" {
+		return nil
+	}
+	const allowed = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
+	b, err := os.ReadFile(allowed)
+	if err != nil {
+		return fmt.Errorf("hosts: %w", err)
+	}
+	list := strings.Fields(string(b))
+	if slices.Contains(list, cc) {
+		return nil
+	}
+	if err := os.WriteFile(allowed, []byte(strings.Join(append(list, cc), " ")), 0); err != nil {
+		avail, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_available_congestion_control")
+		return fmt.Errorf("hosts: TCP congestion control %q cannot be used (%v); this kernel has: %s (modprobe tcp_%s may add it)", cc, err, bytes.TrimSpace(avail), cc)
+	}
+	return nil
 }
 
 // calibrate measures the extra latency of a round trip through the relay
@@ -169,8 +226,9 @@ func (n *Network) calibrate() error {
 // (zero unless Options.Calibrate).
 func (n *Network) Compensation() time.Duration { return n.comp }
 
-// create makes the namespace and its TUN device and configures them.
-func (h *Host) create() (*os.File, error) {
+// create makes the namespace and its TUN device and configures them, with
+// the TCP congestion control cc unless cc is empty.
+func (h *Host) create(cc string) (*os.File, error) {
 	if out, err := exec.Command("ip", "netns", "add", h.NS).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("hosts: ip netns add %s: %v: %s", h.NS, err, bytes.TrimSpace(out))
 	}
@@ -185,13 +243,17 @@ func (h *Host) create() (*os.File, error) {
 		// No IPv6 on the TUN: it would chatter router solicitations. Fresh
 		// TCP metrics per connection keep runs independent, and large socket
 		// buffers let bulk transfers fill long links.
-		for _, kv := range [][2]string{
+		settings := [][2]string{
 			{"net/ipv6/conf/all/disable_ipv6", "1"},
 			{"net/ipv6/conf/default/disable_ipv6", "1"},
 			{"net/ipv4/tcp_no_metrics_save", "1"},
 			{"net/ipv4/tcp_rmem", "4096 131072 33554432"},
 			{"net/ipv4/tcp_wmem", "4096 65536 33554432"},
-		} {
+		}
+		if cc != "" {
+			settings = append(settings, [2]string{"net/ipv4/tcp_congestion_control", cc})
+		}
+		for _, kv := range settings {
 			if err := os.WriteFile("/proc/sys/"+kv[0], []byte(kv[1]), 0); err != nil {
 				return fmt.Errorf("hosts: sysctl %s: %w", kv[0], err)
 			}

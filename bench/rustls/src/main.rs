@@ -21,7 +21,8 @@
 //! client's share (`start_and_complete`: encapsulation, a key and a ladder).
 //! With KEY.pem (an ECDSA P-256 key) it also times the server's
 //! CertificateVerify signature (ECDSA P-256 with SHA-256 over a 130-byte
-//! message, as TLS 1.3 signs) with each provider's signer.
+//! message, as TLS 1.3 signs) with each provider's signer, and the
+//! client's verification of it (`ecdsa-p256/verify`, SHA-256 included).
 
 use std::env;
 use std::process::ExitCode;
@@ -192,6 +193,24 @@ fn signatures(budget: Duration, key: &str) -> Result<(), String> {
         time_op(&format!("ecdsa-p256/sign/{name}"), budget, || {
             std::hint::black_box(signer.sign(&msg)?);
             Ok(())
+        })?;
+        // The client's check of that signature with the algorithm rustls's
+        // TLS 1.3 path uses for the scheme (the first of its mapping), given
+        // the uncompressed point (the SPKI's last 65 bytes for P-256).
+        let sig = signer.sign(&msg).map_err(|e| e.to_string())?;
+        let spki = signing.public_key().ok_or("the key has no public key")?;
+        let point = &spki.as_ref()[spki.as_ref().len() - 65..];
+        let algs = provider
+            .signature_verification_algorithms
+            .mapping
+            .iter()
+            .find(|(s, _)| *s == SignatureScheme::ECDSA_NISTP256_SHA256)
+            .ok_or("no verification algorithm for ECDSA P-256")?
+            .1;
+        time_op(&format!("ecdsa-p256/verify/{name}"), budget, || {
+            algs[0]
+                .verify_signature(point, std::hint::black_box(&msg), &sig)
+                .map_err(|_| Error::General("the signature did not verify".into()))
         })?;
     }
     Ok(())

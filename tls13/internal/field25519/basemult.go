@@ -49,8 +49,36 @@ var (
 	}
 )
 
-// baseTable is row m: j * 16^(2m) * B for j = 1..8 (entry j-1).
-type baseTableRows [32][8]nielsPoint
+// baseTableRows holds in row m the points j * 16^(2m) * B for j = 1..8
+// (entry j-1), each as the limbs of (y+x, y-x, 2dxy), canonical: the layout
+// the generated baseAdd reads.
+type baseTableRows [32][8][3][4]uint64
+
+// baseState is the fixed-base multiplication's working state at the
+// indexes below, the layout the generated baseAdd reads
+// (_asm/basemult_asm.go declares the same list): the point (X, Y, Z, T),
+// the selected (y+x, y-x, 2dxy), an element left zero, and temporaries.
+type baseState [bStateLen][4]uint64
+
+const (
+	bX = iota
+	bY
+	bZ
+	bT
+	bQp
+	bQm
+	bQd
+	bZero
+	bA
+	bB
+	bC
+	bD
+	bE
+	bF
+	bG
+	bH
+	bStateLen
+)
 
 var (
 	baseTableOnce sync.Once
@@ -94,22 +122,19 @@ func computeBaseTable() *baseTableRows {
 		acc.Multiply(&acc, &q.Z)        // 1/(Z_0 * ... * Z_(i-1))
 		x.Multiply(&q.X, &zinv)
 		y.Multiply(&q.Y, &zinv)
-		n := &t[i/8][i%8]
-		n.YplusX.Add(&y, &x)
-		n.YminusX.Subtract(&y, &x)
-		n.XY2D.Multiply(&x, &y)
-		n.XY2D.Multiply(&n.XY2D, &d2)
-		n.reduce()
+		t[i/8][i%8] = affineNiels(&x, &y)
 	}
 	return t
 }
 
-// reduce makes the entry's coordinates canonical, so table entries have
-// one representation each (tests compare them).
-func (n *nielsPoint) reduce() {
-	n.YplusX.l = n.YplusX.canonical()
-	n.YminusX.l = n.YminusX.canonical()
-	n.XY2D.l = n.XY2D.canonical()
+// affineNiels returns the canonical limbs of (y+x, y-x, 2dxy).
+func affineNiels(x, y *Element) [3][4]uint64 {
+	var ypx, ymx, xy2d Element
+	ypx.Add(y, x)
+	ymx.Subtract(y, x)
+	xy2d.Multiply(x, y)
+	xy2d.Multiply(&xy2d, &d2)
+	return [3][4]uint64{ypx.canonical(), ymx.canonical(), xy2d.canonical()}
 }
 
 // add sets v = p + q (extended coordinates, a = -1: "add-2008-hwcd-3").
@@ -178,20 +203,44 @@ func (v *edwardsPoint) double(p *edwardsPoint) *edwardsPoint {
 	return v
 }
 
-// selectNiels sets q to e * row[0] (e in [-8, 8]; row[j-1] = j * P), reading
-// every entry of row, in constant time.
-func selectNiels(q *nielsPoint, row *[8]nielsPoint, e int8) {
-	neg := uint64(uint8(e) >> 7) // 1 if e < 0
-	abs := uint64(int64(e)^-int64(neg)) + neg
+// baseAddGeneric is baseAdd in Go: s's point plus (-1)^neg * abs * P,
+// row[j-1] being j * P.
+func baseAddGeneric(s *baseState, row *[8][3][4]uint64, abs, neg uint64) {
+	var q nielsPoint
+	selectNiels(&q, row, abs, neg)
+	p := s.point()
+	p.addNiels(&p, &q)
+	s.setPoint(&p)
+}
+
+func (s *baseState) point() edwardsPoint {
+	return edwardsPoint{X: Element{s[bX]}, Y: Element{s[bY]}, Z: Element{s[bZ]}, T: Element{s[bT]}}
+}
+
+func (s *baseState) setPoint(p *edwardsPoint) {
+	s[bX], s[bY], s[bZ], s[bT] = p.X.l, p.Y.l, p.Z.l, p.T.l
+}
+
+// digit splits a signed digit into its absolute value and sign (1 if
+// negative), without branches.
+func digit(e int8) (abs, neg uint64) {
+	neg = uint64(uint8(e) >> 7)
+	abs = uint64(int64(e)^-int64(neg)) + neg
+	return abs, neg
+}
+
+// selectNiels sets q to (-1)^neg * abs * P (abs in [0, 8]; row[j-1] is
+// j * P), reading every entry of row, in constant time.
+func selectNiels(q *nielsPoint, row *[8][3][4]uint64, abs, neg uint64) {
 	var ypx, ymx, xy2d [4]uint64
 	ypx[0], ymx[0] = 1, 1 // the identity: y+x = y-x = 1, 2dxy = 0
 	for j := range row {
 		// mask is all ones when abs == j+1 (abs^(j+1) - 1 borrows only for
 		// 0), else zero.
 		mask := -((abs ^ uint64(j+1) - 1) >> 63)
-		pick(&ypx, &row[j].YplusX.l, mask)
-		pick(&ymx, &row[j].YminusX.l, mask)
-		pick(&xy2d, &row[j].XY2D.l, mask)
+		pick(&ypx, &row[j][0], mask)
+		pick(&ymx, &row[j][1], mask)
+		pick(&xy2d, &row[j][2], mask)
 	}
 	// A negative digit: -(x, y) = (-x, y) swaps y+x and y-x and negates
 	// 2dxy.
@@ -242,22 +291,24 @@ func ScalarBaseMult(dst, scalar *[32]byte) {
 	clear(k[:])
 
 	table := basePoints()
-	var p edwardsPoint
-	p.Y.One()
-	p.Z.One()
-	var q nielsPoint
+	var s baseState
+	s[bY][0], s[bZ][0] = 1, 1 // the identity
 	for i := 1; i < 64; i += 2 {
-		selectNiels(&q, &table[i/2], e[i])
-		p.addNiels(&p, &q)
+		abs, neg := digit(e[i])
+		baseAddStep(&s, &table[i/2], abs, neg)
 	}
+	p := s.point()
 	for range 4 {
 		p.double(&p)
 	}
+	s.setPoint(&p)
 	for i := 0; i < 64; i += 2 {
-		selectNiels(&q, &table[i/2], e[i])
-		p.addNiels(&p, &q)
+		abs, neg := digit(e[i])
+		baseAddStep(&s, &table[i/2], abs, neg)
 	}
 	clear(e[:])
+	p = s.point()
+	clear(s[:])
 
 	// u = (1 + y) / (1 - y) = (Z + Y) / (Z - Y).
 	var num, den Element

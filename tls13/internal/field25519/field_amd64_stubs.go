@@ -40,3 +40,11 @@ func feCSwap(a *[4]uint64, b *[4]uint64, swap uint64)
 //
 //go:noescape
 func ladderStep(s *[15][4]uint64, swap uint64)
+
+// baseAdd sets the point (X, Y, Z, T) in s to itself plus abs times the
+// point of row's first entry, negated if neg is 1 (abs in [0, 8], neg
+// 0 or 1), reading every entry of row: one step of the fixed-base
+// multiplication.
+//
+//go:noescape
+func baseAdd(s *[16][4]uint64, row *[8][3][4]uint64, abs uint64, neg uint64)

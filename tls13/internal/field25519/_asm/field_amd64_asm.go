@@ -131,6 +131,7 @@ func main() {
 	RET()
 
 	ladderStep()
+	baseAdd()
 
 	Generate()
 }

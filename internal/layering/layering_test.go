@@ -43,6 +43,9 @@ var product = map[string][]string{
 	"ztlshttp":           {"dial", "dns/resolver", "internal/clock", "prevalidate", "tls13"},
 	"internal/metrics":   {"dns/authority", "internal/clock", "server", "tls13", "zdata/redisreg"},
 	"cmd/ztls":           {"bfe", "dial", "dns/...", "internal/clock", "internal/metrics", "prevalidate", "revocation", "server", "tls13", "turbo", "zdata/...", "ztlshttp"},
+
+	// The P-256 signer of CertificateVerify (tls13/internal/sig): standard library only.
+	"tls13/internal/p256sign": nil,
 }
 
 // Test scaffolding and the testbed: they may import the product and each

@@ -62,16 +62,24 @@ func readRFC6979(t *testing.T) (key *ecdsa.PrivateKey, vecs []rfcVector) {
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	hexInt := func(s string) *big.Int {
-		v, ok := new(big.Int).SetString(s, 16)
-		if !ok {
-			t.Fatalf("bad hex %q in testdata", s)
+	unhex := func(s string) []byte {
+		b, err := hex.DecodeString(s)
+		if err != nil {
+			t.Fatalf("bad hex %q in testdata: %v", s, err)
 		}
-		return v
+		return b
 	}
-	key = &ecdsa.PrivateKey{D: hexInt(fields["x"])}
-	key.Curve = elliptic.P256()
-	key.X, key.Y = hexInt(fields["Ux"]), hexInt(fields["Uy"])
+	key, err = ecdsa.ParseRawPrivateKey(elliptic.P256(), unhex(fields["x"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := key.PublicKey.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := append(append([]byte{4}, unhex(fields["Ux"])...), unhex(fields["Uy"])...); !bytes.Equal(pub, want) {
+		t.Fatalf("the public key of x is %x, the RFC's is %x", pub, want)
+	}
 	if len(vecs) != 2 {
 		t.Fatalf("testdata has %d vectors, want 2", len(vecs))
 	}
@@ -85,8 +93,11 @@ func TestRFC6979(t *testing.T) {
 	for _, v := range vecs {
 		digest := sha256.Sum256([]byte(v.msg))
 		// k: the first candidate of the DRBG seeded with x and bits2octets(h1).
-		var xb [32]byte
-		key.D.FillBytes(xb[:])
+		xs, err := key.Bytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		xb := [32]byte(xs)
 		e := hashToScalar(digest[:])
 		eb := e.bytes()
 		var d hmacDRBG
@@ -258,7 +269,7 @@ func TestRefusesOtherKeys(t *testing.T) {
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	for _, d := range []*big.Int{nil, big.NewInt(0), orderBig, new(big.Int).Neg(big.NewInt(5))} {
 		bad := *key
-		bad.D = d
+		bad.D = d //lint:ignore SA1019 a corrupt key is made by setting D
 		if _, err := Sign(rand.Reader, &bad, make([]byte, 32)); err == nil || errors.Is(err, ErrNotP256) {
 			t.Errorf("D = %v: err = %v, want a corrupt-key error", d, err)
 		}

@@ -16,9 +16,9 @@ import (
 //     field25519 (the MULX/ADCX/ADOX assembly when Accelerated, else its Go
 //     code) against filippo.io/edwards25519/field (crypto/ecdh's field);
 //   - fixedbase/...: an x25519 public key from a scalar: edwards is
-//     x25519PublicKey (edwards25519's tables, then u = (Z+Y)/(Z-Y) with
-//     edwards25519's field: doing that inversion in field25519 measured no
-//     faster, 14.17 vs 14.13 us median of 300 single runs); ladder9
+//     x25519PublicKey (field25519.ScalarBaseMult since issue 32's fixed-base
+//     work; BenchmarkX25519FixedBase compares it with the edwards25519 path
+//     it replaced); ladder9
 //     field25519's ladder on u = 9; ecdh crypto/ecdh's NewPrivateKey and
 //     PublicKey;
 //   - ladder/...: X25519 with a peer's public key: x25519Ladder (what this

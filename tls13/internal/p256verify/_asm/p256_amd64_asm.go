@@ -1,0 +1,264 @@
+// Command _asm generates field_amd64.s, the BMI2/ADX Montgomery arithmetic
+// of package p256verify, with avo. Run `go generate` in the parent
+// directory (or `go run . -out ../field_amd64.s -stubs ../field_amd64_stubs.go
+// -pkg p256verify` here); the generated files are committed, so building
+// ztls needs neither this module nor avo.
+//
+// What is implemented. An element is four 64-bit limbs, radix 2^64,
+// little-endian, below its modulus (p, the P-256 field, or n, the group
+// order), in Montgomery form with R = 2^256. Every routine takes reduced
+// inputs and returns a reduced output:
+//
+//   - the product: a schoolbook 4x4 product into eight limbs t0..t7, one
+//     row per limb of a with that limb in RDX for MULX; rows 1-3 add the
+//     low halves on the carry flag (ADCX) and the high halves on the
+//     overflow flag (ADOX), two independent carry chains (Intel's "New
+//     Instructions Supporting Large Integer Arithmetic on Intel
+//     Architecture Processors", 2012). The same code as field25519's.
+//   - the square: the six cross products once, doubled on the carry chain
+//     while the four squares are added on the overflow chain (ten MULX).
+//   - Montgomery reduction mod p, four rounds: round i takes m = t_i (for
+//     p, -p^-1 mod 2^64 is 1) and adds m*p*2^(64i), which clears t_i.
+//     Since p = 2^256 - 2^224 + 2^192 + 2^96 - 1, t_i + m*(2^64-1) is
+//     m*2^64 and the rest of m*p is m*(2^32-1)*2^64 + m*p3*2^192, so a
+//     round adds m*2^32 (two shifts) at limb i+1 and m*p3 (one MULX) at
+//     limb i+3, the carry running to the top and into a ninth word.
+//   - Montgomery reduction mod n: the same four rounds with m = t_i * n0
+//     (n0 = -n^-1 mod 2^64) and m*n from four MULX; the ninth word lives on
+//     the stack (every register holds a limb or a temporary).
+//   - the end of both: t4..t7 plus the ninth word is below 2m; m is
+//     subtracted into copies and CMOVs keep the difference unless it
+//     borrowed.
+//
+// Registers: the eight product limbs live in R8-R15, MULX's implicit
+// operand in DX, AX, BX, CX, SI and DI are scratch or pointers. BP and SP
+// are never touched. The code is straight-line (no jump): not needed for
+// verification, whose inputs are public, but it keeps the routines simple
+// to review.
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+//go:generate go run . -out ../field_amd64.s -stubs ../field_amd64_stubs.go -pkg p256verify
+
+// t holds the eight limbs of a product, t[0] the lowest.
+var t = [8]GPPhysical{R8, R9, R10, R11, R12, R13, R14, R15}
+
+// The group order n and -n^-1 mod 2^64, as read-only data.
+var orderData Mem
+
+const p3 = 0xffffffff00000001
+
+func main() {
+	ConstraintExpr("amd64,gc,!purego")
+	orderData = GLOBL("p256Order", RODATA|NOPTR)
+	for i, v := range []uint64{0xf3b9cac2fc632551, 0xbce6faada7179e84, 0xffffffffffffffff, 0xffffffff00000000, 0xccd1c8aaee00bc4f} {
+		DATA(8*i, U64(v))
+	}
+
+	TEXT("p256Mul", NOSPLIT, "func(out, a, b *[4]uint64)")
+	Pragma("noescape")
+	Doc("p256Mul sets out = a * b / 2^256 mod p.")
+	Load(Param("a"), RSI)
+	Load(Param("b"), RDI)
+	mul(Mem{Base: RSI}, Mem{Base: RDI})
+	reduceP()
+	Load(Param("out"), RSI)
+	storeHigh(Mem{Base: RSI})
+	RET()
+
+	TEXT("p256Sqr", NOSPLIT, "func(out, a *[4]uint64)")
+	Pragma("noescape")
+	Doc("p256Sqr sets out = a * a / 2^256 mod p.")
+	Load(Param("a"), RSI)
+	square(Mem{Base: RSI})
+	reduceP()
+	Load(Param("out"), RSI)
+	storeHigh(Mem{Base: RSI})
+	RET()
+
+	TEXT("p256OrdMul", 0, "func(out, a, b *[4]uint64)")
+	Pragma("noescape")
+	Doc("p256OrdMul sets out = a * b / 2^256 mod n.")
+	top := AllocLocal(8)
+	Load(Param("a"), RSI)
+	Load(Param("b"), RDI)
+	mul(Mem{Base: RSI}, Mem{Base: RDI})
+	reduceN(top)
+	Load(Param("out"), RSI)
+	storeHigh(Mem{Base: RSI})
+	RET()
+
+	Generate()
+}
+
+// limb returns the i-th 64-bit limb of the element at m.
+func limb(m Mem, i int) Mem { return m.Offset(8 * i) }
+
+// storeHigh writes t[4..7] to the element at m.
+func storeHigh(m Mem) {
+	for i := 0; i < 4; i++ {
+		MOVQ(t[4+i], limb(m, i))
+	}
+}
+
+// mul leaves the 512-bit product of the elements at a and b in t[0..7].
+func mul(a, b Mem) {
+	Comment("a * b: row 0")
+	MOVQ(limb(a, 0), RDX)
+	MULXQ(limb(b, 0), t[0], t[1])
+	MULXQ(limb(b, 1), RAX, t[2])
+	ADDQ(RAX, t[1])
+	MULXQ(limb(b, 2), RAX, t[3])
+	ADCQ(RAX, t[2])
+	MULXQ(limb(b, 3), RAX, t[4])
+	ADCQ(RAX, t[3])
+	ADCQ(Imm(0), t[4])
+	for i := 1; i < 4; i++ {
+		Comment(fmt.Sprintf("row %d: low halves on CF (ADCX), high halves on OF (ADOX)", i))
+		MOVQ(limb(a, i), RDX)
+		XORQ(RBX, RBX)
+		for j := 0; j < 3; j++ {
+			MULXQ(limb(b, j), RAX, RCX)
+			ADCXQ(RAX, t[i+j])
+			ADOXQ(RCX, t[i+j+1])
+		}
+		MULXQ(limb(b, 3), RAX, t[i+4])
+		ADCXQ(RAX, t[i+3])
+		ADOXQ(RBX, t[i+4])
+		ADCXQ(RBX, t[i+4])
+	}
+}
+
+// square leaves the 512-bit square of the element at a in t[0..7].
+func square(a Mem) {
+	Comment("a^2: cross products a0*a1, a0*a2, a0*a3")
+	MOVQ(limb(a, 0), RDX)
+	MULXQ(limb(a, 1), t[1], t[2])
+	MULXQ(limb(a, 2), RAX, t[3])
+	MULXQ(limb(a, 3), RCX, t[4])
+	ADDQ(RAX, t[2])
+	ADCQ(RCX, t[3])
+	ADCQ(Imm(0), t[4])
+	Comment("a1*a2, a1*a3")
+	MOVQ(limb(a, 1), RDX)
+	XORQ(RBX, RBX)
+	MULXQ(limb(a, 2), RAX, RCX)
+	ADCXQ(RAX, t[3])
+	ADOXQ(RCX, t[4])
+	MULXQ(limb(a, 3), RAX, t[5])
+	ADCXQ(RAX, t[4])
+	ADOXQ(RBX, t[5])
+	ADCXQ(RBX, t[5])
+	Comment("a2*a3")
+	MOVQ(limb(a, 2), RDX)
+	MULXQ(limb(a, 3), RAX, t[6])
+	ADDQ(RAX, t[5])
+	ADCQ(Imm(0), t[6])
+	Comment("double the cross products (CF) and add the squares (OF)")
+	XORQ(RBX, RBX)
+	MOVQ(limb(a, 0), RDX)
+	MULXQ(RDX, t[0], RAX)
+	ADCXQ(t[1], t[1])
+	ADOXQ(RAX, t[1])
+	for i := 1; i < 4; i++ {
+		MOVQ(limb(a, i), RDX)
+		if i < 3 {
+			MULXQ(RDX, RAX, RCX)
+		} else {
+			MULXQ(RDX, RAX, t[7])
+		}
+		ADCXQ(t[2*i], t[2*i])
+		ADOXQ(RAX, t[2*i])
+		if i < 3 {
+			ADCXQ(t[2*i+1], t[2*i+1])
+			ADOXQ(RCX, t[2*i+1])
+		}
+	}
+	ADCXQ(RBX, t[7])
+	ADOXQ(RBX, t[7])
+}
+
+// reduceP turns t[0..7] into t[4..7] = t / 2^256 mod p (see the file's doc).
+func reduceP() {
+	Comment("Montgomery reduction mod p: SI = p3, DI = the ninth word")
+	MOVQ(U64(p3), RSI)
+	XORQ(RDI, RDI)
+	for i := 0; i < 4; i++ {
+		Comment(fmt.Sprintf("round %d: m = t%d; t += m*2^32 at limb %d, m*p3 at limb %d", i, i, i+1, i+3))
+		MOVQ(t[i], RDX)
+		MOVQ(RDX, RAX)
+		SHLQ(U8(32), RAX)
+		MOVQ(RDX, RCX)
+		SHRQ(U8(32), RCX)
+		ADDQ(RAX, t[i+1])
+		ADCQ(RCX, t[i+2])
+		MULXQ(RSI, RAX, RCX)
+		ADCQ(RAX, t[i+3])
+		ADCQ(RCX, t[i+4])
+		for j := i + 5; j < 8; j++ {
+			ADCQ(Imm(0), t[j])
+		}
+		ADCQ(Imm(0), RDI)
+	}
+	Comment("t4..t7 + DI*2^256 < 2p: subtract p unless that borrows")
+	for i := 0; i < 4; i++ {
+		MOVQ(t[4+i], t[i])
+	}
+	MOVL(U32(0xffffffff), EAX)
+	SUBQ(I32(-1), t[0]) // sign-extended: p0 = 2^64-1
+	SBBQ(RAX, t[1])
+	SBBQ(Imm(0), t[2])
+	SBBQ(RSI, t[3])
+	SBBQ(Imm(0), RDI)
+	for i := 0; i < 4; i++ {
+		CMOVQCC(t[i], t[4+i])
+	}
+}
+
+// reduceN turns t[0..7] into t[4..7] = t / 2^256 mod n, top a stack word.
+func reduceN(top Mem) {
+	Comment("Montgomery reduction mod n; the ninth word on the stack")
+	MOVQ(U32(0), top)
+	for i := 0; i < 4; i++ {
+		Comment(fmt.Sprintf("round %d: m = t%d * n0; t += m*n at limb %d", i, i, i))
+		MOVQ(t[i], RDX)
+		IMULQ(orderData.Offset(32), RDX)
+		Comment("m*n into AX, CX, DI, BX, DX")
+		MULXQ(orderData.Offset(0), RAX, RCX)
+		MULXQ(orderData.Offset(8), RSI, RDI)
+		ADDQ(RSI, RCX)
+		MULXQ(orderData.Offset(16), RSI, RBX)
+		ADCQ(RSI, RDI)
+		MULXQ(orderData.Offset(24), RSI, RDX)
+		ADCQ(RSI, RBX)
+		ADCQ(Imm(0), RDX)
+		ADDQ(RAX, t[i])
+		ADCQ(RCX, t[i+1])
+		ADCQ(RDI, t[i+2])
+		ADCQ(RBX, t[i+3])
+		ADCQ(RDX, t[i+4])
+		for j := i + 5; j < 8; j++ {
+			ADCQ(Imm(0), t[j])
+		}
+		ADCQ(Imm(0), top)
+	}
+	Comment("t4..t7 + top*2^256 < 2n: subtract n unless that borrows")
+	for i := 0; i < 4; i++ {
+		MOVQ(t[4+i], t[i])
+	}
+	SUBQ(orderData.Offset(0), t[0])
+	SBBQ(orderData.Offset(8), t[1])
+	SBBQ(orderData.Offset(16), t[2])
+	SBBQ(orderData.Offset(24), t[3])
+	SBBQ(Imm(0), top)
+	for i := 0; i < 4; i++ {
+		CMOVQCC(t[i], t[4+i])
+	}
+}

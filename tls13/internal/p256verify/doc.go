@@ -1,0 +1,28 @@
+// Package p256verify is ECDSA P-256 signature verification (FIPS 186-5,
+// Section 6.4.2) for the TLS 1.3 client's CertificateVerify, faster than
+// crypto/ecdsa because it may be variable-time: a verification has only
+// public inputs (the key, the digest, the signature), so nothing here is
+// secret and branches and table indexes may depend on the data. It must
+// never be used for signing or for anything that handles a secret.
+//
+// Method: R = u1*G + u2*Q with u1 = e/s, u2 = r/s mod n, computed as one
+// chain of 256 doublings with interleaved width-w NAFs (G's odd multiples
+// up to 63G in an affine table made once, Q's up to 15Q made per call, in
+// Jacobian coordinates), then x(R) = r mod n checked as X = r*Z^2 (or
+// (r+n)*Z^2) without an inversion. s^-1 mod n is s^(n-2) in Montgomery form.
+//
+// The field, GF(p) with p = 2^256 - 2^224 + 2^192 + 2^96 - 1, is four
+// 64-bit limbs in Montgomery form (R = 2^256), always fully reduced. On
+// amd64 with BMI2 and ADX, multiplication and squaring are the generated
+// assembly of field_amd64.s (MULX, ADCX, ADOX; its generator is _asm/, run
+// `go generate` here after changing it); elsewhere, without those
+// instructions, or with the purego build tag, they are the Go code of
+// field.go. Accelerated reports which.
+//
+// Proofs: Wycheproof's ecdsa_secp256r1_sha256 vectors (testdata), FuzzVerify
+// (the same verdict as crypto/ecdsa.VerifyASN1 on random keys, digests and
+// mauled signatures) and FuzzFieldOps (every field operation against
+// math/big, assembly and Go).
+package p256verify
+
+//go:generate sh -c "cd _asm && go run . -out ../field_amd64.s -stubs ../field_amd64_stubs.go -pkg p256verify"

@@ -1,0 +1,93 @@
+package p256verify
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"testing"
+)
+
+// newKey returns a fresh P-256 key, failing the test if it cannot.
+func newKey(t testing.TB) *ecdsa.PrivateKey {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func TestVerifyAgreesWithCryptoECDSA(t *testing.T) {
+	for i := 0; i < 200; i++ {
+		k := newKey(t)
+		d := sha256.Sum256([]byte{byte(i), byte(i >> 8)})
+		sig, err := ecdsa.SignASN1(rand.Reader, k, d[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !Verify(&k.PublicKey, d[:], sig) {
+			t.Fatalf("signature %d: a valid signature was refused", i)
+		}
+		d[i%32] ^= 1 << (i % 8)
+		if Verify(&k.PublicKey, d[:], sig) {
+			t.Fatalf("signature %d: accepted over another digest", i)
+		}
+		other := newKey(t)
+		if Verify(&other.PublicKey, d[:], sig) {
+			t.Fatalf("signature %d: accepted under another key", i)
+		}
+	}
+}
+
+// TestVerifyRefusesOtherCurves: a P-384 key is never handled here.
+func TestVerifyRefusesOtherCurves(t *testing.T) {
+	k, err := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := sha256.Sum256([]byte("x"))
+	sig, err := ecdsa.SignASN1(rand.Reader, k, d[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if Verify(&k.PublicKey, d[:], sig) || Verify(nil, d[:], sig) {
+		t.Fatal("a P-384 key or a nil key was accepted")
+	}
+}
+
+func BenchmarkVerify(b *testing.B) {
+	k := newKey(b)
+	d := sha256.Sum256(make([]byte, 130))
+	sig, err := ecdsa.SignASN1(rand.Reader, k, d[:])
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("crypto-ecdsa", func(b *testing.B) {
+		for b.Loop() {
+			if !ecdsa.VerifyASN1(&k.PublicKey, d[:], sig) {
+				b.Fatal("refused")
+			}
+		}
+	})
+	b.Run("p256verify", func(b *testing.B) {
+		Verify(&k.PublicKey, d[:], sig) // the base point's table
+		for b.Loop() {
+			if !Verify(&k.PublicKey, d[:], sig) {
+				b.Fatal("refused")
+			}
+		}
+	})
+	b.Run("invert-s", func(b *testing.B) {
+		s := element{3, 5, 7, 9}
+		for b.Loop() {
+			scalarInvertMont(&s)
+		}
+	})
+	b.Run("field-mul", func(b *testing.B) {
+		x := one
+		for b.Loop() {
+			fieldMul(&x, &x, &rrP)
+		}
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/ecdh"
 	"encoding/hex"
 	mathrand "math/rand/v2"
+	"os"
 	"testing"
 
 	"filippo.io/edwards25519"
@@ -184,4 +185,32 @@ func BenchmarkScalarBaseMult(b *testing.B) {
 			computeBaseTable()
 		}
 	})
+}
+
+// TestScalarBaseMultDudect is TestScalarMultDudect's timing test (see
+// there) for ScalarBaseMult: class 0 the all-zero scalar (after clamping
+// 2^254, so 63 of the 64 digits are 0 and select the identity), class 1
+// random scalars. With ZTLS_DUDECT=1 it times the assembly, with
+// ZTLS_DUDECT=generic the Go routines; the control of TestScalarMultDudect
+// shows the harness can see a leak of 1 %.
+func TestScalarBaseMultDudect(t *testing.T) {
+	mode := os.Getenv("ZTLS_DUDECT")
+	if mode == "" {
+		t.Skip("timing test: set ZTLS_DUDECT=1 (or =generic for the Go routines) on a quiet machine to run it")
+	}
+	run := func(f func()) { f() }
+	if mode == "generic" {
+		run = func(f func()) { useGenericStep(t, f) }
+	}
+	basePoints() // the table is built once, outside the timed calls
+	var worst float64
+	run(func() {
+		worst = dudect(t, "ScalarBaseMult", func(k *[32]byte) {
+			var out [32]byte
+			ScalarBaseMult(&out, k)
+		})
+	})
+	if worst > 10 {
+		t.Fatalf("|t| = %.1f > 10: ScalarBaseMult's time depends on the scalar", worst)
+	}
 }

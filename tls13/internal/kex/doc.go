@@ -16,7 +16,7 @@
 // crypto/rand directly, so tests with fixed randomness reproduce every byte.
 //
 // x25519 public keys come from a fixed-base multiplication on edwards25519
-// (field25519.ScalarBaseMult) and
+// (field25519.ScalarBaseMult with BMI2/ADX, else edwards25519's own) and
 // shared secrets from one Montgomery ladder (x25519.go), so a share the server
 // does not pick costs only the former. On amd64 with BMI2 and ADX the ladder
 // runs on package field25519's generated MULX/ADCX/ADOX arithmetic; elsewhere

@@ -7,8 +7,8 @@
 //
 // Method: R = u1*G + u2*Q with u1 = e/s, u2 = r/s mod n, computed as one
 // chain of 256 doublings with interleaved width-w NAFs (G's odd multiples
-// up to 63G in an affine table made once, Q's up to 15Q made per call, in
-// Jacobian coordinates), then x(R) = r mod n checked as X = r*Z^2 (or
+// up to 127G in an affine table made once, Q's up to 15Q made per call and
+// made affine with one inversion, so that every addition is a mixed one), then x(R) = r mod n checked as X = r*Z^2 (or
 // (r+n)*Z^2) without an inversion. s^-1 mod n is s^(n-2) in Montgomery form.
 //
 // The field, GF(p) with p = 2^256 - 2^224 + 2^192 + 2^96 - 1, is four

@@ -11,6 +11,12 @@ DATA p256Order<>+24(SB)/8, $0xffffffff00000000
 DATA p256Order<>+32(SB)/8, $0xccd1c8aaee00bc4f
 GLOBL p256Order<>(SB), RODATA|NOPTR, $40
 
+DATA p256Prime<>+0(SB)/8, $0xffffffffffffffff
+DATA p256Prime<>+8(SB)/8, $0x00000000ffffffff
+DATA p256Prime<>+16(SB)/8, $0x0000000000000000
+DATA p256Prime<>+24(SB)/8, $0xffffffff00000001
+GLOBL p256Prime<>(SB), RODATA|NOPTR, $32
+
 // func p256Mul(out *[4]uint64, a *[4]uint64, b *[4]uint64)
 // Requires: ADX, BMI2, CMOV
 TEXT ·p256Mul(SB), NOSPLIT, $0-24
@@ -79,9 +85,8 @@ TEXT ·p256Mul(SB), NOSPLIT, $0-24
 	ADOXQ BX, R15
 	ADCXQ BX, R15
 
-	// Montgomery reduction mod p: SI = p3, DI = the ninth word
-	MOVQ $0xffffffff00000001, SI
-	XORQ DI, DI
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
 
 	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
 	MOVQ  R8, DX
@@ -91,13 +96,13 @@ TEXT ·p256Mul(SB), NOSPLIT, $0-24
 	SHRQ  $0x20, CX
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ SI, AX, CX
+	MULXQ p256Prime<>+24(SB), AX, CX
 	ADCQ  AX, R11
 	ADCQ  CX, R12
 	ADCQ  $0x00, R13
 	ADCQ  $0x00, R14
 	ADCQ  $0x00, R15
-	ADCQ  $0x00, DI
+	ADCQ  $0x00, BX
 
 	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
 	MOVQ  R9, DX
@@ -107,12 +112,12 @@ TEXT ·p256Mul(SB), NOSPLIT, $0-24
 	SHRQ  $0x20, CX
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ SI, AX, CX
+	MULXQ p256Prime<>+24(SB), AX, CX
 	ADCQ  AX, R12
 	ADCQ  CX, R13
 	ADCQ  $0x00, R14
 	ADCQ  $0x00, R15
-	ADCQ  $0x00, DI
+	ADCQ  $0x00, BX
 
 	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
 	MOVQ  R10, DX
@@ -122,11 +127,11 @@ TEXT ·p256Mul(SB), NOSPLIT, $0-24
 	SHRQ  $0x20, CX
 	ADDQ  AX, R11
 	ADCQ  CX, R12
-	MULXQ SI, AX, CX
+	MULXQ p256Prime<>+24(SB), AX, CX
 	ADCQ  AX, R13
 	ADCQ  CX, R14
 	ADCQ  $0x00, R15
-	ADCQ  $0x00, DI
+	ADCQ  $0x00, BX
 
 	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
 	MOVQ  R11, DX
@@ -136,22 +141,21 @@ TEXT ·p256Mul(SB), NOSPLIT, $0-24
 	SHRQ  $0x20, CX
 	ADDQ  AX, R12
 	ADCQ  CX, R13
-	MULXQ SI, AX, CX
+	MULXQ p256Prime<>+24(SB), AX, CX
 	ADCQ  AX, R14
 	ADCQ  CX, R15
-	ADCQ  $0x00, DI
+	ADCQ  $0x00, BX
 
-	// t4..t7 + DI*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
 	MOVQ    R15, R11
-	MOVL    $0xffffffff, AX
-	SUBQ    $-1, R8
-	SBBQ    AX, R9
-	SBBQ    $0x00, R10
-	SBBQ    SI, R11
-	SBBQ    $0x00, DI
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
 	CMOVQCC R8, R12
 	CMOVQCC R9, R13
 	CMOVQCC R10, R14
@@ -219,9 +223,8 @@ TEXT ·p256Sqr(SB), NOSPLIT, $0-16
 	ADCXQ BX, R15
 	ADOXQ BX, R15
 
-	// Montgomery reduction mod p: SI = p3, DI = the ninth word
-	MOVQ $0xffffffff00000001, SI
-	XORQ DI, DI
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
 
 	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
 	MOVQ  R8, DX
@@ -231,13 +234,13 @@ TEXT ·p256Sqr(SB), NOSPLIT, $0-16
 	SHRQ  $0x20, CX
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ SI, AX, CX
+	MULXQ p256Prime<>+24(SB), AX, CX
 	ADCQ  AX, R11
 	ADCQ  CX, R12
 	ADCQ  $0x00, R13
 	ADCQ  $0x00, R14
 	ADCQ  $0x00, R15
-	ADCQ  $0x00, DI
+	ADCQ  $0x00, BX
 
 	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
 	MOVQ  R9, DX
@@ -247,12 +250,12 @@ TEXT ·p256Sqr(SB), NOSPLIT, $0-16
 	SHRQ  $0x20, CX
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ SI, AX, CX
+	MULXQ p256Prime<>+24(SB), AX, CX
 	ADCQ  AX, R12
 	ADCQ  CX, R13
 	ADCQ  $0x00, R14
 	ADCQ  $0x00, R15
-	ADCQ  $0x00, DI
+	ADCQ  $0x00, BX
 
 	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
 	MOVQ  R10, DX
@@ -262,11 +265,11 @@ TEXT ·p256Sqr(SB), NOSPLIT, $0-16
 	SHRQ  $0x20, CX
 	ADDQ  AX, R11
 	ADCQ  CX, R12
-	MULXQ SI, AX, CX
+	MULXQ p256Prime<>+24(SB), AX, CX
 	ADCQ  AX, R13
 	ADCQ  CX, R14
 	ADCQ  $0x00, R15
-	ADCQ  $0x00, DI
+	ADCQ  $0x00, BX
 
 	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
 	MOVQ  R11, DX
@@ -276,22 +279,21 @@ TEXT ·p256Sqr(SB), NOSPLIT, $0-16
 	SHRQ  $0x20, CX
 	ADDQ  AX, R12
 	ADCQ  CX, R13
-	MULXQ SI, AX, CX
+	MULXQ p256Prime<>+24(SB), AX, CX
 	ADCQ  AX, R14
 	ADCQ  CX, R15
-	ADCQ  $0x00, DI
+	ADCQ  $0x00, BX
 
-	// t4..t7 + DI*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
 	MOVQ    R15, R11
-	MOVL    $0xffffffff, AX
-	SUBQ    $-1, R8
-	SBBQ    AX, R9
-	SBBQ    $0x00, R10
-	SBBQ    SI, R11
-	SBBQ    $0x00, DI
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
 	CMOVQCC R8, R12
 	CMOVQCC R9, R13
 	CMOVQCC R10, R14
@@ -479,4 +481,6194 @@ TEXT ·p256OrdMul(SB), $8-24
 	MOVQ    R13, 8(SI)
 	MOVQ    R14, 16(SI)
 	MOVQ    R15, 24(SI)
+	RET
+
+// func p256OrdSqr(out *[4]uint64, a *[4]uint64)
+// Requires: ADX, BMI2, CMOV
+TEXT ·p256OrdSqr(SB), $8-16
+	MOVQ a+8(FP), SI
+
+	// a^2: cross products a0*a1, a0*a2, a0*a3
+	MOVQ  (SI), DX
+	MULXQ 8(SI), R9, R10
+	MULXQ 16(SI), AX, R11
+	MULXQ 24(SI), CX, R12
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	ADCQ  $0x00, R12
+
+	// a1*a2, a1*a3
+	MOVQ  8(SI), DX
+	XORQ  BX, BX
+	MULXQ 16(SI), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 24(SI), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// a2*a3
+	MOVQ  16(SI), DX
+	MULXQ 24(SI), AX, R14
+	ADDQ  AX, R13
+	ADCQ  $0x00, R14
+
+	// double the cross products (CF) and add the squares (OF)
+	XORQ  BX, BX
+	MOVQ  (SI), DX
+	MULXQ DX, R8, AX
+	ADCXQ R9, R9
+	ADOXQ AX, R9
+	MOVQ  8(SI), DX
+	MULXQ DX, AX, CX
+	ADCXQ R10, R10
+	ADOXQ AX, R10
+	ADCXQ R11, R11
+	ADOXQ CX, R11
+	MOVQ  16(SI), DX
+	MULXQ DX, AX, CX
+	ADCXQ R12, R12
+	ADOXQ AX, R12
+	ADCXQ R13, R13
+	ADOXQ CX, R13
+	MOVQ  24(SI), DX
+	MULXQ DX, AX, R15
+	ADCXQ R14, R14
+	ADOXQ AX, R14
+	ADCXQ BX, R15
+	ADOXQ BX, R15
+
+	// Montgomery reduction mod n; the ninth word on the stack
+	MOVQ $0x00000000, (SP)
+
+	// round 0: m = t0 * n0; t += m*n at limb 0
+	MOVQ  R8, DX
+	IMULQ p256Order<>+32(SB), DX
+
+	// m*n into AX, CX, DI, BX, DX
+	MULXQ p256Order<>+0(SB), AX, CX
+	MULXQ p256Order<>+8(SB), SI, DI
+	ADDQ  SI, CX
+	MULXQ p256Order<>+16(SB), SI, BX
+	ADCQ  SI, DI
+	MULXQ p256Order<>+24(SB), SI, DX
+	ADCQ  SI, BX
+	ADCQ  $0x00, DX
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  DI, R10
+	ADCQ  BX, R11
+	ADCQ  DX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, (SP)
+
+	// round 1: m = t1 * n0; t += m*n at limb 1
+	MOVQ  R9, DX
+	IMULQ p256Order<>+32(SB), DX
+
+	// m*n into AX, CX, DI, BX, DX
+	MULXQ p256Order<>+0(SB), AX, CX
+	MULXQ p256Order<>+8(SB), SI, DI
+	ADDQ  SI, CX
+	MULXQ p256Order<>+16(SB), SI, BX
+	ADCQ  SI, DI
+	MULXQ p256Order<>+24(SB), SI, DX
+	ADCQ  SI, BX
+	ADCQ  $0x00, DX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	ADCQ  DI, R11
+	ADCQ  BX, R12
+	ADCQ  DX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, (SP)
+
+	// round 2: m = t2 * n0; t += m*n at limb 2
+	MOVQ  R10, DX
+	IMULQ p256Order<>+32(SB), DX
+
+	// m*n into AX, CX, DI, BX, DX
+	MULXQ p256Order<>+0(SB), AX, CX
+	MULXQ p256Order<>+8(SB), SI, DI
+	ADDQ  SI, CX
+	MULXQ p256Order<>+16(SB), SI, BX
+	ADCQ  SI, DI
+	MULXQ p256Order<>+24(SB), SI, DX
+	ADCQ  SI, BX
+	ADCQ  $0x00, DX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	ADCQ  DI, R12
+	ADCQ  BX, R13
+	ADCQ  DX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, (SP)
+
+	// round 3: m = t3 * n0; t += m*n at limb 3
+	MOVQ  R11, DX
+	IMULQ p256Order<>+32(SB), DX
+
+	// m*n into AX, CX, DI, BX, DX
+	MULXQ p256Order<>+0(SB), AX, CX
+	MULXQ p256Order<>+8(SB), SI, DI
+	ADDQ  SI, CX
+	MULXQ p256Order<>+16(SB), SI, BX
+	ADCQ  SI, DI
+	MULXQ p256Order<>+24(SB), SI, DX
+	ADCQ  SI, BX
+	ADCQ  $0x00, DX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  DI, R13
+	ADCQ  BX, R14
+	ADCQ  DX, R15
+	ADCQ  $0x00, (SP)
+
+	// t4..t7 + top*2^256 < 2n: subtract n unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Order<>+0(SB), R8
+	SBBQ    p256Order<>+8(SB), R9
+	SBBQ    p256Order<>+16(SB), R10
+	SBBQ    p256Order<>+24(SB), R11
+	SBBQ    $0x00, (SP)
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    out+0(FP), SI
+	MOVQ    R12, (SI)
+	MOVQ    R13, 8(SI)
+	MOVQ    R14, 16(SI)
+	MOVQ    R15, 24(SI)
+	RET
+
+// func p256PointDouble(q *[3][4]uint64, a *[3][4]uint64)
+// Requires: ADX, BMI2, CMOV
+TEXT ·p256PointDouble(SB), $288-16
+	MOVQ a+8(FP), SI
+
+	// a^2: cross products a0*a1, a0*a2, a0*a3
+	MOVQ  64(SI), DX
+	MULXQ 72(SI), R9, R10
+	MULXQ 80(SI), AX, R11
+	MULXQ 88(SI), CX, R12
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	ADCQ  $0x00, R12
+
+	// a1*a2, a1*a3
+	MOVQ  72(SI), DX
+	XORQ  BX, BX
+	MULXQ 80(SI), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 88(SI), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// a2*a3
+	MOVQ  80(SI), DX
+	MULXQ 88(SI), AX, R14
+	ADDQ  AX, R13
+	ADCQ  $0x00, R14
+
+	// double the cross products (CF) and add the squares (OF)
+	XORQ  BX, BX
+	MOVQ  64(SI), DX
+	MULXQ DX, R8, AX
+	ADCXQ R9, R9
+	ADOXQ AX, R9
+	MOVQ  72(SI), DX
+	MULXQ DX, AX, CX
+	ADCXQ R10, R10
+	ADOXQ AX, R10
+	ADCXQ R11, R11
+	ADOXQ CX, R11
+	MOVQ  80(SI), DX
+	MULXQ DX, AX, CX
+	ADCXQ R12, R12
+	ADOXQ AX, R12
+	ADCXQ R13, R13
+	ADOXQ CX, R13
+	MOVQ  88(SI), DX
+	MULXQ DX, AX, R15
+	ADCXQ R14, R14
+	ADOXQ AX, R14
+	ADCXQ BX, R15
+	ADOXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, (SP)
+	MOVQ    R13, 8(SP)
+	MOVQ    R14, 16(SP)
+	MOVQ    R15, 24(SP)
+
+	// a^2: cross products a0*a1, a0*a2, a0*a3
+	MOVQ  32(SI), DX
+	MULXQ 40(SI), R9, R10
+	MULXQ 48(SI), AX, R11
+	MULXQ 56(SI), CX, R12
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	ADCQ  $0x00, R12
+
+	// a1*a2, a1*a3
+	MOVQ  40(SI), DX
+	XORQ  BX, BX
+	MULXQ 48(SI), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 56(SI), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// a2*a3
+	MOVQ  48(SI), DX
+	MULXQ 56(SI), AX, R14
+	ADDQ  AX, R13
+	ADCQ  $0x00, R14
+
+	// double the cross products (CF) and add the squares (OF)
+	XORQ  BX, BX
+	MOVQ  32(SI), DX
+	MULXQ DX, R8, AX
+	ADCXQ R9, R9
+	ADOXQ AX, R9
+	MOVQ  40(SI), DX
+	MULXQ DX, AX, CX
+	ADCXQ R10, R10
+	ADOXQ AX, R10
+	ADCXQ R11, R11
+	ADOXQ CX, R11
+	MOVQ  48(SI), DX
+	MULXQ DX, AX, CX
+	ADCXQ R12, R12
+	ADOXQ AX, R12
+	ADCXQ R13, R13
+	ADOXQ CX, R13
+	MOVQ  56(SI), DX
+	MULXQ DX, AX, R15
+	ADCXQ R14, R14
+	ADOXQ AX, R14
+	ADCXQ BX, R15
+	ADOXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 32(SP)
+	MOVQ    R13, 40(SP)
+	MOVQ    R14, 48(SP)
+	MOVQ    R15, 56(SP)
+
+	// a * b: row 0
+	MOVQ  (SI), DX
+	MULXQ 32(SP), R8, R9
+	MULXQ 40(SP), AX, R10
+	ADDQ  AX, R9
+	MULXQ 48(SP), AX, R11
+	ADCQ  AX, R10
+	MULXQ 56(SP), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  8(SI), DX
+	XORQ  BX, BX
+	MULXQ 32(SP), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 40(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 48(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 56(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  16(SI), DX
+	XORQ  BX, BX
+	MULXQ 32(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 40(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 48(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 56(SP), AX, R14
+	ADCXQ AX, R13
+	ADOXQ BX, R14
+	ADCXQ BX, R14
+
+	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  24(SI), DX
+	XORQ  BX, BX
+	MULXQ 32(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 40(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 48(SP), AX, CX
+	ADCXQ AX, R13
+	ADOXQ CX, R14
+	MULXQ 56(SP), AX, R15
+	ADCXQ AX, R14
+	ADOXQ BX, R15
+	ADCXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 64(SP)
+	MOVQ    R13, 72(SP)
+	MOVQ    R14, 80(SP)
+	MOVQ    R15, 88(SP)
+
+	// alpha = 3(X-delta)(X+delta)
+	MOVQ    (SI), R8
+	MOVQ    8(SI), R9
+	MOVQ    16(SI), R10
+	MOVQ    24(SI), R11
+	SUBQ    (SP), R8
+	SBBQ    8(SP), R9
+	SBBQ    16(SP), R10
+	SBBQ    24(SP), R11
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R12
+	ANDQ    AX, R12
+	MOVQ    p256Prime<>+8(SB), R13
+	ANDQ    AX, R13
+	MOVQ    p256Prime<>+16(SB), R14
+	ANDQ    AX, R14
+	MOVQ    p256Prime<>+24(SB), R15
+	ANDQ    AX, R15
+	ADDQ    R12, R8
+	ADCQ    R13, R9
+	ADCQ    R14, R10
+	ADCQ    R15, R11
+	MOVQ    R8, 128(SP)
+	MOVQ    R9, 136(SP)
+	MOVQ    R10, 144(SP)
+	MOVQ    R11, 152(SP)
+	XORQ    BX, BX
+	MOVQ    (SI), R8
+	MOVQ    8(SI), R9
+	MOVQ    16(SI), R10
+	MOVQ    24(SI), R11
+	ADDQ    (SP), R8
+	ADCQ    8(SP), R9
+	ADCQ    16(SP), R10
+	ADCQ    24(SP), R11
+	ADCQ    $0x00, BX
+	MOVQ    R8, R12
+	MOVQ    R9, R13
+	MOVQ    R10, R14
+	MOVQ    R11, R15
+	SUBQ    p256Prime<>+0(SB), R12
+	SBBQ    p256Prime<>+8(SB), R13
+	SBBQ    p256Prime<>+16(SB), R14
+	SBBQ    p256Prime<>+24(SB), R15
+	SBBQ    $0x00, BX
+	CMOVQCC R12, R8
+	MOVQ    R8, 160(SP)
+	CMOVQCC R13, R9
+	MOVQ    R9, 168(SP)
+	CMOVQCC R14, R10
+	MOVQ    R10, 176(SP)
+	CMOVQCC R15, R11
+	MOVQ    R11, 184(SP)
+
+	// a * b: row 0
+	MOVQ  128(SP), DX
+	MULXQ 160(SP), R8, R9
+	MULXQ 168(SP), AX, R10
+	ADDQ  AX, R9
+	MULXQ 176(SP), AX, R11
+	ADCQ  AX, R10
+	MULXQ 184(SP), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  136(SP), DX
+	XORQ  BX, BX
+	MULXQ 160(SP), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 168(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 176(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 184(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  144(SP), DX
+	XORQ  BX, BX
+	MULXQ 160(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 168(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 176(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 184(SP), AX, R14
+	ADCXQ AX, R13
+	ADOXQ BX, R14
+	ADCXQ BX, R14
+
+	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  152(SP), DX
+	XORQ  BX, BX
+	MULXQ 160(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 168(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 176(SP), AX, CX
+	ADCXQ AX, R13
+	ADOXQ CX, R14
+	MULXQ 184(SP), AX, R15
+	ADCXQ AX, R14
+	ADOXQ BX, R15
+	ADCXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 96(SP)
+	MOVQ    R13, 104(SP)
+	MOVQ    R14, 112(SP)
+	MOVQ    R15, 120(SP)
+	XORQ    BX, BX
+	MOVQ    96(SP), R8
+	MOVQ    104(SP), R9
+	MOVQ    112(SP), R10
+	MOVQ    120(SP), R11
+	ADDQ    96(SP), R8
+	ADCQ    104(SP), R9
+	ADCQ    112(SP), R10
+	ADCQ    120(SP), R11
+	ADCQ    $0x00, BX
+	MOVQ    R8, R12
+	MOVQ    R9, R13
+	MOVQ    R10, R14
+	MOVQ    R11, R15
+	SUBQ    p256Prime<>+0(SB), R12
+	SBBQ    p256Prime<>+8(SB), R13
+	SBBQ    p256Prime<>+16(SB), R14
+	SBBQ    p256Prime<>+24(SB), R15
+	SBBQ    $0x00, BX
+	CMOVQCC R12, R8
+	MOVQ    R8, 128(SP)
+	CMOVQCC R13, R9
+	MOVQ    R9, 136(SP)
+	CMOVQCC R14, R10
+	MOVQ    R10, 144(SP)
+	CMOVQCC R15, R11
+	MOVQ    R11, 152(SP)
+	XORQ    BX, BX
+	MOVQ    128(SP), R8
+	MOVQ    136(SP), R9
+	MOVQ    144(SP), R10
+	MOVQ    152(SP), R11
+	ADDQ    96(SP), R8
+	ADCQ    104(SP), R9
+	ADCQ    112(SP), R10
+	ADCQ    120(SP), R11
+	ADCQ    $0x00, BX
+	MOVQ    R8, R12
+	MOVQ    R9, R13
+	MOVQ    R10, R14
+	MOVQ    R11, R15
+	SUBQ    p256Prime<>+0(SB), R12
+	SBBQ    p256Prime<>+8(SB), R13
+	SBBQ    p256Prime<>+16(SB), R14
+	SBBQ    p256Prime<>+24(SB), R15
+	SBBQ    $0x00, BX
+	CMOVQCC R12, R8
+	MOVQ    R8, 96(SP)
+	CMOVQCC R13, R9
+	MOVQ    R9, 104(SP)
+	CMOVQCC R14, R10
+	MOVQ    R10, 112(SP)
+	CMOVQCC R15, R11
+	MOVQ    R11, 120(SP)
+
+	// Z3 = (Y+Z)^2 - gamma - delta
+	XORQ    BX, BX
+	MOVQ    32(SI), R8
+	MOVQ    40(SI), R9
+	MOVQ    48(SI), R10
+	MOVQ    56(SI), R11
+	ADDQ    64(SI), R8
+	ADCQ    72(SI), R9
+	ADCQ    80(SI), R10
+	ADCQ    88(SI), R11
+	ADCQ    $0x00, BX
+	MOVQ    R8, R12
+	MOVQ    R9, R13
+	MOVQ    R10, R14
+	MOVQ    R11, R15
+	SUBQ    p256Prime<>+0(SB), R12
+	SBBQ    p256Prime<>+8(SB), R13
+	SBBQ    p256Prime<>+16(SB), R14
+	SBBQ    p256Prime<>+24(SB), R15
+	SBBQ    $0x00, BX
+	CMOVQCC R12, R8
+	MOVQ    R8, 160(SP)
+	CMOVQCC R13, R9
+	MOVQ    R9, 168(SP)
+	CMOVQCC R14, R10
+	MOVQ    R10, 176(SP)
+	CMOVQCC R15, R11
+	MOVQ    R11, 184(SP)
+
+	// a^2: cross products a0*a1, a0*a2, a0*a3
+	MOVQ  160(SP), DX
+	MULXQ 168(SP), R9, R10
+	MULXQ 176(SP), AX, R11
+	MULXQ 184(SP), CX, R12
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	ADCQ  $0x00, R12
+
+	// a1*a2, a1*a3
+	MOVQ  168(SP), DX
+	XORQ  BX, BX
+	MULXQ 176(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 184(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// a2*a3
+	MOVQ  176(SP), DX
+	MULXQ 184(SP), AX, R14
+	ADDQ  AX, R13
+	ADCQ  $0x00, R14
+
+	// double the cross products (CF) and add the squares (OF)
+	XORQ  BX, BX
+	MOVQ  160(SP), DX
+	MULXQ DX, R8, AX
+	ADCXQ R9, R9
+	ADOXQ AX, R9
+	MOVQ  168(SP), DX
+	MULXQ DX, AX, CX
+	ADCXQ R10, R10
+	ADOXQ AX, R10
+	ADCXQ R11, R11
+	ADOXQ CX, R11
+	MOVQ  176(SP), DX
+	MULXQ DX, AX, CX
+	ADCXQ R12, R12
+	ADOXQ AX, R12
+	ADCXQ R13, R13
+	ADOXQ CX, R13
+	MOVQ  184(SP), DX
+	MULXQ DX, AX, R15
+	ADCXQ R14, R14
+	ADOXQ AX, R14
+	ADCXQ BX, R15
+	ADOXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 160(SP)
+	MOVQ    R13, 168(SP)
+	MOVQ    R14, 176(SP)
+	MOVQ    R15, 184(SP)
+	MOVQ    160(SP), R8
+	MOVQ    168(SP), R9
+	MOVQ    176(SP), R10
+	MOVQ    184(SP), R11
+	SUBQ    32(SP), R8
+	SBBQ    40(SP), R9
+	SBBQ    48(SP), R10
+	SBBQ    56(SP), R11
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R12
+	ANDQ    AX, R12
+	MOVQ    p256Prime<>+8(SB), R13
+	ANDQ    AX, R13
+	MOVQ    p256Prime<>+16(SB), R14
+	ANDQ    AX, R14
+	MOVQ    p256Prime<>+24(SB), R15
+	ANDQ    AX, R15
+	ADDQ    R12, R8
+	ADCQ    R13, R9
+	ADCQ    R14, R10
+	ADCQ    R15, R11
+	MOVQ    R8, 160(SP)
+	MOVQ    R9, 168(SP)
+	MOVQ    R10, 176(SP)
+	MOVQ    R11, 184(SP)
+	MOVQ    160(SP), R8
+	MOVQ    168(SP), R9
+	MOVQ    176(SP), R10
+	MOVQ    184(SP), R11
+	SUBQ    (SP), R8
+	SBBQ    8(SP), R9
+	SBBQ    16(SP), R10
+	SBBQ    24(SP), R11
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R12
+	ANDQ    AX, R12
+	MOVQ    p256Prime<>+8(SB), R13
+	ANDQ    AX, R13
+	MOVQ    p256Prime<>+16(SB), R14
+	ANDQ    AX, R14
+	MOVQ    p256Prime<>+24(SB), R15
+	ANDQ    AX, R15
+	ADDQ    R12, R8
+	ADCQ    R13, R9
+	ADCQ    R14, R10
+	ADCQ    R15, R11
+	MOVQ    R8, 256(SP)
+	MOVQ    R9, 264(SP)
+	MOVQ    R10, 272(SP)
+	MOVQ    R11, 280(SP)
+
+	// X3 = alpha^2 - 8 beta
+	XORQ    BX, BX
+	MOVQ    64(SP), R8
+	MOVQ    72(SP), R9
+	MOVQ    80(SP), R10
+	MOVQ    88(SP), R11
+	ADDQ    64(SP), R8
+	ADCQ    72(SP), R9
+	ADCQ    80(SP), R10
+	ADCQ    88(SP), R11
+	ADCQ    $0x00, BX
+	MOVQ    R8, R12
+	MOVQ    R9, R13
+	MOVQ    R10, R14
+	MOVQ    R11, R15
+	SUBQ    p256Prime<>+0(SB), R12
+	SBBQ    p256Prime<>+8(SB), R13
+	SBBQ    p256Prime<>+16(SB), R14
+	SBBQ    p256Prime<>+24(SB), R15
+	SBBQ    $0x00, BX
+	CMOVQCC R12, R8
+	MOVQ    R8, 64(SP)
+	CMOVQCC R13, R9
+	MOVQ    R9, 72(SP)
+	CMOVQCC R14, R10
+	MOVQ    R10, 80(SP)
+	CMOVQCC R15, R11
+	MOVQ    R11, 88(SP)
+	XORQ    BX, BX
+	MOVQ    64(SP), R8
+	MOVQ    72(SP), R9
+	MOVQ    80(SP), R10
+	MOVQ    88(SP), R11
+	ADDQ    64(SP), R8
+	ADCQ    72(SP), R9
+	ADCQ    80(SP), R10
+	ADCQ    88(SP), R11
+	ADCQ    $0x00, BX
+	MOVQ    R8, R12
+	MOVQ    R9, R13
+	MOVQ    R10, R14
+	MOVQ    R11, R15
+	SUBQ    p256Prime<>+0(SB), R12
+	SBBQ    p256Prime<>+8(SB), R13
+	SBBQ    p256Prime<>+16(SB), R14
+	SBBQ    p256Prime<>+24(SB), R15
+	SBBQ    $0x00, BX
+	CMOVQCC R12, R8
+	MOVQ    R8, 64(SP)
+	CMOVQCC R13, R9
+	MOVQ    R9, 72(SP)
+	CMOVQCC R14, R10
+	MOVQ    R10, 80(SP)
+	CMOVQCC R15, R11
+	MOVQ    R11, 88(SP)
+
+	// a^2: cross products a0*a1, a0*a2, a0*a3
+	MOVQ  96(SP), DX
+	MULXQ 104(SP), R9, R10
+	MULXQ 112(SP), AX, R11
+	MULXQ 120(SP), CX, R12
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	ADCQ  $0x00, R12
+
+	// a1*a2, a1*a3
+	MOVQ  104(SP), DX
+	XORQ  BX, BX
+	MULXQ 112(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 120(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// a2*a3
+	MOVQ  112(SP), DX
+	MULXQ 120(SP), AX, R14
+	ADDQ  AX, R13
+	ADCQ  $0x00, R14
+
+	// double the cross products (CF) and add the squares (OF)
+	XORQ  BX, BX
+	MOVQ  96(SP), DX
+	MULXQ DX, R8, AX
+	ADCXQ R9, R9
+	ADOXQ AX, R9
+	MOVQ  104(SP), DX
+	MULXQ DX, AX, CX
+	ADCXQ R10, R10
+	ADOXQ AX, R10
+	ADCXQ R11, R11
+	ADOXQ CX, R11
+	MOVQ  112(SP), DX
+	MULXQ DX, AX, CX
+	ADCXQ R12, R12
+	ADOXQ AX, R12
+	ADCXQ R13, R13
+	ADOXQ CX, R13
+	MOVQ  120(SP), DX
+	MULXQ DX, AX, R15
+	ADCXQ R14, R14
+	ADOXQ AX, R14
+	ADCXQ BX, R15
+	ADOXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 128(SP)
+	MOVQ    R13, 136(SP)
+	MOVQ    R14, 144(SP)
+	MOVQ    R15, 152(SP)
+	MOVQ    128(SP), R8
+	MOVQ    136(SP), R9
+	MOVQ    144(SP), R10
+	MOVQ    152(SP), R11
+	SUBQ    64(SP), R8
+	SBBQ    72(SP), R9
+	SBBQ    80(SP), R10
+	SBBQ    88(SP), R11
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R12
+	ANDQ    AX, R12
+	MOVQ    p256Prime<>+8(SB), R13
+	ANDQ    AX, R13
+	MOVQ    p256Prime<>+16(SB), R14
+	ANDQ    AX, R14
+	MOVQ    p256Prime<>+24(SB), R15
+	ANDQ    AX, R15
+	ADDQ    R12, R8
+	ADCQ    R13, R9
+	ADCQ    R14, R10
+	ADCQ    R15, R11
+	MOVQ    R8, 128(SP)
+	MOVQ    R9, 136(SP)
+	MOVQ    R10, 144(SP)
+	MOVQ    R11, 152(SP)
+	MOVQ    128(SP), R8
+	MOVQ    136(SP), R9
+	MOVQ    144(SP), R10
+	MOVQ    152(SP), R11
+	SUBQ    64(SP), R8
+	SBBQ    72(SP), R9
+	SBBQ    80(SP), R10
+	SBBQ    88(SP), R11
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R12
+	ANDQ    AX, R12
+	MOVQ    p256Prime<>+8(SB), R13
+	ANDQ    AX, R13
+	MOVQ    p256Prime<>+16(SB), R14
+	ANDQ    AX, R14
+	MOVQ    p256Prime<>+24(SB), R15
+	ANDQ    AX, R15
+	ADDQ    R12, R8
+	ADCQ    R13, R9
+	ADCQ    R14, R10
+	ADCQ    R15, R11
+	MOVQ    R8, 192(SP)
+	MOVQ    R9, 200(SP)
+	MOVQ    R10, 208(SP)
+	MOVQ    R11, 216(SP)
+
+	// Y3 = alpha(4 beta - X3) - 8 gamma^2
+	MOVQ 64(SP), R8
+	MOVQ 72(SP), R9
+	MOVQ 80(SP), R10
+	MOVQ 88(SP), R11
+	SUBQ 192(SP), R8
+	SBBQ 200(SP), R9
+	SBBQ 208(SP), R10
+	SBBQ 216(SP), R11
+	SBBQ AX, AX
+	MOVQ p256Prime<>+0(SB), R12
+	ANDQ AX, R12
+	MOVQ p256Prime<>+8(SB), R13
+	ANDQ AX, R13
+	MOVQ p256Prime<>+16(SB), R14
+	ANDQ AX, R14
+	MOVQ p256Prime<>+24(SB), R15
+	ANDQ AX, R15
+	ADDQ R12, R8
+	ADCQ R13, R9
+	ADCQ R14, R10
+	ADCQ R15, R11
+	MOVQ R8, 128(SP)
+	MOVQ R9, 136(SP)
+	MOVQ R10, 144(SP)
+	MOVQ R11, 152(SP)
+
+	// a * b: row 0
+	MOVQ  96(SP), DX
+	MULXQ 128(SP), R8, R9
+	MULXQ 136(SP), AX, R10
+	ADDQ  AX, R9
+	MULXQ 144(SP), AX, R11
+	ADCQ  AX, R10
+	MULXQ 152(SP), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  104(SP), DX
+	XORQ  BX, BX
+	MULXQ 128(SP), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 136(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 144(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 152(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  112(SP), DX
+	XORQ  BX, BX
+	MULXQ 128(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 136(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 144(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 152(SP), AX, R14
+	ADCXQ AX, R13
+	ADOXQ BX, R14
+	ADCXQ BX, R14
+
+	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  120(SP), DX
+	XORQ  BX, BX
+	MULXQ 128(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 136(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 144(SP), AX, CX
+	ADCXQ AX, R13
+	ADOXQ CX, R14
+	MULXQ 152(SP), AX, R15
+	ADCXQ AX, R14
+	ADOXQ BX, R15
+	ADCXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 128(SP)
+	MOVQ    R13, 136(SP)
+	MOVQ    R14, 144(SP)
+	MOVQ    R15, 152(SP)
+
+	// a^2: cross products a0*a1, a0*a2, a0*a3
+	MOVQ  32(SP), DX
+	MULXQ 40(SP), R9, R10
+	MULXQ 48(SP), AX, R11
+	MULXQ 56(SP), CX, R12
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	ADCQ  $0x00, R12
+
+	// a1*a2, a1*a3
+	MOVQ  40(SP), DX
+	XORQ  BX, BX
+	MULXQ 48(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 56(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// a2*a3
+	MOVQ  48(SP), DX
+	MULXQ 56(SP), AX, R14
+	ADDQ  AX, R13
+	ADCQ  $0x00, R14
+
+	// double the cross products (CF) and add the squares (OF)
+	XORQ  BX, BX
+	MOVQ  32(SP), DX
+	MULXQ DX, R8, AX
+	ADCXQ R9, R9
+	ADOXQ AX, R9
+	MOVQ  40(SP), DX
+	MULXQ DX, AX, CX
+	ADCXQ R10, R10
+	ADOXQ AX, R10
+	ADCXQ R11, R11
+	ADOXQ CX, R11
+	MOVQ  48(SP), DX
+	MULXQ DX, AX, CX
+	ADCXQ R12, R12
+	ADOXQ AX, R12
+	ADCXQ R13, R13
+	ADOXQ CX, R13
+	MOVQ  56(SP), DX
+	MULXQ DX, AX, R15
+	ADCXQ R14, R14
+	ADOXQ AX, R14
+	ADCXQ BX, R15
+	ADOXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 32(SP)
+	MOVQ    R13, 40(SP)
+	MOVQ    R14, 48(SP)
+	MOVQ    R15, 56(SP)
+	XORQ    BX, BX
+	MOVQ    32(SP), R8
+	MOVQ    40(SP), R9
+	MOVQ    48(SP), R10
+	MOVQ    56(SP), R11
+	ADDQ    32(SP), R8
+	ADCQ    40(SP), R9
+	ADCQ    48(SP), R10
+	ADCQ    56(SP), R11
+	ADCQ    $0x00, BX
+	MOVQ    R8, R12
+	MOVQ    R9, R13
+	MOVQ    R10, R14
+	MOVQ    R11, R15
+	SUBQ    p256Prime<>+0(SB), R12
+	SBBQ    p256Prime<>+8(SB), R13
+	SBBQ    p256Prime<>+16(SB), R14
+	SBBQ    p256Prime<>+24(SB), R15
+	SBBQ    $0x00, BX
+	CMOVQCC R12, R8
+	MOVQ    R8, 32(SP)
+	CMOVQCC R13, R9
+	MOVQ    R9, 40(SP)
+	CMOVQCC R14, R10
+	MOVQ    R10, 48(SP)
+	CMOVQCC R15, R11
+	MOVQ    R11, 56(SP)
+	XORQ    BX, BX
+	MOVQ    32(SP), R8
+	MOVQ    40(SP), R9
+	MOVQ    48(SP), R10
+	MOVQ    56(SP), R11
+	ADDQ    32(SP), R8
+	ADCQ    40(SP), R9
+	ADCQ    48(SP), R10
+	ADCQ    56(SP), R11
+	ADCQ    $0x00, BX
+	MOVQ    R8, R12
+	MOVQ    R9, R13
+	MOVQ    R10, R14
+	MOVQ    R11, R15
+	SUBQ    p256Prime<>+0(SB), R12
+	SBBQ    p256Prime<>+8(SB), R13
+	SBBQ    p256Prime<>+16(SB), R14
+	SBBQ    p256Prime<>+24(SB), R15
+	SBBQ    $0x00, BX
+	CMOVQCC R12, R8
+	MOVQ    R8, 32(SP)
+	CMOVQCC R13, R9
+	MOVQ    R9, 40(SP)
+	CMOVQCC R14, R10
+	MOVQ    R10, 48(SP)
+	CMOVQCC R15, R11
+	MOVQ    R11, 56(SP)
+	XORQ    BX, BX
+	MOVQ    32(SP), R8
+	MOVQ    40(SP), R9
+	MOVQ    48(SP), R10
+	MOVQ    56(SP), R11
+	ADDQ    32(SP), R8
+	ADCQ    40(SP), R9
+	ADCQ    48(SP), R10
+	ADCQ    56(SP), R11
+	ADCQ    $0x00, BX
+	MOVQ    R8, R12
+	MOVQ    R9, R13
+	MOVQ    R10, R14
+	MOVQ    R11, R15
+	SUBQ    p256Prime<>+0(SB), R12
+	SBBQ    p256Prime<>+8(SB), R13
+	SBBQ    p256Prime<>+16(SB), R14
+	SBBQ    p256Prime<>+24(SB), R15
+	SBBQ    $0x00, BX
+	CMOVQCC R12, R8
+	MOVQ    R8, 32(SP)
+	CMOVQCC R13, R9
+	MOVQ    R9, 40(SP)
+	CMOVQCC R14, R10
+	MOVQ    R10, 48(SP)
+	CMOVQCC R15, R11
+	MOVQ    R11, 56(SP)
+	MOVQ    128(SP), R8
+	MOVQ    136(SP), R9
+	MOVQ    144(SP), R10
+	MOVQ    152(SP), R11
+	SUBQ    32(SP), R8
+	SBBQ    40(SP), R9
+	SBBQ    48(SP), R10
+	SBBQ    56(SP), R11
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R12
+	ANDQ    AX, R12
+	MOVQ    p256Prime<>+8(SB), R13
+	ANDQ    AX, R13
+	MOVQ    p256Prime<>+16(SB), R14
+	ANDQ    AX, R14
+	MOVQ    p256Prime<>+24(SB), R15
+	ANDQ    AX, R15
+	ADDQ    R12, R8
+	ADCQ    R13, R9
+	ADCQ    R14, R10
+	ADCQ    R15, R11
+	MOVQ    R8, 224(SP)
+	MOVQ    R9, 232(SP)
+	MOVQ    R10, 240(SP)
+	MOVQ    R11, 248(SP)
+	MOVQ    q+0(FP), DI
+	MOVQ    192(SP), AX
+	MOVQ    AX, (DI)
+	MOVQ    200(SP), AX
+	MOVQ    AX, 8(DI)
+	MOVQ    208(SP), AX
+	MOVQ    AX, 16(DI)
+	MOVQ    216(SP), AX
+	MOVQ    AX, 24(DI)
+	MOVQ    224(SP), AX
+	MOVQ    AX, 32(DI)
+	MOVQ    232(SP), AX
+	MOVQ    AX, 40(DI)
+	MOVQ    240(SP), AX
+	MOVQ    AX, 48(DI)
+	MOVQ    248(SP), AX
+	MOVQ    AX, 56(DI)
+	MOVQ    256(SP), AX
+	MOVQ    AX, 64(DI)
+	MOVQ    264(SP), AX
+	MOVQ    AX, 72(DI)
+	MOVQ    272(SP), AX
+	MOVQ    AX, 80(DI)
+	MOVQ    280(SP), AX
+	MOVQ    AX, 88(DI)
+	RET
+
+// func p256PointAddMixed(q *[3][4]uint64, a *[3][4]uint64, b *[2][4]uint64)
+// Requires: ADX, BMI2, CMOV
+TEXT ·p256PointAddMixed(SB), $384-24
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DI
+
+	// a^2: cross products a0*a1, a0*a2, a0*a3
+	MOVQ  64(SI), DX
+	MULXQ 72(SI), R9, R10
+	MULXQ 80(SI), AX, R11
+	MULXQ 88(SI), CX, R12
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	ADCQ  $0x00, R12
+
+	// a1*a2, a1*a3
+	MOVQ  72(SI), DX
+	XORQ  BX, BX
+	MULXQ 80(SI), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 88(SI), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// a2*a3
+	MOVQ  80(SI), DX
+	MULXQ 88(SI), AX, R14
+	ADDQ  AX, R13
+	ADCQ  $0x00, R14
+
+	// double the cross products (CF) and add the squares (OF)
+	XORQ  BX, BX
+	MOVQ  64(SI), DX
+	MULXQ DX, R8, AX
+	ADCXQ R9, R9
+	ADOXQ AX, R9
+	MOVQ  72(SI), DX
+	MULXQ DX, AX, CX
+	ADCXQ R10, R10
+	ADOXQ AX, R10
+	ADCXQ R11, R11
+	ADOXQ CX, R11
+	MOVQ  80(SI), DX
+	MULXQ DX, AX, CX
+	ADCXQ R12, R12
+	ADOXQ AX, R12
+	ADCXQ R13, R13
+	ADOXQ CX, R13
+	MOVQ  88(SI), DX
+	MULXQ DX, AX, R15
+	ADCXQ R14, R14
+	ADOXQ AX, R14
+	ADCXQ BX, R15
+	ADOXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, (SP)
+	MOVQ    R13, 8(SP)
+	MOVQ    R14, 16(SP)
+	MOVQ    R15, 24(SP)
+
+	// a * b: row 0
+	MOVQ  (DI), DX
+	MULXQ (SP), R8, R9
+	MULXQ 8(SP), AX, R10
+	ADDQ  AX, R9
+	MULXQ 16(SP), AX, R11
+	ADCQ  AX, R10
+	MULXQ 24(SP), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  8(DI), DX
+	XORQ  BX, BX
+	MULXQ (SP), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 8(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 16(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 24(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  16(DI), DX
+	XORQ  BX, BX
+	MULXQ (SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 8(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 16(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 24(SP), AX, R14
+	ADCXQ AX, R13
+	ADOXQ BX, R14
+	ADCXQ BX, R14
+
+	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  24(DI), DX
+	XORQ  BX, BX
+	MULXQ (SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 8(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 16(SP), AX, CX
+	ADCXQ AX, R13
+	ADOXQ CX, R14
+	MULXQ 24(SP), AX, R15
+	ADCXQ AX, R14
+	ADOXQ BX, R15
+	ADCXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 32(SP)
+	MOVQ    R13, 40(SP)
+	MOVQ    R14, 48(SP)
+	MOVQ    R15, 56(SP)
+
+	// a * b: row 0
+	MOVQ  32(DI), DX
+	MULXQ 64(SI), R8, R9
+	MULXQ 72(SI), AX, R10
+	ADDQ  AX, R9
+	MULXQ 80(SI), AX, R11
+	ADCQ  AX, R10
+	MULXQ 88(SI), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  40(DI), DX
+	XORQ  BX, BX
+	MULXQ 64(SI), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 72(SI), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 80(SI), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 88(SI), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  48(DI), DX
+	XORQ  BX, BX
+	MULXQ 64(SI), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 72(SI), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 80(SI), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 88(SI), AX, R14
+	ADCXQ AX, R13
+	ADOXQ BX, R14
+	ADCXQ BX, R14
+
+	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  56(DI), DX
+	XORQ  BX, BX
+	MULXQ 64(SI), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 72(SI), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 80(SI), AX, CX
+	ADCXQ AX, R13
+	ADOXQ CX, R14
+	MULXQ 88(SI), AX, R15
+	ADCXQ AX, R14
+	ADOXQ BX, R15
+	ADCXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 64(SP)
+	MOVQ    R13, 72(SP)
+	MOVQ    R14, 80(SP)
+	MOVQ    R15, 88(SP)
+
+	// a * b: row 0
+	MOVQ  64(SP), DX
+	MULXQ (SP), R8, R9
+	MULXQ 8(SP), AX, R10
+	ADDQ  AX, R9
+	MULXQ 16(SP), AX, R11
+	ADCQ  AX, R10
+	MULXQ 24(SP), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  72(SP), DX
+	XORQ  BX, BX
+	MULXQ (SP), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 8(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 16(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 24(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  80(SP), DX
+	XORQ  BX, BX
+	MULXQ (SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 8(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 16(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 24(SP), AX, R14
+	ADCXQ AX, R13
+	ADOXQ BX, R14
+	ADCXQ BX, R14
+
+	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  88(SP), DX
+	XORQ  BX, BX
+	MULXQ (SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 8(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 16(SP), AX, CX
+	ADCXQ AX, R13
+	ADOXQ CX, R14
+	MULXQ 24(SP), AX, R15
+	ADCXQ AX, R14
+	ADOXQ BX, R15
+	ADCXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 64(SP)
+	MOVQ    R13, 72(SP)
+	MOVQ    R14, 80(SP)
+	MOVQ    R15, 88(SP)
+	MOVQ    32(SP), R8
+	MOVQ    40(SP), R9
+	MOVQ    48(SP), R10
+	MOVQ    56(SP), R11
+	SUBQ    (SI), R8
+	SBBQ    8(SI), R9
+	SBBQ    16(SI), R10
+	SBBQ    24(SI), R11
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R12
+	ANDQ    AX, R12
+	MOVQ    p256Prime<>+8(SB), R13
+	ANDQ    AX, R13
+	MOVQ    p256Prime<>+16(SB), R14
+	ANDQ    AX, R14
+	MOVQ    p256Prime<>+24(SB), R15
+	ANDQ    AX, R15
+	ADDQ    R12, R8
+	ADCQ    R13, R9
+	ADCQ    R14, R10
+	ADCQ    R15, R11
+	MOVQ    R8, 96(SP)
+	MOVQ    R9, 104(SP)
+	MOVQ    R10, 112(SP)
+	MOVQ    R11, 120(SP)
+	MOVQ    64(SP), R8
+	MOVQ    72(SP), R9
+	MOVQ    80(SP), R10
+	MOVQ    88(SP), R11
+	SUBQ    32(SI), R8
+	SBBQ    40(SI), R9
+	SBBQ    48(SI), R10
+	SBBQ    56(SI), R11
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R12
+	ANDQ    AX, R12
+	MOVQ    p256Prime<>+8(SB), R13
+	ANDQ    AX, R13
+	MOVQ    p256Prime<>+16(SB), R14
+	ANDQ    AX, R14
+	MOVQ    p256Prime<>+24(SB), R15
+	ANDQ    AX, R15
+	ADDQ    R12, R8
+	ADCQ    R13, R9
+	ADCQ    R14, R10
+	ADCQ    R15, R11
+	MOVQ    R8, 224(SP)
+	MOVQ    R9, 232(SP)
+	MOVQ    R10, 240(SP)
+	MOVQ    R11, 248(SP)
+	XORQ    BX, BX
+	MOVQ    224(SP), R8
+	MOVQ    232(SP), R9
+	MOVQ    240(SP), R10
+	MOVQ    248(SP), R11
+	ADDQ    224(SP), R8
+	ADCQ    232(SP), R9
+	ADCQ    240(SP), R10
+	ADCQ    248(SP), R11
+	ADCQ    $0x00, BX
+	MOVQ    R8, R12
+	MOVQ    R9, R13
+	MOVQ    R10, R14
+	MOVQ    R11, R15
+	SUBQ    p256Prime<>+0(SB), R12
+	SBBQ    p256Prime<>+8(SB), R13
+	SBBQ    p256Prime<>+16(SB), R14
+	SBBQ    p256Prime<>+24(SB), R15
+	SBBQ    $0x00, BX
+	CMOVQCC R12, R8
+	MOVQ    R8, 224(SP)
+	CMOVQCC R13, R9
+	MOVQ    R9, 232(SP)
+	CMOVQCC R14, R10
+	MOVQ    R10, 240(SP)
+	CMOVQCC R15, R11
+	MOVQ    R11, 248(SP)
+
+	// a^2: cross products a0*a1, a0*a2, a0*a3
+	MOVQ  96(SP), DX
+	MULXQ 104(SP), R9, R10
+	MULXQ 112(SP), AX, R11
+	MULXQ 120(SP), CX, R12
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	ADCQ  $0x00, R12
+
+	// a1*a2, a1*a3
+	MOVQ  104(SP), DX
+	XORQ  BX, BX
+	MULXQ 112(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 120(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// a2*a3
+	MOVQ  112(SP), DX
+	MULXQ 120(SP), AX, R14
+	ADDQ  AX, R13
+	ADCQ  $0x00, R14
+
+	// double the cross products (CF) and add the squares (OF)
+	XORQ  BX, BX
+	MOVQ  96(SP), DX
+	MULXQ DX, R8, AX
+	ADCXQ R9, R9
+	ADOXQ AX, R9
+	MOVQ  104(SP), DX
+	MULXQ DX, AX, CX
+	ADCXQ R10, R10
+	ADOXQ AX, R10
+	ADCXQ R11, R11
+	ADOXQ CX, R11
+	MOVQ  112(SP), DX
+	MULXQ DX, AX, CX
+	ADCXQ R12, R12
+	ADOXQ AX, R12
+	ADCXQ R13, R13
+	ADOXQ CX, R13
+	MOVQ  120(SP), DX
+	MULXQ DX, AX, R15
+	ADCXQ R14, R14
+	ADOXQ AX, R14
+	ADCXQ BX, R15
+	ADOXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 128(SP)
+	MOVQ    R13, 136(SP)
+	MOVQ    R14, 144(SP)
+	MOVQ    R15, 152(SP)
+	XORQ    BX, BX
+	MOVQ    128(SP), R8
+	MOVQ    136(SP), R9
+	MOVQ    144(SP), R10
+	MOVQ    152(SP), R11
+	ADDQ    128(SP), R8
+	ADCQ    136(SP), R9
+	ADCQ    144(SP), R10
+	ADCQ    152(SP), R11
+	ADCQ    $0x00, BX
+	MOVQ    R8, R12
+	MOVQ    R9, R13
+	MOVQ    R10, R14
+	MOVQ    R11, R15
+	SUBQ    p256Prime<>+0(SB), R12
+	SBBQ    p256Prime<>+8(SB), R13
+	SBBQ    p256Prime<>+16(SB), R14
+	SBBQ    p256Prime<>+24(SB), R15
+	SBBQ    $0x00, BX
+	CMOVQCC R12, R8
+	MOVQ    R8, 160(SP)
+	CMOVQCC R13, R9
+	MOVQ    R9, 168(SP)
+	CMOVQCC R14, R10
+	MOVQ    R10, 176(SP)
+	CMOVQCC R15, R11
+	MOVQ    R11, 184(SP)
+	XORQ    BX, BX
+	MOVQ    160(SP), R8
+	MOVQ    168(SP), R9
+	MOVQ    176(SP), R10
+	MOVQ    184(SP), R11
+	ADDQ    160(SP), R8
+	ADCQ    168(SP), R9
+	ADCQ    176(SP), R10
+	ADCQ    184(SP), R11
+	ADCQ    $0x00, BX
+	MOVQ    R8, R12
+	MOVQ    R9, R13
+	MOVQ    R10, R14
+	MOVQ    R11, R15
+	SUBQ    p256Prime<>+0(SB), R12
+	SBBQ    p256Prime<>+8(SB), R13
+	SBBQ    p256Prime<>+16(SB), R14
+	SBBQ    p256Prime<>+24(SB), R15
+	SBBQ    $0x00, BX
+	CMOVQCC R12, R8
+	MOVQ    R8, 160(SP)
+	CMOVQCC R13, R9
+	MOVQ    R9, 168(SP)
+	CMOVQCC R14, R10
+	MOVQ    R10, 176(SP)
+	CMOVQCC R15, R11
+	MOVQ    R11, 184(SP)
+
+	// a * b: row 0
+	MOVQ  96(SP), DX
+	MULXQ 160(SP), R8, R9
+	MULXQ 168(SP), AX, R10
+	ADDQ  AX, R9
+	MULXQ 176(SP), AX, R11
+	ADCQ  AX, R10
+	MULXQ 184(SP), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  104(SP), DX
+	XORQ  BX, BX
+	MULXQ 160(SP), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 168(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 176(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 184(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  112(SP), DX
+	XORQ  BX, BX
+	MULXQ 160(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 168(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 176(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 184(SP), AX, R14
+	ADCXQ AX, R13
+	ADOXQ BX, R14
+	ADCXQ BX, R14
+
+	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  120(SP), DX
+	XORQ  BX, BX
+	MULXQ 160(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 168(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 176(SP), AX, CX
+	ADCXQ AX, R13
+	ADOXQ CX, R14
+	MULXQ 184(SP), AX, R15
+	ADCXQ AX, R14
+	ADOXQ BX, R15
+	ADCXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 192(SP)
+	MOVQ    R13, 200(SP)
+	MOVQ    R14, 208(SP)
+	MOVQ    R15, 216(SP)
+
+	// a * b: row 0
+	MOVQ  (SI), DX
+	MULXQ 160(SP), R8, R9
+	MULXQ 168(SP), AX, R10
+	ADDQ  AX, R9
+	MULXQ 176(SP), AX, R11
+	ADCQ  AX, R10
+	MULXQ 184(SP), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  8(SI), DX
+	XORQ  BX, BX
+	MULXQ 160(SP), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 168(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 176(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 184(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  16(SI), DX
+	XORQ  BX, BX
+	MULXQ 160(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 168(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 176(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 184(SP), AX, R14
+	ADCXQ AX, R13
+	ADOXQ BX, R14
+	ADCXQ BX, R14
+
+	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  24(SI), DX
+	XORQ  BX, BX
+	MULXQ 160(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 168(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 176(SP), AX, CX
+	ADCXQ AX, R13
+	ADOXQ CX, R14
+	MULXQ 184(SP), AX, R15
+	ADCXQ AX, R14
+	ADOXQ BX, R15
+	ADCXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 256(SP)
+	MOVQ    R13, 264(SP)
+	MOVQ    R14, 272(SP)
+	MOVQ    R15, 280(SP)
+
+	// X3 = r^2 - J - 2V
+	// a^2: cross products a0*a1, a0*a2, a0*a3
+	MOVQ  224(SP), DX
+	MULXQ 232(SP), R9, R10
+	MULXQ 240(SP), AX, R11
+	MULXQ 248(SP), CX, R12
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	ADCQ  $0x00, R12
+
+	// a1*a2, a1*a3
+	MOVQ  232(SP), DX
+	XORQ  BX, BX
+	MULXQ 240(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 248(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// a2*a3
+	MOVQ  240(SP), DX
+	MULXQ 248(SP), AX, R14
+	ADDQ  AX, R13
+	ADCQ  $0x00, R14
+
+	// double the cross products (CF) and add the squares (OF)
+	XORQ  BX, BX
+	MOVQ  224(SP), DX
+	MULXQ DX, R8, AX
+	ADCXQ R9, R9
+	ADOXQ AX, R9
+	MOVQ  232(SP), DX
+	MULXQ DX, AX, CX
+	ADCXQ R10, R10
+	ADOXQ AX, R10
+	ADCXQ R11, R11
+	ADOXQ CX, R11
+	MOVQ  240(SP), DX
+	MULXQ DX, AX, CX
+	ADCXQ R12, R12
+	ADOXQ AX, R12
+	ADCXQ R13, R13
+	ADOXQ CX, R13
+	MOVQ  248(SP), DX
+	MULXQ DX, AX, R15
+	ADCXQ R14, R14
+	ADOXQ AX, R14
+	ADCXQ BX, R15
+	ADOXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 288(SP)
+	MOVQ    R13, 296(SP)
+	MOVQ    R14, 304(SP)
+	MOVQ    R15, 312(SP)
+	MOVQ    288(SP), R8
+	MOVQ    296(SP), R9
+	MOVQ    304(SP), R10
+	MOVQ    312(SP), R11
+	SUBQ    192(SP), R8
+	SBBQ    200(SP), R9
+	SBBQ    208(SP), R10
+	SBBQ    216(SP), R11
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R12
+	ANDQ    AX, R12
+	MOVQ    p256Prime<>+8(SB), R13
+	ANDQ    AX, R13
+	MOVQ    p256Prime<>+16(SB), R14
+	ANDQ    AX, R14
+	MOVQ    p256Prime<>+24(SB), R15
+	ANDQ    AX, R15
+	ADDQ    R12, R8
+	ADCQ    R13, R9
+	ADCQ    R14, R10
+	ADCQ    R15, R11
+	MOVQ    R8, 288(SP)
+	MOVQ    R9, 296(SP)
+	MOVQ    R10, 304(SP)
+	MOVQ    R11, 312(SP)
+	MOVQ    288(SP), R8
+	MOVQ    296(SP), R9
+	MOVQ    304(SP), R10
+	MOVQ    312(SP), R11
+	SUBQ    256(SP), R8
+	SBBQ    264(SP), R9
+	SBBQ    272(SP), R10
+	SBBQ    280(SP), R11
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R12
+	ANDQ    AX, R12
+	MOVQ    p256Prime<>+8(SB), R13
+	ANDQ    AX, R13
+	MOVQ    p256Prime<>+16(SB), R14
+	ANDQ    AX, R14
+	MOVQ    p256Prime<>+24(SB), R15
+	ANDQ    AX, R15
+	ADDQ    R12, R8
+	ADCQ    R13, R9
+	ADCQ    R14, R10
+	ADCQ    R15, R11
+	MOVQ    R8, 288(SP)
+	MOVQ    R9, 296(SP)
+	MOVQ    R10, 304(SP)
+	MOVQ    R11, 312(SP)
+	MOVQ    288(SP), R8
+	MOVQ    296(SP), R9
+	MOVQ    304(SP), R10
+	MOVQ    312(SP), R11
+	SUBQ    256(SP), R8
+	SBBQ    264(SP), R9
+	SBBQ    272(SP), R10
+	SBBQ    280(SP), R11
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R12
+	ANDQ    AX, R12
+	MOVQ    p256Prime<>+8(SB), R13
+	ANDQ    AX, R13
+	MOVQ    p256Prime<>+16(SB), R14
+	ANDQ    AX, R14
+	MOVQ    p256Prime<>+24(SB), R15
+	ANDQ    AX, R15
+	ADDQ    R12, R8
+	ADCQ    R13, R9
+	ADCQ    R14, R10
+	ADCQ    R15, R11
+	MOVQ    R8, 288(SP)
+	MOVQ    R9, 296(SP)
+	MOVQ    R10, 304(SP)
+	MOVQ    R11, 312(SP)
+
+	// Z3 = (Z1+H)^2 - Z1Z1 - HH
+	XORQ    BX, BX
+	MOVQ    64(SI), R8
+	MOVQ    72(SI), R9
+	MOVQ    80(SI), R10
+	MOVQ    88(SI), R11
+	ADDQ    96(SP), R8
+	ADCQ    104(SP), R9
+	ADCQ    112(SP), R10
+	ADCQ    120(SP), R11
+	ADCQ    $0x00, BX
+	MOVQ    R8, R12
+	MOVQ    R9, R13
+	MOVQ    R10, R14
+	MOVQ    R11, R15
+	SUBQ    p256Prime<>+0(SB), R12
+	SBBQ    p256Prime<>+8(SB), R13
+	SBBQ    p256Prime<>+16(SB), R14
+	SBBQ    p256Prime<>+24(SB), R15
+	SBBQ    $0x00, BX
+	CMOVQCC R12, R8
+	MOVQ    R8, 352(SP)
+	CMOVQCC R13, R9
+	MOVQ    R9, 360(SP)
+	CMOVQCC R14, R10
+	MOVQ    R10, 368(SP)
+	CMOVQCC R15, R11
+	MOVQ    R11, 376(SP)
+
+	// a^2: cross products a0*a1, a0*a2, a0*a3
+	MOVQ  352(SP), DX
+	MULXQ 360(SP), R9, R10
+	MULXQ 368(SP), AX, R11
+	MULXQ 376(SP), CX, R12
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	ADCQ  $0x00, R12
+
+	// a1*a2, a1*a3
+	MOVQ  360(SP), DX
+	XORQ  BX, BX
+	MULXQ 368(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 376(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// a2*a3
+	MOVQ  368(SP), DX
+	MULXQ 376(SP), AX, R14
+	ADDQ  AX, R13
+	ADCQ  $0x00, R14
+
+	// double the cross products (CF) and add the squares (OF)
+	XORQ  BX, BX
+	MOVQ  352(SP), DX
+	MULXQ DX, R8, AX
+	ADCXQ R9, R9
+	ADOXQ AX, R9
+	MOVQ  360(SP), DX
+	MULXQ DX, AX, CX
+	ADCXQ R10, R10
+	ADOXQ AX, R10
+	ADCXQ R11, R11
+	ADOXQ CX, R11
+	MOVQ  368(SP), DX
+	MULXQ DX, AX, CX
+	ADCXQ R12, R12
+	ADOXQ AX, R12
+	ADCXQ R13, R13
+	ADOXQ CX, R13
+	MOVQ  376(SP), DX
+	MULXQ DX, AX, R15
+	ADCXQ R14, R14
+	ADOXQ AX, R14
+	ADCXQ BX, R15
+	ADOXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 352(SP)
+	MOVQ    R13, 360(SP)
+	MOVQ    R14, 368(SP)
+	MOVQ    R15, 376(SP)
+	MOVQ    352(SP), R8
+	MOVQ    360(SP), R9
+	MOVQ    368(SP), R10
+	MOVQ    376(SP), R11
+	SUBQ    (SP), R8
+	SBBQ    8(SP), R9
+	SBBQ    16(SP), R10
+	SBBQ    24(SP), R11
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R12
+	ANDQ    AX, R12
+	MOVQ    p256Prime<>+8(SB), R13
+	ANDQ    AX, R13
+	MOVQ    p256Prime<>+16(SB), R14
+	ANDQ    AX, R14
+	MOVQ    p256Prime<>+24(SB), R15
+	ANDQ    AX, R15
+	ADDQ    R12, R8
+	ADCQ    R13, R9
+	ADCQ    R14, R10
+	ADCQ    R15, R11
+	MOVQ    R8, 352(SP)
+	MOVQ    R9, 360(SP)
+	MOVQ    R10, 368(SP)
+	MOVQ    R11, 376(SP)
+	MOVQ    352(SP), R8
+	MOVQ    360(SP), R9
+	MOVQ    368(SP), R10
+	MOVQ    376(SP), R11
+	SUBQ    128(SP), R8
+	SBBQ    136(SP), R9
+	SBBQ    144(SP), R10
+	SBBQ    152(SP), R11
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R12
+	ANDQ    AX, R12
+	MOVQ    p256Prime<>+8(SB), R13
+	ANDQ    AX, R13
+	MOVQ    p256Prime<>+16(SB), R14
+	ANDQ    AX, R14
+	MOVQ    p256Prime<>+24(SB), R15
+	ANDQ    AX, R15
+	ADDQ    R12, R8
+	ADCQ    R13, R9
+	ADCQ    R14, R10
+	ADCQ    R15, R11
+	MOVQ    R8, 320(SP)
+	MOVQ    R9, 328(SP)
+	MOVQ    R10, 336(SP)
+	MOVQ    R11, 344(SP)
+
+	// Y3 = r(V - X3) - 2 Y1 J
+	MOVQ 256(SP), R8
+	MOVQ 264(SP), R9
+	MOVQ 272(SP), R10
+	MOVQ 280(SP), R11
+	SUBQ 288(SP), R8
+	SBBQ 296(SP), R9
+	SBBQ 304(SP), R10
+	SBBQ 312(SP), R11
+	SBBQ AX, AX
+	MOVQ p256Prime<>+0(SB), R12
+	ANDQ AX, R12
+	MOVQ p256Prime<>+8(SB), R13
+	ANDQ AX, R13
+	MOVQ p256Prime<>+16(SB), R14
+	ANDQ AX, R14
+	MOVQ p256Prime<>+24(SB), R15
+	ANDQ AX, R15
+	ADDQ R12, R8
+	ADCQ R13, R9
+	ADCQ R14, R10
+	ADCQ R15, R11
+	MOVQ R8, 352(SP)
+	MOVQ R9, 360(SP)
+	MOVQ R10, 368(SP)
+	MOVQ R11, 376(SP)
+
+	// a * b: row 0
+	MOVQ  224(SP), DX
+	MULXQ 352(SP), R8, R9
+	MULXQ 360(SP), AX, R10
+	ADDQ  AX, R9
+	MULXQ 368(SP), AX, R11
+	ADCQ  AX, R10
+	MULXQ 376(SP), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  232(SP), DX
+	XORQ  BX, BX
+	MULXQ 352(SP), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 360(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 368(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 376(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  240(SP), DX
+	XORQ  BX, BX
+	MULXQ 352(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 360(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 368(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 376(SP), AX, R14
+	ADCXQ AX, R13
+	ADOXQ BX, R14
+	ADCXQ BX, R14
+
+	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  248(SP), DX
+	XORQ  BX, BX
+	MULXQ 352(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 360(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 368(SP), AX, CX
+	ADCXQ AX, R13
+	ADOXQ CX, R14
+	MULXQ 376(SP), AX, R15
+	ADCXQ AX, R14
+	ADOXQ BX, R15
+	ADCXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 352(SP)
+	MOVQ    R13, 360(SP)
+	MOVQ    R14, 368(SP)
+	MOVQ    R15, 376(SP)
+
+	// a * b: row 0
+	MOVQ  32(SI), DX
+	MULXQ 192(SP), R8, R9
+	MULXQ 200(SP), AX, R10
+	ADDQ  AX, R9
+	MULXQ 208(SP), AX, R11
+	ADCQ  AX, R10
+	MULXQ 216(SP), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  40(SI), DX
+	XORQ  BX, BX
+	MULXQ 192(SP), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 200(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 208(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 216(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  48(SI), DX
+	XORQ  BX, BX
+	MULXQ 192(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 200(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 208(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 216(SP), AX, R14
+	ADCXQ AX, R13
+	ADOXQ BX, R14
+	ADCXQ BX, R14
+
+	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  56(SI), DX
+	XORQ  BX, BX
+	MULXQ 192(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 200(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 208(SP), AX, CX
+	ADCXQ AX, R13
+	ADOXQ CX, R14
+	MULXQ 216(SP), AX, R15
+	ADCXQ AX, R14
+	ADOXQ BX, R15
+	ADCXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 192(SP)
+	MOVQ    R13, 200(SP)
+	MOVQ    R14, 208(SP)
+	MOVQ    R15, 216(SP)
+	XORQ    BX, BX
+	MOVQ    192(SP), R8
+	MOVQ    200(SP), R9
+	MOVQ    208(SP), R10
+	MOVQ    216(SP), R11
+	ADDQ    192(SP), R8
+	ADCQ    200(SP), R9
+	ADCQ    208(SP), R10
+	ADCQ    216(SP), R11
+	ADCQ    $0x00, BX
+	MOVQ    R8, R12
+	MOVQ    R9, R13
+	MOVQ    R10, R14
+	MOVQ    R11, R15
+	SUBQ    p256Prime<>+0(SB), R12
+	SBBQ    p256Prime<>+8(SB), R13
+	SBBQ    p256Prime<>+16(SB), R14
+	SBBQ    p256Prime<>+24(SB), R15
+	SBBQ    $0x00, BX
+	CMOVQCC R12, R8
+	MOVQ    R8, 192(SP)
+	CMOVQCC R13, R9
+	MOVQ    R9, 200(SP)
+	CMOVQCC R14, R10
+	MOVQ    R10, 208(SP)
+	CMOVQCC R15, R11
+	MOVQ    R11, 216(SP)
+	MOVQ    q+0(FP), DI
+	MOVQ    352(SP), R8
+	MOVQ    360(SP), R9
+	MOVQ    368(SP), R10
+	MOVQ    376(SP), R11
+	SUBQ    192(SP), R8
+	SBBQ    200(SP), R9
+	SBBQ    208(SP), R10
+	SBBQ    216(SP), R11
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R12
+	ANDQ    AX, R12
+	MOVQ    p256Prime<>+8(SB), R13
+	ANDQ    AX, R13
+	MOVQ    p256Prime<>+16(SB), R14
+	ANDQ    AX, R14
+	MOVQ    p256Prime<>+24(SB), R15
+	ANDQ    AX, R15
+	ADDQ    R12, R8
+	ADCQ    R13, R9
+	ADCQ    R14, R10
+	ADCQ    R15, R11
+	MOVQ    R8, 32(DI)
+	MOVQ    R9, 40(DI)
+	MOVQ    R10, 48(DI)
+	MOVQ    R11, 56(DI)
+	MOVQ    288(SP), AX
+	MOVQ    AX, (DI)
+	MOVQ    296(SP), AX
+	MOVQ    AX, 8(DI)
+	MOVQ    304(SP), AX
+	MOVQ    AX, 16(DI)
+	MOVQ    312(SP), AX
+	MOVQ    AX, 24(DI)
+	MOVQ    320(SP), AX
+	MOVQ    AX, 64(DI)
+	MOVQ    328(SP), AX
+	MOVQ    AX, 72(DI)
+	MOVQ    336(SP), AX
+	MOVQ    AX, 80(DI)
+	MOVQ    344(SP), AX
+	MOVQ    AX, 88(DI)
+	RET
+
+// func p256PointAdd(q *[3][4]uint64, a *[3][4]uint64, b *[3][4]uint64)
+// Requires: ADX, BMI2, CMOV
+TEXT ·p256PointAdd(SB), $480-24
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DI
+
+	// a^2: cross products a0*a1, a0*a2, a0*a3
+	MOVQ  64(SI), DX
+	MULXQ 72(SI), R9, R10
+	MULXQ 80(SI), AX, R11
+	MULXQ 88(SI), CX, R12
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	ADCQ  $0x00, R12
+
+	// a1*a2, a1*a3
+	MOVQ  72(SI), DX
+	XORQ  BX, BX
+	MULXQ 80(SI), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 88(SI), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// a2*a3
+	MOVQ  80(SI), DX
+	MULXQ 88(SI), AX, R14
+	ADDQ  AX, R13
+	ADCQ  $0x00, R14
+
+	// double the cross products (CF) and add the squares (OF)
+	XORQ  BX, BX
+	MOVQ  64(SI), DX
+	MULXQ DX, R8, AX
+	ADCXQ R9, R9
+	ADOXQ AX, R9
+	MOVQ  72(SI), DX
+	MULXQ DX, AX, CX
+	ADCXQ R10, R10
+	ADOXQ AX, R10
+	ADCXQ R11, R11
+	ADOXQ CX, R11
+	MOVQ  80(SI), DX
+	MULXQ DX, AX, CX
+	ADCXQ R12, R12
+	ADOXQ AX, R12
+	ADCXQ R13, R13
+	ADOXQ CX, R13
+	MOVQ  88(SI), DX
+	MULXQ DX, AX, R15
+	ADCXQ R14, R14
+	ADOXQ AX, R14
+	ADCXQ BX, R15
+	ADOXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, (SP)
+	MOVQ    R13, 8(SP)
+	MOVQ    R14, 16(SP)
+	MOVQ    R15, 24(SP)
+
+	// a^2: cross products a0*a1, a0*a2, a0*a3
+	MOVQ  64(DI), DX
+	MULXQ 72(DI), R9, R10
+	MULXQ 80(DI), AX, R11
+	MULXQ 88(DI), CX, R12
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	ADCQ  $0x00, R12
+
+	// a1*a2, a1*a3
+	MOVQ  72(DI), DX
+	XORQ  BX, BX
+	MULXQ 80(DI), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 88(DI), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// a2*a3
+	MOVQ  80(DI), DX
+	MULXQ 88(DI), AX, R14
+	ADDQ  AX, R13
+	ADCQ  $0x00, R14
+
+	// double the cross products (CF) and add the squares (OF)
+	XORQ  BX, BX
+	MOVQ  64(DI), DX
+	MULXQ DX, R8, AX
+	ADCXQ R9, R9
+	ADOXQ AX, R9
+	MOVQ  72(DI), DX
+	MULXQ DX, AX, CX
+	ADCXQ R10, R10
+	ADOXQ AX, R10
+	ADCXQ R11, R11
+	ADOXQ CX, R11
+	MOVQ  80(DI), DX
+	MULXQ DX, AX, CX
+	ADCXQ R12, R12
+	ADOXQ AX, R12
+	ADCXQ R13, R13
+	ADOXQ CX, R13
+	MOVQ  88(DI), DX
+	MULXQ DX, AX, R15
+	ADCXQ R14, R14
+	ADOXQ AX, R14
+	ADCXQ BX, R15
+	ADOXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 32(SP)
+	MOVQ    R13, 40(SP)
+	MOVQ    R14, 48(SP)
+	MOVQ    R15, 56(SP)
+
+	// a * b: row 0
+	MOVQ  (SI), DX
+	MULXQ 32(SP), R8, R9
+	MULXQ 40(SP), AX, R10
+	ADDQ  AX, R9
+	MULXQ 48(SP), AX, R11
+	ADCQ  AX, R10
+	MULXQ 56(SP), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  8(SI), DX
+	XORQ  BX, BX
+	MULXQ 32(SP), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 40(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 48(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 56(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  16(SI), DX
+	XORQ  BX, BX
+	MULXQ 32(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 40(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 48(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 56(SP), AX, R14
+	ADCXQ AX, R13
+	ADOXQ BX, R14
+	ADCXQ BX, R14
+
+	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  24(SI), DX
+	XORQ  BX, BX
+	MULXQ 32(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 40(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 48(SP), AX, CX
+	ADCXQ AX, R13
+	ADOXQ CX, R14
+	MULXQ 56(SP), AX, R15
+	ADCXQ AX, R14
+	ADOXQ BX, R15
+	ADCXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 64(SP)
+	MOVQ    R13, 72(SP)
+	MOVQ    R14, 80(SP)
+	MOVQ    R15, 88(SP)
+
+	// a * b: row 0
+	MOVQ  (DI), DX
+	MULXQ (SP), R8, R9
+	MULXQ 8(SP), AX, R10
+	ADDQ  AX, R9
+	MULXQ 16(SP), AX, R11
+	ADCQ  AX, R10
+	MULXQ 24(SP), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  8(DI), DX
+	XORQ  BX, BX
+	MULXQ (SP), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 8(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 16(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 24(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  16(DI), DX
+	XORQ  BX, BX
+	MULXQ (SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 8(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 16(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 24(SP), AX, R14
+	ADCXQ AX, R13
+	ADOXQ BX, R14
+	ADCXQ BX, R14
+
+	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  24(DI), DX
+	XORQ  BX, BX
+	MULXQ (SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 8(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 16(SP), AX, CX
+	ADCXQ AX, R13
+	ADOXQ CX, R14
+	MULXQ 24(SP), AX, R15
+	ADCXQ AX, R14
+	ADOXQ BX, R15
+	ADCXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 96(SP)
+	MOVQ    R13, 104(SP)
+	MOVQ    R14, 112(SP)
+	MOVQ    R15, 120(SP)
+
+	// a * b: row 0
+	MOVQ  32(SI), DX
+	MULXQ 64(DI), R8, R9
+	MULXQ 72(DI), AX, R10
+	ADDQ  AX, R9
+	MULXQ 80(DI), AX, R11
+	ADCQ  AX, R10
+	MULXQ 88(DI), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  40(SI), DX
+	XORQ  BX, BX
+	MULXQ 64(DI), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 72(DI), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 80(DI), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 88(DI), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  48(SI), DX
+	XORQ  BX, BX
+	MULXQ 64(DI), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 72(DI), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 80(DI), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 88(DI), AX, R14
+	ADCXQ AX, R13
+	ADOXQ BX, R14
+	ADCXQ BX, R14
+
+	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  56(SI), DX
+	XORQ  BX, BX
+	MULXQ 64(DI), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 72(DI), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 80(DI), AX, CX
+	ADCXQ AX, R13
+	ADOXQ CX, R14
+	MULXQ 88(DI), AX, R15
+	ADCXQ AX, R14
+	ADOXQ BX, R15
+	ADCXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 128(SP)
+	MOVQ    R13, 136(SP)
+	MOVQ    R14, 144(SP)
+	MOVQ    R15, 152(SP)
+
+	// a * b: row 0
+	MOVQ  128(SP), DX
+	MULXQ 32(SP), R8, R9
+	MULXQ 40(SP), AX, R10
+	ADDQ  AX, R9
+	MULXQ 48(SP), AX, R11
+	ADCQ  AX, R10
+	MULXQ 56(SP), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  136(SP), DX
+	XORQ  BX, BX
+	MULXQ 32(SP), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 40(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 48(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 56(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  144(SP), DX
+	XORQ  BX, BX
+	MULXQ 32(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 40(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 48(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 56(SP), AX, R14
+	ADCXQ AX, R13
+	ADOXQ BX, R14
+	ADCXQ BX, R14
+
+	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  152(SP), DX
+	XORQ  BX, BX
+	MULXQ 32(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 40(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 48(SP), AX, CX
+	ADCXQ AX, R13
+	ADOXQ CX, R14
+	MULXQ 56(SP), AX, R15
+	ADCXQ AX, R14
+	ADOXQ BX, R15
+	ADCXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 128(SP)
+	MOVQ    R13, 136(SP)
+	MOVQ    R14, 144(SP)
+	MOVQ    R15, 152(SP)
+
+	// a * b: row 0
+	MOVQ  32(DI), DX
+	MULXQ 64(SI), R8, R9
+	MULXQ 72(SI), AX, R10
+	ADDQ  AX, R9
+	MULXQ 80(SI), AX, R11
+	ADCQ  AX, R10
+	MULXQ 88(SI), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  40(DI), DX
+	XORQ  BX, BX
+	MULXQ 64(SI), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 72(SI), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 80(SI), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 88(SI), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  48(DI), DX
+	XORQ  BX, BX
+	MULXQ 64(SI), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 72(SI), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 80(SI), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 88(SI), AX, R14
+	ADCXQ AX, R13
+	ADOXQ BX, R14
+	ADCXQ BX, R14
+
+	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  56(DI), DX
+	XORQ  BX, BX
+	MULXQ 64(SI), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 72(SI), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 80(SI), AX, CX
+	ADCXQ AX, R13
+	ADOXQ CX, R14
+	MULXQ 88(SI), AX, R15
+	ADCXQ AX, R14
+	ADOXQ BX, R15
+	ADCXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 160(SP)
+	MOVQ    R13, 168(SP)
+	MOVQ    R14, 176(SP)
+	MOVQ    R15, 184(SP)
+
+	// a * b: row 0
+	MOVQ  160(SP), DX
+	MULXQ (SP), R8, R9
+	MULXQ 8(SP), AX, R10
+	ADDQ  AX, R9
+	MULXQ 16(SP), AX, R11
+	ADCQ  AX, R10
+	MULXQ 24(SP), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  168(SP), DX
+	XORQ  BX, BX
+	MULXQ (SP), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 8(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 16(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 24(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  176(SP), DX
+	XORQ  BX, BX
+	MULXQ (SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 8(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 16(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 24(SP), AX, R14
+	ADCXQ AX, R13
+	ADOXQ BX, R14
+	ADCXQ BX, R14
+
+	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  184(SP), DX
+	XORQ  BX, BX
+	MULXQ (SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 8(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 16(SP), AX, CX
+	ADCXQ AX, R13
+	ADOXQ CX, R14
+	MULXQ 24(SP), AX, R15
+	ADCXQ AX, R14
+	ADOXQ BX, R15
+	ADCXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 160(SP)
+	MOVQ    R13, 168(SP)
+	MOVQ    R14, 176(SP)
+	MOVQ    R15, 184(SP)
+	MOVQ    96(SP), R8
+	MOVQ    104(SP), R9
+	MOVQ    112(SP), R10
+	MOVQ    120(SP), R11
+	SUBQ    64(SP), R8
+	SBBQ    72(SP), R9
+	SBBQ    80(SP), R10
+	SBBQ    88(SP), R11
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R12
+	ANDQ    AX, R12
+	MOVQ    p256Prime<>+8(SB), R13
+	ANDQ    AX, R13
+	MOVQ    p256Prime<>+16(SB), R14
+	ANDQ    AX, R14
+	MOVQ    p256Prime<>+24(SB), R15
+	ANDQ    AX, R15
+	ADDQ    R12, R8
+	ADCQ    R13, R9
+	ADCQ    R14, R10
+	ADCQ    R15, R11
+	MOVQ    R8, 192(SP)
+	MOVQ    R9, 200(SP)
+	MOVQ    R10, 208(SP)
+	MOVQ    R11, 216(SP)
+	MOVQ    160(SP), R8
+	MOVQ    168(SP), R9
+	MOVQ    176(SP), R10
+	MOVQ    184(SP), R11
+	SUBQ    128(SP), R8
+	SBBQ    136(SP), R9
+	SBBQ    144(SP), R10
+	SBBQ    152(SP), R11
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R12
+	ANDQ    AX, R12
+	MOVQ    p256Prime<>+8(SB), R13
+	ANDQ    AX, R13
+	MOVQ    p256Prime<>+16(SB), R14
+	ANDQ    AX, R14
+	MOVQ    p256Prime<>+24(SB), R15
+	ANDQ    AX, R15
+	ADDQ    R12, R8
+	ADCQ    R13, R9
+	ADCQ    R14, R10
+	ADCQ    R15, R11
+	MOVQ    R8, 288(SP)
+	MOVQ    R9, 296(SP)
+	MOVQ    R10, 304(SP)
+	MOVQ    R11, 312(SP)
+	XORQ    BX, BX
+	MOVQ    288(SP), R8
+	MOVQ    296(SP), R9
+	MOVQ    304(SP), R10
+	MOVQ    312(SP), R11
+	ADDQ    288(SP), R8
+	ADCQ    296(SP), R9
+	ADCQ    304(SP), R10
+	ADCQ    312(SP), R11
+	ADCQ    $0x00, BX
+	MOVQ    R8, R12
+	MOVQ    R9, R13
+	MOVQ    R10, R14
+	MOVQ    R11, R15
+	SUBQ    p256Prime<>+0(SB), R12
+	SBBQ    p256Prime<>+8(SB), R13
+	SBBQ    p256Prime<>+16(SB), R14
+	SBBQ    p256Prime<>+24(SB), R15
+	SBBQ    $0x00, BX
+	CMOVQCC R12, R8
+	MOVQ    R8, 288(SP)
+	CMOVQCC R13, R9
+	MOVQ    R9, 296(SP)
+	CMOVQCC R14, R10
+	MOVQ    R10, 304(SP)
+	CMOVQCC R15, R11
+	MOVQ    R11, 312(SP)
+	XORQ    BX, BX
+	MOVQ    192(SP), R8
+	MOVQ    200(SP), R9
+	MOVQ    208(SP), R10
+	MOVQ    216(SP), R11
+	ADDQ    192(SP), R8
+	ADCQ    200(SP), R9
+	ADCQ    208(SP), R10
+	ADCQ    216(SP), R11
+	ADCQ    $0x00, BX
+	MOVQ    R8, R12
+	MOVQ    R9, R13
+	MOVQ    R10, R14
+	MOVQ    R11, R15
+	SUBQ    p256Prime<>+0(SB), R12
+	SBBQ    p256Prime<>+8(SB), R13
+	SBBQ    p256Prime<>+16(SB), R14
+	SBBQ    p256Prime<>+24(SB), R15
+	SBBQ    $0x00, BX
+	CMOVQCC R12, R8
+	MOVQ    R8, 224(SP)
+	CMOVQCC R13, R9
+	MOVQ    R9, 232(SP)
+	CMOVQCC R14, R10
+	MOVQ    R10, 240(SP)
+	CMOVQCC R15, R11
+	MOVQ    R11, 248(SP)
+
+	// a^2: cross products a0*a1, a0*a2, a0*a3
+	MOVQ  224(SP), DX
+	MULXQ 232(SP), R9, R10
+	MULXQ 240(SP), AX, R11
+	MULXQ 248(SP), CX, R12
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	ADCQ  $0x00, R12
+
+	// a1*a2, a1*a3
+	MOVQ  232(SP), DX
+	XORQ  BX, BX
+	MULXQ 240(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 248(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// a2*a3
+	MOVQ  240(SP), DX
+	MULXQ 248(SP), AX, R14
+	ADDQ  AX, R13
+	ADCQ  $0x00, R14
+
+	// double the cross products (CF) and add the squares (OF)
+	XORQ  BX, BX
+	MOVQ  224(SP), DX
+	MULXQ DX, R8, AX
+	ADCXQ R9, R9
+	ADOXQ AX, R9
+	MOVQ  232(SP), DX
+	MULXQ DX, AX, CX
+	ADCXQ R10, R10
+	ADOXQ AX, R10
+	ADCXQ R11, R11
+	ADOXQ CX, R11
+	MOVQ  240(SP), DX
+	MULXQ DX, AX, CX
+	ADCXQ R12, R12
+	ADOXQ AX, R12
+	ADCXQ R13, R13
+	ADOXQ CX, R13
+	MOVQ  248(SP), DX
+	MULXQ DX, AX, R15
+	ADCXQ R14, R14
+	ADOXQ AX, R14
+	ADCXQ BX, R15
+	ADOXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 224(SP)
+	MOVQ    R13, 232(SP)
+	MOVQ    R14, 240(SP)
+	MOVQ    R15, 248(SP)
+
+	// a * b: row 0
+	MOVQ  192(SP), DX
+	MULXQ 224(SP), R8, R9
+	MULXQ 232(SP), AX, R10
+	ADDQ  AX, R9
+	MULXQ 240(SP), AX, R11
+	ADCQ  AX, R10
+	MULXQ 248(SP), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  200(SP), DX
+	XORQ  BX, BX
+	MULXQ 224(SP), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 232(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 240(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 248(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  208(SP), DX
+	XORQ  BX, BX
+	MULXQ 224(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 232(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 240(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 248(SP), AX, R14
+	ADCXQ AX, R13
+	ADOXQ BX, R14
+	ADCXQ BX, R14
+
+	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  216(SP), DX
+	XORQ  BX, BX
+	MULXQ 224(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 232(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 240(SP), AX, CX
+	ADCXQ AX, R13
+	ADOXQ CX, R14
+	MULXQ 248(SP), AX, R15
+	ADCXQ AX, R14
+	ADOXQ BX, R15
+	ADCXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 256(SP)
+	MOVQ    R13, 264(SP)
+	MOVQ    R14, 272(SP)
+	MOVQ    R15, 280(SP)
+
+	// a * b: row 0
+	MOVQ  64(SP), DX
+	MULXQ 224(SP), R8, R9
+	MULXQ 232(SP), AX, R10
+	ADDQ  AX, R9
+	MULXQ 240(SP), AX, R11
+	ADCQ  AX, R10
+	MULXQ 248(SP), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  72(SP), DX
+	XORQ  BX, BX
+	MULXQ 224(SP), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 232(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 240(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 248(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  80(SP), DX
+	XORQ  BX, BX
+	MULXQ 224(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 232(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 240(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 248(SP), AX, R14
+	ADCXQ AX, R13
+	ADOXQ BX, R14
+	ADCXQ BX, R14
+
+	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  88(SP), DX
+	XORQ  BX, BX
+	MULXQ 224(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 232(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 240(SP), AX, CX
+	ADCXQ AX, R13
+	ADOXQ CX, R14
+	MULXQ 248(SP), AX, R15
+	ADCXQ AX, R14
+	ADOXQ BX, R15
+	ADCXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 320(SP)
+	MOVQ    R13, 328(SP)
+	MOVQ    R14, 336(SP)
+	MOVQ    R15, 344(SP)
+
+	// X3 = r^2 - J - 2V
+	// a^2: cross products a0*a1, a0*a2, a0*a3
+	MOVQ  288(SP), DX
+	MULXQ 296(SP), R9, R10
+	MULXQ 304(SP), AX, R11
+	MULXQ 312(SP), CX, R12
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	ADCQ  $0x00, R12
+
+	// a1*a2, a1*a3
+	MOVQ  296(SP), DX
+	XORQ  BX, BX
+	MULXQ 304(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 312(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// a2*a3
+	MOVQ  304(SP), DX
+	MULXQ 312(SP), AX, R14
+	ADDQ  AX, R13
+	ADCQ  $0x00, R14
+
+	// double the cross products (CF) and add the squares (OF)
+	XORQ  BX, BX
+	MOVQ  288(SP), DX
+	MULXQ DX, R8, AX
+	ADCXQ R9, R9
+	ADOXQ AX, R9
+	MOVQ  296(SP), DX
+	MULXQ DX, AX, CX
+	ADCXQ R10, R10
+	ADOXQ AX, R10
+	ADCXQ R11, R11
+	ADOXQ CX, R11
+	MOVQ  304(SP), DX
+	MULXQ DX, AX, CX
+	ADCXQ R12, R12
+	ADOXQ AX, R12
+	ADCXQ R13, R13
+	ADOXQ CX, R13
+	MOVQ  312(SP), DX
+	MULXQ DX, AX, R15
+	ADCXQ R14, R14
+	ADOXQ AX, R14
+	ADCXQ BX, R15
+	ADOXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 352(SP)
+	MOVQ    R13, 360(SP)
+	MOVQ    R14, 368(SP)
+	MOVQ    R15, 376(SP)
+	MOVQ    352(SP), R8
+	MOVQ    360(SP), R9
+	MOVQ    368(SP), R10
+	MOVQ    376(SP), R11
+	SUBQ    256(SP), R8
+	SBBQ    264(SP), R9
+	SBBQ    272(SP), R10
+	SBBQ    280(SP), R11
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R12
+	ANDQ    AX, R12
+	MOVQ    p256Prime<>+8(SB), R13
+	ANDQ    AX, R13
+	MOVQ    p256Prime<>+16(SB), R14
+	ANDQ    AX, R14
+	MOVQ    p256Prime<>+24(SB), R15
+	ANDQ    AX, R15
+	ADDQ    R12, R8
+	ADCQ    R13, R9
+	ADCQ    R14, R10
+	ADCQ    R15, R11
+	MOVQ    R8, 352(SP)
+	MOVQ    R9, 360(SP)
+	MOVQ    R10, 368(SP)
+	MOVQ    R11, 376(SP)
+	MOVQ    352(SP), R8
+	MOVQ    360(SP), R9
+	MOVQ    368(SP), R10
+	MOVQ    376(SP), R11
+	SUBQ    320(SP), R8
+	SBBQ    328(SP), R9
+	SBBQ    336(SP), R10
+	SBBQ    344(SP), R11
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R12
+	ANDQ    AX, R12
+	MOVQ    p256Prime<>+8(SB), R13
+	ANDQ    AX, R13
+	MOVQ    p256Prime<>+16(SB), R14
+	ANDQ    AX, R14
+	MOVQ    p256Prime<>+24(SB), R15
+	ANDQ    AX, R15
+	ADDQ    R12, R8
+	ADCQ    R13, R9
+	ADCQ    R14, R10
+	ADCQ    R15, R11
+	MOVQ    R8, 352(SP)
+	MOVQ    R9, 360(SP)
+	MOVQ    R10, 368(SP)
+	MOVQ    R11, 376(SP)
+	MOVQ    352(SP), R8
+	MOVQ    360(SP), R9
+	MOVQ    368(SP), R10
+	MOVQ    376(SP), R11
+	SUBQ    320(SP), R8
+	SBBQ    328(SP), R9
+	SBBQ    336(SP), R10
+	SBBQ    344(SP), R11
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R12
+	ANDQ    AX, R12
+	MOVQ    p256Prime<>+8(SB), R13
+	ANDQ    AX, R13
+	MOVQ    p256Prime<>+16(SB), R14
+	ANDQ    AX, R14
+	MOVQ    p256Prime<>+24(SB), R15
+	ANDQ    AX, R15
+	ADDQ    R12, R8
+	ADCQ    R13, R9
+	ADCQ    R14, R10
+	ADCQ    R15, R11
+	MOVQ    R8, 352(SP)
+	MOVQ    R9, 360(SP)
+	MOVQ    R10, 368(SP)
+	MOVQ    R11, 376(SP)
+
+	// Z3 = ((Z1+Z2)^2 - Z1Z1 - Z2Z2) H
+	XORQ    BX, BX
+	MOVQ    64(SI), R8
+	MOVQ    72(SI), R9
+	MOVQ    80(SI), R10
+	MOVQ    88(SI), R11
+	ADDQ    64(DI), R8
+	ADCQ    72(DI), R9
+	ADCQ    80(DI), R10
+	ADCQ    88(DI), R11
+	ADCQ    $0x00, BX
+	MOVQ    R8, R12
+	MOVQ    R9, R13
+	MOVQ    R10, R14
+	MOVQ    R11, R15
+	SUBQ    p256Prime<>+0(SB), R12
+	SBBQ    p256Prime<>+8(SB), R13
+	SBBQ    p256Prime<>+16(SB), R14
+	SBBQ    p256Prime<>+24(SB), R15
+	SBBQ    $0x00, BX
+	CMOVQCC R12, R8
+	MOVQ    R8, 416(SP)
+	CMOVQCC R13, R9
+	MOVQ    R9, 424(SP)
+	CMOVQCC R14, R10
+	MOVQ    R10, 432(SP)
+	CMOVQCC R15, R11
+	MOVQ    R11, 440(SP)
+
+	// a^2: cross products a0*a1, a0*a2, a0*a3
+	MOVQ  416(SP), DX
+	MULXQ 424(SP), R9, R10
+	MULXQ 432(SP), AX, R11
+	MULXQ 440(SP), CX, R12
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	ADCQ  $0x00, R12
+
+	// a1*a2, a1*a3
+	MOVQ  424(SP), DX
+	XORQ  BX, BX
+	MULXQ 432(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 440(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// a2*a3
+	MOVQ  432(SP), DX
+	MULXQ 440(SP), AX, R14
+	ADDQ  AX, R13
+	ADCQ  $0x00, R14
+
+	// double the cross products (CF) and add the squares (OF)
+	XORQ  BX, BX
+	MOVQ  416(SP), DX
+	MULXQ DX, R8, AX
+	ADCXQ R9, R9
+	ADOXQ AX, R9
+	MOVQ  424(SP), DX
+	MULXQ DX, AX, CX
+	ADCXQ R10, R10
+	ADOXQ AX, R10
+	ADCXQ R11, R11
+	ADOXQ CX, R11
+	MOVQ  432(SP), DX
+	MULXQ DX, AX, CX
+	ADCXQ R12, R12
+	ADOXQ AX, R12
+	ADCXQ R13, R13
+	ADOXQ CX, R13
+	MOVQ  440(SP), DX
+	MULXQ DX, AX, R15
+	ADCXQ R14, R14
+	ADOXQ AX, R14
+	ADCXQ BX, R15
+	ADOXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 416(SP)
+	MOVQ    R13, 424(SP)
+	MOVQ    R14, 432(SP)
+	MOVQ    R15, 440(SP)
+	MOVQ    416(SP), R8
+	MOVQ    424(SP), R9
+	MOVQ    432(SP), R10
+	MOVQ    440(SP), R11
+	SUBQ    (SP), R8
+	SBBQ    8(SP), R9
+	SBBQ    16(SP), R10
+	SBBQ    24(SP), R11
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R12
+	ANDQ    AX, R12
+	MOVQ    p256Prime<>+8(SB), R13
+	ANDQ    AX, R13
+	MOVQ    p256Prime<>+16(SB), R14
+	ANDQ    AX, R14
+	MOVQ    p256Prime<>+24(SB), R15
+	ANDQ    AX, R15
+	ADDQ    R12, R8
+	ADCQ    R13, R9
+	ADCQ    R14, R10
+	ADCQ    R15, R11
+	MOVQ    R8, 416(SP)
+	MOVQ    R9, 424(SP)
+	MOVQ    R10, 432(SP)
+	MOVQ    R11, 440(SP)
+	MOVQ    416(SP), R8
+	MOVQ    424(SP), R9
+	MOVQ    432(SP), R10
+	MOVQ    440(SP), R11
+	SUBQ    32(SP), R8
+	SBBQ    40(SP), R9
+	SBBQ    48(SP), R10
+	SBBQ    56(SP), R11
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R12
+	ANDQ    AX, R12
+	MOVQ    p256Prime<>+8(SB), R13
+	ANDQ    AX, R13
+	MOVQ    p256Prime<>+16(SB), R14
+	ANDQ    AX, R14
+	MOVQ    p256Prime<>+24(SB), R15
+	ANDQ    AX, R15
+	ADDQ    R12, R8
+	ADCQ    R13, R9
+	ADCQ    R14, R10
+	ADCQ    R15, R11
+	MOVQ    R8, 416(SP)
+	MOVQ    R9, 424(SP)
+	MOVQ    R10, 432(SP)
+	MOVQ    R11, 440(SP)
+
+	// a * b: row 0
+	MOVQ  416(SP), DX
+	MULXQ 192(SP), R8, R9
+	MULXQ 200(SP), AX, R10
+	ADDQ  AX, R9
+	MULXQ 208(SP), AX, R11
+	ADCQ  AX, R10
+	MULXQ 216(SP), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  424(SP), DX
+	XORQ  BX, BX
+	MULXQ 192(SP), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 200(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 208(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 216(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  432(SP), DX
+	XORQ  BX, BX
+	MULXQ 192(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 200(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 208(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 216(SP), AX, R14
+	ADCXQ AX, R13
+	ADOXQ BX, R14
+	ADCXQ BX, R14
+
+	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  440(SP), DX
+	XORQ  BX, BX
+	MULXQ 192(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 200(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 208(SP), AX, CX
+	ADCXQ AX, R13
+	ADOXQ CX, R14
+	MULXQ 216(SP), AX, R15
+	ADCXQ AX, R14
+	ADOXQ BX, R15
+	ADCXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 384(SP)
+	MOVQ    R13, 392(SP)
+	MOVQ    R14, 400(SP)
+	MOVQ    R15, 408(SP)
+
+	// Y3 = r(V - X3) - 2 S1 J
+	MOVQ 320(SP), R8
+	MOVQ 328(SP), R9
+	MOVQ 336(SP), R10
+	MOVQ 344(SP), R11
+	SUBQ 352(SP), R8
+	SBBQ 360(SP), R9
+	SBBQ 368(SP), R10
+	SBBQ 376(SP), R11
+	SBBQ AX, AX
+	MOVQ p256Prime<>+0(SB), R12
+	ANDQ AX, R12
+	MOVQ p256Prime<>+8(SB), R13
+	ANDQ AX, R13
+	MOVQ p256Prime<>+16(SB), R14
+	ANDQ AX, R14
+	MOVQ p256Prime<>+24(SB), R15
+	ANDQ AX, R15
+	ADDQ R12, R8
+	ADCQ R13, R9
+	ADCQ R14, R10
+	ADCQ R15, R11
+	MOVQ R8, 416(SP)
+	MOVQ R9, 424(SP)
+	MOVQ R10, 432(SP)
+	MOVQ R11, 440(SP)
+
+	// a * b: row 0
+	MOVQ  288(SP), DX
+	MULXQ 416(SP), R8, R9
+	MULXQ 424(SP), AX, R10
+	ADDQ  AX, R9
+	MULXQ 432(SP), AX, R11
+	ADCQ  AX, R10
+	MULXQ 440(SP), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  296(SP), DX
+	XORQ  BX, BX
+	MULXQ 416(SP), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 424(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 432(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 440(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  304(SP), DX
+	XORQ  BX, BX
+	MULXQ 416(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 424(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 432(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 440(SP), AX, R14
+	ADCXQ AX, R13
+	ADOXQ BX, R14
+	ADCXQ BX, R14
+
+	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  312(SP), DX
+	XORQ  BX, BX
+	MULXQ 416(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 424(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 432(SP), AX, CX
+	ADCXQ AX, R13
+	ADOXQ CX, R14
+	MULXQ 440(SP), AX, R15
+	ADCXQ AX, R14
+	ADOXQ BX, R15
+	ADCXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 416(SP)
+	MOVQ    R13, 424(SP)
+	MOVQ    R14, 432(SP)
+	MOVQ    R15, 440(SP)
+
+	// a * b: row 0
+	MOVQ  128(SP), DX
+	MULXQ 256(SP), R8, R9
+	MULXQ 264(SP), AX, R10
+	ADDQ  AX, R9
+	MULXQ 272(SP), AX, R11
+	ADCQ  AX, R10
+	MULXQ 280(SP), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  136(SP), DX
+	XORQ  BX, BX
+	MULXQ 256(SP), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 264(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 272(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 280(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  144(SP), DX
+	XORQ  BX, BX
+	MULXQ 256(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 264(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 272(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 280(SP), AX, R14
+	ADCXQ AX, R13
+	ADOXQ BX, R14
+	ADCXQ BX, R14
+
+	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  152(SP), DX
+	XORQ  BX, BX
+	MULXQ 256(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 264(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 272(SP), AX, CX
+	ADCXQ AX, R13
+	ADOXQ CX, R14
+	MULXQ 280(SP), AX, R15
+	ADCXQ AX, R14
+	ADOXQ BX, R15
+	ADCXQ BX, R15
+
+	// Montgomery reduction mod p: BX = the ninth word
+	XORQ BX, BX
+
+	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R11
+	ADCQ  CX, R12
+	ADCQ  $0x00, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R12
+	ADCQ  CX, R13
+	ADCQ  $0x00, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R11
+	ADCQ  CX, R12
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R13
+	ADCQ  CX, R14
+	ADCQ  $0x00, R15
+	ADCQ  $0x00, BX
+
+	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	ADDQ  AX, R12
+	ADCQ  CX, R13
+	MULXQ p256Prime<>+24(SB), AX, CX
+	ADCQ  AX, R14
+	ADCQ  CX, R15
+	ADCQ  $0x00, BX
+
+	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 256(SP)
+	MOVQ    R13, 264(SP)
+	MOVQ    R14, 272(SP)
+	MOVQ    R15, 280(SP)
+	XORQ    BX, BX
+	MOVQ    256(SP), R8
+	MOVQ    264(SP), R9
+	MOVQ    272(SP), R10
+	MOVQ    280(SP), R11
+	ADDQ    256(SP), R8
+	ADCQ    264(SP), R9
+	ADCQ    272(SP), R10
+	ADCQ    280(SP), R11
+	ADCQ    $0x00, BX
+	MOVQ    R8, R12
+	MOVQ    R9, R13
+	MOVQ    R10, R14
+	MOVQ    R11, R15
+	SUBQ    p256Prime<>+0(SB), R12
+	SBBQ    p256Prime<>+8(SB), R13
+	SBBQ    p256Prime<>+16(SB), R14
+	SBBQ    p256Prime<>+24(SB), R15
+	SBBQ    $0x00, BX
+	CMOVQCC R12, R8
+	MOVQ    R8, 256(SP)
+	CMOVQCC R13, R9
+	MOVQ    R9, 264(SP)
+	CMOVQCC R14, R10
+	MOVQ    R10, 272(SP)
+	CMOVQCC R15, R11
+	MOVQ    R11, 280(SP)
+	MOVQ    q+0(FP), DI
+	MOVQ    416(SP), R8
+	MOVQ    424(SP), R9
+	MOVQ    432(SP), R10
+	MOVQ    440(SP), R11
+	SUBQ    256(SP), R8
+	SBBQ    264(SP), R9
+	SBBQ    272(SP), R10
+	SBBQ    280(SP), R11
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R12
+	ANDQ    AX, R12
+	MOVQ    p256Prime<>+8(SB), R13
+	ANDQ    AX, R13
+	MOVQ    p256Prime<>+16(SB), R14
+	ANDQ    AX, R14
+	MOVQ    p256Prime<>+24(SB), R15
+	ANDQ    AX, R15
+	ADDQ    R12, R8
+	ADCQ    R13, R9
+	ADCQ    R14, R10
+	ADCQ    R15, R11
+	MOVQ    R8, 32(DI)
+	MOVQ    R9, 40(DI)
+	MOVQ    R10, 48(DI)
+	MOVQ    R11, 56(DI)
+	MOVQ    352(SP), AX
+	MOVQ    AX, (DI)
+	MOVQ    360(SP), AX
+	MOVQ    AX, 8(DI)
+	MOVQ    368(SP), AX
+	MOVQ    AX, 16(DI)
+	MOVQ    376(SP), AX
+	MOVQ    AX, 24(DI)
+	MOVQ    384(SP), AX
+	MOVQ    AX, 64(DI)
+	MOVQ    392(SP), AX
+	MOVQ    AX, 72(DI)
+	MOVQ    400(SP), AX
+	MOVQ    AX, 80(DI)
+	MOVQ    408(SP), AX
+	MOVQ    AX, 88(DI)
 	RET

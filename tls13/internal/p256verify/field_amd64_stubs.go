@@ -18,3 +18,25 @@ func p256Sqr(out *[4]uint64, a *[4]uint64)
 //
 //go:noescape
 func p256OrdMul(out *[4]uint64, a *[4]uint64, b *[4]uint64)
+
+// p256OrdSqr sets out = a * a / 2^256 mod n.
+//
+//go:noescape
+func p256OrdSqr(out *[4]uint64, a *[4]uint64)
+
+// p256PointDouble sets q = 2a (Jacobian, dbl-2001-b; a not the infinity).
+//
+//go:noescape
+func p256PointDouble(q *[3][4]uint64, a *[3][4]uint64)
+
+// p256PointAddMixed sets q = a + b (madd-2007-bl; a Jacobian, not the
+// infinity; b affine). If a = ±b it leaves Z3 = 0, which the caller checks.
+//
+//go:noescape
+func p256PointAddMixed(q *[3][4]uint64, a *[3][4]uint64, b *[2][4]uint64)
+
+// p256PointAdd sets q = a + b (add-2007-bl; neither the infinity).
+// If a = ±b it leaves Z3 = 0, which the caller checks.
+//
+//go:noescape
+func p256PointAdd(q *[3][4]uint64, a *[3][4]uint64, b *[3][4]uint64)

@@ -42,7 +42,7 @@ func scalarInvertMont(s *element) element {
 	for i := 63; i >= 0; i-- {
 		if i != 63 {
 			for j := 0; j < 4; j++ {
-				ordMul(&z, &z, &z)
+				ordSqr(&z, &z)
 			}
 		}
 		if nib := e[i/16] >> (uint(i%16) * 4) & 15; nib != 0 {

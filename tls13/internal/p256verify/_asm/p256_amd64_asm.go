@@ -50,15 +50,17 @@ import (
 // t holds the eight limbs of a product, t[0] the lowest.
 var t = [8]GPPhysical{R8, R9, R10, R11, R12, R13, R14, R15}
 
-// The group order n and -n^-1 mod 2^64, as read-only data.
-var orderData Mem
-
-const p3 = 0xffffffff00000001
+// The group order n and -n^-1 mod 2^64, and the prime p, as read-only data.
+var orderData, primeData Mem
 
 func main() {
 	ConstraintExpr("amd64,gc,!purego")
 	orderData = GLOBL("p256Order", RODATA|NOPTR)
 	for i, v := range []uint64{0xf3b9cac2fc632551, 0xbce6faada7179e84, 0xffffffffffffffff, 0xffffffff00000000, 0xccd1c8aaee00bc4f} {
+		DATA(8*i, U64(v))
+	}
+	primeData = GLOBL("p256Prime", RODATA|NOPTR)
+	for i, v := range []uint64{0xffffffffffffffff, 0x00000000ffffffff, 0, 0xffffffff00000001} {
 		DATA(8*i, U64(v))
 	}
 
@@ -95,6 +97,20 @@ func main() {
 	storeHigh(Mem{Base: RSI})
 	RET()
 
+	TEXT("p256OrdSqr", 0, "func(out, a *[4]uint64)")
+	Pragma("noescape")
+	Doc("p256OrdSqr sets out = a * a / 2^256 mod n.")
+	top = AllocLocal(8)
+	Load(Param("a"), RSI)
+	square(Mem{Base: RSI})
+	reduceN(top)
+	Load(Param("out"), RSI)
+	storeHigh(Mem{Base: RSI})
+	RET()
+
+	pointDouble()
+	pointAddMixed()
+	pointAdd()
 	Generate()
 }
 
@@ -185,11 +201,11 @@ func square(a Mem) {
 	ADOXQ(RBX, t[7])
 }
 
-// reduceP turns t[0..7] into t[4..7] = t / 2^256 mod p (see the file's doc).
+// reduceP turns t[0..7] into t[4..7] = t / 2^256 mod p (see the file's
+// doc). It uses AX, BX, CX and DX only, so SI and DI may hold pointers.
 func reduceP() {
-	Comment("Montgomery reduction mod p: SI = p3, DI = the ninth word")
-	MOVQ(U64(p3), RSI)
-	XORQ(RDI, RDI)
+	Comment("Montgomery reduction mod p: BX = the ninth word")
+	XORQ(RBX, RBX)
 	for i := 0; i < 4; i++ {
 		Comment(fmt.Sprintf("round %d: m = t%d; t += m*2^32 at limb %d, m*p3 at limb %d", i, i, i+1, i+3))
 		MOVQ(t[i], RDX)
@@ -199,24 +215,23 @@ func reduceP() {
 		SHRQ(U8(32), RCX)
 		ADDQ(RAX, t[i+1])
 		ADCQ(RCX, t[i+2])
-		MULXQ(RSI, RAX, RCX)
+		MULXQ(primeData.Offset(24), RAX, RCX)
 		ADCQ(RAX, t[i+3])
 		ADCQ(RCX, t[i+4])
 		for j := i + 5; j < 8; j++ {
 			ADCQ(Imm(0), t[j])
 		}
-		ADCQ(Imm(0), RDI)
+		ADCQ(Imm(0), RBX)
 	}
-	Comment("t4..t7 + DI*2^256 < 2p: subtract p unless that borrows")
+	Comment("t4..t7 + BX*2^256 < 2p: subtract p unless that borrows")
 	for i := 0; i < 4; i++ {
 		MOVQ(t[4+i], t[i])
 	}
-	MOVL(U32(0xffffffff), EAX)
-	SUBQ(I32(-1), t[0]) // sign-extended: p0 = 2^64-1
-	SBBQ(RAX, t[1])
-	SBBQ(Imm(0), t[2])
-	SBBQ(RSI, t[3])
-	SBBQ(Imm(0), RDI)
+	SUBQ(primeData.Offset(0), t[0])
+	SBBQ(primeData.Offset(8), t[1])
+	SBBQ(primeData.Offset(16), t[2])
+	SBBQ(primeData.Offset(24), t[3])
+	SBBQ(Imm(0), RBX)
 	for i := 0; i < 4; i++ {
 		CMOVQCC(t[i], t[4+i])
 	}

@@ -9,6 +9,12 @@
 //
 // ScalarMult is X25519 (RFC 7748, Section 5) on this field: a Montgomery
 // ladder of 255 steps whose step is one assembly call on the fast path.
+// ScalarBaseMult is X25519(k, 9), a public key, on the birationally
+// equivalent edwards25519 (basemult.go): 64 signed radix-16 digits, a table
+// of affine points built once on first use, each constant-time lookup and
+// mixed addition one generated call (baseAdd) on the fast path, and one
+// inversion for u = (Z+Y)/(Z-Y).
+//
 // Everything runs in constant time: no branch and no memory index depends on
 // secret data. TestGeneratedCodeIsStraightLine checks the assembly
 // (instructions from a list of data-independent ones, no jump, no CMOV, every
@@ -19,7 +25,7 @@
 // Proofs of equality with the portable reference: FuzzFieldOps and
 // FuzzInvertBytes compare every operation, assembly and Go, with
 // filippo.io/edwards25519/field on any 256-bit inputs; FuzzScalarMult
-// compares ScalarMult with crypto/ecdh; the RFC 7748 vectors and iterated
+// compares ScalarMult with crypto/ecdh, FuzzScalarBaseMult ScalarBaseMult; the RFC 7748 vectors and iterated
 // test run here, Wycheproof's x25519 vectors in package kex.
 package field25519
 

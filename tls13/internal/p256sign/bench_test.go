@@ -69,6 +69,12 @@ func BenchmarkParts(b *testing.B) {
 			z.invertFermat(&k)
 		}
 	})
+	b.Run("invert-safegcd", func(b *testing.B) {
+		var z scalar
+		for b.Loop() {
+			z.invertSafegcd(&k)
+		}
+	})
 	b.Run("invert-blinded", func(b *testing.B) {
 		var z scalar
 		for b.Loop() {

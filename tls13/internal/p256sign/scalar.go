@@ -154,33 +154,3 @@ func (z *scalar) mul(x, y *scalar) {
 	t.montMul(x, y)
 	z.montMul(&t, &rr)
 }
-
-// invertFermat sets z = x^(n-2) mod n, the inverse of a nonzero x < n (and 0
-// for 0), in constant time: a fixed 4-bit window over the public exponent
-// n-2, every window a table lookup by a public index.
-func (z *scalar) invertFermat(x *scalar) {
-	// Work in the Montgomery domain: xm = x*R.
-	var xm scalar
-	xm.montMul(x, &rr)
-	var table [16]scalar // table[i] = xm^i (Montgomery form); table[0] = R mod n
-	one := scalar{1}
-	table[0].montMul(&one, &rr)
-	table[1] = xm
-	for i := 2; i < 16; i++ {
-		table[i].montMul(&table[i-1], &xm)
-	}
-	e := n
-	e[0] -= 2 // n's low limb ends in ...51: no borrow
-	acc := table[0]
-	for limb := 3; limb >= 0; limb-- {
-		for shift := 60; shift >= 0; shift -= 4 {
-			for range 4 {
-				acc.montMul(&acc, &acc)
-			}
-			// The exponent is public: indexing by it leaks nothing.
-			acc.montMul(&acc, &table[(e[limb]>>shift)&15])
-		}
-	}
-	// Leave the Montgomery domain: acc * 1 * R^-1.
-	z.montMul(&acc, &one)
-}

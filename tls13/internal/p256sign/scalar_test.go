@@ -11,7 +11,6 @@ func scalarToBig(x *scalar) *big.Int {
 	return new(big.Int).SetBytes(b[:])
 }
 
-
 func TestConstants(t *testing.T) {
 	if got := scalarToBig(&n); got.Cmp(orderBig) != 0 {
 		t.Fatalf("n = %x, want P-256's order %x", got, orderBig)
@@ -77,6 +76,10 @@ func checkScalarOps(t *testing.T, xb, yb []byte) {
 	z.invertFermat(&x)
 	if scalarToBig(&z).Cmp(want) != 0 {
 		t.Fatalf("invertFermat(%x) = %x, want %x", X, scalarToBig(&z), want)
+	}
+	z.invertSafegcd(&x)
+	if scalarToBig(&z).Cmp(want) != 0 {
+		t.Fatalf("invertSafegcd(%x) = %x, want %x", X, scalarToBig(&z), want)
 	}
 	z.invertBlinded(&x, &y) // y = 0 takes the Fermat path
 	if scalarToBig(&z).Cmp(want) != 0 {

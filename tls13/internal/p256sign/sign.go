@@ -15,6 +15,12 @@
 // additional data, so a broken random source never gives one k to two
 // different messages, and a good one makes k unpredictable even to someone
 // who knows the key's DRBG inputs.
+//
+// Constant time: no branch or memory index depends on k, its inverse or the
+// private key (reviewed: carries, borrows and signs become masks, loops have
+// fixed counts; the branches in Sign are on the digest's length, on refused
+// candidates, which are discarded, and on r and s, which are public).
+// TestScalarPathDudect times the code that handles k (ZTLS_DUDECT=1).
 package p256sign
 
 import (

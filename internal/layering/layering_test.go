@@ -46,6 +46,9 @@ var product = map[string][]string{
 
 	// The P-256 signer of CertificateVerify (tls13/internal/sig): standard library only.
 	"tls13/internal/p256sign": nil,
+
+	// The P-256 verifier of CertificateVerify (tls13/internal/sig): standard library and cryptobyte only.
+	"tls13/internal/p256verify": nil,
 }
 
 // Test scaffolding and the testbed: they may import the product and each

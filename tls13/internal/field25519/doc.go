@@ -20,13 +20,15 @@
 // (instructions from a list of data-independent ones, no jump, no CMOV, every
 // address a pointer parameter plus a constant); the Go code turns carries
 // into multipliers and masks, never conditions; TestScalarMultDudect, a
-// dudect-style timing test, runs with ZTLS_DUDECT=1 on a quiet machine.
+// dudect-style timing test (and TestScalarBaseMultDudect), runs with
+// ZTLS_DUDECT=1 on a quiet machine.
 //
 // Proofs of equality with the portable reference: FuzzFieldOps and
 // FuzzInvertBytes compare every operation, assembly and Go, with
 // filippo.io/edwards25519/field on any 256-bit inputs; FuzzScalarMult
-// compares ScalarMult with crypto/ecdh, FuzzScalarBaseMult ScalarBaseMult; the RFC 7748 vectors and iterated
-// test run here, Wycheproof's x25519 vectors in package kex.
+// and FuzzScalarBaseMult compare ScalarMult and ScalarBaseMult with
+// crypto/ecdh; the RFC 7748 vectors and iterated test run here,
+// Wycheproof's x25519 vectors in package kex.
 package field25519
 
 //go:generate sh -c "cd _asm && go run . -out ../field_amd64.s -stubs ../field_amd64_stubs.go -pkg field25519"

@@ -85,68 +85,64 @@ TEXT ·p256Mul(SB), NOSPLIT, $0-24
 	ADOXQ BX, R15
 	ADCXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -223,68 +219,64 @@ TEXT ·p256Sqr(SB), NOSPLIT, $0-16
 	ADCXQ BX, R15
 	ADOXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -705,68 +697,64 @@ TEXT ·p256PointDouble(SB), $288-16
 	ADCXQ BX, R15
 	ADOXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -836,68 +824,64 @@ TEXT ·p256PointDouble(SB), $288-16
 	ADCXQ BX, R15
 	ADOXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -978,68 +962,64 @@ TEXT ·p256PointDouble(SB), $288-16
 	ADOXQ BX, R15
 	ADCXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -1174,68 +1154,64 @@ TEXT ·p256PointDouble(SB), $288-16
 	ADOXQ BX, R15
 	ADCXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -1388,68 +1364,64 @@ TEXT ·p256PointDouble(SB), $288-16
 	ADCXQ BX, R15
 	ADOXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -1625,68 +1597,64 @@ TEXT ·p256PointDouble(SB), $288-16
 	ADCXQ BX, R15
 	ADOXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -1844,68 +1812,64 @@ TEXT ·p256PointDouble(SB), $288-16
 	ADOXQ BX, R15
 	ADCXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -1975,68 +1939,64 @@ TEXT ·p256PointDouble(SB), $288-16
 	ADCXQ BX, R15
 	ADOXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -2244,68 +2204,64 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	ADCXQ BX, R15
 	ADOXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -2386,68 +2342,64 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	ADOXQ BX, R15
 	ADCXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -2528,68 +2480,64 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	ADOXQ BX, R15
 	ADCXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -2670,68 +2618,64 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	ADOXQ BX, R15
 	ADCXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -2878,68 +2822,64 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	ADCXQ BX, R15
 	ADOXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -3074,68 +3014,64 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	ADOXQ BX, R15
 	ADCXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -3216,68 +3152,64 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	ADOXQ BX, R15
 	ADCXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -3348,68 +3280,64 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	ADCXQ BX, R15
 	ADOXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -3583,68 +3511,64 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	ADCXQ BX, R15
 	ADOXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -3802,68 +3726,64 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	ADOXQ BX, R15
 	ADCXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -3944,68 +3864,64 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	ADOXQ BX, R15
 	ADCXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -4151,68 +4067,64 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADCXQ BX, R15
 	ADOXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -4282,68 +4194,64 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADCXQ BX, R15
 	ADOXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -4424,68 +4332,64 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADOXQ BX, R15
 	ADCXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -4566,68 +4470,64 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADOXQ BX, R15
 	ADCXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -4708,68 +4608,64 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADOXQ BX, R15
 	ADCXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -4850,68 +4746,64 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADOXQ BX, R15
 	ADCXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -4992,68 +4884,64 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADOXQ BX, R15
 	ADCXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -5134,68 +5022,64 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADOXQ BX, R15
 	ADCXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -5369,68 +5253,64 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADCXQ BX, R15
 	ADOXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -5511,68 +5391,64 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADOXQ BX, R15
 	ADCXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -5653,68 +5529,64 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADOXQ BX, R15
 	ADCXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -5785,68 +5657,64 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADCXQ BX, R15
 	ADOXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -6020,68 +5888,64 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADCXQ BX, R15
 	ADOXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -6212,68 +6076,64 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADOXQ BX, R15
 	ADCXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -6381,68 +6241,64 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADOXQ BX, R15
 	ADCXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -6523,68 +6379,64 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADOXQ BX, R15
 	ADCXQ BX, R15
 
-	// Montgomery reduction mod p: BX = the ninth word
-	XORQ BX, BX
-
-	// round 0: m = t0; t += m*2^32 at limb 1, m*p3 at limb 3
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R8, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
 	ADDQ  AX, R9
 	ADCQ  CX, R10
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
 
-	// round 1: m = t1; t += m*2^32 at limb 2, m*p3 at limb 4
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R9, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
 	ADDQ  AX, R10
 	ADCQ  CX, R11
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R12
-	ADCQ  CX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
 
-	// round 2: m = t2; t += m*2^32 at limb 3, m*p3 at limb 5
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R10, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
 	ADDQ  AX, R11
-	ADCQ  CX, R12
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R13
-	ADCQ  CX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, BX
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
 
-	// round 3: m = t3; t += m*2^32 at limb 4, m*p3 at limb 6
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
 	MOVQ  R11, DX
 	MOVQ  DX, AX
 	SHLQ  $0x20, AX
 	MOVQ  DX, CX
 	SHRQ  $0x20, CX
-	ADDQ  AX, R12
-	ADCQ  CX, R13
-	MULXQ p256Prime<>+24(SB), AX, CX
-	ADCQ  AX, R14
-	ADCQ  CX, R15
-	ADCQ  $0x00, BX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
 
-	// t4..t7 + BX*2^256 < 2p: subtract p unless that borrows
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10

@@ -17,12 +17,16 @@
 //     Architecture Processors", 2012). The same code as field25519's.
 //   - the square: the six cross products once, doubled on the carry chain
 //     while the four squares are added on the overflow chain (ten MULX).
-//   - Montgomery reduction mod p, four rounds: round i takes m = t_i (for
-//     p, -p^-1 mod 2^64 is 1) and adds m*p*2^(64i), which clears t_i.
-//     Since p = 2^256 - 2^224 + 2^192 + 2^96 - 1, t_i + m*(2^64-1) is
-//     m*2^64 and the rest of m*p is m*(2^32-1)*2^64 + m*p3*2^192, so a
-//     round adds m*2^32 (two shifts) at limb i+1 and m*p3 (one MULX) at
-//     limb i+3, the carry running to the top and into a ninth word.
+//   - Montgomery reduction mod p: the low half L = t0..t3 is reduced on its
+//     own, then the high half H = t4..t7 added. Four rounds replace the
+//     running value s (first L) by (s + m*p) / 2^64 with m = s0 (for p,
+//     -p^-1 mod 2^64 is 1). Since p = 2^256 - 2^224 + 2^192 + 2^96 - 1,
+//     s0 + m*(2^64-1) is m*2^64 and the rest of m*p is
+//     m*(2^32-1)*2^64 + m*p3*2^192, so a round is s1 + m*2^32 (two shifts),
+//     s2, s3 + m*p3 (one MULX) and the high word of m*p3: four limbs, since
+//     s < 2^256 gives (s + m*p) / 2^64 < 2^192 + p < 2^256, in the same
+//     registers shifted by one. The result is at most p, H is below p (the
+//     product is below p^2), so L/2^256 + H is below 2p.
 //   - Montgomery reduction mod n: the same four rounds with m = t_i * n0
 //     (n0 = -n^-1 mod 2^64) and m*n from four MULX; the ninth word lives on
 //     the stack (every register holds a limb or a temporary).
@@ -204,26 +208,30 @@ func square(a Mem) {
 // reduceP turns t[0..7] into t[4..7] = t / 2^256 mod p (see the file's
 // doc). It uses AX, BX, CX and DX only, so SI and DI may hold pointers.
 func reduceP() {
-	Comment("Montgomery reduction mod p: BX = the ninth word")
-	XORQ(RBX, RBX)
+	Comment("Montgomery reduction mod p of the low half L = t0..t3, in place")
+	w := []GPPhysical{t[0], t[1], t[2], t[3]} // the running value, lowest limb first
 	for i := 0; i < 4; i++ {
-		Comment(fmt.Sprintf("round %d: m = t%d; t += m*2^32 at limb %d, m*p3 at limb %d", i, i, i+1, i+3))
-		MOVQ(t[i], RDX)
+		Comment(fmt.Sprintf("round %d: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3", i))
+		MOVQ(w[0], RDX)
 		MOVQ(RDX, RAX)
 		SHLQ(U8(32), RAX)
 		MOVQ(RDX, RCX)
 		SHRQ(U8(32), RCX)
-		ADDQ(RAX, t[i+1])
-		ADCQ(RCX, t[i+2])
-		MULXQ(primeData.Offset(24), RAX, RCX)
-		ADCQ(RAX, t[i+3])
-		ADCQ(RCX, t[i+4])
-		for j := i + 5; j < 8; j++ {
-			ADCQ(Imm(0), t[j])
-		}
-		ADCQ(Imm(0), RBX)
+		MULXQ(primeData.Offset(24), RBX, w[0])
+		ADDQ(RAX, w[1])
+		ADCQ(RCX, w[2])
+		ADCQ(RBX, w[3])
+		ADCQ(Imm(0), w[0])
+		w = append(w[1:], w[0])
 	}
-	Comment("t4..t7 + BX*2^256 < 2p: subtract p unless that borrows")
+	Comment("t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX")
+	XORQ(RBX, RBX)
+	ADDQ(t[0], t[4])
+	ADCQ(t[1], t[5])
+	ADCQ(t[2], t[6])
+	ADCQ(t[3], t[7])
+	ADCQ(Imm(0), RBX)
+	Comment("subtract p unless that borrows")
 	for i := 0; i < 4; i++ {
 		MOVQ(t[4+i], t[i])
 	}

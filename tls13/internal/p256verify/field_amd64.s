@@ -299,7 +299,7 @@ TEXT ·p256Sqr(SB), NOSPLIT, $0-16
 
 // func p256OrdMul(out *[4]uint64, a *[4]uint64, b *[4]uint64)
 // Requires: ADX, BMI2, CMOV
-TEXT ·p256OrdMul(SB), $8-24
+TEXT ·p256OrdMul(SB), NOSPLIT, $0-24
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
 
@@ -365,96 +365,88 @@ TEXT ·p256OrdMul(SB), $8-24
 	ADOXQ BX, R15
 	ADCXQ BX, R15
 
-	// Montgomery reduction mod n; the ninth word on the stack
-	MOVQ $0x00000000, (SP)
-
-	// round 0: m = t0 * n0; t += m*n at limb 0
+	// Montgomery reduction mod n of the low half L = t0..t3, in place; BX = 0
+	// round 0: m = s0 * n0; s = (s + m*n) / 2^64
 	MOVQ  R8, DX
 	IMULQ p256Order<>+32(SB), DX
-
-	// m*n into AX, CX, DI, BX, DX
+	XORQ  BX, BX
 	MULXQ p256Order<>+0(SB), AX, CX
-	MULXQ p256Order<>+8(SB), SI, DI
-	ADDQ  SI, CX
-	MULXQ p256Order<>+16(SB), SI, BX
-	ADCQ  SI, DI
-	MULXQ p256Order<>+24(SB), SI, DX
-	ADCQ  SI, BX
-	ADCQ  $0x00, DX
-	ADDQ  AX, R8
-	ADCQ  CX, R9
-	ADCQ  DI, R10
-	ADCQ  BX, R11
-	ADCQ  DX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, (SP)
+	ADCXQ AX, R8
+	ADOXQ CX, R9
+	MULXQ p256Order<>+8(SB), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ p256Order<>+16(SB), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ p256Order<>+24(SB), AX, R8
+	ADCXQ AX, R11
+	ADOXQ BX, R8
+	ADCXQ BX, R8
 
-	// round 1: m = t1 * n0; t += m*n at limb 1
+	// round 1: m = s0 * n0; s = (s + m*n) / 2^64
 	MOVQ  R9, DX
 	IMULQ p256Order<>+32(SB), DX
-
-	// m*n into AX, CX, DI, BX, DX
+	XORQ  BX, BX
 	MULXQ p256Order<>+0(SB), AX, CX
-	MULXQ p256Order<>+8(SB), SI, DI
-	ADDQ  SI, CX
-	MULXQ p256Order<>+16(SB), SI, BX
-	ADCQ  SI, DI
-	MULXQ p256Order<>+24(SB), SI, DX
-	ADCQ  SI, BX
-	ADCQ  $0x00, DX
-	ADDQ  AX, R9
-	ADCQ  CX, R10
-	ADCQ  DI, R11
-	ADCQ  BX, R12
-	ADCQ  DX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, (SP)
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ p256Order<>+8(SB), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ p256Order<>+16(SB), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R8
+	MULXQ p256Order<>+24(SB), AX, R9
+	ADCXQ AX, R8
+	ADOXQ BX, R9
+	ADCXQ BX, R9
 
-	// round 2: m = t2 * n0; t += m*n at limb 2
+	// round 2: m = s0 * n0; s = (s + m*n) / 2^64
 	MOVQ  R10, DX
 	IMULQ p256Order<>+32(SB), DX
-
-	// m*n into AX, CX, DI, BX, DX
+	XORQ  BX, BX
 	MULXQ p256Order<>+0(SB), AX, CX
-	MULXQ p256Order<>+8(SB), SI, DI
-	ADDQ  SI, CX
-	MULXQ p256Order<>+16(SB), SI, BX
-	ADCQ  SI, DI
-	MULXQ p256Order<>+24(SB), SI, DX
-	ADCQ  SI, BX
-	ADCQ  $0x00, DX
-	ADDQ  AX, R10
-	ADCQ  CX, R11
-	ADCQ  DI, R12
-	ADCQ  BX, R13
-	ADCQ  DX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, (SP)
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ p256Order<>+8(SB), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R8
+	MULXQ p256Order<>+16(SB), AX, CX
+	ADCXQ AX, R8
+	ADOXQ CX, R9
+	MULXQ p256Order<>+24(SB), AX, R10
+	ADCXQ AX, R9
+	ADOXQ BX, R10
+	ADCXQ BX, R10
 
-	// round 3: m = t3 * n0; t += m*n at limb 3
+	// round 3: m = s0 * n0; s = (s + m*n) / 2^64
 	MOVQ  R11, DX
 	IMULQ p256Order<>+32(SB), DX
-
-	// m*n into AX, CX, DI, BX, DX
+	XORQ  BX, BX
 	MULXQ p256Order<>+0(SB), AX, CX
-	MULXQ p256Order<>+8(SB), SI, DI
-	ADDQ  SI, CX
-	MULXQ p256Order<>+16(SB), SI, BX
-	ADCQ  SI, DI
-	MULXQ p256Order<>+24(SB), SI, DX
-	ADCQ  SI, BX
-	ADCQ  $0x00, DX
-	ADDQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  DI, R13
-	ADCQ  BX, R14
-	ADCQ  DX, R15
-	ADCQ  $0x00, (SP)
+	ADCXQ AX, R11
+	ADOXQ CX, R8
+	MULXQ p256Order<>+8(SB), AX, CX
+	ADCXQ AX, R8
+	ADOXQ CX, R9
+	MULXQ p256Order<>+16(SB), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ p256Order<>+24(SB), AX, R11
+	ADCXQ AX, R10
+	ADOXQ BX, R11
+	ADCXQ BX, R11
 
-	// t4..t7 + top*2^256 < 2n: subtract n unless that borrows
+	// t4..t7 += the reduced low half (each at most n: below 2n), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract n unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -463,7 +455,7 @@ TEXT ·p256OrdMul(SB), $8-24
 	SBBQ    p256Order<>+8(SB), R9
 	SBBQ    p256Order<>+16(SB), R10
 	SBBQ    p256Order<>+24(SB), R11
-	SBBQ    $0x00, (SP)
+	SBBQ    $0x00, BX
 	CMOVQCC R8, R12
 	CMOVQCC R9, R13
 	CMOVQCC R10, R14
@@ -477,7 +469,7 @@ TEXT ·p256OrdMul(SB), $8-24
 
 // func p256OrdSqr(out *[4]uint64, a *[4]uint64)
 // Requires: ADX, BMI2, CMOV
-TEXT ·p256OrdSqr(SB), $8-16
+TEXT ·p256OrdSqr(SB), NOSPLIT, $0-16
 	MOVQ a+8(FP), SI
 
 	// a^2: cross products a0*a1, a0*a2, a0*a3
@@ -531,96 +523,88 @@ TEXT ·p256OrdSqr(SB), $8-16
 	ADCXQ BX, R15
 	ADOXQ BX, R15
 
-	// Montgomery reduction mod n; the ninth word on the stack
-	MOVQ $0x00000000, (SP)
-
-	// round 0: m = t0 * n0; t += m*n at limb 0
+	// Montgomery reduction mod n of the low half L = t0..t3, in place; BX = 0
+	// round 0: m = s0 * n0; s = (s + m*n) / 2^64
 	MOVQ  R8, DX
 	IMULQ p256Order<>+32(SB), DX
-
-	// m*n into AX, CX, DI, BX, DX
+	XORQ  BX, BX
 	MULXQ p256Order<>+0(SB), AX, CX
-	MULXQ p256Order<>+8(SB), SI, DI
-	ADDQ  SI, CX
-	MULXQ p256Order<>+16(SB), SI, BX
-	ADCQ  SI, DI
-	MULXQ p256Order<>+24(SB), SI, DX
-	ADCQ  SI, BX
-	ADCQ  $0x00, DX
-	ADDQ  AX, R8
-	ADCQ  CX, R9
-	ADCQ  DI, R10
-	ADCQ  BX, R11
-	ADCQ  DX, R12
-	ADCQ  $0x00, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, (SP)
+	ADCXQ AX, R8
+	ADOXQ CX, R9
+	MULXQ p256Order<>+8(SB), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ p256Order<>+16(SB), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ p256Order<>+24(SB), AX, R8
+	ADCXQ AX, R11
+	ADOXQ BX, R8
+	ADCXQ BX, R8
 
-	// round 1: m = t1 * n0; t += m*n at limb 1
+	// round 1: m = s0 * n0; s = (s + m*n) / 2^64
 	MOVQ  R9, DX
 	IMULQ p256Order<>+32(SB), DX
-
-	// m*n into AX, CX, DI, BX, DX
+	XORQ  BX, BX
 	MULXQ p256Order<>+0(SB), AX, CX
-	MULXQ p256Order<>+8(SB), SI, DI
-	ADDQ  SI, CX
-	MULXQ p256Order<>+16(SB), SI, BX
-	ADCQ  SI, DI
-	MULXQ p256Order<>+24(SB), SI, DX
-	ADCQ  SI, BX
-	ADCQ  $0x00, DX
-	ADDQ  AX, R9
-	ADCQ  CX, R10
-	ADCQ  DI, R11
-	ADCQ  BX, R12
-	ADCQ  DX, R13
-	ADCQ  $0x00, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, (SP)
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ p256Order<>+8(SB), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ p256Order<>+16(SB), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R8
+	MULXQ p256Order<>+24(SB), AX, R9
+	ADCXQ AX, R8
+	ADOXQ BX, R9
+	ADCXQ BX, R9
 
-	// round 2: m = t2 * n0; t += m*n at limb 2
+	// round 2: m = s0 * n0; s = (s + m*n) / 2^64
 	MOVQ  R10, DX
 	IMULQ p256Order<>+32(SB), DX
-
-	// m*n into AX, CX, DI, BX, DX
+	XORQ  BX, BX
 	MULXQ p256Order<>+0(SB), AX, CX
-	MULXQ p256Order<>+8(SB), SI, DI
-	ADDQ  SI, CX
-	MULXQ p256Order<>+16(SB), SI, BX
-	ADCQ  SI, DI
-	MULXQ p256Order<>+24(SB), SI, DX
-	ADCQ  SI, BX
-	ADCQ  $0x00, DX
-	ADDQ  AX, R10
-	ADCQ  CX, R11
-	ADCQ  DI, R12
-	ADCQ  BX, R13
-	ADCQ  DX, R14
-	ADCQ  $0x00, R15
-	ADCQ  $0x00, (SP)
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ p256Order<>+8(SB), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R8
+	MULXQ p256Order<>+16(SB), AX, CX
+	ADCXQ AX, R8
+	ADOXQ CX, R9
+	MULXQ p256Order<>+24(SB), AX, R10
+	ADCXQ AX, R9
+	ADOXQ BX, R10
+	ADCXQ BX, R10
 
-	// round 3: m = t3 * n0; t += m*n at limb 3
+	// round 3: m = s0 * n0; s = (s + m*n) / 2^64
 	MOVQ  R11, DX
 	IMULQ p256Order<>+32(SB), DX
-
-	// m*n into AX, CX, DI, BX, DX
+	XORQ  BX, BX
 	MULXQ p256Order<>+0(SB), AX, CX
-	MULXQ p256Order<>+8(SB), SI, DI
-	ADDQ  SI, CX
-	MULXQ p256Order<>+16(SB), SI, BX
-	ADCQ  SI, DI
-	MULXQ p256Order<>+24(SB), SI, DX
-	ADCQ  SI, BX
-	ADCQ  $0x00, DX
-	ADDQ  AX, R11
-	ADCQ  CX, R12
-	ADCQ  DI, R13
-	ADCQ  BX, R14
-	ADCQ  DX, R15
-	ADCQ  $0x00, (SP)
+	ADCXQ AX, R11
+	ADOXQ CX, R8
+	MULXQ p256Order<>+8(SB), AX, CX
+	ADCXQ AX, R8
+	ADOXQ CX, R9
+	MULXQ p256Order<>+16(SB), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ p256Order<>+24(SB), AX, R11
+	ADCXQ AX, R10
+	ADOXQ BX, R11
+	ADCXQ BX, R11
 
-	// t4..t7 + top*2^256 < 2n: subtract n unless that borrows
+	// t4..t7 += the reduced low half (each at most n: below 2n), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract n unless that borrows
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -629,7 +613,7 @@ TEXT ·p256OrdSqr(SB), $8-16
 	SBBQ    p256Order<>+8(SB), R9
 	SBBQ    p256Order<>+16(SB), R10
 	SBBQ    p256Order<>+24(SB), R11
-	SBBQ    $0x00, (SP)
+	SBBQ    $0x00, BX
 	CMOVQCC R8, R12
 	CMOVQCC R9, R13
 	CMOVQCC R10, R14

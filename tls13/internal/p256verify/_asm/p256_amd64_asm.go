@@ -27,12 +27,12 @@
 //     s < 2^256 gives (s + m*p) / 2^64 < 2^192 + p < 2^256, in the same
 //     registers shifted by one. The result is at most p, H is below p (the
 //     product is below p^2), so L/2^256 + H is below 2p.
-//   - Montgomery reduction mod n: the same four rounds with m = t_i * n0
-//     (n0 = -n^-1 mod 2^64) and m*n from four MULX; the ninth word lives on
-//     the stack (every register holds a limb or a temporary).
-//   - the end of both: t4..t7 plus the ninth word is below 2m; m is
-//     subtracted into copies and CMOVs keep the difference unless it
-//     borrowed.
+//   - Montgomery reduction mod n: the same rolling four limbs with
+//     m = s0 * n0 (n0 = -n^-1 mod 2^64) and m*n added as one MULX row on
+//     the two carry chains; (s + m*n) / 2^64 < 2^192 + n < 2^256 again.
+//   - the end of both: t4..t7 plus the reduced low half, with its carry,
+//     is below 2m; m is subtracted into copies and CMOVs keep the
+//     difference unless it borrowed.
 //
 // Registers: the eight product limbs live in R8-R15, MULX's implicit
 // operand in DX, AX, BX, CX, SI and DI are scratch or pointers. BP and SP
@@ -89,25 +89,23 @@ func main() {
 	storeHigh(Mem{Base: RSI})
 	RET()
 
-	TEXT("p256OrdMul", 0, "func(out, a, b *[4]uint64)")
+	TEXT("p256OrdMul", NOSPLIT, "func(out, a, b *[4]uint64)")
 	Pragma("noescape")
 	Doc("p256OrdMul sets out = a * b / 2^256 mod n.")
-	top := AllocLocal(8)
 	Load(Param("a"), RSI)
 	Load(Param("b"), RDI)
 	mul(Mem{Base: RSI}, Mem{Base: RDI})
-	reduceN(top)
+	reduceN()
 	Load(Param("out"), RSI)
 	storeHigh(Mem{Base: RSI})
 	RET()
 
-	TEXT("p256OrdSqr", 0, "func(out, a *[4]uint64)")
+	TEXT("p256OrdSqr", NOSPLIT, "func(out, a *[4]uint64)")
 	Pragma("noescape")
 	Doc("p256OrdSqr sets out = a * a / 2^256 mod n.")
-	top = AllocLocal(8)
 	Load(Param("a"), RSI)
 	square(Mem{Base: RSI})
-	reduceN(top)
+	reduceN()
 	Load(Param("out"), RSI)
 	storeHigh(Mem{Base: RSI})
 	RET()
@@ -245,34 +243,37 @@ func reduceP() {
 	}
 }
 
-// reduceN turns t[0..7] into t[4..7] = t / 2^256 mod n, top a stack word.
-func reduceN(top Mem) {
-	Comment("Montgomery reduction mod n; the ninth word on the stack")
-	MOVQ(U32(0), top)
+// reduceN turns t[0..7] into t[4..7] = t / 2^256 mod n: the low half
+// reduced in its four registers as for p, each round's m*n added by MULX
+// rows on the two carry chains (ADCX for the low halves, ADOX for the high
+// ones), then the high half added.
+func reduceN() {
+	Comment("Montgomery reduction mod n of the low half L = t0..t3, in place; BX = 0")
+	w := []GPPhysical{t[0], t[1], t[2], t[3]}
 	for i := 0; i < 4; i++ {
-		Comment(fmt.Sprintf("round %d: m = t%d * n0; t += m*n at limb %d", i, i, i))
-		MOVQ(t[i], RDX)
+		Comment(fmt.Sprintf("round %d: m = s0 * n0; s = (s + m*n) / 2^64", i))
+		MOVQ(w[0], RDX)
 		IMULQ(orderData.Offset(32), RDX)
-		Comment("m*n into AX, CX, DI, BX, DX")
-		MULXQ(orderData.Offset(0), RAX, RCX)
-		MULXQ(orderData.Offset(8), RSI, RDI)
-		ADDQ(RSI, RCX)
-		MULXQ(orderData.Offset(16), RSI, RBX)
-		ADCQ(RSI, RDI)
-		MULXQ(orderData.Offset(24), RSI, RDX)
-		ADCQ(RSI, RBX)
-		ADCQ(Imm(0), RDX)
-		ADDQ(RAX, t[i])
-		ADCQ(RCX, t[i+1])
-		ADCQ(RDI, t[i+2])
-		ADCQ(RBX, t[i+3])
-		ADCQ(RDX, t[i+4])
-		for j := i + 5; j < 8; j++ {
-			ADCQ(Imm(0), t[j])
+		XORQ(RBX, RBX)
+		for j := 0; j < 3; j++ {
+			MULXQ(orderData.Offset(8*j), RAX, RCX)
+			ADCXQ(RAX, w[j])
+			ADOXQ(RCX, w[j+1])
 		}
-		ADCQ(Imm(0), top)
+		MULXQ(orderData.Offset(24), RAX, w[0]) // s0 is 0 plus a carry by now
+		ADCXQ(RAX, w[3])
+		ADOXQ(RBX, w[0])
+		ADCXQ(RBX, w[0])
+		w = append(w[1:], w[0])
 	}
-	Comment("t4..t7 + top*2^256 < 2n: subtract n unless that borrows")
+	Comment("t4..t7 += the reduced low half (each at most n: below 2n), carry in BX")
+	XORQ(RBX, RBX)
+	ADDQ(t[0], t[4])
+	ADCQ(t[1], t[5])
+	ADCQ(t[2], t[6])
+	ADCQ(t[3], t[7])
+	ADCQ(Imm(0), RBX)
+	Comment("subtract n unless that borrows")
 	for i := 0; i < 4; i++ {
 		MOVQ(t[4+i], t[i])
 	}
@@ -280,7 +281,7 @@ func reduceN(top Mem) {
 	SBBQ(orderData.Offset(8), t[1])
 	SBBQ(orderData.Offset(16), t[2])
 	SBBQ(orderData.Offset(24), t[3])
-	SBBQ(Imm(0), top)
+	SBBQ(Imm(0), RBX)
 	for i := 0; i < 4; i++ {
 		CMOVQCC(t[i], t[4+i])
 	}

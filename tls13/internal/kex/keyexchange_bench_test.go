@@ -18,7 +18,7 @@ import (
 // answers a client's share (ServerShare). Randomness is crypto/rand's, as
 // in a handshake. ML-KEM is package mlkem768's choice here (mlkem768.Fast).
 // ecdsa-p256/sign is the server's other public-key operation, its
-// CertificateVerify signature (crypto/ecdsa through package sig), beside
+// CertificateVerify signature (package sig: p256sign for a P-256 key), beside
 // the same signature by rustls's providers (--primitives with a key).
 func BenchmarkKeyExchange(b *testing.B) {
 	b.Logf("mlkem768.Fast() = %v", mlkem768.Fast())

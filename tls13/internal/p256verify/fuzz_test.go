@@ -133,9 +133,10 @@ func fieldEdges() [][]byte {
 }
 
 // FuzzFieldOps compares every field operation, mod p (multiplication,
-// squaring, addition, subtraction, inversion) and mod n (multiplication,
-// squaring, the inversion of s), on whichever path runs and on the Go
-// code, with math/big, for any two 256-bit values (reduced first).
+// squaring, addition, subtraction, both inversions) and mod n
+// (multiplication, squaring, the inversion of s), on whichever path runs
+// and on the Go code, with math/big, for any two 256-bit values (reduced
+// first).
 func FuzzFieldOps(f *testing.F) {
 	e := fieldEdges()
 	for i, x := range e {
@@ -163,11 +164,15 @@ func checkFieldOps(t *testing.T, xb, yb []byte) {
 		inverse func(z, x *element)
 	}{
 		{"p", &p, &rrP, fieldMul, fieldSqr, fAdd, fSub, fieldInvert},
+		{"p (invertPair)", &p, &rrP, fieldMul, fieldSqr, fAdd, fSub, func(z, x *element) {
+			var w element
+			invertPair(&w, &element{1}, z, x)
+		}},
 		{"n", &n, &rrN, ordMul, ordSqr, nil, nil, func(z, x *element) {
-			// scalarInvertMont takes a plain value and returns Montgomery.
-			var plain element
+			// invertPair takes a plain s and returns Montgomery.
+			var plain, zi element
 			ordMul(&plain, x, &element{1})
-			*z = scalarInvertMont(&plain)
+			invertPair(z, &plain, &zi, &one)
 		}},
 	} {
 		mod := new(big.Int).SetBytes(beBytes(m.mod))

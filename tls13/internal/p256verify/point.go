@@ -182,17 +182,28 @@ func initGTable() {
 func toAffine(out []affinePoint, in []jacobian) {
 	var buf [len(gTable)]element
 	prefix := buf[:len(in)]
+	zProducts(prefix, in)
+	var inv element
+	fieldInvert(&inv, &prefix[len(in)-1])
+	fromProducts(out, in, prefix, &inv)
+}
+
+// zProducts sets prefix[i] = Z_0 * ... * Z_i.
+func zProducts(prefix []element, in []jacobian) {
 	prefix[0] = in[0][2]
 	for i := 1; i < len(in); i++ {
 		fieldMul(&prefix[i], &prefix[i-1], &in[i][2])
 	}
-	var inv element
-	fieldInvert(&inv, &prefix[len(in)-1])
+}
+
+// fromProducts finishes toAffine given inv, the inverse of the last prefix.
+func fromProducts(out []affinePoint, in []jacobian, prefix []element, inv *element) {
+	acc := *inv
 	for i := len(in) - 1; i >= 0; i-- {
-		zi := inv // Z_i^-1 = (Z_0...Z_i)^-1 * (Z_0...Z_(i-1))
+		zi := acc // Z_i^-1 = (Z_0...Z_i)^-1 * (Z_0...Z_(i-1))
 		if i > 0 {
-			fieldMul(&zi, &inv, &prefix[i-1])
-			fieldMul(&inv, &inv, &in[i][2])
+			fieldMul(&zi, &acc, &prefix[i-1])
+			fieldMul(&acc, &acc, &in[i][2])
 		}
 		var zi2 element
 		fieldSqr(&zi2, &zi)
@@ -253,15 +264,14 @@ func subSmall(x *[5]uint64, d int64) {
 	}
 }
 
-// doubleScalarMult returns u1*G + u2*q (interleaved width-w NAFs, one
-// chain of doublings shared by both scalars).
-func doubleScalarMult(u1, u2 *element, q *affinePoint) jacobian {
+// keyTable is the key's odd multiples Q, 3Q, ..., 15Q, affine.
+type keyTable [1 << (wQ - 2)]affinePoint
+
+// doubleScalarMult returns u1*G + u2*Q for Q's table qt (interleaved
+// width-w NAFs, one chain of doublings shared by both scalars).
+func doubleScalarMult(u1, u2 *element, qt *keyTable) jacobian {
 	gTableOnce.Do(initGTable)
 	d1, d2 := wnaf(u1, wG), wnaf(u2, wQ)
-	var qj [1 << (wQ - 2)]jacobian
-	oddMultiples(qj[:], &jacobian{q[0], q[1], one})
-	var qt [len(qj)]affinePoint
-	toAffine(qt[:], qj[:])
 	top := len(d1) - 1
 	for top >= 0 && d1[top] == 0 && d2[top] == 0 {
 		top--

@@ -103,8 +103,11 @@ func TestPointExceptions(t *testing.T) {
 // u*G + (n-u)*G must be the infinity and u*G + u*G must be (2u)*G.
 func TestDoubleScalarMultEdges(t *testing.T) {
 	gTableOnce.Do(initGTable)
-	g := gTable[0]
 	forEachPath(t, func(t *testing.T) {
+		var gj [len(keyTable{})]jacobian
+		oddMultiples(gj[:], &jacobian{gTable[0][0], gTable[0][1], one})
+		var g keyTable
+		toAffine(g[:], gj[:])
 		for _, u := range []element{{1}, {2}, {3}, {0x1234, 5, 6, 7}, {n[0] - 1, n[1], n[2], n[3]}} {
 			nu := n
 			subPlain(&nu, &u)

@@ -26,28 +26,39 @@ func digestToScalar(digest []byte) element {
 	return e
 }
 
-// scalarInvertMont returns s^-1 * 2^256 mod n (the Montgomery form of s's
-// inverse) for 0 < s < n, as s^(n-2) with four-bit windows: s is public
-// (a signature's), which a variable-time exponent walk may rely on.
-func scalarInvertMont(s *element) element {
-	var table [16]element
-	ordMul(&table[1], s, &rrN)
-	table[0] = montOneN
+// invertPair sets w = s^-1 * 2^256 mod n (the Montgomery form of the
+// inverse of the plain s, 0 < s < n) and zi = z^-1 mod p (Montgomery form
+// in and out, z != 0): s^(n-2) and z^(p-2) with four-bit windows, in
+// lockstep. Each chain of squarings waits on its multiplier's latency;
+// two independent chains let the processor run one while the other waits.
+// Both inputs are public (a signature's s, a public point's Z), which the
+// exponent walk's variable timing may rely on.
+func invertPair(w, s, zi, z *element) {
+	var tn, tp [16]element
+	ordMul(&tn[1], s, &rrN)
+	tn[0], tp[0], tp[1] = montOneN, one, *z
 	for i := 2; i < 16; i++ {
-		ordMul(&table[i], &table[i-1], &table[1])
+		ordMul(&tn[i], &tn[i-1], &tn[1])
+		fieldMul(&tp[i], &tp[i-1], &tp[1])
 	}
-	e := n
-	e[0] -= 2 // n is odd and its lowest limb is above 2: no borrow.
-	z := montOneN
+	en, ep := n, p
+	en[0] -= 2 // neither lowest limb is below 2: no borrow
+	ep[0] -= 2
+	a, b := montOneN, one
 	for i := 63; i >= 0; i-- {
 		if i != 63 {
 			for j := 0; j < 4; j++ {
-				ordSqr(&z, &z)
+				ordSqr(&a, &a)
+				fieldSqr(&b, &b)
 			}
 		}
-		if nib := e[i/16] >> (uint(i%16) * 4) & 15; nib != 0 {
-			ordMul(&z, &z, &table[nib])
+		shift := uint(i%16) * 4
+		if nib := en[i/16] >> shift & 15; nib != 0 {
+			ordMul(&a, &a, &tn[nib])
+		}
+		if nib := ep[i/16] >> shift & 15; nib != 0 {
+			fieldMul(&b, &b, &tp[nib])
 		}
 	}
-	return z
+	*w, *zi = a, b
 }

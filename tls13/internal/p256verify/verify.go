@@ -31,12 +31,22 @@ func Verify(pub *ecdsa.PublicKey, digest, sigDER []byte) bool {
 	if !scalarFromBytes(&r, rBytes) || !scalarFromBytes(&s, sBytes) {
 		return false
 	}
+	// The key's table needs one inversion mod p and the scalars one mod n:
+	// both are made together (invertPair), each hiding the other's latency.
+	var qj [len(keyTable{})]jacobian
+	oddMultiples(qj[:], &jacobian{q[0], q[1], one})
+	var prefix [len(qj)]element
+	zProducts(prefix[:], qj[:])
+	var w, zInv element
+	invertPair(&w, &s, &zInv, &prefix[len(prefix)-1])
+	var qt keyTable
+	fromProducts(qt[:], qj[:], prefix[:], &zInv)
+
 	e := digestToScalar(digest)
-	w := scalarInvertMont(&s)
 	var u1, u2 element
 	ordMul(&u1, &e, &w) // e * s^-1, plain
 	ordMul(&u2, &r, &w) // r * s^-1, plain
-	acc := doubleScalarMult(&u1, &u2, &q)
+	acc := doubleScalarMult(&u1, &u2, &qt)
 	return xMatches(&acc, &r)
 }
 

@@ -61,7 +61,7 @@ test: deps
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
 
 # The Go tests alone (no deps, lint or fuzzing), at CLOCK_AT if it is set;
-# then the X25519 and ML-KEM packages once more on their portable path
+# then the X25519, ML-KEM and P-256 packages once more on their portable path
 # (-tags purego: the code a CPU without BMI2/ADX or AVX2 runs).
 test-go:
 	@if [ -n "$(CLOCK_AT)" ]; then \
@@ -69,7 +69,7 @@ test-go:
 		echo "go test with the ztls clock at xx:$(CLOCK_AT) (ZTLS_CLOCK_OFFSET=$$ZTLS_CLOCK_OFFSET)"; \
 	fi; \
 	$(GO) test -count=1 -timeout 15m $(PKGS) && \
-	$(GO) test -count=1 -tags purego ./tls13/internal/kex/ ./tls13/internal/field25519/ ./tls13/internal/mlkem768/
+	$(GO) test -count=1 -tags purego ./tls13/internal/kex/ ./tls13/internal/field25519/ ./tls13/internal/mlkem768/ ./tls13/internal/p256verify/ ./tls13/internal/p256sign/ ./tls13/internal/sig/
 
 # go vet and staticcheck (installed by deps into $(go env GOPATH)/bin).
 lint:

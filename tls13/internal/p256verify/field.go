@@ -22,8 +22,8 @@ var (
 )
 
 // rr mod p and mod n: 2^512 reduced, which montMul turns a plain value into
-// its Montgomery form with.
-var rrP, rrN element
+// its Montgomery form with; rrrP is 2^768 mod p (invertPair).
+var rrP, rrN, rrrP element
 
 func init() {
 	inv := n[0] // Newton's iteration for n[0]^-1 mod 2^64: 3, 6, ..., 96 bits.
@@ -32,6 +32,7 @@ func init() {
 	}
 	nInv0 = -inv
 	rrP, rrN = twoTo512(&p), twoTo512(&n)
+	montMul(&rrrP, &rrP, &rrP, &p, 1)
 	montMul(&one, &element{1}, &rrP, &p, 1)
 	montMul(&montOneN, &element{1}, &rrN, &n, nInv0)
 	montMul(&three, &element{3}, &rrP, &p, 1)

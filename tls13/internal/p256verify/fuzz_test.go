@@ -177,6 +177,7 @@ func checkFieldOps(t *testing.T, xb, yb []byte) {
 			invertPair(z, &plain, &zi, &one)
 		}},
 	} {
+		checkInvertVartime(t, m.name, m.mod, xb)
 		mod := new(big.Int).SetBytes(beBytes(m.mod))
 		rInv := new(big.Int).ModInverse(new(big.Int).Lsh(big.NewInt(1), 256), mod)
 		xv := new(big.Int).Mod(new(big.Int).SetBytes(xb), mod)
@@ -205,6 +206,51 @@ func checkFieldOps(t *testing.T, xb, yb []byte) {
 			m.inverse(&z, &x)
 			r2 := new(big.Int).Lsh(big.NewInt(1), 512)
 			check("invert", z, new(big.Int).Mul(r2, new(big.Int).ModInverse(xv, mod)))
+		}
+	}
+}
+
+// checkInvertVartime compares the variable-time inversion (plain in and
+// out) of xb mod m with math/big's ModInverse; 0 is defined to give 0.
+func checkInvertVartime(t *testing.T, name string, m *element, xb []byte) {
+	t.Helper()
+	mod := new(big.Int).SetBytes(beBytes(m))
+	xv := new(big.Int).Mod(new(big.Int).SetBytes(xb), mod)
+	x := toElement(xv)
+	m0 := uint64(1)
+	if *m == n {
+		m0 = nInv0
+	}
+	var z element
+	invertVartime(&z, &x, m, m0)
+	want := element{}
+	if xv.Sign() != 0 {
+		want = toElement(new(big.Int).ModInverse(xv, mod))
+	}
+	if z != want {
+		t.Fatalf("mod %s: invertVartime(%x) = %x, want %x", name, xv, z, want)
+	}
+}
+
+// TestInvertVartimeEdges runs the variable-time inversion on values whose
+// binary GCD is short or long, lopsided or balanced: 0, small values,
+// powers of two, m-1, m-2^k, (m+1)/2 and the like, mod p and mod n.
+func TestInvertVartimeEdges(t *testing.T) {
+	for _, m := range []*element{&p, &n} {
+		mod := new(big.Int).SetBytes(beBytes(m))
+		var vals []*big.Int
+		for _, v := range []int64{0, 1, 2, 3, 5, 7, 0x7fffffff, 0x80000000, 0xffffffff} {
+			vals = append(vals, big.NewInt(v))
+		}
+		for k := uint(1); k < 256; k += 7 {
+			pk := new(big.Int).Lsh(big.NewInt(1), k)
+			vals = append(vals, pk, new(big.Int).Sub(mod, pk), new(big.Int).Sub(pk, big.NewInt(1)))
+		}
+		vals = append(vals, new(big.Int).Sub(mod, big.NewInt(1)), new(big.Int).Rsh(new(big.Int).Add(mod, big.NewInt(1)), 1))
+		for _, v := range vals {
+			var b [32]byte
+			new(big.Int).Mod(v, mod).FillBytes(b[:])
+			checkInvertVartime(t, "edge", m, b[:])
 		}
 	}
 }

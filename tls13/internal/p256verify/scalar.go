@@ -28,37 +28,14 @@ func digestToScalar(digest []byte) element {
 
 // invertPair sets w = s^-1 * 2^256 mod n (the Montgomery form of the
 // inverse of the plain s, 0 < s < n) and zi = z^-1 mod p (Montgomery form
-// in and out, z != 0): s^(n-2) and z^(p-2) with four-bit windows, in
-// lockstep. Each chain of squarings waits on its multiplier's latency;
-// two independent chains let the processor run one while the other waits.
-// Both inputs are public (a signature's s, a public point's Z), which the
-// exponent walk's variable timing may rely on.
+// in and out, z != 0) with the variable-time binary GCD (inverse.go): both
+// inputs are public (a signature's s, the Z of a public key's table).
+// z stands for Z*2^256, so its plain inverse times 2^768 (rrrP, one
+// Montgomery multiplication) is Z^-1*2^256.
 func invertPair(w, s, zi, z *element) {
-	var tn, tp [16]element
-	ordMul(&tn[1], s, &rrN)
-	tn[0], tp[0], tp[1] = montOneN, one, *z
-	for i := 2; i < 16; i++ {
-		ordMul(&tn[i], &tn[i-1], &tn[1])
-		fieldMul(&tp[i], &tp[i-1], &tp[1])
-	}
-	en, ep := n, p
-	en[0] -= 2 // neither lowest limb is below 2: no borrow
-	ep[0] -= 2
-	a, b := montOneN, one
-	for i := 63; i >= 0; i-- {
-		if i != 63 {
-			for j := 0; j < 4; j++ {
-				ordSqr(&a, &a)
-				fieldSqr(&b, &b)
-			}
-		}
-		shift := uint(i%16) * 4
-		if nib := en[i/16] >> shift & 15; nib != 0 {
-			ordMul(&a, &a, &tn[nib])
-		}
-		if nib := ep[i/16] >> shift & 15; nib != 0 {
-			fieldMul(&b, &b, &tp[nib])
-		}
-	}
-	*w, *zi = a, b
+	var t element
+	invertVartime(&t, s, &n, nInv0)
+	ordMul(w, &t, &rrN)
+	invertVartime(&t, z, &p, 1)
+	fieldMul(zi, &t, &rrrP)
 }

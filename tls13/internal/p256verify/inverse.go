@@ -92,22 +92,25 @@ func shr(x *element, s uint) uint64 {
 // b' = (a*f1 + b*g1) / 2^62, each factor of magnitude at most 2^62.
 func divsteps(alo, ahi, blo, bhi uint64) (f0, g0, f1, g1 int64) {
 	f0, g0, f1, g1 = 1, 0, 0, 1
-	// A run of zero bits takes that many steps at once; an odd a is first
-	// made even (a-b), then halved by the next run.
-	for j := invK; j > 0; {
-		if alo&1 == 0 {
-			z := j
-			if alo != 0 {
-				z = min(bits.TrailingZeros64(alo), j)
-			} else if ahi != 0 {
-				z = min(64+bits.TrailingZeros64(ahi), j)
-			}
-			alo = alo>>z | ahi<<(64-z) // 1 <= z <= 62
+	// Each round halves a through its run of zero bits, that many steps at
+	// once (all that are left if a is 0), then makes an odd a even again:
+	// a-b, after swapping a and b if a < b.
+	for j := invK; ; {
+		z := j
+		if alo != 0 {
+			z = min(bits.TrailingZeros64(alo), j)
+		} else if ahi != 0 {
+			z = min(64+bits.TrailingZeros64(ahi), j)
+		}
+		if z != 0 { // z <= 62
+			alo = alo>>z | ahi<<(64-z)
 			ahi >>= z
 			f1 <<= z
 			g1 <<= z
 			j -= z
-			continue
+		}
+		if j == 0 {
+			return f0, g0, f1, g1
 		}
 		if ahi < bhi || ahi == bhi && alo < blo {
 			alo, ahi, blo, bhi = blo, bhi, alo, ahi
@@ -119,7 +122,6 @@ func divsteps(alo, ahi, blo, bhi uint64) (f0, g0, f1, g1 int64) {
 		f0 -= f1
 		g0 -= g1
 	}
-	return f0, g0, f1, g1
 }
 
 // wide is a 320-bit magnitude, least significant limb first.

@@ -9,7 +9,8 @@
 // chain of 256 doublings with interleaved width-w NAFs (G's odd multiples
 // up to 127G in an affine table made once, Q's up to 15Q made per call and
 // made affine with one inversion, so that every addition is a mixed one), then x(R) = r mod n checked as X = r*Z^2 (or
-// (r+n)*Z^2) without an inversion. s^-1 mod n is s^(n-2) in Montgomery form.
+// (r+n)*Z^2) without an inversion. That inversion mod p and s^-1 mod n are a
+// variable-time binary GCD (inverse.go; public inputs only).
 //
 // The field, GF(p) with p = 2^256 - 2^224 + 2^192 + 2^96 - 1, is four
 // 64-bit limbs in Montgomery form (R = 2^256), always fully reduced. On
@@ -18,14 +19,15 @@
 // `go generate` here after changing it); elsewhere, without those
 // instructions, or with the purego build tag, they are the Go code of
 // field.go. Accelerated reports which. Measured on an AMD EPYC (Zen 3):
-// 36 us a verification against crypto/ecdsa's 46; the Go code takes 117 us,
+// 36 us a verification against crypto/ecdsa's 46 (with the binary GCD's
+// inversions; 39.6 with exponentiations); the Go code takes 117 us,
 // slower than crypto/ecdsa's own assembly, so package sig calls Verify only
 // when Accelerated (docs/bench/p256verify-2026-11-28.txt).
 //
 // Proofs: Wycheproof's ecdsa_secp256r1_sha256 vectors (testdata), FuzzVerify
 // (the same verdict as crypto/ecdsa.VerifyASN1 on random keys, digests and
-// mauled signatures) and FuzzFieldOps (every field operation against
-// math/big, assembly and Go).
+// mauled signatures) and FuzzFieldOps (every field operation, the
+// inversions included, against math/big, assembly and Go).
 package p256verify
 
 //go:generate sh -c "cd _asm && go run . -out ../field_amd64.s -stubs ../field_amd64_stubs.go -pkg p256verify"

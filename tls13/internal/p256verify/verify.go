@@ -32,7 +32,7 @@ func Verify(pub *ecdsa.PublicKey, digest, sigDER []byte) bool {
 		return false
 	}
 	// The key's table needs one inversion mod p and the scalars one mod n:
-	// both are made together (invertPair), each hiding the other's latency.
+	// invertPair makes both (variable time: s and the key are public).
 	var qj [len(keyTable{})]jacobian
 	oddMultiples(qj[:], &jacobian{q[0], q[1], one})
 	var prefix [len(qj)]element

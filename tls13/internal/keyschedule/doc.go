@@ -23,6 +23,11 @@
 //
 // Secrets are plain byte slices inside unexported fields; the stage types
 // print as "<secret>" under every fmt verb so logging them by mistake does not
-// leak key material. None of the types here is safe for concurrent mutation;
+// leak key material. Each stage also keeps its secret's HMAC states (the
+// SHA-256 or SHA-384 chaining values after the ipad and opad blocks), so
+// its derivations hash two blocks each instead of four; they are as secret
+// as the secret, live in the same allocation and are never printed, and
+// TrafficKeysInto's are cleared before it returns. Without a PSK the early
+// secret is a public constant, computed once per hash. None of the types here is safe for concurrent mutation;
 // the secret stages are immutable values and may be shared.
 package keyschedule

@@ -250,11 +250,16 @@ func sumHMAC(out *[maxHashSize]byte, h crypto.Hash, key, msg []byte) (_ []byte, 
 }
 
 // stage holds the secret of one key schedule stage. The secret lives in
-// buf when sumHMAC computed it, so a stage is one allocation.
+// buf when sumHMAC computed it, so a stage is one allocation. key holds
+// the HMAC states keyed by the secret, which every derivation from the
+// stage reuses; saltKey, set only on the shared no-PSK early stages (a
+// public constant), is keyed by the next stage's salt.
 type stage struct {
-	hash   crypto.Hash
-	secret []byte
-	buf    [maxHashSize]byte
+	hash    crypto.Hash
+	secret  []byte
+	buf     [maxHashSize]byte
+	key     hmacKey
+	saltKey *hmacKey
 }
 
 // newStage returns the stage whose secret is HKDF-Extract(salt, ikm), or
@@ -264,7 +269,52 @@ func newStage(h crypto.Hash, salt, ikm []byte) *stage {
 	if st.secret = extract(&st.buf, h, salt, ikm); st.secret == nil {
 		return nil
 	}
+	st.key.init(h, st.secret)
 	return st
+}
+
+// newStageKeyed is newStage with the salt's HMAC states already keyed.
+func newStageKeyed(h crypto.Hash, salt *hmacKey, ikm []byte) *stage {
+	if ikm == nil {
+		ikm = zeros[:h.Size()]
+	}
+	st := &stage{hash: h}
+	sum, ok := salt.sum(&st.buf, ikm)
+	if !ok {
+		return nil
+	}
+	st.secret = sum
+	st.key.init(h, st.secret)
+	return st
+}
+
+// noPSKStages are the early stages HKDF-Extract(0, 0) of SHA-256 and
+// SHA-384, with their "derived" salts keyed: both are public constants
+// (no PSK), computed once and shared.
+var noPSKStages [2]struct {
+	once sync.Once
+	st   *stage
+}
+
+// noPSKStage returns the shared early stage of h without a PSK, or nil
+// if h is neither SHA-256 nor SHA-384.
+func noPSKStage(h crypto.Hash) *stage {
+	i, _, ok := hashIndex(h)
+	if !ok {
+		return nil
+	}
+	c := &noPSKStages[i]
+	c.once.Do(func() {
+		st := newStage(h, nil, nil)
+		var sb [maxHashSize]byte
+		salt, ok, _ := st.key.expandLabelBlock(&sb, "derived", emptyHash(h), h.Size())
+		sk := new(hmacKey)
+		if ok && sk.init(h, salt) {
+			st.saltKey = sk
+			c.st = st
+		}
+	})
+	return c.st
 }
 
 // sealed hides a stage behind a closure. The stage types hold one, so that
@@ -291,7 +341,19 @@ func (s *stage) derive(label string, transcriptHash []byte) []byte {
 	if s == nil {
 		return nil
 	}
-	return DeriveSecret(s.hash, s.secret, label, transcriptHash)
+	return s.expand(label, transcriptHash, s.hash.Size())
+}
+
+// expand is ExpandLabel(secret, label, context, length) through the
+// stage's keyed HMAC states when the output fits one block.
+func (s *stage) expand(label string, context []byte, length int) []byte {
+	var sum [maxHashSize]byte
+	if b, ok, err := s.key.expandLabelBlock(&sum, label, context, length); ok || err != nil {
+		out := bytes.Clone(b)
+		clear(sum[:])
+		return out
+	}
+	return ExpandLabel(s.hash, s.secret, label, context, length)
 }
 
 // next computes the following stage's secret:
@@ -300,16 +362,18 @@ func (s *stage) next(ikm []byte) *stage {
 	if s == nil {
 		return nil
 	}
+	if s.saltKey.keyed() {
+		return newStageKeyed(s.hash, s.saltKey, ikm)
+	}
 	var sb [maxHashSize]byte
-	salt, ok, _ := expandLabelBlock(&sb, s.hash, s.secret, "derived", emptyHash(s.hash), s.hash.Size())
+	defer clear(sb[:])
+	salt, ok, _ := s.key.expandLabelBlock(&sb, "derived", emptyHash(s.hash), s.hash.Size())
 	if !ok {
 		if salt = DeriveSecret(s.hash, s.secret, "derived", emptyHash(s.hash)); salt == nil {
 			return nil
 		}
 	}
-	st := newStage(s.hash, salt, ikm)
-	clear(sb[:])
-	return st
+	return newStage(s.hash, salt, ikm)
 }
 
 // formatSecret prints "<secret>" for every fmt verb, %#v and %+v included.
@@ -323,6 +387,11 @@ type EarlySecret struct{ k sealed }
 // NewEarlySecret computes the early secret HKDF-Extract(0, ikm). A nil ikm
 // (no PSK) means h.Size() zero bytes, as RFC 8446, Section 7.1 specifies.
 func NewEarlySecret(h crypto.Hash, ikm []byte) EarlySecret {
+	if ikm == nil {
+		if st := noPSKStage(h); st != nil {
+			return EarlySecret{seal(st)}
+		}
+	}
 	st := newStage(h, nil, ikm)
 	if st == nil {
 		return EarlySecret{}
@@ -371,7 +440,7 @@ func (s EarlySecret) Expand(label string, length int) []byte {
 	if st == nil {
 		return nil
 	}
-	return ExpandLabel(st.hash, st.secret, label, nil, length)
+	return st.expand(label, nil, length)
 }
 
 // HandshakeSecret moves to the next stage:
@@ -484,8 +553,17 @@ func TrafficKeys(h crypto.Hash, keyLen int, trafficSecret []byte) (key, iv []byt
 // in its own memory: the record layer derives them on its stack. It
 // reports whether it could.
 func TrafficKeysInto(key, iv []byte, h crypto.Hash, trafficSecret []byte) bool {
-	return len(iv) == ivLen &&
-		ExpandLabelInto(key, h, trafficSecret, "key", nil) &&
+	if len(iv) != ivLen {
+		return false
+	}
+	if _, _, ok := hashIndex(h); ok && len(key) <= h.Size() { // one HMAC key for both: the pad blocks hashed once
+		var k hmacKey
+		defer k.clear()
+		if k.init(h, trafficSecret) {
+			return k.expandInto(key, "key") && k.expandInto(iv, "iv")
+		}
+	}
+	return ExpandLabelInto(key, h, trafficSecret, "key", nil) &&
 		ExpandLabelInto(iv, h, trafficSecret, "iv", nil)
 }
 

@@ -1,0 +1,5 @@
+//go:build !race
+
+package keyschedule
+
+const raceEnabled = false

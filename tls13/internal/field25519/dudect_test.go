@@ -1,13 +1,12 @@
 package field25519
 
 import (
-	"math"
 	"math/bits"
 	mathrand "math/rand/v2"
 	"os"
-	"slices"
 	"testing"
-	"time"
+
+	dudectstat "github.com/ztls-project/ztls/internal/testsupport/dudect"
 )
 
 // TestScalarMultDudect is a dudect-style check (Reparaz, Balasch and
@@ -66,7 +65,7 @@ func TestScalarMultDudect(t *testing.T) {
 func dudect(t *testing.T, name string, f func(k *[32]byte)) float64 {
 	const n = 100000
 	rnd := mathrand.New(mathrand.NewPCG(1, 2))
-	samples := [2][]float64{}
+	var samples dudectstat.Samples
 	for range n {
 		class := rnd.IntN(2)
 		var k [32]byte
@@ -75,47 +74,7 @@ func dudect(t *testing.T, name string, f func(k *[32]byte)) float64 {
 				k[i] = byte(rnd.Uint32())
 			}
 		}
-		start := time.Now() // real time: the test measures durations
-		f(&k)
-		d := time.Since(start) // real time: the test measures durations
-		samples[class] = append(samples[class], float64(d.Nanoseconds()))
+		samples.Time(class, func() { f(&k) })
 	}
-	all := slices.Concat(samples[0], samples[1])
-	slices.Sort(all)
-	worst := 0.0
-	for _, pct := range []float64{1, 0.99, 0.9, 0.75, 0.5} {
-		limit := all[int(pct*float64(len(all)-1))]
-		var a, b []float64
-		for _, x := range samples[0] {
-			if x <= limit {
-				a = append(a, x)
-			}
-		}
-		for _, x := range samples[1] {
-			if x <= limit {
-				b = append(b, x)
-			}
-		}
-		tv := welch(a, b)
-		t.Logf("%s below the %3.0f%% percentile (%.0f ns): %d and %d samples, t = %.2f", name, pct*100, limit, len(a), len(b), tv)
-		worst = max(worst, math.Abs(tv))
-	}
-	return worst
-}
-
-// welch returns Welch's t statistic of two samples.
-func welch(a, b []float64) float64 {
-	mean := func(x []float64) (m, v float64) {
-		for _, s := range x {
-			m += s
-		}
-		m /= float64(len(x))
-		for _, s := range x {
-			v += (s - m) * (s - m)
-		}
-		return m, v / float64(len(x)-1)
-	}
-	ma, va := mean(a)
-	mb, vb := mean(b)
-	return (ma - mb) / math.Sqrt(va/float64(len(a))+vb/float64(len(b)))
+	return dudectstat.Worst(t, name, &samples)
 }

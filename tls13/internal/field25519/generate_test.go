@@ -1,43 +1,14 @@
 package field25519
 
 import (
-	"bytes"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
+
+	"github.com/ztls-project/ztls/internal/testsupport/asmgen"
 )
 
-// TestGeneratedFilesAreCurrent runs the generator (_asm, which needs avo
-// from the module proxy or cache, so only with ZTLS_REGENERATE=1) into a
-// temporary directory and compares its output with the committed
-// field_amd64.s and field_amd64_stubs.go, so the code the tests review is
-// the code the generator writes.
+// TestGeneratedFilesAreCurrent runs the avo generator in _asm (with
+// ZTLS_REGENERATE=1) and compares its output with the committed
+// field_amd64.s and field_amd64_stubs.go.
 func TestGeneratedFilesAreCurrent(t *testing.T) {
-	if os.Getenv("ZTLS_REGENERATE") != "1" {
-		t.Skip("set ZTLS_REGENERATE=1 to run the avo generator (it downloads avo) and compare its output")
-	}
-	dir := t.TempDir()
-	asm, stubs := filepath.Join(dir, "field_amd64.s"), filepath.Join(dir, "field_amd64_stubs.go")
-	cmd := exec.Command("go", "run", ".", "-out", asm, "-stubs", stubs, "-pkg", "field25519")
-	cmd.Dir = "_asm"
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("generator: %v\n%s", err, out)
-	}
-	for _, f := range [][2]string{{asm, "field_amd64.s"}, {stubs, "field_amd64_stubs.go"}} {
-		got, err := os.ReadFile(f[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := os.ReadFile(f[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The first line names the command's paths, which differ here.
-		_, got, _ = bytes.Cut(got, []byte("\n"))
-		_, want, _ = bytes.Cut(want, []byte("\n"))
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from the generator's output: run go generate in tls13/internal/field25519", f[1])
-		}
-	}
+	asmgen.CheckCurrent(t, ".", "field25519")
 }

@@ -1,13 +1,12 @@
 package p256sign
 
 import (
-	"math"
 	"math/bits"
 	mathrand "math/rand/v2"
 	"os"
-	"slices"
 	"testing"
-	"time"
+
+	"github.com/ztls-project/ztls/internal/testsupport/dudect"
 )
 
 // TestScalarPathDudect is a dudect-style check (Reparaz, Balasch and
@@ -68,49 +67,9 @@ func scalarDudect(t *testing.T, name string, f func(k *scalar)) float64 {
 			inputs[i].reduceOnce(&inputs[i])
 		}
 	}
-	var times [2][]float64
+	var timed dudect.Samples
 	for i := range inputs {
-		start := time.Now() // real time: the test measures durations
-		f(&inputs[i])
-		d := time.Since(start) // real time: the test measures durations
-		times[classes[i]] = append(times[classes[i]], float64(d.Nanoseconds()))
+		timed.Time(classes[i], func() { f(&inputs[i]) })
 	}
-	all := slices.Concat(times[0], times[1])
-	slices.Sort(all)
-	worst := 0.0
-	for _, pct := range []float64{1, 0.99, 0.9, 0.75, 0.5} {
-		limit := all[int(pct*float64(len(all)-1))]
-		var a, b []float64
-		for _, x := range times[0] {
-			if x <= limit {
-				a = append(a, x)
-			}
-		}
-		for _, x := range times[1] {
-			if x <= limit {
-				b = append(b, x)
-			}
-		}
-		tv := welchT(a, b)
-		t.Logf("%s below the %3.0f%% percentile (%.0f ns): %d and %d samples, t = %.2f", name, pct*100, limit, len(a), len(b), tv)
-		worst = max(worst, math.Abs(tv))
-	}
-	return worst
-}
-
-// welchT returns Welch's t statistic of two samples.
-func welchT(a, b []float64) float64 {
-	mean := func(x []float64) (m, v float64) {
-		for _, s := range x {
-			m += s
-		}
-		m /= float64(len(x))
-		for _, s := range x {
-			v += (s - m) * (s - m)
-		}
-		return m, v / float64(len(x)-1)
-	}
-	ma, va := mean(a)
-	mb, vb := mean(b)
-	return (ma - mb) / math.Sqrt(va/float64(len(a))+vb/float64(len(b)))
+	return dudect.Worst(t, name, &timed)
 }

@@ -133,7 +133,7 @@ func TestDoTAnswersPipelinedQueriesConcurrently(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(30 * time.Second))
+	c.SetDeadline(time.Now().Add(30 * time.Second)) // real time: a socket timeout, kept by the kernel; only bounds a hang, at any minute of the hour
 	dc := &dns.Conn{Conn: c}
 	for _, name := range []string{"slow.test.", "fast.test."} {
 		q := new(dns.Msg)

@@ -57,6 +57,29 @@ var t = [8]GPPhysical{R8, R9, R10, R11, R12, R13, R14, R15}
 // The group order n and -n^-1 mod 2^64, and the prime p, as read-only data.
 var orderData, primeData Mem
 
+// montRoutine emits one Montgomery multiplication (func(out, a, b)) or
+// squaring (func(out, a)) followed by reduce (reduceP or reduceN).
+func montRoutine(name, doc string, sqr bool, reduce func()) {
+	sig := "func(out, a, b *[4]uint64)"
+	if sqr {
+		sig = "func(out, a *[4]uint64)"
+	}
+	TEXT(name, NOSPLIT, sig)
+	Pragma("noescape")
+	Doc(doc)
+	Load(Param("a"), RSI)
+	if sqr {
+		square(Mem{Base: RSI})
+	} else {
+		Load(Param("b"), RDI)
+		mul(Mem{Base: RSI}, Mem{Base: RDI})
+	}
+	reduce()
+	Load(Param("out"), RSI)
+	storeHigh(Mem{Base: RSI})
+	RET()
+}
+
 func main() {
 	ConstraintExpr("amd64,gc,!purego")
 	orderData = GLOBL("p256Order", RODATA|NOPTR)
@@ -68,47 +91,10 @@ func main() {
 		DATA(8*i, U64(v))
 	}
 
-	TEXT("p256Mul", NOSPLIT, "func(out, a, b *[4]uint64)")
-	Pragma("noescape")
-	Doc("p256Mul sets out = a * b / 2^256 mod p.")
-	Load(Param("a"), RSI)
-	Load(Param("b"), RDI)
-	mul(Mem{Base: RSI}, Mem{Base: RDI})
-	reduceP()
-	Load(Param("out"), RSI)
-	storeHigh(Mem{Base: RSI})
-	RET()
-
-	TEXT("p256Sqr", NOSPLIT, "func(out, a *[4]uint64)")
-	Pragma("noescape")
-	Doc("p256Sqr sets out = a * a / 2^256 mod p.")
-	Load(Param("a"), RSI)
-	square(Mem{Base: RSI})
-	reduceP()
-	Load(Param("out"), RSI)
-	storeHigh(Mem{Base: RSI})
-	RET()
-
-	TEXT("p256OrdMul", NOSPLIT, "func(out, a, b *[4]uint64)")
-	Pragma("noescape")
-	Doc("p256OrdMul sets out = a * b / 2^256 mod n.")
-	Load(Param("a"), RSI)
-	Load(Param("b"), RDI)
-	mul(Mem{Base: RSI}, Mem{Base: RDI})
-	reduceN()
-	Load(Param("out"), RSI)
-	storeHigh(Mem{Base: RSI})
-	RET()
-
-	TEXT("p256OrdSqr", NOSPLIT, "func(out, a *[4]uint64)")
-	Pragma("noescape")
-	Doc("p256OrdSqr sets out = a * a / 2^256 mod n.")
-	Load(Param("a"), RSI)
-	square(Mem{Base: RSI})
-	reduceN()
-	Load(Param("out"), RSI)
-	storeHigh(Mem{Base: RSI})
-	RET()
+	montRoutine("p256Mul", "p256Mul sets out = a * b / 2^256 mod p.", false, reduceP)
+	montRoutine("p256Sqr", "p256Sqr sets out = a * a / 2^256 mod p.", true, reduceP)
+	montRoutine("p256OrdMul", "p256OrdMul sets out = a * b / 2^256 mod n.", false, reduceN)
+	montRoutine("p256OrdSqr", "p256OrdSqr sets out = a * a / 2^256 mod n.", true, reduceN)
 
 	pointDouble()
 	pointAddMixed()

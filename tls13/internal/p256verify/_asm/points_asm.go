@@ -163,26 +163,13 @@ func pointAddMixed() {
 	fadd(i, i, i)
 	fmul(j, h, i)
 	fmul(v, x1, i)
-	Comment("X3 = r^2 - J - 2V")
-	fsqr(x3, r)
-	fsub(x3, x3, j)
-	fsub(x3, x3, v)
-	fsub(x3, x3, v)
+	addX3(x3, r, j, v)
 	Comment("Z3 = (Z1+H)^2 - Z1Z1 - HH")
 	fadd(tt, z1, h)
 	fsqr(tt, tt)
 	fsub(tt, tt, z1z1)
 	fsub(z3, tt, hh)
-	Comment("Y3 = r(V - X3) - 2 Y1 J")
-	fsub(tt, v, x3)
-	fmul(tt, r, tt)
-	fmul(j, y1, j)
-	fadd(j, j, j)
-	Load(Param("q"), RDI)
-	fsub(coord(RDI, 1), tt, j)
-	copyElem(coord(RDI, 0), x3)
-	copyElem(coord(RDI, 2), z3)
-	RET()
+	storeAddY3(tt, r, v, x3, j, y1, z3, "Y3 = r(V - X3) - 2 Y1 J")
 }
 
 func pointAdd() {
@@ -213,21 +200,32 @@ func pointAdd() {
 	fsqr(i, i)
 	fmul(j, h, i)
 	fmul(v, u1, i)
-	Comment("X3 = r^2 - J - 2V")
-	fsqr(x3, r)
-	fsub(x3, x3, j)
-	fsub(x3, x3, v)
-	fsub(x3, x3, v)
+	addX3(x3, r, j, v)
 	Comment("Z3 = ((Z1+Z2)^2 - Z1Z1 - Z2Z2) H")
 	fadd(tt, z1, z2)
 	fsqr(tt, tt)
 	fsub(tt, tt, z1z1)
 	fsub(tt, tt, z2z2)
 	fmul(z3, tt, h)
-	Comment("Y3 = r(V - X3) - 2 S1 J")
+	storeAddY3(tt, r, v, x3, j, s1, z3, "Y3 = r(V - X3) - 2 S1 J")
+}
+
+// addX3 emits X3 = r^2 - J - 2V, the first coordinate of both additions.
+func addX3(x3, r, j, v Mem) {
+	Comment("X3 = r^2 - J - 2V")
+	fsqr(x3, r)
+	fsub(x3, x3, j)
+	fsub(x3, x3, v)
+	fsub(x3, x3, v)
+}
+
+// storeAddY3 emits Y3 = r(V - X3) - 2 s J (s is Y1 or S1; tt is scratch, J is
+// overwritten) and stores X3, Y3 and Z3 into the result q, then returns.
+func storeAddY3(tt, r, v, x3, j, s, z3 Mem, comment string) {
+	Comment(comment)
 	fsub(tt, v, x3)
 	fmul(tt, r, tt)
-	fmul(j, s1, j)
+	fmul(j, s, j)
 	fadd(j, j, j)
 	Load(Param("q"), RDI)
 	fsub(coord(RDI, 1), tt, j)

@@ -50,7 +50,10 @@ func TestConnectZDataFromHTTPS(t *testing.T) {
 		t.Run("turbo="+strconv.FormatBool(turbo), func(t *testing.T) {
 			w := startWorld(t, lab.Options{HTTPSZData: true, NoTXT: true, Turbo: turbo})
 			mem := NewMemory()
-			opts := func(o *Options) { o.Memory, o.Turbo = mem, turbo }
+			// The TurboTLS wait is generous: transport turbo is asserted
+			// and the machine running the tests may be loaded (the
+			// default wait on loopback is a few milliseconds).
+			opts := func(o *Options) { o.Memory, o.Turbo, o.TurboWait = mem, turbo, 5*time.Second }
 			r, err := connect(t, w, opts)
 			wantZTLSFrom(t, r, err, ZDataFromHTTPS)
 			if n := txtQueries(w); n != 0 {

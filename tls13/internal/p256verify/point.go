@@ -225,26 +225,45 @@ func oddMultiples(t []jacobian, a *jacobian) {
 
 // wnaf returns the width-w non-adjacent form of k (k < 2^256): digits
 // least significant first, each 0 or odd with |d| < 2^(w-1), at most one
-// non-zero in any w consecutive ones.
+// non-zero in any w consecutive ones. Runs of zero digits are skipped a
+// word's trailing zeros at a time: after a digit d is taken off, the next
+// w-1 digits are zero by construction (k - d = 0 mod 2^w), so the loop
+// runs once per non-zero digit, not once per bit (k is public).
 func wnaf(k *element, w uint) (digits [257]int8) {
 	x := [5]uint64{k[0], k[1], k[2], k[3]}
 	mask := uint64(1)<<w - 1
-	for i := 0; i < len(digits) && x != [5]uint64{}; i++ {
-		if x[0]&1 == 1 {
-			d := int64(x[0] & mask)
-			if d >= 1<<(w-1) {
-				d -= 1 << w
+	for i := 0; ; {
+		for x[0] == 0 { // a whole zero word
+			if x == [5]uint64{} {
+				return digits
 			}
-			digits[i] = int8(d)
-			subSmall(&x, d)
+			x = [5]uint64{x[1], x[2], x[3], x[4]}
+			i += 64
 		}
-		x[0] = x[0]>>1 | x[1]<<63
-		x[1] = x[1]>>1 | x[2]<<63
-		x[2] = x[2]>>1 | x[3]<<63
-		x[3] = x[3]>>1 | x[4]<<63
-		x[4] >>= 1
+		tz := bits.TrailingZeros64(x[0])
+		shr5(&x, uint(tz))
+		i += tz
+		d := int64(x[0] & mask)
+		if d >= 1<<(w-1) {
+			d -= 1 << w
+		}
+		digits[i] = int8(d)
+		subSmall(&x, d)
+		shr5(&x, w)
+		i += int(w)
 	}
-	return digits
+}
+
+// shr5 shifts x right by s bits, 0 <= s < 64.
+func shr5(x *[5]uint64, s uint) {
+	if s == 0 {
+		return
+	}
+	x[0] = x[0]>>s | x[1]<<(64-s)
+	x[1] = x[1]>>s | x[2]<<(64-s)
+	x[2] = x[2]>>s | x[3]<<(64-s)
+	x[3] = x[3]>>s | x[4]<<(64-s)
+	x[4] >>= s
 }
 
 // subSmall sets x -= d for a small d of either sign (x >= d).

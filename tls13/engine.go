@@ -284,6 +284,9 @@ func (e *engine) setWriteKey(secret []byte) error {
 	if err := e.flushHandshake(); err != nil {
 		return err
 	}
+	if e.rout.ProtectsWith(e.suite, secret) {
+		return nil // a client's handshake key, installed at ServerHello for its alerts, again for its Finished
+	}
 	hc, err := record.NewHalfConn(e.suite, secret)
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ztls-project/ztls/tls13/internal/record"
+	"github.com/ztls-project/ztls/tls13/internal/suite"
 	"github.com/ztls-project/ztls/tls13/internal/wire"
 )
 
@@ -678,5 +679,36 @@ func TestSelfFeedSpaceLeavesRecords(t *testing.T) {
 	}
 	if !c.peerClosed {
 		t.Fatal("close_notify not processed")
+	}
+}
+
+// TestSetWriteKeyKeepsTheInstalledKey: installing the write secret that
+// already protects the output (the client's handshake key, set at
+// ServerHello for its alerts and again before its Finished) keeps the
+// HalfConn and its sequence number, so no nonce is used twice and no AEAD
+// is set up twice; another secret installs a new HalfConn.
+func TestSetWriteKeyKeepsTheInstalledKey(t *testing.T) {
+	e := newEngine(clientConfig(getPKI(t, "ecdsa-p256")), true)
+	e.suite = suite.Lookup(uint16(TLS_AES_128_GCM_SHA256))
+	secret := bytes.Repeat([]byte{7}, 32)
+	if err := e.setWriteKey(secret); err != nil {
+		t.Fatal(err)
+	}
+	first := e.rout
+	if _, err := first.Seal(nil, record.TypeAlert, []byte{1, 0}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.setWriteKey(bytes.Clone(secret)); err != nil {
+		t.Fatal(err)
+	}
+	if e.rout != first || e.rout.Seq() != 1 {
+		t.Fatalf("the same secret installed again: HalfConn kept %v, sequence number %d (want the same HalfConn at 1)", e.rout == first, e.rout.Seq())
+	}
+	other := bytes.Repeat([]byte{8}, 32)
+	if err := e.setWriteKey(other); err != nil {
+		t.Fatal(err)
+	}
+	if e.rout == first || e.rout.Seq() != 0 {
+		t.Fatalf("a new secret kept the old HalfConn (%v) or its sequence number (%d)", e.rout == first, e.rout.Seq())
 	}
 }

@@ -72,3 +72,19 @@ func BenchmarkDeframer(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNewHalfConn is the record layer's share of a handshake: each side
+// installs four traffic secrets (handshake and application, both ways).
+func BenchmarkNewHalfConn(b *testing.B) {
+	for _, s := range allSuites() {
+		b.Run(s.Name, func(b *testing.B) {
+			secret := make([]byte, s.Hash.Size())
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := NewHalfConn(s, secret); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package record
 
 import (
 	"crypto/cipher"
+	"crypto/subtle"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -81,6 +82,15 @@ func (h *HalfConn) Suite() *suite.Suite { return h.suite }
 // Secret returns the traffic secret, for the next KeyUpdate
 // (keyschedule.NextTrafficSecret) or a key log. Do not modify it.
 func (h *HalfConn) Secret() []byte { return h.keys().secret }
+
+// ProtectsWith reports whether the HalfConn protects records under s and
+// trafficSecret, so that a caller about to install the same secret again
+// keeps this HalfConn: a new one would cost the AEAD set-up and restart the
+// sequence number at zero, reusing nonces if a record went out already. The
+// secrets are compared in constant time.
+func (h *HalfConn) ProtectsWith(s *suite.Suite, trafficSecret []byte) bool {
+	return h != nil && h.suite == s && subtle.ConstantTimeCompare(h.keys().secret, trafficSecret) == 1
+}
 
 // Seq returns the sequence number of the next record.
 func (h *HalfConn) Seq() uint64 { return h.seq }

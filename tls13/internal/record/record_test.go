@@ -327,3 +327,41 @@ func TestContentTypeString(t *testing.T) {
 		t.Error(TypeHandshake.String(), ContentType(7).String())
 	}
 }
+
+// TestProtectsWith: a HalfConn matches only its own suite and secret, so the
+// engine keeps it (and its sequence number) only when reinstalling that key.
+func TestProtectsWith(t *testing.T) {
+	aes128 := suite.Lookup(suite.TLS_AES_128_GCM_SHA256)
+	chacha := suite.Lookup(suite.TLS_CHACHA20_POLY1305_SHA256)
+	secret := bytes.Repeat([]byte{0x5a}, 32)
+	h := mustHalfConn(t, aes128, secret, 0)
+	other := bytes.Clone(secret)
+	other[31] ^= 1
+	var none *HalfConn
+	for _, c := range []struct {
+		name   string
+		h      *HalfConn
+		s      *suite.Suite
+		secret []byte
+		want   bool
+	}{
+		{"same suite and secret", h, aes128, bytes.Clone(secret), true},
+		{"last secret bit differs", h, aes128, other, false},
+		{"other suite, same secret", h, chacha, secret, false},
+		{"secret prefix", h, aes128, secret[:31], false},
+		{"empty secret", h, aes128, nil, false},
+		{"no HalfConn yet", none, aes128, secret, false},
+	} {
+		if got := c.h.ProtectsWith(c.s, c.secret); got != c.want {
+			t.Errorf("%s: ProtectsWith = %v, want %v", c.name, got, c.want)
+		}
+	}
+	// Keeping the HalfConn keeps its sequence number: the next record does
+	// not reuse the nonce of the first.
+	if _, err := h.Seal(nil, TypeAlert, []byte{1, 0}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !h.ProtectsWith(aes128, secret) || h.Seq() != 1 {
+		t.Fatalf("after one record: ProtectsWith false or seq %d, want 1", h.Seq())
+	}
+}

@@ -627,7 +627,7 @@ TEXT ·p256OrdSqr(SB), NOSPLIT, $0-16
 
 // func p256PointDouble(q *[3][4]uint64, a *[3][4]uint64)
 // Requires: ADX, BMI2, CMOV
-TEXT ·p256PointDouble(SB), $288-16
+TEXT ·p256PointDouble(SB), $256-16
 	MOVQ a+8(FP), SI
 
 	// a^2: cross products a0*a1, a0*a2, a0*a3
@@ -884,6 +884,7 @@ TEXT ·p256PointDouble(SB), $288-16
 	MOVQ    R14, 48(SP)
 	MOVQ    R15, 56(SP)
 
+	// 4 beta and 8 beta (beta = X gamma), doubled in registers
 	// a * b: row 0
 	MOVQ  (SI), DX
 	MULXQ 32(SP), R8, R9
@@ -1017,12 +1018,73 @@ TEXT ·p256PointDouble(SB), $288-16
 	CMOVQCC R9, R13
 	CMOVQCC R10, R14
 	CMOVQCC R11, R15
+	XORQ    BX, BX
+	ADDQ    R12, R12
+	ADCQ    R13, R13
+	ADCQ    R14, R14
+	ADCQ    R15, R15
+	ADCQ    $0x00, BX
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	XORQ    BX, BX
+	ADDQ    R12, R12
+	ADCQ    R13, R13
+	ADCQ    R14, R14
+	ADCQ    R15, R15
+	ADCQ    $0x00, BX
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
 	MOVQ    R12, 64(SP)
 	MOVQ    R13, 72(SP)
 	MOVQ    R14, 80(SP)
 	MOVQ    R15, 88(SP)
+	XORQ    BX, BX
+	ADDQ    R12, R12
+	ADCQ    R13, R13
+	ADCQ    R14, R14
+	ADCQ    R15, R15
+	ADCQ    $0x00, BX
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 96(SP)
+	MOVQ    R13, 104(SP)
+	MOVQ    R14, 112(SP)
+	MOVQ    R15, 120(SP)
 
-	// alpha = 3(X-delta)(X+delta)
+	// alpha = 3(X-delta)(X+delta): alpha + 2 alpha in registers
 	MOVQ    (SI), R8
 	MOVQ    8(SI), R9
 	MOVQ    16(SI), R10
@@ -1044,10 +1106,10 @@ TEXT ·p256PointDouble(SB), $288-16
 	ADCQ    R13, R9
 	ADCQ    R14, R10
 	ADCQ    R15, R11
-	MOVQ    R8, 128(SP)
-	MOVQ    R9, 136(SP)
-	MOVQ    R10, 144(SP)
-	MOVQ    R11, 152(SP)
+	MOVQ    R8, 160(SP)
+	MOVQ    R9, 168(SP)
+	MOVQ    R10, 176(SP)
+	MOVQ    R11, 184(SP)
 	XORQ    BX, BX
 	MOVQ    (SI), R8
 	MOVQ    8(SI), R9
@@ -1068,13 +1130,709 @@ TEXT ·p256PointDouble(SB), $288-16
 	SBBQ    p256Prime<>+24(SB), R15
 	SBBQ    $0x00, BX
 	CMOVQCC R12, R8
-	MOVQ    R8, 160(SP)
+	MOVQ    R8, 192(SP)
 	CMOVQCC R13, R9
-	MOVQ    R9, 168(SP)
+	MOVQ    R9, 200(SP)
 	CMOVQCC R14, R10
-	MOVQ    R10, 176(SP)
+	MOVQ    R10, 208(SP)
 	CMOVQCC R15, R11
-	MOVQ    R11, 184(SP)
+	MOVQ    R11, 216(SP)
+
+	// a * b: row 0
+	MOVQ  160(SP), DX
+	MULXQ 192(SP), R8, R9
+	MULXQ 200(SP), AX, R10
+	ADDQ  AX, R9
+	MULXQ 208(SP), AX, R11
+	ADCQ  AX, R10
+	MULXQ 216(SP), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  168(SP), DX
+	XORQ  BX, BX
+	MULXQ 192(SP), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 200(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 208(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 216(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  176(SP), DX
+	XORQ  BX, BX
+	MULXQ 192(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 200(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 208(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 216(SP), AX, R14
+	ADCXQ AX, R13
+	ADOXQ BX, R14
+	ADCXQ BX, R14
+
+	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  184(SP), DX
+	XORQ  BX, BX
+	MULXQ 192(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 200(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 208(SP), AX, CX
+	ADCXQ AX, R13
+	ADOXQ CX, R14
+	MULXQ 216(SP), AX, R15
+	ADCXQ AX, R14
+	ADOXQ BX, R15
+	ADCXQ BX, R15
+
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
+
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
+
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
+	ADDQ  AX, R11
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
+
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
+
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 160(SP)
+	MOVQ    R13, 168(SP)
+	MOVQ    R14, 176(SP)
+	MOVQ    R15, 184(SP)
+	XORQ    BX, BX
+	ADDQ    R12, R12
+	ADCQ    R13, R13
+	ADCQ    R14, R14
+	ADCQ    R15, R15
+	ADCQ    $0x00, BX
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	XORQ    BX, BX
+	ADDQ    160(SP), R12
+	ADCQ    168(SP), R13
+	ADCQ    176(SP), R14
+	ADCQ    184(SP), R15
+	ADCQ    $0x00, BX
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 128(SP)
+	MOVQ    R13, 136(SP)
+	MOVQ    R14, 144(SP)
+	MOVQ    R15, 152(SP)
+
+	// Z3 = (Y+Z)^2 - gamma - delta = 2YZ
+	// a * b: row 0
+	MOVQ  32(SI), DX
+	MULXQ 64(SI), R8, R9
+	MULXQ 72(SI), AX, R10
+	ADDQ  AX, R9
+	MULXQ 80(SI), AX, R11
+	ADCQ  AX, R10
+	MULXQ 88(SI), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  40(SI), DX
+	XORQ  BX, BX
+	MULXQ 64(SI), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 72(SI), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 80(SI), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 88(SI), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  48(SI), DX
+	XORQ  BX, BX
+	MULXQ 64(SI), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 72(SI), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 80(SI), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 88(SI), AX, R14
+	ADCXQ AX, R13
+	ADOXQ BX, R14
+	ADCXQ BX, R14
+
+	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  56(SI), DX
+	XORQ  BX, BX
+	MULXQ 64(SI), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 72(SI), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 80(SI), AX, CX
+	ADCXQ AX, R13
+	ADOXQ CX, R14
+	MULXQ 88(SI), AX, R15
+	ADCXQ AX, R14
+	ADOXQ BX, R15
+	ADCXQ BX, R15
+
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
+
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
+
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
+	ADDQ  AX, R11
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
+
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
+
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	XORQ    BX, BX
+	ADDQ    R12, R12
+	ADCQ    R13, R13
+	ADCQ    R14, R14
+	ADCQ    R15, R15
+	ADCQ    $0x00, BX
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 224(SP)
+	MOVQ    R13, 232(SP)
+	MOVQ    R14, 240(SP)
+	MOVQ    R15, 248(SP)
+
+	// X3 = alpha^2 - 8 beta, written to q: every read of a is done
+	MOVQ q+0(FP), DI
+
+	// a^2: cross products a0*a1, a0*a2, a0*a3
+	MOVQ  128(SP), DX
+	MULXQ 136(SP), R9, R10
+	MULXQ 144(SP), AX, R11
+	MULXQ 152(SP), CX, R12
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	ADCQ  $0x00, R12
+
+	// a1*a2, a1*a3
+	MOVQ  136(SP), DX
+	XORQ  BX, BX
+	MULXQ 144(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 152(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// a2*a3
+	MOVQ  144(SP), DX
+	MULXQ 152(SP), AX, R14
+	ADDQ  AX, R13
+	ADCQ  $0x00, R14
+
+	// double the cross products (CF) and add the squares (OF)
+	XORQ  BX, BX
+	MOVQ  128(SP), DX
+	MULXQ DX, R8, AX
+	ADCXQ R9, R9
+	ADOXQ AX, R9
+	MOVQ  136(SP), DX
+	MULXQ DX, AX, CX
+	ADCXQ R10, R10
+	ADOXQ AX, R10
+	ADCXQ R11, R11
+	ADOXQ CX, R11
+	MOVQ  144(SP), DX
+	MULXQ DX, AX, CX
+	ADCXQ R12, R12
+	ADOXQ AX, R12
+	ADCXQ R13, R13
+	ADOXQ CX, R13
+	MOVQ  152(SP), DX
+	MULXQ DX, AX, R15
+	ADCXQ R14, R14
+	ADOXQ AX, R14
+	ADCXQ BX, R15
+	ADOXQ BX, R15
+
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
+
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
+
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
+	ADDQ  AX, R11
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
+
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
+
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	SUBQ    96(SP), R12
+	SBBQ    104(SP), R13
+	SBBQ    112(SP), R14
+	SBBQ    120(SP), R15
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R8
+	ANDQ    AX, R8
+	MOVQ    p256Prime<>+8(SB), R9
+	ANDQ    AX, R9
+	MOVQ    p256Prime<>+16(SB), R10
+	ANDQ    AX, R10
+	MOVQ    p256Prime<>+24(SB), R11
+	ANDQ    AX, R11
+	ADDQ    R8, R12
+	ADCQ    R9, R13
+	ADCQ    R10, R14
+	ADCQ    R11, R15
+	MOVQ    R12, (DI)
+	MOVQ    R13, 8(DI)
+	MOVQ    R14, 16(DI)
+	MOVQ    R15, 24(DI)
+
+	// Y3 = alpha(4 beta - X3) - 8 gamma^2
+	MOVQ 64(SP), R8
+	MOVQ 72(SP), R9
+	MOVQ 80(SP), R10
+	MOVQ 88(SP), R11
+	SUBQ (DI), R8
+	SBBQ 8(DI), R9
+	SBBQ 16(DI), R10
+	SBBQ 24(DI), R11
+	SBBQ AX, AX
+	MOVQ p256Prime<>+0(SB), R12
+	ANDQ AX, R12
+	MOVQ p256Prime<>+8(SB), R13
+	ANDQ AX, R13
+	MOVQ p256Prime<>+16(SB), R14
+	ANDQ AX, R14
+	MOVQ p256Prime<>+24(SB), R15
+	ANDQ AX, R15
+	ADDQ R12, R8
+	ADCQ R13, R9
+	ADCQ R14, R10
+	ADCQ R15, R11
+	MOVQ R8, 160(SP)
+	MOVQ R9, 168(SP)
+	MOVQ R10, 176(SP)
+	MOVQ R11, 184(SP)
+
+	// a^2: cross products a0*a1, a0*a2, a0*a3
+	MOVQ  32(SP), DX
+	MULXQ 40(SP), R9, R10
+	MULXQ 48(SP), AX, R11
+	MULXQ 56(SP), CX, R12
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	ADCQ  $0x00, R12
+
+	// a1*a2, a1*a3
+	MOVQ  40(SP), DX
+	XORQ  BX, BX
+	MULXQ 48(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 56(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// a2*a3
+	MOVQ  48(SP), DX
+	MULXQ 56(SP), AX, R14
+	ADDQ  AX, R13
+	ADCQ  $0x00, R14
+
+	// double the cross products (CF) and add the squares (OF)
+	XORQ  BX, BX
+	MOVQ  32(SP), DX
+	MULXQ DX, R8, AX
+	ADCXQ R9, R9
+	ADOXQ AX, R9
+	MOVQ  40(SP), DX
+	MULXQ DX, AX, CX
+	ADCXQ R10, R10
+	ADOXQ AX, R10
+	ADCXQ R11, R11
+	ADOXQ CX, R11
+	MOVQ  48(SP), DX
+	MULXQ DX, AX, CX
+	ADCXQ R12, R12
+	ADOXQ AX, R12
+	ADCXQ R13, R13
+	ADOXQ CX, R13
+	MOVQ  56(SP), DX
+	MULXQ DX, AX, R15
+	ADCXQ R14, R14
+	ADOXQ AX, R14
+	ADCXQ BX, R15
+	ADOXQ BX, R15
+
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
+
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
+
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
+	ADDQ  AX, R11
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
+
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
+
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	XORQ    BX, BX
+	ADDQ    R12, R12
+	ADCQ    R13, R13
+	ADCQ    R14, R14
+	ADCQ    R15, R15
+	ADCQ    $0x00, BX
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	XORQ    BX, BX
+	ADDQ    R12, R12
+	ADCQ    R13, R13
+	ADCQ    R14, R14
+	ADCQ    R15, R15
+	ADCQ    $0x00, BX
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	XORQ    BX, BX
+	ADDQ    R12, R12
+	ADCQ    R13, R13
+	ADCQ    R14, R14
+	ADCQ    R15, R15
+	ADCQ    $0x00, BX
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 32(SP)
+	MOVQ    R13, 40(SP)
+	MOVQ    R14, 48(SP)
+	MOVQ    R15, 56(SP)
 
 	// a * b: row 0
 	MOVQ  128(SP), DX
@@ -1209,931 +1967,40 @@ TEXT ·p256PointDouble(SB), $288-16
 	CMOVQCC R9, R13
 	CMOVQCC R10, R14
 	CMOVQCC R11, R15
-	MOVQ    R12, 96(SP)
-	MOVQ    R13, 104(SP)
-	MOVQ    R14, 112(SP)
-	MOVQ    R15, 120(SP)
-	XORQ    BX, BX
-	MOVQ    96(SP), R8
-	MOVQ    104(SP), R9
-	MOVQ    112(SP), R10
-	MOVQ    120(SP), R11
-	ADDQ    96(SP), R8
-	ADCQ    104(SP), R9
-	ADCQ    112(SP), R10
-	ADCQ    120(SP), R11
-	ADCQ    $0x00, BX
-	MOVQ    R8, R12
-	MOVQ    R9, R13
-	MOVQ    R10, R14
-	MOVQ    R11, R15
-	SUBQ    p256Prime<>+0(SB), R12
-	SBBQ    p256Prime<>+8(SB), R13
-	SBBQ    p256Prime<>+16(SB), R14
-	SBBQ    p256Prime<>+24(SB), R15
-	SBBQ    $0x00, BX
-	CMOVQCC R12, R8
-	MOVQ    R8, 128(SP)
-	CMOVQCC R13, R9
-	MOVQ    R9, 136(SP)
-	CMOVQCC R14, R10
-	MOVQ    R10, 144(SP)
-	CMOVQCC R15, R11
-	MOVQ    R11, 152(SP)
-	XORQ    BX, BX
-	MOVQ    128(SP), R8
-	MOVQ    136(SP), R9
-	MOVQ    144(SP), R10
-	MOVQ    152(SP), R11
-	ADDQ    96(SP), R8
-	ADCQ    104(SP), R9
-	ADCQ    112(SP), R10
-	ADCQ    120(SP), R11
-	ADCQ    $0x00, BX
-	MOVQ    R8, R12
-	MOVQ    R9, R13
-	MOVQ    R10, R14
-	MOVQ    R11, R15
-	SUBQ    p256Prime<>+0(SB), R12
-	SBBQ    p256Prime<>+8(SB), R13
-	SBBQ    p256Prime<>+16(SB), R14
-	SBBQ    p256Prime<>+24(SB), R15
-	SBBQ    $0x00, BX
-	CMOVQCC R12, R8
-	MOVQ    R8, 96(SP)
-	CMOVQCC R13, R9
-	MOVQ    R9, 104(SP)
-	CMOVQCC R14, R10
-	MOVQ    R10, 112(SP)
-	CMOVQCC R15, R11
-	MOVQ    R11, 120(SP)
-
-	// Z3 = (Y+Z)^2 - gamma - delta
-	XORQ    BX, BX
-	MOVQ    32(SI), R8
-	MOVQ    40(SI), R9
-	MOVQ    48(SI), R10
-	MOVQ    56(SI), R11
-	ADDQ    64(SI), R8
-	ADCQ    72(SI), R9
-	ADCQ    80(SI), R10
-	ADCQ    88(SI), R11
-	ADCQ    $0x00, BX
-	MOVQ    R8, R12
-	MOVQ    R9, R13
-	MOVQ    R10, R14
-	MOVQ    R11, R15
-	SUBQ    p256Prime<>+0(SB), R12
-	SBBQ    p256Prime<>+8(SB), R13
-	SBBQ    p256Prime<>+16(SB), R14
-	SBBQ    p256Prime<>+24(SB), R15
-	SBBQ    $0x00, BX
-	CMOVQCC R12, R8
-	MOVQ    R8, 160(SP)
-	CMOVQCC R13, R9
-	MOVQ    R9, 168(SP)
-	CMOVQCC R14, R10
-	MOVQ    R10, 176(SP)
-	CMOVQCC R15, R11
-	MOVQ    R11, 184(SP)
-
-	// a^2: cross products a0*a1, a0*a2, a0*a3
-	MOVQ  160(SP), DX
-	MULXQ 168(SP), R9, R10
-	MULXQ 176(SP), AX, R11
-	MULXQ 184(SP), CX, R12
-	ADDQ  AX, R10
-	ADCQ  CX, R11
-	ADCQ  $0x00, R12
-
-	// a1*a2, a1*a3
-	MOVQ  168(SP), DX
-	XORQ  BX, BX
-	MULXQ 176(SP), AX, CX
-	ADCXQ AX, R11
-	ADOXQ CX, R12
-	MULXQ 184(SP), AX, R13
-	ADCXQ AX, R12
-	ADOXQ BX, R13
-	ADCXQ BX, R13
-
-	// a2*a3
-	MOVQ  176(SP), DX
-	MULXQ 184(SP), AX, R14
-	ADDQ  AX, R13
-	ADCQ  $0x00, R14
-
-	// double the cross products (CF) and add the squares (OF)
-	XORQ  BX, BX
-	MOVQ  160(SP), DX
-	MULXQ DX, R8, AX
-	ADCXQ R9, R9
-	ADOXQ AX, R9
-	MOVQ  168(SP), DX
-	MULXQ DX, AX, CX
-	ADCXQ R10, R10
-	ADOXQ AX, R10
-	ADCXQ R11, R11
-	ADOXQ CX, R11
-	MOVQ  176(SP), DX
-	MULXQ DX, AX, CX
-	ADCXQ R12, R12
-	ADOXQ AX, R12
-	ADCXQ R13, R13
-	ADOXQ CX, R13
-	MOVQ  184(SP), DX
-	MULXQ DX, AX, R15
-	ADCXQ R14, R14
-	ADOXQ AX, R14
-	ADCXQ BX, R15
-	ADOXQ BX, R15
-
-	// Montgomery reduction mod p of the low half L = t0..t3, in place
-	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R8, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R8
-	ADDQ  AX, R9
-	ADCQ  CX, R10
-	ADCQ  BX, R11
-	ADCQ  $0x00, R8
-
-	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R9, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R9
-	ADDQ  AX, R10
-	ADCQ  CX, R11
-	ADCQ  BX, R8
-	ADCQ  $0x00, R9
-
-	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R10, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R10
-	ADDQ  AX, R11
-	ADCQ  CX, R8
-	ADCQ  BX, R9
-	ADCQ  $0x00, R10
-
-	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R11, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R11
-	ADDQ  AX, R8
-	ADCQ  CX, R9
-	ADCQ  BX, R10
-	ADCQ  $0x00, R11
-
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
-	XORQ BX, BX
-	ADDQ R8, R12
-	ADCQ R9, R13
-	ADCQ R10, R14
-	ADCQ R11, R15
-	ADCQ $0x00, BX
-
-	// subtract p unless that borrows
-	MOVQ    R12, R8
-	MOVQ    R13, R9
-	MOVQ    R14, R10
-	MOVQ    R15, R11
-	SUBQ    p256Prime<>+0(SB), R8
-	SBBQ    p256Prime<>+8(SB), R9
-	SBBQ    p256Prime<>+16(SB), R10
-	SBBQ    p256Prime<>+24(SB), R11
-	SBBQ    $0x00, BX
-	CMOVQCC R8, R12
-	CMOVQCC R9, R13
-	CMOVQCC R10, R14
-	CMOVQCC R11, R15
-	MOVQ    R12, 160(SP)
-	MOVQ    R13, 168(SP)
-	MOVQ    R14, 176(SP)
-	MOVQ    R15, 184(SP)
-	MOVQ    160(SP), R8
-	MOVQ    168(SP), R9
-	MOVQ    176(SP), R10
-	MOVQ    184(SP), R11
-	SUBQ    32(SP), R8
-	SBBQ    40(SP), R9
-	SBBQ    48(SP), R10
-	SBBQ    56(SP), R11
+	SUBQ    32(SP), R12
+	SBBQ    40(SP), R13
+	SBBQ    48(SP), R14
+	SBBQ    56(SP), R15
 	SBBQ    AX, AX
-	MOVQ    p256Prime<>+0(SB), R12
-	ANDQ    AX, R12
-	MOVQ    p256Prime<>+8(SB), R13
-	ANDQ    AX, R13
-	MOVQ    p256Prime<>+16(SB), R14
-	ANDQ    AX, R14
-	MOVQ    p256Prime<>+24(SB), R15
-	ANDQ    AX, R15
-	ADDQ    R12, R8
-	ADCQ    R13, R9
-	ADCQ    R14, R10
-	ADCQ    R15, R11
-	MOVQ    R8, 160(SP)
-	MOVQ    R9, 168(SP)
-	MOVQ    R10, 176(SP)
-	MOVQ    R11, 184(SP)
-	MOVQ    160(SP), R8
-	MOVQ    168(SP), R9
-	MOVQ    176(SP), R10
-	MOVQ    184(SP), R11
-	SUBQ    (SP), R8
-	SBBQ    8(SP), R9
-	SBBQ    16(SP), R10
-	SBBQ    24(SP), R11
-	SBBQ    AX, AX
-	MOVQ    p256Prime<>+0(SB), R12
-	ANDQ    AX, R12
-	MOVQ    p256Prime<>+8(SB), R13
-	ANDQ    AX, R13
-	MOVQ    p256Prime<>+16(SB), R14
-	ANDQ    AX, R14
-	MOVQ    p256Prime<>+24(SB), R15
-	ANDQ    AX, R15
-	ADDQ    R12, R8
-	ADCQ    R13, R9
-	ADCQ    R14, R10
-	ADCQ    R15, R11
-	MOVQ    R8, 256(SP)
-	MOVQ    R9, 264(SP)
-	MOVQ    R10, 272(SP)
-	MOVQ    R11, 280(SP)
-
-	// X3 = alpha^2 - 8 beta
-	XORQ    BX, BX
-	MOVQ    64(SP), R8
-	MOVQ    72(SP), R9
-	MOVQ    80(SP), R10
-	MOVQ    88(SP), R11
-	ADDQ    64(SP), R8
-	ADCQ    72(SP), R9
-	ADCQ    80(SP), R10
-	ADCQ    88(SP), R11
-	ADCQ    $0x00, BX
-	MOVQ    R8, R12
-	MOVQ    R9, R13
-	MOVQ    R10, R14
-	MOVQ    R11, R15
-	SUBQ    p256Prime<>+0(SB), R12
-	SBBQ    p256Prime<>+8(SB), R13
-	SBBQ    p256Prime<>+16(SB), R14
-	SBBQ    p256Prime<>+24(SB), R15
-	SBBQ    $0x00, BX
-	CMOVQCC R12, R8
-	MOVQ    R8, 64(SP)
-	CMOVQCC R13, R9
-	MOVQ    R9, 72(SP)
-	CMOVQCC R14, R10
-	MOVQ    R10, 80(SP)
-	CMOVQCC R15, R11
-	MOVQ    R11, 88(SP)
-	XORQ    BX, BX
-	MOVQ    64(SP), R8
-	MOVQ    72(SP), R9
-	MOVQ    80(SP), R10
-	MOVQ    88(SP), R11
-	ADDQ    64(SP), R8
-	ADCQ    72(SP), R9
-	ADCQ    80(SP), R10
-	ADCQ    88(SP), R11
-	ADCQ    $0x00, BX
-	MOVQ    R8, R12
-	MOVQ    R9, R13
-	MOVQ    R10, R14
-	MOVQ    R11, R15
-	SUBQ    p256Prime<>+0(SB), R12
-	SBBQ    p256Prime<>+8(SB), R13
-	SBBQ    p256Prime<>+16(SB), R14
-	SBBQ    p256Prime<>+24(SB), R15
-	SBBQ    $0x00, BX
-	CMOVQCC R12, R8
-	MOVQ    R8, 64(SP)
-	CMOVQCC R13, R9
-	MOVQ    R9, 72(SP)
-	CMOVQCC R14, R10
-	MOVQ    R10, 80(SP)
-	CMOVQCC R15, R11
-	MOVQ    R11, 88(SP)
-
-	// a^2: cross products a0*a1, a0*a2, a0*a3
-	MOVQ  96(SP), DX
-	MULXQ 104(SP), R9, R10
-	MULXQ 112(SP), AX, R11
-	MULXQ 120(SP), CX, R12
-	ADDQ  AX, R10
-	ADCQ  CX, R11
-	ADCQ  $0x00, R12
-
-	// a1*a2, a1*a3
-	MOVQ  104(SP), DX
-	XORQ  BX, BX
-	MULXQ 112(SP), AX, CX
-	ADCXQ AX, R11
-	ADOXQ CX, R12
-	MULXQ 120(SP), AX, R13
-	ADCXQ AX, R12
-	ADOXQ BX, R13
-	ADCXQ BX, R13
-
-	// a2*a3
-	MOVQ  112(SP), DX
-	MULXQ 120(SP), AX, R14
-	ADDQ  AX, R13
-	ADCQ  $0x00, R14
-
-	// double the cross products (CF) and add the squares (OF)
-	XORQ  BX, BX
-	MOVQ  96(SP), DX
-	MULXQ DX, R8, AX
-	ADCXQ R9, R9
-	ADOXQ AX, R9
-	MOVQ  104(SP), DX
-	MULXQ DX, AX, CX
-	ADCXQ R10, R10
-	ADOXQ AX, R10
-	ADCXQ R11, R11
-	ADOXQ CX, R11
-	MOVQ  112(SP), DX
-	MULXQ DX, AX, CX
-	ADCXQ R12, R12
-	ADOXQ AX, R12
-	ADCXQ R13, R13
-	ADOXQ CX, R13
-	MOVQ  120(SP), DX
-	MULXQ DX, AX, R15
-	ADCXQ R14, R14
-	ADOXQ AX, R14
-	ADCXQ BX, R15
-	ADOXQ BX, R15
-
-	// Montgomery reduction mod p of the low half L = t0..t3, in place
-	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R8, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R8
-	ADDQ  AX, R9
-	ADCQ  CX, R10
-	ADCQ  BX, R11
-	ADCQ  $0x00, R8
-
-	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R9, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R9
-	ADDQ  AX, R10
-	ADCQ  CX, R11
-	ADCQ  BX, R8
-	ADCQ  $0x00, R9
-
-	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R10, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R10
-	ADDQ  AX, R11
-	ADCQ  CX, R8
-	ADCQ  BX, R9
-	ADCQ  $0x00, R10
-
-	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R11, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R11
-	ADDQ  AX, R8
-	ADCQ  CX, R9
-	ADCQ  BX, R10
-	ADCQ  $0x00, R11
-
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
-	XORQ BX, BX
-	ADDQ R8, R12
-	ADCQ R9, R13
-	ADCQ R10, R14
-	ADCQ R11, R15
-	ADCQ $0x00, BX
-
-	// subtract p unless that borrows
-	MOVQ    R12, R8
-	MOVQ    R13, R9
-	MOVQ    R14, R10
-	MOVQ    R15, R11
-	SUBQ    p256Prime<>+0(SB), R8
-	SBBQ    p256Prime<>+8(SB), R9
-	SBBQ    p256Prime<>+16(SB), R10
-	SBBQ    p256Prime<>+24(SB), R11
-	SBBQ    $0x00, BX
-	CMOVQCC R8, R12
-	CMOVQCC R9, R13
-	CMOVQCC R10, R14
-	CMOVQCC R11, R15
-	MOVQ    R12, 128(SP)
-	MOVQ    R13, 136(SP)
-	MOVQ    R14, 144(SP)
-	MOVQ    R15, 152(SP)
-	MOVQ    128(SP), R8
-	MOVQ    136(SP), R9
-	MOVQ    144(SP), R10
-	MOVQ    152(SP), R11
-	SUBQ    64(SP), R8
-	SBBQ    72(SP), R9
-	SBBQ    80(SP), R10
-	SBBQ    88(SP), R11
-	SBBQ    AX, AX
-	MOVQ    p256Prime<>+0(SB), R12
-	ANDQ    AX, R12
-	MOVQ    p256Prime<>+8(SB), R13
-	ANDQ    AX, R13
-	MOVQ    p256Prime<>+16(SB), R14
-	ANDQ    AX, R14
-	MOVQ    p256Prime<>+24(SB), R15
-	ANDQ    AX, R15
-	ADDQ    R12, R8
-	ADCQ    R13, R9
-	ADCQ    R14, R10
-	ADCQ    R15, R11
-	MOVQ    R8, 128(SP)
-	MOVQ    R9, 136(SP)
-	MOVQ    R10, 144(SP)
-	MOVQ    R11, 152(SP)
-	MOVQ    128(SP), R8
-	MOVQ    136(SP), R9
-	MOVQ    144(SP), R10
-	MOVQ    152(SP), R11
-	SUBQ    64(SP), R8
-	SBBQ    72(SP), R9
-	SBBQ    80(SP), R10
-	SBBQ    88(SP), R11
-	SBBQ    AX, AX
-	MOVQ    p256Prime<>+0(SB), R12
-	ANDQ    AX, R12
-	MOVQ    p256Prime<>+8(SB), R13
-	ANDQ    AX, R13
-	MOVQ    p256Prime<>+16(SB), R14
-	ANDQ    AX, R14
-	MOVQ    p256Prime<>+24(SB), R15
-	ANDQ    AX, R15
-	ADDQ    R12, R8
-	ADCQ    R13, R9
-	ADCQ    R14, R10
-	ADCQ    R15, R11
-	MOVQ    R8, 192(SP)
-	MOVQ    R9, 200(SP)
-	MOVQ    R10, 208(SP)
-	MOVQ    R11, 216(SP)
-
-	// Y3 = alpha(4 beta - X3) - 8 gamma^2
-	MOVQ 64(SP), R8
-	MOVQ 72(SP), R9
-	MOVQ 80(SP), R10
-	MOVQ 88(SP), R11
-	SUBQ 192(SP), R8
-	SBBQ 200(SP), R9
-	SBBQ 208(SP), R10
-	SBBQ 216(SP), R11
-	SBBQ AX, AX
-	MOVQ p256Prime<>+0(SB), R12
-	ANDQ AX, R12
-	MOVQ p256Prime<>+8(SB), R13
-	ANDQ AX, R13
-	MOVQ p256Prime<>+16(SB), R14
-	ANDQ AX, R14
-	MOVQ p256Prime<>+24(SB), R15
-	ANDQ AX, R15
-	ADDQ R12, R8
-	ADCQ R13, R9
-	ADCQ R14, R10
-	ADCQ R15, R11
-	MOVQ R8, 128(SP)
-	MOVQ R9, 136(SP)
-	MOVQ R10, 144(SP)
-	MOVQ R11, 152(SP)
-
-	// a * b: row 0
-	MOVQ  96(SP), DX
-	MULXQ 128(SP), R8, R9
-	MULXQ 136(SP), AX, R10
-	ADDQ  AX, R9
-	MULXQ 144(SP), AX, R11
-	ADCQ  AX, R10
-	MULXQ 152(SP), AX, R12
-	ADCQ  AX, R11
-	ADCQ  $0x00, R12
-
-	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
-	MOVQ  104(SP), DX
-	XORQ  BX, BX
-	MULXQ 128(SP), AX, CX
-	ADCXQ AX, R9
-	ADOXQ CX, R10
-	MULXQ 136(SP), AX, CX
-	ADCXQ AX, R10
-	ADOXQ CX, R11
-	MULXQ 144(SP), AX, CX
-	ADCXQ AX, R11
-	ADOXQ CX, R12
-	MULXQ 152(SP), AX, R13
-	ADCXQ AX, R12
-	ADOXQ BX, R13
-	ADCXQ BX, R13
-
-	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
-	MOVQ  112(SP), DX
-	XORQ  BX, BX
-	MULXQ 128(SP), AX, CX
-	ADCXQ AX, R10
-	ADOXQ CX, R11
-	MULXQ 136(SP), AX, CX
-	ADCXQ AX, R11
-	ADOXQ CX, R12
-	MULXQ 144(SP), AX, CX
-	ADCXQ AX, R12
-	ADOXQ CX, R13
-	MULXQ 152(SP), AX, R14
-	ADCXQ AX, R13
-	ADOXQ BX, R14
-	ADCXQ BX, R14
-
-	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
-	MOVQ  120(SP), DX
-	XORQ  BX, BX
-	MULXQ 128(SP), AX, CX
-	ADCXQ AX, R11
-	ADOXQ CX, R12
-	MULXQ 136(SP), AX, CX
-	ADCXQ AX, R12
-	ADOXQ CX, R13
-	MULXQ 144(SP), AX, CX
-	ADCXQ AX, R13
-	ADOXQ CX, R14
-	MULXQ 152(SP), AX, R15
-	ADCXQ AX, R14
-	ADOXQ BX, R15
-	ADCXQ BX, R15
-
-	// Montgomery reduction mod p of the low half L = t0..t3, in place
-	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R8, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R8
-	ADDQ  AX, R9
-	ADCQ  CX, R10
-	ADCQ  BX, R11
-	ADCQ  $0x00, R8
-
-	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R9, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R9
-	ADDQ  AX, R10
-	ADCQ  CX, R11
-	ADCQ  BX, R8
-	ADCQ  $0x00, R9
-
-	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R10, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R10
-	ADDQ  AX, R11
-	ADCQ  CX, R8
-	ADCQ  BX, R9
-	ADCQ  $0x00, R10
-
-	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R11, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R11
-	ADDQ  AX, R8
-	ADCQ  CX, R9
-	ADCQ  BX, R10
-	ADCQ  $0x00, R11
-
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
-	XORQ BX, BX
-	ADDQ R8, R12
-	ADCQ R9, R13
-	ADCQ R10, R14
-	ADCQ R11, R15
-	ADCQ $0x00, BX
-
-	// subtract p unless that borrows
-	MOVQ    R12, R8
-	MOVQ    R13, R9
-	MOVQ    R14, R10
-	MOVQ    R15, R11
-	SUBQ    p256Prime<>+0(SB), R8
-	SBBQ    p256Prime<>+8(SB), R9
-	SBBQ    p256Prime<>+16(SB), R10
-	SBBQ    p256Prime<>+24(SB), R11
-	SBBQ    $0x00, BX
-	CMOVQCC R8, R12
-	CMOVQCC R9, R13
-	CMOVQCC R10, R14
-	CMOVQCC R11, R15
-	MOVQ    R12, 128(SP)
-	MOVQ    R13, 136(SP)
-	MOVQ    R14, 144(SP)
-	MOVQ    R15, 152(SP)
-
-	// a^2: cross products a0*a1, a0*a2, a0*a3
-	MOVQ  32(SP), DX
-	MULXQ 40(SP), R9, R10
-	MULXQ 48(SP), AX, R11
-	MULXQ 56(SP), CX, R12
-	ADDQ  AX, R10
-	ADCQ  CX, R11
-	ADCQ  $0x00, R12
-
-	// a1*a2, a1*a3
-	MOVQ  40(SP), DX
-	XORQ  BX, BX
-	MULXQ 48(SP), AX, CX
-	ADCXQ AX, R11
-	ADOXQ CX, R12
-	MULXQ 56(SP), AX, R13
-	ADCXQ AX, R12
-	ADOXQ BX, R13
-	ADCXQ BX, R13
-
-	// a2*a3
-	MOVQ  48(SP), DX
-	MULXQ 56(SP), AX, R14
-	ADDQ  AX, R13
-	ADCQ  $0x00, R14
-
-	// double the cross products (CF) and add the squares (OF)
-	XORQ  BX, BX
-	MOVQ  32(SP), DX
-	MULXQ DX, R8, AX
-	ADCXQ R9, R9
-	ADOXQ AX, R9
-	MOVQ  40(SP), DX
-	MULXQ DX, AX, CX
-	ADCXQ R10, R10
-	ADOXQ AX, R10
-	ADCXQ R11, R11
-	ADOXQ CX, R11
-	MOVQ  48(SP), DX
-	MULXQ DX, AX, CX
-	ADCXQ R12, R12
-	ADOXQ AX, R12
-	ADCXQ R13, R13
-	ADOXQ CX, R13
-	MOVQ  56(SP), DX
-	MULXQ DX, AX, R15
-	ADCXQ R14, R14
-	ADOXQ AX, R14
-	ADCXQ BX, R15
-	ADOXQ BX, R15
-
-	// Montgomery reduction mod p of the low half L = t0..t3, in place
-	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R8, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R8
-	ADDQ  AX, R9
-	ADCQ  CX, R10
-	ADCQ  BX, R11
-	ADCQ  $0x00, R8
-
-	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R9, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R9
-	ADDQ  AX, R10
-	ADCQ  CX, R11
-	ADCQ  BX, R8
-	ADCQ  $0x00, R9
-
-	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R10, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R10
-	ADDQ  AX, R11
-	ADCQ  CX, R8
-	ADCQ  BX, R9
-	ADCQ  $0x00, R10
-
-	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R11, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R11
-	ADDQ  AX, R8
-	ADCQ  CX, R9
-	ADCQ  BX, R10
-	ADCQ  $0x00, R11
-
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
-	XORQ BX, BX
-	ADDQ R8, R12
-	ADCQ R9, R13
-	ADCQ R10, R14
-	ADCQ R11, R15
-	ADCQ $0x00, BX
-
-	// subtract p unless that borrows
-	MOVQ    R12, R8
-	MOVQ    R13, R9
-	MOVQ    R14, R10
-	MOVQ    R15, R11
-	SUBQ    p256Prime<>+0(SB), R8
-	SBBQ    p256Prime<>+8(SB), R9
-	SBBQ    p256Prime<>+16(SB), R10
-	SBBQ    p256Prime<>+24(SB), R11
-	SBBQ    $0x00, BX
-	CMOVQCC R8, R12
-	CMOVQCC R9, R13
-	CMOVQCC R10, R14
-	CMOVQCC R11, R15
-	MOVQ    R12, 32(SP)
-	MOVQ    R13, 40(SP)
-	MOVQ    R14, 48(SP)
-	MOVQ    R15, 56(SP)
-	XORQ    BX, BX
-	MOVQ    32(SP), R8
-	MOVQ    40(SP), R9
-	MOVQ    48(SP), R10
-	MOVQ    56(SP), R11
-	ADDQ    32(SP), R8
-	ADCQ    40(SP), R9
-	ADCQ    48(SP), R10
-	ADCQ    56(SP), R11
-	ADCQ    $0x00, BX
-	MOVQ    R8, R12
-	MOVQ    R9, R13
-	MOVQ    R10, R14
-	MOVQ    R11, R15
-	SUBQ    p256Prime<>+0(SB), R12
-	SBBQ    p256Prime<>+8(SB), R13
-	SBBQ    p256Prime<>+16(SB), R14
-	SBBQ    p256Prime<>+24(SB), R15
-	SBBQ    $0x00, BX
-	CMOVQCC R12, R8
-	MOVQ    R8, 32(SP)
-	CMOVQCC R13, R9
-	MOVQ    R9, 40(SP)
-	CMOVQCC R14, R10
-	MOVQ    R10, 48(SP)
-	CMOVQCC R15, R11
-	MOVQ    R11, 56(SP)
-	XORQ    BX, BX
-	MOVQ    32(SP), R8
-	MOVQ    40(SP), R9
-	MOVQ    48(SP), R10
-	MOVQ    56(SP), R11
-	ADDQ    32(SP), R8
-	ADCQ    40(SP), R9
-	ADCQ    48(SP), R10
-	ADCQ    56(SP), R11
-	ADCQ    $0x00, BX
-	MOVQ    R8, R12
-	MOVQ    R9, R13
-	MOVQ    R10, R14
-	MOVQ    R11, R15
-	SUBQ    p256Prime<>+0(SB), R12
-	SBBQ    p256Prime<>+8(SB), R13
-	SBBQ    p256Prime<>+16(SB), R14
-	SBBQ    p256Prime<>+24(SB), R15
-	SBBQ    $0x00, BX
-	CMOVQCC R12, R8
-	MOVQ    R8, 32(SP)
-	CMOVQCC R13, R9
-	MOVQ    R9, 40(SP)
-	CMOVQCC R14, R10
-	MOVQ    R10, 48(SP)
-	CMOVQCC R15, R11
-	MOVQ    R11, 56(SP)
-	XORQ    BX, BX
-	MOVQ    32(SP), R8
-	MOVQ    40(SP), R9
-	MOVQ    48(SP), R10
-	MOVQ    56(SP), R11
-	ADDQ    32(SP), R8
-	ADCQ    40(SP), R9
-	ADCQ    48(SP), R10
-	ADCQ    56(SP), R11
-	ADCQ    $0x00, BX
-	MOVQ    R8, R12
-	MOVQ    R9, R13
-	MOVQ    R10, R14
-	MOVQ    R11, R15
-	SUBQ    p256Prime<>+0(SB), R12
-	SBBQ    p256Prime<>+8(SB), R13
-	SBBQ    p256Prime<>+16(SB), R14
-	SBBQ    p256Prime<>+24(SB), R15
-	SBBQ    $0x00, BX
-	CMOVQCC R12, R8
-	MOVQ    R8, 32(SP)
-	CMOVQCC R13, R9
-	MOVQ    R9, 40(SP)
-	CMOVQCC R14, R10
-	MOVQ    R10, 48(SP)
-	CMOVQCC R15, R11
-	MOVQ    R11, 56(SP)
-	MOVQ    128(SP), R8
-	MOVQ    136(SP), R9
-	MOVQ    144(SP), R10
-	MOVQ    152(SP), R11
-	SUBQ    32(SP), R8
-	SBBQ    40(SP), R9
-	SBBQ    48(SP), R10
-	SBBQ    56(SP), R11
-	SBBQ    AX, AX
-	MOVQ    p256Prime<>+0(SB), R12
-	ANDQ    AX, R12
-	MOVQ    p256Prime<>+8(SB), R13
-	ANDQ    AX, R13
-	MOVQ    p256Prime<>+16(SB), R14
-	ANDQ    AX, R14
-	MOVQ    p256Prime<>+24(SB), R15
-	ANDQ    AX, R15
-	ADDQ    R12, R8
-	ADCQ    R13, R9
-	ADCQ    R14, R10
-	ADCQ    R15, R11
-	MOVQ    R8, 224(SP)
-	MOVQ    R9, 232(SP)
-	MOVQ    R10, 240(SP)
-	MOVQ    R11, 248(SP)
-	MOVQ    q+0(FP), DI
-	MOVQ    192(SP), AX
-	MOVQ    AX, (DI)
-	MOVQ    200(SP), AX
-	MOVQ    AX, 8(DI)
-	MOVQ    208(SP), AX
-	MOVQ    AX, 16(DI)
-	MOVQ    216(SP), AX
-	MOVQ    AX, 24(DI)
+	MOVQ    p256Prime<>+0(SB), R8
+	ANDQ    AX, R8
+	MOVQ    p256Prime<>+8(SB), R9
+	ANDQ    AX, R9
+	MOVQ    p256Prime<>+16(SB), R10
+	ANDQ    AX, R10
+	MOVQ    p256Prime<>+24(SB), R11
+	ANDQ    AX, R11
+	ADDQ    R8, R12
+	ADCQ    R9, R13
+	ADCQ    R10, R14
+	ADCQ    R11, R15
+	MOVQ    R12, 32(DI)
+	MOVQ    R13, 40(DI)
+	MOVQ    R14, 48(DI)
+	MOVQ    R15, 56(DI)
 	MOVQ    224(SP), AX
-	MOVQ    AX, 32(DI)
-	MOVQ    232(SP), AX
-	MOVQ    AX, 40(DI)
-	MOVQ    240(SP), AX
-	MOVQ    AX, 48(DI)
-	MOVQ    248(SP), AX
-	MOVQ    AX, 56(DI)
-	MOVQ    256(SP), AX
 	MOVQ    AX, 64(DI)
-	MOVQ    264(SP), AX
+	MOVQ    232(SP), AX
 	MOVQ    AX, 72(DI)
-	MOVQ    272(SP), AX
+	MOVQ    240(SP), AX
 	MOVQ    AX, 80(DI)
-	MOVQ    280(SP), AX
+	MOVQ    248(SP), AX
 	MOVQ    AX, 88(DI)
 	RET
 
 // func p256PointAddMixed(q *[3][4]uint64, a *[3][4]uint64, b *[2][4]uint64)
 // Requires: ADX, BMI2, CMOV
-TEXT ·p256PointAddMixed(SB), $384-24
+TEXT ·p256PointAddMixed(SB), $288-24
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
 
@@ -2264,6 +2131,7 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	MOVQ    R14, 16(SP)
 	MOVQ    R15, 24(SP)
 
+	// H = X2 Z1Z1 - X1
 	// a * b: row 0
 	MOVQ  (DI), DX
 	MULXQ (SP), R8, R9
@@ -2397,11 +2265,29 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	CMOVQCC R9, R13
 	CMOVQCC R10, R14
 	CMOVQCC R11, R15
+	SUBQ    (SI), R12
+	SBBQ    8(SI), R13
+	SBBQ    16(SI), R14
+	SBBQ    24(SI), R15
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R8
+	ANDQ    AX, R8
+	MOVQ    p256Prime<>+8(SB), R9
+	ANDQ    AX, R9
+	MOVQ    p256Prime<>+16(SB), R10
+	ANDQ    AX, R10
+	MOVQ    p256Prime<>+24(SB), R11
+	ANDQ    AX, R11
+	ADDQ    R8, R12
+	ADCQ    R9, R13
+	ADCQ    R10, R14
+	ADCQ    R11, R15
 	MOVQ    R12, 32(SP)
 	MOVQ    R13, 40(SP)
 	MOVQ    R14, 48(SP)
 	MOVQ    R15, 56(SP)
 
+	// r = 2(Y2 Z1 Z1Z1 - Y1)
 	// a * b: row 0
 	MOVQ  32(DI), DX
 	MULXQ 64(SI), R8, R9
@@ -2535,13 +2421,13 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	CMOVQCC R9, R13
 	CMOVQCC R10, R14
 	CMOVQCC R11, R15
-	MOVQ    R12, 64(SP)
-	MOVQ    R13, 72(SP)
-	MOVQ    R14, 80(SP)
-	MOVQ    R15, 88(SP)
+	MOVQ    R12, 160(SP)
+	MOVQ    R13, 168(SP)
+	MOVQ    R14, 176(SP)
+	MOVQ    R15, 184(SP)
 
 	// a * b: row 0
-	MOVQ  64(SP), DX
+	MOVQ  160(SP), DX
 	MULXQ (SP), R8, R9
 	MULXQ 8(SP), AX, R10
 	ADDQ  AX, R9
@@ -2552,7 +2438,7 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	ADCQ  $0x00, R12
 
 	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
-	MOVQ  72(SP), DX
+	MOVQ  168(SP), DX
 	XORQ  BX, BX
 	MULXQ (SP), AX, CX
 	ADCXQ AX, R9
@@ -2569,7 +2455,7 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	ADCXQ BX, R13
 
 	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
-	MOVQ  80(SP), DX
+	MOVQ  176(SP), DX
 	XORQ  BX, BX
 	MULXQ (SP), AX, CX
 	ADCXQ AX, R10
@@ -2586,7 +2472,7 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	ADCXQ BX, R14
 
 	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
-	MOVQ  88(SP), DX
+	MOVQ  184(SP), DX
 	XORQ  BX, BX
 	MULXQ (SP), AX, CX
 	ADCXQ AX, R11
@@ -2673,100 +2559,237 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	CMOVQCC R9, R13
 	CMOVQCC R10, R14
 	CMOVQCC R11, R15
-	MOVQ    R12, 64(SP)
-	MOVQ    R13, 72(SP)
-	MOVQ    R14, 80(SP)
-	MOVQ    R15, 88(SP)
-	MOVQ    32(SP), R8
-	MOVQ    40(SP), R9
-	MOVQ    48(SP), R10
-	MOVQ    56(SP), R11
-	SUBQ    (SI), R8
-	SBBQ    8(SI), R9
-	SBBQ    16(SI), R10
-	SBBQ    24(SI), R11
+	SUBQ    32(SI), R12
+	SBBQ    40(SI), R13
+	SBBQ    48(SI), R14
+	SBBQ    56(SI), R15
 	SBBQ    AX, AX
-	MOVQ    p256Prime<>+0(SB), R12
-	ANDQ    AX, R12
-	MOVQ    p256Prime<>+8(SB), R13
-	ANDQ    AX, R13
-	MOVQ    p256Prime<>+16(SB), R14
-	ANDQ    AX, R14
-	MOVQ    p256Prime<>+24(SB), R15
-	ANDQ    AX, R15
-	ADDQ    R12, R8
-	ADCQ    R13, R9
-	ADCQ    R14, R10
-	ADCQ    R15, R11
-	MOVQ    R8, 96(SP)
-	MOVQ    R9, 104(SP)
-	MOVQ    R10, 112(SP)
-	MOVQ    R11, 120(SP)
-	MOVQ    64(SP), R8
-	MOVQ    72(SP), R9
-	MOVQ    80(SP), R10
-	MOVQ    88(SP), R11
-	SUBQ    32(SI), R8
-	SBBQ    40(SI), R9
-	SBBQ    48(SI), R10
-	SBBQ    56(SI), R11
-	SBBQ    AX, AX
-	MOVQ    p256Prime<>+0(SB), R12
-	ANDQ    AX, R12
-	MOVQ    p256Prime<>+8(SB), R13
-	ANDQ    AX, R13
-	MOVQ    p256Prime<>+16(SB), R14
-	ANDQ    AX, R14
-	MOVQ    p256Prime<>+24(SB), R15
-	ANDQ    AX, R15
-	ADDQ    R12, R8
-	ADCQ    R13, R9
-	ADCQ    R14, R10
-	ADCQ    R15, R11
-	MOVQ    R8, 224(SP)
-	MOVQ    R9, 232(SP)
-	MOVQ    R10, 240(SP)
-	MOVQ    R11, 248(SP)
+	MOVQ    p256Prime<>+0(SB), R8
+	ANDQ    AX, R8
+	MOVQ    p256Prime<>+8(SB), R9
+	ANDQ    AX, R9
+	MOVQ    p256Prime<>+16(SB), R10
+	ANDQ    AX, R10
+	MOVQ    p256Prime<>+24(SB), R11
+	ANDQ    AX, R11
+	ADDQ    R8, R12
+	ADCQ    R9, R13
+	ADCQ    R10, R14
+	ADCQ    R11, R15
 	XORQ    BX, BX
-	MOVQ    224(SP), R8
-	MOVQ    232(SP), R9
-	MOVQ    240(SP), R10
-	MOVQ    248(SP), R11
-	ADDQ    224(SP), R8
-	ADCQ    232(SP), R9
-	ADCQ    240(SP), R10
-	ADCQ    248(SP), R11
+	ADDQ    R12, R12
+	ADCQ    R13, R13
+	ADCQ    R14, R14
+	ADCQ    R15, R15
 	ADCQ    $0x00, BX
-	MOVQ    R8, R12
-	MOVQ    R9, R13
-	MOVQ    R10, R14
-	MOVQ    R11, R15
-	SUBQ    p256Prime<>+0(SB), R12
-	SBBQ    p256Prime<>+8(SB), R13
-	SBBQ    p256Prime<>+16(SB), R14
-	SBBQ    p256Prime<>+24(SB), R15
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
 	SBBQ    $0x00, BX
-	CMOVQCC R12, R8
-	MOVQ    R8, 224(SP)
-	CMOVQCC R13, R9
-	MOVQ    R9, 232(SP)
-	CMOVQCC R14, R10
-	MOVQ    R10, 240(SP)
-	CMOVQCC R15, R11
-	MOVQ    R11, 248(SP)
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 160(SP)
+	MOVQ    R13, 168(SP)
+	MOVQ    R14, 176(SP)
+	MOVQ    R15, 184(SP)
 
+	// HH = H^2, I = 4 HH
 	// a^2: cross products a0*a1, a0*a2, a0*a3
-	MOVQ  96(SP), DX
-	MULXQ 104(SP), R9, R10
-	MULXQ 112(SP), AX, R11
-	MULXQ 120(SP), CX, R12
+	MOVQ  32(SP), DX
+	MULXQ 40(SP), R9, R10
+	MULXQ 48(SP), AX, R11
+	MULXQ 56(SP), CX, R12
 	ADDQ  AX, R10
 	ADCQ  CX, R11
 	ADCQ  $0x00, R12
 
 	// a1*a2, a1*a3
-	MOVQ  104(SP), DX
+	MOVQ  40(SP), DX
 	XORQ  BX, BX
+	MULXQ 48(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 56(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// a2*a3
+	MOVQ  48(SP), DX
+	MULXQ 56(SP), AX, R14
+	ADDQ  AX, R13
+	ADCQ  $0x00, R14
+
+	// double the cross products (CF) and add the squares (OF)
+	XORQ  BX, BX
+	MOVQ  32(SP), DX
+	MULXQ DX, R8, AX
+	ADCXQ R9, R9
+	ADOXQ AX, R9
+	MOVQ  40(SP), DX
+	MULXQ DX, AX, CX
+	ADCXQ R10, R10
+	ADOXQ AX, R10
+	ADCXQ R11, R11
+	ADOXQ CX, R11
+	MOVQ  48(SP), DX
+	MULXQ DX, AX, CX
+	ADCXQ R12, R12
+	ADOXQ AX, R12
+	ADCXQ R13, R13
+	ADOXQ CX, R13
+	MOVQ  56(SP), DX
+	MULXQ DX, AX, R15
+	ADCXQ R14, R14
+	ADOXQ AX, R14
+	ADCXQ BX, R15
+	ADOXQ BX, R15
+
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
+
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
+
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
+	ADDQ  AX, R11
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
+
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
+
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 64(SP)
+	MOVQ    R13, 72(SP)
+	MOVQ    R14, 80(SP)
+	MOVQ    R15, 88(SP)
+	XORQ    BX, BX
+	ADDQ    R12, R12
+	ADCQ    R13, R13
+	ADCQ    R14, R14
+	ADCQ    R15, R15
+	ADCQ    $0x00, BX
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	XORQ    BX, BX
+	ADDQ    R12, R12
+	ADCQ    R13, R13
+	ADCQ    R14, R14
+	ADCQ    R15, R15
+	ADCQ    $0x00, BX
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 96(SP)
+	MOVQ    R13, 104(SP)
+	MOVQ    R14, 112(SP)
+	MOVQ    R15, 120(SP)
+
+	// a * b: row 0
+	MOVQ  32(SP), DX
+	MULXQ 96(SP), R8, R9
+	MULXQ 104(SP), AX, R10
+	ADDQ  AX, R9
+	MULXQ 112(SP), AX, R11
+	ADCQ  AX, R10
+	MULXQ 120(SP), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  40(SP), DX
+	XORQ  BX, BX
+	MULXQ 96(SP), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 104(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
 	MULXQ 112(SP), AX, CX
 	ADCXQ AX, R11
 	ADOXQ CX, R12
@@ -2775,36 +2798,39 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	ADOXQ BX, R13
 	ADCXQ BX, R13
 
-	// a2*a3
-	MOVQ  112(SP), DX
-	MULXQ 120(SP), AX, R14
-	ADDQ  AX, R13
-	ADCQ  $0x00, R14
-
-	// double the cross products (CF) and add the squares (OF)
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  48(SP), DX
 	XORQ  BX, BX
-	MOVQ  96(SP), DX
-	MULXQ DX, R8, AX
-	ADCXQ R9, R9
-	ADOXQ AX, R9
-	MOVQ  104(SP), DX
-	MULXQ DX, AX, CX
-	ADCXQ R10, R10
-	ADOXQ AX, R10
-	ADCXQ R11, R11
+	MULXQ 96(SP), AX, CX
+	ADCXQ AX, R10
 	ADOXQ CX, R11
-	MOVQ  112(SP), DX
-	MULXQ DX, AX, CX
-	ADCXQ R12, R12
-	ADOXQ AX, R12
-	ADCXQ R13, R13
+	MULXQ 104(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 112(SP), AX, CX
+	ADCXQ AX, R12
 	ADOXQ CX, R13
-	MOVQ  120(SP), DX
-	MULXQ DX, AX, R15
-	ADCXQ R14, R14
-	ADOXQ AX, R14
-	ADCXQ BX, R15
+	MULXQ 120(SP), AX, R14
+	ADCXQ AX, R13
+	ADOXQ BX, R14
+	ADCXQ BX, R14
+
+	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  56(SP), DX
+	XORQ  BX, BX
+	MULXQ 96(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 104(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 112(SP), AX, CX
+	ADCXQ AX, R13
+	ADOXQ CX, R14
+	MULXQ 120(SP), AX, R15
+	ADCXQ AX, R14
 	ADOXQ BX, R15
+	ADCXQ BX, R15
 
 	// Montgomery reduction mod p of the low half L = t0..t3, in place
 	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
@@ -2881,119 +2907,65 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	MOVQ    R13, 136(SP)
 	MOVQ    R14, 144(SP)
 	MOVQ    R15, 152(SP)
-	XORQ    BX, BX
-	MOVQ    128(SP), R8
-	MOVQ    136(SP), R9
-	MOVQ    144(SP), R10
-	MOVQ    152(SP), R11
-	ADDQ    128(SP), R8
-	ADCQ    136(SP), R9
-	ADCQ    144(SP), R10
-	ADCQ    152(SP), R11
-	ADCQ    $0x00, BX
-	MOVQ    R8, R12
-	MOVQ    R9, R13
-	MOVQ    R10, R14
-	MOVQ    R11, R15
-	SUBQ    p256Prime<>+0(SB), R12
-	SBBQ    p256Prime<>+8(SB), R13
-	SBBQ    p256Prime<>+16(SB), R14
-	SBBQ    p256Prime<>+24(SB), R15
-	SBBQ    $0x00, BX
-	CMOVQCC R12, R8
-	MOVQ    R8, 160(SP)
-	CMOVQCC R13, R9
-	MOVQ    R9, 168(SP)
-	CMOVQCC R14, R10
-	MOVQ    R10, 176(SP)
-	CMOVQCC R15, R11
-	MOVQ    R11, 184(SP)
-	XORQ    BX, BX
-	MOVQ    160(SP), R8
-	MOVQ    168(SP), R9
-	MOVQ    176(SP), R10
-	MOVQ    184(SP), R11
-	ADDQ    160(SP), R8
-	ADCQ    168(SP), R9
-	ADCQ    176(SP), R10
-	ADCQ    184(SP), R11
-	ADCQ    $0x00, BX
-	MOVQ    R8, R12
-	MOVQ    R9, R13
-	MOVQ    R10, R14
-	MOVQ    R11, R15
-	SUBQ    p256Prime<>+0(SB), R12
-	SBBQ    p256Prime<>+8(SB), R13
-	SBBQ    p256Prime<>+16(SB), R14
-	SBBQ    p256Prime<>+24(SB), R15
-	SBBQ    $0x00, BX
-	CMOVQCC R12, R8
-	MOVQ    R8, 160(SP)
-	CMOVQCC R13, R9
-	MOVQ    R9, 168(SP)
-	CMOVQCC R14, R10
-	MOVQ    R10, 176(SP)
-	CMOVQCC R15, R11
-	MOVQ    R11, 184(SP)
 
 	// a * b: row 0
-	MOVQ  96(SP), DX
-	MULXQ 160(SP), R8, R9
-	MULXQ 168(SP), AX, R10
+	MOVQ  (SI), DX
+	MULXQ 96(SP), R8, R9
+	MULXQ 104(SP), AX, R10
 	ADDQ  AX, R9
-	MULXQ 176(SP), AX, R11
+	MULXQ 112(SP), AX, R11
 	ADCQ  AX, R10
-	MULXQ 184(SP), AX, R12
+	MULXQ 120(SP), AX, R12
 	ADCQ  AX, R11
 	ADCQ  $0x00, R12
 
 	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
-	MOVQ  104(SP), DX
+	MOVQ  8(SI), DX
 	XORQ  BX, BX
-	MULXQ 160(SP), AX, CX
+	MULXQ 96(SP), AX, CX
 	ADCXQ AX, R9
 	ADOXQ CX, R10
-	MULXQ 168(SP), AX, CX
+	MULXQ 104(SP), AX, CX
 	ADCXQ AX, R10
 	ADOXQ CX, R11
-	MULXQ 176(SP), AX, CX
+	MULXQ 112(SP), AX, CX
 	ADCXQ AX, R11
 	ADOXQ CX, R12
-	MULXQ 184(SP), AX, R13
+	MULXQ 120(SP), AX, R13
 	ADCXQ AX, R12
 	ADOXQ BX, R13
 	ADCXQ BX, R13
 
 	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
-	MOVQ  112(SP), DX
+	MOVQ  16(SI), DX
 	XORQ  BX, BX
-	MULXQ 160(SP), AX, CX
+	MULXQ 96(SP), AX, CX
 	ADCXQ AX, R10
 	ADOXQ CX, R11
-	MULXQ 168(SP), AX, CX
+	MULXQ 104(SP), AX, CX
 	ADCXQ AX, R11
 	ADOXQ CX, R12
-	MULXQ 176(SP), AX, CX
+	MULXQ 112(SP), AX, CX
 	ADCXQ AX, R12
 	ADOXQ CX, R13
-	MULXQ 184(SP), AX, R14
+	MULXQ 120(SP), AX, R14
 	ADCXQ AX, R13
 	ADOXQ BX, R14
 	ADCXQ BX, R14
 
 	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
-	MOVQ  120(SP), DX
+	MOVQ  24(SI), DX
 	XORQ  BX, BX
-	MULXQ 160(SP), AX, CX
+	MULXQ 96(SP), AX, CX
 	ADCXQ AX, R11
 	ADOXQ CX, R12
-	MULXQ 168(SP), AX, CX
+	MULXQ 104(SP), AX, CX
 	ADCXQ AX, R12
 	ADOXQ CX, R13
-	MULXQ 176(SP), AX, CX
+	MULXQ 112(SP), AX, CX
 	ADCXQ AX, R13
 	ADOXQ CX, R14
-	MULXQ 184(SP), AX, R15
+	MULXQ 120(SP), AX, R15
 	ADCXQ AX, R14
 	ADOXQ BX, R15
 	ADCXQ BX, R15
@@ -3074,26 +3046,19 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	MOVQ    R14, 208(SP)
 	MOVQ    R15, 216(SP)
 
-	// a * b: row 0
-	MOVQ  (SI), DX
-	MULXQ 160(SP), R8, R9
-	MULXQ 168(SP), AX, R10
-	ADDQ  AX, R9
+	// X3 = r^2 - J - 2V
+	// a^2: cross products a0*a1, a0*a2, a0*a3
+	MOVQ  160(SP), DX
+	MULXQ 168(SP), R9, R10
 	MULXQ 176(SP), AX, R11
-	ADCQ  AX, R10
-	MULXQ 184(SP), AX, R12
-	ADCQ  AX, R11
+	MULXQ 184(SP), CX, R12
+	ADDQ  AX, R10
+	ADCQ  CX, R11
 	ADCQ  $0x00, R12
 
-	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
-	MOVQ  8(SI), DX
+	// a1*a2, a1*a3
+	MOVQ  168(SP), DX
 	XORQ  BX, BX
-	MULXQ 160(SP), AX, CX
-	ADCXQ AX, R9
-	ADOXQ CX, R10
-	MULXQ 168(SP), AX, CX
-	ADCXQ AX, R10
-	ADOXQ CX, R11
 	MULXQ 176(SP), AX, CX
 	ADCXQ AX, R11
 	ADOXQ CX, R12
@@ -3102,36 +3067,223 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	ADOXQ BX, R13
 	ADCXQ BX, R13
 
-	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
-	MOVQ  16(SI), DX
+	// a2*a3
+	MOVQ  176(SP), DX
+	MULXQ 184(SP), AX, R14
+	ADDQ  AX, R13
+	ADCQ  $0x00, R14
+
+	// double the cross products (CF) and add the squares (OF)
 	XORQ  BX, BX
-	MULXQ 160(SP), AX, CX
+	MOVQ  160(SP), DX
+	MULXQ DX, R8, AX
+	ADCXQ R9, R9
+	ADOXQ AX, R9
+	MOVQ  168(SP), DX
+	MULXQ DX, AX, CX
+	ADCXQ R10, R10
+	ADOXQ AX, R10
+	ADCXQ R11, R11
+	ADOXQ CX, R11
+	MOVQ  176(SP), DX
+	MULXQ DX, AX, CX
+	ADCXQ R12, R12
+	ADOXQ AX, R12
+	ADCXQ R13, R13
+	ADOXQ CX, R13
+	MOVQ  184(SP), DX
+	MULXQ DX, AX, R15
+	ADCXQ R14, R14
+	ADOXQ AX, R14
+	ADCXQ BX, R15
+	ADOXQ BX, R15
+
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
+
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
+
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
+	ADDQ  AX, R11
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
+
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
+
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	SUBQ    128(SP), R12
+	SBBQ    136(SP), R13
+	SBBQ    144(SP), R14
+	SBBQ    152(SP), R15
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R8
+	ANDQ    AX, R8
+	MOVQ    p256Prime<>+8(SB), R9
+	ANDQ    AX, R9
+	MOVQ    p256Prime<>+16(SB), R10
+	ANDQ    AX, R10
+	MOVQ    p256Prime<>+24(SB), R11
+	ANDQ    AX, R11
+	ADDQ    R8, R12
+	ADCQ    R9, R13
+	ADCQ    R10, R14
+	ADCQ    R11, R15
+	SUBQ    192(SP), R12
+	SBBQ    200(SP), R13
+	SBBQ    208(SP), R14
+	SBBQ    216(SP), R15
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R8
+	ANDQ    AX, R8
+	MOVQ    p256Prime<>+8(SB), R9
+	ANDQ    AX, R9
+	MOVQ    p256Prime<>+16(SB), R10
+	ANDQ    AX, R10
+	MOVQ    p256Prime<>+24(SB), R11
+	ANDQ    AX, R11
+	ADDQ    R8, R12
+	ADCQ    R9, R13
+	ADCQ    R10, R14
+	ADCQ    R11, R15
+	SUBQ    192(SP), R12
+	SBBQ    200(SP), R13
+	SBBQ    208(SP), R14
+	SBBQ    216(SP), R15
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R8
+	ANDQ    AX, R8
+	MOVQ    p256Prime<>+8(SB), R9
+	ANDQ    AX, R9
+	MOVQ    p256Prime<>+16(SB), R10
+	ANDQ    AX, R10
+	MOVQ    p256Prime<>+24(SB), R11
+	ANDQ    AX, R11
+	ADDQ    R8, R12
+	ADCQ    R9, R13
+	ADCQ    R10, R14
+	ADCQ    R11, R15
+	MOVQ    R12, 224(SP)
+	MOVQ    R13, 232(SP)
+	MOVQ    R14, 240(SP)
+	MOVQ    R15, 248(SP)
+
+	// Z3 = (Z1+H)^2 - Z1Z1 - HH = 2 Z1 H
+	// a * b: row 0
+	MOVQ  64(SI), DX
+	MULXQ 32(SP), R8, R9
+	MULXQ 40(SP), AX, R10
+	ADDQ  AX, R9
+	MULXQ 48(SP), AX, R11
+	ADCQ  AX, R10
+	MULXQ 56(SP), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  72(SI), DX
+	XORQ  BX, BX
+	MULXQ 32(SP), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 40(SP), AX, CX
 	ADCXQ AX, R10
 	ADOXQ CX, R11
-	MULXQ 168(SP), AX, CX
+	MULXQ 48(SP), AX, CX
 	ADCXQ AX, R11
 	ADOXQ CX, R12
-	MULXQ 176(SP), AX, CX
+	MULXQ 56(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  80(SI), DX
+	XORQ  BX, BX
+	MULXQ 32(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 40(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 48(SP), AX, CX
 	ADCXQ AX, R12
 	ADOXQ CX, R13
-	MULXQ 184(SP), AX, R14
+	MULXQ 56(SP), AX, R14
 	ADCXQ AX, R13
 	ADOXQ BX, R14
 	ADCXQ BX, R14
 
 	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
-	MOVQ  24(SI), DX
+	MOVQ  88(SI), DX
 	XORQ  BX, BX
-	MULXQ 160(SP), AX, CX
+	MULXQ 32(SP), AX, CX
 	ADCXQ AX, R11
 	ADOXQ CX, R12
-	MULXQ 168(SP), AX, CX
+	MULXQ 40(SP), AX, CX
 	ADCXQ AX, R12
 	ADOXQ CX, R13
-	MULXQ 176(SP), AX, CX
+	MULXQ 48(SP), AX, CX
 	ADCXQ AX, R13
 	ADOXQ CX, R14
-	MULXQ 184(SP), AX, R15
+	MULXQ 56(SP), AX, R15
 	ADCXQ AX, R14
 	ADOXQ BX, R15
 	ADCXQ BX, R15
@@ -3194,6 +3346,25 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	ADCQ $0x00, BX
 
 	// subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	XORQ    BX, BX
+	ADDQ    R12, R12
+	ADCQ    R13, R13
+	ADCQ    R14, R14
+	ADCQ    R15, R15
+	ADCQ    $0x00, BX
 	MOVQ    R12, R8
 	MOVQ    R13, R9
 	MOVQ    R14, R10
@@ -3212,604 +3383,31 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	MOVQ    R14, 272(SP)
 	MOVQ    R15, 280(SP)
 
-	// X3 = r^2 - J - 2V
-	// a^2: cross products a0*a1, a0*a2, a0*a3
-	MOVQ  224(SP), DX
-	MULXQ 232(SP), R9, R10
-	MULXQ 240(SP), AX, R11
-	MULXQ 248(SP), CX, R12
-	ADDQ  AX, R10
-	ADCQ  CX, R11
-	ADCQ  $0x00, R12
-
-	// a1*a2, a1*a3
-	MOVQ  232(SP), DX
-	XORQ  BX, BX
-	MULXQ 240(SP), AX, CX
-	ADCXQ AX, R11
-	ADOXQ CX, R12
-	MULXQ 248(SP), AX, R13
-	ADCXQ AX, R12
-	ADOXQ BX, R13
-	ADCXQ BX, R13
-
-	// a2*a3
-	MOVQ  240(SP), DX
-	MULXQ 248(SP), AX, R14
-	ADDQ  AX, R13
-	ADCQ  $0x00, R14
-
-	// double the cross products (CF) and add the squares (OF)
-	XORQ  BX, BX
-	MOVQ  224(SP), DX
-	MULXQ DX, R8, AX
-	ADCXQ R9, R9
-	ADOXQ AX, R9
-	MOVQ  232(SP), DX
-	MULXQ DX, AX, CX
-	ADCXQ R10, R10
-	ADOXQ AX, R10
-	ADCXQ R11, R11
-	ADOXQ CX, R11
-	MOVQ  240(SP), DX
-	MULXQ DX, AX, CX
-	ADCXQ R12, R12
-	ADOXQ AX, R12
-	ADCXQ R13, R13
-	ADOXQ CX, R13
-	MOVQ  248(SP), DX
-	MULXQ DX, AX, R15
-	ADCXQ R14, R14
-	ADOXQ AX, R14
-	ADCXQ BX, R15
-	ADOXQ BX, R15
-
-	// Montgomery reduction mod p of the low half L = t0..t3, in place
-	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R8, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R8
-	ADDQ  AX, R9
-	ADCQ  CX, R10
-	ADCQ  BX, R11
-	ADCQ  $0x00, R8
-
-	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R9, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R9
-	ADDQ  AX, R10
-	ADCQ  CX, R11
-	ADCQ  BX, R8
-	ADCQ  $0x00, R9
-
-	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R10, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R10
-	ADDQ  AX, R11
-	ADCQ  CX, R8
-	ADCQ  BX, R9
-	ADCQ  $0x00, R10
-
-	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R11, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R11
-	ADDQ  AX, R8
-	ADCQ  CX, R9
-	ADCQ  BX, R10
-	ADCQ  $0x00, R11
-
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
-	XORQ BX, BX
-	ADDQ R8, R12
-	ADCQ R9, R13
-	ADCQ R10, R14
-	ADCQ R11, R15
-	ADCQ $0x00, BX
-
-	// subtract p unless that borrows
-	MOVQ    R12, R8
-	MOVQ    R13, R9
-	MOVQ    R14, R10
-	MOVQ    R15, R11
-	SUBQ    p256Prime<>+0(SB), R8
-	SBBQ    p256Prime<>+8(SB), R9
-	SBBQ    p256Prime<>+16(SB), R10
-	SBBQ    p256Prime<>+24(SB), R11
-	SBBQ    $0x00, BX
-	CMOVQCC R8, R12
-	CMOVQCC R9, R13
-	CMOVQCC R10, R14
-	CMOVQCC R11, R15
-	MOVQ    R12, 288(SP)
-	MOVQ    R13, 296(SP)
-	MOVQ    R14, 304(SP)
-	MOVQ    R15, 312(SP)
-	MOVQ    288(SP), R8
-	MOVQ    296(SP), R9
-	MOVQ    304(SP), R10
-	MOVQ    312(SP), R11
-	SUBQ    192(SP), R8
-	SBBQ    200(SP), R9
-	SBBQ    208(SP), R10
-	SBBQ    216(SP), R11
-	SBBQ    AX, AX
-	MOVQ    p256Prime<>+0(SB), R12
-	ANDQ    AX, R12
-	MOVQ    p256Prime<>+8(SB), R13
-	ANDQ    AX, R13
-	MOVQ    p256Prime<>+16(SB), R14
-	ANDQ    AX, R14
-	MOVQ    p256Prime<>+24(SB), R15
-	ANDQ    AX, R15
-	ADDQ    R12, R8
-	ADCQ    R13, R9
-	ADCQ    R14, R10
-	ADCQ    R15, R11
-	MOVQ    R8, 288(SP)
-	MOVQ    R9, 296(SP)
-	MOVQ    R10, 304(SP)
-	MOVQ    R11, 312(SP)
-	MOVQ    288(SP), R8
-	MOVQ    296(SP), R9
-	MOVQ    304(SP), R10
-	MOVQ    312(SP), R11
-	SUBQ    256(SP), R8
-	SBBQ    264(SP), R9
-	SBBQ    272(SP), R10
-	SBBQ    280(SP), R11
-	SBBQ    AX, AX
-	MOVQ    p256Prime<>+0(SB), R12
-	ANDQ    AX, R12
-	MOVQ    p256Prime<>+8(SB), R13
-	ANDQ    AX, R13
-	MOVQ    p256Prime<>+16(SB), R14
-	ANDQ    AX, R14
-	MOVQ    p256Prime<>+24(SB), R15
-	ANDQ    AX, R15
-	ADDQ    R12, R8
-	ADCQ    R13, R9
-	ADCQ    R14, R10
-	ADCQ    R15, R11
-	MOVQ    R8, 288(SP)
-	MOVQ    R9, 296(SP)
-	MOVQ    R10, 304(SP)
-	MOVQ    R11, 312(SP)
-	MOVQ    288(SP), R8
-	MOVQ    296(SP), R9
-	MOVQ    304(SP), R10
-	MOVQ    312(SP), R11
-	SUBQ    256(SP), R8
-	SBBQ    264(SP), R9
-	SBBQ    272(SP), R10
-	SBBQ    280(SP), R11
-	SBBQ    AX, AX
-	MOVQ    p256Prime<>+0(SB), R12
-	ANDQ    AX, R12
-	MOVQ    p256Prime<>+8(SB), R13
-	ANDQ    AX, R13
-	MOVQ    p256Prime<>+16(SB), R14
-	ANDQ    AX, R14
-	MOVQ    p256Prime<>+24(SB), R15
-	ANDQ    AX, R15
-	ADDQ    R12, R8
-	ADCQ    R13, R9
-	ADCQ    R14, R10
-	ADCQ    R15, R11
-	MOVQ    R8, 288(SP)
-	MOVQ    R9, 296(SP)
-	MOVQ    R10, 304(SP)
-	MOVQ    R11, 312(SP)
-
-	// Z3 = (Z1+H)^2 - Z1Z1 - HH
-	XORQ    BX, BX
-	MOVQ    64(SI), R8
-	MOVQ    72(SI), R9
-	MOVQ    80(SI), R10
-	MOVQ    88(SI), R11
-	ADDQ    96(SP), R8
-	ADCQ    104(SP), R9
-	ADCQ    112(SP), R10
-	ADCQ    120(SP), R11
-	ADCQ    $0x00, BX
-	MOVQ    R8, R12
-	MOVQ    R9, R13
-	MOVQ    R10, R14
-	MOVQ    R11, R15
-	SUBQ    p256Prime<>+0(SB), R12
-	SBBQ    p256Prime<>+8(SB), R13
-	SBBQ    p256Prime<>+16(SB), R14
-	SBBQ    p256Prime<>+24(SB), R15
-	SBBQ    $0x00, BX
-	CMOVQCC R12, R8
-	MOVQ    R8, 352(SP)
-	CMOVQCC R13, R9
-	MOVQ    R9, 360(SP)
-	CMOVQCC R14, R10
-	MOVQ    R10, 368(SP)
-	CMOVQCC R15, R11
-	MOVQ    R11, 376(SP)
-
-	// a^2: cross products a0*a1, a0*a2, a0*a3
-	MOVQ  352(SP), DX
-	MULXQ 360(SP), R9, R10
-	MULXQ 368(SP), AX, R11
-	MULXQ 376(SP), CX, R12
-	ADDQ  AX, R10
-	ADCQ  CX, R11
-	ADCQ  $0x00, R12
-
-	// a1*a2, a1*a3
-	MOVQ  360(SP), DX
-	XORQ  BX, BX
-	MULXQ 368(SP), AX, CX
-	ADCXQ AX, R11
-	ADOXQ CX, R12
-	MULXQ 376(SP), AX, R13
-	ADCXQ AX, R12
-	ADOXQ BX, R13
-	ADCXQ BX, R13
-
-	// a2*a3
-	MOVQ  368(SP), DX
-	MULXQ 376(SP), AX, R14
-	ADDQ  AX, R13
-	ADCQ  $0x00, R14
-
-	// double the cross products (CF) and add the squares (OF)
-	XORQ  BX, BX
-	MOVQ  352(SP), DX
-	MULXQ DX, R8, AX
-	ADCXQ R9, R9
-	ADOXQ AX, R9
-	MOVQ  360(SP), DX
-	MULXQ DX, AX, CX
-	ADCXQ R10, R10
-	ADOXQ AX, R10
-	ADCXQ R11, R11
-	ADOXQ CX, R11
-	MOVQ  368(SP), DX
-	MULXQ DX, AX, CX
-	ADCXQ R12, R12
-	ADOXQ AX, R12
-	ADCXQ R13, R13
-	ADOXQ CX, R13
-	MOVQ  376(SP), DX
-	MULXQ DX, AX, R15
-	ADCXQ R14, R14
-	ADOXQ AX, R14
-	ADCXQ BX, R15
-	ADOXQ BX, R15
-
-	// Montgomery reduction mod p of the low half L = t0..t3, in place
-	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R8, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R8
-	ADDQ  AX, R9
-	ADCQ  CX, R10
-	ADCQ  BX, R11
-	ADCQ  $0x00, R8
-
-	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R9, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R9
-	ADDQ  AX, R10
-	ADCQ  CX, R11
-	ADCQ  BX, R8
-	ADCQ  $0x00, R9
-
-	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R10, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R10
-	ADDQ  AX, R11
-	ADCQ  CX, R8
-	ADCQ  BX, R9
-	ADCQ  $0x00, R10
-
-	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R11, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R11
-	ADDQ  AX, R8
-	ADCQ  CX, R9
-	ADCQ  BX, R10
-	ADCQ  $0x00, R11
-
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
-	XORQ BX, BX
-	ADDQ R8, R12
-	ADCQ R9, R13
-	ADCQ R10, R14
-	ADCQ R11, R15
-	ADCQ $0x00, BX
-
-	// subtract p unless that borrows
-	MOVQ    R12, R8
-	MOVQ    R13, R9
-	MOVQ    R14, R10
-	MOVQ    R15, R11
-	SUBQ    p256Prime<>+0(SB), R8
-	SBBQ    p256Prime<>+8(SB), R9
-	SBBQ    p256Prime<>+16(SB), R10
-	SBBQ    p256Prime<>+24(SB), R11
-	SBBQ    $0x00, BX
-	CMOVQCC R8, R12
-	CMOVQCC R9, R13
-	CMOVQCC R10, R14
-	CMOVQCC R11, R15
-	MOVQ    R12, 352(SP)
-	MOVQ    R13, 360(SP)
-	MOVQ    R14, 368(SP)
-	MOVQ    R15, 376(SP)
-	MOVQ    352(SP), R8
-	MOVQ    360(SP), R9
-	MOVQ    368(SP), R10
-	MOVQ    376(SP), R11
-	SUBQ    (SP), R8
-	SBBQ    8(SP), R9
-	SBBQ    16(SP), R10
-	SBBQ    24(SP), R11
-	SBBQ    AX, AX
-	MOVQ    p256Prime<>+0(SB), R12
-	ANDQ    AX, R12
-	MOVQ    p256Prime<>+8(SB), R13
-	ANDQ    AX, R13
-	MOVQ    p256Prime<>+16(SB), R14
-	ANDQ    AX, R14
-	MOVQ    p256Prime<>+24(SB), R15
-	ANDQ    AX, R15
-	ADDQ    R12, R8
-	ADCQ    R13, R9
-	ADCQ    R14, R10
-	ADCQ    R15, R11
-	MOVQ    R8, 352(SP)
-	MOVQ    R9, 360(SP)
-	MOVQ    R10, 368(SP)
-	MOVQ    R11, 376(SP)
-	MOVQ    352(SP), R8
-	MOVQ    360(SP), R9
-	MOVQ    368(SP), R10
-	MOVQ    376(SP), R11
-	SUBQ    128(SP), R8
-	SBBQ    136(SP), R9
-	SBBQ    144(SP), R10
-	SBBQ    152(SP), R11
-	SBBQ    AX, AX
-	MOVQ    p256Prime<>+0(SB), R12
-	ANDQ    AX, R12
-	MOVQ    p256Prime<>+8(SB), R13
-	ANDQ    AX, R13
-	MOVQ    p256Prime<>+16(SB), R14
-	ANDQ    AX, R14
-	MOVQ    p256Prime<>+24(SB), R15
-	ANDQ    AX, R15
-	ADDQ    R12, R8
-	ADCQ    R13, R9
-	ADCQ    R14, R10
-	ADCQ    R15, R11
-	MOVQ    R8, 320(SP)
-	MOVQ    R9, 328(SP)
-	MOVQ    R10, 336(SP)
-	MOVQ    R11, 344(SP)
-
 	// Y3 = r(V - X3) - 2 Y1 J
-	MOVQ 256(SP), R8
-	MOVQ 264(SP), R9
-	MOVQ 272(SP), R10
-	MOVQ 280(SP), R11
-	SUBQ 288(SP), R8
-	SBBQ 296(SP), R9
-	SBBQ 304(SP), R10
-	SBBQ 312(SP), R11
-	SBBQ AX, AX
-	MOVQ p256Prime<>+0(SB), R12
-	ANDQ AX, R12
-	MOVQ p256Prime<>+8(SB), R13
-	ANDQ AX, R13
-	MOVQ p256Prime<>+16(SB), R14
-	ANDQ AX, R14
-	MOVQ p256Prime<>+24(SB), R15
-	ANDQ AX, R15
-	ADDQ R12, R8
-	ADCQ R13, R9
-	ADCQ R14, R10
-	ADCQ R15, R11
-	MOVQ R8, 352(SP)
-	MOVQ R9, 360(SP)
-	MOVQ R10, 368(SP)
-	MOVQ R11, 376(SP)
-
-	// a * b: row 0
-	MOVQ  224(SP), DX
-	MULXQ 352(SP), R8, R9
-	MULXQ 360(SP), AX, R10
-	ADDQ  AX, R9
-	MULXQ 368(SP), AX, R11
-	ADCQ  AX, R10
-	MULXQ 376(SP), AX, R12
-	ADCQ  AX, R11
-	ADCQ  $0x00, R12
-
-	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
-	MOVQ  232(SP), DX
-	XORQ  BX, BX
-	MULXQ 352(SP), AX, CX
-	ADCXQ AX, R9
-	ADOXQ CX, R10
-	MULXQ 360(SP), AX, CX
-	ADCXQ AX, R10
-	ADOXQ CX, R11
-	MULXQ 368(SP), AX, CX
-	ADCXQ AX, R11
-	ADOXQ CX, R12
-	MULXQ 376(SP), AX, R13
-	ADCXQ AX, R12
-	ADOXQ BX, R13
-	ADCXQ BX, R13
-
-	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
-	MOVQ  240(SP), DX
-	XORQ  BX, BX
-	MULXQ 352(SP), AX, CX
-	ADCXQ AX, R10
-	ADOXQ CX, R11
-	MULXQ 360(SP), AX, CX
-	ADCXQ AX, R11
-	ADOXQ CX, R12
-	MULXQ 368(SP), AX, CX
-	ADCXQ AX, R12
-	ADOXQ CX, R13
-	MULXQ 376(SP), AX, R14
-	ADCXQ AX, R13
-	ADOXQ BX, R14
-	ADCXQ BX, R14
-
-	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
-	MOVQ  248(SP), DX
-	XORQ  BX, BX
-	MULXQ 352(SP), AX, CX
-	ADCXQ AX, R11
-	ADOXQ CX, R12
-	MULXQ 360(SP), AX, CX
-	ADCXQ AX, R12
-	ADOXQ CX, R13
-	MULXQ 368(SP), AX, CX
-	ADCXQ AX, R13
-	ADOXQ CX, R14
-	MULXQ 376(SP), AX, R15
-	ADCXQ AX, R14
-	ADOXQ BX, R15
-	ADCXQ BX, R15
-
-	// Montgomery reduction mod p of the low half L = t0..t3, in place
-	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R8, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R8
-	ADDQ  AX, R9
-	ADCQ  CX, R10
-	ADCQ  BX, R11
-	ADCQ  $0x00, R8
-
-	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R9, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R9
-	ADDQ  AX, R10
-	ADCQ  CX, R11
-	ADCQ  BX, R8
-	ADCQ  $0x00, R9
-
-	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R10, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R10
-	ADDQ  AX, R11
-	ADCQ  CX, R8
-	ADCQ  BX, R9
-	ADCQ  $0x00, R10
-
-	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R11, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R11
-	ADDQ  AX, R8
-	ADCQ  CX, R9
-	ADCQ  BX, R10
-	ADCQ  $0x00, R11
-
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
-	XORQ BX, BX
-	ADDQ R8, R12
-	ADCQ R9, R13
-	ADCQ R10, R14
-	ADCQ R11, R15
-	ADCQ $0x00, BX
-
-	// subtract p unless that borrows
-	MOVQ    R12, R8
-	MOVQ    R13, R9
-	MOVQ    R14, R10
-	MOVQ    R15, R11
-	SUBQ    p256Prime<>+0(SB), R8
-	SBBQ    p256Prime<>+8(SB), R9
-	SBBQ    p256Prime<>+16(SB), R10
-	SBBQ    p256Prime<>+24(SB), R11
-	SBBQ    $0x00, BX
-	CMOVQCC R8, R12
-	CMOVQCC R9, R13
-	CMOVQCC R10, R14
-	CMOVQCC R11, R15
-	MOVQ    R12, 352(SP)
-	MOVQ    R13, 360(SP)
-	MOVQ    R14, 368(SP)
-	MOVQ    R15, 376(SP)
-
 	// a * b: row 0
 	MOVQ  32(SI), DX
-	MULXQ 192(SP), R8, R9
-	MULXQ 200(SP), AX, R10
+	MULXQ 128(SP), R8, R9
+	MULXQ 136(SP), AX, R10
 	ADDQ  AX, R9
-	MULXQ 208(SP), AX, R11
+	MULXQ 144(SP), AX, R11
 	ADCQ  AX, R10
-	MULXQ 216(SP), AX, R12
+	MULXQ 152(SP), AX, R12
 	ADCQ  AX, R11
 	ADCQ  $0x00, R12
 
 	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
 	MOVQ  40(SI), DX
 	XORQ  BX, BX
-	MULXQ 192(SP), AX, CX
+	MULXQ 128(SP), AX, CX
 	ADCXQ AX, R9
 	ADOXQ CX, R10
-	MULXQ 200(SP), AX, CX
+	MULXQ 136(SP), AX, CX
 	ADCXQ AX, R10
 	ADOXQ CX, R11
-	MULXQ 208(SP), AX, CX
+	MULXQ 144(SP), AX, CX
 	ADCXQ AX, R11
 	ADOXQ CX, R12
-	MULXQ 216(SP), AX, R13
+	MULXQ 152(SP), AX, R13
 	ADCXQ AX, R12
 	ADOXQ BX, R13
 	ADCXQ BX, R13
@@ -3817,16 +3415,16 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
 	MOVQ  48(SI), DX
 	XORQ  BX, BX
-	MULXQ 192(SP), AX, CX
+	MULXQ 128(SP), AX, CX
 	ADCXQ AX, R10
 	ADOXQ CX, R11
-	MULXQ 200(SP), AX, CX
+	MULXQ 136(SP), AX, CX
 	ADCXQ AX, R11
 	ADOXQ CX, R12
-	MULXQ 208(SP), AX, CX
+	MULXQ 144(SP), AX, CX
 	ADCXQ AX, R12
 	ADOXQ CX, R13
-	MULXQ 216(SP), AX, R14
+	MULXQ 152(SP), AX, R14
 	ADCXQ AX, R13
 	ADOXQ BX, R14
 	ADCXQ BX, R14
@@ -3834,16 +3432,16 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
 	MOVQ  56(SI), DX
 	XORQ  BX, BX
-	MULXQ 192(SP), AX, CX
+	MULXQ 128(SP), AX, CX
 	ADCXQ AX, R11
 	ADOXQ CX, R12
-	MULXQ 200(SP), AX, CX
+	MULXQ 136(SP), AX, CX
 	ADCXQ AX, R12
 	ADOXQ CX, R13
-	MULXQ 208(SP), AX, CX
+	MULXQ 144(SP), AX, CX
 	ADCXQ AX, R13
 	ADOXQ CX, R14
-	MULXQ 216(SP), AX, R15
+	MULXQ 152(SP), AX, R15
 	ADCXQ AX, R14
 	ADOXQ BX, R15
 	ADCXQ BX, R15
@@ -3919,46 +3517,37 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	CMOVQCC R9, R13
 	CMOVQCC R10, R14
 	CMOVQCC R11, R15
-	MOVQ    R12, 192(SP)
-	MOVQ    R13, 200(SP)
-	MOVQ    R14, 208(SP)
-	MOVQ    R15, 216(SP)
 	XORQ    BX, BX
+	ADDQ    R12, R12
+	ADCQ    R13, R13
+	ADCQ    R14, R14
+	ADCQ    R15, R15
+	ADCQ    $0x00, BX
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 128(SP)
+	MOVQ    R13, 136(SP)
+	MOVQ    R14, 144(SP)
+	MOVQ    R15, 152(SP)
 	MOVQ    192(SP), R8
 	MOVQ    200(SP), R9
 	MOVQ    208(SP), R10
 	MOVQ    216(SP), R11
-	ADDQ    192(SP), R8
-	ADCQ    200(SP), R9
-	ADCQ    208(SP), R10
-	ADCQ    216(SP), R11
-	ADCQ    $0x00, BX
-	MOVQ    R8, R12
-	MOVQ    R9, R13
-	MOVQ    R10, R14
-	MOVQ    R11, R15
-	SUBQ    p256Prime<>+0(SB), R12
-	SBBQ    p256Prime<>+8(SB), R13
-	SBBQ    p256Prime<>+16(SB), R14
-	SBBQ    p256Prime<>+24(SB), R15
-	SBBQ    $0x00, BX
-	CMOVQCC R12, R8
-	MOVQ    R8, 192(SP)
-	CMOVQCC R13, R9
-	MOVQ    R9, 200(SP)
-	CMOVQCC R14, R10
-	MOVQ    R10, 208(SP)
-	CMOVQCC R15, R11
-	MOVQ    R11, 216(SP)
-	MOVQ    q+0(FP), DI
-	MOVQ    352(SP), R8
-	MOVQ    360(SP), R9
-	MOVQ    368(SP), R10
-	MOVQ    376(SP), R11
-	SUBQ    192(SP), R8
-	SBBQ    200(SP), R9
-	SBBQ    208(SP), R10
-	SBBQ    216(SP), R11
+	SUBQ    224(SP), R8
+	SBBQ    232(SP), R9
+	SBBQ    240(SP), R10
+	SBBQ    248(SP), R11
 	SBBQ    AX, AX
 	MOVQ    p256Prime<>+0(SB), R12
 	ANDQ    AX, R12
@@ -3972,25 +3561,181 @@ TEXT ·p256PointAddMixed(SB), $384-24
 	ADCQ    R13, R9
 	ADCQ    R14, R10
 	ADCQ    R15, R11
-	MOVQ    R8, 32(DI)
-	MOVQ    R9, 40(DI)
-	MOVQ    R10, 48(DI)
-	MOVQ    R11, 56(DI)
-	MOVQ    288(SP), AX
+	MOVQ    R8, 64(SP)
+	MOVQ    R9, 72(SP)
+	MOVQ    R10, 80(SP)
+	MOVQ    R11, 88(SP)
+
+	// a * b: row 0
+	MOVQ  160(SP), DX
+	MULXQ 64(SP), R8, R9
+	MULXQ 72(SP), AX, R10
+	ADDQ  AX, R9
+	MULXQ 80(SP), AX, R11
+	ADCQ  AX, R10
+	MULXQ 88(SP), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  168(SP), DX
+	XORQ  BX, BX
+	MULXQ 64(SP), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 72(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 80(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 88(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  176(SP), DX
+	XORQ  BX, BX
+	MULXQ 64(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 72(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 80(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 88(SP), AX, R14
+	ADCXQ AX, R13
+	ADOXQ BX, R14
+	ADCXQ BX, R14
+
+	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  184(SP), DX
+	XORQ  BX, BX
+	MULXQ 64(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 72(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 80(SP), AX, CX
+	ADCXQ AX, R13
+	ADOXQ CX, R14
+	MULXQ 88(SP), AX, R15
+	ADCXQ AX, R14
+	ADOXQ BX, R15
+	ADCXQ BX, R15
+
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
+
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
+
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
+	ADDQ  AX, R11
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
+
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
+
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	SUBQ    128(SP), R12
+	SBBQ    136(SP), R13
+	SBBQ    144(SP), R14
+	SBBQ    152(SP), R15
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R8
+	ANDQ    AX, R8
+	MOVQ    p256Prime<>+8(SB), R9
+	ANDQ    AX, R9
+	MOVQ    p256Prime<>+16(SB), R10
+	ANDQ    AX, R10
+	MOVQ    p256Prime<>+24(SB), R11
+	ANDQ    AX, R11
+	ADDQ    R8, R12
+	ADCQ    R9, R13
+	ADCQ    R10, R14
+	ADCQ    R11, R15
+	MOVQ    q+0(FP), DI
+	MOVQ    R12, 32(DI)
+	MOVQ    R13, 40(DI)
+	MOVQ    R14, 48(DI)
+	MOVQ    R15, 56(DI)
+	MOVQ    224(SP), AX
 	MOVQ    AX, (DI)
-	MOVQ    296(SP), AX
+	MOVQ    232(SP), AX
 	MOVQ    AX, 8(DI)
-	MOVQ    304(SP), AX
+	MOVQ    240(SP), AX
 	MOVQ    AX, 16(DI)
-	MOVQ    312(SP), AX
+	MOVQ    248(SP), AX
 	MOVQ    AX, 24(DI)
-	MOVQ    320(SP), AX
+	MOVQ    256(SP), AX
 	MOVQ    AX, 64(DI)
-	MOVQ    328(SP), AX
+	MOVQ    264(SP), AX
 	MOVQ    AX, 72(DI)
-	MOVQ    336(SP), AX
+	MOVQ    272(SP), AX
 	MOVQ    AX, 80(DI)
-	MOVQ    344(SP), AX
+	MOVQ    280(SP), AX
 	MOVQ    AX, 88(DI)
 	RET
 
@@ -5712,85 +5457,61 @@ TEXT ·p256PointAdd(SB), $480-24
 	CMOVQCC R9, R13
 	CMOVQCC R10, R14
 	CMOVQCC R11, R15
+	SUBQ    256(SP), R12
+	SBBQ    264(SP), R13
+	SBBQ    272(SP), R14
+	SBBQ    280(SP), R15
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R8
+	ANDQ    AX, R8
+	MOVQ    p256Prime<>+8(SB), R9
+	ANDQ    AX, R9
+	MOVQ    p256Prime<>+16(SB), R10
+	ANDQ    AX, R10
+	MOVQ    p256Prime<>+24(SB), R11
+	ANDQ    AX, R11
+	ADDQ    R8, R12
+	ADCQ    R9, R13
+	ADCQ    R10, R14
+	ADCQ    R11, R15
+	SUBQ    320(SP), R12
+	SBBQ    328(SP), R13
+	SBBQ    336(SP), R14
+	SBBQ    344(SP), R15
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R8
+	ANDQ    AX, R8
+	MOVQ    p256Prime<>+8(SB), R9
+	ANDQ    AX, R9
+	MOVQ    p256Prime<>+16(SB), R10
+	ANDQ    AX, R10
+	MOVQ    p256Prime<>+24(SB), R11
+	ANDQ    AX, R11
+	ADDQ    R8, R12
+	ADCQ    R9, R13
+	ADCQ    R10, R14
+	ADCQ    R11, R15
+	SUBQ    320(SP), R12
+	SBBQ    328(SP), R13
+	SBBQ    336(SP), R14
+	SBBQ    344(SP), R15
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R8
+	ANDQ    AX, R8
+	MOVQ    p256Prime<>+8(SB), R9
+	ANDQ    AX, R9
+	MOVQ    p256Prime<>+16(SB), R10
+	ANDQ    AX, R10
+	MOVQ    p256Prime<>+24(SB), R11
+	ANDQ    AX, R11
+	ADDQ    R8, R12
+	ADCQ    R9, R13
+	ADCQ    R10, R14
+	ADCQ    R11, R15
 	MOVQ    R12, 352(SP)
 	MOVQ    R13, 360(SP)
 	MOVQ    R14, 368(SP)
 	MOVQ    R15, 376(SP)
-	MOVQ    352(SP), R8
-	MOVQ    360(SP), R9
-	MOVQ    368(SP), R10
-	MOVQ    376(SP), R11
-	SUBQ    256(SP), R8
-	SBBQ    264(SP), R9
-	SBBQ    272(SP), R10
-	SBBQ    280(SP), R11
-	SBBQ    AX, AX
-	MOVQ    p256Prime<>+0(SB), R12
-	ANDQ    AX, R12
-	MOVQ    p256Prime<>+8(SB), R13
-	ANDQ    AX, R13
-	MOVQ    p256Prime<>+16(SB), R14
-	ANDQ    AX, R14
-	MOVQ    p256Prime<>+24(SB), R15
-	ANDQ    AX, R15
-	ADDQ    R12, R8
-	ADCQ    R13, R9
-	ADCQ    R14, R10
-	ADCQ    R15, R11
-	MOVQ    R8, 352(SP)
-	MOVQ    R9, 360(SP)
-	MOVQ    R10, 368(SP)
-	MOVQ    R11, 376(SP)
-	MOVQ    352(SP), R8
-	MOVQ    360(SP), R9
-	MOVQ    368(SP), R10
-	MOVQ    376(SP), R11
-	SUBQ    320(SP), R8
-	SBBQ    328(SP), R9
-	SBBQ    336(SP), R10
-	SBBQ    344(SP), R11
-	SBBQ    AX, AX
-	MOVQ    p256Prime<>+0(SB), R12
-	ANDQ    AX, R12
-	MOVQ    p256Prime<>+8(SB), R13
-	ANDQ    AX, R13
-	MOVQ    p256Prime<>+16(SB), R14
-	ANDQ    AX, R14
-	MOVQ    p256Prime<>+24(SB), R15
-	ANDQ    AX, R15
-	ADDQ    R12, R8
-	ADCQ    R13, R9
-	ADCQ    R14, R10
-	ADCQ    R15, R11
-	MOVQ    R8, 352(SP)
-	MOVQ    R9, 360(SP)
-	MOVQ    R10, 368(SP)
-	MOVQ    R11, 376(SP)
-	MOVQ    352(SP), R8
-	MOVQ    360(SP), R9
-	MOVQ    368(SP), R10
-	MOVQ    376(SP), R11
-	SUBQ    320(SP), R8
-	SBBQ    328(SP), R9
-	SBBQ    336(SP), R10
-	SBBQ    344(SP), R11
-	SBBQ    AX, AX
-	MOVQ    p256Prime<>+0(SB), R12
-	ANDQ    AX, R12
-	MOVQ    p256Prime<>+8(SB), R13
-	ANDQ    AX, R13
-	MOVQ    p256Prime<>+16(SB), R14
-	ANDQ    AX, R14
-	MOVQ    p256Prime<>+24(SB), R15
-	ANDQ    AX, R15
-	ADDQ    R12, R8
-	ADCQ    R13, R9
-	ADCQ    R14, R10
-	ADCQ    R15, R11
-	MOVQ    R8, 352(SP)
-	MOVQ    R9, 360(SP)
-	MOVQ    R10, 368(SP)
-	MOVQ    R11, 376(SP)
 
 	// Z3 = ((Z1+Z2)^2 - Z1Z1 - Z2Z2) H
 	XORQ    BX, BX
@@ -6137,31 +5858,187 @@ TEXT ·p256PointAdd(SB), $480-24
 	MOVQ    R15, 408(SP)
 
 	// Y3 = r(V - X3) - 2 S1 J
-	MOVQ 320(SP), R8
-	MOVQ 328(SP), R9
-	MOVQ 336(SP), R10
-	MOVQ 344(SP), R11
-	SUBQ 352(SP), R8
-	SBBQ 360(SP), R9
-	SBBQ 368(SP), R10
-	SBBQ 376(SP), R11
-	SBBQ AX, AX
-	MOVQ p256Prime<>+0(SB), R12
-	ANDQ AX, R12
-	MOVQ p256Prime<>+8(SB), R13
-	ANDQ AX, R13
-	MOVQ p256Prime<>+16(SB), R14
-	ANDQ AX, R14
-	MOVQ p256Prime<>+24(SB), R15
-	ANDQ AX, R15
-	ADDQ R12, R8
-	ADCQ R13, R9
-	ADCQ R14, R10
-	ADCQ R15, R11
-	MOVQ R8, 416(SP)
-	MOVQ R9, 424(SP)
-	MOVQ R10, 432(SP)
-	MOVQ R11, 440(SP)
+	// a * b: row 0
+	MOVQ  128(SP), DX
+	MULXQ 256(SP), R8, R9
+	MULXQ 264(SP), AX, R10
+	ADDQ  AX, R9
+	MULXQ 272(SP), AX, R11
+	ADCQ  AX, R10
+	MULXQ 280(SP), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  136(SP), DX
+	XORQ  BX, BX
+	MULXQ 256(SP), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 264(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 272(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 280(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  144(SP), DX
+	XORQ  BX, BX
+	MULXQ 256(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 264(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 272(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 280(SP), AX, R14
+	ADCXQ AX, R13
+	ADOXQ BX, R14
+	ADCXQ BX, R14
+
+	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  152(SP), DX
+	XORQ  BX, BX
+	MULXQ 256(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 264(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 272(SP), AX, CX
+	ADCXQ AX, R13
+	ADOXQ CX, R14
+	MULXQ 280(SP), AX, R15
+	ADCXQ AX, R14
+	ADOXQ BX, R15
+	ADCXQ BX, R15
+
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
+
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
+
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
+	ADDQ  AX, R11
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
+
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
+
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	XORQ    BX, BX
+	ADDQ    R12, R12
+	ADCQ    R13, R13
+	ADCQ    R14, R14
+	ADCQ    R15, R15
+	ADCQ    $0x00, BX
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 256(SP)
+	MOVQ    R13, 264(SP)
+	MOVQ    R14, 272(SP)
+	MOVQ    R15, 280(SP)
+	MOVQ    320(SP), R8
+	MOVQ    328(SP), R9
+	MOVQ    336(SP), R10
+	MOVQ    344(SP), R11
+	SUBQ    352(SP), R8
+	SBBQ    360(SP), R9
+	SBBQ    368(SP), R10
+	SBBQ    376(SP), R11
+	SBBQ    AX, AX
+	MOVQ    p256Prime<>+0(SB), R12
+	ANDQ    AX, R12
+	MOVQ    p256Prime<>+8(SB), R13
+	ANDQ    AX, R13
+	MOVQ    p256Prime<>+16(SB), R14
+	ANDQ    AX, R14
+	MOVQ    p256Prime<>+24(SB), R15
+	ANDQ    AX, R15
+	ADDQ    R12, R8
+	ADCQ    R13, R9
+	ADCQ    R14, R10
+	ADCQ    R15, R11
+	MOVQ    R8, 416(SP)
+	MOVQ    R9, 424(SP)
+	MOVQ    R10, 432(SP)
+	MOVQ    R11, 440(SP)
 
 	// a * b: row 0
 	MOVQ  288(SP), DX
@@ -6296,201 +6173,28 @@ TEXT ·p256PointAdd(SB), $480-24
 	CMOVQCC R9, R13
 	CMOVQCC R10, R14
 	CMOVQCC R11, R15
-	MOVQ    R12, 416(SP)
-	MOVQ    R13, 424(SP)
-	MOVQ    R14, 432(SP)
-	MOVQ    R15, 440(SP)
-
-	// a * b: row 0
-	MOVQ  128(SP), DX
-	MULXQ 256(SP), R8, R9
-	MULXQ 264(SP), AX, R10
-	ADDQ  AX, R9
-	MULXQ 272(SP), AX, R11
-	ADCQ  AX, R10
-	MULXQ 280(SP), AX, R12
-	ADCQ  AX, R11
-	ADCQ  $0x00, R12
-
-	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
-	MOVQ  136(SP), DX
-	XORQ  BX, BX
-	MULXQ 256(SP), AX, CX
-	ADCXQ AX, R9
-	ADOXQ CX, R10
-	MULXQ 264(SP), AX, CX
-	ADCXQ AX, R10
-	ADOXQ CX, R11
-	MULXQ 272(SP), AX, CX
-	ADCXQ AX, R11
-	ADOXQ CX, R12
-	MULXQ 280(SP), AX, R13
-	ADCXQ AX, R12
-	ADOXQ BX, R13
-	ADCXQ BX, R13
-
-	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
-	MOVQ  144(SP), DX
-	XORQ  BX, BX
-	MULXQ 256(SP), AX, CX
-	ADCXQ AX, R10
-	ADOXQ CX, R11
-	MULXQ 264(SP), AX, CX
-	ADCXQ AX, R11
-	ADOXQ CX, R12
-	MULXQ 272(SP), AX, CX
-	ADCXQ AX, R12
-	ADOXQ CX, R13
-	MULXQ 280(SP), AX, R14
-	ADCXQ AX, R13
-	ADOXQ BX, R14
-	ADCXQ BX, R14
-
-	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
-	MOVQ  152(SP), DX
-	XORQ  BX, BX
-	MULXQ 256(SP), AX, CX
-	ADCXQ AX, R11
-	ADOXQ CX, R12
-	MULXQ 264(SP), AX, CX
-	ADCXQ AX, R12
-	ADOXQ CX, R13
-	MULXQ 272(SP), AX, CX
-	ADCXQ AX, R13
-	ADOXQ CX, R14
-	MULXQ 280(SP), AX, R15
-	ADCXQ AX, R14
-	ADOXQ BX, R15
-	ADCXQ BX, R15
-
-	// Montgomery reduction mod p of the low half L = t0..t3, in place
-	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R8, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R8
-	ADDQ  AX, R9
-	ADCQ  CX, R10
-	ADCQ  BX, R11
-	ADCQ  $0x00, R8
-
-	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R9, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R9
-	ADDQ  AX, R10
-	ADCQ  CX, R11
-	ADCQ  BX, R8
-	ADCQ  $0x00, R9
-
-	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R10, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R10
-	ADDQ  AX, R11
-	ADCQ  CX, R8
-	ADCQ  BX, R9
-	ADCQ  $0x00, R10
-
-	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R11, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R11
-	ADDQ  AX, R8
-	ADCQ  CX, R9
-	ADCQ  BX, R10
-	ADCQ  $0x00, R11
-
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
-	XORQ BX, BX
-	ADDQ R8, R12
-	ADCQ R9, R13
-	ADCQ R10, R14
-	ADCQ R11, R15
-	ADCQ $0x00, BX
-
-	// subtract p unless that borrows
-	MOVQ    R12, R8
-	MOVQ    R13, R9
-	MOVQ    R14, R10
-	MOVQ    R15, R11
-	SUBQ    p256Prime<>+0(SB), R8
-	SBBQ    p256Prime<>+8(SB), R9
-	SBBQ    p256Prime<>+16(SB), R10
-	SBBQ    p256Prime<>+24(SB), R11
-	SBBQ    $0x00, BX
-	CMOVQCC R8, R12
-	CMOVQCC R9, R13
-	CMOVQCC R10, R14
-	CMOVQCC R11, R15
-	MOVQ    R12, 256(SP)
-	MOVQ    R13, 264(SP)
-	MOVQ    R14, 272(SP)
-	MOVQ    R15, 280(SP)
-	XORQ    BX, BX
-	MOVQ    256(SP), R8
-	MOVQ    264(SP), R9
-	MOVQ    272(SP), R10
-	MOVQ    280(SP), R11
-	ADDQ    256(SP), R8
-	ADCQ    264(SP), R9
-	ADCQ    272(SP), R10
-	ADCQ    280(SP), R11
-	ADCQ    $0x00, BX
-	MOVQ    R8, R12
-	MOVQ    R9, R13
-	MOVQ    R10, R14
-	MOVQ    R11, R15
-	SUBQ    p256Prime<>+0(SB), R12
-	SBBQ    p256Prime<>+8(SB), R13
-	SBBQ    p256Prime<>+16(SB), R14
-	SBBQ    p256Prime<>+24(SB), R15
-	SBBQ    $0x00, BX
-	CMOVQCC R12, R8
-	MOVQ    R8, 256(SP)
-	CMOVQCC R13, R9
-	MOVQ    R9, 264(SP)
-	CMOVQCC R14, R10
-	MOVQ    R10, 272(SP)
-	CMOVQCC R15, R11
-	MOVQ    R11, 280(SP)
-	MOVQ    q+0(FP), DI
-	MOVQ    416(SP), R8
-	MOVQ    424(SP), R9
-	MOVQ    432(SP), R10
-	MOVQ    440(SP), R11
-	SUBQ    256(SP), R8
-	SBBQ    264(SP), R9
-	SBBQ    272(SP), R10
-	SBBQ    280(SP), R11
+	SUBQ    256(SP), R12
+	SBBQ    264(SP), R13
+	SBBQ    272(SP), R14
+	SBBQ    280(SP), R15
 	SBBQ    AX, AX
-	MOVQ    p256Prime<>+0(SB), R12
-	ANDQ    AX, R12
-	MOVQ    p256Prime<>+8(SB), R13
-	ANDQ    AX, R13
-	MOVQ    p256Prime<>+16(SB), R14
-	ANDQ    AX, R14
-	MOVQ    p256Prime<>+24(SB), R15
-	ANDQ    AX, R15
-	ADDQ    R12, R8
-	ADCQ    R13, R9
-	ADCQ    R14, R10
-	ADCQ    R15, R11
-	MOVQ    R8, 32(DI)
-	MOVQ    R9, 40(DI)
-	MOVQ    R10, 48(DI)
-	MOVQ    R11, 56(DI)
+	MOVQ    p256Prime<>+0(SB), R8
+	ANDQ    AX, R8
+	MOVQ    p256Prime<>+8(SB), R9
+	ANDQ    AX, R9
+	MOVQ    p256Prime<>+16(SB), R10
+	ANDQ    AX, R10
+	MOVQ    p256Prime<>+24(SB), R11
+	ANDQ    AX, R11
+	ADDQ    R8, R12
+	ADCQ    R9, R13
+	ADCQ    R10, R14
+	ADCQ    R11, R15
+	MOVQ    q+0(FP), DI
+	MOVQ    R12, 32(DI)
+	MOVQ    R13, 40(DI)
+	MOVQ    R14, 48(DI)
+	MOVQ    R15, 56(DI)
 	MOVQ    352(SP), AX
 	MOVQ    AX, (DI)
 	MOVQ    360(SP), AX

@@ -9,7 +9,12 @@ import (
 // The point routines: the formulas of the Go code (point.go), each field
 // operation inlined on 32-byte slots of the stack frame or of the
 // arguments (SI points at the first point, DI at the second), the result
-// written to the output only at the end, so it may alias an input.
+// written to the output only after the last read of the inputs, so it may
+// alias one. A product's reduced result (t4..t7) is doubled, added to or
+// subtracted from in registers (dblHigh, addHigh, subHigh) before it is
+// stored, and 2YZ or 2 Z1 H stands for (Y+Z)^2 - Y^2 - Z^2 or
+// (Z1+H)^2 - Z1Z1 - HH: the same values, fully reduced, so the same limbs
+// as the Go code's (FuzzPointFormulas).
 
 // fmul sets dst = a*b/2^256 mod p.
 func fmul(dst, a, b Mem) {
@@ -99,43 +104,109 @@ func pointDouble() {
 	TEXT("p256PointDouble", 0, "func(q, a *[3][4]uint64)")
 	Pragma("noescape")
 	Doc("p256PointDouble sets q = 2a (Jacobian, dbl-2001-b; a not the infinity).")
-	s := slots(9)
-	delta, gamma, beta, alpha, t0, t1, x3, y3, z3 := s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8]
+	s := slots(8)
+	delta, gamma, beta4, beta8, alpha, t0, t1, z3 := s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]
 	Load(Param("a"), RSI)
 	x, y, z := coord(RSI, 0), coord(RSI, 1), coord(RSI, 2)
 	fsqr(delta, z)
 	fsqr(gamma, y)
-	fmul(beta, x, gamma)
-	Comment("alpha = 3(X-delta)(X+delta)")
+	Comment("4 beta and 8 beta (beta = X gamma), doubled in registers")
+	mul(x, gamma)
+	reduceP()
+	dblHigh(2)
+	storeHigh(beta4)
+	dblHigh(1)
+	storeHigh(beta8)
+	Comment("alpha = 3(X-delta)(X+delta): alpha + 2 alpha in registers")
 	fsub(t0, x, delta)
 	fadd(t1, x, delta)
-	fmul(alpha, t0, t1)
-	fadd(t0, alpha, alpha)
-	fadd(alpha, t0, alpha)
-	Comment("Z3 = (Y+Z)^2 - gamma - delta")
-	fadd(t1, y, z)
-	fsqr(t1, t1)
-	fsub(t1, t1, gamma)
-	fsub(z3, t1, delta)
-	Comment("X3 = alpha^2 - 8 beta")
-	fadd(beta, beta, beta)
-	fadd(beta, beta, beta)
-	fsqr(t0, alpha)
-	fsub(t0, t0, beta)
-	fsub(x3, t0, beta)
-	Comment("Y3 = alpha(4 beta - X3) - 8 gamma^2")
-	fsub(t0, beta, x3)
-	fmul(t0, alpha, t0)
-	fsqr(gamma, gamma)
-	fadd(gamma, gamma, gamma)
-	fadd(gamma, gamma, gamma)
-	fadd(gamma, gamma, gamma)
-	fsub(y3, t0, gamma)
+	mul(t0, t1)
+	reduceP()
+	storeHigh(t0)
+	dblHigh(1)
+	addHigh(t0)
+	storeHigh(alpha)
+	Comment("Z3 = (Y+Z)^2 - gamma - delta = 2YZ")
+	mul(y, z)
+	reduceP()
+	dblHigh(1)
+	storeHigh(z3)
+	Comment("X3 = alpha^2 - 8 beta, written to q: every read of a is done")
 	Load(Param("q"), RDI)
-	copyElem(coord(RDI, 0), x3)
-	copyElem(coord(RDI, 1), y3)
+	square(alpha)
+	reduceP()
+	subHigh(beta8)
+	storeHigh(coord(RDI, 0))
+	Comment("Y3 = alpha(4 beta - X3) - 8 gamma^2")
+	fsub(t0, beta4, coord(RDI, 0))
+	square(gamma)
+	reduceP()
+	dblHigh(3)
+	storeHigh(gamma)
+	mul(alpha, t0)
+	reduceP()
+	subHigh(gamma)
+	storeHigh(coord(RDI, 1))
 	copyElem(coord(RDI, 2), z3)
 	RET()
+}
+
+// dblHigh doubles t[4..7] mod p k times in place (t[0..3] and BX scratch):
+// each time the sum, and p subtracted from a copy unless that borrows.
+func dblHigh(k int) {
+	for ; k > 0; k-- {
+		XORQ(RBX, RBX)
+		ADDQ(t[4], t[4])
+		for i := 5; i < 8; i++ {
+			ADCQ(t[i], t[i])
+		}
+		ADCQ(Imm(0), RBX)
+		reduceHighOnce()
+	}
+}
+
+// addHigh sets t[4..7] = t[4..7] + b mod p (t[0..3] and BX scratch).
+func addHigh(b Mem) {
+	XORQ(RBX, RBX)
+	ADDQ(limb(b, 0), t[4])
+	for i := 1; i < 4; i++ {
+		ADCQ(limb(b, i), t[4+i])
+	}
+	ADCQ(Imm(0), RBX)
+	reduceHighOnce()
+}
+
+// reduceHighOnce subtracts p from BX:t[4..7] (below 2p) unless that borrows.
+func reduceHighOnce() {
+	for i := 0; i < 4; i++ {
+		MOVQ(t[4+i], t[i])
+	}
+	SUBQ(primeData.Offset(0), t[0])
+	SBBQ(primeData.Offset(8), t[1])
+	SBBQ(primeData.Offset(16), t[2])
+	SBBQ(primeData.Offset(24), t[3])
+	SBBQ(Imm(0), RBX)
+	for i := 0; i < 4; i++ {
+		CMOVQCC(t[i], t[4+i])
+	}
+}
+
+// subHigh sets t[4..7] = t[4..7] - b mod p: the difference, plus p masked
+// by the borrow (t[0..3] and AX scratch).
+func subHigh(b Mem) {
+	SUBQ(limb(b, 0), t[4])
+	for i := 1; i < 4; i++ {
+		SBBQ(limb(b, i), t[4+i])
+	}
+	SBBQ(RAX, RAX)
+	for i := 0; i < 4; i++ {
+		MOVQ(primeData.Offset(8*i), t[i])
+		ANDQ(RAX, t[i])
+	}
+	ADDQ(t[0], t[4])
+	for i := 1; i < 4; i++ {
+		ADCQ(t[i], t[4+i])
+	}
 }
 
 func pointAddMixed() {
@@ -145,31 +216,40 @@ func pointAddMixed() {
 		"p256PointAddMixed sets q = a + b (madd-2007-bl; a Jacobian, not the",
 		"infinity; b affine). If a = ±b it leaves Z3 = 0, which the caller checks.",
 	)
-	s := slots(12)
-	z1z1, u2, s2, h, hh, i, j, r, v, x3, z3, tt := s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11]
+	s := slots(9)
+	z1z1, h, hh, i, j, r, v, x3, z3 := s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8]
 	Load(Param("a"), RSI)
 	Load(Param("b"), RDI)
 	x1, y1, z1 := coord(RSI, 0), coord(RSI, 1), coord(RSI, 2)
 	x2, y2 := coord(RDI, 0), coord(RDI, 1)
 	fsqr(z1z1, z1)
-	fmul(u2, x2, z1z1)
-	fmul(s2, y2, z1)
-	fmul(s2, s2, z1z1)
-	fsub(h, u2, x1)
-	fsub(r, s2, y1)
-	fadd(r, r, r)
-	fsqr(hh, h)
-	fadd(i, hh, hh)
-	fadd(i, i, i)
+	Comment("H = X2 Z1Z1 - X1")
+	mul(x2, z1z1)
+	reduceP()
+	subHigh(x1)
+	storeHigh(h)
+	Comment("r = 2(Y2 Z1 Z1Z1 - Y1)")
+	fmul(r, y2, z1)
+	mul(r, z1z1)
+	reduceP()
+	subHigh(y1)
+	dblHigh(1)
+	storeHigh(r)
+	Comment("HH = H^2, I = 4 HH")
+	square(h)
+	reduceP()
+	storeHigh(hh)
+	dblHigh(2)
+	storeHigh(i)
 	fmul(j, h, i)
 	fmul(v, x1, i)
 	addX3(x3, r, j, v)
-	Comment("Z3 = (Z1+H)^2 - Z1Z1 - HH")
-	fadd(tt, z1, h)
-	fsqr(tt, tt)
-	fsub(tt, tt, z1z1)
-	fsub(z3, tt, hh)
-	storeAddY3(tt, r, v, x3, j, y1, z3, "Y3 = r(V - X3) - 2 Y1 J")
+	Comment("Z3 = (Z1+H)^2 - Z1Z1 - HH = 2 Z1 H")
+	mul(z1, h)
+	reduceP()
+	dblHigh(1)
+	storeHigh(z3)
+	storeAddY3(hh, r, v, x3, j, y1, z3, "Y3 = r(V - X3) - 2 Y1 J")
 }
 
 func pointAdd() {
@@ -213,22 +293,28 @@ func pointAdd() {
 // addX3 emits X3 = r^2 - J - 2V, the first coordinate of both additions.
 func addX3(x3, r, j, v Mem) {
 	Comment("X3 = r^2 - J - 2V")
-	fsqr(x3, r)
-	fsub(x3, x3, j)
-	fsub(x3, x3, v)
-	fsub(x3, x3, v)
+	square(r)
+	reduceP()
+	subHigh(j)
+	subHigh(v)
+	subHigh(v)
+	storeHigh(x3)
 }
 
 // storeAddY3 emits Y3 = r(V - X3) - 2 s J (s is Y1 or S1; tt is scratch, J is
 // overwritten) and stores X3, Y3 and Z3 into the result q, then returns.
 func storeAddY3(tt, r, v, x3, j, s, z3 Mem, comment string) {
 	Comment(comment)
+	mul(s, j)
+	reduceP()
+	dblHigh(1)
+	storeHigh(j)
 	fsub(tt, v, x3)
-	fmul(tt, r, tt)
-	fmul(j, s, j)
-	fadd(j, j, j)
+	mul(r, tt)
+	reduceP()
+	subHigh(j)
 	Load(Param("q"), RDI)
-	fsub(coord(RDI, 1), tt, j)
+	storeHigh(coord(RDI, 1))
 	copyElem(coord(RDI, 0), x3)
 	copyElem(coord(RDI, 2), z3)
 	RET()

@@ -627,9 +627,10 @@ TEXT ·p256OrdSqr(SB), NOSPLIT, $0-16
 
 // func p256PointDouble(q *[3][4]uint64, a *[3][4]uint64)
 // Requires: ADX, BMI2, CMOV
-TEXT ·p256PointDouble(SB), $256-16
+TEXT ·p256PointDouble(SB), $224-16
 	MOVQ a+8(FP), SI
 
+	// delta = Z^2 in registers; alpha = 3(X-delta)(X+delta): alpha + 2 alpha in registers
 	// a^2: cross products a0*a1, a0*a2, a0*a3
 	MOVQ  64(SI), DX
 	MULXQ 72(SI), R9, R10
@@ -752,10 +753,50 @@ TEXT ·p256PointDouble(SB), $256-16
 	CMOVQCC R9, R13
 	CMOVQCC R10, R14
 	CMOVQCC R11, R15
-	MOVQ    R12, (SP)
-	MOVQ    R13, 8(SP)
-	MOVQ    R14, 16(SP)
-	MOVQ    R15, 24(SP)
+	MOVQ    (SI), R8
+	MOVQ    8(SI), R9
+	MOVQ    16(SI), R10
+	MOVQ    24(SI), R11
+	SUBQ    R12, R8
+	SBBQ    R13, R9
+	SBBQ    R14, R10
+	SBBQ    R15, R11
+	SBBQ    AX, AX
+	MOVQ    AX, BX
+	SHRQ    $0x20, BX
+	MOVQ    p256Prime<>+24(SB), CX
+	ANDQ    AX, CX
+	ADDQ    AX, R8
+	ADCQ    BX, R9
+	ADCQ    $0x00, R10
+	ADCQ    CX, R11
+	MOVQ    R8, 128(SP)
+	MOVQ    R9, 136(SP)
+	MOVQ    R10, 144(SP)
+	MOVQ    R11, 152(SP)
+	XORQ    BX, BX
+	ADDQ    (SI), R12
+	ADCQ    8(SI), R13
+	ADCQ    16(SI), R14
+	ADCQ    24(SI), R15
+	ADCQ    $0x00, BX
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 160(SP)
+	MOVQ    R13, 168(SP)
+	MOVQ    R14, 176(SP)
+	MOVQ    R15, 184(SP)
 
 	// a^2: cross products a0*a1, a0*a2, a0*a3
 	MOVQ  32(SI), DX
@@ -879,36 +920,216 @@ TEXT ·p256PointDouble(SB), $256-16
 	CMOVQCC R9, R13
 	CMOVQCC R10, R14
 	CMOVQCC R11, R15
-	MOVQ    R12, 32(SP)
-	MOVQ    R13, 40(SP)
-	MOVQ    R14, 48(SP)
-	MOVQ    R15, 56(SP)
+	MOVQ    R12, (SP)
+	MOVQ    R13, 8(SP)
+	MOVQ    R14, 16(SP)
+	MOVQ    R15, 24(SP)
+
+	// a * b: row 0
+	MOVQ  128(SP), DX
+	MULXQ 160(SP), R8, R9
+	MULXQ 168(SP), AX, R10
+	ADDQ  AX, R9
+	MULXQ 176(SP), AX, R11
+	ADCQ  AX, R10
+	MULXQ 184(SP), AX, R12
+	ADCQ  AX, R11
+	ADCQ  $0x00, R12
+
+	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  136(SP), DX
+	XORQ  BX, BX
+	MULXQ 160(SP), AX, CX
+	ADCXQ AX, R9
+	ADOXQ CX, R10
+	MULXQ 168(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 176(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 184(SP), AX, R13
+	ADCXQ AX, R12
+	ADOXQ BX, R13
+	ADCXQ BX, R13
+
+	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  144(SP), DX
+	XORQ  BX, BX
+	MULXQ 160(SP), AX, CX
+	ADCXQ AX, R10
+	ADOXQ CX, R11
+	MULXQ 168(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 176(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 184(SP), AX, R14
+	ADCXQ AX, R13
+	ADOXQ BX, R14
+	ADCXQ BX, R14
+
+	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
+	MOVQ  152(SP), DX
+	XORQ  BX, BX
+	MULXQ 160(SP), AX, CX
+	ADCXQ AX, R11
+	ADOXQ CX, R12
+	MULXQ 168(SP), AX, CX
+	ADCXQ AX, R12
+	ADOXQ CX, R13
+	MULXQ 176(SP), AX, CX
+	ADCXQ AX, R13
+	ADOXQ CX, R14
+	MULXQ 184(SP), AX, R15
+	ADCXQ AX, R14
+	ADOXQ BX, R15
+	ADCXQ BX, R15
+
+	// Montgomery reduction mod p of the low half L = t0..t3, in place
+	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R8, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R8
+	ADDQ  AX, R9
+	ADCQ  CX, R10
+	ADCQ  BX, R11
+	ADCQ  $0x00, R8
+
+	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R9, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R9
+	ADDQ  AX, R10
+	ADCQ  CX, R11
+	ADCQ  BX, R8
+	ADCQ  $0x00, R9
+
+	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R10, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R10
+	ADDQ  AX, R11
+	ADCQ  CX, R8
+	ADCQ  BX, R9
+	ADCQ  $0x00, R10
+
+	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
+	MOVQ  R11, DX
+	MOVQ  DX, AX
+	SHLQ  $0x20, AX
+	MOVQ  DX, CX
+	SHRQ  $0x20, CX
+	MULXQ p256Prime<>+24(SB), BX, R11
+	ADDQ  AX, R8
+	ADCQ  CX, R9
+	ADCQ  BX, R10
+	ADCQ  $0x00, R11
+
+	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	XORQ BX, BX
+	ADDQ R8, R12
+	ADCQ R9, R13
+	ADCQ R10, R14
+	ADCQ R11, R15
+	ADCQ $0x00, BX
+
+	// subtract p unless that borrows
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 128(SP)
+	MOVQ    R13, 136(SP)
+	MOVQ    R14, 144(SP)
+	MOVQ    R15, 152(SP)
+	XORQ    BX, BX
+	ADDQ    R12, R12
+	ADCQ    R13, R13
+	ADCQ    R14, R14
+	ADCQ    R15, R15
+	ADCQ    $0x00, BX
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	XORQ    BX, BX
+	ADDQ    128(SP), R12
+	ADCQ    136(SP), R13
+	ADCQ    144(SP), R14
+	ADCQ    152(SP), R15
+	ADCQ    $0x00, BX
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 96(SP)
+	MOVQ    R13, 104(SP)
+	MOVQ    R14, 112(SP)
+	MOVQ    R15, 120(SP)
 
 	// 4 beta and 8 beta (beta = X gamma), doubled in registers
 	// a * b: row 0
 	MOVQ  (SI), DX
-	MULXQ 32(SP), R8, R9
-	MULXQ 40(SP), AX, R10
+	MULXQ (SP), R8, R9
+	MULXQ 8(SP), AX, R10
 	ADDQ  AX, R9
-	MULXQ 48(SP), AX, R11
+	MULXQ 16(SP), AX, R11
 	ADCQ  AX, R10
-	MULXQ 56(SP), AX, R12
+	MULXQ 24(SP), AX, R12
 	ADCQ  AX, R11
 	ADCQ  $0x00, R12
 
 	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
 	MOVQ  8(SI), DX
 	XORQ  BX, BX
-	MULXQ 32(SP), AX, CX
+	MULXQ (SP), AX, CX
 	ADCXQ AX, R9
 	ADOXQ CX, R10
-	MULXQ 40(SP), AX, CX
+	MULXQ 8(SP), AX, CX
 	ADCXQ AX, R10
 	ADOXQ CX, R11
-	MULXQ 48(SP), AX, CX
+	MULXQ 16(SP), AX, CX
 	ADCXQ AX, R11
 	ADOXQ CX, R12
-	MULXQ 56(SP), AX, R13
+	MULXQ 24(SP), AX, R13
 	ADCXQ AX, R12
 	ADOXQ BX, R13
 	ADCXQ BX, R13
@@ -916,16 +1137,16 @@ TEXT ·p256PointDouble(SB), $256-16
 	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
 	MOVQ  16(SI), DX
 	XORQ  BX, BX
-	MULXQ 32(SP), AX, CX
+	MULXQ (SP), AX, CX
 	ADCXQ AX, R10
 	ADOXQ CX, R11
-	MULXQ 40(SP), AX, CX
+	MULXQ 8(SP), AX, CX
 	ADCXQ AX, R11
 	ADOXQ CX, R12
-	MULXQ 48(SP), AX, CX
+	MULXQ 16(SP), AX, CX
 	ADCXQ AX, R12
 	ADOXQ CX, R13
-	MULXQ 56(SP), AX, R14
+	MULXQ 24(SP), AX, R14
 	ADCXQ AX, R13
 	ADOXQ BX, R14
 	ADCXQ BX, R14
@@ -933,16 +1154,16 @@ TEXT ·p256PointDouble(SB), $256-16
 	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
 	MOVQ  24(SI), DX
 	XORQ  BX, BX
-	MULXQ 32(SP), AX, CX
+	MULXQ (SP), AX, CX
 	ADCXQ AX, R11
 	ADOXQ CX, R12
-	MULXQ 40(SP), AX, CX
+	MULXQ 8(SP), AX, CX
 	ADCXQ AX, R12
 	ADOXQ CX, R13
-	MULXQ 48(SP), AX, CX
+	MULXQ 16(SP), AX, CX
 	ADCXQ AX, R13
 	ADOXQ CX, R14
-	MULXQ 56(SP), AX, R15
+	MULXQ 24(SP), AX, R15
 	ADCXQ AX, R14
 	ADOXQ BX, R15
 	ADCXQ BX, R15
@@ -1037,6 +1258,29 @@ TEXT ·p256PointDouble(SB), $256-16
 	CMOVQCC R9, R13
 	CMOVQCC R10, R14
 	CMOVQCC R11, R15
+	XORQ    BX, BX
+	ADDQ    R12, R12
+	ADCQ    R13, R13
+	ADCQ    R14, R14
+	ADCQ    R15, R15
+	ADCQ    $0x00, BX
+	MOVQ    R12, R8
+	MOVQ    R13, R9
+	MOVQ    R14, R10
+	MOVQ    R15, R11
+	SUBQ    p256Prime<>+0(SB), R8
+	SBBQ    p256Prime<>+8(SB), R9
+	SBBQ    p256Prime<>+16(SB), R10
+	SBBQ    p256Prime<>+24(SB), R11
+	SBBQ    $0x00, BX
+	CMOVQCC R8, R12
+	CMOVQCC R9, R13
+	CMOVQCC R10, R14
+	CMOVQCC R11, R15
+	MOVQ    R12, 32(SP)
+	MOVQ    R13, 40(SP)
+	MOVQ    R14, 48(SP)
+	MOVQ    R15, 56(SP)
 	XORQ    BX, BX
 	ADDQ    R12, R12
 	ADCQ    R13, R13
@@ -1060,263 +1304,6 @@ TEXT ·p256PointDouble(SB), $256-16
 	MOVQ    R13, 72(SP)
 	MOVQ    R14, 80(SP)
 	MOVQ    R15, 88(SP)
-	XORQ    BX, BX
-	ADDQ    R12, R12
-	ADCQ    R13, R13
-	ADCQ    R14, R14
-	ADCQ    R15, R15
-	ADCQ    $0x00, BX
-	MOVQ    R12, R8
-	MOVQ    R13, R9
-	MOVQ    R14, R10
-	MOVQ    R15, R11
-	SUBQ    p256Prime<>+0(SB), R8
-	SBBQ    p256Prime<>+8(SB), R9
-	SBBQ    p256Prime<>+16(SB), R10
-	SBBQ    p256Prime<>+24(SB), R11
-	SBBQ    $0x00, BX
-	CMOVQCC R8, R12
-	CMOVQCC R9, R13
-	CMOVQCC R10, R14
-	CMOVQCC R11, R15
-	MOVQ    R12, 96(SP)
-	MOVQ    R13, 104(SP)
-	MOVQ    R14, 112(SP)
-	MOVQ    R15, 120(SP)
-
-	// alpha = 3(X-delta)(X+delta): alpha + 2 alpha in registers
-	MOVQ    (SI), R8
-	MOVQ    8(SI), R9
-	MOVQ    16(SI), R10
-	MOVQ    24(SI), R11
-	SUBQ    (SP), R8
-	SBBQ    8(SP), R9
-	SBBQ    16(SP), R10
-	SBBQ    24(SP), R11
-	SBBQ    AX, AX
-	MOVQ    p256Prime<>+0(SB), R12
-	ANDQ    AX, R12
-	MOVQ    p256Prime<>+8(SB), R13
-	ANDQ    AX, R13
-	MOVQ    p256Prime<>+16(SB), R14
-	ANDQ    AX, R14
-	MOVQ    p256Prime<>+24(SB), R15
-	ANDQ    AX, R15
-	ADDQ    R12, R8
-	ADCQ    R13, R9
-	ADCQ    R14, R10
-	ADCQ    R15, R11
-	MOVQ    R8, 160(SP)
-	MOVQ    R9, 168(SP)
-	MOVQ    R10, 176(SP)
-	MOVQ    R11, 184(SP)
-	XORQ    BX, BX
-	MOVQ    (SI), R8
-	MOVQ    8(SI), R9
-	MOVQ    16(SI), R10
-	MOVQ    24(SI), R11
-	ADDQ    (SP), R8
-	ADCQ    8(SP), R9
-	ADCQ    16(SP), R10
-	ADCQ    24(SP), R11
-	ADCQ    $0x00, BX
-	MOVQ    R8, R12
-	MOVQ    R9, R13
-	MOVQ    R10, R14
-	MOVQ    R11, R15
-	SUBQ    p256Prime<>+0(SB), R12
-	SBBQ    p256Prime<>+8(SB), R13
-	SBBQ    p256Prime<>+16(SB), R14
-	SBBQ    p256Prime<>+24(SB), R15
-	SBBQ    $0x00, BX
-	CMOVQCC R12, R8
-	MOVQ    R8, 192(SP)
-	CMOVQCC R13, R9
-	MOVQ    R9, 200(SP)
-	CMOVQCC R14, R10
-	MOVQ    R10, 208(SP)
-	CMOVQCC R15, R11
-	MOVQ    R11, 216(SP)
-
-	// a * b: row 0
-	MOVQ  160(SP), DX
-	MULXQ 192(SP), R8, R9
-	MULXQ 200(SP), AX, R10
-	ADDQ  AX, R9
-	MULXQ 208(SP), AX, R11
-	ADCQ  AX, R10
-	MULXQ 216(SP), AX, R12
-	ADCQ  AX, R11
-	ADCQ  $0x00, R12
-
-	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
-	MOVQ  168(SP), DX
-	XORQ  BX, BX
-	MULXQ 192(SP), AX, CX
-	ADCXQ AX, R9
-	ADOXQ CX, R10
-	MULXQ 200(SP), AX, CX
-	ADCXQ AX, R10
-	ADOXQ CX, R11
-	MULXQ 208(SP), AX, CX
-	ADCXQ AX, R11
-	ADOXQ CX, R12
-	MULXQ 216(SP), AX, R13
-	ADCXQ AX, R12
-	ADOXQ BX, R13
-	ADCXQ BX, R13
-
-	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
-	MOVQ  176(SP), DX
-	XORQ  BX, BX
-	MULXQ 192(SP), AX, CX
-	ADCXQ AX, R10
-	ADOXQ CX, R11
-	MULXQ 200(SP), AX, CX
-	ADCXQ AX, R11
-	ADOXQ CX, R12
-	MULXQ 208(SP), AX, CX
-	ADCXQ AX, R12
-	ADOXQ CX, R13
-	MULXQ 216(SP), AX, R14
-	ADCXQ AX, R13
-	ADOXQ BX, R14
-	ADCXQ BX, R14
-
-	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
-	MOVQ  184(SP), DX
-	XORQ  BX, BX
-	MULXQ 192(SP), AX, CX
-	ADCXQ AX, R11
-	ADOXQ CX, R12
-	MULXQ 200(SP), AX, CX
-	ADCXQ AX, R12
-	ADOXQ CX, R13
-	MULXQ 208(SP), AX, CX
-	ADCXQ AX, R13
-	ADOXQ CX, R14
-	MULXQ 216(SP), AX, R15
-	ADCXQ AX, R14
-	ADOXQ BX, R15
-	ADCXQ BX, R15
-
-	// Montgomery reduction mod p of the low half L = t0..t3, in place
-	// round 0: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R8, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R8
-	ADDQ  AX, R9
-	ADCQ  CX, R10
-	ADCQ  BX, R11
-	ADCQ  $0x00, R8
-
-	// round 1: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R9, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R9
-	ADDQ  AX, R10
-	ADCQ  CX, R11
-	ADCQ  BX, R8
-	ADCQ  $0x00, R9
-
-	// round 2: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R10, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R10
-	ADDQ  AX, R11
-	ADCQ  CX, R8
-	ADCQ  BX, R9
-	ADCQ  $0x00, R10
-
-	// round 3: (s + m*p) / 2^64 with m = s0: s1 + m*2^32, s2, s3 + m*p3
-	MOVQ  R11, DX
-	MOVQ  DX, AX
-	SHLQ  $0x20, AX
-	MOVQ  DX, CX
-	SHRQ  $0x20, CX
-	MULXQ p256Prime<>+24(SB), BX, R11
-	ADDQ  AX, R8
-	ADCQ  CX, R9
-	ADCQ  BX, R10
-	ADCQ  $0x00, R11
-
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
-	XORQ BX, BX
-	ADDQ R8, R12
-	ADCQ R9, R13
-	ADCQ R10, R14
-	ADCQ R11, R15
-	ADCQ $0x00, BX
-
-	// subtract p unless that borrows
-	MOVQ    R12, R8
-	MOVQ    R13, R9
-	MOVQ    R14, R10
-	MOVQ    R15, R11
-	SUBQ    p256Prime<>+0(SB), R8
-	SBBQ    p256Prime<>+8(SB), R9
-	SBBQ    p256Prime<>+16(SB), R10
-	SBBQ    p256Prime<>+24(SB), R11
-	SBBQ    $0x00, BX
-	CMOVQCC R8, R12
-	CMOVQCC R9, R13
-	CMOVQCC R10, R14
-	CMOVQCC R11, R15
-	MOVQ    R12, 160(SP)
-	MOVQ    R13, 168(SP)
-	MOVQ    R14, 176(SP)
-	MOVQ    R15, 184(SP)
-	XORQ    BX, BX
-	ADDQ    R12, R12
-	ADCQ    R13, R13
-	ADCQ    R14, R14
-	ADCQ    R15, R15
-	ADCQ    $0x00, BX
-	MOVQ    R12, R8
-	MOVQ    R13, R9
-	MOVQ    R14, R10
-	MOVQ    R15, R11
-	SUBQ    p256Prime<>+0(SB), R8
-	SBBQ    p256Prime<>+8(SB), R9
-	SBBQ    p256Prime<>+16(SB), R10
-	SBBQ    p256Prime<>+24(SB), R11
-	SBBQ    $0x00, BX
-	CMOVQCC R8, R12
-	CMOVQCC R9, R13
-	CMOVQCC R10, R14
-	CMOVQCC R11, R15
-	XORQ    BX, BX
-	ADDQ    160(SP), R12
-	ADCQ    168(SP), R13
-	ADCQ    176(SP), R14
-	ADCQ    184(SP), R15
-	ADCQ    $0x00, BX
-	MOVQ    R12, R8
-	MOVQ    R13, R9
-	MOVQ    R14, R10
-	MOVQ    R15, R11
-	SUBQ    p256Prime<>+0(SB), R8
-	SBBQ    p256Prime<>+8(SB), R9
-	SBBQ    p256Prime<>+16(SB), R10
-	SBBQ    p256Prime<>+24(SB), R11
-	SBBQ    $0x00, BX
-	CMOVQCC R8, R12
-	CMOVQCC R9, R13
-	CMOVQCC R10, R14
-	CMOVQCC R11, R15
-	MOVQ    R12, 128(SP)
-	MOVQ    R13, 136(SP)
-	MOVQ    R14, 144(SP)
-	MOVQ    R15, 152(SP)
 
 	// Z3 = (Y+Z)^2 - gamma - delta = 2YZ
 	// a * b: row 0
@@ -1471,59 +1458,59 @@ TEXT ·p256PointDouble(SB), $256-16
 	CMOVQCC R9, R13
 	CMOVQCC R10, R14
 	CMOVQCC R11, R15
-	MOVQ    R12, 224(SP)
-	MOVQ    R13, 232(SP)
-	MOVQ    R14, 240(SP)
-	MOVQ    R15, 248(SP)
+	MOVQ    R12, 192(SP)
+	MOVQ    R13, 200(SP)
+	MOVQ    R14, 208(SP)
+	MOVQ    R15, 216(SP)
 
 	// X3 = alpha^2 - 8 beta, written to q: every read of a is done
 	MOVQ q+0(FP), DI
 
 	// a^2: cross products a0*a1, a0*a2, a0*a3
-	MOVQ  128(SP), DX
-	MULXQ 136(SP), R9, R10
-	MULXQ 144(SP), AX, R11
-	MULXQ 152(SP), CX, R12
+	MOVQ  96(SP), DX
+	MULXQ 104(SP), R9, R10
+	MULXQ 112(SP), AX, R11
+	MULXQ 120(SP), CX, R12
 	ADDQ  AX, R10
 	ADCQ  CX, R11
 	ADCQ  $0x00, R12
 
 	// a1*a2, a1*a3
-	MOVQ  136(SP), DX
+	MOVQ  104(SP), DX
 	XORQ  BX, BX
-	MULXQ 144(SP), AX, CX
+	MULXQ 112(SP), AX, CX
 	ADCXQ AX, R11
 	ADOXQ CX, R12
-	MULXQ 152(SP), AX, R13
+	MULXQ 120(SP), AX, R13
 	ADCXQ AX, R12
 	ADOXQ BX, R13
 	ADCXQ BX, R13
 
 	// a2*a3
-	MOVQ  144(SP), DX
-	MULXQ 152(SP), AX, R14
+	MOVQ  112(SP), DX
+	MULXQ 120(SP), AX, R14
 	ADDQ  AX, R13
 	ADCQ  $0x00, R14
 
 	// double the cross products (CF) and add the squares (OF)
 	XORQ  BX, BX
-	MOVQ  128(SP), DX
+	MOVQ  96(SP), DX
 	MULXQ DX, R8, AX
 	ADCXQ R9, R9
 	ADOXQ AX, R9
-	MOVQ  136(SP), DX
+	MOVQ  104(SP), DX
 	MULXQ DX, AX, CX
 	ADCXQ R10, R10
 	ADOXQ AX, R10
 	ADCXQ R11, R11
 	ADOXQ CX, R11
-	MOVQ  144(SP), DX
+	MOVQ  112(SP), DX
 	MULXQ DX, AX, CX
 	ADCXQ R12, R12
 	ADOXQ AX, R12
 	ADCXQ R13, R13
 	ADOXQ CX, R13
-	MOVQ  152(SP), DX
+	MOVQ  120(SP), DX
 	MULXQ DX, AX, R15
 	ADCXQ R14, R14
 	ADOXQ AX, R14
@@ -1601,10 +1588,10 @@ TEXT ·p256PointDouble(SB), $256-16
 	CMOVQCC R9, R13
 	CMOVQCC R10, R14
 	CMOVQCC R11, R15
-	SUBQ    96(SP), R12
-	SBBQ    104(SP), R13
-	SBBQ    112(SP), R14
-	SBBQ    120(SP), R15
+	SUBQ    64(SP), R12
+	SBBQ    72(SP), R13
+	SBBQ    80(SP), R14
+	SBBQ    88(SP), R15
 	SBBQ    AX, AX
 	MOVQ    p256Prime<>+0(SB), R8
 	ANDQ    AX, R8
@@ -1624,77 +1611,73 @@ TEXT ·p256PointDouble(SB), $256-16
 	MOVQ    R15, 24(DI)
 
 	// Y3 = alpha(4 beta - X3) - 8 gamma^2
-	MOVQ 64(SP), R8
-	MOVQ 72(SP), R9
-	MOVQ 80(SP), R10
-	MOVQ 88(SP), R11
-	SUBQ (DI), R8
-	SBBQ 8(DI), R9
-	SBBQ 16(DI), R10
-	SBBQ 24(DI), R11
+	MOVQ 32(SP), R8
+	MOVQ 40(SP), R9
+	MOVQ 48(SP), R10
+	MOVQ 56(SP), R11
+	SUBQ R12, R8
+	SBBQ R13, R9
+	SBBQ R14, R10
+	SBBQ R15, R11
 	SBBQ AX, AX
-	MOVQ p256Prime<>+0(SB), R12
-	ANDQ AX, R12
-	MOVQ p256Prime<>+8(SB), R13
-	ANDQ AX, R13
-	MOVQ p256Prime<>+16(SB), R14
-	ANDQ AX, R14
-	MOVQ p256Prime<>+24(SB), R15
-	ANDQ AX, R15
-	ADDQ R12, R8
-	ADCQ R13, R9
-	ADCQ R14, R10
-	ADCQ R15, R11
-	MOVQ R8, 160(SP)
-	MOVQ R9, 168(SP)
-	MOVQ R10, 176(SP)
-	MOVQ R11, 184(SP)
+	MOVQ AX, BX
+	SHRQ $0x20, BX
+	MOVQ p256Prime<>+24(SB), CX
+	ANDQ AX, CX
+	ADDQ AX, R8
+	ADCQ BX, R9
+	ADCQ $0x00, R10
+	ADCQ CX, R11
+	MOVQ R8, 128(SP)
+	MOVQ R9, 136(SP)
+	MOVQ R10, 144(SP)
+	MOVQ R11, 152(SP)
 
 	// a^2: cross products a0*a1, a0*a2, a0*a3
-	MOVQ  32(SP), DX
-	MULXQ 40(SP), R9, R10
-	MULXQ 48(SP), AX, R11
-	MULXQ 56(SP), CX, R12
+	MOVQ  (SP), DX
+	MULXQ 8(SP), R9, R10
+	MULXQ 16(SP), AX, R11
+	MULXQ 24(SP), CX, R12
 	ADDQ  AX, R10
 	ADCQ  CX, R11
 	ADCQ  $0x00, R12
 
 	// a1*a2, a1*a3
-	MOVQ  40(SP), DX
+	MOVQ  8(SP), DX
 	XORQ  BX, BX
-	MULXQ 48(SP), AX, CX
+	MULXQ 16(SP), AX, CX
 	ADCXQ AX, R11
 	ADOXQ CX, R12
-	MULXQ 56(SP), AX, R13
+	MULXQ 24(SP), AX, R13
 	ADCXQ AX, R12
 	ADOXQ BX, R13
 	ADCXQ BX, R13
 
 	// a2*a3
-	MOVQ  48(SP), DX
-	MULXQ 56(SP), AX, R14
+	MOVQ  16(SP), DX
+	MULXQ 24(SP), AX, R14
 	ADDQ  AX, R13
 	ADCQ  $0x00, R14
 
 	// double the cross products (CF) and add the squares (OF)
 	XORQ  BX, BX
-	MOVQ  32(SP), DX
+	MOVQ  (SP), DX
 	MULXQ DX, R8, AX
 	ADCXQ R9, R9
 	ADOXQ AX, R9
-	MOVQ  40(SP), DX
+	MOVQ  8(SP), DX
 	MULXQ DX, AX, CX
 	ADCXQ R10, R10
 	ADOXQ AX, R10
 	ADCXQ R11, R11
 	ADOXQ CX, R11
-	MOVQ  48(SP), DX
+	MOVQ  16(SP), DX
 	MULXQ DX, AX, CX
 	ADCXQ R12, R12
 	ADOXQ AX, R12
 	ADCXQ R13, R13
 	ADOXQ CX, R13
-	MOVQ  56(SP), DX
+	MOVQ  24(SP), DX
 	MULXQ DX, AX, R15
 	ADCXQ R14, R14
 	ADOXQ AX, R14
@@ -1829,69 +1812,69 @@ TEXT ·p256PointDouble(SB), $256-16
 	CMOVQCC R9, R13
 	CMOVQCC R10, R14
 	CMOVQCC R11, R15
-	MOVQ    R12, 32(SP)
-	MOVQ    R13, 40(SP)
-	MOVQ    R14, 48(SP)
-	MOVQ    R15, 56(SP)
+	MOVQ    R12, (SP)
+	MOVQ    R13, 8(SP)
+	MOVQ    R14, 16(SP)
+	MOVQ    R15, 24(SP)
 
 	// a * b: row 0
-	MOVQ  128(SP), DX
-	MULXQ 160(SP), R8, R9
-	MULXQ 168(SP), AX, R10
+	MOVQ  96(SP), DX
+	MULXQ 128(SP), R8, R9
+	MULXQ 136(SP), AX, R10
 	ADDQ  AX, R9
-	MULXQ 176(SP), AX, R11
+	MULXQ 144(SP), AX, R11
 	ADCQ  AX, R10
-	MULXQ 184(SP), AX, R12
+	MULXQ 152(SP), AX, R12
 	ADCQ  AX, R11
 	ADCQ  $0x00, R12
 
 	// row 1: low halves on CF (ADCX), high halves on OF (ADOX)
-	MOVQ  136(SP), DX
+	MOVQ  104(SP), DX
 	XORQ  BX, BX
-	MULXQ 160(SP), AX, CX
+	MULXQ 128(SP), AX, CX
 	ADCXQ AX, R9
 	ADOXQ CX, R10
-	MULXQ 168(SP), AX, CX
+	MULXQ 136(SP), AX, CX
 	ADCXQ AX, R10
 	ADOXQ CX, R11
-	MULXQ 176(SP), AX, CX
+	MULXQ 144(SP), AX, CX
 	ADCXQ AX, R11
 	ADOXQ CX, R12
-	MULXQ 184(SP), AX, R13
+	MULXQ 152(SP), AX, R13
 	ADCXQ AX, R12
 	ADOXQ BX, R13
 	ADCXQ BX, R13
 
 	// row 2: low halves on CF (ADCX), high halves on OF (ADOX)
-	MOVQ  144(SP), DX
+	MOVQ  112(SP), DX
 	XORQ  BX, BX
-	MULXQ 160(SP), AX, CX
+	MULXQ 128(SP), AX, CX
 	ADCXQ AX, R10
 	ADOXQ CX, R11
-	MULXQ 168(SP), AX, CX
+	MULXQ 136(SP), AX, CX
 	ADCXQ AX, R11
 	ADOXQ CX, R12
-	MULXQ 176(SP), AX, CX
+	MULXQ 144(SP), AX, CX
 	ADCXQ AX, R12
 	ADOXQ CX, R13
-	MULXQ 184(SP), AX, R14
+	MULXQ 152(SP), AX, R14
 	ADCXQ AX, R13
 	ADOXQ BX, R14
 	ADCXQ BX, R14
 
 	// row 3: low halves on CF (ADCX), high halves on OF (ADOX)
-	MOVQ  152(SP), DX
+	MOVQ  120(SP), DX
 	XORQ  BX, BX
-	MULXQ 160(SP), AX, CX
+	MULXQ 128(SP), AX, CX
 	ADCXQ AX, R11
 	ADOXQ CX, R12
-	MULXQ 168(SP), AX, CX
+	MULXQ 136(SP), AX, CX
 	ADCXQ AX, R12
 	ADOXQ CX, R13
-	MULXQ 176(SP), AX, CX
+	MULXQ 144(SP), AX, CX
 	ADCXQ AX, R13
 	ADOXQ CX, R14
-	MULXQ 184(SP), AX, R15
+	MULXQ 152(SP), AX, R15
 	ADCXQ AX, R14
 	ADOXQ BX, R15
 	ADCXQ BX, R15
@@ -1967,10 +1950,10 @@ TEXT ·p256PointDouble(SB), $256-16
 	CMOVQCC R9, R13
 	CMOVQCC R10, R14
 	CMOVQCC R11, R15
-	SUBQ    32(SP), R12
-	SBBQ    40(SP), R13
-	SBBQ    48(SP), R14
-	SBBQ    56(SP), R15
+	SUBQ    (SP), R12
+	SBBQ    8(SP), R13
+	SBBQ    16(SP), R14
+	SBBQ    24(SP), R15
 	SBBQ    AX, AX
 	MOVQ    p256Prime<>+0(SB), R8
 	ANDQ    AX, R8
@@ -1988,13 +1971,13 @@ TEXT ·p256PointDouble(SB), $256-16
 	MOVQ    R13, 40(DI)
 	MOVQ    R14, 48(DI)
 	MOVQ    R15, 56(DI)
-	MOVQ    224(SP), AX
+	MOVQ    192(SP), AX
 	MOVQ    AX, 64(DI)
-	MOVQ    232(SP), AX
+	MOVQ    200(SP), AX
 	MOVQ    AX, 72(DI)
-	MOVQ    240(SP), AX
+	MOVQ    208(SP), AX
 	MOVQ    AX, 80(DI)
-	MOVQ    248(SP), AX
+	MOVQ    216(SP), AX
 	MOVQ    AX, 88(DI)
 	RET
 

@@ -11,7 +11,7 @@ import (
 // arguments (SI points at the first point, DI at the second), the result
 // written to the output only after the last read of the inputs, so it may
 // alias one. A product's reduced result (t4..t7) is doubled, added to or
-// subtracted from in registers (dblHigh, addHigh, subHigh) before it is
+// subtracted from in registers (dblHigh, addHigh, subHigh, subLow) before it is
 // stored, and 2YZ or 2 Z1 H stands for (Y+Z)^2 - Y^2 - Z^2 or
 // (Z1+H)^2 - Z1Z1 - HH: the same values, fully reduced, so the same limbs
 // as the Go code's (FuzzPointFormulas).
@@ -104,12 +104,27 @@ func pointDouble() {
 	TEXT("p256PointDouble", 0, "func(q, a *[3][4]uint64)")
 	Pragma("noescape")
 	Doc("p256PointDouble sets q = 2a (Jacobian, dbl-2001-b; a not the infinity).")
-	s := slots(8)
-	delta, gamma, beta4, beta8, alpha, t0, t1, z3 := s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]
+	s := slots(7)
+	gamma, beta4, beta8, alpha, t0, t1, z3 := s[0], s[1], s[2], s[3], s[4], s[5], s[6]
 	Load(Param("a"), RSI)
 	x, y, z := coord(RSI, 0), coord(RSI, 1), coord(RSI, 2)
-	fsqr(delta, z)
+	Comment("delta = Z^2 in registers; alpha = 3(X-delta)(X+delta): alpha + 2 alpha in registers")
+	square(z)
+	reduceP()
+	for i := 0; i < 4; i++ {
+		MOVQ(limb(x, i), t[i])
+	}
+	subLow()
+	storeLow(t0)
+	addHigh(x)
+	storeHigh(t1)
 	fsqr(gamma, y)
+	mul(t0, t1)
+	reduceP()
+	storeHigh(t0)
+	dblHigh(1)
+	addHigh(t0)
+	storeHigh(alpha)
 	Comment("4 beta and 8 beta (beta = X gamma), doubled in registers")
 	mul(x, gamma)
 	reduceP()
@@ -117,15 +132,6 @@ func pointDouble() {
 	storeHigh(beta4)
 	dblHigh(1)
 	storeHigh(beta8)
-	Comment("alpha = 3(X-delta)(X+delta): alpha + 2 alpha in registers")
-	fsub(t0, x, delta)
-	fadd(t1, x, delta)
-	mul(t0, t1)
-	reduceP()
-	storeHigh(t0)
-	dblHigh(1)
-	addHigh(t0)
-	storeHigh(alpha)
 	Comment("Z3 = (Y+Z)^2 - gamma - delta = 2YZ")
 	mul(y, z)
 	reduceP()
@@ -138,7 +144,11 @@ func pointDouble() {
 	subHigh(beta8)
 	storeHigh(coord(RDI, 0))
 	Comment("Y3 = alpha(4 beta - X3) - 8 gamma^2")
-	fsub(t0, beta4, coord(RDI, 0))
+	for i := 0; i < 4; i++ {
+		MOVQ(limb(beta4, i), t[i])
+	}
+	subLow()
+	storeLow(t0)
 	square(gamma)
 	reduceP()
 	dblHigh(3)
@@ -149,6 +159,32 @@ func pointDouble() {
 	storeHigh(coord(RDI, 1))
 	copyElem(coord(RDI, 2), z3)
 	RET()
+}
+
+// subLow sets t[0..3] = t[0..3] - t[4..7] mod p: the difference, plus p
+// masked by the borrow, which needs only AX, BX and CX (p's limbs are
+// 2^64-1, 2^32-1, 0 and 2^64-2^32+1).
+func subLow() {
+	SUBQ(t[4], t[0])
+	for i := 1; i < 4; i++ {
+		SBBQ(t[4+i], t[i])
+	}
+	SBBQ(RAX, RAX)
+	MOVQ(RAX, RBX)
+	SHRQ(U8(32), RBX)
+	MOVQ(primeData.Offset(24), RCX)
+	ANDQ(RAX, RCX)
+	ADDQ(RAX, t[0])
+	ADCQ(RBX, t[1])
+	ADCQ(Imm(0), t[2])
+	ADCQ(RCX, t[3])
+}
+
+// storeLow writes t[0..3] to the element at m.
+func storeLow(m Mem) {
+	for i := 0; i < 4; i++ {
+		MOVQ(t[i], limb(m, i))
+	}
 }
 
 // dblHigh doubles t[4..7] mod p k times in place (t[0..3] and BX scratch):

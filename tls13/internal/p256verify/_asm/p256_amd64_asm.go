@@ -216,17 +216,7 @@ func reduceP() {
 	ADCQ(t[3], t[7])
 	ADCQ(Imm(0), RBX)
 	Comment("subtract p unless that borrows")
-	for i := 0; i < 4; i++ {
-		MOVQ(t[4+i], t[i])
-	}
-	SUBQ(primeData.Offset(0), t[0])
-	SBBQ(primeData.Offset(8), t[1])
-	SBBQ(primeData.Offset(16), t[2])
-	SBBQ(primeData.Offset(24), t[3])
-	SBBQ(Imm(0), RBX)
-	for i := 0; i < 4; i++ {
-		CMOVQCC(t[i], t[4+i])
-	}
+	reduceHighOnce()
 }
 
 // reduceN turns t[0..7] into t[4..7] = t / 2^256 mod n: the low half

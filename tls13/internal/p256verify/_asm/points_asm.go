@@ -33,27 +33,11 @@ func fsqr(dst, a Mem) {
 // fadd sets dst = a+b mod p: the sum, and p subtracted from a copy unless
 // that borrows (CMOV, no branch).
 func fadd(dst, a, b Mem) {
-	XORQ(RBX, RBX)
 	for i := 0; i < 4; i++ {
-		MOVQ(limb(a, i), t[i])
+		MOVQ(limb(a, i), t[4+i])
 	}
-	ADDQ(limb(b, 0), t[0])
-	for i := 1; i < 4; i++ {
-		ADCQ(limb(b, i), t[i])
-	}
-	ADCQ(Imm(0), RBX)
-	for i := 0; i < 4; i++ {
-		MOVQ(t[i], t[4+i])
-	}
-	SUBQ(primeData.Offset(0), t[4])
-	SBBQ(primeData.Offset(8), t[5])
-	SBBQ(primeData.Offset(16), t[6])
-	SBBQ(primeData.Offset(24), t[7])
-	SBBQ(Imm(0), RBX)
-	for i := 0; i < 4; i++ {
-		CMOVQCC(t[4+i], t[i])
-		MOVQ(t[i], limb(dst, i))
-	}
+	addHigh(b)
+	storeHigh(dst)
 }
 
 // fsub sets dst = a-b mod p: the difference, plus p masked by the borrow.

@@ -250,15 +250,5 @@ func reduceN() {
 	ADCQ(t[3], t[7])
 	ADCQ(Imm(0), RBX)
 	Comment("subtract n unless that borrows")
-	for i := 0; i < 4; i++ {
-		MOVQ(t[4+i], t[i])
-	}
-	SUBQ(orderData.Offset(0), t[0])
-	SBBQ(orderData.Offset(8), t[1])
-	SBBQ(orderData.Offset(16), t[2])
-	SBBQ(orderData.Offset(24), t[3])
-	SBBQ(Imm(0), RBX)
-	for i := 0; i < 4; i++ {
-		CMOVQCC(t[i], t[4+i])
-	}
+	reduceHighOnceMod(orderData)
 }

@@ -197,14 +197,18 @@ func addHigh(b Mem) {
 }
 
 // reduceHighOnce subtracts p from BX:t[4..7] (below 2p) unless that borrows.
-func reduceHighOnce() {
+func reduceHighOnce() { reduceHighOnceMod(primeData) }
+
+// reduceHighOnceMod subtracts the modulus at m from BX:t[4..7] (below twice
+// it) unless that borrows: t[0..3] hold the difference, CMOV keeps it.
+func reduceHighOnceMod(m Mem) {
 	for i := 0; i < 4; i++ {
 		MOVQ(t[4+i], t[i])
 	}
-	SUBQ(primeData.Offset(0), t[0])
-	SBBQ(primeData.Offset(8), t[1])
-	SBBQ(primeData.Offset(16), t[2])
-	SBBQ(primeData.Offset(24), t[3])
+	SUBQ(m.Offset(0), t[0])
+	SBBQ(m.Offset(8), t[1])
+	SBBQ(m.Offset(16), t[2])
+	SBBQ(m.Offset(24), t[3])
 	SBBQ(Imm(0), RBX)
 	for i := 0; i < 4; i++ {
 		CMOVQCC(t[i], t[4+i])

@@ -45,6 +45,18 @@ const (
 // The mixed addition (extended + affine Niels, a = -1, seven
 // multiplications): A = (Y-X)(y-x), B = (Y+X)(y+x), C = T*2dxy, D = 2Z,
 // E = B-A, F = D-C, G = D+C, H = B+A; X = E*F, Y = G*H, T = E*H, Z = F*G.
+//
+// Tried and not kept (AMD EPYC, calls of baseAdd in a loop, alternated
+// rounds; about 69 ns a call): what made ladderStep faster does not here.
+// E, H, F, G formed from the registers B and C are left in, with D = 2Z
+// first, cost 2-3 ns a call; masks counted down in one register (SUB, SBB)
+// instead of reloading abs, 2 ns; negating C by swapping F and G instead
+// of 0 - 2dxy, and 0 - 2dxy kept in registers, no change; the 2dxy scan
+// after B's product, or E*H before C's, 3-6 ns slower. Moving the lookup
+// to the middle of the previous call (select the next digit's point after
+// C's product; a different interface) saved about 0.1 us a public key,
+// under the 0.2 us the change would have to earn. The lookup is about 8 ns
+// of a call; the seven products are the rest.
 func baseAdd() {
 	TEXT("baseAdd", NOSPLIT, fmt.Sprintf("func(s *[%d][4]uint64, row *[8][3][4]uint64, abs, neg uint64)", baseStateLen))
 	Pragma("noescape")

@@ -134,7 +134,7 @@ TEXT ·p256Mul(SB), NOSPLIT, $0-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -268,7 +268,7 @@ TEXT ·p256Sqr(SB), NOSPLIT, $0-16
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -438,7 +438,7 @@ TEXT ·p256OrdMul(SB), NOSPLIT, $0-24
 	ADOXQ BX, R11
 	ADCXQ BX, R11
 
-	// t4..t7 += the reduced low half (each at most n: below 2n), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2n), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -596,7 +596,7 @@ TEXT ·p256OrdSqr(SB), NOSPLIT, $0-16
 	ADOXQ BX, R11
 	ADCXQ BX, R11
 
-	// t4..t7 += the reduced low half (each at most n: below 2n), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2n), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -731,7 +731,7 @@ TEXT ·p256PointDouble(SB), $224-16
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -898,7 +898,7 @@ TEXT ·p256PointDouble(SB), $224-16
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -1036,7 +1036,7 @@ TEXT ·p256PointDouble(SB), $224-16
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -1217,7 +1217,7 @@ TEXT ·p256PointDouble(SB), $224-16
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -1417,7 +1417,7 @@ TEXT ·p256PointDouble(SB), $224-16
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -1566,7 +1566,7 @@ TEXT ·p256PointDouble(SB), $224-16
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -1733,7 +1733,7 @@ TEXT ·p256PointDouble(SB), $224-16
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -1928,7 +1928,7 @@ TEXT ·p256PointDouble(SB), $224-16
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -2087,7 +2087,7 @@ TEXT ·p256PointAddMixed(SB), $288-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -2226,7 +2226,7 @@ TEXT ·p256PointAddMixed(SB), $288-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -2382,7 +2382,7 @@ TEXT ·p256PointAddMixed(SB), $288-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -2520,7 +2520,7 @@ TEXT ·p256PointAddMixed(SB), $288-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -2684,7 +2684,7 @@ TEXT ·p256PointAddMixed(SB), $288-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -2864,7 +2864,7 @@ TEXT ·p256PointAddMixed(SB), $288-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -3002,7 +3002,7 @@ TEXT ·p256PointAddMixed(SB), $288-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -3130,7 +3130,7 @@ TEXT ·p256PointAddMixed(SB), $288-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -3320,7 +3320,7 @@ TEXT ·p256PointAddMixed(SB), $288-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -3478,7 +3478,7 @@ TEXT ·p256PointAddMixed(SB), $288-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -3660,7 +3660,7 @@ TEXT ·p256PointAddMixed(SB), $288-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -3828,7 +3828,7 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -3955,7 +3955,7 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -4093,7 +4093,7 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -4231,7 +4231,7 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -4369,7 +4369,7 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -4507,7 +4507,7 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -4645,7 +4645,7 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -4783,7 +4783,7 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -5014,7 +5014,7 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -5152,7 +5152,7 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -5290,7 +5290,7 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -5418,7 +5418,7 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -5625,7 +5625,7 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -5813,7 +5813,7 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -5952,7 +5952,7 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13
@@ -6134,7 +6134,7 @@ TEXT ·p256PointAdd(SB), $480-24
 	ADCQ  BX, R10
 	ADCQ  $0x00, R11
 
-	// t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX
+	// t4..t7 += the reduced low half (the sum is below 2p), carry in BX
 	XORQ BX, BX
 	ADDQ R8, R12
 	ADCQ R9, R13

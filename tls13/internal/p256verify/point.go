@@ -59,12 +59,7 @@ func addMixedGeneric(q, a *jacobian, b *affinePoint) {
 	fieldMul(&s2, &s2, &z1z1)
 	fSub(&h, &u2, &a[0])
 	fSub(&r, &s2, &a[1])
-	if isZero(&h) {
-		if isZero(&r) {
-			double(q, a)
-		} else {
-			*q = jacobian{}
-		}
+	if sameX(q, a, &h, &r) {
 		return
 	}
 	fAdd(&r, &r, &r)
@@ -112,12 +107,7 @@ func addGeneric(q, a, b *jacobian) {
 	fieldMul(&s2, &s2, &z1z1)
 	fSub(&h, &u2, &u1)
 	fSub(&r, &s2, &s1)
-	if isZero(&h) {
-		if isZero(&r) {
-			double(q, a)
-		} else {
-			*q = jacobian{}
-		}
+	if sameX(q, a, &h, &r) {
 		return
 	}
 	fAdd(&r, &r, &r)
@@ -211,6 +201,21 @@ func fromProducts(out []affinePoint, in []jacobian, prefix []element, inv *eleme
 		fieldMul(&zi2, &zi2, &zi)
 		fieldMul(&out[i][1], &in[i][1], &zi2)
 	}
+}
+
+// sameX finishes an addition to a whose inputs have the same x (h = 0): q
+// is 2a when they are equal (r = 0) and the infinity when they are
+// opposite. It reports whether h was 0, i.e. whether it set q.
+func sameX(q, a *jacobian, h, r *element) bool {
+	if !isZero(h) {
+		return false
+	}
+	if isZero(r) {
+		double(q, a)
+	} else {
+		*q = jacobian{}
+	}
+	return true
 }
 
 // oddMultiples sets t[i] = (2i+1)a.

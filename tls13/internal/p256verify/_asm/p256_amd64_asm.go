@@ -208,15 +208,7 @@ func reduceP() {
 		ADCQ(Imm(0), w[0])
 		w = append(w[1:], w[0])
 	}
-	Comment("t4..t7 += the reduced low half (each below p: the sum is below 2p), carry in BX")
-	XORQ(RBX, RBX)
-	ADDQ(t[0], t[4])
-	ADCQ(t[1], t[5])
-	ADCQ(t[2], t[6])
-	ADCQ(t[3], t[7])
-	ADCQ(Imm(0), RBX)
-	Comment("subtract p unless that borrows")
-	reduceHighOnce()
+	addReducedLow(primeData, "p")
 }
 
 // reduceN turns t[0..7] into t[4..7] = t / 2^256 mod n: the low half
@@ -242,13 +234,21 @@ func reduceN() {
 		ADCXQ(RBX, w[0])
 		w = append(w[1:], w[0])
 	}
-	Comment("t4..t7 += the reduced low half (each at most n: below 2n), carry in BX")
+	addReducedLow(orderData, "n")
+}
+
+// addReducedLow ends a Montgomery reduction mod the modulus at m (named
+// name in the comments): t4..t7 += the reduced low half t0..t3 (each below
+// twice the modulus in sum), carry in BX, then the modulus subtracted
+// unless that borrows.
+func addReducedLow(m Mem, name string) {
+	Comment("t4..t7 += the reduced low half (the sum is below 2" + name + "), carry in BX")
 	XORQ(RBX, RBX)
 	ADDQ(t[0], t[4])
 	ADCQ(t[1], t[5])
 	ADCQ(t[2], t[6])
 	ADCQ(t[3], t[7])
 	ADCQ(Imm(0), RBX)
-	Comment("subtract n unless that borrows")
-	reduceHighOnceMod(orderData)
+	Comment("subtract " + name + " unless that borrows")
+	reduceHighOnceMod(m)
 }

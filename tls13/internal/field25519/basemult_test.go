@@ -5,7 +5,6 @@ import (
 	"crypto/ecdh"
 	"encoding/hex"
 	mathrand "math/rand/v2"
-	"os"
 	"testing"
 
 	"filippo.io/edwards25519"
@@ -194,14 +193,7 @@ func BenchmarkScalarBaseMult(b *testing.B) {
 // ZTLS_DUDECT=generic the Go routines; the control of TestScalarMultDudect
 // shows the harness can see a leak of 1 %.
 func TestScalarBaseMultDudect(t *testing.T) {
-	mode := os.Getenv("ZTLS_DUDECT")
-	if mode == "" {
-		t.Skip("timing test: set ZTLS_DUDECT=1 (or =generic for the Go routines) on a quiet machine to run it")
-	}
-	run := func(f func()) { f() }
-	if mode == "generic" {
-		run = func(f func()) { useGenericStep(t, f) }
-	}
+	run := dudectRunner(t)
 	basePoints() // the table is built once, outside the timed calls
 	var worst float64
 	run(func() {

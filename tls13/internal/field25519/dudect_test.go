@@ -23,14 +23,7 @@ import (
 // the default run relies on TestGeneratedCodeIsStraightLine. With
 // ZTLS_DUDECT=generic it times the Go routines instead of the assembly.
 func TestScalarMultDudect(t *testing.T) {
-	mode := os.Getenv("ZTLS_DUDECT")
-	if mode == "" {
-		t.Skip("timing test: set ZTLS_DUDECT=1 (or =generic for the Go routines) on a quiet machine to run it")
-	}
-	run := func(f func()) { f() }
-	if mode == "generic" {
-		run = func(f func()) { useGenericStep(t, f) }
-	}
+	run := dudectRunner(t)
 	var u [32]byte
 	u[0] = 9
 	var worst float64
@@ -77,4 +70,18 @@ func dudect(t *testing.T, name string, f func(k *[32]byte)) float64 {
 		samples.Time(class, func() { f(&k) })
 	}
 	return dudectstat.Worst(t, name, &samples)
+}
+
+// dudectRunner skips t unless ZTLS_DUDECT is set (a timing test wants a
+// quiet machine) and returns how to run the timed code: as it is with
+// ZTLS_DUDECT=1, on the Go routines with ZTLS_DUDECT=generic.
+func dudectRunner(t *testing.T) func(f func()) {
+	t.Helper()
+	switch os.Getenv("ZTLS_DUDECT") {
+	case "":
+		t.Skip("timing test: set ZTLS_DUDECT=1 (or =generic for the Go routines) on a quiet machine to run it")
+	case "generic":
+		return func(f func()) { useGenericStep(t, f) }
+	}
+	return func(f func()) { f() }
 }

@@ -282,11 +282,16 @@ func recode16(k *[32]byte) [64]int8 {
 // it, computed on edwards25519 with the precomputed table (see above). It
 // gives the bytes of ScalarMult(dst, scalar, 9) and of crypto/ecdh.
 func ScalarBaseMult(dst, scalar *[32]byte) {
-	var k [32]byte
-	copy(k[:], scalar[:])
-	k[0] &= 248
-	k[31] &= 127
-	k[31] |= 64
+	num, den := baseFraction(scalar)
+	den.Invert(&den)
+	num.Multiply(&num, &den)
+	num.fillBytes(dst)
+}
+
+// baseFraction returns the numerator and denominator of ScalarBaseMult's
+// u = (1 + y) / (1 - y) = (Z + Y) / (Z - Y), before the inversion.
+func baseFraction(scalar *[32]byte) (num, den Element) {
+	k := clamp(scalar)
 	e := recode16(&k)
 	clear(k[:])
 
@@ -310,11 +315,7 @@ func ScalarBaseMult(dst, scalar *[32]byte) {
 	p = s.point()
 	clear(s[:])
 
-	// u = (1 + y) / (1 - y) = (Z + Y) / (Z - Y).
-	var num, den Element
 	num.Add(&p.Z, &p.Y)
 	den.Subtract(&p.Z, &p.Y)
-	den.Invert(&den)
-	num.Multiply(&num, &den)
-	num.fillBytes(dst)
+	return num, den
 }

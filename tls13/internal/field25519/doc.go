@@ -13,7 +13,9 @@
 // equivalent edwards25519 (basemult.go): 64 signed radix-16 digits, a table
 // of affine points built once on first use, each constant-time lookup and
 // mixed addition one generated call (baseAdd) on the fast path, and one
-// inversion for u = (Z+Y)/(Z-Y).
+// inversion for u = (Z+Y)/(Z-Y). PublicAndShared is both for one scalar, a
+// server's fresh share, with the two inversions made one (Montgomery's
+// trick, guarded for the zero Z of a low-order u).
 //
 // Everything runs in constant time: no branch and no memory index depends on
 // secret data. TestGeneratedCodeIsStraightLine checks the assembly
@@ -27,7 +29,8 @@
 // FuzzInvertBytes compare every operation, assembly and Go, with
 // filippo.io/edwards25519/field on any 256-bit inputs; FuzzScalarMult
 // and FuzzScalarBaseMult compare ScalarMult and ScalarBaseMult with
-// crypto/ecdh; the RFC 7748 vectors and iterated test run here,
+// crypto/ecdh, FuzzPublicAndShared PublicAndShared with the two of them
+// (TestPublicAndSharedLowOrder runs every low-order u); the RFC 7748 vectors and iterated test run here,
 // Wycheproof's x25519 vectors in package kex.
 package field25519
 

@@ -332,7 +332,7 @@ func newMLKEMKey(rand io.Reader) (*mlkem768.DecapsulationKey, error) {
 // with alert illegal_parameter.
 func ServerShare(group uint16, clientShare []byte, rand io.Reader) (serverPublic, shared []byte, err error) {
 	rand = randOrDefault(rand)
-	return serverShare(group, clientShare, rand, func() (*x25519Key, error) { return newX25519Key(rand) })
+	return serverShare(group, clientShare, rand, func() (*x25519Key, error) { return newX25519ServerKey(rand) })
 }
 
 // serverShare is ServerShare with the server's x25519 key from newX, called
@@ -391,7 +391,7 @@ func serverShare(group uint16, clientShare []byte, rand io.Reader, newX func() (
 			return nil, nil, err
 		}
 		serverPublic = make([]byte, 0, hybridSrvLen)
-		serverPublic = append(append(serverPublic, ct...), x.pub[:]...)
+		serverPublic = append(append(serverPublic, ct...), x.public()...)
 		return serverPublic, append(mlkemSecret, xSecret...), nil
 	}
 	return nil, nil, fmt.Errorf("kex: cannot answer a key share for unsupported group %s", Name(group))

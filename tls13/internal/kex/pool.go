@@ -2,6 +2,7 @@ package kex
 
 import (
 	cryptorand "crypto/rand"
+	"io"
 	"sync"
 	"sync/atomic"
 
@@ -50,14 +51,16 @@ func (p *Pool) Taken() uint64 { return p.taken.Load() }
 // pool had none of the kind they needed.
 func (p *Pool) Inline() uint64 { return p.inline.Load() }
 
-// takeX returns an x25519 key from the pool or, when it is dry, a new one.
-func (p *Pool) takeX() (*x25519Key, error) {
+// takeX returns an x25519 key from the pool or, when it is dry, a new one
+// made by newKey (newX25519Key, or for a server newX25519ServerKey, whose
+// public key comes with the shared secret).
+func (p *Pool) takeX(newKey func(io.Reader) (*x25519Key, error)) (*x25519Key, error) {
 	if k, ok := p.x.take(); ok {
 		p.taken.Add(1)
 		return k, nil
 	}
 	p.inline.Add(1)
-	return newX25519Key(cryptorand.Reader)
+	return newKey(cryptorand.Reader)
 }
 
 func (p *Pool) takeMLKEM() (*mlkem768.DecapsulationKey, error) {
@@ -75,7 +78,7 @@ func (p *Pool) takeMLKEM() (*mlkem768.DecapsulationKey, error) {
 func (p *Pool) ClientShare(group uint16) (ClientShare, error) {
 	switch group {
 	case X25519:
-		k, err := p.takeX()
+		k, err := p.takeX(newX25519Key)
 		if err != nil {
 			return nil, err
 		}
@@ -85,7 +88,7 @@ func (p *Pool) ClientShare(group uint16) (ClientShare, error) {
 		if err != nil {
 			return nil, err
 		}
-		x, err := p.takeX()
+		x, err := p.takeX(newX25519Key)
 		if err != nil {
 			return nil, err
 		}
@@ -98,7 +101,7 @@ func (p *Pool) ClientShare(group uint16) (ClientShare, error) {
 // (for X25519 and X25519MLKEM768) taken from the pool once the client's
 // share has been checked.
 func (p *Pool) ServerShare(group uint16, clientShare []byte) (serverPublic, shared []byte, err error) {
-	return serverShare(group, clientShare, cryptorand.Reader, func() (*x25519Key, error) { return p.takeX() })
+	return serverShare(group, clientShare, cryptorand.Reader, func() (*x25519Key, error) { return p.takeX(newX25519ServerKey) })
 }
 
 // Fill makes now, in the caller's goroutine, the keys a ClientHello with

@@ -367,17 +367,14 @@ func serverShare(group uint16, clientShare []byte, rand io.Reader, newX func() (
 		}
 		return priv.PublicKey().Bytes(), secret, nil
 	case X25519MLKEM768:
-		// The length, then the encapsulation key parsed once: parsing is
-		// FIPS 203's modulus check and expands the key's matrix, a large
-		// part of the server's ML-KEM work.
+		// The length, then the encapsulation key parsed once, in the same
+		// call as the encapsulation: parsing is FIPS 203's modulus check
+		// and expands the key's matrix, a large part of the server's
+		// ML-KEM work.
 		if want := shareLen(group, false); len(clientShare) != want {
 			return nil, nil, illegal("%s key share is %d bytes, want %d", Name(group), len(clientShare), want)
 		}
-		ek, err := mlkem768.NewEncapsulationKey(clientShare[:mlkemEKLen])
-		if err != nil {
-			return nil, nil, illegal("X25519MLKEM768 key share holds an invalid ML-KEM-768 encapsulation key")
-		}
-		mlkemSecret, ct, err := encapsulate(ek, rand)
+		mlkemSecret, ct, err := encapsulate(clientShare[:mlkemEKLen], rand)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -402,7 +399,8 @@ func serverShare(group uint16, clientShare []byte, rand io.Reader, newX func() (
 // path where that one runs); with any other reader it takes the 32 bytes
 // of encapsulation randomness from that reader, so handshakes with fixed
 // randomness are reproducible.
-func encapsulate(ek *mlkem768.EncapsulationKey, rand io.Reader) (secret, ct []byte, err error) {
+// An invalid key (a coefficient not below q) is an illegal_parameter.
+func encapsulate(ek []byte, rand io.Reader) (secret, ct []byte, err error) {
 	var m []byte
 	if rand != cryptorand.Reader {
 		m = make([]byte, mlkem768.RandomnessSize)
@@ -410,7 +408,10 @@ func encapsulate(ek *mlkem768.EncapsulationKey, rand io.Reader) (secret, ct []by
 			return nil, nil, fmt.Errorf("kex: read ML-KEM-768 encapsulation randomness from rand: %w", err)
 		}
 	}
-	secret, ct, err = ek.Encapsulate(m)
+	secret, ct, err = mlkem768.Encapsulate(ek, m)
+	if errors.Is(err, mlkem768.ErrInvalidEncapsulationKey) {
+		return nil, nil, illegal("X25519MLKEM768 key share holds an invalid ML-KEM-768 encapsulation key")
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("kex: ML-KEM-768 encapsulation: %w", err)
 	}

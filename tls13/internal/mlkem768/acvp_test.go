@@ -83,6 +83,10 @@ func TestACVP(t *testing.T) {
 				if err != nil || !bytes.Equal(k, tc.K) || !bytes.Equal(c, tc.C) {
 					t.Errorf("encapsulation tcId %d: wrong key or ciphertext (%v)", tc.TcID, err)
 				}
+				k, c, err = encapsulateOnce(im, tc.EK, tc.M)
+				if err != nil || !bytes.Equal(k, tc.K) || !bytes.Equal(c, tc.C) {
+					t.Errorf("encapsulation tcId %d in one call: wrong key or ciphertext (%v)", tc.TcID, err)
+				}
 			}
 			testACVPDecapsulation(t, im, v)
 		})

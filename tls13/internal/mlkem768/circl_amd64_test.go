@@ -95,8 +95,9 @@ func FuzzEncapsulate(f *testing.F) {
 		ekb, m = fit(ekb, EncapsulationKeySize), fit(m, RandomnessSize)
 		a, errA := newEncapsulationKey(portable{}, ekb)
 		b, errB := newEncapsulationKey(circl{}, ekb)
-		if (errA == nil) != (errB == nil) {
-			t.Fatalf("crypto/mlkem says %v, circl says %v", errA, errB)
+		kc, cc, errC := encapsulateOnce(circl{}, ekb, m)
+		if (errA == nil) != (errB == nil) || (errA == nil) != (errC == nil) {
+			t.Fatalf("crypto/mlkem says %v, circl says %v, circl in one call %v", errA, errB, errC)
 		}
 		if errA != nil {
 			return
@@ -111,6 +112,9 @@ func FuzzEncapsulate(f *testing.F) {
 		}
 		if !bytes.Equal(ka, kb) || !bytes.Equal(ca, cb) {
 			t.Fatal("same key and randomness, different ciphertext or shared key")
+		}
+		if !bytes.Equal(ka, kc) || !bytes.Equal(ca, cc) {
+			t.Fatal("circl in one call (the pooled K-PKE key) differs from crypto/mlkem")
 		}
 	})
 }
@@ -266,5 +270,33 @@ func BenchmarkMLKEM768(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestEncapsulateOnceReusesKeys runs the one-call encapsulation on keys in
+// turn, a refused one between them, so that the pooled K-PKE key is reused
+// after another key and after a failed parse: each answer must still be
+// crypto/mlkem's.
+func TestEncapsulateOnceReusesKeys(t *testing.T) {
+	var eks [][]byte
+	for i := range 3 {
+		dk, err := newDecapsulationKey(portable{}, seedBytes(byte(10+i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		eks = append(eks, dk.EncapsulationKey())
+	}
+	bad := append([]byte{}, eks[1]...)
+	bad[7] |= 0xf0 // a coefficient above q
+	m := bytes.Repeat([]byte{0x42}, RandomnessSize)
+	for i, ek := range [][]byte{eks[0], bad, eks[1], eks[2], eks[0], bad, eks[2]} {
+		kc, cc, errC := encapsulateOnce(circl{}, ek, m)
+		kp, cp, errP := encapsulateOnce(portable{}, ek, m)
+		if (errC == nil) != (errP == nil) {
+			t.Fatalf("step %d: circl %v, crypto/mlkem %v", i, errC, errP)
+		}
+		if errC == nil && (!bytes.Equal(kc, kp) || !bytes.Equal(cc, cp)) {
+			t.Fatalf("step %d: circl's pooled key gave another ciphertext or key than crypto/mlkem", i)
+		}
 	}
 }

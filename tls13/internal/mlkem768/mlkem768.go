@@ -21,6 +21,9 @@ const (
 type impl interface {
 	newDecapsulationKey(seed []byte) (dkImpl, error)
 	newEncapsulationKey(ek []byte) (ekImpl, error)
+	// encapsulateOnce parses and checks ek (its length already checked)
+	// and encapsulates to it with m, or crypto/rand when m is nil.
+	encapsulateOnce(ek, ss, ct, m []byte) error
 }
 
 type dkImpl interface {
@@ -133,6 +136,30 @@ func (ek *EncapsulationKey) Encapsulate(m []byte) (sharedKey, ciphertext []byte,
 	return ss, ct, nil
 }
 
+// Encapsulate parses ek with FIPS 203's input check (as
+// NewEncapsulationKey) and encapsulates to it (as Encapsulate) in one
+// call: what a TLS server does with a client's key share, which it uses
+// once. circl's path parses into a reused key (its matrix alone is 4.6 kB)
+// instead of a new one each time; m as for Encapsulate.
+func Encapsulate(ek, m []byte) (sharedKey, ciphertext []byte, err error) {
+	return encapsulateOnce(current(), ek, m)
+}
+
+func encapsulateOnce(im impl, ek, m []byte) (sharedKey, ciphertext []byte, err error) {
+	if len(ek) != EncapsulationKeySize {
+		return nil, nil, fmt.Errorf("mlkem768: encapsulation key is %d bytes, want %d", len(ek), EncapsulationKeySize)
+	}
+	if m != nil && len(m) != RandomnessSize {
+		return nil, nil, fmt.Errorf("mlkem768: encapsulation randomness is %d bytes, want %d", len(m), RandomnessSize)
+	}
+	ss := make([]byte, SharedKeySize)
+	ct := make([]byte, CiphertextSize)
+	if err := im.encapsulateOnce(ek, ss, ct, m); err != nil {
+		return nil, nil, err
+	}
+	return ss, ct, nil
+}
+
 // portable is Go's crypto/mlkem.
 type portable struct{}
 
@@ -150,12 +177,22 @@ func (portable) newDecapsulationKey(seed []byte) (dkImpl, error) {
 func (portable) newEncapsulationKey(b []byte) (ekImpl, error) {
 	k, err := mlkem.NewEncapsulationKey768(b)
 	if err != nil {
-		return nil, errInvalidEncapsulationKey
+		return nil, ErrInvalidEncapsulationKey
 	}
 	return portableEK{k}, nil
 }
 
-var errInvalidEncapsulationKey = errors.New("mlkem768: invalid encapsulation key (a coefficient is not below q)")
+// ErrInvalidEncapsulationKey is the error for an encapsulation key that
+// fails FIPS 203's modulus check.
+var ErrInvalidEncapsulationKey = errors.New("mlkem768: invalid encapsulation key (a coefficient is not below q)")
+
+func (p portable) encapsulateOnce(ek, ss, ct, m []byte) error {
+	k, err := p.newEncapsulationKey(ek)
+	if err != nil {
+		return err
+	}
+	return k.encapsulate(ss, ct, m)
+}
 
 func (d portableDK) encapsulationKey(out []byte) { copy(out, d.k.EncapsulationKey().Bytes()) }
 

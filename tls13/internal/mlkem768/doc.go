@@ -11,6 +11,11 @@
 //   - everywhere else, with the purego build tag, and when Go runs in FIPS
 //     140-3 mode (crypto/fips140.Enabled), Go's crypto/mlkem.
 //
+// Encapsulate is parsing and encapsulation in one call, for a key used
+// once (a TLS server's answer): on circl's path it is FIPS 203's
+// Algorithm 17 over circl's K-PKE (pke/kyber/kyber768) into a pooled key,
+// so a handshake does not allocate the key's 4.6 kB matrix.
+//
 // Fast reports which one runs. Both give the same bytes for the same
 // inputs: FuzzKeyGen, FuzzEncapsulate and FuzzDecapsulate compare them on
 // any seed, encapsulation key, randomness and ciphertext (a mauled

@@ -30,8 +30,9 @@
 // filippo.io/edwards25519/field on any 256-bit inputs; FuzzScalarMult
 // and FuzzScalarBaseMult compare ScalarMult and ScalarBaseMult with
 // crypto/ecdh, FuzzPublicAndShared PublicAndShared with the two of them
-// (TestPublicAndSharedLowOrder runs every low-order u); the RFC 7748 vectors and iterated test run here,
-// Wycheproof's x25519 vectors in package kex.
+// (TestPublicAndSharedLowOrder runs every low-order u); the RFC 7748
+// vectors and iterated test run here, Wycheproof's x25519 vectors in
+// package kex.
 package field25519
 
 //go:generate sh -c "cd _asm && go run . -out ../field_amd64.s -stubs ../field_amd64_stubs.go -pkg field25519"

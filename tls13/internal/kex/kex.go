@@ -398,8 +398,8 @@ func serverShare(group uint16, clientShare []byte, rand io.Reader, newX func() (
 // implementation draws its randomness itself (crypto/mlkem's FIPS-approved
 // path where that one runs); with any other reader it takes the 32 bytes
 // of encapsulation randomness from that reader, so handshakes with fixed
-// randomness are reproducible.
-// An invalid key (a coefficient not below q) is an illegal_parameter.
+// randomness are reproducible. An invalid key (a coefficient not below q)
+// is an illegal_parameter.
 func encapsulate(ek []byte, rand io.Reader) (secret, ct []byte, err error) {
 	var m []byte
 	if rand != cryptorand.Reader {

@@ -332,7 +332,7 @@ func newMLKEMKey(rand io.Reader) (*mlkem768.DecapsulationKey, error) {
 // with alert illegal_parameter.
 func ServerShare(group uint16, clientShare []byte, rand io.Reader) (serverPublic, shared []byte, err error) {
 	rand = randOrDefault(rand)
-	return serverShare(group, clientShare, rand, func() (*x25519Key, error) { return newX25519ServerKey(rand) })
+	return serverShare(group, clientShare, rand, func() (*x25519Key, error) { return newX25519Scalar(rand) })
 }
 
 // serverShare is ServerShare with the server's x25519 key from newX, called

@@ -52,7 +52,7 @@ func (p *Pool) Taken() uint64 { return p.taken.Load() }
 func (p *Pool) Inline() uint64 { return p.inline.Load() }
 
 // takeX returns an x25519 key from the pool or, when it is dry, a new one
-// made by newKey (newX25519Key, or for a server newX25519ServerKey, whose
+// made by newKey (newX25519Key, or for a server newX25519Scalar, whose
 // public key comes with the shared secret).
 func (p *Pool) takeX(newKey func(io.Reader) (*x25519Key, error)) (*x25519Key, error) {
 	if k, ok := p.x.take(); ok {
@@ -101,7 +101,7 @@ func (p *Pool) ClientShare(group uint16) (ClientShare, error) {
 // (for X25519 and X25519MLKEM768) taken from the pool once the client's
 // share has been checked.
 func (p *Pool) ServerShare(group uint16, clientShare []byte) (serverPublic, shared []byte, err error) {
-	return serverShare(group, clientShare, cryptorand.Reader, func() (*x25519Key, error) { return p.takeX(newX25519ServerKey) })
+	return serverShare(group, clientShare, cryptorand.Reader, func() (*x25519Key, error) { return p.takeX(newX25519Scalar) })
 }
 
 // Fill makes now, in the caller's goroutine, the keys a ClientHello with

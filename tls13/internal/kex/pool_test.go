@@ -187,7 +187,7 @@ func TestPoolForgetsTakenKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err = serverShare(X25519, peer.Public(), nil, func() (*x25519Key, error) {
-		k, err := p.takeX(newX25519ServerKey)
+		k, err := p.takeX(newX25519Scalar)
 		used = k
 		return k, err
 	})

@@ -124,7 +124,7 @@ func x25519LadderPortable(out, scalar *[32]byte, u []byte) error {
 
 // x25519Key is an x25519 private key held as its scalar and its public key,
 // made by the fixed-base multiplication; the shared secret costs one ladder.
-// A server's key (newX25519ServerKey) makes its public key together with its
+// A server's key (newX25519Scalar) makes its public key together with its
 // shared secret instead, in one inversion (pubPending until then).
 // An x25519Key belongs to one handshake: it is not safe for concurrent use.
 type x25519Key struct {
@@ -137,7 +137,7 @@ type x25519Key struct {
 // newX25519Key reads 32 bytes from rand, as crypto/ecdh's x25519 does, and
 // computes the public key with the fixed-base multiplication.
 func newX25519Key(rand io.Reader) (*x25519Key, error) {
-	k, err := newX25519ServerKey(rand)
+	k, err := newX25519Scalar(rand)
 	if err != nil {
 		return nil, err
 	}
@@ -146,11 +146,12 @@ func newX25519Key(rand io.Reader) (*x25519Key, error) {
 	return k, nil
 }
 
-// newX25519ServerKey reads the scalar as newX25519Key does and leaves the
-// public key to shared, which a server calls before it sends the key: with
+// newX25519Scalar reads the scalar as newX25519Key does and leaves the
+// public key pending, for a server, which calls shared before it sends the
+// key (public computes it if shared has not): with
 // field25519's assembly the two then share one inversion
 // (field25519.PublicAndShared, about 2.3 us of a 27 us server share).
-func newX25519ServerKey(rand io.Reader) (*x25519Key, error) {
+func newX25519Scalar(rand io.Reader) (*x25519Key, error) {
 	k := &x25519Key{pubPending: true}
 	if _, err := io.ReadFull(rand, k.scalar[:]); err != nil {
 		return nil, fmt.Errorf("kex: read x25519 private key from rand: %w", err)

@@ -110,8 +110,8 @@ func NewEncapsulationKey(b []byte) (*EncapsulationKey, error) {
 }
 
 func newEncapsulationKey(im impl, b []byte) (*EncapsulationKey, error) {
-	if len(b) != EncapsulationKeySize {
-		return nil, fmt.Errorf("mlkem768: encapsulation key is %d bytes, want %d", len(b), EncapsulationKeySize)
+	if err := checkEncapsulationKeyLen(b); err != nil {
+		return nil, err
 	}
 	k, err := im.newEncapsulationKey(b)
 	if err != nil {
@@ -125,15 +125,31 @@ func newEncapsulationKey(im impl, b []byte) (*EncapsulationKey, error) {
 // reproducible handshakes; nil draws them from crypto/rand (ML-KEM.Encaps,
 // Algorithm 17's caller).
 func (ek *EncapsulationKey) Encapsulate(m []byte) (sharedKey, ciphertext []byte, err error) {
-	if m != nil && len(m) != RandomnessSize {
-		return nil, nil, fmt.Errorf("mlkem768: encapsulation randomness is %d bytes, want %d", len(m), RandomnessSize)
+	ss, ct, err := newEncapsulation(m)
+	if err != nil {
+		return nil, nil, err
 	}
-	ss := make([]byte, SharedKeySize)
-	ct := make([]byte, CiphertextSize)
 	if err := ek.k.encapsulate(ss, ct, m); err != nil {
 		return nil, nil, err
 	}
 	return ss, ct, nil
+}
+
+// newEncapsulation checks the randomness m (nil or 32 bytes) and returns
+// the buffers an encapsulation fills.
+func newEncapsulation(m []byte) (ss, ct []byte, err error) {
+	if m != nil && len(m) != RandomnessSize {
+		return nil, nil, fmt.Errorf("mlkem768: encapsulation randomness is %d bytes, want %d", len(m), RandomnessSize)
+	}
+	return make([]byte, SharedKeySize), make([]byte, CiphertextSize), nil
+}
+
+// checkEncapsulationKeyLen refuses an encapsulation key of the wrong length.
+func checkEncapsulationKeyLen(b []byte) error {
+	if len(b) != EncapsulationKeySize {
+		return fmt.Errorf("mlkem768: encapsulation key is %d bytes, want %d", len(b), EncapsulationKeySize)
+	}
+	return nil
 }
 
 // Encapsulate parses ek with FIPS 203's input check (as
@@ -146,14 +162,13 @@ func Encapsulate(ek, m []byte) (sharedKey, ciphertext []byte, err error) {
 }
 
 func encapsulateOnce(im impl, ek, m []byte) (sharedKey, ciphertext []byte, err error) {
-	if len(ek) != EncapsulationKeySize {
-		return nil, nil, fmt.Errorf("mlkem768: encapsulation key is %d bytes, want %d", len(ek), EncapsulationKeySize)
+	if err := checkEncapsulationKeyLen(ek); err != nil {
+		return nil, nil, err
 	}
-	if m != nil && len(m) != RandomnessSize {
-		return nil, nil, fmt.Errorf("mlkem768: encapsulation randomness is %d bytes, want %d", len(m), RandomnessSize)
+	ss, ct, err := newEncapsulation(m)
+	if err != nil {
+		return nil, nil, err
 	}
-	ss := make([]byte, SharedKeySize)
-	ct := make([]byte, CiphertextSize)
 	if err := im.encapsulateOnce(ek, ss, ct, m); err != nil {
 		return nil, nil, err
 	}
